@@ -8,14 +8,20 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from . import analysis, figures
 from .checkpoint import CheckpointError, load_model
 from .config import BertConfig
 from .model import BertForPreTraining
 from .tokenizer import Encoding, Tokenizer, TokenizerError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 MLM_TOP_K = 10  # predictions kept per position in a Run; fill_mask asks the model for any k
@@ -105,6 +111,217 @@ class Run:
         return (f"Run({len(self)} tokens, {self.num_layers} layers x {self.num_heads} heads, model={self.model_name!r}, "
                 f"text={self.encoding.text[:40]!r}{', pair' if self.encoding.is_pair else ''})")
 
+    # --- views: the numbers (bertviz_app.analysis) and their figures (bertviz_app.figures) ---------------------
+    # Layers and heads count from 0; attention layers are 0..L-1, hidden-state layers 0..L (0 = embeddings).
+    # Bad indices or filter names raise ValueError with the valid range.
+
+    @property
+    def segment_ids(self) -> np.ndarray:
+        """(T,) 0 for [CLS], sentence A and the first [SEP]; 1 for sentence B and the last [SEP]."""
+        return np.asarray(self.encoding.type_ids)
+
+    @property
+    def special_mask(self) -> np.ndarray:
+        """(T,) True for [CLS]/[SEP]."""
+        return np.asarray(self.encoding.special_tokens_mask, dtype=bool)
+
+    def token_table(self) -> "pd.DataFrame":
+        """position, token, id, segment (A/B), start, end (character span), text, special."""
+        return analysis.token_table(self.encoding)
+
+    # attention ----------------------------------------------------------------------------------------------
+    def attention(self, layer: int, head: int | None = None) -> np.ndarray:
+        """(T, T) attention of one head, or the mean over the heads of `layer` when head is None."""
+        layer = analysis.check_index("layer", layer, self.num_layers)
+        if head is None:
+            return self.attentions[layer].mean(axis=0)
+        return self.attentions[layer, analysis.check_index("head", head, self.num_heads)]
+
+    def attention_frame(self, layers=None, heads=None) -> "pd.DataFrame":
+        """Tidy attention: one row per (layer, head, from, to) with from_token, to_token and weight."""
+        return analysis.attention_frame(self.attentions, self.tokens, layers, heads)
+
+    def attention_csv(self, path: str | Path, layers=None, heads=None) -> Path:
+        """Write `attention_frame(layers, heads)` to a CSV file; returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.attention_frame(layers, heads).to_csv(path, index=False)
+        return path
+
+    def _block_figure(self, matrix: np.ndarray, title: str, hide_special: bool, segments: str,
+                      colorbar_title: str = "weight") -> "go.Figure":
+        keep = ~self.special_mask if hide_special else None
+        rows, cols = analysis.segment_block(self.segment_ids, segments, keep)
+        if len(rows) == 0 or len(cols) == 0:
+            raise ValueError(f"the {segments} block is empty for this input (a single sentence has no B; hidden "
+                             "special tokens leave nothing?); choose another segment filter")
+        tokens = np.asarray(self.tokens, dtype=object)
+        seg = self.segment_ids
+
+        def boundary(index):  # first displayed index in segment B, if the axis shows both segments
+            b = np.flatnonzero(seg[index] == 1)
+            return int(b[0]) if len(b) and b[0] > 0 else None
+
+        return figures.attention_heatmap(matrix[np.ix_(rows, cols)], list(tokens[rows]), list(tokens[cols]),
+                                         row_positions=rows, col_positions=cols, row_boundary=boundary(rows),
+                                         col_boundary=boundary(cols), title=title, colorbar_title=colorbar_title)
+
+    def attention_figure(self, layer: int = 0, head: int | None = 0, *, hide_special: bool = False,
+                         segments: str = "all") -> "go.Figure":
+        """Heatmap of one head (or of the mean over the layer's heads when head is None). hide_special drops
+        [CLS]/[SEP] rows and columns; segments is one of 'all', 'A->A', 'A->B', 'B->A', 'B->B'."""
+        matrix = self.attention(layer, head)
+        which = "mean over heads" if head is None else f"head {head}"
+        suffix = "" if segments == "all" else f", {segments}"
+        return self._block_figure(matrix, f"Attention, layer {layer}, {which}{suffix}", hide_special, segments)
+
+    def head_overview_figure(self) -> "go.Figure":
+        """Every layer x head as one tiled image; hover a tile for that head's statistics."""
+        return figures.head_overview_figure(self.attentions, self.head_statistics().summaries())
+
+    def token_attention(self, layer: int, token: int) -> tuple[np.ndarray, np.ndarray]:
+        """(from (h, T), to (h, T)): what `token` attends to, and how much every token attends to it, per head."""
+        return analysis.token_attention(self.attentions, layer, token)
+
+    def token_attention_figure(self, layer: int = 0, token: int = 0) -> "go.Figure":
+        from_w, to_w = self.token_attention(layer, token)
+        return figures.token_attention_figure(from_w, to_w, self.tokens, token, layer=layer)
+
+    def rollout(self, layer: int | None = None) -> np.ndarray:
+        """(T, T) attention rollout (Abnar & Zuidema 2020) through layers 0..layer (default: all)."""
+        layer = self.num_layers - 1 if layer is None else analysis.check_index("layer", layer, self.num_layers)
+        return analysis.attention_rollout(self.attentions[:layer + 1])[layer]
+
+    def rollout_figure(self, layer: int | None = None, *, hide_special: bool = False,
+                       segments: str = "all") -> "go.Figure":
+        last = self.num_layers - 1 if layer is None else layer
+        return self._block_figure(self.rollout(layer), f"Attention rollout through layers 0-{last} "
+                                  "(residual as 0.5·A + 0.5·I)", hide_special, segments, colorbar_title="share")
+
+    def head_statistics(self) -> "analysis.HeadStatistics":
+        """Per-head entropy, attended distance, shares to [CLS]/[SEP]/self/previous/next, dominant behaviour;
+        `.to_frame()` gives a table."""
+        cached = self.extras.get("_head_statistics")
+        if cached is None:
+            cached = self.extras["_head_statistics"] = analysis.head_statistics(self.attentions, self.special_mask)
+        return cached
+
+    def head_map_figure(self, statistic: str = "entropy") -> "go.Figure":
+        """Layers x heads coloured by `statistic` (one of analysis.HEAD_STATISTICS), labelled by behaviour."""
+        stats = self.head_statistics()
+        return figures.head_map_figure(stats.as_dict(), stats.dominant, statistic)
+
+    def query_key(self, layer: int, head: int, token: int) -> "analysis.QueryKey":
+        """The query of `token`, every key, products, dot products, scaling and softmax of one attention row."""
+        return analysis.query_key(self.queries, self.keys, layer, head, token)
+
+    def query_key_figure(self, layer: int = 0, head: int = 0, token: int = 0) -> "go.Figure":
+        qk = self.query_key(layer, head, token)
+        return figures.query_key_figure(qk.query, qk.keys, qk.scores, qk.weights, self.tokens, qk.token,
+                                        scale=qk.scale, title=f"Layer {qk.layer}, head {qk.head}: query of "
+                                        f"{figures.escape_label(self.tokens[qk.token])} ({qk.token}) against every key")
+
+    # embeddings ---------------------------------------------------------------------------------------------
+    def embedding_table(self) -> "pd.DataFrame":
+        """Per token: norms of token/segment/position parts, their sum and the LayerNorm output; parts' shares."""
+        return analysis.embedding_table(self.tokens, self.segment_ids, self.token_embeddings,
+                                        self.segment_embeddings, self.position_embeddings, self.hidden_states[0])
+
+    def embedding_figure(self) -> "go.Figure":
+        return figures.embedding_parts_figure(self.embedding_table())
+
+    def position_table(self) -> np.ndarray:
+        """The learned position embeddings: the model's whole table (P, H) when the Explorer put it in
+        extras['position_table'], else only the T positions of this input."""
+        table = self.extras.get("position_table")
+        return self.position_embeddings if table is None else np.asarray(table)
+
+    def _positions_shown(self, n: int | None) -> int | None:
+        # 128 by default: the interesting structure is near the start, and 512 x 512 cells weigh 1 MB
+        return min(128, len(self.position_table())) if n is None else n
+
+    def position_similarity(self, n: int | None = None) -> np.ndarray:
+        """(n, n) cosine similarity of the first n position embeddings of `position_table()` (default: 128 or
+        all, whichever is fewer; up to the whole table)."""
+        return analysis.position_similarity(self.position_table(), self._positions_shown(n))
+
+    def position_similarity_figure(self, n: int | None = None) -> "go.Figure":
+        sim = self.position_similarity(n)
+        return figures.position_similarity_figure(sim, title=f"Cosine similarity of the first {len(sim)} learned "
+                                                  "position embeddings")
+
+    def position_path_figure(self, n: int | None = None) -> "go.Figure":
+        """PCA path through the first n position embeddings (default as position_similarity)."""
+        table = self.position_table()
+        n = self._positions_shown(n)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 2 <= n <= table.shape[0]:
+            raise ValueError(f"n must be an integer from 2 to {table.shape[0]}, got {n!r}")
+        key = ("_position_pca", int(n))
+        if key not in self.extras:  # cached: the table is the model's, the same for every slider move
+            self.extras[key] = analysis.pca_2d(table[:n])
+        xy, explained = self.extras[key]
+        return figures.position_path_figure(xy, explained=explained,
+                                            title=f"Path through the first {n} position embeddings (PCA)")
+
+    def segment_vectors(self) -> dict[str, np.ndarray]:
+        """{'A': (H,), 'B': (H,)} from the model's segment table in extras, else from this input's rows (B is
+        missing for a single sentence)."""
+        table = self.extras.get("segment_table")
+        if table is not None and len(table) >= 2:
+            return {"A": np.asarray(table[0]), "B": np.asarray(table[1])}
+        out = {}
+        for name, sid in (("A", 0), ("B", 1)):
+            rows = np.flatnonzero(self.segment_ids == sid)
+            if len(rows):
+                out[name] = self.segment_embeddings[rows[0]]
+        return out
+
+    def segment_comparison(self) -> dict:
+        """norm_a, norm_b, norm_difference, cosine of the segment A and B embeddings (None when B is unknown)."""
+        vectors = self.segment_vectors()
+        return analysis.segment_comparison(vectors["A"], vectors.get("B"))
+
+    def segment_figure(self) -> "go.Figure":
+        vectors = self.segment_vectors()
+        if "B" in vectors:
+            vectors["B − A"] = vectors["B"] - vectors["A"]
+        return figures.segment_comparison_figure(vectors, cosine=self.segment_comparison()["cosine"])
+
+    # hidden states ------------------------------------------------------------------------------------------
+    def hidden_norms(self) -> np.ndarray:
+        """(L + 1, T) norm of each token's vector at each layer (row 0: embeddings)."""
+        return analysis.hidden_norms(self.hidden_states)
+
+    def hidden_norms_figure(self) -> "go.Figure":
+        return figures.hidden_norms_figure(self.hidden_norms(), self.tokens)
+
+    def layer_similarity(self) -> np.ndarray:
+        """(L, T) cosine of each token's vector between consecutive layers."""
+        return analysis.layer_to_layer_similarity(self.hidden_states)
+
+    def layer_similarity_figure(self) -> "go.Figure":
+        return figures.layer_similarity_figure(self.layer_similarity(), self.tokens)
+
+    def token_similarity(self, layer: int | None = None) -> np.ndarray:
+        """(T, T) cosine between tokens at hidden-state `layer` (0 = embeddings; default: the last layer)."""
+        return analysis.token_similarity(self.hidden_states, self.num_layers if layer is None else layer)
+
+    def token_similarity_figure(self, layer: int | None = None) -> "go.Figure":
+        layer = self.num_layers if layer is None else layer
+        where = "the embeddings" if layer == 0 else f"layer {layer}"
+        return figures.similarity_heatmap(self.token_similarity(layer), self.tokens,
+                                          title=f"Token-to-token cosine similarity at {where}")
+
+    def hidden_projection(self) -> tuple[np.ndarray, np.ndarray]:
+        """((L + 1, T, 2) coordinates, (2,) explained variance) of one PCA shared by all layers (cached)."""
+        if "_hidden_projection" not in self.extras:
+            self.extras["_hidden_projection"] = analysis.hidden_projection(self.hidden_states)
+        return self.extras["_hidden_projection"]
+
+    def hidden_projection_figure(self) -> "go.Figure":
+        xy, explained = self.hidden_projection()
+        return figures.hidden_projection_figure(xy, self.tokens, explained=explained)
+
 
 class Explorer:
     """A loaded model with its tokenizer, on one device. Thread-safe; runs are cached (LRU)."""
@@ -119,6 +336,10 @@ class Explorer:
         limit = model.config.max_position_embeddings
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = load_seconds
+        # Whole learned tables, shared by every Run (not copied): the embedding views compare all positions.
+        emb = self.model.bert.embeddings
+        self._tables = {"position_table": emb.position_embeddings.weight.detach().float().cpu().numpy(),
+                        "segment_table": emb.token_type_embeddings.weight.detach().float().cpu().numpy()}
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -172,7 +393,7 @@ class Explorer:
                   queries=stack(out.queries), keys=stack(out.keys),
                   token_embeddings=parts.token[0].float().cpu().numpy(),
                   segment_embeddings=parts.segment[0].float().cpu().numpy(),
-                  position_embeddings=parts.position[0].float().cpu().numpy())
+                  position_embeddings=parts.position[0].float().cpu().numpy(), extras=dict(self._tables))
         if out.pooler_output is not None:
             run.pooler_output = out.pooler_output[0].float().cpu().numpy()
         if out.prediction_logits is not None:

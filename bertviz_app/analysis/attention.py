@@ -1,0 +1,204 @@
+"""Attention: segment blocks, one token across heads, rollout, per-head statistics, and the query/key arithmetic
+that produces a row of attention. L layers, h heads, T tokens, d head size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+SEGMENT_FILTERS = ("all", "A->A", "A->B", "B->A", "B->B")
+HEAD_STATISTICS = ("entropy", "distance", "cls", "sep", "self", "previous", "next")
+SHARE_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "self": "self", "previous": "previous token", "next": "next token"}
+DOMINANT_SHARE = 0.5  # a head "is" a [SEP] head, a previous-token head... when over half its attention goes there
+BROAD_ENTROPY = 0.75  # otherwise it is "broad" when its entropy is at least this fraction of the uniform one
+
+
+def check_index(name: str, value, size: int) -> int:
+    """`value` as an int in 0..size-1, or a ValueError that says the valid range."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer from 0 to {size - 1}, got {value!r}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} {value} is out of range: this input has {size} {name}s, numbered 0 to {size - 1}")
+    return int(value)
+
+
+def segment_block(segment_ids, which: str = "all", keep=None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the attention matrix that a segment filter keeps.
+
+    segment_ids: (T,) 0 for [CLS], A and the first [SEP], 1 for B and the last [SEP]. which: 'all', 'A->A'
+    (A attending to A), 'A->B', 'B->A' or 'B->B'. keep: optional (T,) bool, False drops that token from both axes
+    (e.g. to hide [CLS]/[SEP]). Returns (row indices, column indices); `matrix[np.ix_(rows, cols)]` is the block.
+    """
+    segments = np.asarray(segment_ids)
+    if which not in SEGMENT_FILTERS:
+        raise ValueError(f"unknown segment filter {which!r}; choose one of {', '.join(SEGMENT_FILTERS)}")
+    keep = np.ones(len(segments), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+    if which == "all":
+        rows = cols = keep
+    else:
+        src, dst = which.split("->")
+        rows = keep & (segments == (0 if src == "A" else 1))
+        cols = keep & (segments == (0 if dst == "A" else 1))
+    return np.flatnonzero(rows), np.flatnonzero(cols)
+
+
+def token_attention(attentions: np.ndarray, layer: int, token: int) -> tuple[np.ndarray, np.ndarray]:
+    """What `token` attends to and what attends to it, in every head of `layer`.
+    attentions: (L, h, T, T). Returns (from (h, T), to (h, T))."""
+    n_layers, _, t, _ = attentions.shape
+    layer = check_index("layer", layer, n_layers)
+    token = check_index("token", token, t)
+    return attentions[layer, :, token, :], attentions[layer, :, :, token]
+
+
+def attention_rollout(attentions: np.ndarray, residual: float = 0.5) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema, 2020): how much each input token feeds each position after every layer.
+
+    Per layer the heads are averaged and the residual connection is modelled as identity attention,
+    Â = (1 - residual) * A + residual * I, rows renormalised; rollout after layer l is Â_l @ ... @ Â_0.
+    attentions: (L, h, T, T). Returns (L, T, T), row i of entry l = the input-token mix at position i after layer l
+    (rows sum to 1)."""
+    if not 0.0 <= residual <= 1.0:
+        raise ValueError(f"residual must be between 0 and 1, got {residual}")
+    mean = attentions.astype(np.float64).mean(axis=1)  # (L, T, T)
+    t = mean.shape[-1]
+    mixed = (1.0 - residual) * mean + residual * np.eye(t)[None]  # (L, T, T)
+    mixed /= mixed.sum(axis=-1, keepdims=True)
+    out = np.empty_like(mixed)
+    current = np.eye(t)
+    for layer in range(mixed.shape[0]):
+        current = mixed[layer] @ current
+        out[layer] = current
+    return out.astype(np.float32)
+
+
+@dataclass
+class HeadStatistics:
+    """Per-head summaries of where attention goes, each (L, h); shares are averages over query tokens of the
+    attention weight that lands there, so they lie in [0, 1].
+
+    entropy: mean entropy of a row, in nats; distance: mean |i - j| weighted by attention;
+    cls, sep, self: share to [CLS], to any [SEP], to the token itself; previous, next: share to the token just
+    before / after (averaged over the tokens that have one); dominant: (L, h) label of the head's behaviour.
+    """
+
+    entropy: np.ndarray
+    distance: np.ndarray
+    cls: np.ndarray
+    sep: np.ndarray
+    self: np.ndarray
+    previous: np.ndarray
+    next: np.ndarray
+    dominant: np.ndarray
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in HEAD_STATISTICS}
+
+    def to_frame(self) -> pd.DataFrame:
+        n_layers, n_heads = self.entropy.shape
+        layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")  # (L, h) each
+        data = {"layer": layer.ravel(), "head": head.ravel()}
+        data.update({name: values.ravel() for name, values in self.as_dict().items()})
+        data["dominant"] = self.dominant.ravel()
+        return pd.DataFrame(data)
+
+    def summaries(self) -> list[list[str]]:
+        """(L, h) one-line descriptions for hover text."""
+        n_layers, n_heads = self.entropy.shape
+        return [[f"{self.dominant[l, h]}; entropy {self.entropy[l, h]:.2f}, distance {self.distance[l, h]:.1f}, "
+                 f"[CLS] {self.cls[l, h]:.0%}, [SEP] {self.sep[l, h]:.0%}, self {self.self[l, h]:.0%}, "
+                 f"prev {self.previous[l, h]:.0%}, next {self.next[l, h]:.0%}" for h in range(n_heads)]
+                for l in range(n_layers)]
+
+
+def head_statistics(attentions: np.ndarray, special_mask) -> HeadStatistics:
+    """Statistics of every head. attentions: (L, h, T, T); special_mask: (T,) 1 for special tokens. The special
+    token at position 0 is taken as [CLS] and every later one as [SEP] (BERT's layout), whatever their spelling."""
+    att = attentions.astype(np.float64)
+    t = att.shape[-1]
+    special = np.asarray(special_mask, dtype=bool)
+    is_cls = np.zeros(t, dtype=bool)
+    is_cls[0] = special[0]
+    is_sep = special & ~is_cls
+    entropy = -(att * np.log(np.clip(att, 1e-12, None))).sum(-1).mean(-1)  # (L, h)
+    index = np.arange(t)
+    distance = (att * np.abs(index[:, None] - index[None, :])).sum(-1).mean(-1)  # (L, h)
+    diag = np.diagonal(att, axis1=-2, axis2=-1)  # (L, h, T)
+    shares = {
+        "cls": att[..., is_cls].sum(-1).mean(-1),
+        "sep": att[..., is_sep].sum(-1).mean(-1),
+        "self": diag.mean(-1),
+        # offset diagonals: entry i is the weight from token i+1 to token i (previous) or from i to i+1 (next)
+        "previous": np.diagonal(att, offset=-1, axis1=-2, axis2=-1).mean(-1) if t > 1 else np.zeros(att.shape[:2]),
+        "next": np.diagonal(att, offset=1, axis1=-2, axis2=-1).mean(-1) if t > 1 else np.zeros(att.shape[:2]),
+    }
+    names = list(SHARE_LABELS)
+    stacked = np.stack([shares[k] for k in names], axis=-1)  # (L, h, 5)
+    best = stacked.argmax(-1)
+    uniform = np.log(t) if t > 1 else 1.0
+    dominant = np.empty(best.shape, dtype=object)
+    for l in range(best.shape[0]):
+        for h in range(best.shape[1]):
+            if stacked[l, h, best[l, h]] >= DOMINANT_SHARE:
+                dominant[l, h] = SHARE_LABELS[names[best[l, h]]]
+            elif entropy[l, h] >= BROAD_ENTROPY * uniform:
+                dominant[l, h] = "broad"
+            else:
+                dominant[l, h] = "mixed"
+    f32 = {k: v.astype(np.float32) for k, v in shares.items()}
+    return HeadStatistics(entropy=entropy.astype(np.float32), distance=distance.astype(np.float32),
+                          dominant=dominant, **f32)
+
+
+def attention_frame(attentions: np.ndarray, tokens, layers=None, heads=None) -> pd.DataFrame:
+    """Attention as a tidy table, one row per (layer, head, from, to): columns layer, head, from, to, from_token,
+    to_token, weight. attentions: (L, h, T, T); layers/heads: indices to keep (default all)."""
+    n_layers, n_heads, t, _ = attentions.shape
+    layers = list(range(n_layers)) if layers is None else [check_index("layer", l, n_layers) for l in layers]
+    heads = list(range(n_heads)) if heads is None else [check_index("head", h, n_heads) for h in heads]
+    block = attentions[np.ix_(layers, heads)]  # (l', h', T, T)
+    lay, hed, src, dst = np.meshgrid(layers, heads, np.arange(t), np.arange(t), indexing="ij")
+    tokens = np.asarray(list(tokens), dtype=object)
+    return pd.DataFrame({"layer": lay.ravel(), "head": hed.ravel(), "from": src.ravel(), "to": dst.ravel(),
+                         "from_token": tokens[src.ravel()], "to_token": tokens[dst.ravel()],
+                         "weight": block.ravel()})
+
+
+@dataclass
+class QueryKey:
+    """The arithmetic of one attention row (layer, head, token i).
+
+    query: (d,) q_i; keys: (T, d) every k_j; products: (T, d) q_i * k_j elementwise; dots: (T,) q_i·k_j;
+    scale: 1/sqrt(d); scores: (T,) dots * scale; weights: (T,) softmax(scores), equal to attentions[layer, head, i].
+    """
+
+    layer: int
+    head: int
+    token: int
+    query: np.ndarray
+    keys: np.ndarray
+    products: np.ndarray
+    dots: np.ndarray
+    scale: float
+    scores: np.ndarray
+    weights: np.ndarray
+
+
+def query_key(queries: np.ndarray, keys: np.ndarray, layer: int, head: int, token: int) -> QueryKey:
+    """Recompute one attention row from the (unscaled) queries and keys, (L, h, T, d) each, the way the model
+    does: scores q·k / sqrt(d), then a softmax over all keys (a Run has no padding)."""
+    n_layers, n_heads, t, d = queries.shape
+    layer = check_index("layer", layer, n_layers)
+    head = check_index("head", head, n_heads)
+    token = check_index("token", token, t)
+    q = queries[layer, head, token].astype(np.float32)  # (d,)
+    k = keys[layer, head].astype(np.float32)  # (T, d)
+    products = q[None, :] * k  # (T, d)
+    dots = k @ q  # (T,)
+    scale = float(1.0 / np.sqrt(d))
+    scores = (dots / np.float32(np.sqrt(d))).astype(np.float32)
+    shifted = np.exp(scores - scores.max())
+    weights = (shifted / shifted.sum()).astype(np.float32)
+    return QueryKey(layer, head, token, q, k, products, dots, scale, scores, weights)

@@ -1,0 +1,95 @@
+"""The input embedding, taken apart: token + segment + position, summed, then LayerNorm-ed. Also the learned
+position table (similarity, PCA path) and the two segment vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def embedding_table(tokens, segment_ids, token_embeddings: np.ndarray, segment_embeddings: np.ndarray,
+                    position_embeddings: np.ndarray, layernorm_output: np.ndarray) -> pd.DataFrame:
+    """Per token: norms of the token, segment and position vectors, of their sum (the pre-LayerNorm embedding) and
+    of the LayerNorm output; and each part's share of the sum, share_p = p·s / |s|², so the three shares add up to 1
+    (a part pointing against the sum gets a negative share). All vector arguments (T, H)."""
+    parts = {"token": token_embeddings, "segment": segment_embeddings, "position": position_embeddings}
+    total = (token_embeddings.astype(np.float64) + segment_embeddings + position_embeddings)  # (T, H)
+    squared = np.maximum((total * total).sum(-1), 1e-30)  # (T,)
+    data = {"position": np.arange(len(total)), "token": list(tokens),
+            "segment": ["A" if s == 0 else "B" for s in segment_ids]}
+    for name, vectors in parts.items():
+        data[f"norm_{name}"] = np.linalg.norm(vectors.astype(np.float64), axis=-1)
+    data["norm_sum"] = np.sqrt(squared)
+    data["norm_layernorm"] = np.linalg.norm(layernorm_output.astype(np.float64), axis=-1)
+    for name, vectors in parts.items():
+        data[f"share_{name}"] = (vectors.astype(np.float64) * total).sum(-1) / squared
+    return pd.DataFrame(data)
+
+
+def _cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    v = vectors.astype(np.float64)
+    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    return (v @ v.T).astype(np.float32)
+
+
+def position_similarity(table: np.ndarray, n: int | None = None) -> np.ndarray:
+    """Cosine similarity between the first `n` rows of a position-embedding table (P, H); n None means all P.
+    Returns (n, n)."""
+    table = np.asarray(table)
+    if table.ndim != 2:
+        raise ValueError(f"the position table must be (positions, hidden), got shape {table.shape}")
+    n = table.shape[0] if n is None else n
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= table.shape[0]:
+        raise ValueError(f"n must be an integer from 1 to {table.shape[0]} (the number of positions), got {n!r}")
+    return _cosine_matrix(table[:n])
+
+
+def pca_2d(vectors: np.ndarray, iterations: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """Project (N, H) vectors onto their first two principal components. Returns (N, 2) coordinates and the (2,)
+    fraction of the total variance each component explains. Each component's sign is fixed (its largest
+    coordinate positive) so the picture does not flip between inputs.
+
+    Small inputs use an exact SVD. Larger ones use subspace iteration on the smaller Gram matrix: only matrix
+    products, because a full LAPACK SVD of a few hundred rows takes seconds on a busy multi-threaded BLAS, and a
+    2-D picture needs only the top two directions."""
+    x = np.asarray(vectors, dtype=np.float64)
+    x = x - x.mean(axis=0, keepdims=True)
+    n, h = x.shape
+    coords = np.zeros((n, 2))
+    explained = np.zeros(2)
+    total = float((x * x).sum())
+    if n < 2 or total <= 0:
+        return coords.astype(np.float32), explained.astype(np.float32)
+    if min(n, h) <= 64:
+        u, s, _ = np.linalg.svd(x, full_matrices=False)
+        k = min(2, len(s))
+        coords[:, :k] = u[:, :k] * s[:k]
+        explained[:k] = s[:k] ** 2 / total
+    else:
+        by_feature = h <= n
+        gram = x.T @ x if by_feature else x @ x.T  # (m, m), m = min(N, H)
+        basis = np.random.default_rng(0).standard_normal((gram.shape[0], 8))  # (m, 8): 2 wanted + oversampling
+        for _ in range(iterations):
+            basis, _ = np.linalg.qr(gram @ basis)
+        values, small = np.linalg.eigh(basis.T @ gram @ basis)  # (8,), (8, 8)
+        order = np.argsort(values)[::-1][:2]
+        top = basis @ small[:, order]  # (m, 2) leading eigenvectors of the Gram matrix
+        values = np.maximum(values[order], 0.0)
+        coords = x @ top if by_feature else top * np.sqrt(values)
+        explained = values / total
+    for c in range(2):
+        if coords[np.argmax(np.abs(coords[:, c])), c] < 0:
+            coords[:, c] = -coords[:, c]
+    return coords.astype(np.float32), explained.astype(np.float32)
+
+
+def segment_comparison(segment_a: np.ndarray, segment_b: np.ndarray | None) -> dict:
+    """Compare the segment A and B embedding vectors (H,): their norms, the norm of B - A and their cosine
+    (None entries when B is unknown)."""
+    a = np.asarray(segment_a, dtype=np.float64)
+    out = {"norm_a": float(np.linalg.norm(a)), "norm_b": None, "norm_difference": None, "cosine": None}
+    if segment_b is not None:
+        b = np.asarray(segment_b, dtype=np.float64)
+        out.update(norm_b=float(np.linalg.norm(b)), norm_difference=float(np.linalg.norm(b - a)),
+                   cosine=float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-30)))
+    return out
