@@ -1,3 +1,7 @@
+"""`python -m bertviz_app` is `bertviz-app`."""
+
+import sys
+
 from .cli import main
 
-main()
+sys.exit(main())

@@ -1,31 +1,489 @@
-"""Gradio UI: wiring only."""
+"""The Gradio UI: layout and event wiring only. Numbers come from `Run` (explorer.py) and `analysis`, pictures
+from `figures`; every handler here is a few lines that pick the Run, call them and turn errors into words.
+
+Models are global (loaded once in `load_models`, shared by every visitor); what belongs to one visitor is the key of
+their current Run, kept in `gr.State` (the Run itself stays in the Explorer's LRU cache, so a slider redraws
+without a forward pass and a session holds a few strings, not megabytes of arrays).
+"""
 
 from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import io
+import json
+import logging
+import re
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import gradio as gr
 import pandas as pd
 
-from .explorer import load
+from . import analysis, figures
+from .explorer import DEFAULT_MODEL_NAME, Explorer, Run, load
+
+log = logging.getLogger(__name__)
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+MAX_CHARS = 20_000  # per box; the tokenizer is fast, but a pasted book should not reach it
+MAX_MASKS = 20
+SEGMENT_CHOICES = [("all tokens", "all"), ("A → A", "A->A"), ("A → B", "A->B"), ("B → A", "B->A"), ("B → B", "B->B")]
+MASK_PATTERN = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
+NO_MLM_HEAD = ("**{name} has no masked-LM head**, so it cannot predict masked tokens: its checkpoint was saved "
+               "without the `cls.predictions` weights (sentence-embedding models such as all-MiniLM-L6-v2 drop "
+               "them). Start the app with a checkpoint that has them, e.g. `bertviz-app --model "
+               "bert-base-uncased`, and pick it in the model list.")
+NO_NSP_HEAD = ("**{name} has no next-sentence head**, so it cannot say whether sentence B follows sentence A: its "
+               "checkpoint was saved without the `cls.seq_relationship` weights. A checkpoint from BERT's "
+               "pre-training (e.g. `bert-base-uncased`) has them.")
 
 
-def build_demo(model: str | None = None, device: str = "auto") -> gr.Blocks:
-    explorer = load(model, device)
+# --- models --------------------------------------------------------------------------------------------------------
+def load_models(sources: Sequence[str | None], device: str = "auto", max_tokens: int | None = None
+                ) -> dict[str, Explorer]:
+    """Load every model the operator named, once, keyed by the name the model picker shows (None: the default).
+    Raises ValueError (CheckpointError, a missing GPU...) with a message for the command line."""
+    explorers: dict[str, Explorer] = {}
+    for source in sources:
+        explorer = load(source, device=device, max_tokens=max_tokens)
+        if explorer.name in explorers:
+            continue  # the same model named twice is offered once
+        explorers[explorer.name] = explorer
+    return explorers
 
-    def analyze(text: str, text_pair: str):
+
+def read_examples(path: Path = ASSETS / "examples.json") -> tuple[list[list[str]], list[str]]:
+    """(sentence pairs, masked sentences) from assets/examples.json; one built-in pair when the file is absent
+    (an installed wheel without the assets folder still opens with something to look at)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        pairs = [[str(p["a"]), str(p.get("b") or "")] for p in doc["pairs"]]
+        masked = [str(m) for m in doc.get("masked", [])]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        log.warning("could not read the examples in %s (%s); using one built-in example", path, err)
+        pairs, masked = [], []
+    return (pairs or [["The cat sat on the mat.", "It was tired."]],
+            masked or ["The capital of France is [MASK]."])
+
+
+# --- errors --------------------------------------------------------------------------------------------------------
+def user_errors(fn: Callable) -> Callable:
+    """Every failure reaches the visitor as a sentence in a gr.Error, never as a traceback. ValueError and TypeError
+    are the library's way of saying "this input cannot work" and are shown as they are; anything else is our bug:
+    logged with its traceback on the server, shown as a short apology."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
         try:
-            run = explorer.run(text, text_pair or None)
-        except (ValueError, TypeError) as err:
-            raise gr.Error(str(err)) from None
-        enc = run.encoding
-        return pd.DataFrame({"position": enc.positions, "token": enc.tokens, "id": enc.ids,
-                             "segment": ["A" if t == 0 else "B" for t in enc.type_ids]})
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError) as err:
+            message = str(err).strip("'\"") or type(err).__name__
+            raise gr.Error(message[:1].upper() + message[1:], print_exception=False) from None
+        except Exception:
+            log.exception("%s failed", fn.__name__)
+            raise gr.Error("Something went wrong on the server while drawing this view; the details are in the "
+                           "server's log. Try another input.", print_exception=False) from None
 
-    with gr.Blocks(title="bertviz-app") as demo:
-        gr.Markdown(f"# bertviz-app\nModel: {explorer.name}")
-        a = gr.Textbox(label="Sentence A", value="The cat sat on the mat.", elem_id="sentence-a")
-        b = gr.Textbox(label="Sentence B (optional)", value="It was tired.", elem_id="sentence-b")
-        button = gr.Button("Analyze", elem_id="analyze")
-        table = gr.Dataframe(elem_id="token-table")
-        button.click(analyze, [a, b], table)
-        demo.load(analyze, [a, b], table)
+    return wrapper
+
+
+def _text(value, what: str) -> str:
+    """A text box's value, checked at the boundary (the API accepts anything JSON can carry)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise gr.Error(f"{what} must be text.", print_exception=False)
+    if len(value) > MAX_CHARS:
+        raise gr.Error(f"{what} has {len(value):,} characters; paste at most {MAX_CHARS:,} (the model reads only "
+                       "the first few hundred tokens anyway).", print_exception=False)
+    return value
+
+
+def _index(value, upper: int, what: str) -> int:
+    """A slider or dropdown value as an index in [0, upper), clipped: a model switch can shrink the range."""
+    try:
+        index = int(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"{what} must be a whole number.", print_exception=False) from None
+    return min(max(index, 0), upper - 1)
+
+
+# --- the views: Run + controls -> figures ------------------------------------------------------------------------
+# Each returns the figures of one part of a tab, in the order of that part's outputs. The heatmap comes back on its
+# own so that a slider answers at once; the slower companions follow in a chained event.
+def heatmap_view(run: Run, layer: int, head: int, segment: str, hide_special: bool):
+    try:
+        return run.attention_figure(layer, head, hide_special=hide_special, segments=segment)
+    except ValueError as err:  # an empty block (B -> B of a single sentence): say so, show the whole matrix
+        gr.Warning(f"{str(err)[:1].upper()}{str(err)[1:]}.")
+        return run.attention_figure(layer, head)
+
+
+def attention_detail_views(run: Run, layer: int, head: int, segment: str, hide_special: bool, token: int):
+    """Mean over the layer's heads, rollout up to the layer, one token to and from every head, query x key."""
+    try:
+        mean = run.attention_figure(layer, None, hide_special=hide_special, segments=segment)
+        rollout = run.rollout_figure(layer, hide_special=hide_special, segments=segment)
+    except ValueError:  # the empty block was already reported by heatmap_view
+        mean, rollout = run.attention_figure(layer, None), run.rollout_figure(layer)
+    return mean, rollout, run.token_attention_figure(layer, token), run.query_key_figure(layer, head, token)
+
+
+def overview_views(run: Run):
+    return run.head_overview_figure(), run.head_map_figure()
+
+
+def embedding_views(run: Run):
+    return run.embedding_figure(), run.segment_figure()
+
+
+def hidden_views(run: Run, layer: int):
+    return (run.hidden_norms_figure(), run.layer_similarity_figure(), run.token_similarity_figure(layer),
+            run.hidden_projection_figure())
+
+
+def fill_mask_view(explorer, text: str, top_k: int) -> tuple[str, pd.DataFrame, pd.DataFrame | None]:
+    """(message, table with one row per mask and rank, the same rows for the bar chart or None). `explorer` needs
+    has_mlm_head, name and fill_mask(text, top_k=k) -> one list of (token, probability) per [MASK], in order."""
+    text = MASK_PATTERN.sub("[MASK]", text)
+    empty = pd.DataFrame(columns=["mask", "rank", "token", "probability"])
+    if not explorer.has_mlm_head:
+        gr.Warning(f"{explorer.name} has no masked-LM head, so it cannot fill in [MASK].")
+        return NO_MLM_HEAD.format(name=explorer.name), empty, None
+    count = text.count("[MASK]")
+    if count == 0:
+        raise gr.Error("Put [MASK] where a word should be predicted, e.g. 'The cat sat on the [MASK].'",
+                       print_exception=False)
+    if count > MAX_MASKS:
+        raise gr.Error(f"{count} masks is too many; use at most {MAX_MASKS}.", print_exception=False)
+    predictions = explorer.fill_mask(text, top_k=top_k)
+    rows = [(m + 1, r + 1, str(token), round(float(p), 4)) for m, best in enumerate(predictions)
+            for r, (token, p) in enumerate(best)]
+    table = pd.DataFrame(rows, columns=["mask", "rank", "token", "probability"])
+    # one bar per (mask, token): the label keeps equal tokens of different masks apart
+    bars = table.assign(prediction=[f"{m}. {t}" for m, t in zip(table["mask"], table["token"])],
+                        mask=[f"mask {m}" for m in table["mask"]])
+    return (f"Top {top_k} predictions for each of the {len(predictions)} mask(s), by {explorer.name}.", table,
+            bars)
+
+
+def masked_sentence(run: Run, index: int) -> str:
+    """The analyzed sentence that holds token `index`, with that token's characters replaced by [MASK]."""
+    enc = run.encoding
+    if enc.sequence_ids[index] is None:
+        raise gr.Error(f"{enc.tokens[index]} is a special token; pick a word piece of the sentence.",
+                       print_exception=False)
+    source = enc.text if enc.sequence_ids[index] == 0 else enc.text_pair
+    start, end = enc.offsets[index]
+    return source[:start] + "[MASK]" + source[end:]
+
+
+def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, concurrency: int = 1,
+               examples: tuple[list[list[str]], list[str]] | None = None) -> gr.Blocks:
+    """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these);
+    one Explorer; or None for the default model on the best device. `concurrency`: forward passes at once."""
+    if explorers is None:
+        explorers = load_models([None])
+    elif isinstance(explorers, Explorer):
+        explorers = {explorers.name: explorers}
+    explorers = dict(explorers)
+    if not explorers:
+        raise ValueError("build_demo needs at least one model")
+    pairs, masked_examples = examples or read_examples()
+    names = list(explorers)
+    first = explorers[names[0]]
+
+    def explorer_for(name) -> Explorer:
+        # gradio checks the picker's value against its choices too; this also covers every other endpoint
+        if not isinstance(name, str) or name not in explorers:
+            raise gr.Error(f"Unknown model {str(name)[:80]!r}; choose one of: {', '.join(names)}.",
+                           print_exception=False)
+        return explorers[name]
+
+    def run_of(session) -> Run:
+        if not isinstance(session, dict):
+            raise gr.Error("Nothing analyzed yet: type a sentence and press Analyze.", print_exception=False)
+        return explorer_for(session["model"]).run(session["text"], session["pair"] or None)
+
+    drawn: dict[tuple[str, int], tuple] = {}
+
+    def position_figures(model_name: str, run: Run, n: int):
+        # pictures of the model's position table, the same for every input: drawn once per model and size
+        key = (model_name, n)
+        if key not in drawn:
+            if len(drawn) > 32:
+                drawn.clear()
+            drawn[key] = (run.position_similarity_figure(n), run.position_path_figure(n))
+        return drawn[key]
+
+    def controls(run: Run, layer, head, token):
+        return (_index(layer, run.num_layers, "Layer"), _index(head, run.num_heads, "Head"),
+                _index(token if token is not None else 0, len(run), "Token"))
+
+    # --- handlers ------------------------------------------------------------------------------------------------
+    @user_errors
+    def analyze(model, text, text_pair, layer, head, segment, hide_special, token):
+        explorer = explorer_for(model)
+        text, text_pair = _text(text, "Sentence A"), _text(text_pair, "Sentence B")
+        if not text.strip():
+            raise gr.Error("Sentence A is empty: type a sentence (sentence B is optional).", print_exception=False)
+        run = explorer.run(text, text_pair or None)
+        layer, head, token = controls(run, layer, head, token)
+        if not run.encoding.is_pair and segment not in ("all", "A->A"):
+            segment = "all"  # a single sentence has no B block
+        notice = f"{len(run)} tokens · forward pass {run.seconds * 1000:.0f} ms on {explorer.device}"
+        if run.encoding.truncation is not None:
+            gr.Warning(f"Input truncated: {run.encoding.truncation}.")
+            notice += f"  \n**Truncated:** {run.encoding.truncation}."
+        token_choices = [(f"{i}: {t}", i) for i, t in enumerate(run.tokens)]
+        return ({"model": model, "text": text, "pair": text_pair}, run.token_table(), notice,
+                gr.Slider(maximum=run.num_layers - 1, value=layer), gr.Slider(maximum=run.num_heads - 1, value=head),
+                segment, gr.Dropdown(choices=token_choices, value=token),
+                gr.Dropdown(choices=token_choices, value=None),
+                gr.Slider(maximum=run.num_layers),
+                heatmap_view(run, layer, head, segment, bool(hide_special)),
+                next_sentence_text(explorer, run), model_text(explorer))
+
+    @user_errors
+    def redraw_heatmap(session, layer, head, segment, hide_special):
+        run = run_of(session)
+        layer, head, _ = controls(run, layer, head, 0)
+        return heatmap_view(run, layer, head, segment, bool(hide_special))
+
+    @user_errors
+    def redraw_attention_details(session, layer, head, segment, hide_special, token):
+        run = run_of(session)
+        layer, head, token = controls(run, layer, head, token)
+        return attention_detail_views(run, layer, head, segment, bool(hide_special), token)
+
+    @user_errors
+    def redraw_overview(session):
+        return overview_views(run_of(session))
+
+    @user_errors
+    def redraw_embeddings(session, positions):
+        run = run_of(session)
+        n = _index(positions, run.position_table().shape[0], "Positions") + 1
+        return (*embedding_views(run), *position_figures(session["model"], run, max(n, 2)))
+
+    @user_errors
+    def redraw_hidden(session, layer):
+        run = run_of(session)
+        return hidden_views(run, _index(layer, run.num_layers + 1, "Layer"))
+
+    @user_errors
+    def redraw_token_similarity(session, layer):
+        run = run_of(session)
+        return run.token_similarity_figure(_index(layer, run.num_layers + 1, "Layer"))
+
+    @user_errors
+    def mask_token(session, token):
+        if token is None or token == "":
+            return gr.skip()
+        run = run_of(session)
+        return masked_sentence(run, _index(token, len(run), "Token"))
+
+    @user_errors
+    def fill_mask(model, text, top_k):
+        explorer = explorer_for(model)
+        k = max(1, _index(top_k if top_k is not None else 5, 51, "Predictions per mask"))
+        return fill_mask_view(explorer, _text(text, "The masked text"), k)
+
+    # --- layout --------------------------------------------------------------------------------------------------
+    max_positions = first.config.max_position_embeddings
+    with gr.Blocks(title="bertviz-app: see inside BERT", analytics_enabled=False) as demo:
+        session = gr.State(None)
+        gr.Markdown("# bertviz-app\nSee what BERT reads and computes: tokens, embeddings, attention, hidden states "
+                    "and its predictions. Type one sentence, or two to see how BERT relates a pair.",
+                    elem_id="intro")
+        with gr.Row():
+            with gr.Column(scale=3):
+                sentence_a = gr.Textbox(label="Sentence A", value=pairs[0][0], lines=2, max_length=MAX_CHARS,
+                                        elem_id="sentence-a")
+                sentence_b = gr.Textbox(label="Sentence B (optional)", value=pairs[0][1], lines=2,
+                                        max_length=MAX_CHARS, elem_id="sentence-b")
+            with gr.Column(scale=1, min_width=220):
+                model = gr.Dropdown(names, value=names[0], label="Model", interactive=len(names) > 1,
+                                    elem_id="model")
+                analyze_button = gr.Button("Analyze", variant="primary", elem_id="analyze")
+                notice = gr.Markdown(elem_id="notice")
+        example_list = gr.Examples(pairs, [sentence_a, sentence_b], label="Examples", examples_per_page=4)
+        with gr.Accordion("Tokens: what BERT actually reads", open=True):
+            token_table = gr.Dataframe(label="Tokens with segment and position ids", interactive=False,
+                                       datatype="str", max_height=360, elem_id="token-table")
+
+        with gr.Tabs():
+            with gr.Tab("Attention", id="attention-tab"):
+                with gr.Row():
+                    layer = gr.Slider(0, first.config.num_hidden_layers - 1, value=0, step=1, label="Layer",
+                                      elem_id="layer")
+                    head = gr.Slider(0, first.config.num_attention_heads - 1, value=0, step=1, label="Head",
+                                     elem_id="head")
+                with gr.Row():
+                    segment = gr.Radio(SEGMENT_CHOICES, value="all", label="Segments (from → to)",
+                                       elem_id="segment-filter")
+                    hide_special = gr.Checkbox(False, label="Hide [CLS] and [SEP]", elem_id="hide-special")
+                    # custom values allowed: the choices change with every input, and _index checks the value
+                    token = gr.Dropdown([], value=None, label="Token (attention to and from it)",
+                                        allow_custom_value=True, elem_id="attention-token")
+                heatmap = gr.Plot(label="One head", elem_id="attention-heatmap")
+                with gr.Row():
+                    mean_plot = gr.Plot(label="Mean over the layer's heads", elem_id="attention-mean")
+                    rollout_plot = gr.Plot(label="Rollout up to this layer", elem_id="attention-rollout")
+                token_plot = gr.Plot(label="Attention to and from the chosen token", elem_id="token-attention")
+                query_key_plot = gr.Plot(label="Query · key: how the chosen token's row is made",
+                                         elem_id="query-key")
+                overview_plot = gr.Plot(label="Overview: every layer and head", elem_id="attention-overview")
+                head_map_plot = gr.Plot(label="Head map: what each head does", elem_id="head-map")
+            with gr.Tab("Embeddings", id="embeddings-tab"):
+                embedding_plot = gr.Plot(label="Token + segment + position", elem_id="embedding-parts")
+                segment_plot = gr.Plot(label="Segment embeddings", elem_id="segment-embeddings")
+                positions = gr.Slider(2, max_positions, value=min(128, max_positions), step=1,
+                                      label="Positions to compare", elem_id="positions")
+                # one below the other: these figures have a fixed width that half a row would crop
+                position_sim_plot = gr.Plot(label="Position similarity", elem_id="position-similarity")
+                position_path_plot = gr.Plot(label="Position path", elem_id="position-path")
+            with gr.Tab("Hidden states", id="hidden-tab"):
+                norms_plot = gr.Plot(label="Norms", elem_id="hidden-norms")
+                layer_sim_plot = gr.Plot(label="Layer-to-layer change", elem_id="layer-similarity")
+                hidden_layer = gr.Slider(0, first.config.num_hidden_layers, value=first.config.num_hidden_layers,
+                                         step=1, label="Layer for token similarity (0 = embeddings)",
+                                         elem_id="hidden-layer")
+                token_sim_plot = gr.Plot(label="Token similarity", elem_id="token-similarity")
+                projection_plot = gr.Plot(label="Tokens through the layers", elem_id="hidden-projection")
+            with gr.Tab("Masked LM", id="mlm-tab"):
+                if not first.has_mlm_head:
+                    gr.Markdown(NO_MLM_HEAD.format(name=first.name), elem_id="mlm-explainer")
+                with gr.Row():
+                    mask_text = gr.Textbox(label="Text with one or more [MASK] (any case)", value=masked_examples[0],
+                                           max_length=MAX_CHARS, scale=3, elem_id="mask-text")
+                    with gr.Column(scale=1, min_width=200):
+                        top_k = gr.Slider(1, 20, value=5, step=1, label="Predictions per mask", elem_id="top-k")
+                        mask_predict = gr.Button("Predict", variant="primary", elem_id="mask-predict")
+                mask_choice = gr.Dropdown([], value=None, label="Or mask a token of the analyzed input",
+                                          allow_custom_value=True, elem_id="mask-token")
+                gr.Examples([[m] for m in masked_examples], [mask_text], label="Masked examples")
+                with gr.Column(elem_id="mask-results"):
+                    mask_message = gr.Markdown(elem_id="mask-message")
+                    mask_table = gr.Dataframe(interactive=False, datatype="str", label="Top predictions per mask",
+                                              elem_id="mask-table")
+                    mask_bars = gr.BarPlot(x="prediction", y="probability", color="mask", label="Probabilities",
+                                           sort=None, elem_id="mask-bars")
+            with gr.Tab("Next sentence", id="nsp-tab"):
+                nsp = gr.Markdown(elem_id="next-sentence")
+            with gr.Tab("Model", id="model-tab"):
+                model_info = gr.Markdown(elem_id="model-info")
+
+        # --- events ----------------------------------------------------------------------------------------------
+        # A new input: one forward pass, then each group of views in its own step, so the heatmap shows first.
+        model_events = dict(concurrency_id="model", concurrency_limit=concurrency)
+        attention_controls = [layer, head, segment, hide_special, token]
+        new_input = gr.on(
+            [analyze_button.click, sentence_a.submit, sentence_b.submit, model.change, demo.load],
+            analyze, [model, sentence_a, sentence_b, *attention_controls],
+            [session, token_table, notice, layer, head, segment, token, mask_choice, hidden_layer, heatmap, nsp,
+             model_info], api_name="analyze", **model_events)
+        details_io = ([session, *attention_controls], [mean_plot, rollout_plot, token_plot, query_key_plot])
+        (new_input
+         .then(redraw_attention_details, *details_io, api_name="attention_details")
+         .then(redraw_overview, [session], [overview_plot, head_map_plot], api_name="attention_overview")
+         .then(redraw_embeddings, [session, positions],
+               [embedding_plot, segment_plot, position_sim_plot, position_path_plot], api_name="embeddings")
+         .then(redraw_hidden, [session, hidden_layer], [norms_plot, layer_sim_plot, token_sim_plot, projection_plot],
+               api_name="hidden_states"))
+        # An example click fills the boxes, then analyzes like the button (without a second API name).
+        (example_list.load_input_event
+         .then(analyze, [model, sentence_a, sentence_b, *attention_controls],
+               [session, token_table, notice, layer, head, segment, token, mask_choice, hidden_layer, heatmap, nsp,
+                model_info], api_visibility="private", **model_events)
+         .then(redraw_attention_details, *details_io, api_visibility="private")
+         .then(redraw_overview, [session], [overview_plot, head_map_plot], api_visibility="private")
+         .then(redraw_embeddings, [session, positions],
+               [embedding_plot, segment_plot, position_sim_plot, position_path_plot], api_visibility="private")
+         .then(redraw_hidden, [session, hidden_layer], [norms_plot, layer_sim_plot, token_sim_plot, projection_plot],
+               api_visibility="private"))
+
+        # Sliders and toggles only redraw from the cached Run.
+        (gr.on([c.input for c in (layer, head)] + [segment.input, hide_special.input],
+               redraw_heatmap, [session, layer, head, segment, hide_special], [heatmap], api_name="attention",
+               trigger_mode="always_last")
+         .then(redraw_attention_details, *details_io, api_visibility="private", trigger_mode="always_last"))
+        token.input(redraw_attention_details, *details_io, api_visibility="private", trigger_mode="always_last")
+        positions.release(redraw_embeddings, [session, positions],
+                          [embedding_plot, segment_plot, position_sim_plot, position_path_plot],
+                          api_visibility="private")
+        hidden_layer.input(redraw_token_similarity, [session, hidden_layer], [token_sim_plot],
+                           api_name="token_similarity", trigger_mode="always_last")
+
+        mask_choice.input(mask_token, [session, mask_choice], [mask_text], api_name="mask_token")
+        gr.on([mask_predict.click, mask_text.submit], fill_mask, [model, mask_text, top_k],
+              [mask_message, mask_table, mask_bars], api_name="fill_mask", **model_events)
     return demo
+
+
+def next_sentence_text(explorer: Explorer, run: Run) -> str:
+    if not explorer.has_nsp_head:
+        return NO_NSP_HEAD.format(name=explorer.name)
+    if not run.encoding.is_pair:
+        return "Type a sentence B as well: the next-sentence head judges whether B follows A."
+    p = run.is_next_probability
+    return (f"**P(B follows A) = {p:.1%}** according to {explorer.name}'s next-sentence head "
+            f"({'IsNext' if p >= 0.5 else 'NotNext'}).")
+
+
+def model_text(explorer: Explorer) -> str:
+    c = explorer.config
+    rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in dataclasses.asdict(c).items())
+    name = explorer.name.replace("`", "")
+    return (f"### `{name}`\n\n"
+            f"| | |\n|---|---|\n"
+            f"| parameters | {explorer.model.num_parameters():,} |\n"
+            f"| device | `{explorer.device}` |\n"
+            f"| load time | {explorer.load_seconds:.2f} s |\n"
+            f"| masked-LM head | {'yes' if explorer.has_mlm_head else 'no'} |\n"
+            f"| next-sentence head | {'yes' if explorer.has_nsp_head else 'no'} |\n"
+            f"| longest input | {explorer.max_tokens} tokens (longer inputs are truncated) |\n\n"
+            f"#### Configuration\n\n| field | value |\n|---|---|\n{rows}\n")
+
+
+# --- serving -------------------------------------------------------------------------------------------------------
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
+          auth: list[tuple[str, str]] | None = None, block: bool = True, max_queue: int = 64) -> str:
+    """Launch `demo` with safe defaults and return the local URL; with `block`, serve until Ctrl-C.
+
+    Safe defaults: bound to 127.0.0.1 unless told otherwise; no run history (gradio 6 would otherwise record
+    every call in the visitor's browser and offer a /gradio_api/runs page), no monitoring page, no MCP server,
+    no extra file paths (gradio serves only its own cache of files our handlers return, and we return none).
+    A --share link that cannot be made (offline) is reported in one clear line while the local server goes on."""
+    demo.queue(max_size=max_queue, default_concurrency_limit=4)
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):  # gradio's banner and its long share advice: we say it shorter
+        demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth,
+                    prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
+                    mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
+                    css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None)
+    log.debug("gradio said: %s", captured.getvalue())
+    url = demo.local_url
+    print(f"bertviz-app: serving on {url} (Ctrl-C stops)", flush=True)
+    if share:
+        if demo.share_url:
+            print(f"bertviz-app: public link {demo.share_url}", flush=True)
+        else:
+            print(f"bertviz-app: could not create the public --share link: gradio.live cannot be reached (no "
+                  f"internet connection, or a firewall blocks it). The app keeps serving locally on {url}",
+                  file=sys.stderr, flush=True)
+    if block:
+        demo.block_thread()
+    return url

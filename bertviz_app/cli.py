@@ -1,21 +1,149 @@
-"""`bertviz-app`: launch the web UI."""
+"""`bertviz-app`: one entry point with subcommands. `bertviz-app [options]` is `bertviz-app serve [options]`.
+
+A new subcommand is one call in `build_parser`: a function that takes the subparsers object, adds its parser and sets
+`handler` (a function of the parsed arguments returning an exit code) with `set_defaults`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+DEFAULT_COMMAND = "serve"
+DEFAULT_PORT = 7860
+DEFAULT_MAX_TOKENS = 256
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="bertviz-app", description="See inside BERT in your browser.")
-    parser.add_argument("--model", default=None, help="checkpoint folder or hub id (default: the embedded model)")
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=int, default=7860)
-    args = parser.parse_args(argv)
-    from .app import build_demo
+class UsageError(ValueError):
+    """A command line that cannot work; the message says what to change."""
 
-    build_demo(args.model, args.device).launch(server_name=args.host, server_port=args.port)
+
+def add_serve_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = commands.add_parser(
+        "serve", help="launch the web UI (the default command)",
+        description="Launch the web UI. Open the printed address in a browser.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", action="append", metavar="PATH_OR_HUB_ID",
+                   help="a BERT checkpoint folder (Hugging Face format) or hub id; repeat to offer several in the "
+                        "UI's model picker (default: the embedded all-MiniLM-L6-v2)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="where the model runs; auto picks a CUDA GPU when there is one")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind; 127.0.0.1 keeps the app on this machine, 0.0.0.0 opens it to the network")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help="port to listen on; 0 picks a free one")
+    p.add_argument("--share", action="store_true",
+                   help="also open a temporary public link through gradio.live (needs internet; use with --auth)")
+    p.add_argument("--auth", action="append", metavar="USER:PASSWORD|FILE",
+                   help="require a login; repeat for several users, or name a file with one USER:PASSWORD a line")
+    p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
+                   help="longer inputs are truncated to this many tokens (and never beyond the model's limit)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="forward passes that may run at the same time; more requests wait in a queue")
+    p.set_defaults(handler=run_serve)
+    return p
+
+
+# Subcommands, in the order `--help` lists them. Another module adds one by appending its `add_*_command`.
+COMMANDS: list[Callable[[argparse._SubParsersAction], argparse.ArgumentParser]] = [add_serve_command]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bertviz-app", description="See inside BERT in your browser.",
+        epilog=f"Without a command, `{DEFAULT_COMMAND}` runs: `bertviz-app --port 8000` is "
+               f"`bertviz-app {DEFAULT_COMMAND} --port 8000`. `bertviz-app COMMAND --help` lists a command's options.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"bertviz-app {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
+
+
+def _with_default_command(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    if argv and (argv[0] in commands or argv[0] in ("-h", "--help", "--version")):
+        return argv
+    return [DEFAULT_COMMAND, *argv]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv in (["-h"], ["--help"]):
+        # Most people want the launch options: show them under the list of commands.
+        parser.print_help()
+        print(f"\noptions of `{DEFAULT_COMMAND}` (the default command):")
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+        print(commands[DEFAULT_COMMAND].format_help().split("\n\n", 2)[-1])
+        return 0
+    args = parser.parse_args(_with_default_command(parser, argv))
+    try:
+        return args.handler(args)
+    except UsageError as err:
+        print(f"bertviz-app: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+# --- serve ------------------------------------------------------------------------------------------------------------
+def parse_auth(values: list[str] | None) -> list[tuple[str, str]] | None:
+    """`USER:PASSWORD` pairs, each given directly or as a file with one pair a line (blank lines and # comments
+    skipped). A value that names an existing file is read as a file."""
+    if not values:
+        return None
+    pairs: list[tuple[str, str]] = []
+    for value in values:
+        path = Path(value).expanduser()
+        if path.is_file():
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as err:
+                raise UsageError(f"could not read the --auth file {value} ({err})") from None
+            entries = [(f"{value}, line {n}", line.strip()) for n, line in enumerate(lines, 1)
+                       if line.strip() and not line.lstrip().startswith("#")]
+            if not entries:
+                raise UsageError(f"the --auth file {value} has no USER:PASSWORD lines")
+        else:
+            entries = [("--auth", value)]
+        for where, entry in entries:
+            user, sep, password = entry.partition(":")  # a password may contain ':', a user name may not
+            if not sep or not user or not password:
+                raise UsageError(f"{where}: expected USER:PASSWORD (or the path of an existing file of such lines)")
+            pairs.append((user, password))
+    return pairs
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a port number (0 to 65535)")
+    if args.max_tokens < 8:
+        raise UsageError("--max-tokens must be at least 8")
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    auth = parse_auth(args.auth)
+    if args.share and not auth:
+        print("bertviz-app: warning: --share without --auth: anyone who has the public link can use this app "
+              "(and your machine's compute); add --auth USER:PASSWORD", file=sys.stderr)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not auth:
+        print(f"bertviz-app: warning: listening on {args.host} without --auth: anyone who can reach this machine "
+              "can use the app", file=sys.stderr)
+
+    from . import app  # gradio is slow to import: only after the arguments are known to be good
+
+    try:
+        explorers = app.load_models(args.model or [None], device=args.device, max_tokens=args.max_tokens)
+    except ValueError as err:  # CheckpointError, ConfigError, a missing GPU: all say what to do
+        raise UsageError(str(err)) from None
+    demo = app.build_demo(explorers, concurrency=args.concurrency)
+    app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

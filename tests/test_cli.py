@@ -1,0 +1,134 @@
+"""`bertviz-app`: parsing, the default command, startup errors in words, and --share without internet."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bertviz_app import app, cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_help_lists_the_launch_options(capsys):
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for option in ("serve", "--model", "--device", "--host", "--port", "--share", "--auth", "--max-tokens",
+                   "--concurrency"):
+        assert option in out
+
+
+def test_no_command_means_serve():
+    parser = cli.build_parser()
+    assert cli._with_default_command(parser, []) == ["serve"]
+    assert cli._with_default_command(parser, ["--port", "1"]) == ["serve", "--port", "1"]
+    assert cli._with_default_command(parser, ["serve", "--share"]) == ["serve", "--share"]
+    args = parser.parse_args(cli._with_default_command(parser, ["--model", "a", "--model", "b", "--auth", "u:p"]))
+    assert args.command == "serve" and args.model == ["a", "b"] and args.auth == ["u:p"]
+    assert args.host == "127.0.0.1"
+
+
+def test_a_subcommand_is_one_call(monkeypatch, capsys):
+    def add_hello(commands):
+        p = commands.add_parser("hello", help="say hello")
+        p.set_defaults(handler=lambda args: print("hello") or 0)
+        return p
+
+    monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, add_hello])
+    assert cli.main(["hello"]) == 0
+    assert capsys.readouterr().out == "hello\n"
+
+
+def test_auth_pairs_and_files(tmp_path):
+    assert cli.parse_auth(None) is None
+    assert cli.parse_auth(["ann:pw:with:colons"]) == [("ann", "pw:with:colons")]
+    users = tmp_path / "users.txt"
+    users.write_text("# team\nann:one\n\nbob:two\n")
+    assert cli.parse_auth([str(users), "cy:three"]) == [("ann", "one"), ("bob", "two"), ("cy", "three")]
+    for bad in ("nocolon", ":pw", "user:"):
+        with pytest.raises(cli.UsageError, match="USER:PASSWORD"):
+            cli.parse_auth([bad])
+
+
+@pytest.fixture
+def fake_app(monkeypatch):
+    """The serve command without loading a model or opening a port."""
+    calls = {}
+    monkeypatch.setattr(app, "load_models", lambda models, **kw: calls.setdefault("load", (models, kw)) and {})
+    monkeypatch.setattr(app, "build_demo", lambda explorers, **kw: calls.setdefault("build", kw))
+    monkeypatch.setattr(app, "serve", lambda demo, **kw: calls.setdefault("serve", kw))
+    return calls
+
+
+def test_serve_passes_the_options_on(fake_app, capsys):
+    assert cli.main(["--model", "m1", "--model", "m2", "--device", "cpu", "--port", "8123", "--max-tokens", "64",
+                     "--concurrency", "3", "--auth", "u:p"]) == 0
+    assert fake_app["load"] == (["m1", "m2"], {"device": "cpu", "max_tokens": 64})
+    assert fake_app["build"] == {"concurrency": 3}
+    assert fake_app["serve"] == {"host": "127.0.0.1", "port": 8123, "share": False, "auth": [("u", "p")]}
+    assert capsys.readouterr().err == ""
+
+
+def test_share_without_auth_warns(fake_app, capsys):
+    assert cli.main(["--share"]) == 0
+    assert "anyone who has the public link" in capsys.readouterr().err
+    assert cli.main(["--share", "--auth", "u:p"]) == 0
+    assert "anyone" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [(["--port", "70000"], "not a port"), (["--concurrency", "0"], "at least 1"),
+                                           (["--auth", "nocolon"], "USER:PASSWORD")])
+def test_bad_options_exit_2_in_words(fake_app, capsys, argv, message):
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def _bertviz_app(*argv, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "bertviz_app", *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+def test_cuda_without_a_gpu_fails_at_startup_in_words():
+    # CUDA_VISIBLE_DEVICES="" hides any GPU, so this holds on a GPU machine too
+    result = _bertviz_app("--device", "cuda", "--port", str(app.free_port()), env={"CUDA_VISIBLE_DEVICES": ""})
+    assert result.returncode == 2
+    assert "no CUDA GPU" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_missing_model_fails_at_startup_in_words(tmp_path):
+    result = _bertviz_app("--model", str(tmp_path / "nowhere"), "--device", "cpu", "--port", str(app.free_port()))
+    assert result.returncode == 2
+    assert "nowhere" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.real_weights
+def test_share_offline_says_so_and_keeps_serving_locally(tmp_path):
+    """The share tunnel needs gradio.live; here (and on CI) it cannot be reached: one clear line, local app on."""
+    port = app.free_port()
+    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+           "NO_PROXY": "127.0.0.1,localhost", "GRADIO_ANALYTICS_ENABLED": "False"}  # offline even with internet
+    log = (tmp_path / "stderr.txt").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "bertviz_app", "--share", "--device", "cpu", "--port", str(port)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline and "could not create" not in (tmp_path / "stderr.txt").read_text():
+            assert proc.poll() is None, (tmp_path / "stderr.txt").read_text()
+            time.sleep(0.5)
+        err = (tmp_path / "stderr.txt").read_text()
+        assert "could not create the public --share link" in err and "keeps serving locally" in err
+        assert "anyone who has the public link" in err  # --share without --auth
+        assert "Traceback" not in err
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
+        assert page.status_code == 200 and "bertviz-app" in page.text
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
