@@ -13,8 +13,11 @@ app: $(VENV)/.app
 test: $(VENV)/.test
 	$(BIN)/python -m pytest $(ARGS)
 
+# Speed is measured here, as ratios against a peer in the same process, never asserted in tests.
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_forward.py
+	$(BIN)/python benchmarks/bench_figures.py
+	$(BIN)/python benchmarks/bench_app.py
 
 setup: $(VENV)/.app
 setup-test: $(VENV)/.test

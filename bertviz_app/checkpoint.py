@@ -7,6 +7,7 @@ checkpoint can never run code.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -24,11 +25,20 @@ from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenc
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-# Keys that hold no weights of their own: buffers, and the decoder that is tied to the word embeddings.
-DERIVED_KEYS = ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids", "cls.predictions.decoder.weight")
+# Keys that hold no weights of their own: buffers, and (unless config.tie_word_embeddings is False) the decoder that
+# is tied to the word embeddings.
+BUFFER_KEYS = ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids")
+TIED_DECODER_KEY = "cls.predictions.decoder.weight"
+DERIVED_KEYS = (*BUFFER_KEYS, TIED_DECODER_KEY)
 # Fine-tuning heads that may sit in a checkpoint; a model without them ignores them and says so.
 HEAD_PREFIXES = {"cls.predictions.": "masked-LM head", "cls.seq_relationship.": "next-sentence head",
                  "classifier.": "classification head", "qa_outputs.": "question-answering head"}
+# What a fine-tuning model may start without: its head, and the pooler (absent from masked-LM checkpoints), both
+# newly initialised and listed in the report, as transformers does.
+INITIALISABLE_PREFIXES = (*HEAD_PREFIXES, "bert.pooler.")
+# Seconds to wait for the hub to answer before saying it cannot be reached (huggingface_hub waits forever by
+# default, so a network that drops packets would hang the app).
+HUB_TIMEOUT = 5.0
 
 
 class CheckpointError(ValueError):
@@ -87,7 +97,8 @@ def resolve_source(source: str | os.PathLike) -> Path:
 
 def _download(repo_id: str) -> Path:
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import HfApi, snapshot_download
+        from huggingface_hub.utils import GatedRepoError, RepositoryNotFoundError
     except ImportError:  # pragma: no cover - huggingface_hub is a dependency, but keep the message useful
         raise CheckpointError(f"no local folder {repo_id!r}, and huggingface_hub is not installed to fetch it "
                               "from the hub; pass a local folder instead") from None
@@ -100,16 +111,29 @@ def _download(repo_id: str) -> Path:
         raise CheckpointError(
             f"no local folder {repo_id!r}, and the Hugging Face hub is switched off here (HF_HUB_OFFLINE); "
             "download the checkpoint on a machine with internet and pass its local folder instead")
+    # One bounded call first: it proves the hub answers (huggingface_hub's own calls have no timeout) and pins the
+    # commit, so snapshot_download below does not ask again.
     try:
-        folder = Path(snapshot_download(repo_id, allow_patterns=patterns, etag_timeout=5))
+        revision = HfApi().repo_info(repo_id, timeout=HUB_TIMEOUT).sha
+    except (RepositoryNotFoundError, GatedRepoError) as err:
+        raise CheckpointError(
+            f"no local folder {repo_id!r}, and the Hugging Face hub has no public model of that name "
+            f"({type(err).__name__}); check the spelling, or pass the local folder of the checkpoint") from None
     except Exception as err:
         raise CheckpointError(
-            f"no local folder {repo_id!r}, and it could not be fetched from the Hugging Face hub "
-            f"({type(err).__name__}); without internet, download the checkpoint elsewhere and pass its local "
-            "folder instead") from None
-    if not any((folder / name).exists() for name in WEIGHT_FILES):
-        # Older repositories only have pytorch_model.bin; fetch it only when there is no safetensors file.
-        folder = Path(snapshot_download(repo_id, allow_patterns=["pytorch_model.bin"], etag_timeout=5))
+            f"no local folder {repo_id!r}, and the Hugging Face hub could not be reached ({type(err).__name__}); "
+            "without internet, download the checkpoint elsewhere and pass its local folder instead") from None
+    try:
+        folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=patterns,
+                                        etag_timeout=HUB_TIMEOUT))
+        if not any((folder / name).exists() for name in WEIGHT_FILES):
+            # Older repositories only have pytorch_model.bin; fetch it only when there is no safetensors file.
+            folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=["pytorch_model.bin"],
+                                            etag_timeout=HUB_TIMEOUT))
+    except Exception as err:
+        raise CheckpointError(
+            f"could not download {repo_id!r} from the Hugging Face hub ({type(err).__name__}); try again, or "
+            "download the checkpoint elsewhere and pass its local folder instead") from None
     return folder
 
 
@@ -127,8 +151,12 @@ def read_state_dict(folder: Path) -> tuple[dict[str, Tensor], str]:
     if name.endswith(".index.json"):
         try:
             shards = sorted(set(json.loads(path.read_text())["weight_map"].values()))
-        except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as err:
-            raise CheckpointError(f"{path} is not a valid weight index ({err})") from None
+        except (json.JSONDecodeError, KeyError, UnicodeDecodeError, TypeError, AttributeError) as err:
+            raise CheckpointError(f"{path} is not a valid weight index ({type(err).__name__}: {err}); "
+                                  "download or save the checkpoint again") from None
+        for shard in shards:  # shards sit next to their index; never read a file from elsewhere
+            if not isinstance(shard, str) or Path(shard).name != shard:
+                raise CheckpointError(f"{path} names a shard outside its folder ({shard!r}); the index is invalid")
         state: dict[str, Tensor] = {}
         for shard in shards:
             state.update(_read_file(folder / shard))
@@ -158,7 +186,10 @@ def _read_file(path: Path) -> dict[str, Tensor]:
 
 def normalise_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
     """Bring every key into the BertForPreTraining layout: `bert.` prefix on the encoder, `weight`/`bias` for the
-    legacy TensorFlow-port `gamma`/`beta`, and the MLM bias under `cls.predictions.bias`."""
+    legacy TensorFlow-port `gamma`/`beta`, and the MLM bias under `cls.predictions.bias`.
+
+    Where a checkpoint holds both `cls.predictions.decoder.bias` and `cls.predictions.bias`, the decoder's wins: it is
+    the one transformers adds to the logits (the two are one tensor when the decoder is tied, and differ otherwise)."""
     out: dict[str, Tensor] = {}
     for key, value in state.items():
         key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
@@ -167,7 +198,7 @@ def normalise_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
         out[key] = value
     decoder_bias = out.pop("cls.predictions.decoder.bias", None)
     if decoder_bias is not None:
-        out.setdefault("cls.predictions.bias", decoder_bias)
+        out["cls.predictions.bias"] = decoder_bias
     return out
 
 
@@ -179,8 +210,8 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
     """Load a checkpoint into `model_class` (on CPU, float32, eval mode).
 
     For BertForPreTraining (what the explorer uses) the heads are built only when the checkpoint has them, so
-    `model.has_mlm_head` and `model.has_nsp_head` tell whether predictions are real. Other classes get heads the
-    checkpoint lacks newly initialised, as fine-tuning starts, and the report lists them."""
+    `model.has_mlm_head` and `model.has_nsp_head` tell whether predictions are real. Other classes get heads (and a
+    pooler) the checkpoint lacks newly initialised, as fine-tuning starts, and the report lists them."""
     start = time.perf_counter()
     folder = resolve_source(source)
     if not (folder / "config.json").exists():
@@ -194,9 +225,10 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
     state = normalise_keys(raw)
 
     if model_class is BertForPreTraining:
+        nsp = any(k.startswith("cls.seq_relationship.") for k in state)
+        # With a next-sentence head the pooler is needed: if the checkpoint lacks it, it is reported as missing.
         model = BertForPreTraining(config, mlm_head=any(k.startswith("cls.predictions.") for k in state),
-                                   nsp_head=any(k.startswith("cls.seq_relationship.") for k in state),
-                                   pooler=any(k.startswith("bert.pooler.") for k in state))
+                                   nsp_head=nsp, pooler=nsp or any(k.startswith("bert.pooler.") for k in state))
     elif model_class is BertModel:
         model = BertModel(config, add_pooling_layer=any(k.startswith("bert.pooler.") for k in state))
     else:
@@ -217,16 +249,17 @@ def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: 
     # BertModel's own keys carry no prefix; everything else matches the normalised layout.
     prefix = "bert." if isinstance(model, BertModel) else ""
     params = {prefix + k: v for k, v in model.state_dict().items()}
+    derived = _derived_keys(model)
     missing, mismatched, unexpected = [], [], []
     for key, target in params.items():
-        if key in DERIVED_KEYS:
+        if key in derived:
             continue
         if key not in state:
             missing.append(key)
         elif state[key].shape != target.shape:
             mismatched.append(f"{key}: checkpoint {tuple(state[key].shape)} vs model {tuple(target.shape)}")
     for key in state:
-        if key in params or key in DERIVED_KEYS:
+        if key in params or key in derived:
             continue
         head = next((p for p in HEAD_PREFIXES if key.startswith(p)), None)
         if head is not None:
@@ -234,7 +267,7 @@ def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: 
         else:
             unexpected.append(key)
     if not strict_heads:  # a fine-tuning head absent from the checkpoint starts from its initialisation
-        report.initialised = [k for k in missing if k.startswith(tuple(HEAD_PREFIXES))]
+        report.initialised = [k for k in missing if k.startswith(INITIALISABLE_PREFIXES)]
         missing = [k for k in missing if k not in report.initialised]
     if missing or mismatched or unexpected:
         parts = [f"the weights in {report.folder / report.weights_file} do not fit a {type(model).__name__} built "
@@ -249,10 +282,15 @@ def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: 
         raise CheckpointError("\n  ".join(parts))
     with torch.no_grad():
         for key, target in params.items():
-            if key in state:
+            if key in state and key not in derived:
                 target.copy_(state[key])  # copy_ also converts half-precision checkpoints to float32
     if isinstance(model, BertForPreTraining):
         model.tie_weights()
+
+
+def _derived_keys(model: BertPreTrainedModel) -> tuple[str, ...]:
+    """Keys that are not read from (nor written to) a checkpoint for this model."""
+    return DERIVED_KEYS if model.config.tie_word_embeddings else BUFFER_KEYS
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -279,16 +317,24 @@ def save_pretrained(model: BertPreTrainedModel, folder: str | os.PathLike, token
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     architecture = _architecture(model)
+    derived = _derived_keys(model)
     state = {}
     for key, value in model.state_dict().items():
-        if key in DERIVED_KEYS:  # tied to the word embeddings; transformers ties it back on load
+        if key in derived:  # buffers, and the tied decoder: transformers ties it back on load
             continue
         if architecture == "BertModel" and key.startswith("bert."):
             key = key[len("bert."):]  # transformers' BertModel keys carry no prefix
         value = value.detach().to("cpu")
         state[key] = (value.to(dtype) if dtype is not None and value.is_floating_point() else value).contiguous()
+    if TIED_DECODER_KEY in state:
+        # An untied decoder in transformers has a bias of its own, the one its forward adds; it equals ours.
+        state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    (folder / "config.json").write_text(json.dumps(model.config.to_hf_dict([architecture]), indent=2) + "\n")
+    config = model.config
+    if isinstance(model, BertForQuestionAnswering):
+        # transformers sizes qa_outputs by num_labels; ours always has the two outputs, start and end.
+        config = dataclasses.replace(config, num_labels=2)
+    (folder / "config.json").write_text(json.dumps(config.to_hf_dict([architecture]), indent=2) + "\n")
     if tokenizer is not None:
         tokenizer.save(folder)
     return folder

@@ -9,6 +9,8 @@ from pathlib import Path
 
 # Activation names as they appear in Hugging Face configs; model.py maps each to a function.
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu", "silu", "swish", "tanh")
+# How transformers' BertForSequenceClassification chooses its loss; None infers it from num_labels and the labels.
+PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 
 
 class ConfigError(ValueError):
@@ -32,6 +34,10 @@ class BertConfig:
     pad_token_id: int = 0
     num_labels: int = 2  # only read by the fine-tuning heads
     classifier_dropout: float | None = None  # None: fall back to hidden_dropout_prob, as transformers does
+    problem_type: str | None = None  # sequence classification loss; None: regression if num_labels == 1, else by labels
+    # The MLM decoder reuses the word-embedding matrix. A few checkpoints train their own (config.json says false);
+    # then the decoder weight is a tensor of its own in the checkpoint, and loading must not replace it.
+    tie_word_embeddings: bool = True
 
     def __post_init__(self) -> None:
         self.validate()
@@ -42,20 +48,36 @@ class BertConfig:
 
     def validate(self) -> None:
         positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                    "intermediate_size", "max_position_embeddings", "type_vocab_size")
+                    "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_labels")
         for name in positive:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            if not _is_int(value) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
                 f"({self.num_attention_heads})")
-        if self.hidden_act not in SUPPORTED_ACTIVATIONS:
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in SUPPORTED_ACTIVATIONS:
             raise ConfigError(
                 f"hidden_act {self.hidden_act!r} is not supported; use one of {', '.join(SUPPORTED_ACTIVATIONS)}")
-        if not self.layer_norm_eps > 0:
-            raise ConfigError(f"layer_norm_eps must be positive, got {self.layer_norm_eps!r}")
+        if not _is_number(self.layer_norm_eps) or not self.layer_norm_eps > 0:
+            raise ConfigError(f"layer_norm_eps must be a positive number, got {self.layer_norm_eps!r}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
+            value = getattr(self, name)
+            if value is None and name == "classifier_dropout":
+                continue
+            if not _is_number(value) or not 0 <= value <= 1:
+                raise ConfigError(f"{name} must be a probability between 0 and 1, got {value!r}")
+        # nn.Embedding would only assert this, with a message that names neither the field nor the fix.
+        if self.pad_token_id is not None and (not _is_int(self.pad_token_id)
+                                              or not 0 <= self.pad_token_id < self.vocab_size):
+            raise ConfigError(f"pad_token_id must be an index into the vocabulary (0 to {self.vocab_size - 1}) "
+                              f"or null, got {self.pad_token_id!r}")
+        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
+            raise ConfigError(f"problem_type {self.problem_type!r} is not supported; use one of "
+                              f"{', '.join(PROBLEM_TYPES)} or leave it out")
+        if not isinstance(self.tie_word_embeddings, bool):
+            raise ConfigError(f"tie_word_embeddings must be true or false, got {self.tie_word_embeddings!r}")
 
     # --- presets -------------------------------------------------------------------------------
     @classmethod
@@ -105,11 +127,21 @@ class BertConfig:
     def to_hf_dict(self, architectures: list[str] | None = None) -> dict:
         data = dataclasses.asdict(self)
         num_labels = data.pop("num_labels")
+        if data["problem_type"] is None:  # transformers leaves it out too
+            del data["problem_type"]
         data["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}
         data["label2id"] = {f"LABEL_{i}": i for i in range(num_labels)}
         data.update(model_type="bert", position_embedding_type="absolute",
                     architectures=architectures or ["BertForPreTraining"])
         return data
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 PRESETS: dict[str, dict] = {

@@ -319,6 +319,10 @@ class BertModel(BertPreTrainedModel):
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
         B, T = input_ids.shape
+        for name, tensor in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
+            if tensor is not None and tensor.shape != input_ids.shape:
+                raise ValueError(f"{name} must have the shape of input_ids {tuple(input_ids.shape)}, "
+                                 f"got {tuple(tensor.shape)}")
         if T > self.config.max_position_embeddings:
             raise ValueError(f"the input has {T} tokens but this model accepts at most "
                              f"{self.config.max_position_embeddings}; truncate it")
@@ -359,7 +363,8 @@ class BertLMPredictionHead(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.transform = BertPredictionHeadTransform(config)
-        # The decoder's weight is the word-embedding matrix (tied by the owner); only the bias is its own.
+        # The decoder's weight is the word-embedding matrix (tied by the owner, unless config.tie_word_embeddings is
+        # False); the bias is kept apart as `bias`, not `decoder.bias`, because that is the checkpoint key.
         self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
@@ -393,7 +398,8 @@ class BertForPreTraining(BertPreTrainedModel):
         self.tie_weights()
 
     def tie_weights(self) -> None:
-        if self.cls.predictions is not None:
+        """Make the decoder weight the word-embedding tensor itself (unless config.tie_word_embeddings is False)."""
+        if self.cls.predictions is not None and self.config.tie_word_embeddings:
             self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
 
     @property
@@ -434,7 +440,9 @@ def _classifier_dropout(config: BertConfig) -> nn.Dropout:
 
 
 class BertForSequenceClassification(BertPreTrainedModel):
-    """A linear layer on the pooler output. num_labels == 1 is regression (mean squared error)."""
+    """A linear layer on the pooler output. The loss follows config.problem_type as transformers does: by default
+    num_labels == 1 is regression (mean squared error), integer labels are single-label classification (cross
+    entropy) and float labels of shape (B, num_labels) are multi-label classification (binary cross entropy)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -451,10 +459,18 @@ class BertForSequenceClassification(BertPreTrainedModel):
         logits = self.classifier(self.dropout(base.pooler_output))  # (B, num_labels)
         loss = None
         if labels is not None:
-            if self.num_labels == 1:
-                loss = F.mse_loss(logits.squeeze(-1).float(), labels.float())
-            else:
+            problem = self.config.problem_type
+            if problem is None:
+                problem = ("regression" if self.num_labels == 1 else "single_label_classification"
+                           if not labels.is_floating_point() else "multi_label_classification")
+            if problem == "regression":
+                # Flattened on both sides: labels of shape (B,) and (B, 1) must not broadcast into a (B, B) loss.
+                target_shape = (-1,) if self.num_labels == 1 else (-1, self.num_labels)
+                loss = F.mse_loss(logits.float().reshape(target_shape), labels.float().reshape(target_shape))
+            elif problem == "single_label_classification":
                 loss = F.cross_entropy(logits.float(), labels.flatten())
+            else:
+                loss = F.binary_cross_entropy_with_logits(logits.float(), labels.float())
         return ClassifierOutput(**vars(base), logits=logits, loss=loss)
 
 
