@@ -13,7 +13,6 @@ the fused `scaled_dot_product_attention` kernel.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -153,9 +152,11 @@ class BertSelfAttention(nn.Module):
         mask = None if head_mask is None else head_mask.to(hidden.dtype).view(-1, self.num_heads, 1, 1)  # (B|1, h, 1, 1)
 
         if output_attentions:
-            scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # (B, h, T, T)
+            # Scaled and masked in place on the fresh product: each extra (B, h, T, T) tensor costs a pass and an
+            # allocation (the matmul's backward does not need its output, so training is unaffected).
+            scores = (q @ k.transpose(-1, -2)).mul_(self.head_dim ** -0.5)  # (B, h, T, T)
             if attention_bias is not None:
-                scores = scores + attention_bias
+                scores.add_(attention_bias)
             probs = scores.softmax(dim=-1)
             if mask is not None:
                 probs = probs * mask
@@ -336,7 +337,9 @@ class BertModel(BertPreTrainedModel):
 
         hidden, parts = self.embeddings(input_ids, token_type_ids, position_ids, output_embedding_parts)
         bias = None
-        if attention_mask is not None:
+        # A mask without padding changes nothing: skipping it saves a (B, h, T, T) addition per layer and lets the
+        # fused kernel run unmasked. bool() costs one host sync per forward on CUDA.
+        if attention_mask is not None and not bool(attention_mask.all()):
             # (B, 1, 1, T): broadcast over heads and query positions; padded keys get the most negative value.
             bias = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
         out = self.encoder(hidden, bias, head_mask, output_attentions, output_hidden_states, output_qk)
