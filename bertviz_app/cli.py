@@ -25,7 +25,7 @@ def add_serve_command(commands: argparse._SubParsersAction) -> argparse.Argument
         "serve", help="launch the web UI (the default command)",
         description="Launch the web UI. Open the printed address in a browser.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", action="append", metavar="PATH_OR_HUB_ID",
+    p.add_argument("--model", action="append", metavar="PATH_OR_HUB_ID", default=argparse.SUPPRESS,
                    help="a BERT checkpoint folder (Hugging Face format) or hub id; repeat to offer several in the "
                         "UI's model picker (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
@@ -137,7 +137,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from . import app  # gradio is slow to import: only after the arguments are known to be good
 
     try:
-        explorers = app.load_models(args.model or [None], device=args.device, max_tokens=args.max_tokens)
+        explorers = app.load_models(getattr(args, "model", None) or [None], device=args.device, max_tokens=args.max_tokens)
     except ValueError as err:  # CheckpointError, ConfigError, a missing GPU: all say what to do
         raise UsageError(str(err)) from None
     demo = app.build_demo(explorers, concurrency=args.concurrency)
