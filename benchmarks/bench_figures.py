@@ -13,7 +13,7 @@ import time
 import torch
 
 import bertviz_app
-from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer
+from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, figures
 from bertviz_app.explorer import default_model_path
 
 VIEWS = {
@@ -34,6 +34,21 @@ VIEWS = {
     "token similarity": lambda r: r.token_similarity_figure(),
     "hidden projection": lambda r: r.hidden_projection_figure(),
 }
+
+
+def mlm_views(tokens: int) -> dict:
+    """The masked-LM builders take plain data (the default model may have no MLM head): synthetic inputs of the
+    sizes the app shows (top 10 per mask, 7 layers x top 5, one corrupted example of `tokens` tokens)."""
+    top = [(f"word{i}", 0.5 / (i + 1)) for i in range(10)]
+    kinds = ["mask" if i % 7 == 3 else "random" if i % 29 == 5 else "kept" if i % 31 == 6 else ""
+             for i in range(tokens)]
+    words = [f"w{i}" for i in range(tokens)]
+    return {
+        "fill mask (2 masks, top 10)": lambda: figures.fill_mask_figure([top, top]),
+        "masked token (top 10)": lambda: figures.masked_token_figure("cat", top, 0.001, 120),
+        "logit lens (7 layers x 5)": lambda: figures.logit_lens_figure([top[:5]] * 7, "word0", [0.1] * 7, "[MASK]"),
+        f"corruption ({tokens} tokens)": lambda: figures.corruption_figure(words, words, words, kinds),
+    }
 
 
 def text_of(explorer: Explorer, tokens: int) -> tuple[str, str]:
@@ -83,6 +98,10 @@ def main() -> None:
         kb = len(view(run).to_json()) / 1000
         kb128 = len(view(long_run).to_json()) / 1000
         print(f"| {name} | {ms:.1f} | {kb:.0f} | {kb128:.0f} |")
+    for name, view in mlm_views(args.tokens).items():
+        ms = build_ms(None, lambda _: view(), args.repeat)
+        worst = max(worst, ms)
+        print(f"| {name} | {ms:.1f} | {len(view().to_json()) / 1000:.0f} | |")
     head_kb = len(VIEWS["attention (one head)"](long_run).to_json()) / 1000
     overview_kb = len(big_run.head_overview_figure().to_json()) / 1000
     print(f"\nslowest view: {worst:.1f} ms (budget 30 ms)")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from . import analysis, figures
+from . import analysis, figures, masked_lm
 from .checkpoint import CheckpointError, load_model
 from .config import BertConfig
 from .model import BertForPreTraining
@@ -246,22 +246,25 @@ class Run:
         return analysis.position_similarity(self.position_table(), self._positions_shown(n))
 
     def position_similarity_figure(self, n: int | None = None) -> "go.Figure":
+        """n positions means positions 0 .. n-1, as in `position_similarity`."""
         sim = self.position_similarity(n)
         return figures.position_similarity_figure(sim, title=f"Cosine similarity of the first {len(sim)} learned "
-                                                  "position embeddings")
+                                                  f"position embeddings (positions 0–{len(sim) - 1})")
 
     def position_path_figure(self, n: int | None = None) -> "go.Figure":
-        """PCA path through the first n position embeddings (default as position_similarity)."""
+        """PCA path through the first n position embeddings, positions 0 .. n-1 (default as position_similarity),
+        each scaled to unit length first (see `analysis.position_path`)."""
         table = self.position_table()
         n = self._positions_shown(n)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 2 <= n <= table.shape[0]:
             raise ValueError(f"n must be an integer from 2 to {table.shape[0]}, got {n!r}")
-        key = ("_position_pca", int(n))
+        key = ("_position_path", int(n))
         if key not in self.extras:  # cached: the table is the model's, the same for every slider move
-            self.extras[key] = analysis.pca_2d(table[:n])
+            self.extras[key] = analysis.position_path(table, int(n))
         xy, explained = self.extras[key]
         return figures.position_path_figure(xy, explained=explained,
-                                            title=f"Path through the first {n} position embeddings (PCA)")
+                                            title=f"Path through the first {n} position embeddings (positions "
+                                            f"0–{n - 1}; PCA of unit-length vectors)")
 
     def segment_vectors(self) -> dict[str, np.ndarray]:
         """{'A': (H,), 'B': (H,)} from the model's segment table in extras, else from this input's rows (B is
@@ -375,6 +378,28 @@ class Explorer:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return run
+
+    # --- the pretraining heads (see masked_lm.py); each raises ValueError in words when the head is absent -------
+    def fill_mask(self, text: str, text_pair: str | None = None, top_k: int = 10):
+        """For each [MASK] (any case) in order, the top_k (token, probability) pairs, best first."""
+        return masked_lm.fill_mask(self.model, self.tokenizer, text, text_pair, top_k)
+
+    def next_sentence(self, text_a: str, text_b: str) -> float:
+        """P(text_b follows text_a) from the next-sentence head."""
+        return masked_lm.next_sentence(self.model, self.tokenizer, text_a, text_b)
+
+    def mask_token(self, text: str, index: int, text_pair: str | None = None, top_k: int = 10):
+        """Mask token `index` of the encoded input; predictions there and the original token's probability."""
+        return masked_lm.mask_token(self.model, self.tokenizer, text, index, text_pair, top_k)
+
+    def logit_lens(self, text: str, position: int | None = None, top_k: int = 5, text_pair: str | None = None,
+                   mask_index: int = 0):
+        """The MLM head applied to every layer's hidden state at one position (default: the first [MASK])."""
+        return masked_lm.logit_lens(self.model, self.tokenizer, text, position, top_k, text_pair, mask_index)
+
+    def corrupt_example(self, text: str, text_pair: str | None = None, seed: int = 0):
+        """`text` corrupted by the 80/10/10 rule, as one pretraining example with its labels."""
+        return masked_lm.corrupt_example(self.tokenizer, text, text_pair, seed=seed, max_length=self.max_tokens)
 
     @torch.inference_mode()
     def _forward(self, encoding: Encoding) -> Run:

@@ -229,3 +229,46 @@ def test_attention_frame_and_csv(run, tmp_path):
 def test_bad_requests_raise_with_a_helpful_message(run, call, message):
     with pytest.raises(ValueError, match=message):
         call(run)
+
+
+def _signed_reference(x):
+    """PCA coordinates from a full SVD, with the documented sign convention applied."""
+    u, s, _ = np.linalg.svd(x - x.mean(0), full_matrices=False)
+    ref = u[:, :2] * s[:2]
+    for c in range(2):
+        if ref[np.argmax(np.abs(ref[:, c])), c] < 0:
+            ref[:, c] = -ref[:, c]
+    return ref, s[:2] ** 2 / (s ** 2).sum()
+
+
+@pytest.mark.parametrize("shape", [(300, 40), (40, 300), (200, 150), (3, 5)])
+def test_pca_matches_an_exact_svd_with_fixed_signs(shape):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape) * np.linspace(4, 0.2, shape[1])
+    coords, explained = analysis.pca_2d(x)
+    ref, ref_explained = _signed_reference(x)
+    np.testing.assert_allclose(coords, ref, atol=1e-4 * np.abs(ref).max())
+    np.testing.assert_allclose(explained, ref_explained, rtol=1e-5)
+    again, _ = analysis.pca_2d(x)
+    assert np.array_equal(coords, again)  # deterministic
+
+
+def test_pca_leaves_the_blas_thread_count_as_it_was():
+    from bertviz_app.analysis import _blas
+    blas = _blas._openblas()
+    before = blas[0]() if blas else None
+    analysis.pca_2d(np.random.default_rng(0).standard_normal((50, 30)))
+    assert (blas[0]() if blas else None) == before
+
+
+def test_position_path_ignores_vector_lengths():
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((30, 12))
+    scaled = table * rng.uniform(0.1, 10, size=(30, 1))
+    a, ea = analysis.position_path(table, 20)
+    b, eb = analysis.position_path(scaled, 20)
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    np.testing.assert_allclose(ea, eb, atol=1e-6)
+    assert a.shape == (20, 2)
+    with pytest.raises(ValueError, match="from 2 to 30"):
+        analysis.position_path(table, 31)

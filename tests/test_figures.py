@@ -124,3 +124,199 @@ def test_save_html_is_self_contained(run, tmp_path):
 def test_builders_reject_mismatched_labels():
     with pytest.raises(ValueError, match="do not match"):
         figures.attention_heatmap(np.zeros((3, 3)), ["a", "b"], ["a", "b", "c"])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Masked-LM figures: built from hand-made plain data, so each expectation is stated independently of the model
+# ----------------------------------------------------------------------------------------------------------------
+def _mlm_figures(token):
+    corrupted_kinds = ["", "mask", "random", "kept", ""]
+    return [
+        figures.fill_mask_figure([[(token, 0.6), ("dog", 0.3)], [("a", 0.9), (token, 0.05)]]),
+        figures.masked_token_figure(token, [("dog", 0.5), (token, 0.2)], 0.2, 2),
+        figures.masked_token_figure(token, [("dog", 0.5), ("cow", 0.2)], 0.001, 40),
+        figures.logit_lens_figure([[(token, 0.1), ("x", 0.05)], [("x", 0.3), (token, 0.2)], [(token, 0.8), ("x", 0.1)]],
+                                  token, [0.1, 0.2, 0.8], f"{token} (3)"),
+        figures.corruption_figure(["[CLS]", token, "sat", "on", "[SEP]"], ["[CLS]", "[MASK]", "dog", "on", "[SEP]"],
+                                  ["", token, "sat", "on", ""], corrupted_kinds),
+    ]
+
+
+@pytest.mark.parametrize("token", ["<b>", "<script>", "&lt;"])
+def test_mlm_figures_show_tokens_literally(token):
+    escaped = token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for fig in _mlm_figures(token):
+        spec = json.loads(fig.to_json())
+        go.Figure(spec)  # full validation
+        strings = list(_all_strings(spec["data"])) + [a.get("ticktext") and " ".join(a["ticktext"]) or ""
+                                                       for k, a in spec["layout"].items() if k.startswith("yaxis")]
+        assert any(escaped in s for s in strings), fig.layout.title.text
+        assert not any(token in _without_our_bold(s.replace(escaped, "")) for s in strings), \
+            "raw markup reached the figure"
+
+
+def _without_our_bold(s: str) -> str:
+    """Drop the <b>..</b> pairs the builders add for emphasis; a leaked raw '<b>' token would be unpaired."""
+    return re.sub(r"</?b>", "", s) if s.count("<b>") == s.count("</b>") else s
+
+
+def test_fill_mask_figure_has_one_panel_per_mask_best_on_top():
+    preds = [[("paris", 0.7), ("lyon", 0.2), ("nice", 0.05)], [("is", 0.9), ("was", 0.1)],
+             [("a", 0.5)], [("b", 0.4)]]
+    fig = figures.fill_mask_figure(preds, labels=["first", "second", "third", "<b>"])
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == 4
+    assert [a.text for a in fig.layout.annotations] == ["first", "second", "third", "&lt;b&gt;"]
+    first = bars[0]
+    np.testing.assert_allclose(first.x, [0.7, 0.2, 0.05], atol=1e-4)
+    yaxis = fig.layout["yaxis" + first.yaxis[1:]] if first.yaxis != "y" else fig.layout.yaxis
+    assert list(yaxis.ticktext) == ["paris", "lyon", "nice"]
+    assert yaxis.range[0] > yaxis.range[1]  # reversed: rank 1 (y = 0) at the top
+    xaxis = fig.layout["xaxis" + first.xaxis[1:]] if first.xaxis != "x" else fig.layout.xaxis
+    assert xaxis.range[0] == 0 and xaxis.range[1] >= 1  # a fixed probability scale, comparable between masks
+    with pytest.raises(ValueError, match="labels"):
+        figures.fill_mask_figure(preds, labels=["only one"])
+    with pytest.raises(ValueError, match="MASK"):
+        figures.fill_mask_figure([])
+
+
+def test_masked_token_figure_highlights_the_original():
+    inside = figures.masked_token_figure("cat", [("dog", 0.5), ("cat", 0.3), ("cow", 0.1)], 0.3, 2)
+    colors = list(inside.data[0].marker.color)
+    assert colors[1] != colors[0] and colors[0] == colors[2]  # only the original's bar stands out
+    assert len(inside.data[0].x) == 3
+    outside = figures.masked_token_figure("cat", [("dog", 0.5), ("cow", 0.1)], 0.0123, 57)
+    assert len(outside.data[0].x) == 3  # the original gets its own bar after the top k
+    assert outside.data[0].x[-1] == pytest.approx(0.0123, abs=1e-4)
+    assert "57" in outside.layout.yaxis.ticktext[-1] and "57" in outside.layout.title.text
+    assert outside.data[0].marker.color[-1] == colors[1]
+    with pytest.raises(ValueError, match="rank"):
+        figures.masked_token_figure("cat", [("dog", 0.5)], 0.1, 0)
+
+
+def test_logit_lens_figure_rows_are_layers():
+    layers = [[("a", 0.1), ("b", 0.05)], [("b", 0.4), ("a", 0.3)], [("a", 0.9), ("b", 0.05)]]
+    fig = figures.logit_lens_figure(layers, "a", [0.1, 0.3, 0.9], "[MASK] (4)")
+    heat, line = fig.data[0], fig.data[1]
+    z = np.asarray(heat.z)
+    assert z.shape == (3, 2)
+    np.testing.assert_allclose(z[:, 0], [0.1, 0.4, 0.9], atol=1e-4)
+    assert list(fig.layout.yaxis.ticktext) == ["embeddings", "layer 1", "layer 2"]
+    np.testing.assert_allclose(line.x, [0.1, 0.3, 0.9], atol=1e-4)
+    assert "<b>a</b>" in heat.text[2][0] and "<b>" not in heat.text[1][0]  # the final answer stands out
+    assert "[MASK] (4)" in fig.layout.title.text
+    with pytest.raises(ValueError, match="layers"):
+        figures.logit_lens_figure(layers, "a", [0.1, 0.9], "x")
+
+
+def test_corruption_figure_colours_by_kind_and_wraps():
+    n = 20
+    tokens = [f"t{i}" for i in range(n)]
+    kinds = ["mask" if i % 5 == 1 else "random" if i == 7 else "kept" if i == 12 else "" for i in range(n)]
+    inputs = ["[MASK]" if k == "mask" else "zz" if k == "random" else t for t, k in zip(tokens, kinds)]
+    labels = [t if k else "" for t, k in zip(tokens, kinds)]
+    fig = figures.corruption_figure(tokens, inputs, labels, kinds, per_line=8)
+    heat = fig.data[0]
+    z = np.asarray(heat.z, dtype=float)
+    assert z.shape == (3 * 4 - 1, 8)  # 3 lines of 8 tokens, three rows each and a gap row between lines
+    # token 7 (random) is line 0, column 7; token 12 (kept) is line 1, column 4
+    assert len({z[0, 7], z[4, 4], z[0, 1], z[0, 0]}) == 4  # four kinds, four colours
+    assert z[1, 7] == z[0, 7] and heat.text[1][7] == "zz" and heat.text[2][7] == "t7"
+    assert np.isnan(z[2, 0])  # no label, no colour
+    assert np.isnan(z[3]).all()  # the gap row
+    assert {t.name for t in fig.data[1:]} >= {"not chosen"} and len(fig.data) == 5  # a legend entry per kind
+    with pytest.raises(ValueError, match="one entry per token"):
+        figures.corruption_figure(tokens, inputs[:-1], labels, kinds)
+    with pytest.raises(ValueError, match="unknown kinds"):
+        figures.corruption_figure(tokens[:1], inputs[:1], labels[:1], ["masked"])
+
+
+def test_corruption_figure_from_the_pretraining_rule():
+    from bertviz_app import masked_lm
+    tokenizer = Tokenizer.from_folder(default_model_path())
+    example = masked_lm.corrupt_example(tokenizer, "the quick brown fox jumps over the lazy dog " * 3, seed=1)
+    labels = ["" if i not in example.chosen else tokenizer.id_to_token(example.labels[i])
+              for i in range(len(example.tokens))]
+    fig = figures.corruption_figure(example.tokens, example.input_tokens, labels, example.kinds)
+    colored = np.asarray(fig.data[0].z, dtype=float)
+    label_rows = colored[2::4]
+    assert int((~np.isnan(label_rows)).sum()) == len(example.chosen)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Sizing, position axes, overview contrast
+# ----------------------------------------------------------------------------------------------------------------
+def _heatmap_for(n):
+    labels = [f"w{i}" for i in range(n)]
+    return figures.attention_heatmap(np.full((n, n), 1.0 / n), labels, labels)
+
+
+def test_attention_heatmap_sizes_itself_to_the_token_count():
+    sizes = {n: _heatmap_for(n) for n in (5, 19, 40, 64, 128)}
+    heights = [f.layout.height for f in sizes.values()]
+    assert heights == sorted(heights) and heights[0] < heights[-1] <= 1200  # grows, up to a cap
+    for n, fig in sizes.items():
+        plot = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        plot_w = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r - 120  # 120: the colour bar
+        ticks = len(fig.layout.yaxis.tickvals)
+        font = fig.layout.yaxis.tickfont.size
+        assert plot / ticks >= font + 2, f"{n} tokens: labels {plot / ticks:.1f} px apart at font {font}"
+        assert 0.75 <= plot_w / plot <= 1.5  # square-ish
+        if n <= 64:
+            assert ticks == n  # every token labelled
+    assert len(sizes[128].layout.yaxis.tickvals) < 128  # thinned past 64 tokens
+    assert sizes[5].layout.yaxis.tickfont.size > sizes[128].layout.yaxis.tickfont.size
+
+
+def test_position_similarity_shows_exactly_n_positions(run):
+    table = np.random.default_rng(0).standard_normal((200, 16))
+    run.extras["position_table"] = table
+    try:
+        for n in (20, 128):
+            fig = run.position_similarity_figure(n)
+            z = np.asarray(fig.data[0].z)
+            assert z.shape == (n, n)
+            assert f"first {n} " in fig.layout.title.text and f"0–{n - 1}" in fig.layout.title.text
+            assert max(fig.data[0].x) == n - 1
+            assert fig.layout.xaxis.range[1] == pytest.approx(n - 0.5)
+            path = run.position_path_figure(n)
+            assert len(path.data[0].x) == n and f"first {n} " in path.layout.title.text
+    finally:
+        del run.extras["position_table"]
+
+
+def test_position_path_is_not_dominated_by_one_long_vector(run):
+    rng = np.random.default_rng(1)
+    angles = np.linspace(0, np.pi, 50)
+    table = np.stack([np.cos(angles), np.sin(angles)], 1) @ rng.standard_normal((2, 16))
+    table += 0.01 * rng.standard_normal(table.shape)
+    long0 = table.copy()
+    long0[0] *= 25  # like position 0 in many BERTs
+    run.extras["position_table"] = long0
+    try:
+        xy = np.column_stack([run.position_path_figure(50).data[0].x, run.position_path_figure(50).data[0].y])
+    finally:
+        del run.extras["position_table"]
+    spread = np.ptp(xy[1:], axis=0)
+    assert spread.min() > 0.2 * np.ptp(xy, axis=0).max()  # the other 49 points still spread out in 2-D
+
+
+def test_overview_scale_is_stated_and_changes_contrast():
+    rng = np.random.default_rng(0)
+    att = rng.dirichlet(np.full(16, 0.5), size=(2, 3, 16)).astype(np.float32)
+    figs = {s: figures.head_overview_figure(att, scale=s) for s in figures.OVERVIEW_SCALES}
+    assert "sqrt" in figs["sqrt"].data[1].marker.colorbar.title.text
+    assert "√" in figs["sqrt"].layout.title.text
+    assert "head max" in figs["head_max"].data[1].marker.colorbar.title.text
+    # the colour bar ticks of the sqrt scale are weights placed at their square roots
+    bar = figs["sqrt"].data[1].marker.colorbar
+    assert list(bar.ticktext)[bar.tickvals.index(0.5)] == "0.25"
+    with pytest.raises(ValueError, match="unknown scale"):
+        figures.head_overview_figure(att, scale="log")
+
+
+def test_overview_default_payload_for_a_12x12_model_at_128_tokens():
+    rng = np.random.default_rng(1)
+    att = rng.dirichlet(np.full(128, 0.1), size=(12, 12, 128)).astype(np.float32)
+    for scale in figures.OVERVIEW_SCALES:
+        assert len(figures.head_overview_figure(att, scale=scale).to_json()) <= 1_000_000, scale

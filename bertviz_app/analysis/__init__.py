@@ -3,11 +3,12 @@ takes numpy arrays (or an `Encoding`) and returns numpy arrays, dataclasses or p
 
 from .attention import (HEAD_STATISTICS, SEGMENT_FILTERS, HeadStatistics, QueryKey, attention_frame,
                         attention_rollout, check_index, head_statistics, query_key, segment_block, token_attention)
-from .embeddings import (embedding_table, pca_2d, position_similarity, segment_comparison)
+from .embeddings import (embedding_table, pca_2d, position_path, position_similarity,
+                         segment_comparison)
 from .hidden import hidden_norms, hidden_projection, layer_to_layer_similarity, token_similarity
 from .tokens import token_table
 
 __all__ = ["HEAD_STATISTICS", "SEGMENT_FILTERS", "HeadStatistics", "QueryKey", "attention_frame",
            "attention_rollout", "check_index", "embedding_table", "head_statistics", "hidden_norms",
-           "hidden_projection", "layer_to_layer_similarity", "pca_2d", "position_similarity", "query_key",
+           "hidden_projection", "layer_to_layer_similarity", "pca_2d", "position_path", "position_similarity", "query_key",
            "segment_block", "segment_comparison", "token_attention", "token_similarity", "token_table"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._blas import single_threaded_blas
+
 
 def embedding_table(tokens, segment_ids, token_embeddings: np.ndarray, segment_embeddings: np.ndarray,
                     position_embeddings: np.ndarray, layernorm_output: np.ndarray) -> pd.DataFrame:
@@ -46,13 +48,16 @@ def position_similarity(table: np.ndarray, n: int | None = None) -> np.ndarray:
 
 def pca_2d(vectors: np.ndarray, iterations: int = 30) -> tuple[np.ndarray, np.ndarray]:
     """Project (N, H) vectors onto their first two principal components. Returns (N, 2) coordinates and the (2,)
-    fraction of the total variance each component explains. Each component's sign is fixed (its largest
-    coordinate positive) so the picture does not flip between inputs.
+    fraction of the total variance each component explains.
 
-    Small inputs use an exact SVD. Larger ones use subspace iteration on the smaller Gram matrix: only matrix
-    products, because a full LAPACK SVD of a few hundred rows takes seconds on a busy multi-threaded BLAS, and a
-    2-D picture needs only the top two directions."""
+    Exact and deterministic: the eigendecomposition of the smaller Gram matrix of the centred X, (H, H) = XᵀX or
+    (N, N) = XXᵀ, on one BLAS thread (see `_blas`: on a busy machine threaded LAPACK took seconds for what one
+    thread does in milliseconds). Sign convention: each component's largest-magnitude coordinate is positive, so
+    the picture does not flip between inputs. `iterations` is accepted for compatibility and unused (an earlier
+    version iterated)."""
     x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"pca_2d needs a 2-D array (vectors, dimensions), got shape {x.shape}")
     x = x - x.mean(axis=0, keepdims=True)
     n, h = x.shape
     coords = np.zeros((n, 2))
@@ -60,27 +65,35 @@ def pca_2d(vectors: np.ndarray, iterations: int = 30) -> tuple[np.ndarray, np.nd
     total = float((x * x).sum())
     if n < 2 or total <= 0:
         return coords.astype(np.float32), explained.astype(np.float32)
-    if min(n, h) <= 64:
-        u, s, _ = np.linalg.svd(x, full_matrices=False)
-        k = min(2, len(s))
-        coords[:, :k] = u[:, :k] * s[:k]
-        explained[:k] = s[:k] ** 2 / total
-    else:
-        by_feature = h <= n
+    by_feature = h <= n
+    with single_threaded_blas():
         gram = x.T @ x if by_feature else x @ x.T  # (m, m), m = min(N, H)
-        basis = np.random.default_rng(0).standard_normal((gram.shape[0], 8))  # (m, 8): 2 wanted + oversampling
-        for _ in range(iterations):
-            basis, _ = np.linalg.qr(gram @ basis)
-        values, small = np.linalg.eigh(basis.T @ gram @ basis)  # (8,), (8, 8)
-        order = np.argsort(values)[::-1][:2]
-        top = basis @ small[:, order]  # (m, 2) leading eigenvectors of the Gram matrix
-        values = np.maximum(values[order], 0.0)
-        coords = x @ top if by_feature else top * np.sqrt(values)
-        explained = values / total
-    for c in range(2):
+        values, vectors_ = np.linalg.eigh(gram)  # ascending
+        k = min(2, gram.shape[0])
+        values = np.maximum(values[::-1][:k], 0.0)
+        top = vectors_[:, ::-1][:, :k]  # (m, k)
+        coords[:, :k] = x @ top if by_feature else top * np.sqrt(values)  # (N, k)
+    explained[:k] = values / total
+    for c in range(k):
         if coords[np.argmax(np.abs(coords[:, c])), c] < 0:
             coords[:, c] = -coords[:, c]
     return coords.astype(np.float32), explained.astype(np.float32)
+
+
+def position_path(table: np.ndarray, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """2-D PCA of the first `n` rows of a position-embedding table (P, H), each scaled to unit length first: the
+    geometry the cosine-similarity figure shows. Without the scaling, one row with an outsized norm (position 0 in
+    many BERTs is several times longer than the rest) takes the whole first component and squeezes the path
+    into a line. Returns (n, 2) coordinates and the (2,) explained variance."""
+    table = np.asarray(table)
+    if table.ndim != 2:
+        raise ValueError(f"the position table must be (positions, hidden), got shape {table.shape}")
+    n = table.shape[0] if n is None else n
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 2 <= n <= table.shape[0]:
+        raise ValueError(f"n must be an integer from 2 to {table.shape[0]} (the number of positions), got {n!r}")
+    v = table[:n].astype(np.float64)
+    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    return pca_2d(v)
 
 
 def segment_comparison(segment_a: np.ndarray, segment_b: np.ndarray | None) -> dict:

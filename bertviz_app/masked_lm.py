@@ -1,0 +1,233 @@
+"""What BERT's pretraining heads say: fill in [MASK], judge whether B follows A, read predictions out of every layer
+(the logit lens), and show a sentence as pretraining corrupts it. Pure functions over a model and a tokenizer."""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .model import BertForPreTraining
+from .pretraining import (IGNORE_INDEX, KEPT, MASKED, RANDOM, mask_tokens, random_token_ids,
+                          word_starts_from_tokens)
+from .tokenizer import Encoding, Tokenizer
+
+# "[mask]", "[Mask]", "[ MASK ]": every spelling a user may type for the mask token.
+_MASK_SPELLING = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
+
+Prediction = tuple[str, float]  # (token, probability)
+
+
+def normalise_mask(text: str) -> str:
+    """Write every spelling of the mask token as [MASK], the form the tokenizer keeps whole."""
+    return _MASK_SPELLING.sub("[MASK]", text)
+
+
+@contextmanager
+def _evaluating(model: torch.nn.Module):
+    """Predictions without dropout, leaving the model in the mode it was in."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _require_mlm(model: BertForPreTraining, tokenizer: Tokenizer) -> None:
+    if not getattr(model, "has_mlm_head", False):
+        raise ValueError("this model has no masked-LM head, so it cannot predict masked words; load a checkpoint "
+                         "with one (for example a pretraining checkpoint from `bertviz-app pretrain`)")
+    if tokenizer.mask_token_id is None:
+        raise ValueError("the tokenizer has no [MASK] token; this vocabulary cannot be used for fill-mask")
+
+
+def _encode(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None) -> Encoding:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("the text is empty; type a sentence with [MASK] where a word should be predicted")
+    return tokenizer.encode(text, text_pair, max_length=model.config.max_position_embeddings)
+
+
+def _forward(model: BertForPreTraining, encoding: Encoding, input_ids: list[int] | None = None, **kwargs):
+    device = model.device
+    ids = torch.tensor([input_ids if input_ids is not None else encoding.ids], device=device)
+    types = torch.tensor([encoding.type_ids], device=device)
+    return model(ids, types, **kwargs)
+
+
+def _top(probs: Tensor, tokenizer: Tokenizer, top_k: int) -> list[Prediction]:
+    top = probs.topk(min(top_k, probs.shape[-1]))
+    return [(tokenizer.id_to_token(i), float(p)) for i, p in zip(top.indices.tolist(), top.values.tolist())]
+
+
+def _check_top_k(top_k: int) -> None:
+    if not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Fill-mask and next sentence
+# ------------------------------------------------------------------------------------------------------------------
+def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
+              top_k: int = 10) -> list[list[Prediction]]:
+    """For each [MASK] in `text` (then `text_pair`), in order, the `top_k` (token, probability) best first.
+    `[mask]` in any case is accepted."""
+    _require_mlm(model, tokenizer)
+    _check_top_k(top_k)
+    text = normalise_mask(text)
+    text_pair = normalise_mask(text_pair) if text_pair is not None else None
+    encoding = _encode(model, tokenizer, text, text_pair)
+    positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
+    if not positions:
+        if "[MASK]" in text or (text_pair and "[MASK]" in text_pair):
+            raise ValueError("every [MASK] was cut off because the input is longer than the model accepts; "
+                             "shorten the text")
+        raise ValueError("the text has no [MASK]; write [MASK] where the model should guess a word, "
+                         "e.g. 'The capital of France is [MASK].'")
+    with _evaluating(model):
+        logits = _forward(model, encoding).prediction_logits[0]  # (T, vocab)
+        probs = logits[positions].float().softmax(-1)  # (masks, vocab)
+        return [_top(row, tokenizer, top_k) for row in probs]
+
+
+def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str) -> float:
+    """P(B follows A) from the next-sentence head."""
+    if not getattr(model, "has_nsp_head", False):
+        raise ValueError("this model has no next-sentence head; load a checkpoint with one (for example a "
+                         "pretraining checkpoint from `bertviz-app pretrain`)")
+    if not isinstance(b, str) or not b.strip():
+        raise ValueError("sentence B is empty; next-sentence prediction needs two sentences")
+    encoding = _encode(model, tokenizer, a, b)
+    with _evaluating(model):
+        logits = _forward(model, encoding).seq_relationship_logits[0]  # (2,), index 0 = IsNext
+        return float(logits.float().softmax(-1)[0])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Masking one token of an input
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass
+class MaskedPrediction:
+    """Predictions at `index` after replacing the token there by [MASK].
+
+    original: the token that was there; original_probability / original_rank (1 = best): how the model rates it."""
+
+    index: int
+    original: str
+    predictions: list[Prediction]
+    original_probability: float
+    original_rank: int
+
+
+def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str, index: int,
+               text_pair: str | None = None, top_k: int = 10) -> MaskedPrediction:
+    """Replace token `index` of the encoded input by [MASK] and predict there."""
+    _require_mlm(model, tokenizer)
+    _check_top_k(top_k)
+    encoding = _encode(model, tokenizer, text, text_pair)
+    if not isinstance(index, int) or not 0 <= index < len(encoding):
+        raise ValueError(f"token index {index!r} is outside the input (0 .. {len(encoding) - 1})")
+    if encoding.special_tokens_mask[index]:
+        raise ValueError(f"token {index} is {encoding.tokens[index]}, a special token; pick a word token")
+    ids = list(encoding.ids)
+    original_id = ids[index]
+    ids[index] = tokenizer.mask_token_id
+    with _evaluating(model):
+        logits = _forward(model, encoding, ids).prediction_logits[0, index]  # (vocab,)
+        probs = logits.float().softmax(-1)
+        p_original = float(probs[original_id])
+        rank = int((probs > probs[original_id]).sum()) + 1
+        return MaskedPrediction(index, encoding.tokens[index], _top(probs, tokenizer, top_k), p_original, rank)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Logit lens
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass
+class LogitLens:
+    """The MLM head applied to every layer's hidden state at one position.
+
+    layers[0] is the embedding output, layers[l] the output of layer l (L + 1 entries), each the top_k
+    (token, probability) best first. final_token_probability[l]: the probability layer l gives the final layer's
+    best token, which shows where the answer forms."""
+
+    tokens: list[str]
+    position: int
+    layers: list[list[Prediction]]
+    final_token: str
+    final_token_probability: list[float]
+
+
+def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, text: str, position: int | None = None,
+               top_k: int = 5, text_pair: str | None = None, mask_index: int = 0) -> LogitLens:
+    """Per-layer top predictions at `position` (a token index), or by default at the `mask_index`-th [MASK]."""
+    _require_mlm(model, tokenizer)
+    _check_top_k(top_k)
+    text = normalise_mask(text)
+    text_pair = normalise_mask(text_pair) if text_pair is not None else None
+    encoding = _encode(model, tokenizer, text, text_pair)
+    if position is None:
+        masks = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
+        if not masks:
+            raise ValueError("the text has no [MASK]; write [MASK] in it or give the token position to inspect")
+        if not 0 <= mask_index < len(masks):
+            raise ValueError(f"mask_index {mask_index} is out of range: the text has {len(masks)} [MASK] tokens")
+        position = masks[mask_index]
+    elif not isinstance(position, int) or not 0 <= position < len(encoding):
+        raise ValueError(f"position {position!r} is outside the input (0 .. {len(encoding) - 1})")
+    with _evaluating(model):
+        out = _forward(model, encoding, output_hidden_states=True)
+        states = torch.stack([h[0, position] for h in out.hidden_states])  # (L + 1, H)
+        probs = model.cls.predictions(states).float().softmax(-1)  # (L + 1, vocab)
+        final_id = int(probs[-1].argmax())
+        return LogitLens(list(encoding.tokens), position, [_top(p, tokenizer, top_k) for p in probs],
+                         tokenizer.id_to_token(final_id), probs[:, final_id].tolist())
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What pretraining sees
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass
+class CorruptedExample:
+    """One sentence (pair) as a pretraining example. All lists have one entry per token.
+
+    tokens: the clean input; input_tokens: what the model reads; labels: the id to predict or IGNORE_INDEX;
+    kinds: '' (not chosen), 'mask', 'random' or 'kept'."""
+
+    tokens: list[str]
+    input_tokens: list[str]
+    input_ids: list[int]
+    type_ids: list[int]
+    labels: list[int]
+    kinds: list[str]
+
+    @property
+    def chosen(self) -> list[int]:
+        return [i for i, label in enumerate(self.labels) if label != IGNORE_INDEX]
+
+
+_KIND_NAMES = {MASKED: "mask", RANDOM: "random", KEPT: "kept"}
+
+
+def corrupt_example(tokenizer: Tokenizer, text: str, text_pair: str | None = None, seed: int = 0,
+                    mlm_probability: float = 0.15, whole_word: bool = False,
+                    max_length: int | None = None) -> CorruptedExample:
+    """`text` (and `text_pair`) corrupted by the 80/10/10 rule exactly as the pretraining data is, with its labels."""
+    if tokenizer.mask_token_id is None:
+        raise ValueError("the tokenizer has no [MASK] token, so there is nothing to corrupt with")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("the text is empty; type a sentence to see how pretraining corrupts it")
+    encoding = tokenizer.encode(text, text_pair, max_length=max_length)
+    ids = torch.tensor([encoding.ids])
+    special = torch.tensor([encoding.special_tokens_mask], dtype=torch.bool)
+    starts = torch.tensor([word_starts_from_tokens(encoding.tokens)]) if whole_word else None
+    masked = mask_tokens(ids, special, tokenizer.mask_token_id, random_token_ids(tokenizer), mlm_probability,
+                         word_starts=starts, generator=torch.Generator().manual_seed(seed))
+    new_ids = masked.input_ids[0].tolist()
+    return CorruptedExample(list(encoding.tokens), tokenizer.convert_ids_to_tokens(new_ids), new_ids,
+                            list(encoding.type_ids), masked.labels[0].tolist(),
+                            [_KIND_NAMES.get(k, "") for k in masked.kind[0].tolist()])

@@ -1,0 +1,335 @@
+"""Masking rates, sentence pairs, the training loop (single process and 2-process DDP), checkpoints and resuming."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertviz_app.checkpoint import load_model
+from bertviz_app.config import BertConfig
+from bertviz_app.model import BertForPreTraining
+from bertviz_app.pretraining import (IGNORE_INDEX, IS_NEXT, KEPT, MASKED, NOT_NEXT, RANDOM, UNCHANGED,
+                                     PretrainingObjective, SentencePairDataset, add_pretrain_arguments, build_model,
+                                     collate, evaluate, latest_checkpoint, linear_schedule, mask_tokens,
+                                     random_token_ids, read_documents, run_pretrain, token_counts, unigram_log_prior,
+                                     tokenize_documents)
+from bertviz_app.tokenizer import Tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = ("the cat dog sat on mat a bird sang in tree sun was warm it rained all day we went home and slept "
+         "she poured cup of tea he read book").split()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory) -> Tokenizer:
+    folder = tmp_path_factory.mktemp("vocab")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS, "##s", "##ed", "##ing"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return Tokenizer.from_vocab(folder / "vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """Documents of four consecutive sentences of a fixed cyclic story (learnable: the same sentences recur),
+    and a held-out file of the same kind."""
+    folder = tmp_path_factory.mktemp("corpus")
+    story = ["the cat sat on the mat .", "a bird sang in the tree .", "the sun was warm all day .",
+             "we went home and slept .", "she poured a cup of tea .", "he read a book in the sun ."]
+    for name, docs in (("train.txt", 12), ("heldout.txt", 4)):
+        text = "\n\n".join("\n".join(story[(d + k) % len(story)] for k in range(4)) for d in range(docs))
+        (folder / name).write_text(text + "\n")
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Masking
+# ------------------------------------------------------------------------------------------------------------------
+def _batch(B=400, T=64, vocab=100, pad_from=48):
+    ids = torch.randint(10, vocab, (B, T), generator=torch.Generator().manual_seed(1))
+    special = torch.zeros(B, T, dtype=torch.bool)
+    special[:, 0] = special[:, 20] = True  # [CLS] and a [SEP]
+    special[:, pad_from:] = True  # padding
+    return ids, special
+
+
+def test_masking_rates_match_15_80_10_10():
+    ids, special = _batch()
+    out = mask_tokens(ids, special, mask_token_id=4, random_token_ids=torch.arange(10, 100),
+                      generator=torch.Generator().manual_seed(0))
+    chosen = out.labels != IGNORE_INDEX
+    n_candidates = int((~special).sum(1)[0])  # 45 per row
+    # Exactly round(15%) of the non-special tokens in every row, never a special token or padding.
+    assert (chosen.sum(1) == round(0.15 * n_candidates)).all()
+    assert not (chosen & special).any()
+    assert (out.input_ids[special] == ids[special]).all()
+    n = int(chosen.sum())  # 400 x 7 = 2800 chosen positions
+    for kind, p in ((MASKED, 0.8), (RANDOM, 0.1), (KEPT, 0.1)):
+        observed = int((out.kind == kind).sum())
+        sigma = math.sqrt(n * p * (1 - p))
+        assert abs(observed - n * p) < 5 * sigma, (kind, observed, n * p)
+    assert (out.input_ids[out.kind == MASKED] == 4).all()
+    assert (out.input_ids[out.kind == KEPT] == ids[out.kind == KEPT]).all()
+    assert (out.kind[~chosen] == UNCHANGED).all()
+    assert (out.labels[chosen] == ids[chosen]).all()
+    # Random replacements come from the allowed ids and are spread over them (not one fixed token).
+    randoms = out.input_ids[out.kind == RANDOM]
+    assert ((randoms >= 10) & (randoms < 100)).all() and len(randoms.unique()) > 50
+
+
+def test_masking_is_uniform_over_positions():
+    ids, special = _batch()
+    out = mask_tokens(ids, special, 4, torch.arange(10, 100), generator=torch.Generator().manual_seed(0))
+    per_position = (out.labels != IGNORE_INDEX).float().sum(0)[~special[0]]  # 45 positions, 400 rows
+    p = 7 / 45
+    sigma = math.sqrt(400 * p * (1 - p))
+    assert ((per_position - 400 * p).abs() < 5 * sigma).all()
+
+
+def test_whole_word_masking_takes_whole_words():
+    ids, special = _batch(B=200)
+    starts = torch.ones_like(special)
+    starts[:, 2::3] = False  # every third token continues the word before it
+    out = mask_tokens(ids, special, 4, torch.arange(10, 100), word_starts=starts,
+                      generator=torch.Generator().manual_seed(0))
+    chosen = out.labels != IGNORE_INDEX
+    assert not (chosen & special).any()
+    # A continuation piece is chosen exactly when the piece before it is (both are non-special here).
+    for pos in range(2, 48, 3):
+        if pos - 1 != 20 and pos != 20 and pos - 1 != 0:
+            assert torch.equal(chosen[:, pos], chosen[:, pos - 1])
+    assert (chosen.sum(1) <= round(0.15 * 45)).all() and (chosen.sum(1) >= 5).all()
+
+
+def test_masking_validates_its_arguments():
+    ids, special = _batch(B=2)
+    with pytest.raises(ValueError, match="mlm_probability"):
+        mask_tokens(ids, special, 4, torch.arange(10, 20), mlm_probability=0)
+    with pytest.raises(ValueError, match="same shape"):
+        mask_tokens(ids, special[:, :5], 4, torch.arange(10, 20))
+
+
+def test_random_token_ids_exclude_special_tokens(tokenizer):
+    ids = set(random_token_ids(tokenizer).tolist())
+    assert not ids & tokenizer.special_ids
+    assert len(ids) == tokenizer.vocab_size - 5
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Sentence pairs
+# ------------------------------------------------------------------------------------------------------------------
+def test_read_documents_splits_on_blank_lines(tmp_path):
+    (tmp_path / "a.txt").write_text("one.\ntwo.\n\n\nthree.\n  \nfour.\nfive.")
+    assert read_documents(tmp_path / "a.txt") == [["one.", "two."], ["three."], ["four.", "five."]]
+    with pytest.raises(FileNotFoundError, match="one sentence per line"):
+        read_documents(tmp_path / "missing.txt")
+
+
+def test_pairs_have_bert_layout_and_half_are_random(tokenizer):
+    # Token id 1000 + 100 d + 10 k + j is word j of sentence k of document d: every token says where it came from.
+    documents = [[[1000 + 100 * d + 10 * k + j for j in range(3)] for k in range(4)] for d in range(8)]
+    data = SentencePairDataset(documents, tokenizer, max_length=16, seed=0)
+    labels = []
+    for i in range(800):
+        e = data[i]
+        assert e.ids[0] == tokenizer.cls_token_id and e.ids[-1] == tokenizer.sep_token_id
+        assert e.ids.count(tokenizer.sep_token_id) == 2 and len(e.ids) <= 16
+        sep = e.ids.index(tokenizer.sep_token_id)
+        assert e.type_ids == [0] * (sep + 1) + [1] * (len(e.ids) - sep - 1)
+        a, b = e.ids[1:sep], e.ids[sep + 1:-1]
+        assert a and b
+        where = lambda t: divmod((t - 1000) // 10, 10)  # noqa: E731 - (document, sentence)
+        (doc_a, sent_a), (doc_b, sent_b) = where(a[-1]), where(b[0])
+        assert a[-1] % 10 == 2 and b[0] % 10 == 0  # A ends and B starts on a sentence boundary
+        if e.next_sentence_label == IS_NEXT:
+            assert doc_b == doc_a and sent_b == sent_a + 1
+        else:
+            assert doc_b != doc_a
+        labels.append(e.next_sentence_label)
+    p_random = sum(label == NOT_NEXT for label in labels) / len(labels)
+    assert abs(p_random - 0.5) < 5 * math.sqrt(0.25 / 800)
+    assert data[5] == data[5] and data[5] != data[6]  # deterministic per index
+
+
+def test_dataset_needs_pairs(tokenizer):
+    with pytest.raises(ValueError, match="two sentences"):
+        SentencePairDataset([[[6, 7]], [[8]]], tokenizer)
+
+
+def test_collate_pads_and_never_masks_special_tokens(tokenizer, corpus):
+    data = SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_length=32)
+    batch = collate([data[i] for i in range(16)], tokenizer, random_token_ids(tokenizer),
+                    torch.Generator().manual_seed(0))
+    special = torch.isin(batch.input_ids.where(batch.labels == IGNORE_INDEX, torch.tensor(-1)),
+                         torch.tensor(sorted(tokenizer.special_ids)))
+    chosen = batch.labels != IGNORE_INDEX
+    assert not (chosen & (batch.attention_mask == 0)).any()
+    assert not torch.isin(batch.labels[chosen], torch.tensor(sorted(tokenizer.special_ids))).any()
+    assert (batch.input_ids[batch.attention_mask == 0] == tokenizer.pad_token_id).all()
+    assert special.any() and batch.next_sentence_label.shape == (16,)
+
+
+def test_objective_equals_the_models_own_loss(tokenizer, corpus):
+    data = SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_length=32)
+    model = BertForPreTraining(BertConfig.preset("tiny")).eval()
+    batch = collate([data[i] for i in range(8)], tokenizer, random_token_ids(tokenizer),
+                    torch.Generator().manual_seed(0))
+    ours = PretrainingObjective(model)(batch)
+    reference = model(batch.input_ids, batch.token_type_ids, batch.attention_mask, labels=batch.labels,
+                      next_sentence_label=batch.next_sentence_label)
+    torch.testing.assert_close(ours["loss"], reference.loss, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours["mlm_loss"], reference.mlm_loss, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_schedule():
+    f = linear_schedule(10, 110)
+    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
+    assert f(60) == pytest.approx(0.5) and f(110) == 0.0 and f(200) == 0.0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Models and training
+# ------------------------------------------------------------------------------------------------------------------
+def _args(corpus, out, *extra):
+    import argparse
+
+    parser = add_pretrain_arguments(argparse.ArgumentParser())
+    return parser.parse_args(["--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--batch-size", "8",
+                              "--max-length", "32", "--log-every", "2", "--device", "cpu", "--save-minutes", "0",
+                              "--eval-examples", "16", *extra])
+
+
+def test_init_from_a_checkpoint_without_heads(tmp_path, tokenizer):
+    from bertviz_app.checkpoint import save_pretrained
+    from bertviz_app.model import BertModel
+
+    encoder = BertModel(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    save_pretrained(encoder, tmp_path / "enc", tokenizer=tokenizer)
+    prior = torch.log_softmax(torch.randn(tokenizer.vocab_size), -1)
+    model, new = build_model(str(tmp_path / "enc"), tokenizer, max_length=32, log_prior=prior)
+    assert model.has_mlm_head and model.has_nsp_head
+    assert "cls.predictions.transform.dense.weight" in new and "cls.seq_relationship.weight" in new
+    assert not any(k.startswith("bert.") for k in new)
+    torch.testing.assert_close(model.bert.encoder.layer[1].output.dense.weight,
+                               encoder.encoder.layer[1].output.dense.weight)
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+    torch.testing.assert_close(model.cls.predictions.transform.dense.weight, torch.eye(32))
+    torch.testing.assert_close(model.cls.predictions.bias, prior - prior.mean())
+
+
+def test_training_learns_saves_and_resumes(tmp_path, corpus, tokenizer):
+    out = tmp_path / "run"
+    tok_folder = tmp_path / "tok"
+    tokenizer.save(tok_folder)
+    args = _args(corpus, out, "--steps", "20", "--save-every", "10", "--lr", "1e-2", "--warmup", "3",
+                 "--tokenizer", str(tok_folder), "--keep", "0")
+    model = run_pretrain(args)
+    rows = (out / "log.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    train = [dict(zip(header, r.split(","))) for r in rows[1:] if ",train," in r]
+    assert len(train) == 10 and train[-1]["step"] == "20"
+    # On this repetitive corpus the model soon does better on held-out pairs than the weights it started from.
+    heldout = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_length=32)
+    torch.manual_seed(0)  # run_pretrain seeds the initialisation with --seed 0
+    start, _ = build_model("scratch", tokenizer, "tiny", 32,
+                           unigram_log_prior(SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, 32),
+                                             tokenizer.vocab_size))
+    before, after = (evaluate(m, heldout, examples=64, batch_size=32).mlm_loss for m in (start, model))
+    assert after < before - 0.1, (before, after)  # deterministic: an untrained run gives exactly 0
+    assert any(",heldout," in r for r in rows)
+    assert latest_checkpoint(out).name == "step-0000020" and (out / "step-0000010").exists()
+
+    # The checkpoint loads into our model and into transformers with the same predictions.
+    loaded, _ = load_model(out / "step-0000020")
+    assert loaded.has_mlm_head and loaded.has_nsp_head
+    for a, b in zip(model.state_dict().values(), loaded.state_dict().values()):
+        torch.testing.assert_close(a, b)
+    from transformers import BertForPreTraining as HFBertForPreTraining
+
+    hf = HFBertForPreTraining.from_pretrained(out / "step-0000020").eval()
+    ids = torch.tensor([[2, 6, 7, 4, 5, 3]])
+    torch.testing.assert_close(hf(ids).prediction_logits, loaded(ids).prediction_logits, atol=1e-4, rtol=1e-4)
+
+    # Resuming from step 10 reaches exactly the same weights as the uninterrupted run.
+    resumed_out = tmp_path / "resumed"
+    resumed_out.mkdir()
+    import shutil
+    shutil.copytree(out / "step-0000010", resumed_out / "step-0000010")
+    resumed = run_pretrain(_args(corpus, resumed_out, "--steps", "20", "--save-every", "10", "--lr", "1e-2",
+                                 "--warmup", "3", "--tokenizer", str(tok_folder)))
+    for (name, a), b in zip(model.state_dict().items(), resumed.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=name)
+
+
+def test_evaluate_reports_the_unigram_baseline(corpus, tokenizer):
+    data = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_length=32)
+    counts = token_counts(data, tokenizer.vocab_size)
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    with torch.no_grad():  # a head that only knows the unigram distribution reproduces the baseline exactly
+        model.cls.predictions.decoder.weight.zero_()
+        model.cls.predictions.bias.copy_((counts.float() + 1).log())
+        model.bert.embeddings.word_embeddings.weight.zero_()
+    result = evaluate(model, data, examples=64, batch_size=16, unigram_counts=counts)
+    assert result.masked_tokens > 0 and result.pairs == 64
+    assert result.mlm_top1 == pytest.approx(result.unigram_top1)
+    assert result.mlm_top5 == pytest.approx(result.unigram_top5)
+    assert 0 < result.unigram_top1 <= result.unigram_top5 <= 1
+    again = evaluate(model, data, examples=64, batch_size=16, unigram_counts=counts)
+    assert again == result  # the same pairs and masks every time
+
+
+def test_tokenize_documents_drops_empty_sentences(tokenizer):
+    assert tokenize_documents([["the cat .", "   "], ["dog"]], tokenizer) == [
+        [[tokenizer.vocab["the"], tokenizer.vocab["cat"], tokenizer.vocab["."]]], [[tokenizer.vocab["dog"]]]]
+
+
+def test_two_process_ddp_keeps_ranks_identical(tmp_path, corpus, tokenizer):
+    tokenizer.save(tmp_path / "tok")
+    script = tmp_path / "ddp.py"
+    script.write_text(textwrap.dedent(f"""
+        import argparse, os, torch
+        from bertviz_app.pretraining import add_pretrain_arguments, run_pretrain
+        args = add_pretrain_arguments(argparse.ArgumentParser()).parse_args([
+            "--corpus", {str(corpus)!r}, "--out", {str(tmp_path / 'out')!r}, "--preset", "tiny",
+            "--tokenizer", {str(tmp_path / 'tok')!r}, "--steps", "4", "--batch-size", "4", "--max-length", "32",
+            "--device", "cpu", "--threads", "1", "--save-every", "1", "--save-minutes", "0", "--log-every", "2",
+            "--keep", "2", "--eval-examples", "8"])
+        model = run_pretrain(args)
+        torch.save(model.state_dict(), {str(tmp_path)!r} + f"/rank{{os.environ['RANK']}}.pt")
+    """))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rank0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
+    rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
+    start = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size)).state_dict()
+    moved = False
+    for key in rank0:
+        torch.testing.assert_close(rank0[key], rank1[key], rtol=0, atol=0, msg=key)
+        moved |= rank0[key].shape == start[key].shape and not torch.equal(rank0[key], start[key])
+    assert moved  # training changed the weights
+    assert latest_checkpoint(tmp_path / "out").name == "step-0000004"
+    assert sorted(p.name for p in (tmp_path / "out").glob("step-*")) == ["step-0000003", "step-0000004"]  # --keep 2
+
+
+def test_frozen_encoder_phase_trains_only_new_heads(tmp_path, corpus, tokenizer):
+    from bertviz_app.checkpoint import save_pretrained
+    from bertviz_app.model import BertModel
+
+    encoder = BertModel(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    save_pretrained(encoder, tmp_path / "enc", tokenizer=tokenizer)
+    args = _args(corpus, tmp_path / "run", "--init", str(tmp_path / "enc"), "--steps", "4", "--save-every", "4",
+                 "--freeze-encoder-steps", "4", "--lr", "1e-2", "--warmup", "1")
+    model = run_pretrain(args)
+    before = encoder.state_dict()
+    for key, value in model.state_dict().items():
+        if key.startswith("bert."):  # encoder, embeddings (and so the tied decoder) and pooler untouched
+            torch.testing.assert_close(value, before[key[len("bert."):]], rtol=0, atol=0, msg=key)
+    assert not torch.equal(model.cls.predictions.transform.dense.weight, torch.eye(32))
