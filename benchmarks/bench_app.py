@@ -77,7 +77,9 @@ def main() -> None:
         run = explorer.run(sentence(next(counter), args.tokens))
         run.token_table()
         figs = [app.heatmap_view(run, 0, 0, "all", False), *app.attention_detail_views(run, 0, 0, "all", False, 0),
-                *app.overview_views(run), *app.embedding_views(run), *app.hidden_views(run, run.num_layers)]
+                *app.overview_views(run), *app.embedding_views(run), *app.hidden_views(run, run.num_layers),
+                app.corruption_view(explorer, run, 0)[2]]
+        app.next_sentence_view(explorer, run)
         for fig in figs:
             fig.to_json()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import html
 import io
 import json
 import logging
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 MAX_CHARS = 20_000  # per box; the tokenizer is fast, but a pasted book should not reach it
 MAX_MASKS = 20
+MAX_TOP_K = 20
 SEGMENT_CHOICES = [("all tokens", "all"), ("A → A", "A->A"), ("A → B", "A->B"), ("B → A", "B->A"), ("B → B", "B->B")]
 MASK_PATTERN = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
 NO_MLM_HEAD = ("**{name} has no masked-LM head**, so it cannot predict masked tokens: its checkpoint was saved "
@@ -105,6 +107,10 @@ def _text(value, what: str) -> str:
     return value
 
 
+def _top_k(value) -> int:
+    return max(1, _index(value if value is not None else 5, MAX_TOP_K + 1, "Predictions per mask"))
+
+
 def _index(value, upper: int, what: str) -> int:
     """A slider or dropdown value as an index in [0, upper), clipped: a model switch can shrink the range."""
     try:
@@ -148,14 +154,13 @@ def hidden_views(run: Run, layer: int):
             run.hidden_projection_figure())
 
 
-def fill_mask_view(explorer, text: str, top_k: int) -> tuple[str, pd.DataFrame, pd.DataFrame | None]:
-    """(message, table with one row per mask and rank, the same rows for the bar chart or None). `explorer` needs
-    has_mlm_head, name and fill_mask(text, top_k=k) -> one list of (token, probability) per [MASK], in order."""
+def fill_mask_view(explorer, text: str, top_k: int):
+    """(message, table with one row per mask and rank, bar chart or None). `explorer` needs has_mlm_head, name and
+    fill_mask(text, top_k=k) -> one list of (token, probability) per [MASK], in order."""
     text = MASK_PATTERN.sub("[MASK]", text)
     empty = pd.DataFrame(columns=["mask", "rank", "token", "probability"])
     if not explorer.has_mlm_head:
-        gr.Warning(f"{explorer.name} has no masked-LM head, so it cannot fill in [MASK].")
-        return NO_MLM_HEAD.format(name=explorer.name), empty, None
+        return NO_MLM_HEAD.format(name=_plain(explorer.name)), empty, None
     count = text.count("[MASK]")
     if count == 0:
         raise gr.Error("Put [MASK] where a word should be predicted, e.g. 'The cat sat on the [MASK].'",
@@ -163,25 +168,95 @@ def fill_mask_view(explorer, text: str, top_k: int) -> tuple[str, pd.DataFrame, 
     if count > MAX_MASKS:
         raise gr.Error(f"{count} masks is too many; use at most {MAX_MASKS}.", print_exception=False)
     predictions = explorer.fill_mask(text, top_k=top_k)
-    rows = [(m + 1, r + 1, str(token), round(float(p), 4)) for m, best in enumerate(predictions)
+    rows = [(m + 1, r + 1, str(token), _significant(p)) for m, best in enumerate(predictions)
             for r, (token, p) in enumerate(best)]
     table = pd.DataFrame(rows, columns=["mask", "rank", "token", "probability"])
-    # one bar per (mask, token): the label keeps equal tokens of different masks apart
-    bars = table.assign(prediction=[f"{m}. {t}" for m, t in zip(table["mask"], table["token"])],
-                        mask=[f"mask {m}" for m in table["mask"]])
-    return (f"Top {top_k} predictions for each of the {len(predictions)} mask(s), by {explorer.name}.", table,
-            bars)
+    return (f"Top {top_k} predictions for each of the {len(predictions)} mask(s), by {_plain(explorer.name)}.",
+            table, figures.fill_mask_figure(predictions))
 
 
-def masked_sentence(run: Run, index: int) -> str:
-    """The analyzed sentence that holds token `index`, with that token's characters replaced by [MASK]."""
+def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3):
+    """(message, one row per layer, figure or None): the MLM head read out of every layer at one [MASK]."""
+    empty = pd.DataFrame(columns=["layer", "top predictions", "P(final answer)"])
+    if not explorer.has_mlm_head:
+        return NO_MLM_HEAD.format(name=_plain(explorer.name)), empty, None
+    count = len(MASK_PATTERN.findall(text))
+    if count == 0:
+        raise gr.Error("The logit lens looks at a [MASK]: put one in the text.", print_exception=False)
+    mask_number = min(max(mask_number, 1), count)  # the slider may point past the masks of a new text
+    lens = explorer.logit_lens(text, top_k=top_k, mask_index=mask_number - 1)
+    names = ["embeddings"] + [f"layer {i}" for i in range(1, len(lens.layers))]
+    table = pd.DataFrame(
+        [(name, "  ·  ".join(f"{t} {_percent(p)}" for t, p in best), _percent(p_final))
+         for name, best, p_final in zip(names, lens.layers, lens.final_token_probability)],
+        columns=empty.columns)
+    label = f"mask {mask_number} (token {lens.position})"
+    figure = figures.logit_lens_figure(lens.layers, lens.final_token, lens.final_token_probability, label)
+    return (f"Logit lens at {label}: the masked-LM head applied to each layer's output. The final answer is "
+            f"**{_plain(lens.final_token)}**; the last column shows how sure each layer already is of it.",
+            table, figure)
+
+
+def masked_token_view(explorer, run: Run, index: int, top_k: int):
+    """(message, predictions table, figure or None) after masking token `index` of the analyzed input."""
+    empty = pd.DataFrame(columns=["rank", "token", "probability"])
+    if not explorer.has_mlm_head:
+        return NO_MLM_HEAD.format(name=_plain(explorer.name)), empty, None
     enc = run.encoding
-    if enc.sequence_ids[index] is None:
-        raise gr.Error(f"{enc.tokens[index]} is a special token; pick a word piece of the sentence.",
+    result = explorer.mask_token(enc.text, index, enc.text_pair, top_k=top_k)
+    if result.original != run.tokens[index]:  # the head's encoding was truncated differently from the Run's
+        raise gr.Error(f"Token {index} could not be masked in the same input; pick a token nearer the start.",
                        print_exception=False)
-    source = enc.text if enc.sequence_ids[index] == 0 else enc.text_pair
-    start, end = enc.offsets[index]
-    return source[:start] + "[MASK]" + source[end:]
+    table = pd.DataFrame([(r + 1, t, _significant(p)) for r, (t, p) in enumerate(result.predictions)],
+                         columns=empty.columns)
+    figure = figures.masked_token_figure(result.original, result.predictions, result.original_probability,
+                                         result.original_rank)
+    return (f"Token {index}, **{_plain(result.original)}**, replaced by [MASK]: the model gives the original token "
+            f"**{_percent(result.original_probability)}** (rank {result.original_rank:,} of "
+            f"{explorer.config.vocab_size:,}).", table, figure)
+
+
+def corruption_view(explorer, run: Run, seed: int):
+    """(message, one row per token, figure): the analyzed input as one pretraining example (80/10/10 rule)."""
+    enc = run.encoding
+    ex = explorer.corrupt_example(enc.text, enc.text_pair, seed=seed)
+    chosen = set(ex.chosen)
+    to_predict = [t if i in chosen else "" for i, t in enumerate(ex.tokens)]
+    table = pd.DataFrame({"position": range(len(ex.tokens)), "token": ex.tokens, "the model reads": ex.input_tokens,
+                          "change": ex.kinds, "to predict": to_predict})
+    counts = {kind: ex.kinds.count(kind) for kind in ("mask", "random", "kept")}
+    # 14 tokens a line: the figure's fixed width then fits the page's main column
+    figure = figures.corruption_figure(ex.tokens, ex.input_tokens, to_predict, ex.kinds, per_line=14)
+    return (f"Sample {seed}: {len(chosen)} of {len(ex.tokens)} tokens chosen (about 15% of the word pieces, never "
+            f"[CLS]/[SEP]): {counts['mask']} became [MASK], {counts['random']} a random token, {counts['kept']} "
+            "stayed as they were. The model must predict the original token at every chosen position.",
+            table, figure)
+
+
+def next_sentence_view(explorer, run: Run) -> tuple[str, dict | None]:
+    """(message, {label: probability} for gr.Label or None)."""
+    if not explorer.has_nsp_head:
+        return NO_NSP_HEAD.format(name=_plain(explorer.name)), None
+    if not run.encoding.is_pair:
+        return ("**A pair is needed:** type a sentence B as well (and press Analyze); the next-sentence head judges "
+                "whether B follows A."), None
+    p = run.is_next_probability
+    return (f"**P(B follows A) = {p:.1%}** according to {_plain(explorer.name)}'s next-sentence head "
+            f"({'IsNext' if p >= 0.5 else 'NotNext'}).", {"IsNext": p, "NotNext": 1 - p})
+
+
+def _significant(p: float) -> float:
+    # four significant digits: an untrained model's 0.00003 must not read as 0
+    return float(f"{float(p):.4g}")
+
+
+def _percent(p: float) -> str:
+    return f"{float(p) * 100:.3g}%"
+
+
+def _plain(token: str) -> str:
+    """A token inside Markdown, shown as the characters it is (a token may be '*', '<' or '`')."""
+    return html.escape(token).replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "\\`")
 
 
 def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, concurrency: int = 1,
@@ -246,9 +321,9 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
                 gr.Slider(maximum=run.num_layers - 1, value=layer), gr.Slider(maximum=run.num_heads - 1, value=head),
                 segment, gr.Dropdown(choices=token_choices, value=token),
                 gr.Dropdown(choices=token_choices, value=None),
-                gr.Slider(maximum=run.num_layers),
+                gr.Slider(maximum=run.num_layers, value=run.num_layers),  # another model may be shallower
                 heatmap_view(run, layer, head, segment, bool(hide_special)),
-                next_sentence_text(explorer, run), model_text(explorer))
+                mlm_status(explorer), model_text(explorer))
 
     @user_errors
     def redraw_heatmap(session, layer, head, segment, hide_special):
@@ -283,17 +358,36 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
         return run.token_similarity_figure(_index(layer, run.num_layers + 1, "Layer"))
 
     @user_errors
-    def mask_token(session, token):
+    def mask_token(session, token, top_k):
         if token is None or token == "":
             return gr.skip()
         run = run_of(session)
-        return masked_sentence(run, _index(token, len(run), "Token"))
+        return masked_token_view(explorer_for(session["model"]), run, _index(token, len(run), "Token"),
+                                 _top_k(top_k))
 
     @user_errors
     def fill_mask(model, text, top_k):
-        explorer = explorer_for(model)
-        k = max(1, _index(top_k if top_k is not None else 5, 51, "Predictions per mask"))
-        return fill_mask_view(explorer, _text(text, "The masked text"), k)
+        return fill_mask_view(explorer_for(model), _text(text, "The masked text"), _top_k(top_k))
+
+    @user_errors
+    def logit_lens(model, text, mask_number):
+        return logit_lens_view(explorer_for(model), _text(text, "The masked text"),
+                               _index(mask_number if mask_number is not None else 1, MAX_MASKS + 1, "Mask"))
+
+    @user_errors
+    def corrupt(session, seed):
+        run = run_of(session)
+        return corruption_view(explorer_for(session["model"]), run,
+                               _index(seed if seed is not None else 0, 2**31, "Sample"))
+
+    @user_errors
+    def show_mlm_views(model):
+        return gr.Column(visible=explorer_for(model).has_mlm_head)
+
+    @user_errors
+    def next_sentence(session):
+        run = run_of(session)
+        return next_sentence_view(explorer_for(session["model"]), run)
 
     # --- layout --------------------------------------------------------------------------------------------------
     max_positions = first.config.max_position_embeddings
@@ -358,25 +452,56 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
                 token_sim_plot = gr.Plot(label="Token similarity", elem_id="token-similarity")
                 projection_plot = gr.Plot(label="Tokens through the layers", elem_id="hidden-projection")
             with gr.Tab("Masked LM", id="mlm-tab"):
-                if not first.has_mlm_head:
-                    gr.Markdown(NO_MLM_HEAD.format(name=first.name), elem_id="mlm-explainer")
+                mlm_explainer = gr.Markdown(mlm_status(first), elem_id="mlm-explainer")
+                # Hidden for a model without the head: its explainer above says why, instead of empty views.
+                with gr.Column(visible=first.has_mlm_head, elem_id="mlm-views") as mlm_views:
+                    gr.Markdown("### Fill in [MASK]")
+                    with gr.Row():
+                        mask_text = gr.Textbox(label="Text with one or more [MASK] (any case)",
+                                               value=masked_examples[0], max_length=MAX_CHARS, scale=3,
+                                               elem_id="mask-text")
+                        with gr.Column(scale=1, min_width=200):
+                            top_k = gr.Slider(1, MAX_TOP_K, value=5, step=1, label="Predictions per mask",
+                                              elem_id="top-k")
+                            mask_predict = gr.Button("Predict", variant="primary", elem_id="mask-predict")
+                    gr.Examples([[m] for m in masked_examples], [mask_text], label="Masked examples")
+                    with gr.Column(elem_id="mask-results"):
+                        mask_message = gr.Markdown(elem_id="mask-message")
+                        mask_plot = gr.Plot(label="Top predictions per mask", elem_id="mask-bars")
+                        mask_table = gr.Dataframe(interactive=False, datatype="str", label="The same as a table",
+                                                  max_height=300, elem_id="mask-table",
+                                                  headers=["mask", "rank", "token", "probability"])
+                    gr.Markdown("### Logit lens: how the answer forms through the layers")
+                    lens_mask = gr.Slider(1, MAX_MASKS, value=1, step=1, label="Which [MASK] of the text",
+                                          elem_id="lens-mask")
+                    lens_message = gr.Markdown(elem_id="lens-message")
+                    lens_plot = gr.Plot(label="Logit lens", elem_id="logit-lens")
+                    lens_table = gr.Dataframe(interactive=False, datatype="str", label="Top predictions per layer",
+                                              max_height=300, elem_id="lens-table",
+                                              headers=["layer", "top predictions", "P(final answer)"])
+                    gr.Markdown("### Mask one token of the analyzed input")
+                    mask_choice = gr.Dropdown([], value=None, label="Token to mask (from the analyzed sentences)",
+                                              allow_custom_value=True, elem_id="mask-token")
+                    masked_message = gr.Markdown(elem_id="masked-message")
+                    masked_plot = gr.Plot(label="Predictions at the masked token", elem_id="masked-token")
+                    masked_table = gr.Dataframe(interactive=False, datatype="str", label="Predictions",
+                                                max_height=300, elem_id="masked-table",
+                                                headers=["rank", "token", "probability"])
+                gr.Markdown("### What pretraining sees\nBERT learned by guessing hidden tokens: about 15% of the "
+                            "word pieces are chosen; of those, 80% become [MASK], 10% a random token and 10% stay "
+                            "unchanged. Here is the analyzed input as one such training example.")
                 with gr.Row():
-                    mask_text = gr.Textbox(label="Text with one or more [MASK] (any case)", value=masked_examples[0],
-                                           max_length=MAX_CHARS, scale=3, elem_id="mask-text")
-                    with gr.Column(scale=1, min_width=200):
-                        top_k = gr.Slider(1, 20, value=5, step=1, label="Predictions per mask", elem_id="top-k")
-                        mask_predict = gr.Button("Predict", variant="primary", elem_id="mask-predict")
-                mask_choice = gr.Dropdown([], value=None, label="Or mask a token of the analyzed input",
-                                          allow_custom_value=True, elem_id="mask-token")
-                gr.Examples([[m] for m in masked_examples], [mask_text], label="Masked examples")
-                with gr.Column(elem_id="mask-results"):
-                    mask_message = gr.Markdown(elem_id="mask-message")
-                    mask_table = gr.Dataframe(interactive=False, datatype="str", label="Top predictions per mask",
-                                              elem_id="mask-table")
-                    mask_bars = gr.BarPlot(x="prediction", y="probability", color="mask", label="Probabilities",
-                                           sort=None, elem_id="mask-bars")
+                    seed = gr.Number(0, precision=0, minimum=0, label="Sample (random seed)", elem_id="corrupt-seed")
+                    another = gr.Button("Another sample", elem_id="corrupt-again")
+                corruption_message = gr.Markdown(elem_id="corruption-message")
+                corruption_plot = gr.Plot(label="One pretraining example", elem_id="corruption")
+                corruption_table = gr.Dataframe(interactive=False, datatype="str", label="Token by token",
+                                                max_height=300, elem_id="corruption-table",
+                                                    headers=["position", "token", "the model reads", "change",
+                                                             "to predict"])
             with gr.Tab("Next sentence", id="nsp-tab"):
                 nsp = gr.Markdown(elem_id="next-sentence")
+                nsp_label = gr.Label(num_top_classes=2, label="Does B follow A?", elem_id="next-sentence-label")
             with gr.Tab("Model", id="model-tab"):
                 model_info = gr.Markdown(elem_id="model-info")
 
@@ -384,30 +509,33 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
         # A new input: one forward pass, then each group of views in its own step, so the heatmap shows first.
         model_events = dict(concurrency_id="model", concurrency_limit=concurrency)
         attention_controls = [layer, head, segment, hide_special, token]
-        new_input = gr.on(
-            [analyze_button.click, sentence_a.submit, sentence_b.submit, model.change, demo.load],
-            analyze, [model, sentence_a, sentence_b, *attention_controls],
-            [session, token_table, notice, layer, head, segment, token, mask_choice, hidden_layer, heatmap, nsp,
-             model_info], api_name="analyze", **model_events)
+        analyze_io = ([model, sentence_a, sentence_b, *attention_controls],
+                      [session, token_table, notice, layer, head, segment, token, mask_choice, hidden_layer, heatmap,
+                       mlm_explainer, model_info])
         details_io = ([session, *attention_controls], [mean_plot, rollout_plot, token_plot, query_key_plot])
-        (new_input
-         .then(redraw_attention_details, *details_io, api_name="attention_details")
-         .then(redraw_overview, [session], [overview_plot, head_map_plot], api_name="attention_overview")
-         .then(redraw_embeddings, [session, positions],
-               [embedding_plot, segment_plot, position_sim_plot, position_path_plot], api_name="embeddings")
-         .then(redraw_hidden, [session, hidden_layer], [norms_plot, layer_sim_plot, token_sim_plot, projection_plot],
-               api_name="hidden_states"))
+
+        def views_after(event, public: bool):
+            """The steps that follow a new input; the cheap pretraining-head views first, the heavy figures last.
+            Named API endpoints once; the example click repeats the chain privately."""
+            def named(name):
+                return dict(api_name=name) if public else dict(api_visibility="private")
+            (event
+             .then(show_mlm_views, [model], [mlm_views], api_visibility="private")
+             .then(next_sentence, [session], [nsp, nsp_label], **named("next_sentence"))
+             .then(corrupt, [session, seed], [corruption_message, corruption_table, corruption_plot],
+                   **named("corrupt"))
+             .then(redraw_attention_details, *details_io, **named("attention_details"))
+             .then(redraw_overview, [session], [overview_plot, head_map_plot], **named("attention_overview"))
+             .then(redraw_embeddings, [session, positions],
+                   [embedding_plot, segment_plot, position_sim_plot, position_path_plot], **named("embeddings"))
+             .then(redraw_hidden, [session, hidden_layer],
+                   [norms_plot, layer_sim_plot, token_sim_plot, projection_plot], **named("hidden_states")))
+
+        views_after(gr.on([analyze_button.click, sentence_a.submit, sentence_b.submit, model.change, demo.load],
+                          analyze, *analyze_io, api_name="analyze", **model_events), public=True)
         # An example click fills the boxes, then analyzes like the button (without a second API name).
-        (example_list.load_input_event
-         .then(analyze, [model, sentence_a, sentence_b, *attention_controls],
-               [session, token_table, notice, layer, head, segment, token, mask_choice, hidden_layer, heatmap, nsp,
-                model_info], api_visibility="private", **model_events)
-         .then(redraw_attention_details, *details_io, api_visibility="private")
-         .then(redraw_overview, [session], [overview_plot, head_map_plot], api_visibility="private")
-         .then(redraw_embeddings, [session, positions],
-               [embedding_plot, segment_plot, position_sim_plot, position_path_plot], api_visibility="private")
-         .then(redraw_hidden, [session, hidden_layer], [norms_plot, layer_sim_plot, token_sim_plot, projection_plot],
-               api_visibility="private"))
+        views_after(example_list.load_input_event.then(analyze, *analyze_io, api_visibility="private",
+                                                       **model_events), public=False)
 
         # Sliders and toggles only redraw from the cached Run.
         (gr.on([c.input for c in (layer, head)] + [segment.input, hide_special.input],
@@ -421,20 +549,27 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
         hidden_layer.input(redraw_token_similarity, [session, hidden_layer], [token_sim_plot],
                            api_name="token_similarity", trigger_mode="always_last")
 
-        mask_choice.input(mask_token, [session, mask_choice], [mask_text], api_name="mask_token")
-        gr.on([mask_predict.click, mask_text.submit], fill_mask, [model, mask_text, top_k],
-              [mask_message, mask_table, mask_bars], api_name="fill_mask", **model_events)
+        # The masked-LM views: each its own forward pass on demand (the Run holds no masked copies).
+        lens_io = ([model, mask_text, lens_mask], [lens_message, lens_table, lens_plot])
+        (gr.on([mask_predict.click, mask_text.submit], fill_mask, [model, mask_text, top_k],
+               [mask_message, mask_table, mask_plot], api_name="fill_mask", **model_events)
+         .success(logit_lens, *lens_io, api_name="logit_lens", **model_events))
+        lens_mask.release(logit_lens, *lens_io, api_visibility="private", **model_events)
+        mask_choice.input(mask_token, [session, mask_choice, top_k], [masked_message, masked_table, masked_plot],
+                          api_name="mask_token", **model_events)
+        (another.click(lambda n: (n or 0) + 1, [seed], [seed], api_visibility="private", queue=False)
+         .then(corrupt, [session, seed], [corruption_message, corruption_table, corruption_plot],
+               api_visibility="private"))
+        seed.submit(corrupt, [session, seed], [corruption_message, corruption_table, corruption_plot],
+                    api_visibility="private")
     return demo
 
 
-def next_sentence_text(explorer: Explorer, run: Run) -> str:
-    if not explorer.has_nsp_head:
-        return NO_NSP_HEAD.format(name=explorer.name)
-    if not run.encoding.is_pair:
-        return "Type a sentence B as well: the next-sentence head judges whether B follows A."
-    p = run.is_next_probability
-    return (f"**P(B follows A) = {p:.1%}** according to {explorer.name}'s next-sentence head "
-            f"({'IsNext' if p >= 0.5 else 'NotNext'}).")
+def mlm_status(explorer: Explorer) -> str:
+    if not explorer.has_mlm_head:
+        return NO_MLM_HEAD.format(name=_plain(explorer.name))
+    return (f"{_plain(explorer.name)} has a masked-LM head: it guesses the token hidden behind each [MASK], the task "
+            "BERT was pre-trained on.")
 
 
 def model_text(explorer: Explorer) -> str:

@@ -1,4 +1,6 @@
-"""The app through its API, as gradio_client sees it: one server for the module, on a free 127.0.0.1 port."""
+"""The app through its API, as gradio_client sees it: one server for the module, on a free 127.0.0.1 port, offering
+the default model (no pretraining heads) and a tiny random BERT with both heads, saved and loaded like any other
+checkpoint, so that every masked-LM and next-sentence view is exercised with and without its head."""
 
 from __future__ import annotations
 
@@ -7,11 +9,16 @@ import types
 import httpx
 import pandas as pd
 import pytest
+import torch
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from bertviz_app import app
-from bertviz_app.explorer import load
+from bertviz_app.checkpoint import save_pretrained
+from bertviz_app.config import BertConfig
+from bertviz_app.explorer import default_model_path
+from bertviz_app.model import BertForPreTraining
+from bertviz_app.tokenizer import Tokenizer
 
 pytestmark = pytest.mark.real_weights
 
@@ -30,13 +37,29 @@ BAD_TEXTS = {
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return load(device="cpu", max_tokens=128)
+def explorers(tmp_path_factory):
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-mlm")
+    tiny = BertForPreTraining(BertConfig.preset("tiny", vocab_size=30522, max_position_embeddings=128))
+    save_pretrained(tiny, folder, tokenizer=Tokenizer.from_folder(default_model_path()))
+    # as the command line does it: `bertviz-app --model <default> --model <folder>`
+    return app.load_models([None, str(folder)], device="cpu", max_tokens=128)
 
 
 @pytest.fixture(scope="module")
-def server(explorer):
-    demo = app.build_demo({explorer.name: explorer})
+def explorer(explorers):
+    return explorers[MODEL]
+
+
+@pytest.fixture(scope="module")
+def tiny(explorers):
+    (name,) = [n for n in explorers if n != MODEL]
+    return explorers[name]
+
+
+@pytest.fixture(scope="module")
+def server(explorers):
+    demo = app.build_demo(explorers)
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url
     demo.close()
@@ -65,12 +88,18 @@ def assert_still_serves(client):
 def test_every_named_endpoint_is_there(client):
     endpoints = set(client.view_api(return_format="dict", print_info=False)["named_endpoints"])
     assert {"/analyze", "/attention", "/attention_details", "/attention_overview", "/embeddings", "/hidden_states",
-            "/token_similarity", "/mask_token", "/fill_mask"} <= endpoints
+            "/token_similarity", "/mask_token", "/fill_mask", "/logit_lens", "/corrupt", "/next_sentence"} <= endpoints
+
+
+def test_the_picker_offers_exactly_the_given_models(client, explorers):
+    info = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/analyze"]
+    model = next(p for p in info["parameters"] if p["parameter_name"] == "model")
+    assert model["type"]["enum"] == list(explorers)
 
 
 def test_analyze_a_pair(client):
     # gr.State is not part of the API: the session stays on the server
-    table, notice, layer, head, segment, token, mask_choice, hidden_layer, heatmap, nsp, info = analyze(
+    table, notice, layer, head, segment, token, mask_choice, hidden_layer, heatmap, mlm, info = analyze(
         client, "The cat sat.", "It slept.")
     assert table_tokens(table) == ["[CLS]", "the", "cat", "sat", ".", "[SEP]", "it", "slept", ".", "[SEP]"]
     segments = [row[table["headers"].index("segment")] for row in table["data"]]
@@ -78,7 +107,8 @@ def test_analyze_a_pair(client):
     assert "10 tokens" in notice
     assert layer["maximum"] == 5 and head["maximum"] == 11
     assert heatmap["type"] == "plotly" and '"the"' in heatmap["plot"] and '"slept"' in heatmap["plot"]
-    assert "no next-sentence head" in nsp
+    assert "no masked-LM head" in mlm
+    assert client.predict(api_name="/next_sentence")[0].startswith("**all-MiniLM-L6-v2 has no next-sentence head**")
     assert "22,713,216" in info and "cpu" in info
 
 
@@ -123,14 +153,23 @@ def test_a_book_is_refused_in_words(client):
 
 
 @pytest.mark.parametrize("name", list(BAD_TEXTS))
-def test_bad_input_never_breaks_the_server(client, name):
+def test_bad_input_never_breaks_the_server(client, tiny, name):
     text = BAD_TEXTS[name]
-    for call in (lambda: analyze(client, text), lambda: analyze(client, "Fine.", text),
-                 lambda: client.predict(MODEL, text, 3, api_name="/fill_mask")):
+    calls = [lambda: analyze(client, text), lambda: analyze(client, "Fine.", text),
+             lambda: client.predict(MODEL, text, 3, api_name="/fill_mask")]
+    for model in (MODEL, tiny.name):  # the pretraining views of the analyzed input, with and without the heads
+        calls += [lambda m=model: analyze(client, text, text, model=m),
+                  lambda: client.predict(api_name="/next_sentence"), lambda: client.predict(1, api_name="/corrupt"),
+                  lambda: client.predict(1, 3, api_name="/mask_token")]
+    calls += [lambda: client.predict(tiny.name, text, 3, api_name="/fill_mask"),
+              lambda: client.predict(tiny.name, text + " [mask]", 3, api_name="/fill_mask"),
+              lambda: client.predict(tiny.name, text, 1, api_name="/logit_lens"),
+              lambda: client.predict(tiny.name, "[MASK] " + text, 2, api_name="/logit_lens")]
+    for call in calls:
         try:
             out = call()
         except AppError as err:  # refused in words: no traceback, no exception class name
-            assert str(err).strip() and "Traceback" not in str(err)
+            assert str(err).strip() and "Traceback" not in str(err) and "Error:" not in str(err)
         else:
             assert out is not None
     assert_still_serves(client)
@@ -151,18 +190,127 @@ def test_only_listed_models_can_be_picked(client):
     assert_still_serves(client)
 
 
-def test_fill_mask_without_an_mlm_head_says_so(client):
-    message, table, bars = client.predict(MODEL, "The cat sat on the [mask].", 5, api_name="/fill_mask")
-    assert "has no masked-LM head" in message
-    assert table["data"] == [] and bars is None
+NO_MLM = "**all-MiniLM-L6-v2 has no masked-LM head**"
 
 
-def test_masking_a_token_of_the_input(client):
-    analyze(client, "The cat sat on the mat.", "Dogs bark.")
-    assert client.predict(2, api_name="/mask_token") == "The [MASK] sat on the mat."
-    assert client.predict(10, api_name="/mask_token") == "Dogs [MASK]."
+def test_every_masked_lm_view_without_the_head_says_so(client):
+    message, table, figure = client.predict(MODEL, "The cat sat on the [mask].", 5, api_name="/fill_mask")
+    assert message.startswith(NO_MLM) and table["data"] == [] and figure is None
+    message, table, figure = client.predict(MODEL, "The cat sat on the [mask].", 1, api_name="/logit_lens")
+    assert message.startswith(NO_MLM) and table["data"] == [] and figure is None
+    analyze(client, "The cat sat on the mat.")
+    message, table, figure = client.predict(2, 5, api_name="/mask_token")
+    assert message.startswith(NO_MLM) and table["data"] == [] and figure is None
+
+
+def test_pretraining_corruption_needs_no_head(client):
+    analyze(client, "The quick brown fox jumps over the lazy dog near the quiet river bank today.")
+    first = client.predict(3, api_name="/corrupt")
+    assert first == client.predict(3, api_name="/corrupt")  # a seed is a sample that can be shown again
+    message, table, figure = first
+    cols = {h: i for i, h in enumerate(table["headers"])}
+    rows = table["data"]
+    assert [r[cols["token"]] for r in rows][:3] == ["[CLS]", "the", "quick"]
+    for row in rows:
+        change, token, reads = row[cols["change"]], row[cols["token"]], row[cols["the model reads"]]
+        assert change in ("", "mask", "random", "kept")
+        assert (reads == "[MASK]") == (change == "mask") or token == "[MASK]"
+        assert (row[cols["to predict"]] == token) if change else row[cols["to predict"]] == ""
+        if token in ("[CLS]", "[SEP]"):
+            assert change == ""
+    chosen = sum(1 for r in rows if r[cols["change"]])
+    assert f"{chosen} of {len(rows)} tokens chosen" in message and figure["type"] == "plotly"
+    samples = {tuple(r[cols["change"]] for r in client.predict(s, api_name="/corrupt")[1]["data"])
+               for s in range(5)}
+    assert len(samples) > 1  # another sample is another corruption
+
+
+# --- with the masked-LM and next-sentence heads: the tiny random model --------------------------------------
+def predictions_of(table: dict) -> list[list[tuple[str, float]]]:
+    """The fill-mask table back into one list of (token, probability) per mask, in mask order."""
+    cols = {h: i for i, h in enumerate(table["headers"])}
+    blocks: dict[int, list] = {}
+    for row in table["data"]:
+        blocks.setdefault(int(row[cols["mask"]]), []).append(
+            (int(row[cols["rank"]]), row[cols["token"]], float(row[cols["probability"]])))
+    assert list(blocks) == sorted(blocks)
+    return [[(t, p) for r, t, p in sorted(rows)] for _, rows in sorted(blocks.items())]
+
+
+def test_fill_mask_gives_one_block_per_mask_in_order(client, tiny):
+    text = "The [MASK] sat on the [mask] with a [Mask] hat."
+    message, table, figure = client.predict(tiny.name, text, 4, api_name="/fill_mask")
+    blocks = predictions_of(table)
+    expected = tiny.fill_mask(text.replace("[mask]", "[MASK]").replace("[Mask]", "[MASK]"), top_k=4)
+    assert len(blocks) == 3 and [[t for t, _ in b] for b in blocks] == [[t for t, _ in b] for b in expected]
+    for block, want in zip(blocks, expected):
+        probs = [p for _, p in block]
+        assert probs == sorted(probs, reverse=True) and all(0 <= p <= 1 for p in probs)
+        assert probs == pytest.approx([p for _, p in want], rel=1e-3)
+    assert "3 mask(s)" in message and figure["type"] == "plotly" and "[MASK] 3" in figure["plot"]
+
+
+def test_every_spelling_of_mask_works(client, tiny):
+    tables = [client.predict(tiny.name, f"Paris is the {m} of France.", 3, api_name="/fill_mask")[1]["data"]
+              for m in ("[MASK]", "[mask]", "[Mask]", "[ mask ]")]
+    assert len(tables[0]) == 3 and all(t == tables[0] for t in tables)
+
+
+def test_only_a_mask_and_no_mask(client, tiny):
+    message, table, _ = client.predict(tiny.name, "[MASK]", 5, api_name="/fill_mask")
+    assert len(predictions_of(table)) == 1 and len(table["data"]) == 5
+    with pytest.raises(AppError, match=r"Put \[MASK\] where a word should be predicted"):
+        client.predict(tiny.name, "No mask in here.", 5, api_name="/fill_mask")
+    assert_still_serves(client)
+
+
+def test_html_in_the_masked_text_stays_text(client, tiny):
+    message, table, figure = client.predict(tiny.name, BAD_TEXTS["html"] + " [MASK]", 3, api_name="/fill_mask")
+    assert len(table["data"]) == 3
+    assert "<script>" not in figure["plot"] and "<img" not in figure["plot"] and "<script>" not in message
+    lens = client.predict(tiny.name, "<b>[MASK]</b> <script>x</script>", 1, api_name="/logit_lens")
+    assert "<script>" not in lens[0] and "<script>" not in lens[2]["plot"]
+
+
+def test_logit_lens_has_a_row_per_layer_and_the_embeddings(client, tiny):
+    text = "The cat sat on the [MASK] and the [MASK]."
+    message, table, figure = client.predict(tiny.name, text, 2, api_name="/logit_lens")
+    layers = tiny.config.num_hidden_layers
+    assert len(table["data"]) == layers + 1
+    assert [r[0] for r in table["data"]] == ["embeddings"] + [f"layer {i}" for i in range(1, layers + 1)]
+    lens = tiny.logit_lens(text, top_k=3, mask_index=1)
+    assert f"token {lens.position}" in message and "mask 2" in message
+    assert table["data"][-1][2] == app._percent(lens.final_token_probability[-1])
+    assert figure["type"] == "plotly"
+    # a mask number past the text's masks reads the last one rather than failing
+    assert client.predict(tiny.name, text, 9, api_name="/logit_lens")[1] == table
+
+
+def test_masking_a_token_of_the_input(client, tiny):
+    analyze(client, "The cat sat on the mat.", "Dogs bark.", model=tiny.name)
+    message, table, figure = client.predict(2, 5, api_name="/mask_token")
+    direct = tiny.mask_token("The cat sat on the mat.", 2, "Dogs bark.", top_k=5)
+    assert direct.original == "cat" and "**cat**" in message
+    assert f"**{app._percent(direct.original_probability)}** (rank {direct.original_rank:,} of 30,522)" in message
+    assert [float(r[2]) for r in table["data"]] == pytest.approx([p for _, p in direct.predictions], rel=1e-3)
+    assert [r[1] for r in table["data"]] == [t for t, _ in direct.predictions]
+    assert figure["type"] == "plotly" and "cat" in figure["plot"]
+    assert "**bark**" in client.predict(10, 5, api_name="/mask_token")[0]
     with pytest.raises(AppError, match="special token"):
-        client.predict(0, api_name="/mask_token")
+        client.predict(0, 5, api_name="/mask_token")
+
+
+def test_next_sentence_probability_matches_the_explorer(client, tiny):
+    a, b = "The cat sat on the mat.", "It was tired after chasing the mouse."
+    analyze(client, a, b, model=tiny.name)
+    message, label = client.predict(api_name="/next_sentence")
+    p = {c["label"]: c["confidence"] for c in label["confidences"]}
+    assert 0 <= p["IsNext"] <= 1 and p["IsNext"] + p["NotNext"] == pytest.approx(1)
+    assert p["IsNext"] == pytest.approx(tiny.next_sentence(a, b), abs=1e-5)
+    assert f"{p['IsNext']:.1%}" in message
+    analyze(client, a, model=tiny.name)
+    message, label = client.predict(api_name="/next_sentence")
+    assert "A pair is needed" in message and not label  # an empty label, no stale probability
 
 
 def test_redraw_before_any_analysis_asks_for_one(server):
@@ -193,12 +341,12 @@ class StubExplorer:
 
 def test_fill_mask_handler_shape_with_an_mlm_head():
     stub = StubExplorer()
-    message, table, bars = app.fill_mask_view(stub, "[mask] is the capital, [MASK] too.", 2)
+    message, table, figure = app.fill_mask_view(stub, "[mask] is the capital, [MASK] too.", 2)
     assert stub.calls == [("[MASK] is the capital, [MASK] too.", 2)]  # any case of [mask] is accepted
     assert list(table.columns) == ["mask", "rank", "token", "probability"]
     assert table.values.tolist() == [[1, 1, "paris", 0.9], [1, 2, "lyon", 0.05], [2, 1, "paris", 0.9],
                                      [2, 2, "lyon", 0.05]]
-    assert list(bars["prediction"]) == ["1. paris", "1. lyon", "2. paris", "2. lyon"]
+    assert [trace.y.tolist() for trace in figure.data] == [[0, 1], [0, 1]]  # one bar panel per mask
     assert "2 mask(s)" in message
 
 

@@ -1,6 +1,8 @@
 """The app in a real browser: Debian's headless Chromium driven by playwright (no `playwright install`).
 
-Screenshots go to the test's tmp_path and, when BERTVIZ_SCREENSHOTS=DIR is set, to DIR as well."""
+The server offers the default model (no pretraining heads) and a tiny random BERT with both heads, picked in the
+model list like any other. Screenshots go to the test's tmp_path and, when BERTVIZ_SCREENSHOTS=DIR is set, to DIR
+as well, named app_*.png."""
 
 from __future__ import annotations
 
@@ -11,8 +13,14 @@ from pathlib import Path
 
 import pytest
 
+import torch
+
 from bertviz_app import app
-from bertviz_app.explorer import load
+from bertviz_app.checkpoint import save_pretrained
+from bertviz_app.config import BertConfig
+from bertviz_app.explorer import default_model_path
+from bertviz_app.model import BertForPreTraining
+from bertviz_app.tokenizer import Tokenizer
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
@@ -21,9 +29,17 @@ TIMEOUT_MS = 60_000  # two shared cores: the first page load imports plotly.js a
 
 
 @pytest.fixture(scope="module")
-def server():
-    explorer = load(device="cpu", max_tokens=128)
-    demo = app.build_demo({explorer.name: explorer})
+def tiny_folder(tmp_path_factory):
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-mlm")
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=30522, max_position_embeddings=128))
+    save_pretrained(model, folder, tokenizer=Tokenizer.from_folder(default_model_path()))
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def server(tiny_folder):
+    demo = app.build_demo(app.load_models([None, tiny_folder], device="cpu", max_tokens=128))
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url
     demo.close()
@@ -51,7 +67,7 @@ def page(server, tmp_path_factory):
 
 
 def shoot(page, tmp_path: Path, name: str) -> None:
-    path = tmp_path / f"{name}.png"
+    path = tmp_path / f"app_{name}.png"
     page.screenshot(path=str(path), full_page=True)
     target = os.environ.get("BERTVIZ_SCREENSHOTS")
     if target:
@@ -72,6 +88,12 @@ def wait_for_labels(page, elem_id: str, expected: list[str]) -> None:
             const got = [...document.querySelectorAll(`#${id} .xtick text`)].map(t => t.textContent);
             return JSON.stringify(got) === JSON.stringify(want);
         }""", arg=[elem_id, expected], timeout=TIMEOUT_MS)
+
+
+def wait_for_rows(page, elem_id: str, n: int) -> None:
+    """A gradio table's row count, header row included in aria-rowcount (its body is virtualized)."""
+    page.wait_for_function(f"() => document.querySelector('#{elem_id} [role=grid]')"
+                           f"?.getAttribute('aria-rowcount') === '{n + 1}'", timeout=TIMEOUT_MS)
 
 
 def test_first_analysis_appears_without_a_click(page, tmp_path):
@@ -116,12 +138,53 @@ def test_every_tab_shows(page, tmp_path, tab, figure):
     shoot(page, tmp_path, "04-" + re.sub(r"\W+", "-", tab.lower()))
 
 
-def test_fill_mask_explains_the_missing_head(page, tmp_path):
+def test_masked_lm_without_the_head_says_so(page, tmp_path):
     page.get_by_role("tab", name="Masked LM").click()
-    page.locator("#mask-text textarea").fill("Penguins cannot [mask].")
-    page.locator("#mask-predict").click()
-    results = page.locator("#mask-results")
-    results.get_by_text("has no masked-LM head").wait_for()
+    assert "all-MiniLM-L6-v2 has no masked-LM head" in page.locator("#mlm-explainer").inner_text()
+    assert not page.locator("#mask-predict").is_visible()  # no empty views of predictions that cannot exist
+    # what pretraining sees needs only the tokenizer: it is there for this model too
+    page.wait_for_function("() => [...document.querySelectorAll('#corruption .main-svg')]"
+                           ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
+    page.locator("#mlm-explainer").scroll_into_view_if_needed()
     shoot(page, tmp_path, "05-masked-lm")
     page.get_by_role("tab", name="Attention").click()
     assert "penguins" in axis_labels(page, "attention-heatmap")  # the server still answers the page
+
+
+def test_masked_lm_and_next_sentence_with_the_heads(page, tmp_path, tiny_folder):
+    page.locator("#model input").click()
+    page.get_by_role("option", name=tiny_folder).click()
+    page.wait_for_function("() => document.querySelector('#mlm-explainer')?.innerText.includes('has a masked-LM "
+                           "head')", timeout=TIMEOUT_MS)
+    page.get_by_role("tab", name="Masked LM").click()
+    page.locator("#mask-text textarea").fill("The <b>[mask]</b> sat on the [MASK].")
+    page.locator("#mask-predict").click()
+    page.locator("#mask-bars .main-svg").first.wait_for()
+    assert "2 mask(s)" in page.locator("#mask-message").inner_text()
+    wait_for_rows(page, "mask-table", 10)  # two masks x top 5
+    titles = page.locator("#mask-bars").text_content()  # subplot titles live in the second svg layer
+    assert "[MASK] 1" in titles and "[MASK] 2" in titles
+    assert page.locator("#mask-results b").count() == 0  # the typed <b> stayed text
+    page.locator("#logit-lens .main-svg").first.wait_for()
+    wait_for_rows(page, "lens-table", 3)  # embeddings + the tiny model's 2 layers
+
+    page.locator("#mask-token input").click()
+    page.get_by_role("option", name="1: penguins").click()
+    page.locator("#masked-token .main-svg").first.wait_for()
+    assert "**" not in page.locator("#masked-message").inner_text()
+    assert "penguins" in page.locator("#masked-message").inner_text()
+
+    page.locator("#corruption .main-svg").first.wait_for()
+    before = page.locator("#corruption-message").inner_text()
+    assert before.startswith("Sample 0:")
+    page.locator("#corrupt-again").click()
+    page.wait_for_function("() => document.querySelector('#corruption-message')?.innerText.startsWith('Sample 1:')",
+                           timeout=TIMEOUT_MS)
+    page.locator("#mask-results").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "06-masked-lm-with-head")
+
+    page.get_by_role("tab", name="Next sentence").click()
+    text = page.locator("#next-sentence").inner_text()
+    assert "P(B follows A) =" in text
+    assert "IsNext" in page.locator("#next-sentence-label").inner_text()
+    shoot(page, tmp_path, "07-next-sentence-with-head")
