@@ -20,7 +20,7 @@ def test_help_lists_the_launch_options(capsys):
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
     for option in ("serve", "--model", "--device", "--host", "--port", "--share", "--auth", "--max-tokens",
-                   "--concurrency"):
+                   "--concurrency", "--threads"):
         assert option in out
 
 
@@ -82,7 +82,19 @@ def test_share_without_auth_warns(fake_app, capsys):
     assert "anyone" not in capsys.readouterr().err
 
 
+def test_threads_sets_torch_threads(fake_app):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert cli.main(["--threads", "1"]) == 0
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("argv, message", [(["--port", "70000"], "not a port"), (["--concurrency", "0"], "at least 1"),
+                                           (["--threads", "0"], "at least 1"),
                                            (["--auth", "nocolon"], "USER:PASSWORD")])
 def test_bad_options_exit_2_in_words(fake_app, capsys, argv, message):
     assert cli.main(argv) == 2
