@@ -50,7 +50,41 @@ def add_serve_command(commands: argparse._SubParsersAction) -> argparse.Argument
 
 
 # Subcommands, in the order `--help` lists them. Another module adds one by appending its `add_*_command`.
-COMMANDS: list[Callable[[argparse._SubParsersAction], argparse.ArgumentParser]] = [add_serve_command]
+def add_pretrain_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from . import pretraining
+
+    p = commands.add_parser(
+        "pretrain", help="pretrain or continue pretraining a BERT with masked LM + next sentence",
+        description="Pretrain BERT (masked LM + next-sentence prediction) on plain-text files; checkpoints are "
+                    "Hugging Face format folders that `bertviz-app --model` and transformers load. Re-running the "
+                    "same command resumes from the newest checkpoint in --out.")
+    pretraining.add_pretrain_arguments(p)
+    p.set_defaults(handler=lambda args: _in_words(pretraining.run_pretrain, args))
+    return p
+
+
+def add_evaluate_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from . import pretraining
+
+    p = commands.add_parser(
+        "evaluate", help="masked-token and next-sentence accuracy of a checkpoint on held-out text",
+        description="Held-out masked-token top-1/top-5 and next-sentence accuracy against a unigram baseline, "
+                    "then a few probe sentences.")
+    pretraining.add_evaluate_arguments(p)
+    p.set_defaults(handler=lambda args: _in_words(pretraining.run_evaluate, args))
+    return p
+
+
+def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
+    try:
+        job(args)
+    except (ValueError, FileNotFoundError) as err:  # bad corpus, checkpoint or option: the message says what to do
+        raise UsageError(str(err)) from None
+    return 0
+
+
+COMMANDS: list[Callable[[argparse._SubParsersAction], argparse.ArgumentParser]] = [
+    add_serve_command, add_pretrain_command, add_evaluate_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

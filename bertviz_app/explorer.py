@@ -382,20 +382,22 @@ class Explorer:
     # --- the pretraining heads (see masked_lm.py); each raises ValueError in words when the head is absent -------
     def fill_mask(self, text: str, text_pair: str | None = None, top_k: int = 10):
         """For each [MASK] (any case) in order, the top_k (token, probability) pairs, best first."""
-        return masked_lm.fill_mask(self.model, self.tokenizer, text, text_pair, top_k)
+        return masked_lm.fill_mask(self.model, self.tokenizer, text, text_pair, top_k, self.max_tokens)
 
     def next_sentence(self, text_a: str, text_b: str) -> float:
         """P(text_b follows text_a) from the next-sentence head."""
-        return masked_lm.next_sentence(self.model, self.tokenizer, text_a, text_b)
+        return masked_lm.next_sentence(self.model, self.tokenizer, text_a, text_b, self.max_tokens)
 
     def mask_token(self, text: str, index: int, text_pair: str | None = None, top_k: int = 10):
         """Mask token `index` of the encoded input; predictions there and the original token's probability."""
-        return masked_lm.mask_token(self.model, self.tokenizer, text, index, text_pair, top_k)
+        return masked_lm.mask_token(self.model, self.tokenizer, text, index, text_pair, top_k,
+                                    self.max_tokens)
 
     def logit_lens(self, text: str, position: int | None = None, top_k: int = 5, text_pair: str | None = None,
                    mask_index: int = 0):
         """The MLM head applied to every layer's hidden state at one position (default: the first [MASK])."""
-        return masked_lm.logit_lens(self.model, self.tokenizer, text, position, top_k, text_pair, mask_index)
+        return masked_lm.logit_lens(self.model, self.tokenizer, text, position, top_k, text_pair, mask_index,
+                                    self.max_tokens)
 
     def corrupt_example(self, text: str, text_pair: str | None = None, seed: int = 0):
         """`text` corrupted by the 80/10/10 rule, as one pretraining example with its labels."""

@@ -46,10 +46,13 @@ def _require_mlm(model: BertForPreTraining, tokenizer: Tokenizer) -> None:
         raise ValueError("the tokenizer has no [MASK] token; this vocabulary cannot be used for fill-mask")
 
 
-def _encode(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None) -> Encoding:
+def _encode(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None,
+            max_length: int | None = None) -> Encoding:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the text is empty; type a sentence with [MASK] where a word should be predicted")
-    return tokenizer.encode(text, text_pair, max_length=model.config.max_position_embeddings)
+    # The caller's limit (the explorer's --max-tokens) keeps token indices the same as in its Run.
+    limit = min(max_length or model.config.max_position_embeddings, model.config.max_position_embeddings)
+    return tokenizer.encode(text, text_pair, max_length=limit)
 
 
 def _forward(model: BertForPreTraining, encoding: Encoding, input_ids: list[int] | None = None, **kwargs):
@@ -73,14 +76,14 @@ def _check_top_k(top_k: int) -> None:
 # Fill-mask and next sentence
 # ------------------------------------------------------------------------------------------------------------------
 def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-              top_k: int = 10) -> list[list[Prediction]]:
+              top_k: int = 10, max_length: int | None = None) -> list[list[Prediction]]:
     """For each [MASK] in `text` (then `text_pair`), in order, the `top_k` (token, probability) best first.
     `[mask]` in any case is accepted."""
     _require_mlm(model, tokenizer)
     _check_top_k(top_k)
     text = normalise_mask(text)
     text_pair = normalise_mask(text_pair) if text_pair is not None else None
-    encoding = _encode(model, tokenizer, text, text_pair)
+    encoding = _encode(model, tokenizer, text, text_pair, max_length)
     positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
     if not positions:
         if "[MASK]" in text or (text_pair and "[MASK]" in text_pair):
@@ -94,14 +97,15 @@ def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
         return [_top(row, tokenizer, top_k) for row in probs]
 
 
-def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str) -> float:
+def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str,
+                  max_length: int | None = None) -> float:
     """P(B follows A) from the next-sentence head."""
     if not getattr(model, "has_nsp_head", False):
         raise ValueError("this model has no next-sentence head; load a checkpoint with one (for example a "
                          "pretraining checkpoint from `bertviz-app pretrain`)")
     if not isinstance(b, str) or not b.strip():
         raise ValueError("sentence B is empty; next-sentence prediction needs two sentences")
-    encoding = _encode(model, tokenizer, a, b)
+    encoding = _encode(model, tokenizer, a, b, max_length)
     with _evaluating(model):
         logits = _forward(model, encoding).seq_relationship_logits[0]  # (2,), index 0 = IsNext
         return float(logits.float().softmax(-1)[0])
@@ -124,11 +128,11 @@ class MaskedPrediction:
 
 
 def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str, index: int,
-               text_pair: str | None = None, top_k: int = 10) -> MaskedPrediction:
+               text_pair: str | None = None, top_k: int = 10, max_length: int | None = None) -> MaskedPrediction:
     """Replace token `index` of the encoded input by [MASK] and predict there."""
     _require_mlm(model, tokenizer)
     _check_top_k(top_k)
-    encoding = _encode(model, tokenizer, text, text_pair)
+    encoding = _encode(model, tokenizer, text, text_pair, max_length)
     if not isinstance(index, int) or not 0 <= index < len(encoding):
         raise ValueError(f"token index {index!r} is outside the input (0 .. {len(encoding) - 1})")
     if encoding.special_tokens_mask[index]:
@@ -163,13 +167,14 @@ class LogitLens:
 
 
 def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, text: str, position: int | None = None,
-               top_k: int = 5, text_pair: str | None = None, mask_index: int = 0) -> LogitLens:
+               top_k: int = 5, text_pair: str | None = None, mask_index: int = 0,
+               max_length: int | None = None) -> LogitLens:
     """Per-layer top predictions at `position` (a token index), or by default at the `mask_index`-th [MASK]."""
     _require_mlm(model, tokenizer)
     _check_top_k(top_k)
     text = normalise_mask(text)
     text_pair = normalise_mask(text_pair) if text_pair is not None else None
-    encoding = _encode(model, tokenizer, text, text_pair)
+    encoding = _encode(model, tokenizer, text, text_pair, max_length)
     if position is None:
         masks = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
         if not masks:

@@ -144,3 +144,23 @@ def test_share_offline_says_so_and_keeps_serving_locally(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+def test_pretrain_command_trains_and_saves_a_loadable_checkpoint(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The cat sat on the mat.\nIt was tired.\nThen it slept.\n\n"
+                      "A dog ran in the park.\nThe sun was warm.\nBirds sang.\n\n"
+                      "We cooked dinner.\nThe soup was hot.\nEveryone ate.\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert cli.main(["pretrain", "--corpus", str(corpus), "--preset", "tiny", "--steps", "2", "--batch-size", "2",
+                     "--max-length", "32", "--out", str(out)]) == 0
+    from bertviz_app import load
+
+    explorer = load(str(out / "step-0000002"), device="cpu")
+    assert explorer.has_mlm_head and explorer.has_nsp_head
+    assert len(explorer.fill_mask("The [mask] sat.", top_k=3)[0]) == 3
+
+
+def test_pretrain_command_refuses_a_missing_corpus_in_words(tmp_path, capsys):
+    assert cli.main(["pretrain", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    assert "no corpus" in capsys.readouterr().err

@@ -179,3 +179,17 @@ def test_corrupt_example_pair_and_errors(tokenizer):
     assert example.type_ids.count(1) == 5 and len(example.chosen) == 1
     with pytest.raises(ValueError, match="empty"):
         corrupt_example(tokenizer, "")
+
+
+def test_explorer_predictions_use_the_same_truncation_as_its_runs(model, tokenizer):
+    from bertviz_app.explorer import Explorer
+
+    explorer = Explorer(model, tokenizer, torch.device("cpu"), "tiny", max_tokens=8)
+    words = [w for w in WORDS if w.isalpha()][:6]
+    a, b = " ".join(words), " ".join(reversed(words))  # 6 + 6 words: truncated longest-first to 8 tokens
+    run = explorer.run(a, b)
+    assert len(run) == 8 and run.encoding.truncation is not None
+    index = run.encoding.type_ids.index(1)  # the first token of sentence B, which moves when truncating
+    assert explorer.mask_token(a, index, text_pair=b).original == run.tokens[index]
+    lens = explorer.logit_lens(a, position=index, text_pair=b)
+    assert lens.tokens == run.tokens

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Build the English pretraining corpus from Debian packages, reproducibly.
+
+Install the sources first (Debian 12 "bookworm"; the versions we built with in brackets):
+
+    apt-get update
+    apt-get install -y --no-install-recommends fortunes fortunes-min wordnet-base dict-gcide python3-doc
+
+    fortunes, fortunes-min  (1:1.99.1-7.3)   /usr/share/games/fortunes/*         fortune cookies, one per document
+    wordnet-base            (1:3.0-37)       /usr/share/wordnet/data.*           glosses and usage examples per synset
+    dict-gcide              (0.48.5+nmu2)    /usr/share/dictd/gcide.dict.dz      definitions and quotations
+    python3-doc             (3.11.2-1)       /usr/share/doc/python3.11/html/     tutorial, HOWTOs and FAQ prose
+
+Then:  python scripts/build_corpus.py --out /root/bertviz-runs/corpus
+
+Output (the format bertviz_app.pretraining reads): train.txt and heldout.txt, one sentence per line and a blank
+line between documents, plus sources.json with the counts. A document goes to the held-out split when the MD5 of its
+text falls in the first --heldout-percent of the hash range, so the split does not depend on file order or on the
+other sources. Everything is deterministic: the same packages give the same files byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import html
+import json
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+FORTUNES = Path("/usr/share/games/fortunes")
+WORDNET = Path("/usr/share/wordnet")
+GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
+PYTHON_DOC = Path("/usr/share/doc/python3.11/html")
+PACKAGES = ("fortunes", "fortunes-min", "wordnet-base", "dict-gcide", "python3-doc")
+# Fortune files that are pictures or lists rather than prose.
+FORTUNE_SKIP = {"art", "ascii-art", "zippy", "startrek", "linuxcookie", "debian", "perl"}
+
+# A sentence ends at . ! or ? (optionally followed by a closing quote or bracket) before a space and a capital.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z])")
+_ABBREVIATIONS = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|St|Sr|Jr|Prof|vs|etc|cf|e\.g|i\.e|No|Vol|Fig|Gen|Col|Capt|Lt)\.$")
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    """Sentences of a paragraph, with a guard against the common abbreviations."""
+    paragraph = re.sub(r"\s+", " ", paragraph).strip()
+    pieces, start = [], 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        candidate = paragraph[start:match.start()] + paragraph[match.start():match.end()].rstrip()
+        if _ABBREVIATIONS.search(paragraph[start:match.start()]):
+            continue
+        pieces.append(candidate.strip())
+        start = match.end()
+    pieces.append(paragraph[start:].strip())
+    return [p for p in pieces if is_prose(p)]
+
+
+def is_prose(sentence: str) -> bool:
+    """Mostly letters, not too short, not a wall of symbols (ASCII art, code, tables)."""
+    if len(sentence) < 8 or len(sentence) > 600:
+        return False
+    letters = sum(c.isalpha() for c in sentence)
+    return letters >= 0.6 * len(sentence.replace(" ", "")) and " " in sentence
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Sources
+# ------------------------------------------------------------------------------------------------------------------
+def fortunes() -> list[list[str]]:
+    documents = []
+    for path in sorted(FORTUNES.iterdir()):
+        if path.suffix or not path.is_file() or path.name in FORTUNE_SKIP:
+            continue  # .dat indexes, .u8 links
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for cookie in re.split(r"^%\s*$", text, flags=re.MULTILINE):
+            # Attribution lines ("-- Mark Twain") and indented verse markers are not prose.
+            lines = [ln for ln in cookie.splitlines() if not re.match(r"^\s*--", ln)]
+            body = " ".join(ln.strip() for ln in lines)
+            sentences = split_sentences(body)
+            if sentences:
+                documents.append(sentences)
+    return documents
+
+
+def wordnet() -> list[list[str]]:
+    """One document per synset: '<lemma>: <definition>.' then each usage example as a sentence."""
+    documents = []
+    for part in ("noun", "verb", "adj", "adv"):
+        for line in (WORDNET / f"data.{part}").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("  ") or "|" not in line:
+                continue  # the licence header
+            fields, gloss = line.split("|", 1)
+            words = fields.split()
+            lemma = words[4].replace("_", " ")
+            lemma = re.sub(r"\(\w+\)$", "", lemma)  # adjective markers such as (a), (p)
+            definition, *examples = [g.strip() for g in gloss.split(";")]
+            sentences = []
+            if definition:
+                sentences.append(f"{lemma}: {definition}.")
+            for example in examples:
+                example = example.strip().strip('"').strip()
+                if example and is_prose(example):
+                    sentences.append(example[0].upper() + example[1:] + ("" if example[-1] in ".!?" else "."))
+            if sentences and is_prose(sentences[0]):
+                documents.append(sentences)
+    return documents
+
+
+def gcide(limit: int | None) -> list[list[str]]:
+    """One document per dictionary entry: its definitions and quotations, stripped of pronunciation, etymology,
+    source tags and sense numbers. `limit`: keep an evenly spaced subset of that many entries."""
+    text = gzip.open(GCIDE, "rt", encoding="utf-8", errors="replace").read()
+    entries, current = [], []
+    for line in text.splitlines():
+        if line and not line[0].isspace() and "\\" in line:  # a new headword: "Word \Pro*nun"ci*a`tion\, n."
+            if current:
+                entries.append(current)
+            current = [line]
+        elif current:
+            current.append(line)
+    if current:
+        entries.append(current)
+    if limit and len(entries) > limit:
+        step = len(entries) / limit
+        entries = [entries[int(i * step)] for i in range(limit)]
+    documents = []
+    for entry in entries:
+        body = " ".join(ln.strip() for ln in entry)
+        body = re.sub(r"^.*?\\[^\\]*\\,?", "", body, count=1)  # headword and pronunciation
+        body = re.sub(r"\\[^\\]*\\", "", body)  # further pronunciations
+        body = re.sub(r"\[[^\]]*\]", "", body)  # etymologies and [1913 Webster] tags
+        body = re.sub(r"--\s?[A-Z][\w.' ]{0,40}?\.", ".", body)  # citations "--Shak."
+        body = re.sub(r"\b(?:\d{1,2}|\([a-z]\))\.?\s(?=[A-Z(])", " ", body)  # sense numbers
+        body = re.sub(r"\([A-Z][a-z]+\.(?: [A-Z][a-z]+\.)*\)", "", body)  # field labels "(Anat.)"
+        body = re.sub(r"^\s*(?:[a-z]+\.\s*)+", "", body)  # part of speech "n.", "v. t."
+        body = re.sub(r"\s+([,;.])", r"\1", body)
+        sentences = [s for s in split_sentences(body) if not s.startswith(("Syn.", "See", "Note:"))]
+        if sentences:
+            documents.append(sentences)
+    return documents
+
+
+class _Paragraphs(HTMLParser):
+    """Text of <p> elements outside code, notes and navigation."""
+
+    def __init__(self):
+        super().__init__()
+        self.paragraphs: list[str] = []
+        self._depth = 0
+        self._skip = 0
+        self._buffer: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("pre", "code", "script", "style", "nav"):
+            self._skip += 1
+        if tag == "p":
+            self._depth += 1
+            self._buffer = []
+
+    def handle_endtag(self, tag):
+        if tag in ("pre", "code", "script", "style", "nav"):
+            self._skip = max(0, self._skip - 1)
+        if tag == "p" and self._depth:
+            self._depth -= 1
+            self.paragraphs.append("".join(self._buffer))
+
+    def handle_data(self, data):
+        if self._depth:
+            self._buffer.append("X" if self._skip else data)  # code becomes one placeholder word, later dropped
+
+
+def python_docs() -> list[list[str]]:
+    """One document per page of the tutorial, the HOWTOs and the FAQ: prose paragraphs, code removed."""
+    documents = []
+    for section in ("tutorial", "howto", "faq"):
+        for path in sorted((PYTHON_DOC / section).glob("*.html")):
+            parser = _Paragraphs()
+            parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+            sentences = []
+            for paragraph in parser.paragraphs:
+                for sentence in split_sentences(html.unescape(paragraph)):
+                    if not re.search(r"\bX\b", sentence):  # a sentence with code in it reads badly without it
+                        sentences.append(sentence)
+            if sentences:
+                documents.append(sentences)
+    return documents
+
+
+# ------------------------------------------------------------------------------------------------------------------
+def is_heldout(document: list[str], percent: float) -> bool:
+    digest = hashlib.md5("\n".join(document).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") < percent / 100 * 2 ** 32
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                                               text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            versions[package] = "not installed"
+    return versions
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="output folder for train.txt, heldout.txt, sources.json")
+    parser.add_argument("--heldout-percent", type=float, default=2.0)
+    parser.add_argument("--gcide-entries", type=int, default=40_000,
+                        help="evenly spaced dictionary entries to keep (0: all); the 1913 dictionary's English "
+                             "is old-fashioned, so it should not outweigh the other sources")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in (FORTUNES, WORDNET, GCIDE, PYTHON_DOC) if not p.exists()]
+    if missing:
+        raise SystemExit(f"missing {', '.join(missing)}; run: apt-get install -y {' '.join(PACKAGES)}")
+
+    sources = {"fortunes": fortunes(), "wordnet": wordnet(), "gcide": gcide(args.gcide_entries or None),
+               "python-doc": python_docs()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"packages": package_versions(), "heldout_percent": args.heldout_percent, "sources": {}}
+    with (out / "train.txt").open("w", encoding="utf-8") as train, \
+            (out / "heldout.txt").open("w", encoding="utf-8") as heldout:
+        for name, documents in sources.items():
+            counts = {"train_documents": 0, "heldout_documents": 0, "sentences": 0}
+            for document in documents:
+                split = "heldout" if is_heldout(document, args.heldout_percent) else "train"
+                (heldout if split == "heldout" else train).write("\n".join(document) + "\n\n")
+                counts[f"{split}_documents"] += 1
+                counts["sentences"] += len(document)
+            summary["sources"][name] = counts
+            print(f"{name}: {counts}")
+    (out / "sources.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
