@@ -24,8 +24,8 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
-from . import analysis, figures
-from .explorer import DEFAULT_MODEL_NAME, Explorer, Run, load
+from . import figures
+from .explorer import Explorer, Run, load
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,7 @@ import torch
 from torch import Tensor
 
 from .config import BertConfig, ConfigError
-from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenceClassification,
-                    BertForTokenClassification, BertModel, BertPreTrainedModel)
+from .model import BertForPreTraining, BertForQuestionAnswering, BertModel, BertPreTrainedModel
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")

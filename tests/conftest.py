@@ -2,6 +2,10 @@ import pytest
 import torch
 
 from bertviz_app import BertConfig
+from bertviz_app.checkpoint import save_pretrained
+from bertviz_app.explorer import default_model_path
+from bertviz_app.model import BertForPreTraining
+from bertviz_app.tokenizer import Tokenizer
 
 
 @pytest.fixture(autouse=True)
@@ -12,3 +16,29 @@ def _seed():
 @pytest.fixture
 def tiny_config() -> BertConfig:
     return BertConfig.preset("tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_folder(tmp_path_factory) -> str:
+    """A tiny random BertForPreTraining (MLM + NSP heads) with the default model's vocabulary, saved as a checkpoint
+    folder: the app's masked-LM and next-sentence paths need a model that has the heads."""
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-mlm")
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=30522, max_position_embeddings=128))
+    save_pretrained(model, folder, tokenizer=Tokenizer.from_folder(default_model_path()))
+    return str(folder)
+
+
+def perturb_(model: torch.nn.Module, seed: int = 0) -> None:
+    """Make every parameter distinctive: LayerNorm weights far from 1, every bias (and the MLM bias) far from 0, so
+    that a LayerNorm or bias loaded into the wrong place, or not at all, cannot go unnoticed."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen)
+            if "LayerNorm" in name and name.endswith("weight"):
+                p.copy_(1.0 + 0.3 * noise)
+            elif name.endswith("bias"):
+                p.copy_(0.2 * noise)
+            else:
+                p.add_(0.02 * noise)

@@ -4,21 +4,12 @@ checkpoint, so that every masked-LM and next-sentence view is exercised with and
 
 from __future__ import annotations
 
-import types
-
 import httpx
-import pandas as pd
 import pytest
-import torch
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from bertviz_app import app
-from bertviz_app.checkpoint import save_pretrained
-from bertviz_app.config import BertConfig
-from bertviz_app.explorer import default_model_path
-from bertviz_app.model import BertForPreTraining
-from bertviz_app.tokenizer import Tokenizer
 
 pytestmark = pytest.mark.real_weights
 
@@ -37,13 +28,9 @@ BAD_TEXTS = {
 
 
 @pytest.fixture(scope="module")
-def explorers(tmp_path_factory):
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-mlm")
-    tiny = BertForPreTraining(BertConfig.preset("tiny", vocab_size=30522, max_position_embeddings=128))
-    save_pretrained(tiny, folder, tokenizer=Tokenizer.from_folder(default_model_path()))
+def explorers(tiny_mlm_folder):
     # as the command line does it: `bertviz-app --model <default> --model <folder>`
-    return app.load_models([None, str(folder)], device="cpu", max_tokens=128)
+    return app.load_models([None, tiny_mlm_folder], device="cpu", max_tokens=128)
 
 
 @pytest.fixture(scope="module")

@@ -13,14 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import torch
-
 from bertviz_app import app
-from bertviz_app.checkpoint import save_pretrained
-from bertviz_app.config import BertConfig
-from bertviz_app.explorer import default_model_path
-from bertviz_app.model import BertForPreTraining
-from bertviz_app.tokenizer import Tokenizer
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
@@ -29,12 +22,8 @@ TIMEOUT_MS = 60_000  # two shared cores: the first page load imports plotly.js a
 
 
 @pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-mlm")
-    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=30522, max_position_embeddings=128))
-    save_pretrained(model, folder, tokenizer=Tokenizer.from_folder(default_model_path()))
-    return str(folder)
+def tiny_folder(tiny_mlm_folder):
+    return tiny_mlm_folder
 
 
 @pytest.fixture(scope="module")

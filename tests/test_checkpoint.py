@@ -16,6 +16,7 @@ from safetensors.torch import load_file, save_file
 from bertviz_app import checkpoint, explorer
 from bertviz_app import model as ours
 from bertviz_app.checkpoint import CheckpointError, load_model, save_pretrained
+from conftest import perturb_
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 # Small, and unlike the defaults where a default could hide a mistake: three segment types, odd eps and activation.
@@ -24,18 +25,6 @@ HF_CONFIG = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attent
                  attn_implementation="eager")
 
 
-def perturb_(model: torch.nn.Module, seed: int = 0) -> None:
-    """LayerNorm weights far from 1 and every bias far from 0, so a misplaced tensor changes the outputs."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=gen)
-            if "LayerNorm" in name and name.endswith("weight"):
-                p.copy_(1.0 + 0.3 * noise)
-            elif name.endswith("bias"):
-                p.copy_(0.2 * noise)
-            else:
-                p.add_(0.02 * noise)
 
 
 def hf_model(cls, seed: int = 0, **config):

@@ -16,6 +16,7 @@ from torch import Tensor
 from bertviz_app import model as ours
 from bertviz_app.checkpoint import load_model
 from bertviz_app.explorer import default_model_path
+from conftest import perturb_
 
 TOL = dict(atol=1e-5, rtol=1e-5)  # float32; both sides are the same arithmetic, ordered a little differently
 
@@ -73,19 +74,6 @@ def hf_attention_bias(batch: PairBatch) -> Tensor:
     return (1.0 - batch.attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
 
 
-def perturb_(model: torch.nn.Module, seed: int = 0) -> None:
-    """Make every parameter distinctive: LayerNorm weights far from 1, every bias (and the MLM bias) far from 0, so
-    that a LayerNorm or bias loaded into the wrong place, or not at all, cannot go unnoticed."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=gen)
-            if "LayerNorm" in name and name.endswith("weight"):
-                p.copy_(1.0 + 0.3 * noise)
-            elif name.endswith("bias"):
-                p.copy_(0.2 * noise)
-            else:
-                p.add_(0.02 * noise)
 
 
 # ------------------------------------------------------------------------------------------------------------------
