@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
-MLM_TOP_K = 10  # predictions kept per position in a Run; fill_mask asks the model for any k
 
 
 def default_model_path() -> Path:
@@ -69,8 +68,6 @@ class Run:
     queries, keys: (L, h, T, d), before the 1/sqrt(d) scaling
     token_embeddings, segment_embeddings, position_embeddings: (T, H), summed then LayerNorm-ed into hidden_states[0]
     pooler_output: (H,) or None
-    mlm_top_ids, mlm_top_probs: (T, k) best masked-LM predictions at every position, or None without an MLM head
-    mlm_token_probs: (T,) the probability the MLM head gives the actual token at each position, or None
     is_next_probability: P(B follows A) from the next-sentence head, or None
     """
 
@@ -85,9 +82,6 @@ class Run:
     segment_embeddings: np.ndarray
     position_embeddings: np.ndarray
     pooler_output: np.ndarray | None = None
-    mlm_top_ids: np.ndarray | None = None
-    mlm_top_probs: np.ndarray | None = None
-    mlm_token_probs: np.ndarray | None = None
     is_next_probability: float | None = None
     seconds: float = 0.0
     extras: dict = field(default_factory=dict)
@@ -254,13 +248,11 @@ class Run:
     def position_path_figure(self, n: int | None = None) -> "go.Figure":
         """PCA path through the first n position embeddings, positions 0 .. n-1 (default as position_similarity),
         each scaled to unit length first (see `analysis.position_path`)."""
-        table = self.position_table()
-        n = self._positions_shown(n)
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 2 <= n <= table.shape[0]:
-            raise ValueError(f"n must be an integer from 2 to {table.shape[0]}, got {n!r}")
-        key = ("_position_path", int(n))
+        rows = analysis.first_positions(self.position_table(), self._positions_shown(n), minimum=2)
+        n = len(rows)
+        key = ("_position_path", n)
         if key not in self.extras:  # cached: the table is the model's, the same for every slider move
-            self.extras[key] = analysis.position_path(table, int(n))
+            self.extras[key] = analysis.position_path(rows)
         xy, explained = self.extras[key]
         return figures.position_path_figure(xy, explained=explained,
                                             title=f"Path through the first {n} position embeddings (positions "
@@ -408,8 +400,10 @@ class Explorer:
         start = time.perf_counter()
         ids = torch.tensor([encoding.ids], device=self.device)
         types = torch.tensor([encoding.type_ids], device=self.device)
-        out = self.model(ids, types, output_attentions=True, output_hidden_states=True, output_qk=True,
-                         output_embedding_parts=True)
+        # The encoder only: masked-LM predictions (a (T, vocab) product) are computed where a view asks for them
+        # (masked_lm.py), not for every new input.
+        out = self.model.bert(ids, types, output_attentions=True, output_hidden_states=True, output_qk=True,
+                              output_embedding_parts=True)
 
         def stack(xs) -> np.ndarray:
             return torch.stack([x[0] for x in xs]).float().cpu().numpy()
@@ -423,14 +417,9 @@ class Explorer:
                   position_embeddings=parts.position[0].float().cpu().numpy(), extras=dict(self._tables))
         if out.pooler_output is not None:
             run.pooler_output = out.pooler_output[0].float().cpu().numpy()
-        if out.prediction_logits is not None:
-            probs = out.prediction_logits[0].float().softmax(-1)  # (T, vocab)
-            top = probs.topk(min(MLM_TOP_K, probs.shape[-1]), dim=-1)
-            run.mlm_top_ids = top.indices.cpu().numpy()
-            run.mlm_top_probs = top.values.cpu().numpy()
-            run.mlm_token_probs = probs.gather(1, ids[0, :, None])[:, 0].cpu().numpy()
-        if out.seq_relationship_logits is not None:
-            run.is_next_probability = float(out.seq_relationship_logits[0].float().softmax(-1)[0])
+        if self.model.has_nsp_head:
+            logits = self.model.cls.seq_relationship(out.pooler_output)[0]  # (2,), index 0 = IsNext
+            run.is_next_probability = float(logits.float().softmax(-1)[0])
         run.seconds = time.perf_counter() - start
         return run
 

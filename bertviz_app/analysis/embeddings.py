@@ -34,27 +34,33 @@ def _cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     return (v @ v.T).astype(np.float32)
 
 
-def position_similarity(table: np.ndarray, n: int | None = None) -> np.ndarray:
-    """Cosine similarity between the first `n` rows of a position-embedding table (P, H); n None means all P.
-    Returns (n, n)."""
+def first_positions(table: np.ndarray, n: int | None, minimum: int = 1) -> np.ndarray:
+    """The first `n` rows of a position-embedding table (P, H), n None meaning all P; a ValueError that gives the
+    valid range when n is not an integer from `minimum` to P."""
     table = np.asarray(table)
     if table.ndim != 2:
         raise ValueError(f"the position table must be (positions, hidden), got shape {table.shape}")
     n = table.shape[0] if n is None else n
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= table.shape[0]:
-        raise ValueError(f"n must be an integer from 1 to {table.shape[0]} (the number of positions), got {n!r}")
-    return _cosine_matrix(table[:n])
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not minimum <= n <= table.shape[0]:
+        raise ValueError(f"n must be an integer from {minimum} to {table.shape[0]} (the number of positions), "
+                         f"got {n!r}")
+    return table[:n]
 
 
-def pca_2d(vectors: np.ndarray, iterations: int = 30) -> tuple[np.ndarray, np.ndarray]:
+def position_similarity(table: np.ndarray, n: int | None = None) -> np.ndarray:
+    """Cosine similarity between the first `n` rows of a position-embedding table (P, H); n None means all P.
+    Returns (n, n)."""
+    return _cosine_matrix(first_positions(table, n))
+
+
+def pca_2d(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Project (N, H) vectors onto their first two principal components. Returns (N, 2) coordinates and the (2,)
     fraction of the total variance each component explains.
 
     Exact and deterministic: the eigendecomposition of the smaller Gram matrix of the centred X, (H, H) = XᵀX or
     (N, N) = XXᵀ, on one BLAS thread (see `_blas`: on a busy machine threaded LAPACK took seconds for what one
     thread does in milliseconds). Sign convention: each component's largest-magnitude coordinate is positive, so
-    the picture does not flip between inputs. `iterations` is accepted for compatibility and unused (an earlier
-    version iterated)."""
+    the picture does not flip between inputs."""
     x = np.asarray(vectors, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"pca_2d needs a 2-D array (vectors, dimensions), got shape {x.shape}")
@@ -85,13 +91,7 @@ def position_path(table: np.ndarray, n: int | None = None) -> tuple[np.ndarray, 
     geometry the cosine-similarity figure shows. Without the scaling, one row with an outsized norm (position 0 in
     many BERTs is several times longer than the rest) takes the whole first component and squeezes the path
     into a line. Returns (n, 2) coordinates and the (2,) explained variance."""
-    table = np.asarray(table)
-    if table.ndim != 2:
-        raise ValueError(f"the position table must be (positions, hidden), got shape {table.shape}")
-    n = table.shape[0] if n is None else n
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 2 <= n <= table.shape[0]:
-        raise ValueError(f"n must be an integer from 2 to {table.shape[0]} (the number of positions), got {n!r}")
-    v = table[:n].astype(np.float64)
+    v = first_positions(table, n, minimum=2).astype(np.float64)
     v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
     return pca_2d(v)
 
