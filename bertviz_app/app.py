@@ -15,7 +15,6 @@ import html
 import io
 import json
 import logging
-import re
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ import pandas as pd
 
 from . import figures
 from .explorer import Explorer, Run, load
+from .masked_lm import normalise_mask
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,6 @@ MAX_CHARS = 20_000  # per box; the tokenizer is fast, but a pasted book should n
 MAX_MASKS = 20
 MAX_TOP_K = 20
 SEGMENT_CHOICES = [("all tokens", "all"), ("A → A", "A->A"), ("A → B", "A->B"), ("B → A", "B->A"), ("B → B", "B->B")]
-MASK_PATTERN = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
 NO_MLM_HEAD = ("**{name} has no masked-LM head**, so it cannot predict masked tokens: its checkpoint was saved "
                "without the `cls.predictions` weights (sentence-embedding models such as all-MiniLM-L6-v2 drop "
                "them). Start the app with a checkpoint that has them, e.g. `bertviz-app --model "
@@ -157,7 +156,7 @@ def hidden_views(run: Run, layer: int):
 def fill_mask_view(explorer, text: str, top_k: int):
     """(message, table with one row per mask and rank, bar chart or None). `explorer` needs has_mlm_head, name and
     fill_mask(text, top_k=k) -> one list of (token, probability) per [MASK], in order."""
-    text = MASK_PATTERN.sub("[MASK]", text)
+    text = normalise_mask(text)
     empty = pd.DataFrame(columns=["mask", "rank", "token", "probability"])
     if not explorer.has_mlm_head:
         return NO_MLM_HEAD.format(name=_plain(explorer.name)), empty, None
@@ -180,7 +179,7 @@ def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3):
     empty = pd.DataFrame(columns=["layer", "top predictions", "P(final answer)"])
     if not explorer.has_mlm_head:
         return NO_MLM_HEAD.format(name=_plain(explorer.name)), empty, None
-    count = len(MASK_PATTERN.findall(text))
+    count = normalise_mask(text).count("[MASK]")
     if count == 0:
         raise gr.Error("The logit lens looks at a [MASK]: put one in the text.", print_exception=False)
     mask_number = min(max(mask_number, 1), count)  # the slider may point past the masks of a new text
@@ -203,10 +202,8 @@ def masked_token_view(explorer, run: Run, index: int, top_k: int):
     if not explorer.has_mlm_head:
         return NO_MLM_HEAD.format(name=_plain(explorer.name)), empty, None
     enc = run.encoding
+    # explorer.mask_token encodes with the explorer's own --max-tokens, so `index` names the same token as in run
     result = explorer.mask_token(enc.text, index, enc.text_pair, top_k=top_k)
-    if result.original != run.tokens[index]:  # the head's encoding was truncated differently from the Run's
-        raise gr.Error(f"Token {index} could not be masked in the same input; pick a token nearer the start.",
-                       print_exception=False)
     table = pd.DataFrame([(r + 1, t, _significant(p)) for r, (t, p) in enumerate(result.predictions)],
                          columns=empty.columns)
     figure = figures.masked_token_figure(result.original, result.predictions, result.original_probability,
