@@ -315,10 +315,11 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
             notice += f"  \n**Truncated:** {run.encoding.truncation}."
         token_choices = [(f"{i}: {t}", i) for i, t in enumerate(run.tokens)]
         return ({"model": model, "text": text, "pair": text_pair}, run.token_table(), notice,
-                gr.Slider(maximum=run.num_layers - 1, value=layer), gr.Slider(maximum=run.num_heads - 1, value=head),
-                segment, gr.Dropdown(choices=token_choices, value=token),
-                gr.Dropdown(choices=token_choices, value=None),
-                gr.Slider(maximum=run.num_layers, value=run.num_layers),  # another model may be shallower
+                # gr.update, not gr.Slider(...): a component built per request costs gradio ~10 ms of signature checks
+                gr.update(maximum=run.num_layers - 1, value=layer), gr.update(maximum=run.num_heads - 1, value=head),
+                segment, gr.update(choices=token_choices, value=token),
+                gr.update(choices=token_choices, value=None),
+                gr.update(maximum=run.num_layers, value=run.num_layers),  # another model may be shallower
                 heatmap_view(run, layer, head, segment, bool(hide_special)),
                 mlm_status(explorer), model_text(explorer))
 
@@ -379,7 +380,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
 
     @user_errors
     def show_mlm_views(model):
-        return gr.Column(visible=explorer_for(model).has_mlm_head)
+        return gr.update(visible=explorer_for(model).has_mlm_head)
 
     @user_errors
     def next_sentence(session):
