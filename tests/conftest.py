@@ -3,7 +3,7 @@ import torch
 
 from bertviz_app import BertConfig
 from bertviz_app.checkpoint import save_pretrained
-from bertviz_app.explorer import default_model_path
+from bertviz_app.explorer import minilm_path
 from bertviz_app.model import BertForPreTraining
 from bertviz_app.tokenizer import Tokenizer
 
@@ -25,7 +25,7 @@ def tiny_mlm_folder(tmp_path_factory) -> str:
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny-mlm")
     model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=30522, max_position_embeddings=128))
-    save_pretrained(model, folder, tokenizer=Tokenizer.from_folder(default_model_path()))
+    save_pretrained(model, folder, tokenizer=Tokenizer.from_folder(minilm_path()))
     return str(folder)
 
 

@@ -7,7 +7,7 @@ import torch
 
 import bertviz_app
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, analysis
-from bertviz_app.explorer import default_model_path
+from bertviz_app.explorer import minilm_path
 
 TEXT_A = "The cat sat on the mat, and the cat was happy."
 TEXT_B = "It was tired."
@@ -15,7 +15,7 @@ TEXT_B = "It was tired."
 
 def random_explorer(config: BertConfig) -> Explorer:
     torch.manual_seed(0)
-    tokenizer = Tokenizer.from_folder(default_model_path(), max_length=config.max_position_embeddings)
+    tokenizer = Tokenizer.from_folder(minilm_path(), max_length=config.max_position_embeddings)
     return Explorer(BertForPreTraining(config), tokenizer, torch.device("cpu"), "random")
 
 

@@ -29,8 +29,8 @@ BAD_TEXTS = {
 
 @pytest.fixture(scope="module")
 def explorers(tiny_mlm_folder):
-    # as the command line does it: `bertviz-app --model <default> --model <folder>`
-    return app.load_models([None, tiny_mlm_folder], device="cpu", max_tokens=128)
+    # as the command line does it: `bertviz-app --model all-MiniLM-L6-v2 --model <folder>`
+    return app.load_models([MODEL, tiny_mlm_folder], device="cpu", max_tokens=128)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ def tiny_folder(tiny_mlm_folder):
 
 @pytest.fixture(scope="module")
 def server(tiny_folder):
-    demo = app.build_demo(app.load_models([None, tiny_folder], device="cpu", max_tokens=128))
+    demo = app.build_demo(app.load_models(["all-MiniLM-L6-v2", tiny_folder], device="cpu", max_tokens=128))
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url
     demo.close()

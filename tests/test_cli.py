@@ -75,6 +75,14 @@ def test_serve_passes_the_options_on(fake_app, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_without_models_the_built_in_ones_are_offered(fake_app):
+    from bertviz_app.explorer import builtin_models
+
+    assert cli.main([]) == 0
+    assert fake_app["load"][0] == list(builtin_models())
+    assert fake_app["load"][0][-1] == "all-MiniLM-L6-v2"  # the encoder before our training, to compare with
+
+
 def test_share_without_auth_warns(fake_app, capsys):
     assert cli.main(["--share"]) == 0
     assert "anyone who has the public link" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, figures
-from bertviz_app.explorer import default_model_path
+from bertviz_app.explorer import minilm_path
 
 FIGURE_METHODS = {
     "attention": lambda r: r.attention_figure(layer=1, head=2),
@@ -35,7 +35,7 @@ FIGURE_METHODS = {
 def run():
     torch.manual_seed(0)
     config = BertConfig.preset("tiny", vocab_size=30522)
-    explorer = Explorer(BertForPreTraining(config), Tokenizer.from_folder(default_model_path()),
+    explorer = Explorer(BertForPreTraining(config), Tokenizer.from_folder(minilm_path()),
                         torch.device("cpu"), "tiny")
     return explorer.run("The cat sat on the mat, and the cat purred.", "It was tired.")
 
@@ -233,7 +233,7 @@ def test_corruption_figure_colours_by_kind_and_wraps():
 
 def test_corruption_figure_from_the_pretraining_rule():
     from bertviz_app import masked_lm
-    tokenizer = Tokenizer.from_folder(default_model_path())
+    tokenizer = Tokenizer.from_folder(minilm_path())
     example = masked_lm.corrupt_example(tokenizer, "the quick brown fox jumps over the lazy dog " * 3, seed=1)
     labels = ["" if i not in example.chosen else tokenizer.id_to_token(example.labels[i])
               for i in range(len(example.tokens))]

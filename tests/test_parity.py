@@ -15,7 +15,7 @@ from torch import Tensor
 
 from bertviz_app import model as ours
 from bertviz_app.checkpoint import load_model
-from bertviz_app.explorer import default_model_path
+from bertviz_app.explorer import minilm_path
 from conftest import perturb_
 
 TOL = dict(atol=1e-5, rtol=1e-5)  # float32; both sides are the same arithmetic, ordered a little differently
@@ -113,7 +113,7 @@ def random_batch() -> PairBatch:
 
 @pytest.fixture(scope="module")
 def minilm_folder():
-    return default_model_path()
+    return minilm_path()
 
 
 @pytest.fixture(scope="module")

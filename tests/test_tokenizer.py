@@ -14,7 +14,7 @@ import unicodedata
 import pytest
 from transformers.models.bert import tokenization_bert_legacy as legacy
 
-from bertviz_app.explorer import default_model_path
+from bertviz_app.explorer import minilm_path
 from bertviz_app.tokenizer import Tokenizer, TokenizerError, truncate_longest_first
 
 HARD = [
@@ -81,7 +81,7 @@ def _cased_vocab_lines() -> list[str]:
 @pytest.fixture(scope="module")
 def uncased(tmp_path_factory):
     """(reference, ours through tokenizer.json, ours through vocab.txt alone)."""
-    folder = default_model_path()
+    folder = minilm_path()
     vocab_only = tmp_path_factory.mktemp("uncased_vocab_only")
     shutil.copy(folder / "vocab.txt", vocab_only / "vocab.txt")
     shutil.copy(folder / "tokenizer_config.json", vocab_only / "tokenizer_config.json")
@@ -296,7 +296,7 @@ def test_save_round_trip(request, tmp_path, which):
 
 def test_default_model_files_are_read_without_its_padding(uncased):
     # The default model's tokenizer.json pads and truncates to 128; we must do neither.
-    spec = json.loads((default_model_path() / "tokenizer.json").read_text())
+    spec = json.loads((minilm_path() / "tokenizer.json").read_text())
     assert spec["padding"] is not None and spec["truncation"]["max_length"] == 128
     enc = uncased[1].encode("short")
     assert len(enc) == 3 and "[PAD]" not in enc.tokens
