@@ -14,7 +14,7 @@ import torch
 
 import bertviz_app
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, figures
-from bertviz_app.explorer import default_model_path
+from bertviz_app.explorer import minilm_path
 
 VIEWS = {
     "attention (one head)": lambda r: r.attention_figure(layer=2, head=3),
@@ -82,7 +82,7 @@ def main() -> None:
     long_run = explorer.run(*text_of(explorer, 128))
     torch.manual_seed(0)
     config = BertConfig(num_hidden_layers=12, num_attention_heads=12, hidden_size=192, intermediate_size=384)
-    big = Explorer(BertForPreTraining(config), Tokenizer.from_folder(default_model_path()), torch.device("cpu"),
+    big = Explorer(BertForPreTraining(config), Tokenizer.from_folder(minilm_path()), torch.device("cpu"),
                    "random 12x12")
     big_run = big.run(*text_of(big, 128))
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bertviz_app  # noqa: E402
 from bertviz_app.checkpoint import load_model  # noqa: E402
-from bertviz_app.explorer import default_model_path, resolve_device  # noqa: E402
+from bertviz_app.explorer import minilm_path, resolve_device  # noqa: E402
 from bertviz_app.model import BertModel  # noqa: E402
 
 FULL_SIZES = ((1, 16), (1, 128), (1, 512), (8, 128))  # (batch, tokens)
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     threads = args.threads or min(os.cpu_count() or 1, 8)
     torch.set_num_threads(threads)
     device = resolve_device(args.device)
-    folder = Path(args.model) if args.model else default_model_path()
+    folder = Path(args.model) if args.model else minilm_path()
 
     # The whole default load, once: reading the weights, building the model and the tokenizer (issue #2: seconds).
     start = time.perf_counter()

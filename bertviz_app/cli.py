@@ -182,8 +182,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
         # OpenMP threads that outnumber free cores spin against each other: a 25 ms pass became 600 ms here.
         torch.set_num_threads(args.threads)
-    models = getattr(args, "model", None) or list(builtin_models())
     try:
+        models = getattr(args, "model", None) or list(builtin_models())
         explorers = app.load_models(models, device=args.device, max_tokens=args.max_tokens)
     except ValueError as err:  # CheckpointError, ConfigError, a missing GPU: all say what to do
         raise UsageError(str(err)) from None
