@@ -66,6 +66,12 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
+    # Check the run's inputs before writing into --out, so a wrong checkpoint or log leaves the shipped model alone.
+    name = re.fullmatch(r"step-(\d+)", args.checkpoint.name)
+    if name is None:
+        raise SystemExit(f"{args.checkpoint} is not a checkpoint folder (step-NNNNNNN) of a pretraining run")
+    summary = training_summary(args.log, int(name.group(1)))
+    sources = json.loads((args.corpus / "sources.json").read_text())
     model, _ = load_model(args.checkpoint)
     tokenizer = Tokenizer.from_folder(args.checkpoint)
     if not (model.has_mlm_head and model.has_nsp_head):
@@ -82,11 +88,6 @@ def main() -> None:
     print(result)
     print("\n".join(probes))
 
-    sources = json.loads((args.corpus / "sources.json").read_text())
-    name = re.fullmatch(r"step-(\d+)", args.checkpoint.name)
-    if name is None:
-        raise SystemExit(f"{args.checkpoint} is not a checkpoint folder (step-NNNNNNN) of a pretraining run")
-    summary = training_summary(args.log, int(name.group(1)))
     lines = [line for line in args.command_file.read_text().splitlines()
              if line.strip() and not line.startswith(("#", "cd "))]
     command = "\n".join(lines).replace("exec ", "").replace(".venv/bin/python -m bertviz_app", "bertviz-app")
