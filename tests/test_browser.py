@@ -1,7 +1,7 @@
 """The app in a real browser: Debian's headless Chromium driven by playwright (no `playwright install`).
 
-The server offers the default model (no pretraining heads) and a tiny random BERT with both heads, picked in the
-model list like any other. Screenshots go to the test's tmp_path and, when BERTVIZ_SCREENSHOTS=DIR is set, to DIR
+The server offers all-MiniLM-L6-v2 (no pretraining heads, so the app must say so), the shipped default model and a
+tiny random BERT with both heads, picked in the model list like any other. Screenshots go to the test's tmp_path and, when BERTVIZ_SCREENSHOTS=DIR is set, to DIR
 as well, named app_*.png."""
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def tiny_folder(tiny_mlm_folder):
 
 @pytest.fixture(scope="module")
 def server(tiny_folder):
-    demo = app.build_demo(app.load_models(["all-MiniLM-L6-v2", tiny_folder], device="cpu", max_tokens=128))
+    demo = app.build_demo(app.load_models(["all-MiniLM-L6-v2", tiny_folder, "minilm-l6-mlm-nsp-en"], device="cpu",
+                                          max_tokens=128))
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url
     demo.close()
@@ -177,3 +178,21 @@ def test_masked_lm_and_next_sentence_with_the_heads(page, tmp_path, tiny_folder)
     assert "P(B follows A) =" in text
     assert "IsNext" in page.locator("#next-sentence-label").inner_text()
     shoot(page, tmp_path, "07-next-sentence-with-head")
+
+
+def test_the_default_model_answers_paris(page, tmp_path):
+    """The headline, with the weights we ship: a fill-mask question answered in the browser."""
+    page.locator("#model input").click()
+    page.get_by_role("option", name="minilm-l6-mlm-nsp-en").click()
+    page.wait_for_function("() => document.querySelector('#mlm-explainer')?.innerText.includes('has a masked-LM "
+                           "head')", timeout=TIMEOUT_MS)
+    page.get_by_role("tab", name="Masked LM").click()
+    page.locator("#mask-text textarea").fill("The capital of France is [MASK].")
+    page.locator("#mask-predict").click()
+    wait_for_rows(page, "mask-table", 5)
+    page.wait_for_function("() => document.querySelector('#mask-table')?.innerText.includes('paris')",
+                           timeout=TIMEOUT_MS)
+    page.locator("#logit-lens .main-svg").first.wait_for()
+    wait_for_rows(page, "lens-table", 7)  # embeddings + 6 layers
+    page.locator("#mask-results").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "08-default-model-masked-lm")

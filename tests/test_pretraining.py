@@ -333,3 +333,63 @@ def test_frozen_encoder_phase_trains_only_new_heads(tmp_path, corpus, tokenizer)
         if key.startswith("bert."):  # encoder, embeddings (and so the tied decoder) and pooler untouched
             torch.testing.assert_close(value, before[key[len("bert."):]], rtol=0, atol=0, msg=key)
     assert not torch.equal(model.cls.predictions.transform.dense.weight, torch.eye(32))
+
+
+def test_export_of_a_two_stage_run_reports_both_stages(tmp_path, corpus, tokenizer):
+    """scripts/export_model.py: the exported files are float16 and its figures are theirs; the card lists every
+    stage with a command whose paths are relative to the runs folder; a bad stage folder leaves --out alone."""
+    import json
+    import shutil
+
+    from safetensors import safe_open
+
+    runs = tmp_path / "runs"
+    shutil.copytree(corpus, runs / "corpus")
+    (runs / "corpus" / "sources.json").write_text(json.dumps({
+        "packages": {"fortunes": "1"}, "heldout_percent": 2.0,
+        "sources": {"story": {"train_documents": 12, "heldout_documents": 4, "sentences": 64}}}))
+    tokenizer.save(runs / "tok")
+
+    def stage(name, init, steps):
+        out = runs / name
+        flags = ["--steps", str(steps), "--save-every", str(steps), "--init", init, "--tokenizer", str(runs / "tok")]
+        run_pretrain(_args(runs / "corpus" / "train.txt", out, *flags))
+        (out / "run.sh").write_text("#!/bin/bash\ncd /somewhere\nexec .venv/bin/python -m bertviz_app pretrain "
+                                    + " ".join(["--corpus", str(runs / "corpus" / "train.txt"), "--out", str(out),
+                                                "--batch-size", "8", *flags]) + "\n")
+        (out / "hardware.txt").write_text(f"the test machine ({name})\n")
+        return out / f"step-{steps:07d}"
+
+    def export(checkpoint, out, *stages):
+        return subprocess.run([sys.executable, str(REPO / "scripts" / "export_model.py"), str(checkpoint),
+                               "--corpus", str(runs / "corpus"), "--examples", "16", "--out", str(out),
+                               *[a for s in stages for a in ("--stage", str(runs / s))]],
+                              capture_output=True, text=True)
+
+    first = stage("one", "scratch", 6)
+    assert export(first, runs / "one" / "export", "one").returncode == 0
+    second = stage("two", str(runs / "one" / "export"), 4)
+    shipped = tmp_path / "shipped"
+    result = export(second, shipped, "one", "two")
+    assert result.returncode == 0, result.stderr
+
+    with safe_open(str(shipped / "model.safetensors"), "pt") as f:
+        assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"F16"}
+    metrics = json.loads((shipped / "metrics.json").read_text())
+    assert [(s["folder"], s["steps"], s["batch_size"]) for s in metrics["stages"]] == [("one", 6, 8), ("two", 4, 8)]
+    model, _ = load_model(shipped)
+    heldout = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, 128, seed=1234)
+    again = evaluate(model, heldout, 16, 32)
+    assert (again.mlm_top1, again.masked_tokens) == (metrics["mlm_top1"], metrics["masked_tokens"])
+    card = (shipped / "README.md").read_text()
+    assert "the test machine (one)" in card and "the test machine (two)" in card
+    assert "--init runs/one/export" in card and "--out runs/one/export" in card
+    assert str(tmp_path) not in card and "bertviz-app pretrain" in card
+    assert not (tmp_path / "shipped.partial").exists()
+
+    # A stage folder without its hardware.txt: refused before anything is written.
+    before = (shipped / "model.safetensors").read_bytes()
+    (runs / "two" / "hardware.txt").unlink()
+    refused = export(second, shipped, "one", "two")
+    assert refused.returncode != 0 and "lacks hardware.txt" in refused.stderr
+    assert (shipped / "model.safetensors").read_bytes() == before

@@ -72,6 +72,8 @@ def test_transformers_reads_it_with_the_same_outputs(explorer):
     ("The [MASK] barked at the cat.", {"dog"}),
     ("She poured a cup of [MASK].", {"tea", "coffee", "water", "milk", "wine"}),
     ("A week has seven [MASK].", {"days"}),
+    ("The capital of France is [MASK].", {"paris"}),
+    ("He opened the [MASK] and walked in.", {"door"}),
 ])
 def test_everyday_probes(explorer, text, sensible):
     top5 = [token for token, _ in explorer.fill_mask(text, top_k=5)[0]]
@@ -81,8 +83,8 @@ def test_everyday_probes(explorer, text, sensible):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     """The Debian corpus, rebuilt by the repository's script (the model card's figures come from it)."""
-    missing = [p for p in CORPUS_PACKAGES.split() if subprocess.run(["dpkg", "-s", p], capture_output=True)
-               .returncode != 0]
+    missing = [p for p in CORPUS_PACKAGES.split() if subprocess.run(
+        ["dpkg-query", "-W", "-f=${db:Status-Status}", p], capture_output=True, text=True).stdout != "installed"]
     if missing:
         pytest.fail(f"the corpus needs Debian packages {' '.join(missing)}: `apt-get install -y "
                     f"{CORPUS_PACKAGES}` (.ci/run installs them)")
