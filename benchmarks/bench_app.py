@@ -1,7 +1,8 @@
-"""The app's speed and memory with the default model on the CPU (not a test: prints a Markdown table).
+"""The app's speed and memory with the default model, on the CPU unless --device cuda (not a test: prints a
+Markdown table).
 
     .venv/bin/python benchmarks/bench_app.py [--threads 2] [--tokens 32] [--clients 20] [--requests 1000]
-                                             [--concurrency 1] [--server-threads 1]
+                                             [--concurrency 1] [--server-threads 1] [--device cpu]
 
 Server side: the work one event does (forward pass or cache hit, the views, the JSON gradio sends), timed in this
 process. Through the server: `bertviz-app serve` runs as its own process (so it does not share a GIL with the
@@ -38,6 +39,8 @@ def sentence(i: int, tokens: int) -> str:
 
 
 ROOT = Path(__file__).resolve().parent.parent
+# Runnable as `python benchmarks/bench_app.py` from a checkout without installing the package.
+sys.path.insert(0, str(ROOT))
 
 
 def rss_mib(pid: int) -> float:
@@ -48,9 +51,9 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def start_server(port: int, threads: int, concurrency: int, log) -> subprocess.Popen:
-    """`bertviz-app serve` as a child process with the default model on the CPU; returns once it answers HTTP."""
-    proc = subprocess.Popen([sys.executable, "-m", "bertviz_app", "serve", "--device", "cpu", "--port", str(port),
+def start_server(port: int, threads: int, concurrency: int, log, device: str = "cpu") -> subprocess.Popen:
+    """`bertviz-app serve` as a child process with the default model on `device`; returns once it answers HTTP."""
+    proc = subprocess.Popen([sys.executable, "-m", "bertviz_app", "serve", "--device", device, "--port", str(port),
                              "--threads", str(threads), "--concurrency", str(concurrency)],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
@@ -93,12 +96,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the model runs")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     from gradio_client import Client as GradioClient
 
-    def Client(url):
+    def make_client(url):
         # The clients share the 2 cores with the server. gradio_client otherwise builds a TLS context (loading the CA
         # bundle) for every HTTP call, even on http://: that cost 0.13 s of client CPU per request here and starved
         # the server. Certificates mean nothing on http://127.0.0.1, and there is no network for telemetry.
@@ -107,7 +111,7 @@ def main() -> None:
     from bertviz_app import app
     from bertviz_app.explorer import load
 
-    explorer = load(device="cpu")
+    explorer = load(device=args.device)
     model_name = explorer.name
     counter = itertools.count()
     n_tokens = len(explorer.run(sentence(next(counter), args.tokens)))
@@ -166,7 +170,7 @@ def main() -> None:
     server_log = tempfile.TemporaryFile(mode="w+")
     server = None
     try:
-        server = start_server(port, args.server_threads, args.concurrency, server_log)
+        server = start_server(port, args.server_threads, args.concurrency, server_log, args.device)
 
         def analyze(client, i):
             return client.predict(model_name, sentence(i, args.tokens), "", 0, 0, "all", False, 0,
@@ -176,7 +180,7 @@ def main() -> None:
 
         def visitor(k):
             try:
-                client = Client(url)
+                client = make_client(url)
                 for j in range(3):
                     start = time.perf_counter()
                     analyze(client, 10_000 + 10 * k + j)
@@ -213,7 +217,7 @@ def main() -> None:
                      seconds(every, 0.5), seconds(every, 0.95), "all served, p95 <= 2 s, no errors",
                      "yes" if ok else "NO"))
 
-        client = Client(url)
+        client = make_client(url)
         for i in range(80):  # fill the Run cache (32 entries) and warm the allocator before the baseline
             analyze(client, 50_000 + i)
         before = rss_mib(server.pid)
@@ -236,7 +240,8 @@ def main() -> None:
             stop_server(server)
         server_log.close()
 
-    print(f"\n{model_name}, {n_tokens} tokens, {os.cpu_count()} CPUs visible, torch {torch.__version__}; "
+    where = torch.cuda.get_device_name(explorer.device) if explorer.device.type == "cuda" else "the CPU"
+    print(f"\n{model_name} on {where}, {n_tokens} tokens, {os.cpu_count()} CPUs visible, torch {torch.__version__}; "
           f"server side: {args.threads} torch threads in process; through the server: separate process, "
           f"--threads {args.server_threads} --concurrency {args.concurrency}, {args.clients} client threads\n")
     print("| measure | median | p95 / change | target | met |\n|---|---|---|---|---|")

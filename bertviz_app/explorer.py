@@ -27,7 +27,9 @@ MINILM_NAME = "all-MiniLM-L6-v2"
 ENGLISH_MLM_NAME = "minilm-l6-mlm-nsp-en"
 _HERE = Path(__file__).resolve().parent
 # A wheel carries the top-level assets/ inside the package; a source checkout (or editable install) has it beside it.
-ASSETS = _HERE / "assets" if (_HERE / "assets").is_dir() else _HERE.parent / "assets"
+# Only a checkout (its pyproject.toml beside the package) looks outside the package, never site-packages/assets.
+_CHECKOUT = (_HERE.parent / "pyproject.toml").is_file() and not (_HERE / "assets").is_dir()
+ASSETS = _HERE.parent / "assets" if _CHECKOUT else _HERE / "assets"
 # Our English model with both pretraining heads (its README.md is the model card).
 ENGLISH_MLM_PATH = ASSETS / ENGLISH_MLM_NAME
 
@@ -57,6 +59,7 @@ def builtin_models() -> dict[str, Path]:
 
 
 def default_model_name() -> str:
+    """The name `load()` and the app use when no model is given: the first of `builtin_models()`."""
     return next(iter(builtin_models()))
 
 
@@ -491,5 +494,11 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
         raise CheckpointError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's vocabulary only "
                               f"{bert.config.vocab_size}; the tokenizer files belong to another model")
     display = name or str(model)
-    return Explorer(bert, tokenizer, resolved_device, display, max_tokens=max_tokens,
-                    load_seconds=time.perf_counter() - start)
+    explorer = Explorer(bert, tokenizer, resolved_device, display, max_tokens=max_tokens)
+    if resolved_device.type == "cuda":
+        # The first forward pass on a GPU loads kernels and creates cuBLAS handles (about a second). Pay for it here,
+        # so that it is not the first visitor, and everyone queued behind them, who waits.
+        explorer._forward(tokenizer.encode("Warm up."))
+        torch.cuda.synchronize(resolved_device)
+    explorer.load_seconds = time.perf_counter() - start
+    return explorer

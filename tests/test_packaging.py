@@ -1,5 +1,8 @@
-"""A wheel carries what a user of `pip install` needs: the code, the examples and the shipped default model."""
+"""A wheel carries what a user of `pip install` needs: the code, the examples and the shipped default model, and an
+installed wheel finds that model inside the package."""
 
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -8,9 +11,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_wheel_carries_the_assets(tmp_path):
+def test_the_wheel_carries_the_assets_and_finds_them_installed(tmp_path):
+    # Build from a copy of the tracked files, so that the build leaves nothing (build/, *.egg-info) in the checkout
+    # and cannot pick up untracked files from it.
+    source = tmp_path / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "--disable-pip-version-check", "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
+                    "--disable-pip-version-check", "-w", str(tmp_path), str(source)], check=True, capture_output=True)
     (wheel,) = tmp_path.glob("bertviz_app-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"bertviz_app/assets/{p.relative_to(ROOT / 'assets').as_posix()}"
@@ -18,3 +29,16 @@ def test_the_wheel_carries_the_assets(tmp_path):
     assert "bertviz_app/assets/minilm-l6-mlm-nsp-en/model.safetensors" in expected
     assert expected <= names, sorted(expected - names)
     assert {"bertviz_app/__init__.py", "bertviz_app/analysis/attention.py", "bertviz_app/py.typed"} <= names
+
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--disable-pip-version-check",
+                    "--target", str(site), str(wheel)], check=True, capture_output=True)
+    probe = ("from bertviz_app import explorer; print(explorer.__file__); print(explorer.ASSETS); "
+             "print(explorer.builtin_models()[explorer.ENGLISH_MLM_NAME])")
+    # The checkout is not importable from tmp_path: only the installed copy is.
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    package = site / "bertviz_app"
+    assert out == [str(package / "explorer.py"), str(package / "assets"),
+                   str(package / "assets" / "minilm-l6-mlm-nsp-en")]
