@@ -297,9 +297,26 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
         return (_index(layer, run.num_layers, "Layer"), _index(head, run.num_heads, "Head"),
                 _index(token if token is not None else 0, len(run), "Token"))
 
+    def forget_replaced_components(request: gr.Request | None) -> None:
+        # A prop update (gr.update(choices=...)) makes gradio build a new component for this session. Gradio 6.31
+        # then files that component under its own new id as well, the next time it is an input, and never drops
+        # it: a session grew by about three components (~15 kB) per analysis, for as long as it lived. Only the
+        # ids of the page's own components are ever looked up, so the others can go.
+        holder = getattr(demo, "state_holder", None)
+        state = holder.session_data.get(getattr(request, "session_hash", None)) if holder is not None else None
+        if state is None:
+            return
+        try:
+            for key in [k for k in state.blocks_config.blocks if k not in demo.blocks]:
+                state.blocks_config.blocks.pop(key, None)
+                state.config_values.pop(key, None)
+        except RuntimeError:  # another event of this session changed the dict meanwhile: next time, then
+            pass
+
     # --- handlers ------------------------------------------------------------------------------------------------
     @user_errors
-    def analyze(model, text, text_pair, layer, head, segment, hide_special, token):
+    def analyze(model, text, text_pair, layer, head, segment, hide_special, token, request: gr.Request = None):
+        forget_replaced_components(request)
         explorer = explorer_for(model)
         text, text_pair = _text(text, "Sentence A"), _text(text_pair, "Sentence B")
         if not text.strip():
