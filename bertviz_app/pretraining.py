@@ -297,6 +297,18 @@ def collate(examples: list[PairExample], tokenizer: Tokenizer, random_ids: Tenso
     return PretrainingBatch(masked.input_ids, types, attention, masked.labels, nsp, masked.kind)
 
 
+def stack_batches(batches: list[PretrainingBatch], pad_token_id: int) -> PretrainingBatch:
+    """One batch from several, padded on the right to the longest."""
+    T = max(b.input_ids.shape[1] for b in batches)
+
+    def cat(field: str, value: int) -> Tensor:
+        return torch.cat([F.pad(getattr(b, field), (0, T - b.input_ids.shape[1]), value=value) for b in batches])
+
+    return PretrainingBatch(cat("input_ids", pad_token_id), cat("token_type_ids", 0), cat("attention_mask", 0),
+                            cat("labels", IGNORE_INDEX), torch.cat([b.next_sentence_label for b in batches]),
+                            cat("kind", UNCHANGED))
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Building the model
 # ------------------------------------------------------------------------------------------------------------------
@@ -418,7 +430,8 @@ def evaluate(model: BertForPreTraining, dataset: SentencePairDataset, examples: 
              seed: int = 1234, unigram_counts: Tensor | None = None, device: torch.device | str = "cpu",
              whole_word: bool = False) -> Evaluation:
     """Masked-token top-1/top-5 and NSP accuracy on `examples` fixed pairs of `dataset` (the same pairs and masks for
-    every checkpoint, given the seed). unigram_counts: token frequencies of the training data for the baseline."""
+    every checkpoint, given the seed, whatever the batch size). unigram_counts: token frequencies of the training data
+    for the baseline."""
     was_training = model.training
     model.eval()
     objective = PretrainingObjective(model)
@@ -432,10 +445,12 @@ def evaluate(model: BertForPreTraining, dataset: SentencePairDataset, examples: 
     totals = Counter()
     for start in range(0, examples, batch_size):
         n = min(batch_size, examples - start)
-        generator = torch.Generator().manual_seed(seed * 7919 + start)
-        items = [dataset[seed * 10_000_019 + start + i] for i in range(n)]
-        batch = collate(items, tokenizer, rand_ids, generator, whole_word=whole_word, mask_fraction=1.0,
-                        random_fraction=0.0).to(torch.device(device))
+        # Each pair is masked by its own generator, so a training run's curve (evaluated at its training batch size)
+        # and the exported model's figures (at another) score the very same masked positions.
+        rows = [collate([dataset[seed * 10_000_019 + index]], tokenizer, rand_ids,
+                        torch.Generator().manual_seed(seed * 7919 + index), whole_word=whole_word,
+                        mask_fraction=1.0, random_fraction=0.0) for index in range(start, start + n)]
+        batch = stack_batches(rows, tokenizer.pad_token_id).to(torch.device(device))
         out = objective(batch)
         chosen = batch.labels[batch.labels != IGNORE_INDEX]
         totals["mlm_loss"] += float(out["mlm_loss"]) * len(chosen)

@@ -284,6 +284,19 @@ def test_evaluate_reports_the_unigram_baseline(corpus, tokenizer):
     assert again == result  # the same pairs and masks every time
 
 
+def test_evaluate_scores_the_same_masks_at_any_batch_size(corpus, tokenizer):
+    """A training run evaluates at its own batch size and the export at another: both must see the same masks."""
+    data = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_length=32)
+    counts = token_counts(data, tokenizer.vocab_size)
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size)).eval()
+    results = [evaluate(model, data, examples=40, batch_size=b, unigram_counts=counts) for b in (1, 7, 40)]
+    for other in results[1:]:
+        assert (other.masked_tokens, other.unigram_top1, other.unigram_top5) == (
+            results[0].masked_tokens, results[0].unigram_top1, results[0].unigram_top5)
+        for name in ("mlm_top1", "mlm_top5", "mlm_loss", "nsp_accuracy", "nsp_loss"):
+            assert getattr(other, name) == pytest.approx(getattr(results[0], name), abs=1e-5), name
+
+
 def test_tokenize_documents_drops_empty_sentences(tokenizer):
     assert tokenize_documents([["the cat .", "   "], ["dog"]], tokenizer) == [
         [[tokenizer.vocab["the"], tokenizer.vocab["cat"], tokenizer.vocab["."]]], [[tokenizer.vocab["dog"]]]]
@@ -386,6 +399,13 @@ def test_export_of_a_two_stage_run_reports_both_stages(tmp_path, corpus, tokeniz
     assert "--init runs/one/export" in card and "--out runs/one/export" in card
     assert str(tmp_path) not in card and "bertviz-app pretrain" in card
     assert not (tmp_path / "shipped.partial").exists()
+
+    # A checkpoint of another run than the last stage, or an --out that is not an earlier export: refused.
+    wrong = export(first, shipped, "one", "two")
+    assert wrong.returncode != 0 and "not a checkpoint of the last --stage" in wrong.stderr
+    clobber = export(second, runs / "corpus", "one", "two")
+    assert clobber.returncode != 0 and "refusing to replace it" in clobber.stderr
+    assert (runs / "corpus" / "train.txt").is_file()
 
     # A stage folder without its hardware.txt: refused before anything is written.
     before = (shipped / "model.safetensors").read_bytes()
