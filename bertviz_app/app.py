@@ -300,17 +300,20 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
     def forget_replaced_components(request: gr.Request | None) -> None:
         # A prop update (gr.update(choices=...)) makes gradio build a new component for this session. Gradio 6.31
         # then files that component under its own new id as well, the next time it is an input, and never drops
-        # it: a session grew by about three components (~15 kB) per analysis, for as long as it lived. Only the
-        # ids of the page's own components are ever looked up, so the others can go.
-        holder = getattr(demo, "state_holder", None)
-        state = holder.session_data.get(getattr(request, "session_hash", None)) if holder is not None else None
-        if state is None:
-            return
+        # it: a session grew by about three components (~15 kB) per analysis, for as long as it lived. Gradio looks
+        # components up by the page's own ids, and files the current replacement of each under its new id while it
+        # prepares an event, so only replacements that have since been replaced again can go. Reaching into
+        # gradio's session internals is best effort: if they change shape, the session grows as before.
         try:
-            for key in [k for k in state.blocks_config.blocks if k not in demo.blocks]:
-                state.blocks_config.blocks.pop(key, None)
+            state = demo.state_holder.session_data.get(getattr(request, "session_hash", None))
+            if state is None:
+                return
+            blocks = state.blocks_config.blocks
+            live = {id(blocks[k]) for k in demo.blocks if k in blocks}
+            for key in [k for k, block in blocks.items() if k not in demo.blocks and id(block) not in live]:
+                blocks.pop(key, None)
                 state.config_values.pop(key, None)
-        except RuntimeError:  # another event of this session changed the dict meanwhile: next time, then
+        except (AttributeError, KeyError, RuntimeError):  # RuntimeError: another event changed the dict meanwhile
             pass
 
     # --- handlers ------------------------------------------------------------------------------------------------
