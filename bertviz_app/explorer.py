@@ -354,7 +354,7 @@ class Explorer:
     """A loaded model with its tokenizer, on one device. Thread-safe; runs are cached (LRU)."""
 
     def __init__(self, model: BertForPreTraining, tokenizer: Tokenizer, device: torch.device, name: str,
-                 max_tokens: int | None = None, cache_size: int = 32, load_seconds: float = 0.0):
+                 max_tokens: int | None = None, cache_size: int = 32):
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.config = model.config
@@ -362,7 +362,7 @@ class Explorer:
         self.name = name
         limit = model.config.max_position_embeddings
         self.max_tokens = min(max_tokens or limit, limit)
-        self.load_seconds = load_seconds
+        self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
         # Whole learned tables, shared by every Run (not copied): the embedding views compare all positions.
         emb = self.model.bert.embeddings
         self._tables = {"position_table": emb.position_embeddings.weight.detach().float().cpu().numpy(),
