@@ -2,7 +2,7 @@
 Markdown table).
 
     .venv/bin/python benchmarks/bench_app.py [--threads 2] [--tokens 32] [--clients 20] [--requests 1000]
-                                             [--concurrency 1] [--server-threads 1] [--device cpu]
+                                             [--rounds 2] [--concurrency 1] [--server-threads 1] [--device cpu]
 
 Server side: the work one event does (forward pass or cache hit, the views, the JSON gradio sends), timed in this
 process. Through the server: `bertviz-app serve` runs as its own process (so it does not share a GIL with the
@@ -94,10 +94,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=1, help="the server's --concurrency")
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=1000, help="requests per memory round")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="memory rounds; the RSS after each is printed, the growth over the last is the figure")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the model runs")
     args = parser.parse_args()
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2: the first round is the warm-up")
     torch.set_num_threads(args.threads)
 
     from gradio_client import Client as GradioClient
@@ -226,16 +230,19 @@ def main() -> None:
                 else:
                     analyze(client, i)
 
-        # The first round fills the Run cache and lets the C heap reach its working size (about 70 MiB on the CPU
-        # for 32 tokens; it then stays); a leak shows as growth in the second round.
-        start_rss = rss_mib(server.pid)
-        mixed(100_000)
-        before = rss_mib(server.pid)
-        mixed(200_000)
-        after = rss_mib(server.pid)
-        growth = after - before
-        rows.append((f"server RSS, {args.requests} requests (half new inputs, half sliders) after {args.requests} "
-                     f"more from {start_rss:.0f} MiB", f"{before:.0f} -> {after:.0f} MiB", f"{growth:+.0f} MiB",
+        # The first rounds fill the Run cache and let the C heap reach its working size (about 70-100 MiB on the
+        # CPU for 32 tokens; it then stays); a leak shows as growth in the last round.
+        start_rss = rss = rss_mib(server.pid)
+        print(f"server RSS after 0 requests: {rss:.0f} MiB", file=sys.stderr, flush=True)
+        for round_ in range(1, args.rounds + 1):
+            before = rss
+            mixed(100_000 * round_)
+            rss = rss_mib(server.pid)
+            print(f"server RSS after {round_ * args.requests} requests: {rss:.0f} MiB", file=sys.stderr, flush=True)
+        growth = rss - before
+        rows.append((f"server RSS, {args.requests} requests (half new inputs, half sliders) after "
+                     f"{(args.rounds - 1) * args.requests} more from {start_rss:.0f} MiB",
+                     f"{before:.0f} -> {rss:.0f} MiB", f"{growth:+.0f} MiB",
                      "flat (< 50 MiB growth)", "yes" if growth < 50 else "NO"))
     except Exception:
         server_log.seek(0)
