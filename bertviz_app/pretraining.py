@@ -271,10 +271,11 @@ class PretrainingBatch:
         return PretrainingBatch(*(getattr(self, f).to(device, non_blocking=True) for f in self.__dataclass_fields__))
 
 
-def collate(examples: list[PairExample], tokenizer: Tokenizer, random_ids: Tensor, generator: torch.Generator,
-            mlm_probability: float = 0.15, whole_word: bool = False, mask_fraction: float = 0.8,
-            random_fraction: float = 0.1) -> PretrainingBatch:
-    """Pad to the longest example and mask. Padding and special tokens are never chosen."""
+def collate(examples: list[PairExample], tokenizer: Tokenizer, random_ids: Tensor,
+            generator: torch.Generator | list[torch.Generator], mlm_probability: float = 0.15, whole_word: bool = False,
+            mask_fraction: float = 0.8, random_fraction: float = 0.1) -> PretrainingBatch:
+    """Pad to the longest example and mask. Padding and special tokens are never chosen. `generator`: one for the
+    batch, or one per example (then the positions chosen in an example do not depend on the examples batched with it)."""
     if tokenizer.mask_token_id is None:
         raise ValueError("the tokenizer has no [MASK] token; masked-LM pretraining needs one in the vocabulary")
     T = max(len(e.ids) for e in examples)
@@ -291,22 +292,18 @@ def collate(examples: list[PairExample], tokenizer: Tokenizer, random_ids: Tenso
         if e.word_starts:
             starts[row, :n] = torch.tensor(e.word_starts)
     special = (attention == 0) | torch.isin(ids, torch.tensor(sorted(tokenizer.special_ids)))
-    masked = mask_tokens(ids, special, tokenizer.mask_token_id, random_ids, mlm_probability, mask_fraction,
-                         random_fraction, starts if whole_word else None, generator)
+
+    def mask(rows: slice, g: torch.Generator) -> MaskedTokens:
+        return mask_tokens(ids[rows], special[rows], tokenizer.mask_token_id, random_ids, mlm_probability,
+                           mask_fraction, random_fraction, starts[rows] if whole_word else None, g)
+
+    if isinstance(generator, torch.Generator):
+        masked = mask(slice(None), generator)
+    else:
+        parts = [mask(slice(row, row + 1), g) for row, g in enumerate(generator)]
+        masked = MaskedTokens(*(torch.cat([getattr(m, f) for m in parts]) for f in ("input_ids", "labels", "kind")))
     nsp = torch.tensor([e.next_sentence_label for e in examples])
     return PretrainingBatch(masked.input_ids, types, attention, masked.labels, nsp, masked.kind)
-
-
-def stack_batches(batches: list[PretrainingBatch], pad_token_id: int) -> PretrainingBatch:
-    """One batch from several, padded on the right to the longest."""
-    T = max(b.input_ids.shape[1] for b in batches)
-
-    def cat(field: str, value: int) -> Tensor:
-        return torch.cat([F.pad(getattr(b, field), (0, T - b.input_ids.shape[1]), value=value) for b in batches])
-
-    return PretrainingBatch(cat("input_ids", pad_token_id), cat("token_type_ids", 0), cat("attention_mask", 0),
-                            cat("labels", IGNORE_INDEX), torch.cat([b.next_sentence_label for b in batches]),
-                            cat("kind", UNCHANGED))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -447,10 +444,10 @@ def evaluate(model: BertForPreTraining, dataset: SentencePairDataset, examples: 
         n = min(batch_size, examples - start)
         # Each pair is masked by its own generator, so a training run's curve (evaluated at its training batch size)
         # and the exported model's figures (at another) score the very same masked positions.
-        rows = [collate([dataset[seed * 10_000_019 + index]], tokenizer, rand_ids,
-                        torch.Generator().manual_seed(seed * 7919 + index), whole_word=whole_word,
-                        mask_fraction=1.0, random_fraction=0.0) for index in range(start, start + n)]
-        batch = stack_batches(rows, tokenizer.pad_token_id).to(torch.device(device))
+        items = [dataset[seed * 10_000_019 + index] for index in range(start, start + n)]
+        generators = [torch.Generator().manual_seed(seed * 7919 + index) for index in range(start, start + n)]
+        batch = collate(items, tokenizer, rand_ids, generators, whole_word=whole_word, mask_fraction=1.0,
+                        random_fraction=0.0).to(torch.device(device))
         out = objective(batch)
         chosen = batch.labels[batch.labels != IGNORE_INDEX]
         totals["mlm_loss"] += float(out["mlm_loss"]) * len(chosen)
