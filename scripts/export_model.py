@@ -155,9 +155,8 @@ def model_card(folder: Path, result, probes: list[str], stages: list[dict], sour
     packages = ", ".join(f"`{k}` {v}" for k, v in sources["packages"].items())
     probe_lines = "\n".join(f"- {line}" for line in probes)
     stage_list = "\n".join(
-        f"{i}. `runs/{s['folder']}`: {s['steps']:,} steps of {s['batch_size']} sentence pairs (at most {s['max_length']} "
-        "tokens), "
-        f"about {duration(s['seconds'])} of wall-clock time on {s['hardware']}."
+        f"{i}. `runs/{s['folder']}`: {s['steps']:,} steps of {s['batch_size']} sentence pairs (at most "
+        f"{s['max_length']} tokens), about {duration(s['seconds'])} of wall-clock time on {s['hardware']}."
         for i, s in enumerate(stages, 1))
     curves = "\n\n".join(
         f"Stage {i} ({s['eval_pairs']:,} held-out pairs each time):\n\n| step | top-1 | top-5 | NSP |\n|---:|---:|---:|---:|\n"
