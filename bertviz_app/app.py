@@ -195,11 +195,14 @@ def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3):
             table, figure)
 
 
-def masked_token_view(explorer, run: Run, index: int, top_k: int):
-    """(message, predictions table, figure or None) after masking token `index` of the analyzed input."""
+def masked_token_view(explorer, run: Run, index: int | None, top_k: int):
+    """(message, predictions table, figure or None) after masking token `index` of the analyzed input; an empty
+    result while no token is chosen."""
     empty = pd.DataFrame(columns=["rank", "token", "probability"])
     if not explorer.has_mlm_head:
         return NO_MLM_HEAD.format(name=_plain(explorer.name)), empty, None
+    if index is None:
+        return "", empty, None
     enc = run.encoding
     # explorer.mask_token encodes with the explorer's own --max-tokens, so `index` names the same token as in run
     result = explorer.mask_token(enc.text, index, enc.text_pair, top_k=top_k)
@@ -376,11 +379,9 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
 
     @user_errors
     def mask_token(session, token, top_k):
-        if token is None or token == "":
-            return gr.skip()
         run = run_of(session)
-        return masked_token_view(explorer_for(session["model"]), run, _index(token, len(run), "Token"),
-                                 _top_k(top_k))
+        index = None if token is None or token == "" else _index(token, len(run), "Token")
+        return masked_token_view(explorer_for(session["model"]), run, index, _top_k(top_k))
 
     @user_errors
     def fill_mask(model, text, top_k):
@@ -538,6 +539,9 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
                 return dict(api_name=name) if public else dict(api_visibility="private")
             (event
              .then(show_mlm_views, [model], [mlm_views], api_visibility="private")
+             # analyze has just reset the token choice: this clears a token masked in the previous input or model
+             .then(mask_token, [session, mask_choice, top_k], [masked_message, masked_table, masked_plot],
+                   api_visibility="private")
              .then(next_sentence, [session], [nsp, nsp_label], **named("next_sentence"))
              .then(corrupt, [session, seed], [corruption_message, corruption_table, corruption_plot],
                    **named("corrupt"))
@@ -548,6 +552,9 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
              .then(redraw_hidden, [session, hidden_layer],
                    [norms_plot, layer_sim_plot, token_sim_plot, projection_plot], **named("hidden_states")))
 
+        # Before views_after, which reuses mask_token privately: gradio names an endpoint after its first use.
+        mask_choice.input(mask_token, [session, mask_choice, top_k], [masked_message, masked_table, masked_plot],
+                          api_name="mask_token", **model_events)
         views_after(gr.on([analyze_button.click, sentence_a.submit, sentence_b.submit, model.change, demo.load],
                           analyze, *analyze_io, api_name="analyze", **model_events), public=True)
         # An example click fills the boxes, then analyzes like the button (without a second API name).
@@ -572,8 +579,6 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
                [mask_message, mask_table, mask_plot], api_name="fill_mask", **model_events)
          .success(logit_lens, *lens_io, api_name="logit_lens", **model_events))
         lens_mask.release(logit_lens, *lens_io, api_visibility="private", **model_events)
-        mask_choice.input(mask_token, [session, mask_choice, top_k], [masked_message, masked_table, masked_plot],
-                          api_name="mask_token", **model_events)
         (another.click(lambda n: (n or 0) + 1, [seed], [seed], api_visibility="private", queue=False)
          .then(corrupt, [session, seed], [corruption_message, corruption_table, corruption_plot],
                api_visibility="private"))

@@ -289,6 +289,8 @@ def test_masking_a_token_of_the_input(client, tiny):
     assert "**bark**" in client.predict(10, 5, api_name="/mask_token")[0]
     with pytest.raises(AppError, match="special token"):
         client.predict(0, 5, api_name="/mask_token")
+    message, table, figure = client.predict(None, 5, api_name="/mask_token")  # no token chosen: nothing shown
+    assert message == "" and table["data"] == [] and figure is None
 
 
 def test_next_sentence_probability_matches_the_explorer(client, tiny):

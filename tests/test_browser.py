@@ -163,10 +163,15 @@ def test_masked_lm_and_next_sentence_with_the_heads(page, tmp_path, tiny_folder)
     page.locator("#masked-token .main-svg").first.wait_for()
     assert "**" not in page.locator("#masked-message").inner_text()
     assert "penguins" in page.locator("#masked-message").inner_text()
+    # A new analysis (here the same text again; a new model goes the same way) clears the result of the last one.
+    page.locator("#analyze").click()
+    page.wait_for_function("() => !document.querySelector('#masked-message')?.textContent.includes('penguins') "
+                           "&& !document.querySelector('#masked-token .main-svg')", timeout=TIMEOUT_MS)
 
     page.locator("#corruption .main-svg").first.wait_for()
-    before = page.locator("#corruption-message").inner_text()
-    assert before.startswith("Sample 0:")
+    # the new analysis above redraws this view too: wait until it has (a pending view shows its timer first)
+    page.wait_for_function("() => document.querySelector('#corruption-message')?.innerText.startsWith('Sample 0:')",
+                           timeout=TIMEOUT_MS)
     page.locator("#corrupt-again").click()
     page.wait_for_function("() => document.querySelector('#corruption-message')?.innerText.startsWith('Sample 1:')",
                            timeout=TIMEOUT_MS)
