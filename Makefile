@@ -5,13 +5,17 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: app test bench setup setup-test clean
+.PHONY: app test bench setup setup-test system-packages clean
 
 app: $(VENV)/.app
 	$(BIN)/bertviz-app $(ARGS)
 
-test: $(VENV)/.test
+test: $(VENV)/.test system-packages
 	$(BIN)/python -m pytest $(ARGS)
+
+# Chromium and the corpus packages, installed when missing (as root with apt-get; otherwise the command is printed).
+system-packages:
+	bash scripts/system_packages.sh
 
 # Speed is measured here, as ratios against a peer in the same process, never asserted in tests.
 bench: $(VENV)/.test
