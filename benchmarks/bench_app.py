@@ -86,7 +86,7 @@ def percentile(values, q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2,
                         help="torch CPU threads for the server-side timings in this process (the 2-core budget)")
@@ -102,46 +102,46 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 2:
         parser.error("--rounds must be at least 2: the first round is the warm-up")
-    torch.set_num_threads(args.threads)
+    return args
 
-    from gradio_client import Client as GradioClient
 
-    def make_client(url):
-        # The clients share the 2 cores with the server. gradio_client otherwise builds a TLS context (loading the CA
-        # bundle) for every HTTP call, even on http://: that cost 0.13 s of client CPU per request here and starved
-        # the server. Certificates mean nothing on http://127.0.0.1, and there is no network for telemetry.
-        return GradioClient(url, verbose=False, ssl_verify=False, analytics_enabled=False)
+def make_client(url: str):
+    from gradio_client import Client
 
-    from bertviz_app import app
-    from bertviz_app.explorer import load
+    # The clients share the 2 cores with the server. gradio_client otherwise builds a TLS context (loading the CA
+    # bundle) for every HTTP call, even on http://: that cost 0.13 s of client CPU per request here and starved
+    # the server. Certificates mean nothing on http://127.0.0.1, and there is no network for telemetry.
+    return Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
 
-    explorer = load(device=args.device)
-    model_name = explorer.name
-    counter = itertools.count()
-    n_tokens = len(explorer.run(sentence(next(counter), args.tokens)))
-    rows = []
 
-    def timed(fn, repeat):
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1000)
-        return statistics.median(times), percentile(times, 0.95)
+def timed(fn, repeat: int) -> tuple[float, float]:
+    """(median, p95) in ms of `repeat` calls."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), percentile(times, 0.95)
 
-    # --- server side, in the process ---------------------------------------------------------------------------
+
+def server_side(explorer, args, counter) -> list[tuple]:
+    """The work of one event, timed in this process: forward pass or cache hit, the views, their JSON."""
+    from bertviz_app.app import attention, masked_lm, next_sentence
+
     def new_input():
         run = explorer.run(sentence(next(counter), args.tokens))
         run.token_table()
-        app.heatmap_view(run, 0, 0, "all", False).to_json()
+        attention.heatmap_view(run, 0, 0, "all", False).to_json()
 
     def new_input_all_views():
         run = explorer.run(sentence(next(counter), args.tokens))
         run.token_table()
-        figs = [app.heatmap_view(run, 0, 0, "all", False), *app.attention_detail_views(run, 0, 0, "all", False, 0),
-                *app.overview_views(run), *app.embedding_views(run), *app.hidden_views(run, run.num_layers),
-                app.corruption_view(explorer, run, 0)[2]]
-        app.next_sentence_view(explorer, run)
+        plot = run.plot
+        figs = [attention.heatmap_view(run, 0, 0, "all", False), *attention.detail_views(run, 0, 0, "all", False, 0),
+                plot.head_overview(), plot.head_map(), plot.embedding_parts(), plot.segment_comparison(),
+                plot.hidden_norms(), plot.layer_similarity(), plot.token_similarity(), plot.hidden_projection(),
+                masked_lm.corruption_view(explorer, run, 0)[2]]
+        next_sentence.next_sentence_view(explorer, run)
         for fig in figs:
             fig.to_json()
 
@@ -149,14 +149,15 @@ def main() -> None:
     layers = itertools.cycle(range(run.num_layers))
 
     def slider():
-        app.heatmap_view(run, next(layers), 3, "all", False).to_json()
+        attention.heatmap_view(run, next(layers), 3, "all", False).to_json()
 
     def slider_all():
         layer = next(layers)
-        app.heatmap_view(run, layer, 3, "all", False).to_json()
-        for fig in app.attention_detail_views(run, layer, 3, "all", False, 1):
+        attention.heatmap_view(run, layer, 3, "all", False).to_json()
+        for fig in attention.detail_views(run, layer, 3, "all", False, 1):
             fig.to_json()
 
+    rows = []
     for name, fn, target in (("new input: forward + token table + heatmap (the `analyze` event)", new_input, 150),
                              ("new input: every view of every tab (analyze + chained events)", new_input_all_views,
                               None),
@@ -166,84 +167,95 @@ def main() -> None:
         median, p95 = timed(fn, args.repeat)
         rows.append((f"server side, {name}", f"{median:.0f} ms", f"{p95:.0f} ms",
                      f"<= {target} ms" if target else "-", ("yes" if median <= target else "NO") if target else "-"))
+    return rows
 
-    # --- through the server (a separate process) ---------------------------------------------------------------
-    num_layers, num_heads = run.num_layers, run.num_heads
-    port = app.free_port()
+
+def analyze(client, model_name: str, i: int, tokens: int):
+    return client.predict(model_name, sentence(i, tokens), "", 0, 0, "all", False, 0, api_name="/analyze")
+
+
+def concurrent_visitors(url: str, model_name: str, num_layers: int, args) -> list[tuple]:
+    """`--clients` visitors at once, each analyzing 3 new inputs and moving a slider after each."""
+    new_lat, slider_lat, errors, lock = [], [], [], threading.Lock()
+
+    def visitor(k):
+        try:
+            client = make_client(url)
+            for j in range(3):
+                start = time.perf_counter()
+                analyze(client, model_name, 10_000 + 10 * k + j, args.tokens)
+                middle = time.perf_counter()
+                client.predict(j % num_layers, 1, "all", False, api_name="/attention")
+                end = time.perf_counter()
+                with lock:
+                    new_lat.append(middle - start)
+                    slider_lat.append(end - middle)
+        except Exception as err:  # a benchmark reports failures, it does not stop at the first
+            with lock:
+                errors.append(repr(err))
+
+    threads = [threading.Thread(target=visitor, args=(k,)) for k in range(args.clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    every = new_lat + slider_lat
+
+    def seconds(values, q):
+        return f"{percentile(values, q):.2f} s" if values else "-"
+
+    label = f"{args.clients} clients x 3,"
+    served = len(every) == 2 * 3 * args.clients
+    ok = bool(every) and percentile(every, 0.95) <= 2 and not errors and served
+    return [(f"{label} new input (`/analyze`), through the server", seconds(new_lat, 0.5), seconds(new_lat, 0.95),
+             "-", "-"),
+            (f"{label} slider (`/attention`), through the server", seconds(slider_lat, 0.5),
+             seconds(slider_lat, 0.95), "-", "-"),
+            (f"{label} every request ({len(every)} served, {len(errors)} errors, {wall:.1f} s wall)",
+             seconds(every, 0.5), seconds(every, 0.95), "all served, p95 <= 2 s, no errors", "yes" if ok else "NO")]
+
+
+def memory_rounds(url: str, pid: int, model_name: str, num_layers: int, num_heads: int, args) -> list[tuple]:
+    """The server's memory over `--rounds` rounds of `--requests` requests, new inputs and sliders alternating. The
+    first rounds fill the Run cache and let the C heap reach its working size; a leak shows as growth in the last."""
+    client = make_client(url)
+    start_rss = rss = rss_mib(pid)
+    print(f"server RSS after 0 requests: {rss:.0f} MiB", file=sys.stderr, flush=True)
+    for round_ in range(1, args.rounds + 1):
+        before = rss
+        for i in range(100_000 * round_, 100_000 * round_ + args.requests):
+            if i % 2:
+                client.predict(i % num_layers, i % num_heads, "all", bool(i % 3), api_name="/attention")
+            else:
+                analyze(client, model_name, i, args.tokens)
+        rss = rss_mib(pid)
+        print(f"server RSS after {round_ * args.requests} requests: {rss:.0f} MiB", file=sys.stderr, flush=True)
+    growth = rss - before
+    return [(f"server RSS, {args.requests} requests (half new inputs, half sliders) after "
+             f"{(args.rounds - 1) * args.requests} more from {start_rss:.0f} MiB", f"{before:.0f} -> {rss:.0f} MiB",
+             f"{growth:+.0f} MiB", "flat (< 50 MiB growth)", "yes" if growth < 50 else "NO")]
+
+
+def main() -> None:
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    from bertviz_app.app import free_port
+    from bertviz_app.explorer import load
+
+    explorer = load(device=args.device)
+    counter = itertools.count()
+    run = explorer.run(sentence(next(counter), args.tokens))
+    rows = server_side(explorer, args, counter)
+    port = free_port()
     url = f"http://127.0.0.1:{port}/"
     server_log = tempfile.TemporaryFile(mode="w+")
     server = None
     try:
         server = start_server(port, args.server_threads, args.concurrency, server_log, args.device)
-
-        def analyze(client, i):
-            return client.predict(model_name, sentence(i, args.tokens), "", 0, 0, "all", False, 0,
-                                  api_name="/analyze")
-
-        new_lat, slider_lat, errors, lock = [], [], [], threading.Lock()
-
-        def visitor(k):
-            try:
-                client = make_client(url)
-                for j in range(3):
-                    start = time.perf_counter()
-                    analyze(client, 10_000 + 10 * k + j)
-                    middle = time.perf_counter()
-                    client.predict(j % num_layers, 1, "all", False, api_name="/attention")
-                    end = time.perf_counter()
-                    with lock:
-                        new_lat.append(middle - start)
-                        slider_lat.append(end - middle)
-            except Exception as err:  # a benchmark reports failures, it does not stop at the first
-                with lock:
-                    errors.append(repr(err))
-
-        threads = [threading.Thread(target=visitor, args=(k,)) for k in range(args.clients)]
-        start = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - start
-        every = new_lat + slider_lat
-
-        def seconds(values, q):
-            return f"{percentile(values, q):.2f} s" if values else "-"
-
-        label = f"{args.clients} clients x 3,"
-        rows.append((f"{label} new input (`/analyze`), through the server", seconds(new_lat, 0.5),
-                     seconds(new_lat, 0.95), "-", "-"))
-        rows.append((f"{label} slider (`/attention`), through the server", seconds(slider_lat, 0.5),
-                     seconds(slider_lat, 0.95), "-", "-"))
-        served = len(every) == 2 * 3 * args.clients
-        ok = bool(every) and percentile(every, 0.95) <= 2 and not errors and served
-        rows.append((f"{label} every request ({len(every)} served, {len(errors)} errors, {wall:.1f} s wall)",
-                     seconds(every, 0.5), seconds(every, 0.95), "all served, p95 <= 2 s, no errors",
-                     "yes" if ok else "NO"))
-
-        client = make_client(url)
-
-        def mixed(first):
-            for i in range(first, first + args.requests):
-                if i % 2:
-                    client.predict(i % num_layers, i % num_heads, "all", bool(i % 3), api_name="/attention")
-                else:
-                    analyze(client, i)
-
-        # The first rounds fill the Run cache and let the C heap reach its working size (about 70-100 MiB on the
-        # CPU for 32 tokens; it then stays); a leak shows as growth in the last round.
-        start_rss = rss = rss_mib(server.pid)
-        print(f"server RSS after 0 requests: {rss:.0f} MiB", file=sys.stderr, flush=True)
-        for round_ in range(1, args.rounds + 1):
-            before = rss
-            mixed(100_000 * round_)
-            rss = rss_mib(server.pid)
-            print(f"server RSS after {round_ * args.requests} requests: {rss:.0f} MiB", file=sys.stderr, flush=True)
-        growth = rss - before
-        rows.append((f"server RSS, {args.requests} requests (half new inputs, half sliders) after "
-                     f"{(args.rounds - 1) * args.requests} more from {start_rss:.0f} MiB",
-                     f"{before:.0f} -> {rss:.0f} MiB", f"{growth:+.0f} MiB",
-                     "flat (< 50 MiB growth)", "yes" if growth < 50 else "NO"))
+        rows += concurrent_visitors(url, explorer.name, run.num_layers, args)
+        rows += memory_rounds(url, server.pid, explorer.name, run.num_layers, run.num_heads, args)
     except Exception:
         server_log.seek(0)
         print("server output:\n" + server_log.read(), file=sys.stderr)
@@ -254,9 +266,9 @@ def main() -> None:
         server_log.close()
 
     where = torch.cuda.get_device_name(explorer.device) if explorer.device.type == "cuda" else "the CPU"
-    print(f"\n{model_name} on {where}, {n_tokens} tokens, {os.cpu_count()} CPUs visible, torch {torch.__version__}; "
-          f"server side: {args.threads} torch threads in process; through the server: separate process, "
-          f"--threads {args.server_threads} --concurrency {args.concurrency}, {args.clients} client threads\n")
+    print(f"\n{explorer.name} on {where}, {len(run)} tokens, {os.cpu_count()} CPUs visible, torch "
+          f"{torch.__version__}; server side: {args.threads} torch threads in process; through the server: separate "
+          f"process, --threads {args.server_threads} --concurrency {args.concurrency}, {args.clients} client threads\n")
     print("| measure | median | p95 / change | target | met |\n|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_figures.py [--tokens 64] [--repeat 7]
 
-Build time: the median over `--repeat` calls of the Run method (analysis + figure, no serialisation) for the
+Build time: the median over `--repeat` calls of the Run method (analysis + figure, no serialization) for the
 default model at `--tokens` tokens. Payload: the figure's JSON, for one head at 128 tokens on the default model
 and for the overview of a random 12 x 12 model at 128 tokens. Budgets: 30 ms, 150 kB and 1 MB."""
 
@@ -14,25 +14,25 @@ import torch
 
 import bertviz_app
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, figures
-from bertviz_app.explorer import minilm_path
+from bertviz_app.catalog import minilm_path
 
 VIEWS = {
-    "attention (one head)": lambda r: r.attention_figure(layer=2, head=3),
-    "attention (layer mean, A->B, no specials)": lambda r: r.attention_figure(2, None, hide_special=True,
+    "attention (one head)": lambda r: r.plot.attention(layer=2, head=3),
+    "attention (layer mean, A->B, no specials)": lambda r: r.plot.attention(2, None, hide_special=True,
                                                                               segments="A->B"),
-    "head overview": lambda r: r.head_overview_figure(),
-    "token across heads": lambda r: r.token_attention_figure(layer=2, token=5),
-    "rollout": lambda r: r.rollout_figure(),
-    "head map": lambda r: r.head_map_figure("entropy"),
-    "query/key": lambda r: r.query_key_figure(layer=2, head=3, token=5),
-    "embedding parts": lambda r: r.embedding_figure(),
-    "position similarity (128)": lambda r: r.position_similarity_figure(),
-    "position path (128)": lambda r: r.position_path_figure(),
-    "segments A vs B": lambda r: r.segment_figure(),
-    "hidden norms": lambda r: r.hidden_norms_figure(),
-    "layer-to-layer similarity": lambda r: r.layer_similarity_figure(),
-    "token similarity": lambda r: r.token_similarity_figure(),
-    "hidden projection": lambda r: r.hidden_projection_figure(),
+    "head overview": lambda r: r.plot.head_overview(),
+    "token across heads": lambda r: r.plot.token_attention(layer=2, token=5),
+    "rollout": lambda r: r.plot.rollout(),
+    "head map": lambda r: r.plot.head_map("entropy"),
+    "query/key": lambda r: r.plot.query_key(layer=2, head=3, token=5),
+    "embedding parts": lambda r: r.plot.embedding_parts(),
+    "position similarity (128)": lambda r: r.plot.position_similarity(),
+    "position path (128)": lambda r: r.plot.position_path(),
+    "segments A vs B": lambda r: r.plot.segment_comparison(),
+    "hidden norms": lambda r: r.plot.hidden_norms(),
+    "layer-to-layer similarity": lambda r: r.plot.layer_similarity(),
+    "token similarity": lambda r: r.plot.token_similarity(),
+    "hidden projection": lambda r: r.plot.hidden_projection(),
 }
 
 
@@ -103,7 +103,7 @@ def main() -> None:
         worst = max(worst, ms)
         print(f"| {name} | {ms:.1f} | {len(view().to_json()) / 1000:.0f} | |")
     head_kb = len(VIEWS["attention (one head)"](long_run).to_json()) / 1000
-    overview_kb = len(big_run.head_overview_figure().to_json()) / 1000
+    overview_kb = len(big_run.plot.head_overview().to_json()) / 1000
     print(f"\nslowest view: {worst:.1f} ms (budget 30 ms)")
     print(f"one head at 128 tokens: {head_kb:.0f} kB (budget 150 kB)")
     print(f"overview of a 12 x 12 model at 128 tokens: {overview_kb:.0f} kB (budget 1000 kB)")

@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bertviz_app  # noqa: E402
 from bertviz_app.checkpoint import load_model  # noqa: E402
-from bertviz_app.explorer import minilm_path, resolve_device  # noqa: E402
+from bertviz_app.catalog import minilm_path
+from bertviz_app.device import resolve_device  # noqa: E402
 from bertviz_app.model import BertModel  # noqa: E402
 
 FULL_SIZES = ((1, 16), (1, 128), (1, 512), (8, 128))  # (batch, tokens)

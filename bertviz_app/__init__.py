@@ -2,9 +2,10 @@
 
 from .checkpoint import CheckpointError, load_model, save_pretrained
 from .config import BertConfig, ConfigError
-from .explorer import Explorer, Run, load
+from .explorer import Explorer, load
 from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenceClassification,
                     BertForTokenClassification, BertModel)
+from .run import Run
 from .tokenizer import Encoding, Tokenizer
 
 __version__ = "0.1.0"

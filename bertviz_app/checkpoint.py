@@ -33,8 +33,8 @@ DERIVED_KEYS = (*BUFFER_KEYS, TIED_DECODER_KEY)
 HEAD_PREFIXES = {"cls.predictions.": "masked-LM head", "cls.seq_relationship.": "next-sentence head",
                  "classifier.": "classification head", "qa_outputs.": "question-answering head"}
 # What a fine-tuning model may start without: its head, and the pooler (absent from masked-LM checkpoints), both
-# newly initialised and listed in the report, as transformers does.
-INITIALISABLE_PREFIXES = (*HEAD_PREFIXES, "bert.pooler.")
+# newly initialized and listed in the report, as transformers does.
+INITIALIZABLE_PREFIXES = (*HEAD_PREFIXES, "bert.pooler.")
 # Seconds to wait for the hub to answer before saying it cannot be reached (huggingface_hub waits forever by
 # default, so a network that drops packets would hang the app).
 HUB_TIMEOUT = 5.0
@@ -55,7 +55,7 @@ class LoadReport:
     num_tensors: int
     seconds: float = 0.0
     ignored: list[str] = field(default_factory=list)  # keys of heads this model does not have
-    initialised: list[str] = field(default_factory=list)  # parameters the checkpoint lacked (new heads)
+    initialized: list[str] = field(default_factory=list)  # parameters the checkpoint lacked (new heads)
     absent_heads: list[str] = field(default_factory=list)  # e.g. "masked-LM head": views explain instead of guessing
 
     def __str__(self) -> str:
@@ -66,8 +66,8 @@ class LoadReport:
         if self.ignored:
             lines.append(f"ignored {len(self.ignored)} keys of heads this model does not use: "
                          + _abbreviate(self.ignored))
-        if self.initialised:
-            lines.append(f"newly initialised (train before use): {_abbreviate(self.initialised)}")
+        if self.initialized:
+            lines.append(f"newly initialized (train before use): {_abbreviate(self.initialized)}")
         return "\n".join(lines)
 
 
@@ -183,7 +183,7 @@ def _read_file(path: Path) -> dict[str, Tensor]:
     return state
 
 
-def normalise_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
+def normalize_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
     """Bring every key into the BertForPreTraining layout: `bert.` prefix on the encoder, `weight`/`bias` for the
     legacy TensorFlow-port `gamma`/`beta`, and the MLM bias under `cls.predictions.bias`.
 
@@ -210,7 +210,7 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
 
     For BertForPreTraining (what the explorer uses) the heads are built only when the checkpoint has them, so
     `model.has_mlm_head` and `model.has_nsp_head` tell whether predictions are real. Other classes get heads (and a
-    pooler) the checkpoint lacks newly initialised, as fine-tuning starts, and the report lists them."""
+    pooler) the checkpoint lacks newly initialized, as fine-tuning starts, and the report lists them."""
     start = time.perf_counter()
     folder = resolve_source(source)
     if not (folder / "config.json").exists():
@@ -221,7 +221,7 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
     except ConfigError as err:
         raise CheckpointError(f"{folder / 'config.json'}: {err}") from None
     raw, weights_file = read_state_dict(folder)
-    state = normalise_keys(raw)
+    state = normalize_keys(raw)
 
     if model_class is BertForPreTraining:
         nsp = any(k.startswith("cls.seq_relationship.") for k in state)
@@ -239,13 +239,12 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
                                                           (model.has_nsp_head, "next-sentence head")) if not present]
     model.eval()
     report.seconds = time.perf_counter() - start
-    model.load_report = report
     return model, report
 
 
 def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: LoadReport,
                   strict_heads: bool) -> None:
-    # BertModel's own keys carry no prefix; everything else matches the normalised layout.
+    # BertModel's own keys carry no prefix; everything else matches the normalized layout.
     prefix = "bert." if isinstance(model, BertModel) else ""
     params = {prefix + k: v for k, v in model.state_dict().items()}
     derived = _derived_keys(model)
@@ -265,9 +264,9 @@ def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: 
             report.ignored.append(key)
         else:
             unexpected.append(key)
-    if not strict_heads:  # a fine-tuning head absent from the checkpoint starts from its initialisation
-        report.initialised = [k for k in missing if k.startswith(INITIALISABLE_PREFIXES)]
-        missing = [k for k in missing if k not in report.initialised]
+    if not strict_heads:  # a fine-tuning head absent from the checkpoint starts from its initialization
+        report.initialized = [k for k in missing if k.startswith(INITIALIZABLE_PREFIXES)]
+        missing = [k for k in missing if k not in report.initialized]
     if missing or mismatched or unexpected:
         parts = [f"the weights in {report.folder / report.weights_file} do not fit a {type(model).__name__} built "
                  "from its config.json:"]

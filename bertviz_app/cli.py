@@ -1,7 +1,8 @@
 """`bertviz-app`: one entry point with subcommands. `bertviz-app [options]` is `bertviz-app serve [options]`.
 
-A new subcommand is one call in `build_parser`: a function that takes the subparsers object, adds its parser and sets
-`handler` (a function of the parsed arguments returning an exit code) with `set_defaults`.
+A new subcommand is one entry in COMMANDS: a function that takes the subparsers object, adds its parser and sets
+`handler` (a function of the parsed arguments returning an exit code) with `set_defaults`. gradio and torch are
+imported only by the handlers that need them, so that `bertviz-app --help` answers at once.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from . import __version__
 
 DEFAULT_COMMAND = "serve"
 DEFAULT_PORT = 7860
@@ -20,7 +23,7 @@ class UsageError(ValueError):
     """A command line that cannot work; the message says what to change."""
 
 
-def add_serve_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_serve_command(commands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "serve", help="launch the web UI (the default command)",
         description="Launch the web UI. Open the printed address in a browser.",
@@ -51,7 +54,7 @@ def add_serve_command(commands: argparse._SubParsersAction) -> argparse.Argument
 
 
 # Subcommands, in the order `--help` lists them. Another module adds one by appending its `add_*_command`.
-def add_pretrain_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_pretrain_command(commands) -> argparse.ArgumentParser:
     from . import pretraining
 
     p = commands.add_parser(
@@ -64,7 +67,7 @@ def add_pretrain_command(commands: argparse._SubParsersAction) -> argparse.Argum
     return p
 
 
-def add_evaluate_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_evaluate_command(commands) -> argparse.ArgumentParser:
     from . import pretraining
 
     p = commands.add_parser(
@@ -84,42 +87,38 @@ def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namesp
     return 0
 
 
-COMMANDS: list[Callable[[argparse._SubParsersAction], argparse.ArgumentParser]] = [
-    add_serve_command, add_pretrain_command, add_evaluate_command]
+# Subcommands in the order `--help` lists them: name -> the function that adds its parser.
+COMMANDS: dict[str, Callable[..., argparse.ArgumentParser]] = {
+    "serve": add_serve_command, "pretrain": add_pretrain_command, "evaluate": add_evaluate_command}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and each subcommand's own parser by name."""
     parser = argparse.ArgumentParser(
         prog="bertviz-app", description="See inside BERT in your browser.",
         epilog=f"Without a command, `{DEFAULT_COMMAND}` runs: `bertviz-app --port 8000` is "
                f"`bertviz-app {DEFAULT_COMMAND} --port 8000`. `bertviz-app COMMAND --help` lists a command's options.")
-    from . import __version__
-
     parser.add_argument("--version", action="version", version=f"bertviz-app {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in COMMANDS:
-        add(commands)
-    return parser
+    return parser, {name: add(commands) for name, add in COMMANDS.items()}
 
 
-def _with_default_command(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    if argv and (argv[0] in commands or argv[0] in ("-h", "--help", "--version")):
+def _with_default_command(argv: list[str]) -> list[str]:
+    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         return argv
     return [DEFAULT_COMMAND, *argv]
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser, commands = build_parser()
     if argv in (["-h"], ["--help"]):
         # Most people want the launch options: show them under the list of commands.
         parser.print_help()
         print(f"\noptions of `{DEFAULT_COMMAND}` (the default command):")
-        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
         print(commands[DEFAULT_COMMAND].format_help().split("\n\n", 2)[-1])
         return 0
-    args = parser.parse_args(_with_default_command(parser, argv))
+    args = parser.parse_args(_with_default_command(argv))
     try:
         return args.handler(args)
     except UsageError as err:
@@ -175,7 +174,7 @@ def run_serve(args: argparse.Namespace) -> int:
               "can use the app", file=sys.stderr)
 
     from . import app  # gradio is slow to import: only after the arguments are known to be good
-    from .explorer import builtin_models
+    from .catalog import builtin_models
 
     if args.threads is not None:
         import torch

@@ -1,5 +1,6 @@
 """What BERT's pretraining heads say: fill in [MASK], judge whether B follows A, read predictions out of every layer
-(the logit lens), and show a sentence as pretraining corrupts it. Pure functions over a model and a tokenizer."""
+(the logit lens), probe a model with everyday sentences, and show a sentence as pretraining corrupts it. Pure
+functions over a model and a tokenizer; `Explorer` methods call them with its own model and token limit."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .masking import IGNORE_INDEX, KEPT, MASKED, RANDOM, mask_tokens, random_token_ids, word_starts_from_tokens
 from .model import BertForPreTraining
-from .pretraining import (IGNORE_INDEX, KEPT, MASKED, RANDOM, mask_tokens, random_token_ids,
-                          word_starts_from_tokens)
 from .tokenizer import Encoding, Tokenizer
 
 # "[mask]", "[Mask]", "[ MASK ]": every spelling a user may type for the mask token.
@@ -21,7 +21,7 @@ _MASK_SPELLING = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
 Prediction = tuple[str, float]  # (token, probability)
 
 
-def normalise_mask(text: str) -> str:
+def normalize_mask(text: str) -> str:
     """Write every spelling of the mask token as [MASK], the form the tokenizer keeps whole."""
     return _MASK_SPELLING.sub("[MASK]", text)
 
@@ -46,20 +46,23 @@ def _require_mlm(model: BertForPreTraining, tokenizer: Tokenizer) -> None:
         raise ValueError("the tokenizer has no [MASK] token; this vocabulary cannot be used for fill-mask")
 
 
-def _encode(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None,
-            max_length: int | None = None) -> Encoding:
+def _encode(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Encoding, text_pair: str | None,
+            max_tokens: int | None = None) -> Encoding:
+    """`text` (and `text_pair`) as the model reads it; an Encoding (a Run's) is used as it is, not tokenized again."""
+    if isinstance(text, Encoding):
+        return text
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the text is empty; type a sentence with [MASK] where a word should be predicted")
     # The caller's limit (the explorer's --max-tokens) keeps token indices the same as in its Run.
-    limit = min(max_length or model.config.max_position_embeddings, model.config.max_position_embeddings)
-    return tokenizer.encode(text, text_pair, max_length=limit)
+    limit = min(max_tokens or model.config.max_position_embeddings, model.config.max_position_embeddings)
+    return tokenizer.encode(text, text_pair, max_tokens=limit)
 
 
 def _forward(model: BertForPreTraining, encoding: Encoding, input_ids: list[int] | None = None, **kwargs):
     device = model.device
     ids = torch.tensor([input_ids if input_ids is not None else encoding.ids], device=device)
-    types = torch.tensor([encoding.type_ids], device=device)
-    return model(ids, types, **kwargs)
+    segments = torch.tensor([encoding.segment_ids], device=device)
+    return model(ids, segments, **kwargs)
 
 
 def _top(probs: Tensor, tokenizer: Tokenizer, top_k: int) -> list[Prediction]:
@@ -76,14 +79,14 @@ def _check_top_k(top_k: int) -> None:
 # Fill-mask and next sentence
 # ------------------------------------------------------------------------------------------------------------------
 def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-              top_k: int = 10, max_length: int | None = None) -> list[list[Prediction]]:
+              top_k: int = 10, max_tokens: int | None = None, max_masks: int | None = None) -> list[list[Prediction]]:
     """For each [MASK] in `text` (then `text_pair`), in order, the `top_k` (token, probability) best first.
-    `[mask]` in any case is accepted."""
+    `[mask]` in any case is accepted. max_masks: refuse inputs with more masks than this (None: no limit)."""
     _require_mlm(model, tokenizer)
     _check_top_k(top_k)
-    text = normalise_mask(text)
-    text_pair = normalise_mask(text_pair) if text_pair is not None else None
-    encoding = _encode(model, tokenizer, text, text_pair, max_length)
+    text = normalize_mask(text)
+    text_pair = normalize_mask(text_pair) if text_pair is not None else None
+    encoding = _encode(model, tokenizer, text, text_pair, max_tokens)
     positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
     if not positions:
         if "[MASK]" in text or (text_pair and "[MASK]" in text_pair):
@@ -91,24 +94,31 @@ def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
                              "shorten the text")
         raise ValueError("the text has no [MASK]; write [MASK] where the model should guess a word, "
                          "e.g. 'The capital of France is [MASK].'")
+    if max_masks is not None and len(positions) > max_masks:
+        raise ValueError(f"{len(positions)} masks is too many; use at most {max_masks}")
     with _evaluating(model):
         logits = _forward(model, encoding).prediction_logits[0]  # (T, vocab)
         probs = logits[positions].float().softmax(-1)  # (masks, vocab)
         return [_top(row, tokenizer, top_k) for row in probs]
 
 
+def is_next_probability(model: BertForPreTraining, pooler_output: Tensor) -> float:
+    """P(IsNext) from the next-sentence head, given the pooler output (1, H) of a pair."""
+    logits = model.cls.seq_relationship(pooler_output)[0]  # (2,), index 0 = IsNext
+    return float(logits.float().softmax(-1)[0])
+
+
 def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str,
-                  max_length: int | None = None) -> float:
+                  max_tokens: int | None = None) -> float:
     """P(B follows A) from the next-sentence head."""
     if not getattr(model, "has_nsp_head", False):
         raise ValueError("this model has no next-sentence head; load a checkpoint with one (for example a "
                          "pretraining checkpoint from `bertviz-app pretrain`)")
     if not isinstance(b, str) or not b.strip():
         raise ValueError("sentence B is empty; next-sentence prediction needs two sentences")
-    encoding = _encode(model, tokenizer, a, b, max_length)
+    encoding = _encode(model, tokenizer, a, b, max_tokens)
     with _evaluating(model):
-        logits = _forward(model, encoding).seq_relationship_logits[0]  # (2,), index 0 = IsNext
-        return float(logits.float().softmax(-1)[0])
+        return is_next_probability(model, _forward(model, encoding).pooler_output)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -127,12 +137,13 @@ class MaskedPrediction:
     original_rank: int
 
 
-def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str, index: int,
-               text_pair: str | None = None, top_k: int = 10, max_length: int | None = None) -> MaskedPrediction:
-    """Replace token `index` of the encoded input by [MASK] and predict there."""
+def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Encoding, index: int,
+               text_pair: str | None = None, top_k: int = 10, max_tokens: int | None = None) -> MaskedPrediction:
+    """Replace token `index` of the encoded input (a text, or an Encoding such as a Run's) by [MASK] and predict
+    there."""
     _require_mlm(model, tokenizer)
     _check_top_k(top_k)
-    encoding = _encode(model, tokenizer, text, text_pair, max_length)
+    encoding = _encode(model, tokenizer, text, text_pair, max_tokens)
     if not isinstance(index, int) or not 0 <= index < len(encoding):
         raise ValueError(f"token index {index!r} is outside the input (0 .. {len(encoding) - 1})")
     if encoding.special_tokens_mask[index]:
@@ -168,13 +179,13 @@ class LogitLens:
 
 def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, text: str, position: int | None = None,
                top_k: int = 5, text_pair: str | None = None, mask_index: int = 0,
-               max_length: int | None = None) -> LogitLens:
+               max_tokens: int | None = None) -> LogitLens:
     """Per-layer top predictions at `position` (a token index), or by default at the `mask_index`-th [MASK]."""
     _require_mlm(model, tokenizer)
     _check_top_k(top_k)
-    text = normalise_mask(text)
-    text_pair = normalise_mask(text_pair) if text_pair is not None else None
-    encoding = _encode(model, tokenizer, text, text_pair, max_length)
+    text = normalize_mask(text)
+    text_pair = normalize_mask(text_pair) if text_pair is not None else None
+    encoding = _encode(model, tokenizer, text, text_pair, max_tokens)
     if position is None:
         masks = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
         if not masks:
@@ -206,7 +217,7 @@ class CorruptedExample:
     tokens: list[str]
     input_tokens: list[str]
     input_ids: list[int]
-    type_ids: list[int]
+    segment_ids: list[int]
     labels: list[int]
     kinds: list[str]
 
@@ -218,15 +229,19 @@ class CorruptedExample:
 _KIND_NAMES = {MASKED: "mask", RANDOM: "random", KEPT: "kept"}
 
 
-def corrupt_example(tokenizer: Tokenizer, text: str, text_pair: str | None = None, seed: int = 0,
+def corrupt_example(tokenizer: Tokenizer, text: str | Encoding, text_pair: str | None = None, seed: int = 0,
                     mlm_probability: float = 0.15, whole_word: bool = False,
-                    max_length: int | None = None) -> CorruptedExample:
-    """`text` (and `text_pair`) corrupted by the 80/10/10 rule exactly as the pretraining data is, with its labels."""
+                    max_tokens: int | None = None) -> CorruptedExample:
+    """`text` (and `text_pair`; or an Encoding such as a Run's) corrupted by the 80/10/10 rule exactly as the
+    pretraining data is, with its labels."""
     if tokenizer.mask_token_id is None:
         raise ValueError("the tokenizer has no [MASK] token, so there is nothing to corrupt with")
-    if not isinstance(text, str) or not text.strip():
+    if isinstance(text, Encoding):
+        encoding = text
+    elif not isinstance(text, str) or not text.strip():
         raise ValueError("the text is empty; type a sentence to see how pretraining corrupts it")
-    encoding = tokenizer.encode(text, text_pair, max_length=max_length)
+    else:
+        encoding = tokenizer.encode(text, text_pair, max_tokens=max_tokens)
     ids = torch.tensor([encoding.ids])
     special = torch.tensor([encoding.special_tokens_mask], dtype=torch.bool)
     starts = torch.tensor([word_starts_from_tokens(encoding.tokens)]) if whole_word else None
@@ -234,5 +249,21 @@ def corrupt_example(tokenizer: Tokenizer, text: str, text_pair: str | None = Non
                          word_starts=starts, generator=torch.Generator().manual_seed(seed))
     new_ids = masked.input_ids[0].tolist()
     return CorruptedExample(list(encoding.tokens), tokenizer.convert_ids_to_tokens(new_ids), new_ids,
-                            list(encoding.type_ids), masked.labels[0].tolist(),
+                            list(encoding.segment_ids), masked.labels[0].tolist(),
                             [_KIND_NAMES.get(k, "") for k in masked.kind[0].tolist()])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Probes: everyday sentences that show at a glance what a model has learned
+# ------------------------------------------------------------------------------------------------------------------
+PROBES = ("The capital of France is [MASK].", "She poured a cup of [MASK].", "The [MASK] barked at the cat.",
+          "He opened the [MASK] and walked in.", "A week has seven [MASK].")
+
+
+def probe(model: BertForPreTraining, tokenizer: Tokenizer, sentences=PROBES, top_k: int = 5) -> list[str]:
+    """One line per probe sentence: its top-k fill-ins."""
+    lines = []
+    for sentence in sentences:
+        predictions = fill_mask(model, tokenizer, sentence, top_k=top_k)[0]
+        lines.append(f"{sentence}  ->  " + ", ".join(f"{t} {p:.2f}" for t, p in predictions))
+    return lines

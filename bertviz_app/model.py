@@ -271,7 +271,7 @@ class BertPooler(nn.Module):
 # The encoder model
 # ------------------------------------------------------------------------------------------------------------------
 class BertPreTrainedModel(nn.Module):
-    """Shared weight initialisation (as in the original BERT: normal(0, 0.02), zero biases, unit LayerNorm)."""
+    """Shared weight initialization (as in the original BERT: normal(0, 0.02), zero biases, unit LayerNorm)."""
 
     config: BertConfig
 

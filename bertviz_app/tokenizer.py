@@ -23,6 +23,7 @@ import json
 import os
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,14 +41,14 @@ class TokenizerError(ValueError):
 class Truncation:
     """How much of the input did not fit into the model."""
 
-    max_length: int
+    max_tokens: int
     original_length: int  # tokens the full input would have had, special tokens included
     removed_a: int  # tokens cut from the end of sentence A
     removed_b: int  # tokens cut from the end of sentence B
 
     def __str__(self) -> str:
         cut = [f"{n} from sentence {name}" for n, name in ((self.removed_a, "A"), (self.removed_b, "B")) if n]
-        return (f"the input has {self.original_length} tokens but the model reads at most {self.max_length}; "
+        return (f"the input has {self.original_length} tokens but the model reads at most {self.max_tokens}; "
                 f"removed {' and '.join(cut)}")
 
 
@@ -55,7 +56,7 @@ class Truncation:
 class Encoding:
     """One input as BERT sees it. Every list has one entry per token.
 
-    type_ids: segment id, 0 for [CLS], A and the first [SEP]; 1 for B and its [SEP]
+    segment_ids: 0 for [CLS], A and the first [SEP]; 1 for B and its [SEP] (the model's token_type_ids)
     positions: 0 .. len - 1
     offsets: (start, end) character span in the sentence the token came from; (0, 0) for special tokens
     sequence_ids: 0 for tokens of A, 1 for tokens of B, None for special tokens
@@ -66,7 +67,7 @@ class Encoding:
     text_pair: str | None
     tokens: list[str]
     ids: list[int]
-    type_ids: list[int]
+    segment_ids: list[int]
     positions: list[int]
     offsets: list[tuple[int, int]]
     sequence_ids: list[int | None]
@@ -255,14 +256,14 @@ class _BasicTokenizer:
 class Tokenizer:
     """A BERT WordPiece tokenizer. Build it with `from_folder`, `from_tokenizer_json` or `from_vocab`."""
 
-    def __init__(self, backend: HFTokenizer, max_length: int = 512, do_lower_case: bool = True,
+    def __init__(self, backend: HFTokenizer, max_tokens: int = 512, do_lower_case: bool = True,
                  strip_accents: bool | None = None, tokenize_chinese_chars: bool = True):
         if not isinstance(backend.model, models.WordPiece):
             raise TokenizerError(f"a {type(backend.model).__name__} tokenizer is not BERT's WordPiece")
         backend.no_padding()
         backend.no_truncation()
         self._tk = backend  # the whole pipeline, kept for decode() and save()
-        self.max_length = max_length
+        self.max_tokens = max_tokens
         self.do_lower_case = do_lower_case
         self.strip_accents = strip_accents
         self.tokenize_chinese_chars = tokenize_chinese_chars
@@ -287,13 +288,13 @@ class Tokenizer:
 
     # --- construction -------------------------------------------------------------------------------------------
     @classmethod
-    def from_folder(cls, folder: str | os.PathLike, max_length: int = 512) -> "Tokenizer":
+    def from_folder(cls, folder: str | os.PathLike, max_tokens: int = 512) -> "Tokenizer":
         """tokenizer.json when the folder has a BERT one, else vocab.txt with the settings of tokenizer_config.json."""
         folder = Path(folder)
         settings = _read_tokenizer_config(folder)
         if (folder / "tokenizer.json").exists():
             try:
-                return cls.from_tokenizer_json(folder / "tokenizer.json", max_length)
+                return cls.from_tokenizer_json(folder / "tokenizer.json", max_tokens)
             except TokenizerError:
                 if not (folder / "vocab.txt").exists():
                     raise
@@ -301,12 +302,12 @@ class Tokenizer:
             return cls.from_vocab(folder / "vocab.txt", do_lower_case=settings.get("do_lower_case", True),
                                   strip_accents=settings.get("strip_accents"),
                                   tokenize_chinese_chars=settings.get("tokenize_chinese_chars", True),
-                                  max_length=max_length)
+                                  max_tokens=max_tokens)
         raise TokenizerError(f"{folder} has neither tokenizer.json nor vocab.txt; copy the tokenizer files of the "
                              "checkpoint into the folder")
 
     @classmethod
-    def from_tokenizer_json(cls, path: str | os.PathLike, max_length: int = 512) -> "Tokenizer":
+    def from_tokenizer_json(cls, path: str | os.PathLike, max_tokens: int = 512) -> "Tokenizer":
         """From a `tokenizers` file with BERT's pipeline (WordPiece, BertNormalizer, BertPreTokenizer)."""
         try:
             backend = HFTokenizer.from_file(str(path))
@@ -322,13 +323,13 @@ class Tokenizer:
             raise TokenizerError(f"{path} does not use BERT's normalizer and pre-tokenizer "
                                  f"({normalizer.get('type')}, {pre_tokenizer.get('type')}); put the model's vocab.txt "
                                  "and tokenizer_config.json in the folder instead")
-        return cls(backend, max_length, do_lower_case=bool(normalizer.get("lowercase", True)),
+        return cls(backend, max_tokens, do_lower_case=bool(normalizer.get("lowercase", True)),
                    strip_accents=normalizer.get("strip_accents"),
                    tokenize_chinese_chars=bool(normalizer.get("handle_chinese_chars", True)))
 
     @classmethod
     def from_vocab(cls, path: str | os.PathLike, do_lower_case: bool = True, strip_accents: bool | None = None,
-                   tokenize_chinese_chars: bool = True, max_length: int = 512) -> "Tokenizer":
+                   tokenize_chinese_chars: bool = True, max_tokens: int = 512) -> "Tokenizer":
         """From a vocab.txt (one token per line, the line number is the id)."""
         try:
             # Universal newlines, then '\n' only, as the reference reads it: a token may hold other line separators.
@@ -350,28 +351,27 @@ class Tokenizer:
         if "[CLS]" in vocab and "[SEP]" in vocab:
             # Only for the tokenizer.json we save, so that other programs get [CLS]/[SEP]; encode() places its own.
             backend.post_processor = processors.BertProcessing(("[SEP]", vocab["[SEP]"]), ("[CLS]", vocab["[CLS]"]))
-        return cls(backend, max_length, do_lower_case, strip_accents, tokenize_chinese_chars)
+        return cls(backend, max_tokens, do_lower_case, strip_accents, tokenize_chinese_chars)
 
     # --- encoding -----------------------------------------------------------------------------------------------
-    def _pieces(self, text: str) -> tuple[list[str], list[int], list[tuple[int, int]]]:
-        """WordPiece tokens, ids and character spans of one sentence, without special tokens."""
-        words = self._basic.words(text)
+    def _pieces(self, texts: Sequence[str]) -> list[tuple[list[str], list[int], list[tuple[int, int]]]]:
+        """WordPiece tokens, ids and character spans of each text, without special tokens. The words of all texts go
+        to the WordPiece model in one batch (it runs on every core)."""
+        words = [self._basic.words(text) for text in texts]
+        plain = [[w.text for w in ws if not w.special] for ws in words]
+        batch = self._wordpiece.encode_batch(plain, is_pretokenized=True, add_special_tokens=False)
+        return [self._assemble(ws, enc) for ws, enc in zip(words, batch)]
+
+    def _assemble(self, words: list[_Word], enc) -> tuple[list[str], list[int], list[tuple[int, int]]]:
+        """One text's pieces in order: special words as they are, the others as WordPiece split them."""
         tokens: list[str] = []
         ids: list[int] = []
         offsets: list[tuple[int, int]] = []
-        plain = [w for w in words if not w.special]
-        wp_tokens: list[str] = []
-        wp_ids: list[int] = []
-        wp_offsets: list[tuple[int, int]] = []
-        wp_words: list[int | None] = []
-        if plain:
-            enc = self._wordpiece.encode([w.text for w in plain], is_pretokenized=True, add_special_tokens=False)
-            # Each of these properties builds a new list on every access: read them once.
-            wp_tokens, wp_ids, wp_offsets, wp_words = enc.tokens, enc.ids, enc.offsets, enc.word_ids
-        # WordPiece output is in word order; walk the words and take each one's pieces (word_ids says whose).
+        # Each of these properties builds a new list on every access: read them once.
+        wp_tokens, wp_ids, wp_offsets, wp_words = enc.tokens, enc.ids, enc.offsets, enc.word_ids
         k = 0
         plain_index = 0
-        for word in words:
+        for word in words:  # WordPiece output is in word order; word_ids says whose each piece is
             if word.special:
                 tokens.append(word.text)
                 ids.append(self.vocab[word.text])
@@ -386,49 +386,64 @@ class Tokenizer:
             plain_index += 1
         return tokens, ids, offsets
 
-    def encode(self, text: str, text_pair: str | None = None, max_length: int | None = None) -> Encoding:
-        """`[CLS] text [SEP]` or `[CLS] text [SEP] text_pair [SEP]`, truncated longest-first to `max_length`."""
-        if not isinstance(text, str) or (text_pair is not None and not isinstance(text_pair, str)):
-            raise TypeError("text and text_pair must be strings")
-        max_length = max_length or self.max_length
-        n_special = 3 if text_pair is not None else 2
-        if max_length <= n_special:
-            raise ValueError(f"max_length must be more than {n_special} to leave room for the sentence")
-        a = self._pieces(text)
-        b = self._pieces(text_pair) if text_pair is not None else None
+    def encode(self, text: str, text_pair: str | None = None, max_tokens: int | None = None) -> Encoding:
+        """`[CLS] text [SEP]` or `[CLS] text [SEP] text_pair [SEP]`, truncated longest-first to `max_tokens`."""
+        return self.encode_batch([text], None if text_pair is None else [text_pair], max_tokens)[0]
+
+    def encode_batch(self, texts: Sequence[str], text_pairs: Sequence[str | None] | None = None,
+                     max_tokens: int | None = None, add_special_tokens: bool = True) -> list[Encoding]:
+        """`encode` for many inputs at once, WordPiece batched. Without special tokens, each text's pieces as they
+        are (no pairs, no truncation unless `max_tokens` is given): what pretraining reads from a corpus."""
+        texts = list(texts)
+        pairs = [None] * len(texts) if text_pairs is None else list(text_pairs)
+        if len(pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(pairs)} text pairs")
+        for text in (*texts, *pairs):
+            if text is not None and not isinstance(text, str):
+                raise TypeError("text and text_pair must be strings")
+        if not add_special_tokens and any(p is not None for p in pairs):
+            raise ValueError("pairs need special tokens ([SEP] between them)")
+        n_a = len(texts)
+        pieces = self._pieces(texts + [p for p in pairs if p is not None])
+        pair_pieces = iter(pieces[n_a:])
+        out = []
+        for text, pair, a in zip(texts, pairs, pieces[:n_a]):
+            b = next(pair_pieces) if pair is not None else None
+            if add_special_tokens:
+                out.append(self._with_specials(text, pair, a, b, max_tokens or self.max_tokens))
+            else:
+                keep = len(a[1]) if max_tokens is None else max_tokens
+                out.append(_encoding(text, None, a[0][:keep], a[1][:keep], [0] * len(a[1][:keep]),
+                                     a[2][:keep], [0] * len(a[1][:keep]), None))
+        return out
+
+    def _with_specials(self, text: str, text_pair: str | None, a, b, max_tokens: int) -> Encoding:
+        n_special = 3 if b is not None else 2
+        if max_tokens <= n_special:
+            raise ValueError(f"max_tokens must be more than {n_special} to leave room for the sentence")
         len_a, len_b = len(a[1]), (len(b[1]) if b is not None else None)
-        cut_a, cut_b = truncate_longest_first(len_a, len_b, max_length - n_special)
+        cut_a, cut_b = truncate_longest_first(len_a, len_b, max_tokens - n_special)
         truncation = None
         if cut_a or cut_b:
-            truncation = Truncation(max_length, len_a + (len_b or 0) + n_special, cut_a, cut_b)
-
-        tokens, ids, type_ids, offsets, seq_ids = ["[CLS]"], [self.cls_token_id], [0], [(0, 0)], [None]
+            truncation = Truncation(max_tokens, len_a + (len_b or 0) + n_special, cut_a, cut_b)
+        tokens, ids, segment_ids, offsets, seq_ids = ["[CLS]"], [self.cls_token_id], [0], [(0, 0)], [None]
 
         def add(pieces, keep: int, segment: int) -> None:
             piece_tokens, piece_ids, piece_offsets = pieces
-            tokens.extend(piece_tokens[:keep])
-            ids.extend(piece_ids[:keep])
-            offsets.extend(piece_offsets[:keep])
-            type_ids.extend([segment] * keep)
-            seq_ids.extend([segment] * keep)
-            tokens.append("[SEP]")
-            ids.append(self.sep_token_id)
-            offsets.append((0, 0))
-            type_ids.append(segment)
-            seq_ids.append(None)
+            tokens.extend(piece_tokens[:keep] + ["[SEP]"])
+            ids.extend(piece_ids[:keep] + [self.sep_token_id])
+            offsets.extend(piece_offsets[:keep] + [(0, 0)])
+            segment_ids.extend([segment] * (keep + 1))
+            seq_ids.extend([segment] * keep + [None])
 
         add(a, len_a - cut_a, 0)
         if b is not None:
             add(b, len_b - cut_b, 1)
-        n = len(ids)
-        return Encoding(text=text, text_pair=text_pair, tokens=tokens, ids=ids, type_ids=type_ids,
-                        positions=list(range(n)), offsets=offsets, sequence_ids=seq_ids,
-                        special_tokens_mask=[1 if s is None else 0 for s in seq_ids], attention_mask=[1] * n,
-                        truncation=truncation)
+        return _encoding(text, text_pair, tokens, ids, segment_ids, offsets, seq_ids, truncation)
 
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of `text`, without special tokens."""
-        return self._pieces(text)[0]
+        return self._pieces([text])[0][0]
 
     # --- vocabulary ---------------------------------------------------------------------------------------------
     @property
@@ -458,10 +473,18 @@ class Tokenizer:
         # Every id up to the highest gets a line, so line numbers stay ids even if the vocabulary had gaps.
         lines = [by_id.get(i, f"[unused_gap{i}]") for i in range(self.vocab_size)]
         (folder / "vocab.txt").write_text("".join(token + "\n" for token in lines), encoding="utf-8")
-        config = {"tokenizer_class": "BertTokenizer", "model_max_length": self.max_length,
+        config = {"tokenizer_class": "BertTokenizer", "model_max_length": self.max_tokens,
                   "do_lower_case": self.do_lower_case, "strip_accents": self.strip_accents,
                   "tokenize_chinese_chars": self.tokenize_chinese_chars}
         (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def _encoding(text, text_pair, tokens, ids, segment_ids, offsets, seq_ids, truncation) -> Encoding:
+    n = len(ids)
+    return Encoding(text=text, text_pair=text_pair, tokens=tokens, ids=ids, segment_ids=segment_ids,
+                    positions=list(range(n)), offsets=offsets, sequence_ids=seq_ids,
+                    special_tokens_mask=[1 if s is None else 0 for s in seq_ids], attention_mask=[1] * n,
+                    truncation=truncation)
 
 
 def _read_tokenizer_config(folder: Path) -> dict:

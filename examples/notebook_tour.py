@@ -29,21 +29,21 @@ def main() -> None:
           f"({qk.weights.max():.2f})")
 
     figures = {
-        "attention": run.attention_figure(layer=0, head=2),
-        "attention_mean_A_to_B": run.attention_figure(layer=3, head=None, segments="A->B", hide_special=True),
-        "head_overview": run.head_overview_figure(),
-        "head_map": run.head_map_figure("previous"),
-        "token_attention": run.token_attention_figure(layer=0, token=2),
-        "rollout": run.rollout_figure(),
-        "query_key": run.query_key_figure(layer=0, head=2, token=3),
-        "embedding_parts": run.embedding_figure(),
-        "position_similarity": run.position_similarity_figure(n=64),
-        "position_path": run.position_path_figure(),
-        "segments": run.segment_figure(),
-        "hidden_norms": run.hidden_norms_figure(),
-        "layer_similarity": run.layer_similarity_figure(),
-        "token_similarity": run.token_similarity_figure(),
-        "hidden_projection": run.hidden_projection_figure(),
+        "attention": run.plot.attention(layer=0, head=2),
+        "attention_mean_A_to_B": run.plot.attention(layer=3, head=None, segments="A->B", hide_special=True),
+        "head_overview": run.plot.head_overview(),
+        "head_map": run.plot.head_map("previous"),
+        "token_attention": run.plot.token_attention(layer=0, token=2),
+        "rollout": run.plot.rollout(),
+        "query_key": run.plot.query_key(layer=0, head=2, token=3),
+        "embedding_parts": run.plot.embedding_parts(),
+        "position_similarity": run.plot.position_similarity(n=64),
+        "position_path": run.plot.position_path(),
+        "segments": run.plot.segment_comparison(),
+        "hidden_norms": run.plot.hidden_norms(),
+        "layer_similarity": run.plot.layer_similarity(),
+        "token_similarity": run.plot.token_similarity(),
+        "hidden_projection": run.plot.hidden_projection(),
     }
     for name, fig in figures.items():
         save_html(fig, args.out / f"{name}.html")

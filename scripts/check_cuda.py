@@ -63,14 +63,14 @@ def main() -> None:
         print(f"cuda == cpu on {len(on_gpu)} tokens (largest hidden-state difference {worst:.1e}): {text[:40]!r}")
 
     import transformers
-    folder = bertviz_app.explorer.builtin_models().get(gpu.name) or Path(args.model)
+    folder = bertviz_app.catalog.builtin_models().get(gpu.name) or Path(args.model)
     if gpu.has_mlm_head:
         hf = transformers.BertForPreTraining.from_pretrained(folder, dtype=torch.float32,
                                                              attn_implementation="eager").to(device).eval()
         for text, pair in INPUTS:
-            enc = gpu.tokenizer.encode(text, pair, max_length=gpu.max_tokens)
+            enc = gpu.tokenizer.encode(text, pair, max_tokens=gpu.max_tokens)
             ids = torch.tensor([enc.ids], device=device)
-            types = torch.tensor([enc.type_ids], device=device)
+            types = torch.tensor([enc.segment_ids], device=device)
             with torch.inference_mode():
                 theirs = hf(input_ids=ids, token_type_ids=types, output_attentions=True)
                 mine = gpu.model(ids, types, output_attentions=True)

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bertviz_app.checkpoint import load_model, save_pretrained  # noqa: E402
-from bertviz_app.pretraining import (PROBES, SentencePairDataset, evaluate, probe, token_counts)  # noqa: E402
+from bertviz_app.masked_lm import PROBES, probe  # noqa: E402
+from bertviz_app.pretraining import SentencePairDataset, evaluate, token_counts  # noqa: E402
 from bertviz_app.tokenizer import Tokenizer  # noqa: E402
 
 STAGE_FILES = ("log.csv", "run.sh", "hardware.txt")
@@ -60,7 +61,7 @@ def stage_summary(folder: Path, last_step: int | None, runs_root: Path) -> dict:
     processes = re.search(r"--nproc[_-]per[_-]node[ =](\d+)", command)
     return {"folder": folder.name, "steps": int(train[-1]["step"]) if train else 0,
             "batch_size": int(option("batch-size", "32")) * (int(processes.group(1)) if processes else 1),
-            "max_length": int(option("max-length", "128")), "eval_pairs": int(option("eval-examples", "256")),
+            "max_length": int(option("max-tokens", option("max-length", "128"))), "eval_pairs": int(option("eval-examples", "256")),
             "seconds": round(seconds + previous), "hardware": (folder / "hardware.txt").read_text().strip(),
             "command": command,
             "heldout_curve": [(int(r["step"]), float(r["mlm_top1"]), float(r["mlm_top5"]), float(r["nsp_accuracy"]))

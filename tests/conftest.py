@@ -3,7 +3,7 @@ import torch
 
 from bertviz_app import BertConfig
 from bertviz_app.checkpoint import save_pretrained
-from bertviz_app.explorer import minilm_path
+from bertviz_app.catalog import minilm_path
 from bertviz_app.model import BertForPreTraining
 from bertviz_app.tokenizer import Tokenizer
 

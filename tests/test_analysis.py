@@ -1,5 +1,7 @@
 """Invariants of the analyses, on three models: tiny (random), the shipped default, and a random 12 x 12."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,7 +9,7 @@ import torch
 
 import bertviz_app
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, analysis
-from bertviz_app.explorer import minilm_path
+from bertviz_app.catalog import minilm_path
 
 TEXT_A = "The cat sat on the mat, and the cat was happy."
 TEXT_B = "It was tired."
@@ -15,7 +17,7 @@ TEXT_B = "It was tired."
 
 def random_explorer(config: BertConfig) -> Explorer:
     torch.manual_seed(0)
-    tokenizer = Tokenizer.from_folder(minilm_path(), max_length=config.max_position_embeddings)
+    tokenizer = Tokenizer.from_folder(minilm_path(), max_tokens=config.max_position_embeddings)
     return Explorer(BertForPreTraining(config), tokenizer, torch.device("cpu"), "random")
 
 
@@ -54,7 +56,7 @@ def test_shapes_follow_the_config(run_and_explorer):
     assert run.token_similarity(0).shape == (T, T)
     xy, explained = run.hidden_projection()
     assert xy.shape == (L + 1, T, 2) and explained.shape == (2,)
-    assert len(run.embedding_table()) == T and len(run.token_table()) == T
+    assert len(run.embedding_parts()) == T and len(run.token_table()) == T
     assert len(run.attention_frame()) == L * h * T * T
     assert run.position_similarity(c.max_position_embeddings).shape == (c.max_position_embeddings,) * 2
 
@@ -62,7 +64,9 @@ def test_shapes_follow_the_config(run_and_explorer):
 def test_attention_rows_sum_to_one_over_unmasked_keys(run_and_explorer):
     run, _ = run_and_explorer
     mask = np.asarray(run.encoding.attention_mask, dtype=bool)
-    np.testing.assert_allclose(run.attentions[..., mask].sum(-1), 1.0, atol=1e-5)
+    # A Run keeps attention in float16: each weight w within w * 2**-11 of the model's, so a row's sum within 2**-11.
+    assert run.attentions.dtype == np.float16
+    np.testing.assert_allclose(run.attentions[..., mask].astype(np.float64).sum(-1), 1.0, atol=2**-11)
 
 
 def test_rollout_rows_sum_to_one_and_follow_the_recipe(run_and_explorer):
@@ -70,8 +74,9 @@ def test_rollout_rows_sum_to_one_and_follow_the_recipe(run_and_explorer):
     rollout = analysis.attention_rollout(run.attentions)
     np.testing.assert_allclose(rollout.sum(-1), 1.0, atol=1e-5)
     assert (rollout >= 0).all()
-    # the first layer alone is 0.5 * mean head + 0.5 * I (rows already sum to 1)
-    expected = 0.5 * run.attentions[0].mean(0) + 0.5 * np.eye(len(run))
+    # the first layer alone is 0.5 * mean head + 0.5 * I, rows renormalized (float16 rows sum to 1 within 2**-11)
+    expected = 0.5 * run.attentions[0].astype(np.float64).mean(0) + 0.5 * np.eye(len(run))
+    expected /= expected.sum(-1, keepdims=True)
     np.testing.assert_allclose(rollout[0], expected, atol=1e-5)
     np.testing.assert_allclose(run.rollout(1), rollout[1], atol=1e-6)
 
@@ -107,7 +112,7 @@ def test_head_statistics_shares_lie_in_unit_interval(run_and_explorer):
     assert list(frame.columns[:2]) == ["layer", "head"] and len(frame) == run.num_layers * run.num_heads
 
 
-def test_head_statistics_recognise_synthetic_heads():
+def test_head_statistics_recognize_synthetic_heads():
     t = 6
     previous = np.eye(t, k=-1)
     previous[0, 0] = 1.0  # the first token has no previous one: it attends to itself
@@ -125,9 +130,13 @@ def test_head_statistics_recognise_synthetic_heads():
 def test_query_key_reproduces_the_attention_row(run_and_explorer):
     run, explorer = run_and_explorer
     L, h = run.num_layers, run.num_heads
+    with torch.no_grad():  # the model's own float32 attention (a Run keeps float16)
+        exact = explorer.model.bert(torch.tensor([run.encoding.ids]), torch.tensor([run.encoding.segment_ids]),
+                                    output_attentions=True).attentions
     for layer, head, token in ((0, 0, 0), (L - 1, h - 1, len(run) - 1), (L // 2, h // 2, 3)):
         qk = run.query_key(layer, head, token)
-        np.testing.assert_allclose(qk.weights, run.attentions[layer, head, token], atol=2e-6, rtol=1e-4)
+        np.testing.assert_allclose(qk.weights, exact[layer][0, head, token].numpy(), atol=2e-6, rtol=1e-4)
+        np.testing.assert_allclose(qk.weights, run.attentions[layer, head, token], atol=2**-11, rtol=2**-10)
         np.testing.assert_allclose(qk.products.sum(-1), qk.dots, rtol=1e-4, atol=1e-4)
         assert qk.scale == pytest.approx(1 / np.sqrt(explorer.config.hidden_size // h))
 
@@ -137,14 +146,14 @@ def test_embedding_parts_sum_exactly_to_the_pre_layernorm_embedding(explorers):
     run = explorer.run(TEXT_A, TEXT_B)
     emb = explorer.model.bert.embeddings
     ids = torch.tensor([run.encoding.ids])
-    types = torch.tensor([run.encoding.type_ids])
+    types = torch.tensor([run.encoding.segment_ids])
     with torch.no_grad():
         pre = (emb.word_embeddings(ids) + emb.token_type_embeddings(types)
                + emb.position_embeddings(torch.arange(len(run))[None]))[0].numpy()
         np.testing.assert_allclose(emb.LayerNorm(torch.from_numpy(pre)).numpy(), run.hidden_states[0], atol=1e-5)
     parts = run.token_embeddings + run.segment_embeddings + run.position_embeddings
     np.testing.assert_array_equal(parts, pre)
-    table = run.embedding_table()
+    table = run.embedding_parts()
     np.testing.assert_allclose(table[["share_token", "share_segment", "share_position"]].sum(1), 1.0, atol=1e-9)
     np.testing.assert_allclose(table["norm_sum"], np.linalg.norm(pre, axis=-1), rtol=1e-5)
     np.testing.assert_allclose(table["norm_layernorm"], np.linalg.norm(run.hidden_states[0], axis=-1), rtol=1e-5)
@@ -156,8 +165,8 @@ def test_position_and_segment_tables(run, explorers):
     np.testing.assert_allclose(np.diag(sim), 1.0, atol=1e-5)
     np.testing.assert_allclose(sim, sim.T, atol=1e-6)
     np.testing.assert_allclose(run.position_similarity(40), sim, atol=1e-6)
-    # without the model's table in extras, the Run falls back on its own T rows
-    bare = bertviz_app.Run(**{**run.__dict__, "extras": {}})
+    # without the model's tables, the Run falls back on its own T rows
+    bare = dataclasses.replace(run, tables=None)
     assert bare.position_similarity().shape == (len(run), len(run))
     np.testing.assert_allclose(bare.position_similarity(5), sim[:5, :5], atol=1e-6)
     seg = run.segment_comparison()
@@ -215,15 +224,15 @@ def test_attention_frame_and_csv(run, tmp_path):
     path = run.attention_csv(tmp_path / "att.csv", layers=[0])
     back = pd.read_csv(path, keep_default_na=False)
     assert len(back) == run.num_heads * len(run) ** 2
-    np.testing.assert_allclose(back.groupby(["head", "from"]).weight.sum(), 1.0, atol=1e-4)
+    np.testing.assert_allclose(back.groupby(["head", "from"]).weight.sum(), 1.0, atol=2**-11)  # float16 weights
 
 
 @pytest.mark.parametrize("call, message", [
     (lambda r: r.attention(99, 0), "layer 99 is out of range"),
     (lambda r: r.attention(0, -1), "head -1 is out of range"),
     (lambda r: r.query_key(0, 0, 1000), "token 1000 is out of range"),
-    (lambda r: r.attention_figure(0, 0, segments="A->C"), "unknown segment filter"),
-    (lambda r: r.head_map_figure("beauty"), "unknown statistic"),
+    (lambda r: r.plot.attention(0, 0, segments="A->C"), "unknown segment filter"),
+    (lambda r: r.plot.head_map("beauty"), "unknown statistic"),
     (lambda r: r.token_similarity(1.5), "layer must be an integer"),
 ])
 def test_bad_requests_raise_with_a_helpful_message(run, call, message):
@@ -253,12 +262,23 @@ def test_pca_matches_an_exact_svd_with_fixed_signs(shape):
     assert np.array_equal(coords, again)  # deterministic
 
 
-def test_pca_leaves_the_blas_thread_count_as_it_was():
-    from bertviz_app.analysis import _blas
-    blas = _blas._openblas()
-    before = blas[0]() if blas else None
+def test_pca_runs_on_one_blas_thread_and_restores_the_count():
+    from threadpoolctl import threadpool_info
+
+    from bertviz_app.analysis import _threads
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS was not found: the one-thread limit would do nothing"
+    with _threads.single_threaded_blas():
+        assert set(blas_threads()) == {1}
+        with _threads.single_threaded_blas():  # re-entrant
+            assert set(blas_threads()) == {1}
+        assert set(blas_threads()) == {1}
     analysis.pca_2d(np.random.default_rng(0).standard_normal((50, 30)))
-    assert (blas[0]() if blas else None) == before
+    assert blas_threads() == before
 
 
 def test_position_path_ignores_vector_lengths():

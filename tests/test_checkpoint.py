@@ -13,7 +13,8 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 
-from bertviz_app import checkpoint, explorer
+from bertviz_app import checkpoint
+from bertviz_app import device as device_module
 from bertviz_app import model as ours
 from bertviz_app.checkpoint import CheckpointError, load_model, save_pretrained
 from conftest import perturb_
@@ -232,15 +233,15 @@ def test_checkpoint_without_heads_says_so(tmp_path):
     assert lines[0].startswith(f"loaded 39 tensors from {tmp_path / 'model.safetensors'} into BertForPreTraining in ")
     assert lines[0].endswith(" s")
     assert lines[1] == "the checkpoint has no masked-LM head and no next-sentence head"
-    assert model.load_report is report and not model.training
+    assert not model.training
 
 
 def test_fine_tuning_model_from_a_pretraining_checkpoint(pretraining_folder):
     model, report = load_model(pretraining_folder[0], model_class=ours.BertForSequenceClassification)
-    assert report.initialised == ["classifier.weight", "classifier.bias"]
+    assert report.initialized == ["classifier.weight", "classifier.bias"]
     assert len(report.ignored) == 7
     text = str(report)
-    assert "newly initialised (train before use): classifier.weight, classifier.bias" in text
+    assert "newly initialized (train before use): classifier.weight, classifier.bias" in text
     assert "ignored 7 keys of heads this model does not use: cls.predictions.bias," in text
 
 
@@ -249,7 +250,7 @@ def test_fine_tuning_model_from_a_checkpoint_without_pooler(tmp_path, inputs):
     hf = hf_model(transformers.BertForMaskedLM, seed=4)
     hf.save_pretrained(tmp_path)
     model, report = load_model(tmp_path, model_class=ours.BertForSequenceClassification)
-    assert report.initialised == ["bert.pooler.dense.weight", "bert.pooler.dense.bias", "classifier.weight",
+    assert report.initialized == ["bert.pooler.dense.weight", "bert.pooler.dense.bias", "classifier.weight",
                                   "classifier.bias"]
     with torch.no_grad():
         torch.testing.assert_close(real(model(**inputs).last_hidden_state, inputs["attention_mask"]),
@@ -330,7 +331,7 @@ def test_transformers_loads_our_other_classes(tmp_path, inputs, our_class, hf_cl
                                    real(ref.logits, inputs["attention_mask"]) if ref.logits.dim() == 3
                                    else ref.logits, **TOL)
     again, report = load_model(tmp_path, model_class=our_class)
-    assert report.initialised == [] and report.ignored == []
+    assert report.initialized == [] and report.ignored == []
 
 
 @pytest.mark.parametrize("mlm, nsp, pooler", [(True, True, True), (True, False, False), (False, True, True),
@@ -635,9 +636,9 @@ def no_gpu(monkeypatch):
 ])
 def test_unknown_or_unavailable_device(no_gpu, device, message):
     with pytest.raises(ValueError, match=message):
-        explorer.resolve_device(device)
+        device_module.resolve_device(device)
 
 
 def test_auto_and_cpu_devices(no_gpu):
-    assert explorer.resolve_device("auto") == torch.device("cpu")
-    assert explorer.resolve_device(" CPU ") == torch.device("cpu")
+    assert device_module.resolve_device("auto") == torch.device("cpu")
+    assert device_module.resolve_device(" CPU ") == torch.device("cpu")

@@ -25,11 +25,11 @@ def test_help_lists_the_launch_options(capsys):
 
 
 def test_no_command_means_serve():
-    parser = cli.build_parser()
-    assert cli._with_default_command(parser, []) == ["serve"]
-    assert cli._with_default_command(parser, ["--port", "1"]) == ["serve", "--port", "1"]
-    assert cli._with_default_command(parser, ["serve", "--share"]) == ["serve", "--share"]
-    args = parser.parse_args(cli._with_default_command(parser, ["--model", "a", "--model", "b", "--auth", "u:p"]))
+    parser, _ = cli.build_parser()
+    assert cli._with_default_command([]) == ["serve"]
+    assert cli._with_default_command(["--port", "1"]) == ["serve", "--port", "1"]
+    assert cli._with_default_command(["serve", "--share"]) == ["serve", "--share"]
+    args = parser.parse_args(cli._with_default_command(["--model", "a", "--model", "b", "--auth", "u:p"]))
     assert args.command == "serve" and args.model == ["a", "b"] and args.auth == ["u:p"]
     assert args.host == "127.0.0.1"
 
@@ -40,7 +40,7 @@ def test_a_subcommand_is_one_call(monkeypatch, capsys):
         p.set_defaults(handler=lambda args: print("hello") or 0)
         return p
 
-    monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, add_hello])
+    monkeypatch.setattr(cli, "COMMANDS", {**cli.COMMANDS, "hello": add_hello})
     assert cli.main(["hello"]) == 0
     assert capsys.readouterr().out == "hello\n"
 
@@ -76,7 +76,7 @@ def test_serve_passes_the_options_on(fake_app, capsys):
 
 
 def test_without_models_the_built_in_ones_are_offered(fake_app):
-    from bertviz_app.explorer import builtin_models
+    from bertviz_app.catalog import builtin_models
 
     assert cli.main([]) == 0
     assert fake_app["load"][0] == list(builtin_models())

@@ -1,6 +1,7 @@
 """Figure builders: valid plotly, tokens shown literally, repeated tokens kept apart, light payloads,
 self-contained HTML."""
 
+import dataclasses
 import json
 import re
 
@@ -10,24 +11,25 @@ import pytest
 import torch
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, figures
-from bertviz_app.explorer import minilm_path
+from bertviz_app.catalog import minilm_path
+from bertviz_app.run import ModelTables
 
 FIGURE_METHODS = {
-    "attention": lambda r: r.attention_figure(layer=1, head=2),
-    "attention_mean_filtered": lambda r: r.attention_figure(layer=0, head=None, hide_special=True, segments="A->B"),
-    "overview": lambda r: r.head_overview_figure(),
-    "token_attention": lambda r: r.token_attention_figure(layer=1, token=2),
-    "rollout": lambda r: r.rollout_figure(segments="B->A"),
-    "head_map": lambda r: r.head_map_figure("sep"),
-    "query_key": lambda r: r.query_key_figure(layer=1, head=1, token=3),
-    "embedding": lambda r: r.embedding_figure(),
-    "position_similarity": lambda r: r.position_similarity_figure(n=20),
-    "position_path": lambda r: r.position_path_figure(n=20),
-    "segment": lambda r: r.segment_figure(),
-    "hidden_norms": lambda r: r.hidden_norms_figure(),
-    "layer_similarity": lambda r: r.layer_similarity_figure(),
-    "token_similarity": lambda r: r.token_similarity_figure(layer=1),
-    "hidden_projection": lambda r: r.hidden_projection_figure(),
+    "attention": lambda r: r.plot.attention(layer=1, head=2),
+    "attention_mean_filtered": lambda r: r.plot.attention(layer=0, head=None, hide_special=True, segments="A->B"),
+    "overview": lambda r: r.plot.head_overview(),
+    "token_attention": lambda r: r.plot.token_attention(layer=1, token=2),
+    "rollout": lambda r: r.plot.rollout(segments="B->A"),
+    "head_map": lambda r: r.plot.head_map("sep"),
+    "query_key": lambda r: r.plot.query_key(layer=1, head=1, token=3),
+    "embedding": lambda r: r.plot.embedding_parts(),
+    "position_similarity": lambda r: r.plot.position_similarity(n=20),
+    "position_path": lambda r: r.plot.position_path(n=20),
+    "segment": lambda r: r.plot.segment_comparison(),
+    "hidden_norms": lambda r: r.plot.hidden_norms(),
+    "layer_similarity": lambda r: r.plot.layer_similarity(),
+    "token_similarity": lambda r: r.plot.token_similarity(layer=1),
+    "hidden_projection": lambda r: r.plot.hidden_projection(),
 }
 
 
@@ -78,7 +80,7 @@ def test_tokens_are_shown_literally(token):
 
 
 def test_repeated_tokens_keep_their_own_rows_and_columns(run):
-    fig = run.attention_figure(layer=0, head=0)
+    fig = run.plot.attention(layer=0, head=0)
     n = len(run)
     assert list(fig.layout.xaxis.tickvals) == list(range(n))
     assert list(fig.layout.xaxis.ticktext) == run.tokens  # duplicates kept, one tick each
@@ -89,18 +91,18 @@ def test_repeated_tokens_keep_their_own_rows_and_columns(run):
 
 
 def test_segment_filter_shows_the_block_and_boundary(run):
-    fig = run.attention_figure(layer=0, head=1, segments="A->B")
+    fig = run.plot.attention(layer=0, head=1, segments="A->B")
     rows = int((run.segment_ids == 0).sum())
     cols = int((run.segment_ids == 1).sum())
     assert np.asarray(fig.data[0].z).shape == (rows, cols)
     assert not fig.layout.shapes  # one segment per axis: no boundary inside
-    full = run.attention_figure(layer=0, head=1)
+    full = run.plot.attention(layer=0, head=1)
     lines = [s for s in full.layout.shapes if s.type == "line"]
     assert len(lines) == 2 and {s.x0 for s in lines if s.x0 == s.x1} == {rows - 0.5}
 
 
 def test_overview_is_one_light_image(run):
-    fig = run.head_overview_figure()
+    fig = run.plot.head_overview()
     assert [t.type for t in fig.data] == ["image", "scatter"]
     assert len(fig.data[1].x) == run.num_layers * run.num_heads
 
@@ -115,7 +117,7 @@ def test_overview_payload_for_a_12x12_model_at_128_tokens():
 
 
 def test_save_html_is_self_contained(run, tmp_path):
-    path = figures.save_html(run.attention_figure(layer=0, head=0), tmp_path / "fig.html")
+    path = figures.save_html(run.plot.attention(layer=0, head=0), tmp_path / "fig.html")
     text = path.read_text(encoding="utf-8")
     assert not re.findall(r"<script[^>]*\bsrc=", text)  # nothing fetched: every script is inline
     assert "Plotly.newPlot" in text and len(text) > 1_000_000  # plotly.js is inlined
@@ -209,7 +211,7 @@ def test_logit_lens_figure_rows_are_layers():
         figures.logit_lens_figure(layers, "a", [0.1, 0.9], "x")
 
 
-def test_corruption_figure_colours_by_kind_and_wraps():
+def test_corruption_figure_colors_by_kind_and_wraps():
     n = 20
     tokens = [f"t{i}" for i in range(n)]
     kinds = ["mask" if i % 5 == 1 else "random" if i == 7 else "kept" if i == 12 else "" for i in range(n)]
@@ -220,9 +222,9 @@ def test_corruption_figure_colours_by_kind_and_wraps():
     z = np.asarray(heat.z, dtype=float)
     assert z.shape == (3 * 4 - 1, 8)  # 3 lines of 8 tokens, three rows each and a gap row between lines
     # token 7 (random) is line 0, column 7; token 12 (kept) is line 1, column 4
-    assert len({z[0, 7], z[4, 4], z[0, 1], z[0, 0]}) == 4  # four kinds, four colours
+    assert len({z[0, 7], z[4, 4], z[0, 1], z[0, 0]}) == 4  # four kinds, four colors
     assert z[1, 7] == z[0, 7] and heat.text[1][7] == "zz" and heat.text[2][7] == "t7"
-    assert np.isnan(z[2, 0])  # no label, no colour
+    assert np.isnan(z[2, 0])  # no label, no color
     assert np.isnan(z[3]).all()  # the gap row
     assert {t.name for t in fig.data[1:]} >= {"not chosen"} and len(fig.data) == 5  # a legend entry per kind
     with pytest.raises(ValueError, match="one entry per token"):
@@ -257,32 +259,33 @@ def test_attention_heatmap_sizes_itself_to_the_token_count():
     assert heights == sorted(heights) and heights[0] < heights[-1] <= 1200  # grows, up to a cap
     for n, fig in sizes.items():
         plot = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
-        plot_w = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r - 120  # 120: the colour bar
+        plot_w = fig.layout.width - fig.layout.margin.l - fig.layout.margin.r - 120  # 120: the color bar
         ticks = len(fig.layout.yaxis.tickvals)
         font = fig.layout.yaxis.tickfont.size
         assert plot / ticks >= font + 2, f"{n} tokens: labels {plot / ticks:.1f} px apart at font {font}"
         assert 0.75 <= plot_w / plot <= 1.5  # square-ish
         if n <= 64:
-            assert ticks == n  # every token labelled
+            assert ticks == n  # every token labeled
     assert len(sizes[128].layout.yaxis.tickvals) < 128  # thinned past 64 tokens
     assert sizes[5].layout.yaxis.tickfont.size > sizes[128].layout.yaxis.tickfont.size
 
 
+def with_positions(run, table):
+    """The Run as a model with this position table would have made it."""
+    return dataclasses.replace(run, tables=ModelTables(table, run.tables.segments))
+
+
 def test_position_similarity_shows_exactly_n_positions(run):
-    table = np.random.default_rng(0).standard_normal((200, 16))
-    run.extras["position_table"] = table
-    try:
-        for n in (20, 128):
-            fig = run.position_similarity_figure(n)
-            z = np.asarray(fig.data[0].z)
-            assert z.shape == (n, n)
-            assert f"first {n} " in fig.layout.title.text and f"0–{n - 1}" in fig.layout.title.text
-            assert max(fig.data[0].x) == n - 1
-            assert fig.layout.xaxis.range[1] == pytest.approx(n - 0.5)
-            path = run.position_path_figure(n)
-            assert len(path.data[0].x) == n and f"first {n} " in path.layout.title.text
-    finally:
-        del run.extras["position_table"]
+    run = with_positions(run, np.random.default_rng(0).standard_normal((200, 16)))
+    for n in (20, 128):
+        fig = run.plot.position_similarity(n)
+        z = np.asarray(fig.data[0].z)
+        assert z.shape == (n, n)
+        assert f"first {n} " in fig.layout.title.text and f"0–{n - 1}" in fig.layout.title.text
+        assert max(fig.data[0].x) == n - 1
+        assert fig.layout.xaxis.range[1] == pytest.approx(n - 0.5)
+        path = run.plot.position_path(n)
+        assert len(path.data[0].x) == n and f"first {n} " in path.layout.title.text
 
 
 def test_position_path_is_not_dominated_by_one_long_vector(run):
@@ -292,11 +295,8 @@ def test_position_path_is_not_dominated_by_one_long_vector(run):
     table += 0.01 * rng.standard_normal(table.shape)
     long0 = table.copy()
     long0[0] *= 25  # like position 0 in many BERTs
-    run.extras["position_table"] = long0
-    try:
-        xy = np.column_stack([run.position_path_figure(50).data[0].x, run.position_path_figure(50).data[0].y])
-    finally:
-        del run.extras["position_table"]
+    path = with_positions(run, long0).plot.position_path(50)
+    xy = np.column_stack([path.data[0].x, path.data[0].y])
     spread = np.ptp(xy[1:], axis=0)
     assert spread.min() > 0.2 * np.ptp(xy, axis=0).max()  # the other 49 points still spread out in 2-D
 
@@ -308,7 +308,7 @@ def test_overview_scale_is_stated_and_changes_contrast():
     assert "sqrt" in figs["sqrt"].data[1].marker.colorbar.title.text
     assert "√" in figs["sqrt"].layout.title.text
     assert "head max" in figs["head_max"].data[1].marker.colorbar.title.text
-    # the colour bar ticks of the sqrt scale are weights placed at their square roots
+    # the color bar ticks of the sqrt scale are weights placed at their square roots
     bar = figs["sqrt"].data[1].marker.colorbar
     assert list(bar.ticktext)[bar.tickvals.index(0.5)] == "0.25"
     with pytest.raises(ValueError, match="unknown scale"):

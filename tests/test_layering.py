@@ -1,41 +1,151 @@
-"""The house rules of ARCHITECTURE.md, checked on the source: figures.py never imports torch, and nothing below
-app.py imports gradio."""
+"""The house rules, checked on the source: imports point down the floors below (no circle, not even through an
+import inside a function), nothing below app/ imports gradio, figures/ never imports torch, analysis/ is numbers
+only. Every import statement is read, wherever it stands; a module missing from FLOORS fails the test, so the map
+stays current (docs/ARCHITECTURE.md draws the same floors)."""
 
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "bertviz_app"
 
+# Module (or subpackage) -> floor. An import must point to a strictly lower floor, or stay inside its own subpackage.
+FLOORS = {
+    "config": 0, "device": 0, "catalog": 0,
+    "model": 1, "tokenizer": 1,
+    "checkpoint": 2, "masking": 2,
+    "analysis": 3, "figures": 3, "views": 3,
+    "plots": 4,
+    "run": 5,
+    "masked_lm": 6, "attribution": 6, "ablation": 6,
+    "explorer": 7, "pretraining": 7, "compare": 8,
+    "__init__": 9,  # the package face: what `import bertviz_app` gives
+    "app": 10,
+    "cli": 11, "__main__": 12,
+}
 
-def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = set()
-    for node in ast.walk(tree):
+
+def unit_of(path: Path) -> str:
+    """'app' for bertviz_app/app/layout.py, 'run' for bertviz_app/run.py."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return parts[0]
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    """(absolute module name, line) of every import in the file, top level or inside a function."""
+    package = ".".join(("bertviz_app", *path.relative_to(PACKAGE).parent.parts))
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # relative: `..run` from bertviz_app/app/ is bertviz_app.run
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([module] if module else []))
+            # `from . import analysis` imports a module, `from .run import Run` a name: keep both spellings as
+            # module.name, and let the reader trim it to the longest prefix that is a module
+            found += [(f"{module}.{alias.name}", node.lineno) for alias in node.names]
+    return found
 
 
-def test_figures_does_not_import_torch():
-    assert "torch" not in imported_modules(PACKAGE / "figures.py")
+def sources() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_analysis_does_not_import_plotting_or_gradio():
-    for path in (PACKAGE / "analysis").glob("*.py"):
-        assert not imported_modules(path) & {"gradio", "plotly"}, path.name
+def internal_edges() -> list[tuple[str, str, str]]:
+    """(from unit, to unit, 'file:line') for every import of one bertviz_app unit by another."""
+    edges = []
+    for path in sources():
+        here = unit_of(path)
+        for module, line in imports_of(path):
+            parts = module.split(".")
+            if parts[0] != "bertviz_app":
+                continue
+            target = parts[1] if len(parts) > 1 else "__init__"
+            if target == "__version__":
+                target = "__init__"
+            if target != here:
+                edges.append((here, target, f"{path.relative_to(PACKAGE)}:{line}"))
+    return edges
 
 
-def test_nothing_below_app_imports_gradio():
-    ui = {"app.py", "cli.py", "__main__.py"}  # the UI layer and the entry points that launch it
-    checked = [p for p in PACKAGE.rglob("*.py") if not (p.parent == PACKAGE and p.name in ui)]
-    assert PACKAGE / "figures.py" in checked and PACKAGE / "explorer.py" in checked
-    offenders = [str(p.relative_to(PACKAGE)) for p in checked if "gradio" in imported_modules(p)]
+def external(path: Path) -> set[str]:
+    return {module.split(".")[0] for module, _ in imports_of(path)}
+
+
+def test_every_module_has_a_floor():
+    units = {unit_of(p) for p in sources()}
+    assert not units - set(FLOORS), f"add these to FLOORS (and to docs/ARCHITECTURE.md): {units - set(FLOORS)}"
+
+
+def test_imports_only_point_down():
+    upward = [f"{where}: {a} (floor {FLOORS[a]}) imports {b} (floor {FLOORS.get(b)})"
+              for a, b, where in internal_edges() if FLOORS.get(b, 99) >= FLOORS[a]]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle_between_modules():
+    """Module by module (app/layout.py and app/attention.py count apart), so a circle inside a subpackage is found
+    too."""
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        name = ".".join(("bertviz_app", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
+        graph.setdefault(name, set())
+        for module, _ in imports_of(path):
+            if module.startswith("bertviz_app"):
+                graph[name].add(module)
+    modules = set(graph)
+
+    def resolve(module: str) -> str | None:  # 'bertviz_app.figures.save_html' -> 'bertviz_app.figures'
+        while module and module not in modules:
+            module = module.rpartition(".")[0]
+        return module or None
+
+    edges = {m: {t for t in map(resolve, targets) if t and t != m} for m, targets in graph.items()}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, cycles
+
+
+@pytest.mark.parametrize("unit, forbidden", [("figures", {"torch", "gradio"}), ("analysis", {"torch", "gradio",
+                                                                                            "plotly"}),
+                                             ("views", {"torch", "gradio", "plotly"})])
+def test_pictures_and_numbers_stay_light(unit, forbidden):
+    offenders = {str(p.relative_to(PACKAGE)): external(p) & forbidden for p in (PACKAGE / unit).rglob("*.py")
+                 if external(p) & forbidden}
     assert not offenders
 
 
-def test_the_checker_sees_imports(tmp_path):
-    sample = tmp_path / "m.py"
-    sample.write_text("import torch.nn as nn\nfrom gradio import Blocks\nfrom . import sibling\n")
-    assert imported_modules(sample) == {"torch", "gradio"}
+def test_nothing_below_app_imports_gradio():
+    ui = {"app", "cli", "__main__"}  # the UI layer and the entry points that launch it
+    checked = [p for p in sources() if unit_of(p) not in ui]
+    assert any(unit_of(p) == "explorer" for p in checked) and any(unit_of(p) == "figures" for p in checked)
+    offenders = [str(p.relative_to(PACKAGE)) for p in checked if "gradio" in external(p)]
+    assert not offenders
+
+
+def test_the_checker_sees_every_import(tmp_path, monkeypatch):
+    package = tmp_path / "bertviz_app"
+    (package / "app").mkdir(parents=True)
+    sample = package / "app" / "m.py"
+    sample.write_text("import torch.nn as nn\nfrom gradio import Blocks\nfrom . import sibling\n"
+                      "from ..run import Run\n\ndef later():\n    from .. import explorer\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", package)
+    assert external(sample) == {"torch", "gradio", "bertviz_app"}
+    assert {m for m, _ in imports_of(sample)} == {"torch.nn", "gradio.Blocks", "bertviz_app.app.sibling",
+                                                  "bertviz_app.run.Run", "bertviz_app.explorer"}

@@ -9,9 +9,9 @@ import torch
 from bertviz_app.checkpoint import save_pretrained
 from bertviz_app.config import BertConfig
 from bertviz_app.masked_lm import (corrupt_example, fill_mask, logit_lens, mask_token, next_sentence,
-                                   normalise_mask)
+                                   normalize_mask)
 from bertviz_app.model import BertForPreTraining
-from bertviz_app.pretraining import IGNORE_INDEX
+from bertviz_app.masking import IGNORE_INDEX
 from bertviz_app.tokenizer import Tokenizer
 
 WORDS = "the cat dog sat on mat a bird sang in tree sun was warm she poured cup of tea paris capital france is".split()
@@ -28,7 +28,7 @@ def tokenizer(tmp_path_factory) -> Tokenizer:
 def model(tokenizer) -> BertForPreTraining:
     torch.manual_seed(0)
     m = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
-    with torch.no_grad():  # larger weights than the 0.02 initialisation, so the predictions are not all uniform
+    with torch.no_grad():  # larger weights than the 0.02 initialization, so the predictions are not all uniform
         for p in m.parameters():
             p.mul_(20 if p.dim() > 1 else 1)
     return m.eval()
@@ -50,7 +50,7 @@ def test_fill_mask_shapes_order_and_probabilities(model, tokenizer):
 
 @pytest.mark.parametrize("spelling", ["[mask]", "[Mask]", "[MASK]", "[ mask ]"])
 def test_any_spelling_of_mask_is_accepted(model, tokenizer, spelling):
-    assert normalise_mask(f"a {spelling} b") == "a [MASK] b"
+    assert normalize_mask(f"a {spelling} b") == "a [MASK] b"
     assert fill_mask(model, tokenizer, f"the {spelling} sat .", top_k=3) == \
         fill_mask(model, tokenizer, "the [MASK] sat .", top_k=3)
 
@@ -84,9 +84,9 @@ def test_fill_mask_matches_transformers(model, tokenizer, tmp_path):
     oracle = BertForMaskedLM.from_pretrained(tmp_path / "m").eval()
     text = "the [MASK] sat on the [mask] ."
     ours = fill_mask(model, tokenizer, text, top_k=tokenizer.vocab_size)
-    encoding = tokenizer.encode(normalise_mask(text))
+    encoding = tokenizer.encode(normalize_mask(text))
     with torch.no_grad():
-        logits = oracle(torch.tensor([encoding.ids]), token_type_ids=torch.tensor([encoding.type_ids])).logits[0]
+        logits = oracle(torch.tensor([encoding.ids]), token_type_ids=torch.tensor([encoding.segment_ids])).logits[0]
     positions = [i for i, t in enumerate(encoding.tokens) if t == "[MASK]"]
     for predictions, pos in zip(ours, positions):
         expected = logits[pos].softmax(-1)
@@ -101,7 +101,7 @@ def test_next_sentence_is_a_probability_and_matches_the_head(model, tokenizer):
     assert 0 < p < 1
     encoding = tokenizer.encode("the cat sat .", "the dog sat .")
     with torch.no_grad():
-        logits = model(torch.tensor([encoding.ids]), torch.tensor([encoding.type_ids])).seq_relationship_logits
+        logits = model(torch.tensor([encoding.ids]), torch.tensor([encoding.segment_ids])).seq_relationship_logits
     assert p == pytest.approx(float(logits.softmax(-1)[0, 0]), abs=1e-6)
     with pytest.raises(ValueError, match="sentence B is empty"):
         next_sentence(model, tokenizer, "the cat .", " ")
@@ -176,7 +176,7 @@ def test_corrupt_example_follows_the_rule(tokenizer):
 
 def test_corrupt_example_pair_and_errors(tokenizer):
     example = corrupt_example(tokenizer, "the cat sat .", "the dog sat .", seed=0)
-    assert example.type_ids.count(1) == 5 and len(example.chosen) == 1
+    assert example.segment_ids.count(1) == 5 and len(example.chosen) == 1
     with pytest.raises(ValueError, match="empty"):
         corrupt_example(tokenizer, "")
 
@@ -189,7 +189,7 @@ def test_explorer_predictions_use_the_same_truncation_as_its_runs(model, tokeniz
     a, b = " ".join(words), " ".join(reversed(words))  # 6 + 6 words: truncated longest-first to 8 tokens
     run = explorer.run(a, b)
     assert len(run) == 8 and run.encoding.truncation is not None
-    index = run.encoding.type_ids.index(1)  # the first token of sentence B, which moves when truncating
+    index = run.encoding.segment_ids.index(1)  # the first token of sentence B, which moves when truncating
     assert explorer.mask_token(a, index, text_pair=b).original == run.tokens[index]
     lens = explorer.logit_lens(a, position=index, text_pair=b)
     assert lens.tokens == run.tokens

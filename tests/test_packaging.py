@@ -28,17 +28,18 @@ def test_the_wheel_carries_the_assets_and_finds_them_installed(tmp_path):
                 for p in (ROOT / "assets").rglob("*") if p.is_file()}
     assert "bertviz_app/assets/minilm-l6-mlm-nsp-en/model.safetensors" in expected
     assert expected <= names, sorted(expected - names)
-    assert {"bertviz_app/__init__.py", "bertviz_app/analysis/attention.py", "bertviz_app/py.typed"} <= names
+    assert {"bertviz_app/__init__.py", "bertviz_app/analysis/attention.py", "bertviz_app/app/layout.py",
+            "bertviz_app/figures/attention.py", "bertviz_app/pretraining/training.py", "bertviz_app/py.typed"} <= names
 
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--disable-pip-version-check",
                     "--target", str(site), str(wheel)], check=True, capture_output=True)
-    probe = ("from bertviz_app import explorer; print(explorer.__file__); print(explorer.ASSETS); "
-             "print(explorer.builtin_models()[explorer.ENGLISH_MLM_NAME])")
+    probe = ("from bertviz_app import catalog; print(catalog.__file__); print(catalog.ASSETS); "
+             "print(catalog.builtin_models()[catalog.ENGLISH_MLM_NAME])")
     # The checkout is not importable from tmp_path: only the installed copy is.
     env = {**os.environ, "PYTHONPATH": str(site)}
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, check=True, capture_output=True,
                          text=True).stdout.splitlines()
     package = site / "bertviz_app"
-    assert out == [str(package / "explorer.py"), str(package / "assets"),
+    assert out == [str(package / "catalog.py"), str(package / "assets"),
                    str(package / "assets" / "minilm-l6-mlm-nsp-en")]

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from bertviz_app import model as ours
 from bertviz_app.checkpoint import load_model
-from bertviz_app.explorer import minilm_path
+from bertviz_app.catalog import minilm_path
 from conftest import perturb_
 
 TOL = dict(atol=1e-5, rtol=1e-5)  # float32; both sides are the same arithmetic, ordered a little differently
@@ -86,7 +86,7 @@ RANDOM_CONFIG = dict(vocab_size=120, hidden_size=48, num_hidden_layers=3, num_at
 
 @pytest.fixture(scope="module")
 def random_folder(tmp_path_factory):
-    """A randomly initialised transformers.BertForPreTraining, perturbed and saved with save_pretrained."""
+    """A randomly initialized transformers.BertForPreTraining, perturbed and saved with save_pretrained."""
     torch.manual_seed(1)
     hf = transformers.BertForPreTraining(
         transformers.BertConfig(**RANDOM_CONFIG, attn_implementation="eager")).eval()
@@ -100,7 +100,7 @@ def random_folder(tmp_path_factory):
 def random_pair(random_folder):
     hf = transformers.BertForPreTraining.from_pretrained(random_folder, attn_implementation="eager").eval()
     model, report = load_model(random_folder)
-    assert report.absent_heads == [] and report.ignored == [] and report.initialised == []
+    assert report.absent_heads == [] and report.ignored == [] and report.initialized == []
     return model, hf
 
 
@@ -356,7 +356,7 @@ def fine_tuned_pair(kind: str, folder, **config):
     hf.save_pretrained(folder)
     model, report = load_model(folder, model_class=our_class)
     assert isinstance(model, our_class) and not model.training
-    assert report.initialised == [] and report.ignored == [] and report.model_class == our_class.__name__
+    assert report.initialized == [] and report.ignored == [] and report.model_class == our_class.__name__
     return model, hf
 
 

@@ -15,11 +15,12 @@ import torch
 from bertviz_app.checkpoint import load_model
 from bertviz_app.config import BertConfig
 from bertviz_app.model import BertForPreTraining
-from bertviz_app.pretraining import (IGNORE_INDEX, IS_NEXT, KEPT, MASKED, NOT_NEXT, RANDOM, UNCHANGED,
-                                     PretrainingObjective, SentencePairDataset, add_pretrain_arguments, build_model,
-                                     collate, evaluate, latest_checkpoint, linear_schedule, mask_tokens,
-                                     random_token_ids, read_documents, run_pretrain, token_counts, unigram_log_prior,
-                                     tokenize_documents)
+from bertviz_app.masking import (IGNORE_INDEX, KEPT, MASKED, RANDOM, UNCHANGED, mask_tokens,
+                                 random_token_ids)
+from bertviz_app.pretraining import (IS_NEXT, NOT_NEXT, PretrainingObjective, SentencePairDataset,
+                                     add_pretrain_arguments, build_model, collate, evaluate, latest_checkpoint,
+                                     linear_schedule, read_documents, run_pretrain, token_counts, tokenize_documents,
+                                     unigram_log_prior)
 from bertviz_app.tokenizer import Tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,14 +135,14 @@ def test_read_documents_splits_on_blank_lines(tmp_path):
 def test_pairs_have_bert_layout_and_half_are_random(tokenizer):
     # Token id 1000 + 100 d + 10 k + j is word j of sentence k of document d: every token says where it came from.
     documents = [[[1000 + 100 * d + 10 * k + j for j in range(3)] for k in range(4)] for d in range(8)]
-    data = SentencePairDataset(documents, tokenizer, max_length=16, seed=0)
+    data = SentencePairDataset(documents, tokenizer, max_tokens=16, seed=0)
     labels = []
     for i in range(800):
         e = data[i]
         assert e.ids[0] == tokenizer.cls_token_id and e.ids[-1] == tokenizer.sep_token_id
         assert e.ids.count(tokenizer.sep_token_id) == 2 and len(e.ids) <= 16
         sep = e.ids.index(tokenizer.sep_token_id)
-        assert e.type_ids == [0] * (sep + 1) + [1] * (len(e.ids) - sep - 1)
+        assert e.segment_ids == [0] * (sep + 1) + [1] * (len(e.ids) - sep - 1)
         a, b = e.ids[1:sep], e.ids[sep + 1:-1]
         assert a and b
         where = lambda t: divmod((t - 1000) // 10, 10)  # noqa: E731 - (document, sentence)
@@ -163,7 +164,7 @@ def test_dataset_needs_pairs(tokenizer):
 
 
 def test_collate_pads_and_never_masks_special_tokens(tokenizer, corpus):
-    data = SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_length=32)
+    data = SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_tokens=32)
     batch = collate([data[i] for i in range(16)], tokenizer, random_token_ids(tokenizer),
                     torch.Generator().manual_seed(0))
     special = torch.isin(batch.input_ids.where(batch.labels == IGNORE_INDEX, torch.tensor(-1)),
@@ -176,12 +177,12 @@ def test_collate_pads_and_never_masks_special_tokens(tokenizer, corpus):
 
 
 def test_objective_equals_the_models_own_loss(tokenizer, corpus):
-    data = SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_length=32)
+    data = SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_tokens=32)
     model = BertForPreTraining(BertConfig.preset("tiny")).eval()
     batch = collate([data[i] for i in range(8)], tokenizer, random_token_ids(tokenizer),
                     torch.Generator().manual_seed(0))
     ours = PretrainingObjective(model)(batch)
-    reference = model(batch.input_ids, batch.token_type_ids, batch.attention_mask, labels=batch.labels,
+    reference = model(batch.input_ids, batch.segment_ids, batch.attention_mask, labels=batch.labels,
                       next_sentence_label=batch.next_sentence_label)
     torch.testing.assert_close(ours["loss"], reference.loss, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(ours["mlm_loss"], reference.mlm_loss, rtol=1e-5, atol=1e-6)
@@ -201,7 +202,7 @@ def _args(corpus, out, *extra):
 
     parser = add_pretrain_arguments(argparse.ArgumentParser())
     return parser.parse_args(["--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--batch-size", "8",
-                              "--max-length", "32", "--log-every", "2", "--device", "cpu", "--save-minutes", "0",
+                              "--max-tokens", "32", "--log-every", "2", "--device", "cpu", "--save-minutes", "0",
                               "--eval-examples", "16", *extra])
 
 
@@ -212,7 +213,7 @@ def test_init_from_a_checkpoint_without_heads(tmp_path, tokenizer):
     encoder = BertModel(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
     save_pretrained(encoder, tmp_path / "enc", tokenizer=tokenizer)
     prior = torch.log_softmax(torch.randn(tokenizer.vocab_size), -1)
-    model, new = build_model(str(tmp_path / "enc"), tokenizer, max_length=32, log_prior=prior)
+    model, new = build_model(str(tmp_path / "enc"), tokenizer, max_tokens=32, log_prior=prior)
     assert model.has_mlm_head and model.has_nsp_head
     assert "cls.predictions.transform.dense.weight" in new and "cls.seq_relationship.weight" in new
     assert not any(k.startswith("bert.") for k in new)
@@ -235,8 +236,8 @@ def test_training_learns_saves_and_resumes(tmp_path, corpus, tokenizer):
     train = [dict(zip(header, r.split(","))) for r in rows[1:] if ",train," in r]
     assert len(train) == 10 and train[-1]["step"] == "20"
     # On this repetitive corpus the model soon does better on held-out pairs than the weights it started from.
-    heldout = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_length=32)
-    torch.manual_seed(0)  # run_pretrain seeds the initialisation with --seed 0
+    heldout = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_tokens=32)
+    torch.manual_seed(0)  # run_pretrain seeds the initialization with --seed 0
     start, _ = build_model("scratch", tokenizer, "tiny", 32,
                            unigram_log_prior(SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, 32),
                                              tokenizer.vocab_size))
@@ -268,7 +269,7 @@ def test_training_learns_saves_and_resumes(tmp_path, corpus, tokenizer):
 
 
 def test_evaluate_reports_the_unigram_baseline(corpus, tokenizer):
-    data = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_length=32)
+    data = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_tokens=32)
     counts = token_counts(data, tokenizer.vocab_size)
     model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
     with torch.no_grad():  # a head that only knows the unigram distribution reproduces the baseline exactly
@@ -286,7 +287,7 @@ def test_evaluate_reports_the_unigram_baseline(corpus, tokenizer):
 
 def test_evaluate_scores_the_same_masks_at_any_batch_size(corpus, tokenizer):
     """A training run evaluates at its own batch size and the export at another: both must see the same masks."""
-    data = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_length=32)
+    data = SentencePairDataset.from_files([corpus / "heldout.txt"], tokenizer, max_tokens=32)
     counts = token_counts(data, tokenizer.vocab_size)
     model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size)).eval()
     results = [evaluate(model, data, examples=40, batch_size=b, unigram_counts=counts) for b in (1, 7, 40)]

@@ -15,7 +15,7 @@ from safetensors import safe_open
 
 import bertviz_app
 from bertviz_app.checkpoint import load_model
-from bertviz_app.explorer import ENGLISH_MLM_NAME, ENGLISH_MLM_PATH, MINILM_NAME, builtin_models
+from bertviz_app.catalog import ENGLISH_MLM_NAME, ENGLISH_MLM_PATH, MINILM_NAME, builtin_models
 from bertviz_app.pretraining import SentencePairDataset, evaluate, token_counts
 from bertviz_app.tokenizer import Tokenizer
 
@@ -60,7 +60,7 @@ def test_transformers_reads_it_with_the_same_outputs(explorer):
     ours, _ = load_model(ENGLISH_MLM_PATH)
     enc = explorer.tokenizer.encode("The capital of France is [MASK].", "It is a large city.")
     ids = torch.tensor([enc.ids])
-    types = torch.tensor([enc.type_ids])
+    types = torch.tensor([enc.segment_ids])
     with torch.no_grad():
         theirs = hf(input_ids=ids, token_type_ids=types)
         mine = ours.eval()(ids, types)

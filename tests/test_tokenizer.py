@@ -14,7 +14,7 @@ import unicodedata
 import pytest
 from transformers.models.bert import tokenization_bert_legacy as legacy
 
-from bertviz_app.explorer import minilm_path
+from bertviz_app.catalog import minilm_path
 from bertviz_app.tokenizer import Tokenizer, TokenizerError, truncate_longest_first
 
 HARD = [
@@ -107,13 +107,13 @@ def _ref_encode(ref, text, text_pair=None, max_length=512) -> dict:
     out = ref(text, text_pair, truncation="longest_first", max_length=max_length, return_token_type_ids=True,
               return_special_tokens_mask=True)
     return {"ids": out["input_ids"], "tokens": ref.convert_ids_to_tokens(out["input_ids"]),
-            "type_ids": out["token_type_ids"], "special_tokens_mask": out["special_tokens_mask"],
+            "segment_ids": out["token_type_ids"], "special_tokens_mask": out["special_tokens_mask"],
             "attention_mask": out["attention_mask"]}
 
 
 def _ours(tok, text, text_pair=None, max_length=512) -> dict:
-    enc = tok.encode(text, text_pair, max_length=max_length)
-    return {"ids": enc.ids, "tokens": enc.tokens, "type_ids": enc.type_ids,
+    enc = tok.encode(text, text_pair, max_tokens=max_length)
+    return {"ids": enc.ids, "tokens": enc.tokens, "segment_ids": enc.segment_ids,
             "special_tokens_mask": enc.special_tokens_mask, "attention_mask": enc.attention_mask}
 
 
@@ -162,7 +162,7 @@ def test_encodings_are_consistent(uncased):
     assert [s is None for s in enc.sequence_ids] == [bool(m) for m in enc.special_tokens_mask]
     sep = enc.tokens.index("[SEP]")
     assert set(enc.sequence_ids[1:sep]) == {0} and set(enc.sequence_ids[sep + 1:-1]) == {1}
-    assert enc.type_ids == [0] * (sep + 1) + [1] * (n - sep - 1)
+    assert enc.segment_ids == [0] * (sep + 1) + [1] * (n - sep - 1)
     assert enc.is_pair and enc.truncation is None
 
 
@@ -190,7 +190,7 @@ def test_truncation_end_to_end_grid(uncased, cased):
                 text, pair = " ".join("a" * len_a), " ".join("b" * len_b)
                 _check_same(uncased, text, pair, max_length)
                 _check_same(cased, text, pair, max_length)
-                enc = uncased[1].encode(text, pair, max_length=max_length)
+                enc = uncased[1].encode(text, pair, max_tokens=max_length)
                 assert len(enc) == min(max_length, len_a + len_b + 3)
                 if len_a + len_b + 3 > max_length:
                     t = enc.truncation
@@ -217,8 +217,8 @@ def test_long_inputs_truncate_like_the_reference(uncased, cased):
 
 
 def test_max_length_too_small_is_refused(uncased):
-    with pytest.raises(ValueError, match="max_length"):
-        uncased[1].encode("a", "b", max_length=3)
+    with pytest.raises(ValueError, match="max_tokens"):
+        uncased[1].encode("a", "b", max_tokens=3)
     with pytest.raises(TypeError):
         uncased[1].encode(["not", "a", "string"])
 

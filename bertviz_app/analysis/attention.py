@@ -57,7 +57,7 @@ def attention_rollout(attentions: np.ndarray, residual: float = 0.5) -> np.ndarr
     """Attention rollout (Abnar & Zuidema, 2020): how much each input token feeds each position after every layer.
 
     Per layer the heads are averaged and the residual connection is modelled as identity attention,
-    Â = (1 - residual) * A + residual * I, rows renormalised; rollout after layer l is Â_l @ ... @ Â_0.
+    Â = (1 - residual) * A + residual * I, rows renormalized; rollout after layer l is Â_l @ ... @ Â_0.
     attentions: (L, h, T, T). Returns (L, T, T), row i of entry l = the input-token mix at position i after layer l
     (rows sum to 1)."""
     if not 0.0 <= residual <= 1.0:
@@ -81,7 +81,7 @@ class HeadStatistics:
 
     entropy: mean entropy of a row, in nats; distance: mean |i - j| weighted by attention;
     cls, sep, self: share to [CLS], to any [SEP], to the token itself; previous, next: share to the token just
-    before / after (averaged over the tokens that have one); dominant: (L, h) label of the head's behaviour.
+    before / after (averaged over the tokens that have one); dominant: (L, h) label of the head's behavior.
     """
 
     entropy: np.ndarray
@@ -163,7 +163,7 @@ def attention_frame(attentions: np.ndarray, tokens, layers=None, heads=None) -> 
     tokens = np.asarray(list(tokens), dtype=object)
     return pd.DataFrame({"layer": lay.ravel(), "head": hed.ravel(), "from": src.ravel(), "to": dst.ravel(),
                          "from_token": tokens[src.ravel()], "to_token": tokens[dst.ravel()],
-                         "weight": block.ravel()})
+                         "weight": block.astype(np.float32).ravel()})
 
 
 @dataclass

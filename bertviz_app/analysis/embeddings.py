@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._blas import single_threaded_blas
+from ._threads import single_threaded_blas
 
 
-def embedding_table(tokens, segment_ids, token_embeddings: np.ndarray, segment_embeddings: np.ndarray,
+def embedding_parts(tokens, segment_ids, token_embeddings: np.ndarray, segment_embeddings: np.ndarray,
                     position_embeddings: np.ndarray, layernorm_output: np.ndarray) -> pd.DataFrame:
     """Per token: norms of the token, segment and position vectors, of their sum (the pre-LayerNorm embedding) and
     of the LayerNorm output; and each part's share of the sum, share_p = p·s / |s|², so the three shares add up to 1
@@ -57,8 +57,8 @@ def pca_2d(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Project (N, H) vectors onto their first two principal components. Returns (N, 2) coordinates and the (2,)
     fraction of the total variance each component explains.
 
-    Exact and deterministic: the eigendecomposition of the smaller Gram matrix of the centred X, (H, H) = XᵀX or
-    (N, N) = XXᵀ, on one BLAS thread (see `_blas`: on a busy machine threaded LAPACK took seconds for what one
+    Exact and deterministic: the eigendecomposition of the smaller Gram matrix of the centerd X, (H, H) = XᵀX or
+    (N, N) = XXᵀ, on one BLAS thread (see `_threads`: on a busy machine threaded LAPACK took seconds for what one
     thread does in milliseconds). Sign convention: each component's largest-magnitude coordinate is positive, so
     the picture does not flip between inputs."""
     x = np.asarray(vectors, dtype=np.float64)

@@ -18,7 +18,7 @@ def hidden_norms(hidden_states: np.ndarray) -> np.ndarray:
     return np.linalg.norm(hidden_states.astype(np.float64), axis=-1).astype(np.float32)
 
 
-def layer_to_layer_similarity(hidden_states: np.ndarray) -> np.ndarray:
+def layer_similarity(hidden_states: np.ndarray) -> np.ndarray:
     """(L, T) cosine between a token's vector before and after each layer: row l compares hidden_states[l] with
     hidden_states[l + 1]. Near 1: the layer barely turned the vector."""
     u = _unit(hidden_states)

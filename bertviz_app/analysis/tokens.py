@@ -14,7 +14,7 @@ def token_table(encoding: Encoding) -> pd.DataFrame:
         "position": list(encoding.positions),
         "token": list(encoding.tokens),
         "id": list(encoding.ids),
-        "segment": ["A" if t == 0 else "B" for t in encoding.type_ids],
+        "segment": ["A" if t == 0 else "B" for t in encoding.segment_ids],
         "start": [s for s, _ in encoding.offsets],
         "end": [e for _, e in encoding.offsets],
         "text": [encoding.span_text(i) for i in range(len(encoding))],

@@ -1,0 +1,16 @@
+"""The Gradio UI: layout and event wiring only. Numbers come from `Run` and `analysis`, pictures from `figures` and
+`views`; every handler is a few lines that pick the Run, call them and turn errors into words.
+
+layout.py builds the page from one module per tab (attention, embeddings, hidden, masked_lm, next_sentence,
+model_info); common.py holds what they share; server.py launches it; gradio_internals.py is the one workaround that
+reaches into gradio. Models are global (loaded once, shared by every visitor); what belongs to one visitor is the key
+of their current Run, kept in gr.State (the Run itself stays in the explorer's cache).
+"""
+
+from .common import MAX_CHARS, percent, user_errors
+from .layout import build_demo, load_models
+from .masked_lm import MAX_MASKS, MAX_TOP_K, fill_mask_view
+from .server import free_port, serve
+
+__all__ = ["MAX_CHARS", "MAX_MASKS", "MAX_TOP_K", "build_demo", "fill_mask_view", "free_port", "load_models",
+           "percent", "serve", "user_errors"]

@@ -1,0 +1,35 @@
+"""The Embeddings tab: token + segment + position parts of every token, the learned position table (similarity and
+a PCA path) and the two segment vectors."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from .common import Page, api, index_value, user_errors
+
+
+class EmbeddingsTab:
+    def __init__(self, page: Page):
+        self.page = page
+        max_positions = page.models.first.config.max_position_embeddings
+        self.parts_plot = gr.Plot(label="Token + segment + position", elem_id="embedding-parts")
+        self.segment_plot = gr.Plot(label="Segment embeddings", elem_id="segment-embeddings")
+        self.positions = gr.Slider(2, max_positions, value=min(128, max_positions), step=1,
+                                   label="Positions to compare", elem_id="positions")
+        # one below the other: these figures have a fixed width that half a row would crop
+        self.similarity_plot = gr.Plot(label="Position similarity", elem_id="position-similarity")
+        self.path_plot = gr.Plot(label="Position path", elem_id="position-path")
+        self.outputs = [self.parts_plot, self.segment_plot, self.similarity_plot, self.path_plot]
+
+    @user_errors
+    def draw(self, session, positions):
+        _, run = self.page.models.run_of(session)
+        n = max(index_value(positions, len(run.position_table()), "Positions") + 1, 2)
+        plot = run.plot
+        return plot.embedding_parts(), plot.segment_comparison(), plot.position_similarity(n), plot.position_path(n)
+
+    def wire(self) -> None:
+        self.positions.release(self.draw, [self.page.session, self.positions], self.outputs, **api("draw", False))
+
+    def after_analysis(self, event, public: bool):
+        return event.then(self.draw, [self.page.session, self.positions], self.outputs, **api("embeddings", public))

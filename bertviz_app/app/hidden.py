@@ -1,0 +1,48 @@
+"""The Hidden states tab: each token's norm layer by layer, how much each layer turns it, token-to-token similarity
+at one layer, and a 2-D projection of every token through the layers."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from .common import Page, api, index_value, user_errors
+
+
+class HiddenTab:
+    def __init__(self, page: Page):
+        self.page = page
+        layers = page.models.first.config.num_hidden_layers
+        self.norms_plot = gr.Plot(label="Norms", elem_id="hidden-norms")
+        self.layer_plot = gr.Plot(label="Layer-to-layer change", elem_id="layer-similarity")
+        self.layer = gr.Slider(0, layers, value=layers, step=1, label="Layer for token similarity (0 = embeddings)",
+                               elem_id="hidden-layer")
+        self.similarity_plot = gr.Plot(label="Token similarity", elem_id="token-similarity")
+        self.projection_plot = gr.Plot(label="Tokens through the layers", elem_id="hidden-projection")
+
+    @user_errors
+    def layer_range(self, session, layer):
+        """The layer slider's range follows the model (another model may be shallower)."""
+        _, run = self.page.models.run_of(session)
+        return gr.update(maximum=run.num_layers, value=index_value(layer, run.num_layers + 1, "Layer"))
+
+    @user_errors
+    def draw(self, session, layer):
+        _, run = self.page.models.run_of(session)
+        layer = index_value(layer, run.num_layers + 1, "Layer")
+        plot = run.plot
+        return plot.hidden_norms(), plot.layer_similarity(), plot.token_similarity(layer), plot.hidden_projection()
+
+    @user_errors
+    def draw_similarity(self, session, layer):
+        _, run = self.page.models.run_of(session)
+        return run.plot.token_similarity(index_value(layer, run.num_layers + 1, "Layer"))
+
+    def wire(self) -> None:
+        self.layer.input(self.draw_similarity, [self.page.session, self.layer], [self.similarity_plot],
+                         **api("token_similarity"), trigger_mode="always_last")
+
+    def after_analysis(self, event, public: bool):
+        inputs = [self.page.session, self.layer]
+        outputs = [self.norms_plot, self.layer_plot, self.similarity_plot, self.projection_plot]
+        return (event.then(self.layer_range, inputs, [self.layer], **api("layer_range", False))
+                .then(self.draw, inputs, outputs, **api("hidden_states", public)))

@@ -1,0 +1,41 @@
+"""The Model tab: name, parameters, device, load time, heads and the configuration of the analyzed model."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gradio as gr
+
+from ..explorer import Explorer
+from .common import Page, api, user_errors
+
+
+def model_text(explorer: Explorer) -> str:
+    c = explorer.config
+    rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in dataclasses.asdict(c).items())
+    name = explorer.name.replace("`", "")
+    return (f"### `{name}`\n\n"
+            f"| | |\n|---|---|\n"
+            f"| parameters | {explorer.model.num_parameters():,} |\n"
+            f"| device | `{explorer.device}` |\n"
+            f"| load time | {explorer.load_seconds:.2f} s |\n"
+            f"| masked-LM head | {'yes' if explorer.has_mlm_head else 'no'} |\n"
+            f"| next-sentence head | {'yes' if explorer.has_nsp_head else 'no'} |\n"
+            f"| longest input | {explorer.max_tokens} tokens (longer inputs are truncated) |\n\n"
+            f"#### Configuration\n\n| field | value |\n|---|---|\n{rows}\n")
+
+
+class ModelTab:
+    def __init__(self, page: Page):
+        self.page = page
+        self.info = gr.Markdown(model_text(page.models.first), elem_id="model-info")
+
+    @user_errors
+    def show(self, model):
+        return model_text(self.page.models.get(model))
+
+    def wire(self) -> None:
+        pass
+
+    def after_analysis(self, event, public: bool):
+        return event.then(self.show, [self.page.model], [self.info], **api("show", False))

@@ -1,0 +1,207 @@
+"""What every figure builder shares: color scales, escaping, token axes sized to the token count, subplot grids
+without make_subplots, and offline HTML.
+
+Conventions shared by every builder:
+- Tokens are text, never markup: every label goes through `escape_label`, because plotly renders a subset of HTML
+  (`<b>`, `<br>`, `<a>`, entities) inside tick text and hover labels.
+- Token axes are numeric (one unit per token) with the token text as tick labels, so a token that occurs twice
+  keeps its own row and column (plotly would merge equal category labels into one).
+- Values are float32 rounded to 4 decimals; plotly sends numpy arrays as base64 typed arrays, so payloads stay
+  small.
+- Figures are assembled as plain dicts and wrapped without plotly's per-property validation, which costs ~100 ms
+  per figure; tests/test_figures.py validates every builder's output instead.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.colors import sequential
+
+# White = no attention, dark blue = all of it; reads well on a projector. Spelled out because plotly.js's own
+# "Blues" runs the other way (dark to light).
+ATTENTION_COLORSCALE = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
+SIMILARITY_COLORSCALE = "RdBu_r"  # blue negative, white 0, red positive
+FONT = dict(family="Arial, Helvetica, sans-serif", size=14)
+MAX_CELL_HOVER = 64 * 64  # above this many cells, per-cell hover text would dominate the payload
+BOUNDARY_LINE = dict(color="#d62728", width=2, dash="dash")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------------------------------------------
+def escape_label(text: str) -> str:
+    """A token as plotly should show it: literally. '&' first, so '&lt;' typed by a user also stays as typed."""
+    return html.escape(str(text), quote=False)
+
+
+def _escape_all(labels: Sequence[str]) -> list[str]:
+    return [escape_label(t) for t in labels]
+
+
+def _f32(values) -> np.ndarray:
+    return np.round(np.asarray(values, dtype=np.float32), 4)
+
+
+def _tick_font_size(n: int) -> int:
+    return 14 if n <= 24 else 12 if n <= 48 else 10 if n <= 80 else 8
+
+
+def _token_axis(labels: Sequence[str], title: str | None = None, **extra) -> dict:
+    """A numeric axis with one tick per token, showing every token (no automatic thinning)."""
+    n = len(labels)
+    axis = dict(tickmode="array", tickvals=list(range(n)), ticktext=_escape_all(labels),
+                tickfont=dict(size=_tick_font_size(n)), range=[-0.5, n - 0.5], showgrid=False, zeroline=False)
+    if title:
+        axis["title"] = dict(text=title)
+    axis.update(extra)
+    return axis
+
+
+def _colorbar(title: str, **extra) -> dict:
+    return dict(title=dict(text=title), thickness=14, **extra)
+
+
+@lru_cache(maxsize=1)
+def _template() -> dict:
+    return pio.templates["plotly_white"].to_plotly_json()
+
+
+def _figure(data: list[dict], layout: dict, title: str, width: int, height: int) -> go.Figure:
+    base = dict(title=dict(text=title, x=0.01, xanchor="left"), font=FONT, template=_template(), width=width,
+                height=height, margin=dict(l=90, r=30, t=80, b=90))
+    base.update(layout)
+    return go.Figure(dict(data=data, layout=base), _validate=False)
+
+
+def _grid(rows: int, cols: int, *, row_heights: Sequence[float] | None = None,
+          col_widths: Sequence[float] | None = None, hspace: float = 0.05, vspace: float = 0.08,
+          titles: Sequence[str] | None = None) -> tuple[dict, Callable[[int, int], tuple[str, str]]]:
+    """Subplot axes without make_subplots (which costs ~60 ms). Returns the layout entries (axes with domains and
+    subplot-title annotations) and `ref(row, col) -> ('x3', 'y3')`, rows counted from the top, from 1."""
+    heights = np.asarray(row_heights if row_heights is not None else [1] * rows, dtype=float)
+    widths = np.asarray(col_widths if col_widths is not None else [1] * cols, dtype=float)
+    heights = heights / heights.sum() * (1 - vspace * (rows - 1))
+    widths = widths / widths.sum() * (1 - hspace * (cols - 1))
+    layout: dict = {"annotations": []}
+
+    def ref(r: int, c: int) -> tuple[str, str]:
+        n = (r - 1) * cols + c
+        return ("x" if n == 1 else f"x{n}"), ("y" if n == 1 else f"y{n}")
+
+    for r in range(1, rows + 1):
+        top = 1 - heights[:r - 1].sum() - vspace * (r - 1)
+        for c in range(1, cols + 1):
+            left = widths[:c - 1].sum() + hspace * (c - 1)
+            x, y = ref(r, c)
+            layout["xaxis" + x[1:]] = dict(domain=_clip01(left, left + widths[c - 1]), anchor=y)
+            layout["yaxis" + y[1:]] = dict(domain=_clip01(top - heights[r - 1], top), anchor=x)
+            title = titles[(r - 1) * cols + (c - 1)] if titles else ""
+            if title:
+                layout["annotations"].append(dict(text=title, x=left + widths[c - 1] / 2, y=top, xref="paper",
+                                                  yref="paper", xanchor="center", yanchor="bottom",
+                                                  showarrow=False, font=dict(size=15)))
+    return layout, ref
+
+
+def _clip01(*values: float) -> list[float]:
+    return [min(1.0, max(0.0, round(float(v), 6))) for v in values]
+
+
+# Token-by-token heatmaps: the plot area grows with the token count, from MIN_PLOT px (a short sentence) to
+# MAX_PLOT px (which 48+ tokens reach), and every row gets at least its font size plus a few pixels; past the cap
+# the font shrinks, and when even the smallest font does not fit (beyond ~64 tokens) only every k-th token is
+# labeled (hover and the spike lines still name every cell).
+MIN_PLOT, MAX_PLOT = 260, 840
+TICK_PADDING = 3  # pixels between two labels
+
+
+def _heatmap_font(n: int) -> int:
+    return 14 if n <= 16 else 13 if n <= 24 else 12 if n <= 36 else 11 if n <= 48 else 10 if n <= 64 else 9
+
+
+def _plot_size(n: int) -> int:
+    """Pixel height (and width) of the plot area of an n-token heatmap: each row gets its font plus 8 px."""
+    return int(min(MAX_PLOT, max(MIN_PLOT, n * (_heatmap_font(n) + 8))))
+
+
+def _tick_stride(n: int, plot: int, font: int) -> int:
+    """Label every k-th token so that labels are at least font + TICK_PADDING pixels apart."""
+    return max(1, int(np.ceil((font + TICK_PADDING) / (plot / max(n, 1)))))
+
+
+def _label_margin(labels: Sequence[str], font: int) -> int:
+    """Pixels a column of tick labels needs (about 0.6 em per character), bounded so a long token cannot eat
+    the plot."""
+    longest = max((len(str(t)) for t in labels), default=1)
+    return int(min(160, max(40, 0.62 * font * longest + 24)))
+
+
+def _sized_token_axes(row_labels: Sequence[str], col_labels: Sequence[str], row_title: str | None,
+                      col_title: str | None, **extra) -> tuple[dict, dict, int, int]:
+    """Axes and figure size for a rows x columns token heatmap that stays square-ish and readable from 5 to 128+
+    tokens: returns (xaxis, yaxis, width, height)."""
+    n_rows, n_cols = len(row_labels), len(col_labels)
+    n = max(n_rows, n_cols)
+    font = _heatmap_font(n)
+    plot = _plot_size(n)
+    cell = plot / max(n, 1)  # the same pixels per token on both axes: square cells
+
+    def axis(labels, title):
+        count = len(labels)
+        stride = _tick_stride(count, plot, font)
+        shown = list(range(0, count, stride))
+        ax = dict(tickmode="array", tickvals=shown, ticktext=[escape_label(labels[i]) for i in shown],
+                  tickfont=dict(size=font), range=[-0.5, count - 0.5], showgrid=False, zeroline=False)
+        if title:
+            ax["title"] = dict(text=title + (f" (one label in {stride})" if stride > 1 else ""))
+        ax.update(extra)
+        return ax
+
+    xaxis, yaxis = axis(col_labels, col_title), axis(row_labels, row_title)
+    xaxis["tickangle"] = -90
+    yaxis["range"] = [n_rows - 0.5, -0.5]  # first token at the top, as text reads
+    left = _label_margin(row_labels, font) + 30
+    bottom = _label_margin(col_labels, font) + 30
+    width = int(left + cell * n_cols + 150)  # 150: color bar and right margin
+    height = int(90 + cell * n_rows + bottom)  # 90: title
+    margin = dict(l=left, r=30, t=80, b=bottom)
+    return dict(xaxis, _margin=margin), yaxis, max(width, 520), max(height, 360)
+
+
+def save_html(fig: go.Figure, path: str | Path) -> Path:
+    """Write `fig` as one self-contained HTML file (plotly.js inlined, no CDN, no MathJax): it opens offline."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.write_html(str(path), include_plotlyjs=True, include_mathjax=False, full_html=True)
+    return path
+
+
+def percent(p: float) -> str:
+    return f"{p:.1%}" if p >= 0.001 else "<0.1%"
+
+
+def similarity_heatmap(similarity: np.ndarray, labels: Sequence[str], *, title: str = "Cosine similarity",
+                       axis_title: str = "token") -> go.Figure:
+    """A symmetric (N, N) cosine-similarity matrix on a diverging scale fixed to [-1, 1]."""
+    similarity = np.asarray(similarity)
+    n = len(labels)
+    if similarity.shape != (n, n):
+        raise ValueError(f"similarity {similarity.shape} does not match {n} labels")
+    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), colorscale=SIMILARITY_COLORSCALE,
+                zmin=-1, zmax=1, zmid=0, colorbar=_colorbar("cosine"))
+    if n * n <= MAX_CELL_HOVER:
+        esc = _escape_all(labels)
+        heat["text"] = [[f"{esc[i]} ({i}) · {esc[j]} ({j})" for j in range(n)] for i in range(n)]
+        heat["hovertemplate"] = "%{text}<br>cosine %{z:.3f}<extra></extra>"
+    else:
+        heat["hovertemplate"] = "%{y} · %{x}<br>cosine %{z:.3f}<extra></extra>"
+    xaxis, yaxis, width, height = _sized_token_axes(labels, labels, axis_title, axis_title)
+    layout = dict(xaxis=xaxis, yaxis=yaxis, margin=xaxis.pop("_margin"))
+    return _figure([heat], layout, title, width=width, height=height)

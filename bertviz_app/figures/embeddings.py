@@ -1,0 +1,119 @@
+"""Figures of the input embedding: its token + segment + position parts, the learned position table (similarity,
+PCA path) and the two segment vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ._base import (SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _grid, _token_axis, escape_label,
+                    similarity_heatmap)
+
+def position_similarity_figure(similarity: np.ndarray, *,
+                               title: str = "Cosine similarity of learned position embeddings") -> go.Figure:
+    """(N, N) similarity between the first N position embeddings, positions 0 .. N-1. Up to 64 positions every one
+    is labeled; beyond, plotly picks numeric ticks on axes that span exactly 0 .. N-1."""
+    similarity = np.asarray(similarity)
+    if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
+        raise ValueError(f"similarity must be a square (N, N) matrix, got shape {similarity.shape}")
+    n = similarity.shape[0]
+    if n <= 64:
+        return similarity_heatmap(similarity, [str(p) for p in range(n)], title=title, axis_title="position")
+    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), colorscale=SIMILARITY_COLORSCALE,
+                zmin=-1, zmax=1, zmid=0, colorbar=_colorbar("cosine"),
+                hovertemplate="position %{y} · %{x}<br>cosine %{z:.3f}<extra></extra>")
+    layout = dict(xaxis=dict(title=dict(text=f"position (0–{n - 1})"), showgrid=False, zeroline=False,
+                             range=[-0.5, n - 0.5], constrain="domain"),
+                  yaxis=dict(title=dict(text=f"position (0–{n - 1})"), range=[n - 0.5, -0.5], showgrid=False,
+                             zeroline=False, scaleanchor="x", constrain="domain"))
+    return _figure([heat], layout, title, width=860, height=780)
+
+
+def position_path_figure(xy: np.ndarray, *, explained: Sequence[float] | None = None,
+                         title: str = "Position embeddings, first two principal components") -> go.Figure:
+    """The 2-D PCA path through consecutive position embeddings 0..N-1. xy: (N, 2); explained: the variance
+    fraction of each component (shown on the axes)."""
+    xy = np.asarray(xy)
+    n = xy.shape[0]
+    positions = np.arange(n)
+    step = max(1, n // 16)
+    labels = [str(p) if p % step == 0 or p == n - 1 else "" for p in positions]
+    data = [dict(type="scatter", x=_f32(xy[:, 0]), y=_f32(xy[:, 1]), mode="lines+markers+text", text=labels,
+                 textposition="top center", customdata=positions, line=dict(color="rgba(150,150,150,0.5)",
+                                                                            width=1),
+                 marker=dict(size=7, color=positions, colorscale="Viridis", showscale=True,
+                             colorbar=_colorbar("position")),
+                 hovertemplate="position %{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>", showlegend=False)]
+    ex = list(explained) if explained is not None else None
+    layout = dict(xaxis=dict(title=dict(text="PC 1" + (f" ({ex[0]:.0%} of variance)" if ex else ""))),
+                  yaxis=dict(title=dict(text="PC 2" + (f" ({ex[1]:.0%} of variance)" if ex else ""))))
+    return _figure(data, layout, title, width=860, height=660)
+
+
+EMBEDDING_PARTS = (("token", "#1f77b4"), ("segment", "#ff7f0e"), ("position", "#2ca02c"))
+
+
+def embedding_parts_figure(table: pd.DataFrame, *, title: str = "Embedding = token + segment + position, "
+                           "then LayerNorm") -> go.Figure:
+    """Per token: the norms of each part, of their sum and of the LayerNorm output (top), and each part's share of
+    the sum (bottom; share = part·sum / |sum|², so the three shares add up to 1 and may be negative).
+
+    table: one row per token with columns token, norm_token, norm_segment, norm_position, norm_sum,
+    norm_layernorm, share_token, share_segment, share_position (as `analysis.embedding_table` makes it).
+    """
+    labels = list(table["token"])
+    n = len(labels)
+    esc = _escape_all(labels)
+    x = np.arange(n)
+    layout, ref = _grid(2, 1, vspace=0.1, titles=("vector norms", "share of the sum (part·sum / |sum|²)"))
+    data = []
+    for i, (name, color) in enumerate(list(EMBEDDING_PARTS) + [("sum", "#7f7f7f")]):
+        data.append(dict(type="bar", x=x, y=_f32(table[f"norm_{name}"]), name=f"|{name}|", width=0.2,
+                         offsetgroup=name,
+                         offset=-0.4 + 0.2 * i, marker=dict(color=color), text=esc, textposition="none",
+                         legendgroup="norm", legendgrouptitle=dict(text="norm"),
+                         hovertemplate=f"%{{text}} (%{{x}}): |{name}| = %{{y:.3f}}<extra></extra>"))
+    # the LayerNorm output lives on another scale (about sqrt(H) times the gain): its own axis, on the right
+    data.append(dict(type="scatter", x=x, y=_f32(table["norm_layernorm"]), name="|LayerNorm output|",
+                     yaxis="y3", mode="markers", marker=dict(color="#9467bd", symbol="diamond", size=8), text=esc,
+                     legendgroup="norm", hovertemplate="%{text} (%{x}): |LayerNorm| = %{y:.2f}<extra></extra>"))
+    x2, y2 = ref(2, 1)
+    for name, color in EMBEDDING_PARTS:
+        data.append(dict(type="bar", x=x, y=_f32(table[f"share_{name}"]), name=f"{name} share", xaxis=x2, yaxis=y2,
+                         width=0.8, offset=-0.4, offsetgroup="share", marker=dict(color=color), text=esc,
+                         textposition="none",
+                         legendgroup="share", legendgrouptitle=dict(text="share of the sum"),
+                         hovertemplate=f"%{{text}} (%{{x}}): {name} share %{{y:.1%}}<extra></extra>"))
+    # relative mode stacks the three shares (negatives below zero); the norms sit side by side by their offsets
+    layout.update(barmode="relative", legend=dict(x=1.08, xanchor="left"))
+    layout["xaxis"].update(_token_axis(labels, showticklabels=False), matches=x2)
+    layout["xaxis" + x2[1:]].update(_token_axis(labels, tickangle=-90))
+    layout["yaxis"].update(title=dict(text="L2 norm of the parts"))
+    layout["yaxis3"] = dict(overlaying="y", side="right", anchor="x", showgrid=False, rangemode="tozero",
+                            title=dict(text="LayerNorm output", font=dict(color="#9467bd")),
+                            tickfont=dict(color="#9467bd"))
+    layout["yaxis" + y2[1:]].update(title=dict(text="share"), tickformat=".0%")
+    return _figure(data, layout, title, width=max(950, 200 + 22 * n), height=780)
+
+
+def segment_comparison_figure(vectors: Mapping[str, np.ndarray], *, cosine: float | None = None,
+                              title: str = "Segment embeddings: sentence A vs sentence B") -> go.Figure:
+    """The segment embedding vectors as strips over the hidden dimensions (and their difference when given).
+    vectors: name -> (H,), e.g. {"A": ..., "B": ..., "B − A": ...}; cosine: cos(A, B) for the subtitle."""
+    names = list(vectors)
+    z = np.stack([np.asarray(vectors[k]) for k in names])  # (S, H)
+    span = float(max(np.abs(z).max(), 1e-6))
+    norms = ", ".join(f"|{escape_label(k)}| = {np.linalg.norm(vectors[k]):.2f}" for k in names)
+    sub = norms + (f", cos(A, B) = {cosine:.3f}" if cosine is not None else "")
+    heat = dict(type="heatmap", z=_f32(z), x=np.arange(z.shape[1]), y=np.arange(len(names)),
+                colorscale=SIMILARITY_COLORSCALE, zmid=0, zmin=-span, zmax=span, colorbar=_colorbar("value"),
+                hovertemplate="dimension %{x}: %{z:.3f}<extra></extra>")
+    layout = dict(yaxis=dict(tickmode="array", tickvals=list(range(len(names))), showgrid=False, zeroline=False,
+                             ticktext=[escape_label(k) for k in names], range=[len(names) - 0.5, -0.5]),
+                  xaxis=dict(title=dict(text="hidden dimension"), showgrid=False, zeroline=False))
+    return _figure([heat], layout, f"{title}<br><sup>{sub}</sup>", width=1000, height=230 + 70 * len(names))
+
+

@@ -1,0 +1,85 @@
+"""Figures of the hidden states through the layers: norms, how much each layer turns a token, token-to-token
+similarity, and a 2-D projection shared by all layers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import (SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _tick_font_size, _token_axis,
+                    similarity_heatmap)
+
+def _layers_by_tokens(z: np.ndarray, labels: Sequence[str], row_names: Sequence[str], *, title: str,
+                      colorscale: str, colorbar: str, zmin: float | None = None, zmax: float | None = None,
+                      value_name: str = "value") -> go.Figure:
+    z = np.asarray(z)
+    n_rows, n = z.shape
+    esc = _escape_all(labels)
+    text = [[f"{row_names[r]}, {esc[j]} ({j})" for j in range(n)] for r in range(n_rows)]
+    heat = dict(type="heatmap", z=_f32(z), x=np.arange(n), y=np.arange(n_rows), text=text, colorscale=colorscale,
+                zmin=zmin, zmax=zmax, colorbar=_colorbar(colorbar),
+                hovertemplate="%{text}<br>" + value_name + " %{z:.3f}<extra></extra>")
+    layout = dict(xaxis=_token_axis(labels, tickangle=-90),
+                  yaxis=dict(tickmode="array", tickvals=list(range(n_rows)), ticktext=list(row_names),
+                             range=[n_rows - 0.5, -0.5], showgrid=False, zeroline=False))
+    return _figure([heat], layout, title, width=max(820, 220 + 16 * n), height=max(400, 220 + 36 * n_rows))
+
+
+def hidden_norms_figure(norms: np.ndarray, labels: Sequence[str], *,
+                        title: str = "Norm of each token's hidden state, layer by layer") -> go.Figure:
+    """norms: (L + 1, T), row 0 the embedding output."""
+    rows = ["embeddings"] + [f"layer {l}" for l in range(1, norms.shape[0])]
+    return _layers_by_tokens(norms, labels, rows, title=title, colorscale="Viridis", colorbar="L2 norm",
+                             zmin=0, value_name="norm")
+
+
+def layer_similarity_figure(similarity: np.ndarray, labels: Sequence[str], *,
+                            title: str = "How much each layer turns a token (cosine before vs after the layer)"
+                            ) -> go.Figure:
+    """similarity: (L, T), row l = cosine between the token's vector before and after layer l + 1 (row 0:
+    embeddings -> layer 1)."""
+    rows = ["emb → 1"] + [f"{l} → {l + 1}" for l in range(1, similarity.shape[0])]
+    return _layers_by_tokens(similarity, labels, rows, title=title, colorscale=SIMILARITY_COLORSCALE,
+                             colorbar="cosine", zmin=-1, zmax=1, value_name="cosine")
+
+
+def hidden_projection_figure(xy: np.ndarray, labels: Sequence[str], *, explained: Sequence[float] | None = None,
+                             title: str = "Tokens through the layers (2-D PCA of unit-length hidden states)"
+                             ) -> go.Figure:
+    """xy: (L + 1, T, 2), one 2-D point per layer and token in a projection shared by all layers. Each token is a
+    gray path from its embedding to its last layer, points colored by layer, the token written at its last
+    point."""
+    xy = np.asarray(xy)
+    n_layers, n, _ = xy.shape
+    esc = _escape_all(labels)
+    # all paths in one line trace: (T, L + 2) points per token, the last one NaN to break the line
+    path = np.full((n, n_layers + 1, 2), np.nan, dtype=np.float32)
+    path[:, :n_layers] = xy.transpose(1, 0, 2)  # (T, L + 1, 2)
+    path = path.reshape(-1, 2)
+    flat = xy.reshape(-1, 2)  # ((L + 1) * T, 2), layer-major
+    layer_of = np.repeat(np.arange(n_layers), n)
+    token_of = np.tile(np.arange(n), n_layers)
+    text = [f"{esc[t]} ({t}), {'embeddings' if l == 0 else f'layer {l}'}" for l, t in zip(layer_of, token_of)]
+    data = [dict(type="scatter", x=_f32(path[:, 0]), y=_f32(path[:, 1]), mode="lines", hoverinfo="skip",
+                 line=dict(color="rgba(120,120,120,0.35)", width=1), showlegend=False),
+            dict(type="scatter", x=_f32(flat[:, 0]), y=_f32(flat[:, 1]), mode="markers", text=text,
+                 hovertemplate="%{text}<extra></extra>", showlegend=False,
+                 marker=dict(size=7, color=layer_of, colorscale="Viridis", cmin=0, cmax=max(n_layers - 1, 1),
+                             colorbar=_colorbar("layer"))),
+            dict(type="scatter", x=_f32(xy[-1, :, 0]), y=_f32(xy[-1, :, 1]), mode="text", text=esc,
+                 textposition="top center", textfont=dict(size=_tick_font_size(n) + 1), hoverinfo="skip",
+                 showlegend=False)]
+    ex = list(explained) if explained is not None else None
+    layout = dict(xaxis=dict(title=dict(text="PC 1" + (f" ({ex[0]:.0%} of variance)" if ex else ""))),
+                  yaxis=dict(title=dict(text="PC 2" + (f" ({ex[1]:.0%} of variance)" if ex else ""))))
+    return _figure(data, layout, title, width=920, height=740)
+
+
+
+
+def token_similarity_figure(similarity: np.ndarray, labels: Sequence[str], *, layer: int | None = None) -> go.Figure:
+    """(T, T) cosine between the tokens' hidden states at one layer (0 = the embeddings)."""
+    where = "" if layer is None else " at the embeddings" if layer == 0 else f" at layer {layer}"
+    return similarity_heatmap(similarity, labels, title=f"Token-to-token cosine similarity{where}")

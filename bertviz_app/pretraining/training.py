@@ -1,0 +1,424 @@
+"""The training loop: AdamW with warmup and linear decay, gradient clipping, mixed precision on GPU, one process or
+`torchrun` DistributedDataParallel (gloo on CPU, nccl on GPU), a CSV log, and checkpoints in Hugging Face format with
+the optimizer state beside them, so that a run can stop at any time and resume where it stopped."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ..catalog import default_model_path
+from ..checkpoint import load_model, save_pretrained
+from ..device import resolve_device
+from ..masking import random_token_ids
+from ..model import BertForPreTraining
+from ..tokenizer import Tokenizer
+from .data import SentencePairDataset, collate
+from .evaluation import add_evaluate_arguments, evaluate, run_evaluate
+from .objective import PretrainingObjective, build_model, token_counts, unigram_log_prior
+
+TRAINER_STATE = "trainer_state.pt"
+
+
+@dataclass
+class Distributed:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def setup_distributed(device: str) -> tuple[Distributed, torch.device]:
+    """One process, or the process group that `torchrun` describes in the environment (gloo on CPU, nccl on GPU)."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return Distributed(), resolve_device(device)
+    info = Distributed(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+    use_cuda = torch.cuda.is_available() and device in ("auto", "cuda")
+    if use_cuda:
+        torch.cuda.set_device(info.local_rank)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if use_cuda else "gloo")
+    return info, torch.device("cuda", info.local_rank) if use_cuda else torch.device("cpu")
+
+
+def linear_schedule(warmup: int, total: int):
+    """Learning-rate factor: linear warmup from 0 to 1 over `warmup` steps, then linear decay to 0 at `total`."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        return max(0.0, (total - step) / max(1, total - warmup))
+    return factor
+
+
+def configure_optimizer(model: nn.Module, lr: float, weight_decay: float, new_parameters: set[str] = frozenset(),
+                        new_lr_scale: float = 1.0, fused: bool = False) -> torch.optim.AdamW:
+    """AdamW with BERT's parameter groups: no weight decay on biases and LayerNorm weights; parameters named in
+    `new_parameters` (heads newly initialized) learn `new_lr_scale` times faster."""
+    groups: dict[tuple[bool, bool], list] = {}
+    for name, p in model.named_parameters():
+        no_decay = name.endswith("bias") or "LayerNorm" in name
+        groups.setdefault((no_decay, name in new_parameters), []).append(p)
+    return torch.optim.AdamW(
+        [{"params": ps, "weight_decay": 0.0 if no_decay else weight_decay, "lr": lr * (new_lr_scale if new else 1.0)}
+         for (no_decay, new), ps in groups.items()],
+        lr=lr, betas=(0.9, 0.999), eps=1e-6, fused=fused)
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The newest `step-NNNNNNN` folder under `out` that holds a trainer state (a complete checkpoint)."""
+    folders = sorted(p for p in out.glob("step-*") if (p / TRAINER_STATE).exists())
+    return folders[-1] if folders else None
+
+
+def _resolve_corpus(args) -> tuple[list[Path], Path | None]:
+    corpus = Path(args.corpus)
+    heldout = Path(args.heldout) if args.heldout else None
+    if corpus.is_dir():
+        if (corpus / "train.txt").exists():
+            heldout = heldout or ((corpus / "heldout.txt") if (corpus / "heldout.txt").exists() else None)
+            return [corpus / "train.txt"], heldout
+        files = sorted(corpus.glob("*.txt"))
+        if not files:
+            raise FileNotFoundError(f"{corpus} holds no .txt files")
+        return files, heldout
+    if not corpus.is_file():
+        raise FileNotFoundError(f"no corpus at {corpus}; give a text file or a folder with train.txt "
+                                "(build one with scripts/build_corpus.py)")
+    return [corpus], heldout
+
+
+def _load_tokenizer(args) -> Tokenizer:
+    if args.tokenizer:
+        folder = Path(args.tokenizer)
+    elif args.init != "scratch":
+        folder = Path(args.init)
+    else:
+        folder = default_model_path()
+    return Tokenizer.from_folder(folder)
+
+
+class CsvLog:
+    FIELDS = ("step", "split", "loss", "mlm_loss", "nsp_loss", "mlm_top1", "mlm_top5", "nsp_accuracy", "lr",
+              "steps_per_s", "elapsed_s")
+
+    def __init__(self, path: Path):
+        self.path = path
+        if not path.exists():
+            with path.open("w", newline="") as f:
+                csv.writer(f).writerow(self.FIELDS)
+
+    def write(self, **row) -> None:
+        with self.path.open("a", newline="") as f:
+            csv.writer(f).writerow([_fmt(row.get(k, "")) for k in self.FIELDS])
+
+
+def _fmt(value) -> str:
+    return f"{value:.5g}" if isinstance(value, float) else str(value)
+
+
+@dataclass
+class Trainer:
+    """Everything a training run holds between steps; `step` counts optimizer steps done."""
+
+    model: BertForPreTraining
+    objective: PretrainingObjective
+    runner: nn.Module  # the objective, wrapped in DistributedDataParallel under torchrun
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler | None
+    amp_dtype: torch.dtype | None
+    new_parameters: set[str]
+    step: int = 0
+
+
+def _save_checkpoint(trainer: Trainer, tokenizer: Tokenizer, out: Path, keep: int) -> Path:
+    step = trainer.step
+    folder = out / f"step-{step:07d}"
+    partial = out / f".partial-{step:07d}"
+    if partial.exists():
+        shutil.rmtree(partial)
+    save_pretrained(trainer.model, partial, tokenizer=tokenizer)
+    state = {"step": step, "optimizer": trainer.optimizer.state_dict(), "scheduler": trainer.scheduler.state_dict(),
+             "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
+             "torch_rng": torch.get_rng_state(),
+             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    torch.save(state, partial / TRAINER_STATE)
+    if folder.exists():
+        shutil.rmtree(folder)
+    partial.rename(folder)  # a checkpoint folder exists only once it is complete
+    if keep > 0:
+        for old in sorted(out.glob("step-*"))[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def _resume(trainer: Trainer, out: Path) -> Path | None:
+    """Load the newest complete checkpoint under `out` into `trainer`; None when there is none."""
+    folder = latest_checkpoint(out)
+    if folder is None:
+        return None
+    trained, _ = load_model(folder)
+    trainer.model.load_state_dict(trained.state_dict())
+    trainer.model.tie_weights()
+    state = torch.load(folder / TRAINER_STATE, map_location="cpu", weights_only=True)
+    trainer.optimizer.load_state_dict(state["optimizer"])
+    trainer.scheduler.load_state_dict(state["scheduler"])
+    if trainer.scaler is not None and state.get("scaler"):
+        trainer.scaler.load_state_dict(state["scaler"])
+    torch.set_rng_state(state["torch_rng"])
+    trainer.step = int(state["step"])
+    return folder
+
+
+def add_pretrain_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of `bertviz-app pretrain`."""
+    parser.add_argument("--corpus", required=True,
+                        help="a text file (one sentence per line, blank line between documents) or a folder with "
+                             "train.txt and heldout.txt (scripts/build_corpus.py writes one)")
+    parser.add_argument("--heldout", default=None, help="held-out text file for evaluation (default: "
+                        "CORPUS/heldout.txt when CORPUS is a folder)")
+    parser.add_argument("--init", default="scratch",
+                        help="'scratch' for random weights, or a checkpoint folder to continue from (heads it lacks "
+                             "are newly initialized)")
+    parser.add_argument("--preset", default="mini", choices=("tiny", "mini", "base", "large"),
+                        help="model size with --init scratch (default: mini)")
+    parser.add_argument("--tokenizer", default=None, help="tokenizer folder (default: the --init folder, or the "
+                        "default model's tokenizer with --init scratch)")
+    parser.add_argument("--out", required=True, help="output folder: checkpoints step-NNNNNNN/, log.csv; a run "
+                        "with the same --out resumes from its latest checkpoint")
+    parser.add_argument("--steps", type=int, default=10_000, help="total optimizer steps (default: 10000)")
+    parser.add_argument("--batch-size", type=int, default=32, help="sentence pairs per step and process")
+    # --max-length: the name this option had before; the model card's commands use it
+    parser.add_argument("--max-tokens", "--max-length", dest="max_tokens", type=int, default=128,
+                        help="tokens per pair, special tokens included")
+    parser.add_argument("--lr", type=float, default=1e-4, help="peak learning rate (default: 1e-4)")
+    parser.add_argument("--head-lr-scale", type=float, default=1.0,
+                        help="learning-rate multiplier for newly initialized heads (default: 1)")
+    parser.add_argument("--warmup", type=int, default=None, help="warmup steps (default: 6%% of --steps)")
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping (0: off)")
+    parser.add_argument("--freeze-encoder-steps", type=int, default=0,
+                        help="train only the newly initialized heads for the first N steps (the encoder, embeddings "
+                             "and pooler stay fixed), so that a new head does not disturb a pretrained encoder; "
+                             "single process only")
+    parser.add_argument("--mlm-probability", type=float, default=0.15)
+    parser.add_argument("--whole-word", action="store_true", help="mask whole words instead of word pieces")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads per process (default: torch's)")
+    parser.add_argument("--log-every", type=int, default=10, help="steps between progress lines and CSV rows")
+    parser.add_argument("--eval-every", type=int, default=0, help="steps between held-out evaluations (0: at "
+                        "checkpoints only)")
+    parser.add_argument("--eval-examples", type=int, default=256, help="held-out pairs per evaluation")
+    parser.add_argument("--save-every", type=int, default=500, help="steps between checkpoints")
+    parser.add_argument("--save-minutes", type=float, default=15.0, help="also save when this many minutes have "
+                        "passed since the last checkpoint (0: off)")
+    parser.add_argument("--keep", type=int, default=2, help="checkpoints to keep (0: all)")
+    parser.add_argument("--max-documents", type=int, default=None, help="read only the first N documents")
+    return parser
+
+
+def _build_trainer(args: argparse.Namespace, tokenizer: Tokenizer, train_data: SentencePairDataset,
+                   dist_info: Distributed, device: torch.device, say) -> Trainer:
+    torch.manual_seed(args.seed)  # the same initial weights on every rank
+    model, new = build_model(args.init, tokenizer, args.preset, args.max_tokens,
+                             log_prior=unigram_log_prior(train_data, tokenizer.vocab_size))
+    say(f"model: {model.num_parameters() / 1e6:.1f} M parameters; newly initialized: "
+        f"{', '.join(new) if new else 'nothing'}")
+    model.to(device).train()
+    optimizer = configure_optimizer(model, args.lr, args.weight_decay, set(new), args.head_lr_scale,
+                                    fused=device.type == "cuda")
+    warmup = args.warmup if args.warmup is not None else max(1, int(0.06 * args.steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup, args.steps))
+    amp_dtype = None
+    if device.type == "cuda":
+        amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
+    objective = PretrainingObjective(model)
+    runner: nn.Module = objective
+    if dist_info.world_size > 1:
+        runner = nn.parallel.DistributedDataParallel(
+            objective, device_ids=[device.index] if device.type == "cuda" else None)
+    return Trainer(model, objective, runner, optimizer, scheduler, scaler, amp_dtype, set(new))
+
+
+def _freeze_encoder(trainer: Trainer, frozen: bool) -> None:
+    """Train only the newly initialized heads (frozen) or the whole model."""
+    trainer.objective.encoder_frozen = frozen
+    for name, p in trainer.model.named_parameters():
+        p.requires_grad_(not frozen or name in trainer.new_parameters)
+
+
+def _train_step(trainer: Trainer, batch, clip: float) -> dict:
+    """One optimizer step on `batch`; returns the objective's outputs."""
+    with torch.autocast(batch.input_ids.device.type, dtype=trainer.amp_dtype, enabled=trainer.amp_dtype is not None):
+        result = trainer.runner(batch)
+    loss = result["loss"]
+    if not torch.isfinite(loss):
+        raise RuntimeError(f"the loss became {float(loss)} at step {trainer.step}; lower --lr or check the corpus")
+    scaler, optimizer = trainer.scaler, trainer.optimizer
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+    else:
+        loss.backward()
+    if clip > 0:
+        nn.utils.clip_grad_norm_(trainer.model.parameters(), clip)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    trainer.scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    trainer.step += 1
+    return result
+
+
+class _Progress:
+    """Running sums of the training metrics between two log lines; writes the CSV row and the progress line."""
+
+    KEYS = ("mlm_correct", "mlm_top5", "mlm_count", "nsp_correct", "nsp_count")
+
+    def __init__(self, log: CsvLog | None, say):
+        self.log, self.say = log, say
+        self.started = self.last = time.perf_counter()
+        self.sums, self.steps = Counter(), 0
+
+    def add(self, result: dict) -> None:
+        for key in self.KEYS:
+            self.sums[key] += int(result[key])
+        self.sums["mlm_loss"] += float(result["mlm_loss"])
+        self.sums["nsp_loss"] += float(result["nsp_loss"])
+        self.steps += 1
+
+    def report(self, step: int, total: int, lr: float) -> None:
+        now = time.perf_counter()
+        rate = self.steps / (now - self.last)
+        s, n = self.sums, max(self.steps, 1)
+        m, p = max(s["mlm_count"], 1), max(s["nsp_count"], 1)
+        row = dict(step=step, split="train", mlm_loss=s["mlm_loss"] / n, nsp_loss=s["nsp_loss"] / n,
+                   mlm_top1=s["mlm_correct"] / m, mlm_top5=s["mlm_top5"] / m, nsp_accuracy=s["nsp_correct"] / p,
+                   lr=lr, steps_per_s=rate, elapsed_s=now - self.started)
+        row["loss"] = row["mlm_loss"] + row["nsp_loss"]
+        if self.log is not None:
+            self.log.write(**row)
+        eta = (total - step) / rate if rate > 0 else float("inf")
+        self.say(f"step {step}/{total} ({100 * step / total:.1f}%) loss {row['loss']:.3f} mlm {row['mlm_loss']:.3f} "
+                 f"top-1 {row['mlm_top1']:.3f} nsp {row['nsp_loss']:.3f} acc {row['nsp_accuracy']:.3f} lr "
+                 f"{lr:.2e} {rate:.3f} steps/s eta {eta / 60:.0f} min")
+        self.sums, self.steps, self.last = Counter(), 0, now
+
+
+def _read_corpus(args, tokenizer: Tokenizer, say) -> tuple[SentencePairDataset, SentencePairDataset | None]:
+    files, heldout_file = _resolve_corpus(args)
+    t0 = time.perf_counter()
+    train_data = SentencePairDataset.from_files(files, tokenizer, args.max_tokens, args.seed, args.max_documents)
+    heldout = (SentencePairDataset.from_files([heldout_file], tokenizer, args.max_tokens, seed=1234)
+               if heldout_file else None)
+    say(f"corpus: {len(train_data.documents)} documents, {len(train_data)} pairs per epoch"
+        + (f", held-out {len(heldout.documents)} documents" if heldout else "")
+        + f" (read in {time.perf_counter() - t0:.1f} s)")
+    return train_data, heldout
+
+
+def run_pretrain(args: argparse.Namespace) -> BertForPreTraining:
+    """Train (or resume) as `args` say; returns the trained model (unwrapped, on its device)."""
+    if args.freeze_encoder_steps and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError("--freeze-encoder-steps is not supported under torchrun (DDP needs every parameter to "
+                         "train from the start); run the frozen phase in one process, then resume under torchrun")
+    dist_info, device = setup_distributed(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if dist_info.is_main else (lambda *a: None)
+    tokenizer = _load_tokenizer(args)
+    train_data, heldout = _read_corpus(args, tokenizer, say)
+    trainer = _build_trainer(args, tokenizer, train_data, dist_info, device, say)
+    resumed = _resume(trainer, out)
+    if resumed is not None:
+        say(f"resumed from {resumed} at step {trainer.step}")
+    if trainer.step >= args.steps:
+        say(f"already trained {trainer.step} steps (--steps {args.steps}); raise --steps to continue")
+        return trainer.model
+    if args.freeze_encoder_steps and not trainer.new_parameters:
+        raise ValueError("--freeze-encoder-steps needs newly initialized heads to train; use it with --init PATH "
+                         "of a checkpoint without them")
+    _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say)
+    if dist_info.world_size > 1:
+        dist.barrier()
+    return trainer.model
+
+
+def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePairDataset,
+           heldout: SentencePairDataset | None, dist_info: Distributed, out: Path, say) -> None:
+    """The loop: from trainer.step to --steps, with logging, checkpoints and held-out evaluations as `args` say."""
+    device = trainer.model.device
+    counts = token_counts(train_data, tokenizer.vocab_size)
+    progress = _Progress(CsvLog(out / "log.csv") if dist_info.is_main else None, say)
+
+    def evaluate_now() -> None:
+        if heldout is None or not dist_info.is_main:
+            return
+        result = evaluate(trainer.model, heldout, args.eval_examples, args.batch_size, unigram_counts=counts,
+                          device=device, whole_word=args.whole_word)
+        say(f"step {trainer.step}: held-out {result}")
+        progress.log.write(step=trainer.step, split="heldout", loss=result.mlm_loss + result.nsp_loss,
+                           mlm_loss=result.mlm_loss, nsp_loss=result.nsp_loss, mlm_top1=result.mlm_top1,
+                           mlm_top5=result.mlm_top5, nsp_accuracy=result.nsp_accuracy,
+                           elapsed_s=time.perf_counter() - progress.started)
+
+    rand_ids = random_token_ids(tokenizer)
+    last_save = time.perf_counter()
+    while trainer.step < args.steps:
+        frozen = trainer.step < args.freeze_encoder_steps
+        if frozen != trainer.objective.encoder_frozen:
+            _freeze_encoder(trainer, frozen)
+            say(f"step {trainer.step}: {'training only the new heads' if frozen else 'training the whole model'}")
+        # The batch of (step, rank) is fixed by the seed: resuming replays exactly the data not yet seen.
+        base = (trainer.step * dist_info.world_size + dist_info.rank) * args.batch_size
+        items = [train_data[base + i] for i in range(args.batch_size)]
+        generator = torch.Generator().manual_seed(args.seed * 1_000_003 + trainer.step * 131 + dist_info.rank)
+        batch = collate(items, tokenizer, rand_ids, generator, args.mlm_probability, args.whole_word).to(device)
+        progress.add(_train_step(trainer, batch, args.clip))
+        step = trainer.step
+        if step % args.log_every == 0 or step == args.steps:
+            progress.report(step, args.steps, trainer.scheduler.get_last_lr()[0])
+        timed_save = args.save_minutes > 0 and time.perf_counter() - last_save > 60 * args.save_minutes
+        if step % args.save_every == 0 or step == args.steps or timed_save:
+            if dist_info.is_main:
+                say(f"saved {_save_checkpoint(trainer, tokenizer, out, args.keep)}")
+            last_save = time.perf_counter()
+            if args.eval_every == 0:
+                evaluate_now()
+        if args.eval_every and step % args.eval_every == 0:
+            evaluate_now()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m bertviz_app.pretraining [train options]` or `python -m bertviz_app.pretraining evaluate ...`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "evaluate":
+        parser = add_evaluate_arguments(argparse.ArgumentParser(prog="bertviz-app pretrain evaluate",
+                                                                description="Evaluate a pretraining checkpoint."))
+        run_evaluate(parser.parse_args(argv[1:]))
+        return
+    parser = add_pretrain_arguments(argparse.ArgumentParser(
+        prog="bertviz-app pretrain", description="Pretrain BERT with masked-LM and next-sentence prediction."))
+    run_pretrain(parser.parse_args(argv))
