@@ -47,6 +47,12 @@ export function constrain(state, payload) {
   return out;
 }
 
+/** What a view drew, as a short string a test or a benchmark can wait for (the root's data-drawn). */
+export function drawnKey(state) {
+  return `${state.matrix} layer=${state.layer} head=${state.head} token=${state.token} ${state.units} `
+    + `${state.segments} hide=${state.hideSpecial} renorm=${state.renormalise} zoom=${state.zoom}`;
+}
+
 /**
  * createSelection(payload, initial) -> { get(), set(patch), subscribe(fn) -> unsubscribe }.
  * set() constrains the new state and calls every subscriber with (state, changed) where changed is the Set of

@@ -2,6 +2,7 @@
 // more attention. Hover a token to see only its lines, click to keep it; with all heads, each head its colour.
 
 import { createCache, shownBlocks } from "./data.mjs";
+import { drawnKey } from "./selection.mjs";
 import { createSurface, el, everyFrame, measureText } from "./dom.mjs";
 import { LABEL_FONT_PX, LABEL_PITCH, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
 import { formatWeight, headColor, SELECTED_COLOR } from "./scale.mjs";
@@ -53,6 +54,9 @@ export function draw(container, payload, selection, options = {}) {
     layout = { n, pitch, labelW, width, height, xL: PAD + labelW + GUTTER, xR: width - PAD - labelW - GUTTER };
     surface.setSize(width, height, Math.min(height, maxHeight));
     caption.textContent = describe(state, shown, payload);
+    root.dataset.drawn = drawnKey(state);
+    // Where the rows are, for automation (tests click tokens on the canvas with it).
+    surface.scroller.dataset.geometry = JSON.stringify({ top: TOP, pitch, left: layout.xL, right: layout.xR });
     surface.redraw();
   }
 
@@ -139,11 +143,13 @@ export function draw(container, payload, selection, options = {}) {
       for (const k of order.slice(0, 5)) if (weights[k] >= 0.05) strongest.push(k);
     }
     ctx.textBaseline = "middle";
+    let count = 0;
     for (const side of ["left", "right"]) {
       const axis = side === "left" ? rows : cols;
       const isActiveSide = act && act.side === side;
       const priority = isActiveSide ? [act.index] : act ? strongest : [];
       const shownLabels = thinLabels(r0, Math.min(r1, axis.length - 1), pitch, gap, priority);
+      count += shownLabels.length;
       for (const i of shownLabels) {
         const unit = axis[i];
         const y = rowY(i);
@@ -175,6 +181,7 @@ export function draw(container, payload, selection, options = {}) {
         }
       }
     }
+    root.dataset.labels = String(count);
     if (shown.blocks[0].flaggedCount && shown.blocks[0].renormalised) {
       ctx.font = SMALL;
       ctx.fillStyle = "#7a5c00";

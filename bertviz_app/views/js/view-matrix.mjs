@@ -2,6 +2,7 @@
 // (a 512 x 512 head is a single ImageData blit), scaled to the zoom; labels stay at the edges while it scrolls.
 
 import { createCache, shownBlocks } from "./data.mjs";
+import { drawnKey } from "./selection.mjs";
 import { createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
 import { LABEL_FONT_PX, LABEL_PITCH, thinLabels, truncate, visibleRange } from "./layout.mjs";
 import { ATTENTION_STOPS, BOUNDARY_COLOR, formatShare, formatWeight, makeLUT, paintValues,
@@ -59,6 +60,8 @@ export function draw(container, payload, selection, options = {}) {
       }
     }
     caption.textContent = describe(state, shown, payload);
+    root.dataset.drawn = drawnKey(state);
+    surface.scroller.dataset.geometry = JSON.stringify({ left, top, cell });
     surface.redraw();
   }
 
@@ -133,7 +136,8 @@ export function draw(container, payload, selection, options = {}) {
     // Rows, at the left edge.
     const [r0, r1] = visibleRange(v.y, v.height, top, cell, rows.length);
     const rowPriority = [hover?.row >= 0 ? hover.row : null, sel?.axis === "row" ? sel.index : null];
-    for (const r of thinLabels(r0, r1, cell, LABEL_PITCH, rowPriority)) {
+    const rowLabels = thinLabels(r0, r1, cell, LABEL_PITCH, rowPriority);
+    for (const r of rowLabels) {
       const y = top + (r + 0.5) * cell - v.y;
       if (y < top) continue;
       const strong = rowPriority.includes(r);
@@ -150,7 +154,9 @@ export function draw(container, payload, selection, options = {}) {
     // Columns, along the top edge, reading upwards.
     const [c0, c1] = visibleRange(v.x, v.width, left, cell, cols.length);
     const colPriority = [hover?.col >= 0 ? hover.col : null, sel?.axis === "col" ? sel.index : null];
-    for (const c of thinLabels(c0, c1, cell, LABEL_PITCH, colPriority)) {
+    const colLabels = thinLabels(c0, c1, cell, LABEL_PITCH, colPriority);
+    root.dataset.labels = String(rowLabels.length + colLabels.length);
+    for (const c of colLabels) {
       const x = left + (c + 0.5) * cell - v.x;
       if (x < left) continue;
       ctx.save();

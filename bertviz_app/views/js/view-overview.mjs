@@ -96,6 +96,9 @@ export function draw(container, payload, selection, options = {}) {
     const maxHeight = options.maxHeight ? options.maxHeight() : 600;
     surface.setSize(width, height, Math.min(height, Math.max(maxHeight, 260)));
     showStats(state);
+    root.dataset.drawn = `layer=${state.layer} head=${state.head} scale=${state.scale}`;
+    surface.scroller.dataset.geometry = JSON.stringify({ left: LEFT + GAP, top: TOP, tile, gap: GAP,
+      rowPitch: tile + CAPTION + GAP });
     caption.textContent = "Every head of every layer, each drawn as a thumbnail of its attention matrix (rows: "
       + "attending tokens, columns: attended ones; a thumbnail pixel shows the strongest weight in its patch). "
       + "The label under a tile names the head's habit when over half its attention goes one way: [CLS], [SEP], "

@@ -134,6 +134,8 @@ export function draw(container, payload, selection, options = {}) {
     }
     showDetail();
     caption.textContent = describe(state, row, payload, token);
+    root.dataset.drawn = `layer=${state.layer} head=${head} query=${token}`;
+    surface.scroller.dataset.geometry = JSON.stringify({ top: TOP, pitch });
     surface.redraw();
   }
 
