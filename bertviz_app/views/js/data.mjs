@@ -108,7 +108,8 @@ export function blockAxes(units, segments, hideSpecial) {
  */
 export function makeBlock(matrix, n, axes, renormalise) {
   const { rows, cols } = axes;
-  const values = new Float32Array(rows.length * cols.length);
+  const whole = rows.length === n && cols.length === n; // nothing hidden: share the matrix instead of copying it
+  const values = whole ? matrix : new Float32Array(rows.length * cols.length);
   const mass = new Float32Array(rows.length);
   const flagged = new Uint8Array(rows.length);
   let flaggedCount = 0;
@@ -117,11 +118,12 @@ export function makeBlock(matrix, n, axes, renormalise) {
     let sum = 0;
     for (let c = 0; c < cols.length; c++) {
       const v = matrix[base + cols[c]];
-      values[r * cols.length + c] = v;
+      if (!whole) values[r * cols.length + c] = v;
       sum += v;
     }
     mass[r] = sum;
     if (!renormalise) continue;
+    if (whole) continue; // rows already sum to one: nothing to renormalise
     if (sum < MIN_RENORMALISE_MASS) {
       flagged[r] = 1;
       flaggedCount++;
@@ -210,7 +212,7 @@ export function headStatistics(payload, layer, head) {
 }
 
 /** A small least-recently-used map: recomputing a 512 x 512 head costs milliseconds, keeping all 72 megabytes. */
-export function createCache(limit = 16) {
+export function createCache(limit = 32) {
   const map = new Map();
   return {
     get(key, make) {
@@ -246,11 +248,15 @@ export function shownBlocks(payload, state, cache, split) {
     () => blockAxes(units, state.segments, state.hideSpecial));
   const blocks = heads.map((h) => {
     const head = h === null ? 0 : h;
-    const matrix = cache.get(`m|${state.matrix}|${state.layer}|${head}|${state.units}`,
-      () => mergeUnits(layerMatrix(set, T, payload.heads, state.layer, head), T, units));
-    const block = makeBlock(matrix, units.count, axes, state.renormalise);
-    block.head = h === "all" ? null : h;
-    return block;
+    const key = `${state.matrix}|${state.layer}|${head}|${state.units}`;
+    // Cached too: a token or zoom change redraws the same blocks, and at 512 tokens 12 heads are 3 M copies.
+    return cache.get(`b|${key}|${state.segments}|${state.hideSpecial}|${state.renormalise}`, () => {
+      const matrix = cache.get(`m|${key}`,
+        () => mergeUnits(layerMatrix(set, T, payload.heads, state.layer, head), T, units));
+      const block = makeBlock(matrix, units.count, axes, state.renormalise);
+      block.head = h === "all" ? null : h;
+      return block;
+    });
   });
   return { set, units, axes, blocks };
 }
