@@ -5,7 +5,7 @@ import { createCache, shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
 import { createSurface, el, everyFrame, measureText } from "./dom.mjs";
 import { LABEL_FONT_PX, LABEL_PITCH, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
-import { formatWeight, headColor, SELECTED_COLOR } from "./scale.mjs";
+import { formatWeight, headColor, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 
 export const NAME = "lines";
 const FONT = `${LABEL_FONT_PX}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
@@ -88,12 +88,12 @@ export function draw(container, payload, selection, options = {}) {
       const color = block.head === null ? ROLLOUT_COLOR : headColor(block.head);
       const nc = cols.length;
       const buckets = Array.from({ length: 16 }, () => []);
-      // A line's opacity is its weight (linear, whatever the colour scale): strong links stand out of the mesh.
+      // A line's opacity follows the colour scale: its weight, or (square root) weak lines a little stronger.
       const add = (r, c, w) => {
         if (!(w >= MIN_WEIGHT)) return;
         const y1 = rowY(r), y2 = rowY(c);
         if (Math.max(y1, y2) < v.y + HEADER || Math.min(y1, y2) > v.y + v.height) return;
-        buckets[Math.min(15, Math.floor(w * 16))].push(y1, y2);
+        buckets[Math.min(15, Math.floor(weightIndex(w, state.scale) / 16))].push(y1, y2);
       };
       if (act && act.side === "left") {
         for (let c = 0; c < nc; c++) add(act.index, c, block.values[act.index * nc + c]);
@@ -106,10 +106,10 @@ export function draw(container, payload, selection, options = {}) {
         }
       }
       ctx.strokeStyle = color;
-      ctx.lineWidth = act ? 2.5 : 1.5;
+      ctx.lineWidth = act ? 2.5 : 2;
       buckets.forEach((ys, k) => {
         if (!ys.length) return;
-        ctx.globalAlpha = Math.max(0.08, (k + 0.5) / 16);
+        ctx.globalAlpha = Math.max(0.1, (k + 0.5) / 16);
         ctx.beginPath();
         for (let i = 0; i < ys.length; i += 2) { ctx.moveTo(xL, ys[i]); ctx.lineTo(xR, ys[i + 1]); }
         ctx.stroke();
@@ -292,8 +292,9 @@ function describe(state, shown, payload) {
   const what = state.matrix === "attention"
     ? `layer ${state.layer}, ${state.head === "all" ? `all ${payload.heads} heads (one colour each; click a colour in the key to pick that head)` : `head ${state.head}`}`
     : `${shown.set.label} through layers 0\u2013${state.layer} (how much each input token has flowed into each position, heads averaged, the residual connection counted as half)`;
-  const parts = [`Each line joins a token on the left to a token it attends to on the right, in ${what}; a line is as dark as its weight.`,
+  const parts = [`Each line joins a token on the left to a token it attends to on the right, in ${what}; the more attention, the darker the line.`,
     "Until you hover or select a token, lines under 0.05 are left out; hover a token to see all its lines, click it to keep them (click again to let go)."];
+  if (state.scale === "sqrt") parts.push("Square-root shading: a line of weight 0.25 is already half dark, so weak links stay visible.");
   if (state.units === "words") parts.push("Words: attention to a word is summed over its pieces, attention from a word averaged over them.");
   if (state.renormalise && shown.blocks[0].flaggedCount) {
     parts.push(`\u2205 marks ${shown.blocks[0].flaggedCount} row(s) with under 5% of their attention on the tokens shown: too little to renormalise honestly, so they get no lines.`);

@@ -138,7 +138,7 @@ export function draw(container, payload, selection, options = {}) {
         ctx.fillStyle = label === "broad" || label === "mixed" ? "#777" : "#123a66";
         ctx.textAlign = "center";
         ctx.textBaseline = "top";
-        ctx.fillText(label, x + tile / 2, y + tile + 2);
+        ctx.fillText(label, x + tile / 2, y + tile + 4);
       }
     }
     ctx.imageSmoothingEnabled = true;
