@@ -16,6 +16,22 @@
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
 //   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the view on screen; viewer.destroy()
 //
+// A Gradio host (tried with Gradio 6.31; the app's own module comes with the app package): one gr.HTML whose
+// value is the payload as base64, `html_template="<div class='bv-host'></div>"` (never ${value}: 2 MB of text in
+// the DOM), `apply_default_css=False` (Gradio's prose styles would restyle our selects), and
+//   js_on_load = bundle_js() + `
+//     const host = element.querySelector(".bv-host"); let viewer = null;
+//     async function show() {
+//       if (!props.value) return;
+//       const keep = viewer ? viewer.selection.get() : {};   // a new input keeps layer, head and view
+//       viewer = await BertvizViews.mount(host, props.value, { selection: { layer: keep.layer, head: keep.head,
+//         view: keep.view }, loadQueryKey: () => server.query_key(viewer.payload.key) });
+//     }
+//     show(); watch("value", show);`
+// with server_functions=[query_key]: a Python function from the payload's key (views.run_key) to the base64 query/key
+// blob of that Run, kept server-side by key. offlineHtml: () => server.offline_page(key) the same way, returning
+// standalone_html(payload, query_key). Moving through layers, heads and tokens then never calls the server.
+//
 // Ids (prefixed): attention-view (the root), view-layer, view-head, view-all-heads, view-token, view-direction,
 // view-matrix, view-units, view-segments, view-hide-special, view-renormalise, view-scale, view-zoom,
 // view-qk-expand, view-tab-lines|matrix|overview|qk, view-export-png|svg|html.

@@ -13,7 +13,9 @@ export const CSS = `
   white-space: nowrap; }
 .bv-root .bv-field > span { color: #333; }
 .bv-root input[type=range] { width: 150px; min-width: 80px; accent-color: #2171b5; }
-.bv-root select { font: inherit; font-size: 15px; padding: 3px 4px; max-width: 100%; min-width: 0; }
+.bv-root select { font: inherit; font-size: 15px; padding: 3px 4px; max-width: 100%; min-width: 0;
+  appearance: auto; -webkit-appearance: menulist; background-image: none; color: #111; background-color: #fff;
+  border: 1px solid #8c959f; border-radius: 4px; width: auto; height: auto; } /* a host's select styles stay out */
 .bv-root #view-token, .bv-root [id$=view-token] { max-width: 200px; }
 .bv-root output { display: inline-block; min-width: 2ch; font-weight: 600; font-variant-numeric: tabular-nums; }
 .bv-root input[type=checkbox] { width: 18px; height: 18px; margin: 0; accent-color: #2171b5; }
@@ -26,7 +28,7 @@ export const CSS = `
 .bv-root .bv-tabs button[aria-selected=true] { background: #fff; border-color: #2171b5; border-bottom: 2px solid #fff;
   font-weight: 600; color: #08306b; }
 .bv-root .bv-exports { display: flex; flex-wrap: wrap; gap: 6px; margin-left: auto; padding-bottom: 4px; }
-.bv-root button { font: inherit; font-size: 14px; }
+.bv-root button { font: inherit; font-size: 14px; line-height: 1.3; width: auto; min-width: 0; box-shadow: none; }
 .bv-root .bv-tools { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 6px; }
 .bv-root .bv-exports button, .bv-root .bv-notice button, .bv-root .bv-toggle { padding: 4px 10px; border: 1px solid #aab4be;
   border-radius: 5px; background: #fff; cursor: pointer; }
