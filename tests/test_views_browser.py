@@ -337,3 +337,33 @@ def test_nothing_is_clipped_sideways(opened, tmp_path, tokens, size):
         assert overflow == [], f"{view}: {overflow[:5]}"
         shoot(o.page, tmp_path, f"{tokens}-{size[0]}x{size[1]}-{view}")
     assert o.errors == []
+
+
+def test_two_notebook_outputs_in_one_page_do_not_clash(context, pages, tmp_path):
+    """notebook_html is an <iframe srcdoc> of the standalone page: two of them in one document each draw their own
+    views, with the same ids inside, and neither sees the other's."""
+    from bertviz_app.views import notebook_html
+    blob, qk = pages["blobs"]
+    notebook = tmp_path / "notebook.html"
+    notebook.write_text("<!DOCTYPE html><html><body><div id='attention-view'>the notebook's own element</div>"
+                        + notebook_html(blob, qk, title="first", height=500)
+                        + notebook_html(blob, title="second", height=500) + "</body></html>", encoding="utf-8")
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(notebook.as_uri())
+        frames = [f for f in page.frames if f != page.main_frame]
+        assert len(frames) == 2
+        for frame in frames:
+            frame.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn",
+                                    timeout=TIMEOUT_MS)
+        frames[0].eval_on_selector("#view-layer", "e => { e.value = 4; e.dispatchEvent(new Event('input')); }")
+        frames[0].wait_for_function("() => document.querySelector('#view-pane-lines .bv-view').dataset.drawn"
+                                    ".includes('layer=4')", timeout=TIMEOUT_MS)
+        assert "layer=0" in frames[1].eval_on_selector("#view-pane-lines .bv-view", "e => e.dataset.drawn")
+        assert page.locator("#attention-view").inner_text() == "the notebook's own element"
+        assert errors == []
+    finally:
+        page.close()
