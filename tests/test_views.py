@@ -177,7 +177,8 @@ def test_inliner_scopes_each_module_and_orders_by_imports():
     sources = {
         "main.mjs": 'import { twice } from "./b.mjs";\nimport * as a from "./a.mjs";\n'
                     "export function run() { return twice(a.one); }\n",
-        "b.mjs": 'import { one as uno } from "./a.mjs";\nconst local = 2;\nexport const twice = (x) => x * local + uno - 1;\n',
+        "b.mjs": 'import { one as uno } from "./a.mjs";\nconst local = 2;\n'
+                 "export const twice = (x) => x * local + uno - 1;\n",
         "a.mjs": "const local = 1;\nexport const one = local;\nexport async function later() {}\n",
     }
     code = inline_modules(sources, "main.mjs", "Demo")

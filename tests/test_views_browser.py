@@ -330,7 +330,9 @@ def test_nothing_is_clipped_sideways(opened, tmp_path, tokens, size):
             for (const e of document.querySelectorAll('#attention-view *')) {
                 const r = e.getBoundingClientRect();
                 if (r.width === 0 || e.closest('[hidden]') || e.closest('.bv-scroller')) continue;
-                if (r.right > width + 0.5 || r.left < -0.5) out.push(`${e.tagName}.${e.className}#${e.id} ${r.left}-${r.right}`);
+                if (r.right > width + 0.5 || r.left < -0.5) {
+                    out.push(`${e.tagName}.${e.className}#${e.id} ${r.left}-${r.right}`);
+                }
             }
             return out;
         }""")

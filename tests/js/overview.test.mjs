@@ -7,7 +7,11 @@ import { headStatistics } from "../../bertviz_app/views/js/data.mjs";
 import { payloadBytes } from "./helpers.mjs";
 
 globalThis.ImageData ??= class { // what the browser gives; enough for a pure function to fill
-  constructor(width, height) { this.width = width; this.height = height; this.data = new Uint8ClampedArray(width * height * 4); }
+  constructor(width, height) {
+    this.width = width;
+    this.height = height;
+    this.data = new Uint8ClampedArray(width * height * 4);
+  }
 };
 
 test("the atlas has one tile per head, laid out heads across and layers down", async () => {

@@ -60,7 +60,8 @@ export async function mount(container, payloadInput, options = {}) {
     if (options.queryKey) payload.queryKey = await decodeQueryKey(options.queryKey, payload);
   } catch (error) {
     const why = typeof DecompressionStream === "undefined"
-      ? "this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, Safari 16.4+)"
+      ? "this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, "
+        + "Safari 16.4+)"
       : error.message;
     container.replaceChildren(el("div", { class: "bv-root" }, el("p", { class: "bv-error" },
       `The attention views could not start: ${why}.`)));
@@ -116,7 +117,8 @@ export async function mount(container, payloadInput, options = {}) {
   const title = () => {
     const s = selection.get();
     const head = s.head === "all" ? "all heads" : `head ${s.head}`;
-    return `${payload.title || "attention"} \u2014 ${payload.model ? `${payload.model}, ` : ""}layer ${s.layer}, ${head}`;
+    const model = payload.model ? `${payload.model}, ` : "";
+    return `${payload.title || "attention"} \u2014 ${model}layer ${s.layer}, ${head}`;
   };
   const scene = () => views[selection.get().view].scene();
   const api = {
@@ -131,7 +133,10 @@ export async function mount(container, payloadInput, options = {}) {
   };
   exports.append(
     el("button", { type: "button", id: id("view-export-png"), title: "Save the view on screen as a PNG image",
-      onclick: async () => { const s = scene(); if (s) download(await scenePNG(s, title()), `bertviz-${s.name}.png`); } },
+      onclick: async () => {
+        const s = scene();
+        if (s) download(await scenePNG(s, title()), `bertviz-${s.name}.png`);
+      } },
     "Save PNG"),
     el("button", { type: "button", id: id("view-export-svg"), title: "Save the view on screen as an SVG drawing",
       onclick: () => { const s = scene(); if (s) download(new Blob([sceneSVG(s, title())], { type: "image/svg+xml" }),
@@ -164,7 +169,8 @@ export function mountPage(doc = document) {
 }
 
 function buildControls(parent, payload, selection, id) {
-  const field = (label, input, after) => el("label", { class: "bv-field" }, el("span", {}, label), input, after || null);
+  const field = (label, input, after) => el("label", { class: "bv-field" }, el("span", {}, label), input,
+    after || null);
   const set = (patch) => selection.set(patch);
   const range = (name, max, onInput) => el("input", { type: "range", id: id(name), min: "0", max: String(max),
     step: "1", oninput: onInput });
@@ -186,13 +192,15 @@ function buildControls(parent, payload, selection, id) {
     () => set({ direction: direction.value }));
   const matrixSet = select("view-matrix", Object.entries(payload.sets).map(([k, s]) => [k, s.label]),
     () => set({ matrix: matrixSet.value }));
-  const units = select("view-units", [["tokens", "word pieces"], ["words", "words"]], () => set({ units: units.value }));
+  const units = select("view-units", [["tokens", "word pieces"], ["words", "words"]],
+    () => set({ units: units.value }));
   const segments = select("view-segments", Object.entries(SEGMENTS), () => set({ segments: segments.value }));
   const hide = el("input", { type: "checkbox", id: id("view-hide-special"),
     onchange: () => set({ hideSpecial: hide.checked }) });
   const renorm = el("input", { type: "checkbox", id: id("view-renormalise"),
     onchange: () => set({ renormalise: renorm.checked }) });
-  const scale = select("view-scale", [["sqrt", "square root"], ["linear", "linear"]], () => set({ scale: scale.value }));
+  const scale = select("view-scale", [["sqrt", "square root"], ["linear", "linear"]],
+    () => set({ scale: scale.value }));
   const zoom = select("view-zoom", Object.entries(ZOOMS), () => set({ zoom: zoom.value }));
 
   // The ones used most first; at 1280 pixels all of them fill two rows. On a phone the second group starts

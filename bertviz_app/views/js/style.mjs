@@ -30,7 +30,8 @@ export const CSS = `
 .bv-root .bv-exports { display: flex; flex-wrap: wrap; gap: 6px; margin-left: auto; padding-bottom: 4px; }
 .bv-root button { font: inherit; font-size: 14px; line-height: 1.3; width: auto; min-width: 0; box-shadow: none; }
 .bv-root .bv-tools { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 6px; }
-.bv-root .bv-exports button, .bv-root .bv-notice button, .bv-root .bv-toggle { padding: 4px 10px; border: 1px solid #aab4be;
+.bv-root .bv-exports button, .bv-root .bv-notice button, .bv-root .bv-toggle { padding: 4px 10px;
+  border: 1px solid #aab4be;
   border-radius: 5px; background: #fff; cursor: pointer; }
 .bv-root .bv-toggle[aria-pressed=true] { background: #e3eef9; border-color: #2171b5; }
 .bv-root button:focus-visible, .bv-root .bv-scroller:focus-visible, .bv-root select:focus-visible,

@@ -127,7 +127,8 @@ export function createSvgContext(width, height, { measure = (font, text) => text
       if (!plain()) throw new Error("the SVG recorder draws images without rotation only");
       const [x0, y0] = pt(dx, dy);
       if (!images.has(image)) images.set(image, imageUrl(image));
-      const pixelated = ctx.imageSmoothingEnabled ? "" : ` style="image-rendering:pixelated" image-rendering="pixelated"`;
+      const pixelated = ctx.imageSmoothingEnabled ? ""
+        : ` style="image-rendering:pixelated" image-rendering="pixelated"`;
       body.push(`<svg x="${num(x0)}" y="${num(y0)}" width="${num(dw * m[0])}" height="${num(dh * m[3])}" `
         + `viewBox="${num(sx)} ${num(sy)} ${num(sw)} ${num(sh)}" preserveAspectRatio="none"${alpha()}>`
         + `<image width="${image.width}" height="${image.height}" href="${images.get(image)}"${pixelated}/></svg>`);

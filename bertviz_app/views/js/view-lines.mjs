@@ -289,15 +289,28 @@ function fileStem(state) {
 }
 
 function describe(state, shown, payload) {
-  const what = state.matrix === "attention"
-    ? `layer ${state.layer}, ${state.head === "all" ? `all ${payload.heads} heads (one colour each; click a colour in the key to pick that head)` : `head ${state.head}`}`
-    : `${shown.set.label} through layers 0\u2013${state.layer} (how much each input token has flowed into each position, heads averaged, the residual connection counted as half)`;
-  const parts = [`Each line joins a token on the left to a token it attends to on the right, in ${what}; the more attention, the darker the line.`,
-    "Until you hover or select a token, lines under 0.05 are left out; hover a token to see all its lines, click it to keep them (click again to let go)."];
-  if (state.scale === "sqrt") parts.push("Square-root shading: a line of weight 0.25 is already half dark, so weak links stay visible.");
-  if (state.units === "words") parts.push("Words: attention to a word is summed over its pieces, attention from a word averaged over them.");
-  if (state.renormalise && shown.blocks[0].flaggedCount) {
-    parts.push(`\u2205 marks ${shown.blocks[0].flaggedCount} row(s) with under 5% of their attention on the tokens shown: too little to renormalise honestly, so they get no lines.`);
-  } else if (state.renormalise) parts.push("Rows are renormalised: each token's lines add up to 1 over the tokens shown.");
+  const heads = state.head === "all"
+    ? `all ${payload.heads} heads (one colour each; click a colour in the key to pick that head)`
+    : `head ${state.head}`;
+  const what = state.matrix === "attention" ? `layer ${state.layer}, ${heads}`
+    : `${shown.set.label} through layers 0\u2013${state.layer} (how much each input token has flowed into each `
+      + "position, heads averaged, the residual connection counted as half)";
+  const parts = [`Each line joins a token on the left to a token it attends to on the right, in ${what}; the more `
+    + "attention, the darker the line.",
+  "Until you hover or select a token, lines under 0.05 are left out; hover a token to see all its lines, click it "
+    + "to keep them (click again to let go)."];
+  if (state.scale === "sqrt") {
+    parts.push("Square-root shading: a line of weight 0.25 is already half dark, so weak links stay visible.");
+  }
+  if (state.units === "words") {
+    parts.push("Words: attention to a word is summed over its pieces, attention from a word averaged over them.");
+  }
+  const flagged = shown.blocks[0].flaggedCount;
+  if (state.renormalise && flagged) {
+    parts.push(`\u2205 marks ${flagged} row(s) with under 5% of their attention on the tokens shown: too little to `
+      + "renormalise honestly, so they get no lines.");
+  } else if (state.renormalise) {
+    parts.push("Rows are renormalised: each token's lines add up to 1 over the tokens shown.");
+  }
   return parts.join(" ");
 }

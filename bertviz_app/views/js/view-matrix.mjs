@@ -267,7 +267,9 @@ export function draw(container, payload, selection, options = {}) {
     for (const k of changed) pendingChanges.add(k);
     scheduled(state);
   });
-  const resize = new ResizeObserver(() => { if (selection.get().view === NAME && !dirty) update(selection.get(), new Set()); });
+  const resize = new ResizeObserver(() => {
+    if (selection.get().view === NAME && !dirty) update(selection.get(), new Set());
+  });
   resize.observe(root);
   render(selection.get(), null);
 
@@ -293,19 +295,28 @@ export function firstOfB(axis, units) {
 function describe(state, shown, payload) {
   const parts = [];
   if (state.matrix === "attention") {
-    parts.push(`Layer ${state.layer}, ${state.head === "all" ? `the mean of its ${payload.heads} heads` : `head ${state.head}`}.`
-      + " Each row is a token looking at the others: its cells show how it shares out its attention (a row adds up to 1).");
+    const heads = state.head === "all" ? `the mean of its ${payload.heads} heads` : `head ${state.head}`;
+    parts.push(`Layer ${state.layer}, ${heads}. Each row is a token looking at the others: its cells show how it `
+      + "shares out its attention (a row adds up to 1).");
   } else {
-    parts.push(`${shown.set.label[0].toUpperCase()}${shown.set.label.slice(1)} through layers 0\u2013${state.layer}: `
-      + "row i shows how much of each input token has flowed into position i, multiplying the layers' attention "
-      + "(heads averaged, the residual connection counted as half).");
+    const label = shown.set.label;
+    parts.push(`${label[0].toUpperCase()}${label.slice(1)} through layers 0\u2013${state.layer}: row i shows how `
+      + "much of each input token has flowed into position i, multiplying the layers' attention (heads averaged, "
+      + "the residual connection counted as half).");
   }
-  parts.push("Darker = more. Red dashes: where sentence B starts. Hover a cell for its value, click it to select that row's token.");
-  if (state.scale === "sqrt") parts.push("Square-root colour scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");
+  parts.push("Darker = more. Red dashes: where sentence B starts. Hover a cell for its value, click it to select "
+    + "that row's token.");
+  if (state.scale === "sqrt") {
+    parts.push("Square-root colour scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");
+  }
   const block = shown.blocks[0];
   if (state.renormalise && block.flaggedCount) {
-    parts.push(`Rows renormalised over what is shown; ${block.flaggedCount} row(s) marked \u2205 keep under 5% of their attention here, too little to renormalise honestly, and are greyed.`);
-  } else if (state.renormalise) parts.push("Rows renormalised: each row adds up to 1 over the columns shown.");
-  else if (state.hideSpecial || state.segments !== "all") parts.push("Rows are not renormalised: they add up to less than 1.");
+    parts.push(`Rows renormalised over what is shown; ${block.flaggedCount} row(s) marked \u2205 keep under 5% of `
+      + "their attention here, too little to renormalise honestly, and are greyed.");
+  } else if (state.renormalise) {
+    parts.push("Rows renormalised: each row adds up to 1 over the columns shown.");
+  } else if (state.hideSpecial || state.segments !== "all") {
+    parts.push("Rows are not renormalised: they add up to less than 1.");
+  }
   return parts.join(" ");
 }

@@ -115,7 +115,8 @@ export function draw(container, payload, selection, options = {}) {
     stats.replaceChildren(...lines.map((line, k) => el(k === 0 ? "strong" : "span", {}, line)));
   }
 
-  const tileOrigin = (layer, head) => [LEFT + GAP + head * (layout.tile + GAP), TOP + layer * (layout.tile + CAPTION + GAP)];
+  const tileOrigin = (layer, head) => [LEFT + GAP + head * (layout.tile + GAP),
+    TOP + layer * (layout.tile + CAPTION + GAP)];
 
   function paint(ctx, v) {
     if (!layout) return;

@@ -90,8 +90,8 @@ export function draw(container, payload, selection, options = {}) {
       return;
     }
     notice.hidden = state.head !== "all";
-    notice.replaceChildren(el("p", {}, "All heads is selected, but this arithmetic belongs to one head: showing head 0. "
-      + "Pick a head above."));
+    notice.replaceChildren(el("p", {}, "All heads is selected, but this arithmetic belongs to one head: showing "
+      + "head 0. Pick a head above."));
     surface.box.hidden = false;
     detail.hidden = false;
     tools.hidden = false;
@@ -102,7 +102,8 @@ export function draw(container, payload, selection, options = {}) {
     const qk = payload.queryKey;
     row = queryKeyRow(qk, state.layer, head, token);
     const T = payload.length;
-    model = layerMatrix(payload.sets.attention, T, payload.heads, state.layer, head).subarray(token * T, (token + 1) * T);
+    model = layerMatrix(payload.sets.attention, T, payload.heads, state.layer, head)
+      .subarray(token * T, (token + 1) * T);
     let limit = 0, productLimit = 0;
     for (const x of row.q) limit = Math.max(limit, Math.abs(x));
     for (const x of row.keys) limit = Math.max(limit, Math.abs(x));
@@ -147,7 +148,8 @@ export function draw(container, payload, selection, options = {}) {
     for (let i = 0; i < row.weights.length; i++) worst = Math.max(worst, Math.abs(row.weights[i] - model[i]));
     detail.replaceChildren(
       el("strong", {}, `Query ${q} (token ${row.token}) and key ${k} (token ${j}):`),
-      el("span", {}, `q \u00b7 k = the sum of the ${row.d} products q\u1d62 \u00d7 k\u1d62 = ${formatNumber(row.dots[j])}; `
+      el("span", {}, `q \u00b7 k = the sum of the ${row.d} products q\u1d62 \u00d7 k\u1d62 = `
+        + `${formatNumber(row.dots[j])}; `
         + `times 1/\u221a${row.d} = ${formatNumber(row.scale, 3)} gives the score ${formatNumber(row.scores[j])}; `
         + `softmax (e to the score, divided by the sum over all ${row.weights.length} keys) gives the weight `
         + `${formatWeight(row.weights[j])}. The model's own weight here: ${formatWeight(model[j])}.`),
@@ -305,7 +307,9 @@ function describe(state, row, payload, token) {
     + `Its query q (top) is compared with every token's key k (rows): multiply them element by element and add up `
     + `(q\u00b7k), divide by \u221a${row.d} = ${formatNumber(Math.sqrt(row.d))} so that the scores do not grow with `
     + "the vector size, then softmax turns the scores into weights that add up to 1. Blue is negative, red positive."];
-  if (state.token === null) parts.push("Select a token (in the list above, or by clicking it in another view) to follow its query.");
+  if (state.token === null) {
+    parts.push("Select a token (in the list above, or by clicking it in another view) to follow its query.");
+  }
   if (state.units === "words") parts.push("This view always works on word pieces: queries and keys belong to pieces.");
   return parts.join(" ");
 }
