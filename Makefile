@@ -11,6 +11,7 @@ app: $(VENV)/.app
 	$(BIN)/bertviz-app $(ARGS)
 
 test: $(VENV)/.test system-packages
+	node --test tests/js/
 	$(BIN)/python -m pytest $(ARGS)
 
 # Chromium and the corpus packages, installed when missing (as root with apt-get; otherwise the command is printed).

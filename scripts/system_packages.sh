@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Debian packages the tests need, installed when they are missing: Chromium drives the browser tests (never a
-# browser downloaded by `playwright install`); the text packages are the corpus the shipped model's held-out figures
-# are rebuilt from. As root with apt-get this installs them; otherwise it prints the one command to run and fails.
+# browser downloaded by `playwright install`); node runs the JavaScript's unit tests; the text packages are the corpus
+# the shipped model's held-out figures are rebuilt from. As root with apt-get this installs them; otherwise it prints the one command to run and fails.
 set -euo pipefail
-PACKAGES="chromium fortunes fortunes-min wordnet-base dict-gcide python3-doc"
+PACKAGES="chromium nodejs fortunes fortunes-min wordnet-base dict-gcide python3-doc"
 
 # `dpkg -s` also succeeds for a package removed with its configuration left behind: ask for the installed state.
 installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }

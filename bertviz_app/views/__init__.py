@@ -1,0 +1,22 @@
+"""The interactive attention views: one compact binary payload per analysis (payload.py), drawn in the browser
+by our own JavaScript (js/: lines, matrix, overview of all heads, query/key arithmetic, one shared selection),
+the same script for the app, a notebook and an offline page (page.py).
+
+    from bertviz_app import load
+    from bertviz_app.views import payload_from_run, query_key_from_run, standalone_html, NotebookView
+
+    run = load(device="cpu").run("The cat sat on the mat.", "It was tired.")
+    Path("attention.html").write_text(standalone_html(payload_from_run(run), query_key_from_run(run)))
+    NotebookView(payload_from_run(run), query_key_from_run(run))   # as the last line of a notebook cell
+
+A host page (the Gradio app) loads `bundle_js()` once and calls `BertvizViews.mount(element, payload, options)`;
+see js/main.mjs for the options (the query/key blob can be handed over later).
+"""
+
+from .page import NotebookView, bundle_js, notebook_html, standalone_html
+from .payload import (PayloadError, decode, decode_payload, decode_query_key, encode_payload, encode_query_key,
+                      payload_from_run, query_key_from_run, run_key, wordpiece_word_ids)
+
+__all__ = ["NotebookView", "PayloadError", "bundle_js", "decode", "decode_payload", "decode_query_key",
+           "encode_payload", "encode_query_key", "notebook_html", "payload_from_run", "query_key_from_run",
+           "run_key", "standalone_html", "wordpiece_word_ids"]

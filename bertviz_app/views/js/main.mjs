@@ -1,0 +1,239 @@
+// The entry a host calls. One function, the same for the app, a notebook and an offline page:
+//
+//   const viewer = await BertvizViews.mount(container, payload, options);
+//
+//   container  an element to fill (its children are replaced)
+//   payload    the attention payload: Uint8Array, ArrayBuffer or base64 string (bertviz_app.views.encode_payload)
+//   options    queryKey        the query/key blob now (bytes or base64), or
+//              loadQueryKey    async () => bytes or base64: called the first time the query/key view opens
+//              offlineHtml     a string, or (async) () => string: the offline page the "Save page" button saves;
+//                              without it the button is not shown
+//              selection       initial state (see selection.mjs), e.g. { layer: 2, head: "all", view: "matrix" }
+//              idPrefix        prefix for the element ids when one page holds several viewers (default "")
+//              maxHeight       the tallest a view box may be, in pixels (default: what the window leaves)
+//
+//   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
+//   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
+//   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the view on screen; viewer.destroy()
+//
+// A Gradio host (tried with Gradio 6.31; the app's own module comes with the app package): one gr.HTML whose
+// value is the payload as base64, `html_template="<div class='bv-host'></div>"` (never ${value}: 2 MB of text in
+// the DOM), `apply_default_css=False` (Gradio's prose styles would restyle our selects), and
+//   js_on_load = bundle_js() + `
+//     const host = element.querySelector(".bv-host"); let viewer = null;
+//     async function show() {
+//       if (!props.value) return;
+//       const keep = viewer ? viewer.selection.get() : {};   // a new input keeps layer, head and view
+//       viewer = await BertvizViews.mount(host, props.value, { selection: { layer: keep.layer, head: keep.head,
+//         view: keep.view }, loadQueryKey: () => server.query_key(viewer.payload.key) });
+//     }
+//     show(); watch("value", show);`
+// with server_functions=[query_key]: a Python function from the payload's key (views.run_key) to the base64 query/key
+// blob of that Run, kept server-side by key. offlineHtml: () => server.offline_page(key) the same way, returning
+// standalone_html(payload, query_key). Moving through layers, heads and tokens then never calls the server.
+//
+// Ids (prefixed): attention-view (the root), view-layer, view-head, view-all-heads, view-token, view-direction,
+// view-matrix, view-units, view-segments, view-hide-special, view-renormalise, view-scale, view-zoom,
+// view-qk-expand, view-tab-lines|matrix|overview|qk, view-export-png|svg|html.
+
+import { decodePayload, decodeQueryKey } from "./decode.mjs";
+import { download, el } from "./dom.mjs";
+import { scenePNG, sceneSVG } from "./export.mjs";
+import { defaultZoom } from "./layout.mjs";
+import { createSelection, VIEWS } from "./selection.mjs";
+import { injectStyle } from "./style.mjs";
+import * as lines from "./view-lines.mjs";
+import * as matrix from "./view-matrix.mjs";
+import * as overview from "./view-overview.mjs";
+import * as qk from "./view-qk.mjs";
+
+const TABS = { lines: "Lines", matrix: "Matrix", overview: "All heads", qk: "Query \u00d7 key" };
+const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
+const ZOOMS = { fit: "fit the box", 2: "2\u00d7", 4: "4\u00d7", labels: "every label" };
+
+export async function mount(container, payloadInput, options = {}) {
+  const doc = container.ownerDocument;
+  injectStyle(container.getRootNode() === doc ? doc : container.getRootNode());
+  let payload;
+  try {
+    payload = await decodePayload(payloadInput);
+    if (options.queryKey) payload.queryKey = await decodeQueryKey(options.queryKey, payload);
+  } catch (error) {
+    const why = typeof DecompressionStream === "undefined"
+      ? "this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, "
+        + "Safari 16.4+)"
+      : error.message;
+    container.replaceChildren(el("div", { class: "bv-root" }, el("p", { class: "bv-error" },
+      `The attention views could not start: ${why}.`)));
+    throw error;
+  }
+  const id = (name) => `${options.idPrefix || ""}${name}`;
+  const root = el("div", { class: "bv-root", id: id("attention-view") });
+  container.replaceChildren(root);
+
+  const heading = el("h2", { class: "bv-title", title: payload.text || payload.title }, payload.title || "Attention");
+  const subtitle = el("p", { class: "bv-subtitle" }, [payload.model, `${payload.length} tokens`,
+    `${payload.layers} layers \u00d7 ${payload.heads} heads`].filter(Boolean).join(" \u00b7 "));
+  const controls = el("div", { class: "bv-controls" });
+  const tabs = el("div", { class: "bv-tabs", role: "tablist" });
+  const exports = el("div", { class: "bv-exports" });
+  const bar = el("div", { class: "bv-bar" }, tabs, exports);
+  const panes = el("div", { class: "bv-panes" });
+  root.append(heading, subtitle, controls, bar, panes);
+
+  // A view box takes what the window has left under the controls, keeping room for its caption, so that on a
+  // 1280 x 720 projector controls, view and caption are on one screen.
+  const maxHeight = () => options.maxHeight || Math.max(300, window.innerHeight - heading.offsetHeight
+    - subtitle.offsetHeight - controls.offsetHeight - bar.offsetHeight - 110);
+  const selection = createSelection(payload, { zoom: defaultZoom(payload.length, maxHeight() - 40),
+    ...(options.selection || {}) });
+  const inputs = buildControls(controls, payload, selection, id);
+
+  let detailView = ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : "lines";
+  const loadQueryKey = options.loadQueryKey ? async () => {
+    payload.queryKey = await decodeQueryKey(await options.loadQueryKey(), payload);
+  } : null;
+  const env = { maxHeight, detailView: () => detailView, loadQueryKey, idPrefix: options.idPrefix || "" };
+  const modules = { lines, matrix, overview, qk };
+  const views = {};
+  const paneOf = {};
+  for (const name of VIEWS) {
+    const pane = el("div", { class: "bv-pane", role: "tabpanel", id: id(`view-pane-${name}`),
+      "aria-labelledby": id(`view-tab-${name}`) });
+    panes.append(pane);
+    paneOf[name] = pane;
+    tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
+      "aria-controls": id(`view-pane-${name}`), onclick: () => selection.set({ view: name }) }, TABS[name]));
+  }
+  const showPanes = (state) => {
+    for (const name of VIEWS) {
+      paneOf[name].hidden = name !== state.view;
+      doc.getElementById(id(`view-tab-${name}`))?.setAttribute("aria-selected", String(name === state.view));
+    }
+  };
+  showPanes(selection.get());
+  for (const name of VIEWS) views[name] = modules[name].draw(paneOf[name], payload, selection, env);
+
+  const title = () => {
+    const s = selection.get();
+    const head = s.head === "all" ? "all heads" : `head ${s.head}`;
+    const model = payload.model ? `${payload.model}, ` : "";
+    return `${payload.title || "attention"} \u2014 ${model}layer ${s.layer}, ${head}`;
+  };
+  const scene = () => views[selection.get().view].scene();
+  const api = {
+    selection, payload,
+    async setQueryKey(input) {
+      payload.queryKey = await decodeQueryKey(input, payload);
+      views.qk.refresh();
+    },
+    exportPNG: () => { const s = scene(); return s ? scenePNG(s, title()) : Promise.resolve(null); },
+    exportSVG: () => { const s = scene(); return s ? sceneSVG(s, title()) : null; },
+    destroy() { for (const v of Object.values(views)) v.destroy(); unsubscribe(); root.remove(); },
+  };
+  exports.append(
+    el("button", { type: "button", id: id("view-export-png"), title: "Save the view on screen as a PNG image",
+      onclick: async () => {
+        const s = scene();
+        if (s) download(await scenePNG(s, title()), `bertviz-${s.name}.png`);
+      } },
+    "Save PNG"),
+    el("button", { type: "button", id: id("view-export-svg"), title: "Save the view on screen as an SVG drawing",
+      onclick: () => { const s = scene(); if (s) download(new Blob([sceneSVG(s, title())], { type: "image/svg+xml" }),
+        `bertviz-${s.name}.svg`); } }, "Save SVG"));
+  if (options.offlineHtml) {
+    exports.append(el("button", { type: "button", id: id("view-export-html"),
+      title: "Save a page with these views that opens offline, with no server",
+      onclick: async () => {
+        const html = typeof options.offlineHtml === "function" ? await options.offlineHtml() : options.offlineHtml;
+        download(new Blob([html], { type: "text/html" }), "bertviz-attention.html");
+      } }, "Save page"));
+  }
+
+  const unsubscribe = selection.subscribe((state, changed) => {
+    if (["lines", "matrix"].includes(state.view)) detailView = state.view;
+    if (changed.has("view")) showPanes(state);
+    inputs.sync(state);
+  });
+  inputs.sync(selection.get());
+  return api;
+}
+
+/** The offline page's start: payload and query/key blob from script elements, the page itself to save. */
+export function mountPage(doc = document) {
+  // Captured before anything is drawn: the page as it arrived, with its data, is the offline page to save.
+  const page = `<!DOCTYPE html>\n${doc.documentElement.outerHTML}`;
+  const text = (name) => doc.getElementById(name)?.textContent.trim() || null;
+  return mount(doc.getElementById("bertviz-root"), text("bertviz-payload"),
+    { queryKey: text("bertviz-query-key"), offlineHtml: page });
+}
+
+function buildControls(parent, payload, selection, id) {
+  const field = (label, input, after) => el("label", { class: "bv-field" }, el("span", {}, label), input,
+    after || null);
+  const set = (patch) => selection.set(patch);
+  const range = (name, max, onInput) => el("input", { type: "range", id: id(name), min: "0", max: String(max),
+    step: "1", oninput: onInput });
+  const select = (name, options, onChange) => {
+    const node = el("select", { id: id(name), oninput: onChange, onchange: onChange });
+    for (const [value, text] of options) node.append(new Option(text, value)); // Option: the text stays text
+    return node;
+  };
+
+  const layerOut = el("output");
+  const layer = range("view-layer", payload.layers - 1, () => set({ layer: Number(layer.value) }));
+  const headOut = el("output");
+  const head = range("view-head", payload.heads - 1, () => set({ head: Number(head.value) }));
+  const allHeads = el("input", { type: "checkbox", id: id("view-all-heads"),
+    onchange: () => set({ head: allHeads.checked ? "all" : Number(head.value) }) });
+  const token = select("view-token", [["", "none"], ...payload.tokens.map((t, i) => [String(i), `${i}: ${t}`])],
+    () => set({ token: token.value === "" ? null : Number(token.value) }));
+  const direction = select("view-direction", [["from", "what it attends to"], ["to", "what attends to it"]],
+    () => set({ direction: direction.value }));
+  const matrixSet = select("view-matrix", Object.entries(payload.sets).map(([k, s]) => [k, s.label]),
+    () => set({ matrix: matrixSet.value }));
+  const units = select("view-units", [["tokens", "word pieces"], ["words", "words"]],
+    () => set({ units: units.value }));
+  const segments = select("view-segments", Object.entries(SEGMENTS), () => set({ segments: segments.value }));
+  const hide = el("input", { type: "checkbox", id: id("view-hide-special"),
+    onchange: () => set({ hideSpecial: hide.checked }) });
+  const renorm = el("input", { type: "checkbox", id: id("view-renormalise"),
+    onchange: () => set({ renormalise: renorm.checked }) });
+  const scale = select("view-scale", [["sqrt", "square root"], ["linear", "linear"]],
+    () => set({ scale: scale.value }));
+  const zoom = select("view-zoom", Object.entries(ZOOMS), () => set({ zoom: zoom.value }));
+
+  // The ones used most first; at 1280 pixels all of them fill two rows. On a phone the second group starts
+  // folded away under a visible "More options", so that the view is not pushed off the screen.
+  const more = el("details", { class: "bv-more", open: window.innerWidth >= 700 },
+    el("summary", { id: id("view-more") }, "More options"),
+    el("div", { class: "bv-controls" }, field("Matrix", matrixSet), field("Units", units),
+      field("Sentences", segments), field("hide [CLS]/[SEP]", hide), field("rows renormalised", renorm),
+      field("Colour", scale)));
+  const wide = window.matchMedia("(min-width: 700px)");
+  wide.addEventListener?.("change", (event) => { if (event.matches) more.open = true; }); // no summary to click there
+  parent.append(field("Layer", layer, layerOut), field("Head", head, headOut), field("all heads", allHeads),
+    field("Token", token), field("shows", direction), field("Zoom", zoom), more);
+
+  return {
+    sync(s) {
+      layer.value = String(s.layer);
+      layerOut.textContent = `${s.layer}`;
+      const perHead = payload.sets[s.matrix].perHead;
+      if (s.head !== "all") head.value = String(s.head);
+      headOut.textContent = s.head === "all" ? "all" : `${s.head}`;
+      allHeads.checked = s.head === "all";
+      head.disabled = allHeads.disabled = !perHead; // rollout is one matrix per layer
+      token.value = s.token === null ? "" : String(s.token);
+      direction.value = s.direction;
+      matrixSet.value = s.matrix;
+      units.value = s.units;
+      segments.value = s.segments;
+      hide.checked = s.hideSpecial;
+      renorm.checked = s.renormalise;
+      renorm.disabled = !(s.hideSpecial || s.segments !== "all"); // nothing hidden, nothing to renormalise
+      scale.value = s.scale;
+      zoom.value = s.zoom;
+    },
+  };
+}

@@ -1,0 +1,76 @@
+// The views' CSS, every rule under .bv-root so a host page's styles and ours leave each other alone. It lives in
+// the bundle (not a separate file) so that one script is all a host has to carry.
+
+export const CSS = `
+.bv-root { font: 16px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; color: #111;
+  background: #fff; max-width: 100%; min-width: 0; box-sizing: border-box; }
+.bv-root *, .bv-root *::before, .bv-root *::after { box-sizing: border-box; }
+.bv-root .bv-title { margin: 0 0 2px; font-size: 18px; font-weight: 600; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+.bv-root .bv-subtitle { margin: 0 0 8px; color: #555; font-size: 14px; overflow-wrap: anywhere; }
+.bv-root .bv-controls { display: flex; flex-wrap: wrap; gap: 6px 16px; align-items: center; margin: 0 0 8px; }
+.bv-root .bv-field { display: inline-flex; align-items: center; gap: 6px; min-width: 0; max-width: 100%;
+  white-space: nowrap; }
+.bv-root .bv-field > span { color: #333; }
+.bv-root input[type=range] { width: 150px; min-width: 80px; accent-color: #2171b5; }
+.bv-root select { font: inherit; font-size: 15px; padding: 3px 4px; max-width: 100%; min-width: 0;
+  appearance: auto; -webkit-appearance: menulist; background-image: none; color: #111; background-color: #fff;
+  border: 1px solid #8c959f; border-radius: 4px; width: auto; height: auto; } /* a host's select styles stay out */
+.bv-root #view-token, .bv-root [id$=view-token] { max-width: 200px; }
+.bv-root output { display: inline-block; min-width: 2ch; font-weight: 600; font-variant-numeric: tabular-nums; }
+.bv-root input[type=checkbox] { width: 18px; height: 18px; margin: 0; accent-color: #2171b5; }
+.bv-root .bv-bar { display: flex; flex-wrap: wrap; align-items: end; gap: 6px 12px; margin: 4px 0 8px;
+  border-bottom: 2px solid #d0d7de; }
+.bv-root .bv-tabs { display: flex; flex-wrap: wrap; gap: 2px; }
+.bv-root .bv-tabs button { font: inherit; font-size: 16px; padding: 7px 14px; border: 1px solid #d0d7de;
+  border-bottom: none; border-radius: 6px 6px 0 0; background: #f3f5f7; color: #222; cursor: pointer;
+  margin-bottom: -2px; }
+.bv-root .bv-tabs button[aria-selected=true] { background: #fff; border-color: #2171b5; border-bottom: 2px solid #fff;
+  font-weight: 600; color: #08306b; }
+.bv-root .bv-exports { display: flex; flex-wrap: wrap; gap: 6px; margin-left: auto; padding-bottom: 4px; }
+.bv-root button { font: inherit; font-size: 14px; line-height: 1.3; width: auto; min-width: 0; box-shadow: none; }
+.bv-root .bv-tools { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 6px; }
+.bv-root .bv-exports button, .bv-root .bv-notice button, .bv-root .bv-toggle { padding: 4px 10px;
+  border: 1px solid #aab4be;
+  border-radius: 5px; background: #fff; cursor: pointer; }
+.bv-root .bv-toggle[aria-pressed=true] { background: #e3eef9; border-color: #2171b5; }
+.bv-root button:focus-visible, .bv-root .bv-scroller:focus-visible, .bv-root select:focus-visible,
+.bv-root input:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 1px; }
+.bv-root .bv-view { position: relative; min-width: 0; }
+.bv-root .bv-surface { position: relative; width: 100%; overflow: hidden; border: 1px solid #e1e4e8;
+  border-radius: 4px; background: #fff; }
+.bv-root .bv-canvas { position: absolute; left: 0; top: 0; pointer-events: none; }
+.bv-root .bv-scroller { position: absolute; inset: 0; overflow: auto; }
+.bv-root .bv-spacer { pointer-events: none; }
+.bv-root .bv-caption { margin: 6px 0 0; color: #333; font-size: 15px; max-width: 72em; }
+.bv-root .bv-stats { display: flex; flex-direction: column; gap: 2px; margin: 0 0 6px; font-size: 15px;
+  min-height: 4.2em; overflow-wrap: anywhere; }
+.bv-root .bv-muted { color: #555; font-size: 14px; }
+.bv-root .bv-notice { margin: 0 0 8px; padding: 8px 12px; background: #fff8e6; border: 1px solid #e8c66a;
+  border-radius: 4px; }
+.bv-root .bv-notice p { margin: 0 0 6px; }
+.bv-root .bv-tooltip { position: absolute; z-index: 5; pointer-events: none; max-width: min(420px, 90%);
+  padding: 6px 9px; background: rgba(20, 24, 28, 0.92); color: #fff; border-radius: 5px; font-size: 14px; }
+.bv-root .bv-tip-title { font-weight: 600; overflow-wrap: anywhere; }
+.bv-root .bv-more { flex-basis: 100%; }
+.bv-root .bv-more > summary { display: none; }
+.bv-root .bv-more > .bv-controls { margin: 0; }
+@media (max-width: 699px) {
+  .bv-root .bv-more > summary { display: list-item; cursor: pointer; color: #08306b; font-weight: 600; }
+  .bv-root .bv-more > .bv-controls { margin-top: 6px; }
+  .bv-root .bv-tabs button { padding: 6px 9px; font-size: 15px; }
+  .bv-root input[type=range] { width: 120px; }
+}
+.bv-root .bv-error { padding: 10px; border: 1px solid #d62728; color: #8b1a1a; }
+.bv-root [hidden] { display: none !important; }
+`;
+
+/** Put the CSS into the document (or shadow root) once. */
+export function injectStyle(doc) {
+  const host = doc.head || doc;
+  if (host.querySelector && host.querySelector("style[data-bertviz-views]")) return;
+  const style = (doc.ownerDocument || doc).createElement("style");
+  style.setAttribute("data-bertviz-views", "");
+  style.textContent = CSS;
+  host.append(style);
+}

@@ -1,0 +1,322 @@
+// Matrix view: one row per attending token, one column per attended token, one pixel of a bitmap per cell
+// (a 512 x 512 head is a single ImageData blit), scaled to the zoom; labels stay at the edges while it scrolls.
+
+import { createCache, shownBlocks } from "./data.mjs";
+import { drawnKey } from "./selection.mjs";
+import { createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
+import { LABEL_FONT_PX, LABEL_PITCH, thinLabels, truncate, visibleRange } from "./layout.mjs";
+import { ATTENTION_STOPS, BOUNDARY_COLOR, formatShare, formatWeight, makeLUT, paintValues,
+  SELECTED_COLOR } from "./scale.mjs";
+
+export const NAME = "matrix";
+const FONT = `${LABEL_FONT_PX}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
+const BOLD = `bold ${FONT}`;
+const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
+const PAD = 8;
+const MAX_LABEL_CHARS = 14;
+const MAX_CELL = 32;
+const LUT = makeLUT(ATTENTION_STOPS);
+
+/** draw(container, payload, selection, { maxHeight }) -> { render, scene(), destroy() } */
+export function draw(container, payload, selection, options = {}) {
+  const root = el("div", { class: "bv-view bv-matrix" });
+  container.append(root);
+  const surface = createSurface(root, { paint, onPointer, label: "Attention matrix" });
+  const tooltip = createTooltip(root);
+  const caption = el("p", { class: "bv-caption" });
+  root.append(caption);
+  const cache = createCache();
+  const bitmap = document.createElement("canvas");
+  let shown = null;
+  let block = null;
+  let layout = null;
+  let hover = null; // { row, col } in block indices; either may be -1 over a label band
+
+  function update(state, changed) {
+    shown = shownBlocks(payload, state, cache, false);
+    block = shown.blocks[0];
+    const { rows, cols } = shown.axes;
+    const nr = Math.max(rows.length, 1), nc = Math.max(cols.length, 1);
+    const labelW = cache.get(`labelw|${state.units}`, () => Math.ceil(Math.max(...shown.units.labels.map(
+      (t) => measureText(BOLD, truncate(t, MAX_LABEL_CHARS))))));
+    const left = labelW + 14, top = labelW + 14;
+    const maxHeight = options.maxHeight ? options.maxHeight() : 600;
+    const boxWidth = root.clientWidth || 600;
+    const fit = Math.min(MAX_CELL, (boxWidth - left - PAD) / nc, (maxHeight - top - PAD) / nr);
+    const cell = state.zoom === "labels" ? Math.max(fit, LABEL_PITCH)
+      : state.zoom === "2" || state.zoom === "4" ? fit * Number(state.zoom) : fit;
+    const width = left + nc * cell + PAD, height = top + nr * cell + PAD;
+    layout = { left, top, cell, nr, nc, width, height };
+    surface.setSize(width, height, Math.min(height, maxHeight));
+    if (!changed || ["matrix", "layer", "head", "units", "segments", "hideSpecial", "renormalise", "scale"]
+      .some((k) => changed.has(k))) {
+      // One bitmap pixel per cell; the canvas scales it, so zooming and scrolling never rebuild it.
+      bitmap.width = nc;
+      bitmap.height = nr;
+      if (rows.length && cols.length) {
+        const image = new ImageData(nc, nr);
+        paintValues(image.data, block.values, LUT, state.scale);
+        bitmap.getContext("2d").putImageData(image, 0, 0);
+      }
+    }
+    caption.textContent = describe(state, shown, payload);
+    root.dataset.drawn = drawnKey(state);
+    surface.scroller.dataset.geometry = JSON.stringify({ left, top, cell });
+    surface.redraw();
+  }
+
+  function paint(ctx, v) {
+    if (!layout || !block) return;
+    const state = selection.get();
+    const { left, top, cell, width, height } = layout;
+    const { rows, cols } = shown.axes;
+    const units = shown.units;
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, v.width, v.height);
+    if (!rows.length || !cols.length) {
+      ctx.font = FONT;
+      ctx.fillStyle = "#333";
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      ctx.fillText("Nothing to show: this filter leaves no rows or no columns (a single sentence has no B).", PAD, 30);
+      return;
+    }
+    // The cells, clipped to the area right of and below the sticky label bands.
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, v.width - left, v.height - top);
+    ctx.clip();
+    ctx.translate(-v.x, -v.y);
+    ctx.imageSmoothingEnabled = cell * (window.devicePixelRatio || 1) < 1; // magnified cells stay crisp squares
+    ctx.drawImage(bitmap, 0, 0, cols.length, rows.length, left, top, cols.length * cell, rows.length * cell);
+    ctx.imageSmoothingEnabled = true;
+    paintMarks(ctx, state);
+    ctx.restore();
+    paintLabels(ctx, v, state, units);
+  }
+
+  function paintMarks(ctx, state) {
+    const { left, top, cell } = layout;
+    const { rows, cols } = shown.axes;
+    const w = cols.length * cell, h = rows.length * cell;
+    const units = shown.units;
+    // Where sentence B starts, on each axis that shows both sentences.
+    ctx.strokeStyle = BOUNDARY_COLOR;
+    ctx.lineWidth = 2;
+    ctx.setLineDash([6, 4]);
+    const rb = firstOfB(rows, units), cb = firstOfB(cols, units);
+    ctx.beginPath();
+    if (rb > 0) { ctx.moveTo(left, top + rb * cell); ctx.lineTo(left + w, top + rb * cell); }
+    if (cb > 0) { ctx.moveTo(left + cb * cell, top); ctx.lineTo(left + cb * cell, top + h); }
+    ctx.stroke();
+    ctx.setLineDash([]);
+    // The selected token's row (what it attends to) or column (what attends to it).
+    const sel = selectedIndex(state);
+    if (sel) {
+      ctx.strokeStyle = SELECTED_COLOR;
+      ctx.lineWidth = 2.5;
+      if (sel.axis === "row") ctx.strokeRect(left - 1, top + sel.index * cell - 1, w + 2, cell + 2);
+      else ctx.strokeRect(left + sel.index * cell - 1, top - 1, cell + 2, h + 2);
+    }
+    if (hover && hover.row >= 0 && hover.col >= 0) {
+      ctx.strokeStyle = "#111";
+      ctx.lineWidth = 1.5;
+      ctx.strokeRect(left + hover.col * cell - 1, top + hover.row * cell - 1, cell + 2, cell + 2);
+    }
+  }
+
+  function paintLabels(ctx, v, state, units) {
+    const { left, top, cell } = layout;
+    const { rows, cols } = shown.axes;
+    const sel = selectedIndex(state);
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, left, v.height);
+    ctx.fillRect(0, 0, v.width, top);
+    ctx.textBaseline = "middle";
+    // Rows, at the left edge.
+    const [r0, r1] = visibleRange(v.y, v.height, top, cell, rows.length);
+    const rowPriority = [hover?.row >= 0 ? hover.row : null, sel?.axis === "row" ? sel.index : null];
+    const rowLabels = thinLabels(r0, r1, cell, LABEL_PITCH, rowPriority);
+    for (const r of rowLabels) {
+      const y = top + (r + 0.5) * cell - v.y;
+      if (y < top) continue;
+      const strong = rowPriority.includes(r);
+      ctx.font = strong ? BOLD : FONT;
+      ctx.fillStyle = units.special[rows[r]] ? "#6b6b6b" : "#111";
+      ctx.textAlign = "right";
+      ctx.fillText(truncate(units.labels[rows[r]], MAX_LABEL_CHARS), left - 8, y);
+      if (block.flagged[r]) {
+        ctx.fillStyle = "#7a5c00";
+        ctx.textAlign = "left";
+        ctx.fillText("\u2205", 2, y);
+      }
+    }
+    // Columns, along the top edge, reading upwards.
+    const [c0, c1] = visibleRange(v.x, v.width, left, cell, cols.length);
+    const colPriority = [hover?.col >= 0 ? hover.col : null, sel?.axis === "col" ? sel.index : null];
+    const colLabels = thinLabels(c0, c1, cell, LABEL_PITCH, colPriority);
+    root.dataset.labels = String(rowLabels.length + colLabels.length);
+    for (const c of colLabels) {
+      const x = left + (c + 0.5) * cell - v.x;
+      if (x < left) continue;
+      ctx.save();
+      ctx.translate(x, top - 8);
+      ctx.rotate(-Math.PI / 2);
+      ctx.font = colPriority.includes(c) ? BOLD : FONT;
+      ctx.fillStyle = units.special[cols[c]] ? "#6b6b6b" : "#111";
+      ctx.textAlign = "left";
+      ctx.fillText(truncate(units.labels[cols[c]], MAX_LABEL_CHARS), 0, 0);
+      ctx.restore();
+    }
+    paintKey(ctx, state);
+  }
+
+  /** The colour key, in the empty corner above the row labels. */
+  function paintKey(ctx, state) {
+    const { left, top } = layout;
+    const x = 8, y = 10, w = Math.min(left - 24, 110), h = 12;
+    if (w < 40) return;
+    const stops = 32;
+    for (let k = 0; k < stops; k++) {
+      const t = k / (stops - 1);
+      const value = state.scale === "sqrt" ? t * t : t;
+      const index = Math.round((state.scale === "sqrt" ? Math.sqrt(value) : value) * 255) * 4;
+      ctx.fillStyle = `rgb(${LUT[index]},${LUT[index + 1]},${LUT[index + 2]})`;
+      ctx.fillRect(x + (k * w) / stops, y, w / stops + 0.5, h);
+    }
+    ctx.strokeStyle = "#999";
+    ctx.lineWidth = 1;
+    ctx.strokeRect(x, y, w, h);
+    ctx.font = SMALL;
+    ctx.fillStyle = "#333";
+    ctx.textBaseline = "top";
+    ctx.textAlign = "left";
+    ctx.fillText("0", x, y + h + 3);
+    ctx.textAlign = "center";
+    if (state.scale === "sqrt") ctx.fillText("0.25", x + w / 2, y + h + 3);
+    ctx.textAlign = "right";
+    ctx.fillText("1", x + w, y + h + 3);
+    ctx.textAlign = "left";
+    if (top > y + h + 40) ctx.fillText(state.scale === "sqrt" ? "square-root scale" : "linear scale", x, y + h + 20);
+  }
+
+  function selectedIndex(state) {
+    if (state.token === null || !shown) return null;
+    const unit = shown.units.tokenUnit[state.token];
+    const axis = state.direction === "from" ? "row" : "col";
+    const index = (axis === "row" ? shown.axes.rows : shown.axes.cols).indexOf(unit);
+    return index < 0 ? null : { axis, index };
+  }
+
+  function hit(p) {
+    if (!layout || !block) return null;
+    const { left, top, cell } = layout;
+    const row = p.vy < top ? -1 : Math.floor((p.y - top) / cell);
+    const col = p.vx < left ? -1 : Math.floor((p.x - left) / cell);
+    if (row >= shown.axes.rows.length || col >= shown.axes.cols.length || (row < 0 && col < 0)) return null;
+    return { row, col };
+  }
+
+  function onPointer(event, p) {
+    const h = event.type === "pointerleave" ? null : hit(p);
+    if (event.type === "click") {
+      if (!h) return;
+      const units = shown.units;
+      // A cell or a row label selects the row's token (what it attends to); a column label, what attends to it.
+      const pick = h.row >= 0 ? { unit: shown.axes.rows[h.row], direction: "from" }
+        : { unit: shown.axes.cols[h.col], direction: "to" };
+      selection.set({ token: units.first[pick.unit], direction: pick.direction });
+      return;
+    }
+    if (JSON.stringify(h) !== JSON.stringify(hover)) {
+      hover = h;
+      surface.redraw();
+    }
+    if (!h) { tooltip.hide(); return; }
+    tooltip.show(tooltipLines(h), p.vx, p.vy);
+  }
+
+  function tooltipLines({ row, col }) {
+    const units = shown.units;
+    const { rows, cols } = shown.axes;
+    const name = (u) => `\u201c${units.labels[u]}\u201d (${units.mode === "words" ? "word" : "token"} ${u})`;
+    if (col < 0) return [`${name(rows[row])} attends from this row`, "click to select it"];
+    if (row < 0) return [`${name(cols[col])}: attention to it in this column`, "click to select it"];
+    const lines = [`${name(rows[row])} \u2192 ${name(cols[col])}`];
+    if (block.flagged[row]) {
+      lines.push(`only ${formatShare(block.mass[row])} of this row's attention is on the tokens shown: too little`
+        + " to renormalise honestly");
+    } else if (block.renormalised) {
+      const value = block.values[row * cols.length + col];
+      lines.push(`${formatWeight(value)} of what is left (raw weight ${formatWeight(value * block.mass[row])})`);
+    } else {
+      lines.push(`weight ${formatWeight(block.values[row * cols.length + col])}`);
+    }
+    return lines;
+  }
+
+  let dirty = true;
+  const render = (state, changed) => {
+    if (state.view !== NAME) { dirty = true; return; }
+    update(state, dirty ? null : changed);
+    dirty = false;
+  };
+  let pendingChanges = new Set();
+  const scheduled = everyFrame((state) => { const c = pendingChanges; pendingChanges = new Set(); render(state, c); });
+  const unsubscribe = selection.subscribe((state, changed) => {
+    for (const k of changed) pendingChanges.add(k);
+    scheduled(state);
+  });
+  const resize = new ResizeObserver(() => {
+    if (selection.get().view === NAME && !dirty) update(selection.get(), new Set());
+  });
+  resize.observe(root);
+  render(selection.get(), null);
+
+  return {
+    name: NAME,
+    refresh: () => { dirty = true; render(selection.get(), null); },
+    scene() {
+      const v = surface.viewport();
+      const state = selection.get();
+      return { width: v.width, height: v.height, paint: (ctx) => paint(ctx, v), bitmap: true,
+        name: `matrix-layer${state.layer}-${state.head === "all" ? "mean" : `head${state.head}`}` };
+    },
+    destroy() { unsubscribe(); resize.disconnect(); root.remove(); },
+  };
+}
+
+/** Index of the first unit of sentence B on an axis that also shows sentence A, else -1. */
+export function firstOfB(axis, units) {
+  for (let k = 0; k < axis.length; k++) if (units.segments[axis[k]] === 1) return k > 0 ? k : -1;
+  return -1;
+}
+
+function describe(state, shown, payload) {
+  const parts = [];
+  if (state.matrix === "attention") {
+    const heads = state.head === "all" ? `the mean of its ${payload.heads} heads` : `head ${state.head}`;
+    parts.push(`Layer ${state.layer}, ${heads}. Each row is a token looking at the others: its cells show how it `
+      + "shares out its attention (a row adds up to 1).");
+  } else {
+    const label = shown.set.label;
+    parts.push(`${label[0].toUpperCase()}${label.slice(1)} through layers 0\u2013${state.layer}: row i shows how `
+      + "much of each input token has flowed into position i, multiplying the layers' attention (heads averaged, "
+      + "the residual connection counted as half).");
+  }
+  parts.push("Darker = more. Red dashes: where sentence B starts. Hover a cell for its value, click it to select "
+    + "that row's token.");
+  if (state.scale === "sqrt") {
+    parts.push("Square-root colour scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");
+  }
+  const block = shown.blocks[0];
+  if (state.renormalise && block.flaggedCount) {
+    parts.push(`Rows renormalised over what is shown; ${block.flaggedCount} row(s) marked \u2205 keep under 5% of `
+      + "their attention here, too little to renormalise honestly, and are greyed.");
+  } else if (state.renormalise) {
+    parts.push("Rows renormalised: each row adds up to 1 over the columns shown.");
+  } else if (state.hideSpecial || state.segments !== "all") {
+    parts.push("Rows are not renormalised: they add up to less than 1.");
+  }
+  return parts.join(" ");
+}

@@ -1,0 +1,157 @@
+"""Our JavaScript as one script, and the pages that carry it: a standalone HTML file and a notebook output.
+
+The views are ES modules in js/ (node's tests import them as they are). Hosts get them as ONE classic script
+that defines `window.BertvizViews`, made by a tiny inliner: each module becomes a function scope whose exports
+are returned as an object, and each `import {a, b as c} from "./x.mjs"` becomes `const {a, b: c} = <x's object>`.
+It understands only what our modules use (named and namespace imports of sibling files, `export function`,
+`export async function`, `export const|let|class`) and refuses anything else, so a new construct fails a test
+instead of producing a broken bundle. The output is deterministic: the same sources give the same bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from functools import lru_cache
+from pathlib import Path
+
+JS_DIR = Path(__file__).resolve().parent / "js"
+ENTRY = "main.mjs"
+GLOBAL = "BertvizViews"
+
+_IMPORT = re.compile(r'^import\s+(?:\{([^}]*)\}|\*\s+as\s+(\w+))\s+from\s+"\./([\w.-]+\.mjs)";[ \t]*$', re.M)
+_EXPORT = re.compile(r"^export\s+(?:async\s+)?(function\*?|const|let|class)\s+([A-Za-z_$][\w$]*)", re.M)
+
+
+class BundleError(ValueError):
+    """A module uses a construct the inliner does not support."""
+
+
+def _module_var(name: str) -> str:
+    return "__bv_" + re.sub(r"\W", "_", name.removesuffix(".mjs"))
+
+
+def _transform(name: str, source: str) -> tuple[str, list[str]]:
+    """One module as `const __bv_x = (() => { ... return {exports}; })();`, and the modules it imports."""
+    deps: list[str] = []
+
+    def replace_import(match: re.Match) -> str:
+        names, namespace, target = match.groups()
+        deps.append(target)
+        if namespace:
+            return f"const {namespace} = {_module_var(target)};"
+        parts = []
+        for item in names.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            m = re.fullmatch(r"([A-Za-z_$][\w$]*)(?:\s+as\s+([A-Za-z_$][\w$]*))?", item)
+            if not m:
+                raise BundleError(f"{name}: cannot inline the import {item!r}")
+            parts.append(m.group(1) if not m.group(2) else f"{m.group(1)}: {m.group(2)}")
+        return f"const {{ {', '.join(parts)} }} = {_module_var(target)};"
+
+    body = _IMPORT.sub(replace_import, source)
+    leftover = re.search(r"^\s*import\b.*$", body, re.M)
+    if leftover:
+        raise BundleError(f"{name}: unsupported import {leftover.group(0).strip()!r}")
+    exports = [m.group(2) for m in _EXPORT.finditer(body)]
+    body = _EXPORT.sub(lambda m: m.group(0).removeprefix("export").lstrip(), body)
+    leftover = re.search(r"^\s*export\b.*$", body, re.M)
+    if leftover:
+        raise BundleError(f"{name}: unsupported export {leftover.group(0).strip()!r}")
+    wrapped = (f"// ---- {name}\nconst {_module_var(name)} = (() => {{\n{body.rstrip()}\n"
+               f"return {{ {', '.join(exports)} }};\n}})();\n")
+    return wrapped, deps
+
+
+def inline_modules(sources: dict[str, str], entry: str, global_name: str = GLOBAL) -> str:
+    """Bundle `sources` (file name -> text) reachable from `entry` into one classic script that assigns the entry's
+    exports to `globalThis[global_name]`. Modules come in dependency order (imports first, ties by name)."""
+    done: dict[str, str] = {}
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            raise BundleError(f"import cycle through {name}")
+        if name not in sources:
+            raise BundleError(f"missing module {name}")
+        visiting.add(name)
+        code, deps = _transform(name, sources[name])
+        for dep in sorted(set(deps)):
+            visit(dep)
+        visiting.discard(name)
+        done[name] = code
+
+    visit(entry)
+    return ("/* bertviz-app attention views: generated from bertviz_app/views/js by page.py; edit the modules. */\n"
+            "(function () {\n\"use strict\";\n" + "".join(done.values())
+            + f"globalThis.{global_name} = {_module_var(entry)};\n}})();\n")
+
+
+@lru_cache(maxsize=1)
+def bundle_js() -> str:
+    """The views as one classic script defining `window.BertvizViews` (`mount`, `mountPage`; see main.mjs)."""
+    sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(JS_DIR.glob("*.mjs"))}
+    return inline_modules(sources, ENTRY)
+
+
+def _script_text(code: str) -> str:
+    # Inside <script>, only "</script" (any case) and "<!--" can end or confuse the element.
+    return re.sub(r"</(script)", r"<\\/\1", code, flags=re.I).replace("<!--", "<\\!--")
+
+
+def _b64(blob: bytes | str | None) -> str:
+    if blob is None:
+        return ""
+    return blob if isinstance(blob, str) else base64.b64encode(bytes(blob)).decode("ascii")
+
+
+def standalone_html(payload: bytes, query_key: bytes | None = None, title: str = "BERT attention") -> str:
+    """A self-contained page of the views: script, styles and data inline, no network at all, works from
+    file://. The data travels as base64 in inert <script type="application/octet-stream"> elements."""
+    qk = _b64(query_key)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{html.escape(title)}</title>\n"
+        "<style>html, body { margin: 0; background: #fff; } body { padding: 12px 16px; }</style>\n"
+        "</head>\n<body>\n<div id=\"bertviz-root\"></div>\n"
+        f"<script type=\"application/octet-stream\" id=\"bertviz-payload\">{_b64(payload)}</script>\n"
+        + (f"<script type=\"application/octet-stream\" id=\"bertviz-query-key\">{qk}</script>\n" if qk else "")
+        + f"<script>{_script_text(bundle_js())}</script>\n"
+        f"<script>{GLOBAL}.mountPage().catch(function (e) {{ console.error(e); }});</script>\n"
+        "</body>\n</html>\n")
+
+
+def notebook_html(payload: bytes, query_key: bytes | None = None, title: str = "BERT attention",
+                  height: int = 760) -> str:
+    """The standalone page inside an <iframe srcdoc>: each output is its own document, so several outputs in one
+    notebook cannot clash on ids or styles, and no front end's require.js or CSP for inline modules is involved.
+    The sandbox allows scripts and downloads (the export buttons) but gives the frame no access to the notebook."""
+    page = standalone_html(payload, query_key, title)
+    return (f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" title=\"{html.escape(title, quote=True)}\" "
+            f"sandbox=\"allow-scripts allow-downloads\" style=\"width: 100%; height: {int(height)}px; border: 0;\">"
+            "</iframe>")
+
+
+class NotebookView:
+    """Displays itself in Jupyter (and anything that calls `_repr_html_`) as `notebook_html`."""
+
+    def __init__(self, payload: bytes, query_key: bytes | None = None, title: str = "BERT attention",
+                 height: int = 760):
+        self.payload, self.query_key, self.title, self.height = payload, query_key, title, height
+
+    def _repr_html_(self) -> str:
+        return notebook_html(self.payload, self.query_key, self.title, self.height)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the standalone page to `path`."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(standalone_html(self.payload, self.query_key, self.title), encoding="utf-8")
+        return path
+

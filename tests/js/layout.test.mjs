@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { defaultZoom, LABEL_PITCH, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from
+  "../../bertviz_app/views/js/layout.mjs";
+
+test("pitch: fit the box, zoom by a factor, or make room for every label", () => {
+  assert.equal(pitchFor(32, 640, "fit"), 20);
+  assert.equal(pitchFor(512, 512, "fit"), 1);
+  assert.equal(pitchFor(512, 100, "fit", { min: 2 }), 2);
+  assert.equal(pitchFor(4, 640, "fit", { max: 28 }), 28);
+  assert.equal(pitchFor(512, 512, "4"), 4);
+  assert.equal(pitchFor(512, 512, "labels"), LABEL_PITCH);
+  assert.equal(defaultZoom(32, 500), "labels");
+  assert.equal(defaultZoom(512, 500), "fit");
+});
+
+test("visible rows are those that touch the visible pixels", () => {
+  assert.deepEqual(visibleRange(0, 100, 20, 10, 512), [0, 8]);
+  assert.deepEqual(visibleRange(1000, 100, 20, 10, 512), [98, 108]);
+  assert.deepEqual(visibleRange(0, 10_000, 0, 10, 30), [0, 29]);
+});
+
+test("labels thin to a stride when rows are tight, and never collide", () => {
+  const all = thinLabels(0, 31, 20, 18);
+  assert.equal(all.length, 32);
+  const thin = thinLabels(0, 511, 1, 18);
+  assert.equal(thin[0], 0);
+  assert.equal(thin[1], 18);
+  for (let k = 1; k < thin.length; k++) assert.ok(thin[k] - thin[k - 1] >= 18);
+});
+
+test("the hovered or selected row always keeps its label, and its neighbours make way", () => {
+  const labels = thinLabels(0, 511, 1, 18, [100, null]);
+  assert.ok(labels.includes(100));
+  for (const i of labels) assert.ok(i === 100 || Math.abs(i - 100) >= 18, `label ${i} collides with 100`);
+  assert.ok(!thinLabels(0, 50, 1, 18, [300]).includes(300)); // off screen: not drawn
+  const two = thinLabels(0, 511, 1, 18, [200, 205]);
+  assert.ok(two.includes(200) && two.includes(205)); // both priorities, even when close together
+});
+
+test("long labels are shortened with an ellipsis, counting characters not code units", () => {
+  assert.equal(truncate("short", 10), "short");
+  assert.equal(truncate("extraordinarily", 6), "extra\u2026");
+  assert.equal(truncate("😀😀😀😀", 3), "😀😀\u2026");
+});
+
+test("the weight floor keeps at most the budget of lines", () => {
+  const values = Float32Array.from({ length: 10_000 }, (_, k) => (k % 100) / 100);
+  const floor = weightFloor(values, 1000, 0.01);
+  const kept = values.filter((v) => v >= floor).length;
+  assert.ok(kept <= 1000 && kept >= 800, `kept ${kept} at floor ${floor}`);
+  assert.equal(weightFloor(Float32Array.from([0.5, 0.2]), 10, 0.05), 0.05);
+});

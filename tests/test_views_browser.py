@@ -1,0 +1,371 @@
+"""The attention views in a real browser: standalone pages opened from file:// in Debian's headless Chromium with
+every non-file request aborted, driven through their controls and canvases.
+
+Screenshots go to the test's tmp_path and, when BERTVIZ_SCREENSHOTS=DIR is set, to DIR as well, named views_*.png.
+The pure parts of the JavaScript have their own unit tests (tests/js, `node --test tests/js`); these only drive
+and look."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import struct
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bertviz_app.views import (encode_payload, encode_query_key, payload_from_run, query_key_from_run,
+                               standalone_html)
+
+pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 60_000  # two shared cores; a 512-token page inflates 1.4 MB and pools 72 heads on its first draw
+VIEWS = ("lines", "matrix", "overview", "qk")
+MARKUP = ["[CLS]", "<b>", "bold", "</b>", "<script>alert(1)</script>", "&amp;", "[SEP]", "<img src=x>", "[SEP]"]
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """Standalone pages of the default model at 32 and 512 tokens, one without query/key vectors, and one of
+    tokens that look like markup."""
+    import importlib.util
+
+    import bertviz_app
+    spec = importlib.util.spec_from_file_location("bench_views", ROOT / "benchmarks" / "bench_views.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    explorer = bertviz_app.load(device="cpu", max_tokens=512)
+    folder = tmp_path_factory.mktemp("views-pages")
+    out = {}
+    for tokens in (32, 512):
+        run = explorer.run(*bench.sample_pair(explorer, tokens))
+        out[tokens] = folder / f"page{tokens}.html"
+        out[tokens].write_text(standalone_html(payload_from_run(run), query_key_from_run(run)), encoding="utf-8")
+        if tokens == 32:
+            out["blobs"] = (payload_from_run(run), query_key_from_run(run))
+            out["no-qk"] = folder / "no-qk.html"
+            out["no-qk"].write_text(standalone_html(payload_from_run(run)), encoding="utf-8")
+    t = len(MARKUP)
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((2, 2, t, t))
+    att = (np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)).astype(np.float32)
+    blob = encode_payload(MARKUP, [0] * 7 + [1] * 2, [1, 0, 0, 0, 0, 0, 1, 0, 1], att, model="<i>model</i>",
+                          title="<b>not bold</b>")
+    qk = encode_query_key(rng.standard_normal((2, 2, t, 4)), rng.standard_normal((2, 2, t, 4)))
+    out["markup"] = folder / "markup.html"
+    out["markup"].write_text(standalone_html(blob, qk), encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's browser with `apt-get install -y chromium` "
+                    "(.ci/run does this on CI)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    with sync_api.sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run"],
+            viewport={"width": 1280, "height": 720}, accept_downloads=True)
+        try:
+            yield ctx
+        finally:
+            ctx.close()
+
+
+class Opened:
+    """A page opened from file:// with the network blocked; what it tried to fetch and what it logged."""
+
+    def __init__(self, context, path: Path, size=(1280, 720)):
+        self.page = context.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.page.set_viewport_size({"width": size[0], "height": size[1]})
+        self.network: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.errors.append(f"dialog: {d.message}"), d.dismiss()))
+        self.page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:"))
+                     else self.network.append(r.url))
+        self.page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
+                        else r.abort())
+        self.page.goto(path.as_uri())
+        self.wait_drawn("lines")
+
+    def close(self):
+        self.page.close()
+
+    def wait_drawn(self, view: str, contains: str = "") -> str:
+        self.page.wait_for_function(
+            "([v, s]) => { const d = document.querySelector(`#view-pane-${v} .bv-view`)?.dataset.drawn;"
+            " return d !== undefined && d.includes(s); }", arg=[view, contains])
+        return self.drawn(view)
+
+    def drawn(self, view: str) -> str:
+        return self.page.evaluate("v => document.querySelector(`#view-pane-${v} .bv-view`).dataset.drawn", view)
+
+    def tab(self, view: str) -> None:
+        self.page.click(f"#view-tab-{view}")
+        self.wait_drawn(view)
+
+    def set_input(self, selector: str, value) -> None:
+        """What a keyboard or a slider drag does: set the value, fire `input`."""
+        self.page.eval_on_selector(selector, "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', "
+                                             "{bubbles: true})); }", str(value))
+
+    def geometry(self, view: str) -> dict:
+        return json.loads(self.page.eval_on_selector(f"#view-pane-{view} .bv-scroller", "e => e.dataset.geometry"))
+
+    def click_in(self, view: str, x: float, y: float) -> None:
+        """Click at picture coordinates (x, y) of a view's scrolling box."""
+        box = self.page.locator(f"#view-pane-{view} .bv-scroller").bounding_box()
+        scroll = self.page.eval_on_selector(f"#view-pane-{view} .bv-scroller", "e => [e.scrollLeft, e.scrollTop]")
+        self.page.mouse.click(box["x"] + x - scroll[0], box["y"] + y - scroll[1])
+
+
+@pytest.fixture
+def opened(context, pages):
+    made = []
+
+    def open_(key, size=(1280, 720)):
+        made.append(Opened(context, pages[key], size))
+        return made[-1]
+    yield open_
+    for o in made:
+        o.close()
+
+
+def shoot(page, tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"views_{name}.png"
+    page.screenshot(path=str(path))
+    target = os.environ.get("BERTVIZ_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(target) / path.name)
+
+
+def test_offline_page_draws_every_view_with_the_network_blocked(opened, tmp_path):
+    o = opened(32)
+    for view in VIEWS:
+        o.tab(view)
+        assert o.page.locator(f"#view-pane-{view}").is_visible()
+        assert o.page.locator(f"#view-pane-{view} .bv-caption").inner_text().strip()  # says what it shows
+    assert o.network == [] and o.errors == []
+    for name in ("view-layer", "view-head", "view-all-heads", "view-token", "view-export-png", "view-export-svg",
+                 "view-export-html"):
+        assert o.page.locator(f"#attention-view #{name}").count() == 1, name
+
+
+def test_layer_and_head_inputs_redraw_without_the_network(opened):
+    o = opened(32)
+    o.set_input("#view-layer", 3)
+    assert "layer=3 head=0" in o.wait_drawn("lines", "layer=3")
+    o.set_input("#view-head", 7)
+    o.wait_drawn("lines", "layer=3 head=7")
+    o.page.check("#view-all-heads")
+    o.wait_drawn("lines", "head=all")
+    o.set_input("#view-head", 2)  # moving the head slider leaves "all heads"
+    o.wait_drawn("lines", "head=2")
+    assert not o.page.is_checked("#view-all-heads")
+    o.page.select_option("#view-token", "5")
+    o.wait_drawn("lines", "token=5")
+    o.tab("matrix")
+    o.set_input("#view-layer", 4)
+    o.wait_drawn("matrix", "layer=4 head=2 token=5")
+    assert o.network == [] and o.errors == []
+
+
+def test_clicking_a_token_in_the_lines_view_moves_the_other_views(opened, tmp_path):
+    o = opened(32)
+    g = o.geometry("lines")
+    o.click_in("lines", g["left"] - 30, g["top"] + 4.5 * g["pitch"])  # the label of token 4, left column
+    o.wait_drawn("lines", "token=4")
+    assert o.page.input_value("#view-token") == "4"
+    assert o.page.input_value("#view-direction") == "from"
+    shoot(o.page, tmp_path, "lines-token-selected")
+    o.tab("matrix")
+    assert "token=4" in o.drawn("matrix")
+    o.tab("qk")
+    assert "query=4" in o.drawn("qk")
+    token = o.page.eval_on_selector("#view-token", "e => e.selectedOptions[0].textContent").split(": ", 1)[1]
+    assert f"Query \u201c{token}\u201d (token 4)" in o.page.locator("#view-pane-qk .bv-stats").inner_text()
+    # A cell of the matrix selects its row's token.
+    o.tab("matrix")
+    g = o.geometry("matrix")
+    o.click_in("matrix", g["left"] + 2.5 * g["cell"], g["top"] + 6.5 * g["cell"])
+    o.wait_drawn("matrix", "token=6")
+    assert o.network == [] and o.errors == []
+
+
+def test_clicking_an_overview_tile_opens_that_head(opened, tmp_path):
+    o = opened(32)
+    o.tab("overview")
+    g = o.geometry("overview")
+    o.page.locator("#view-pane-overview .bv-scroller").hover(position={"x": g["left"] + 7 * (g["tile"] + g["gap"])
+                                                                      + g["tile"] / 2,
+                                                                      "y": g["top"] + 2 * g["rowPitch"] + 10})
+    assert "Layer 2, head 7" in o.page.locator("#view-pane-overview .bv-stats").inner_text()  # statistics on hover
+    assert "Entropy" in o.page.locator("#view-pane-overview .bv-stats").inner_text()
+    shoot(o.page, tmp_path, "overview-hover")
+    o.click_in("overview", g["left"] + 7 * (g["tile"] + g["gap"]) + g["tile"] / 2, g["top"] + 2 * g["rowPitch"] + 10)
+    o.wait_drawn("lines", "layer=2 head=7")
+    assert o.page.input_value("#view-layer") == "2" and o.page.input_value("#view-head") == "7"
+    assert o.page.get_attribute("#view-tab-lines", "aria-selected") == "true"
+
+
+def test_exports_give_files_that_open(opened, context, tmp_path):
+    o = opened(32)
+    o.tab("matrix")
+    with o.page.expect_download() as info:
+        o.page.click("#view-export-png")
+    png = Path(info.value.path()).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    assert width >= 1000 and height >= 600  # twice the view's CSS size
+    with o.page.expect_download() as info:
+        o.page.click("#view-export-svg")
+    assert info.value.suggested_filename.endswith(".svg")
+    svg = Path(info.value.path()).read_text(encoding="utf-8")
+    tree = ET.fromstring(svg.split("?>", 1)[1])  # well-formed XML
+    texts = [t.text for t in tree.iter("{http://www.w3.org/2000/svg}text")]
+    assert "[CLS]" in texts and any(t and "layer 0" in t for t in texts)
+    assert "embedded PNG bitmap" in svg  # says that the cells are a bitmap
+    with o.page.expect_download() as info:
+        o.page.click("#view-export-html")
+    saved = tmp_path / "saved.html"
+    info.value.save_as(saved)
+    again = Opened(context, saved)  # the saved page opens offline by itself
+    try:
+        again.tab("qk")
+        assert again.network == [] and again.errors == []
+    finally:
+        again.close()
+    assert o.errors == []
+
+
+def test_query_key_view_says_how_to_get_its_data_and_loads_it_lazily(opened, pages):
+    o = opened("no-qk")
+    o.page.click("#view-tab-qk")
+    o.page.locator("#view-pane-qk .bv-notice", has_text="saved without the query and key vectors").wait_for()
+    # A host hands a loader instead: called once, when the view is first opened.
+    blob, qk = pages["blobs"]
+    o.page.evaluate("""async ([payload, qk]) => {
+        window.loads = 0;
+        window.viewer = await BertvizViews.mount(document.getElementById('bertviz-root'), payload, {
+            loadQueryKey: async () => { window.loads++; await new Promise(r => setTimeout(r, 200)); return qk; } });
+    }""", [base64.b64encode(blob).decode(), base64.b64encode(qk).decode()])
+    o.page.select_option("#view-token", "3")
+    assert o.page.evaluate("window.loads") == 0
+    o.page.click("#view-tab-qk")
+    o.wait_drawn("qk", "query=3")
+    o.tab("lines")
+    o.tab("qk")
+    assert o.page.evaluate("window.loads") == 1
+    o.page.click("#view-qk-expand")
+    o.page.wait_for_function("() => document.querySelector('#view-qk-expand').getAttribute('aria-pressed') === 'true'")
+    assert o.errors == [] and o.network == []
+
+
+def test_tokens_are_shown_as_text_never_as_markup(opened, tmp_path):
+    o = opened("markup")
+    for view in VIEWS:
+        o.tab(view)
+    assert o.page.locator("#attention-view b, #attention-view i, #attention-view img").count() == 0
+    assert o.page.locator("#attention-view script").count() == 0
+    assert o.page.locator(".bv-title").inner_text() == "<b>not bold</b>"
+    assert "<i>model</i>" in o.page.locator(".bv-subtitle").inner_text()
+    options = o.page.eval_on_selector_all("#view-token option", "os => os.map(o => o.textContent)")
+    assert "4: <script>alert(1)</script>" in options and "7: <img src=x>" in options
+    o.page.select_option("#view-token", "4")
+    o.tab("qk")
+    assert "\u201c<script>alert(1)</script>\u201d" in o.page.locator("#view-pane-qk .bv-stats").inner_text()
+    assert o.errors == []  # no alert() dialog, no error
+
+
+def test_512_tokens_stay_usable(opened, tmp_path):
+    o = opened(512)
+    assert o.page.input_value("#view-zoom") == "fit"
+    labels = int(o.page.eval_on_selector("#view-pane-lines .bv-view", "e => e.dataset.labels"))
+    assert 0 < labels < 200  # thinned: 1,024 labels would be a black smear
+    o.set_input("#view-layer", 5)
+    o.wait_drawn("lines", "layer=5")
+    o.page.select_option("#view-token", "300")
+    o.wait_drawn("lines", "token=300")
+    o.tab("matrix")
+    assert int(o.page.eval_on_selector("#view-pane-matrix .bv-view", "e => e.dataset.labels")) < 200
+    o.page.select_option("#view-zoom", "labels")
+    o.wait_drawn("matrix", "zoom=labels")
+    size = o.page.eval_on_selector("#view-pane-matrix .bv-scroller", "e => [e.scrollWidth, e.clientWidth, "
+                                                                     "e.scrollHeight, e.clientHeight]")
+    assert size[0] > 512 * 17 and size[2] > 512 * 17 and size[1] < 1280  # scrolls inside its box
+    o.page.eval_on_selector("#view-pane-matrix .bv-scroller", "e => e.scrollTo(4000, 4000)")
+    o.page.wait_for_timeout(200)
+    shoot(o.page, tmp_path, "512-matrix-every-label-scrolled")
+    o.tab("overview")
+    o.tab("qk")
+    assert "query=300" in o.drawn("qk")
+    assert o.page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    assert o.errors == [] and o.network == []
+
+
+@pytest.mark.parametrize("tokens", [32, 512])
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844), (1440, 900)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_nothing_is_clipped_sideways(opened, tmp_path, tokens, size):
+    """Every view fits or scrolls inside its own box; the page itself never scrolls sideways."""
+    o = opened(tokens, size)
+    for view in VIEWS:
+        o.tab(view)
+        overflow = o.page.evaluate("""() => {
+            const width = document.documentElement.clientWidth;
+            const out = [];
+            if (document.documentElement.scrollWidth > width) out.push(`page ${document.documentElement.scrollWidth}`);
+            for (const e of document.querySelectorAll('#attention-view *')) {
+                const r = e.getBoundingClientRect();
+                if (r.width === 0 || e.closest('[hidden]') || e.closest('.bv-scroller')) continue;
+                if (r.right > width + 0.5 || r.left < -0.5) {
+                    out.push(`${e.tagName}.${e.className}#${e.id} ${r.left}-${r.right}`);
+                }
+            }
+            return out;
+        }""")
+        assert overflow == [], f"{view}: {overflow[:5]}"
+        shoot(o.page, tmp_path, f"{tokens}-{size[0]}x{size[1]}-{view}")
+    assert o.errors == []
+
+
+def test_two_notebook_outputs_in_one_page_do_not_clash(context, pages, tmp_path):
+    """notebook_html is an <iframe srcdoc> of the standalone page: two of them in one document each draw their own
+    views, with the same ids inside, and neither sees the other's."""
+    from bertviz_app.views import notebook_html
+    blob, qk = pages["blobs"]
+    notebook = tmp_path / "notebook.html"
+    notebook.write_text("<!DOCTYPE html><html><body><div id='attention-view'>the notebook's own element</div>"
+                        + notebook_html(blob, qk, title="first", height=500)
+                        + notebook_html(blob, title="second", height=500) + "</body></html>", encoding="utf-8")
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(notebook.as_uri())
+        frames = [f for f in page.frames if f != page.main_frame]
+        assert len(frames) == 2
+        for frame in frames:
+            frame.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn",
+                                    timeout=TIMEOUT_MS)
+        frames[0].eval_on_selector("#view-layer", "e => { e.value = 4; e.dispatchEvent(new Event('input')); }")
+        frames[0].wait_for_function("() => document.querySelector('#view-pane-lines .bv-view').dataset.drawn"
+                                    ".includes('layer=4')", timeout=TIMEOUT_MS)
+        assert "layer=0" in frames[1].eval_on_selector("#view-pane-lines .bv-view", "e => e.dataset.drawn")
+        assert page.locator("#attention-view").inner_text() == "the notebook's own element"
+        assert errors == []
+    finally:
+        page.close()
