@@ -356,7 +356,7 @@ class BertModel(BertPreTrainedModel):
             if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.hidden_size:
                 raise ValueError(f"inputs_embeds must have shape (batch, tokens, {self.config.hidden_size}), "
                                  f"got {tuple(inputs_embeds.shape)}")
-            source, shape, device = "inputs_embeds[..., 0]", inputs_embeds.shape[:2], inputs_embeds.device
+            source, shape, device = "inputs_embeds' (batch, tokens)", inputs_embeds.shape[:2], inputs_embeds.device
         elif input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
         else:
