@@ -211,9 +211,9 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
 
 def _gradient_effects(model: BertForPreTraining, encoding, target: Target) -> tuple[float, np.ndarray]:
     config = model.config
-    mask = torch.ones(config.num_hidden_layers, config.num_attention_heads, device=model.device,
-                      requires_grad=True)
-    with torch.enable_grad():
+    with torch.inference_mode(False), torch.enable_grad():  # also under a caller's no_grad or inference_mode
+        mask = torch.ones(config.num_hidden_layers, config.num_attention_heads, device=model.device,
+                          requires_grad=True)
         value = target.value(model, forward_ids(model, encoding, head_mask=mask))[0]
         (grad,) = torch.autograd.grad(value, mask)  # (L, h) df/dm at m = 1
     return float(value.detach()), -grad.double().cpu().numpy()

@@ -87,10 +87,11 @@ def integrated_gradients(function: Callable[[Tensor], Tensor], inputs: Tensor, b
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     alphas, weights = integration_points(steps, method)
-    inputs, baseline = inputs.detach(), baseline.detach()
-    step = inputs - baseline  # (T, H)
-    total = torch.zeros_like(inputs, dtype=torch.float64)  # (T, H) weighted sum of gradients
-    with torch.enable_grad():
+    # Gradients are needed even when the caller runs under no_grad or inference_mode (an app handler may).
+    with torch.inference_mode(False), torch.enable_grad():
+        inputs, baseline = inputs.detach().clone(), baseline.detach().clone()  # not inference tensors
+        step = inputs - baseline  # (T, H)
+        total = torch.zeros_like(inputs, dtype=torch.float64)  # (T, H) weighted sum of gradients
         for start in range(0, steps, batch_size):
             a = torch.tensor(alphas[start:start + batch_size], dtype=inputs.dtype, device=inputs.device)
             w = torch.tensor(weights[start:start + batch_size], dtype=torch.float64, device=inputs.device)
@@ -98,9 +99,9 @@ def integrated_gradients(function: Callable[[Tensor], Tensor], inputs: Tensor, b
             values = function(points)  # (n,)
             (grads,) = torch.autograd.grad(values.sum(), points)  # (n, T, H); examples are independent
             total += torch.einsum("n,nth->th", w, grads.double())
-    with torch.no_grad():
-        ends = function(torch.stack([inputs, baseline])).double()  # (2,)
-    scores = (step.double() * total).sum(-1)  # (T,)
+        with torch.no_grad():
+            ends = function(torch.stack([inputs, baseline])).double()  # (2,)
+        scores = (step.double() * total).sum(-1)  # (T,)
     f_input, f_baseline = float(ends[0]), float(ends[1])
     return IntegratedGradients(scores.cpu().numpy(), f_input, f_baseline,
                                float(scores.sum()) - (f_input - f_baseline), steps, method, batch_size)
@@ -217,9 +218,10 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
     then runs one point at a time)."""
     encoding, resolved, fixed = _prepare(model, tokenizer, text, text_pair, target, mask_index, token, max_length)
     integration_points(steps, method)  # validate before any work
-    inputs, reference = _embeddings_and_baseline(model, tokenizer, encoding, baseline, fixed)
     batch = batch_size_for(model.config, len(encoding), True, memory_budget, steps)
-    with evaluating(model):
+    # Out of a caller's inference mode: tensors made in it cannot take part in the backward pass.
+    with evaluating(model), torch.inference_mode(False):
+        inputs, reference = _embeddings_and_baseline(model, tokenizer, encoding, baseline, fixed)
         result = integrated_gradients(_target_function(model, encoding, resolved), inputs, reference, steps,
                                       method, batch)
     scores = np.where(fixed, 0.0, result.scores)  # exactly 0 where input and baseline agree

@@ -248,3 +248,19 @@ def test_a_model_without_heads_says_so(tiny):
         attribute(encoder_only, tokenizer, "the [MASK] sat .")
     with pytest.raises(ValueError, match="this model has no next-sentence head"):
         blank_out(encoder_only, tokenizer, "the cat .", "a dog .", target="is_next")
+
+
+@pytest.mark.parametrize("context", [torch.no_grad, torch.inference_mode])
+def test_gradients_are_taken_under_a_callers_no_grad_or_inference_mode(tiny, context):
+    """An app handler may run everything under inference_mode; integrated gradients and the gradient head ranking
+    must still get their gradients, and the same numbers."""
+    from bertviz_app.ablation import rank_heads
+    model, tokenizer = tiny
+    text = "the cat sat on the [MASK] ."
+    plain = attribute(model, tokenizer, text, steps=6)
+    plain_heads = rank_heads(model, tokenizer, text, method="gradient")
+    with context():
+        inside = attribute(model, tokenizer, text, steps=6)
+        inside_heads = rank_heads(model, tokenizer, text, method="gradient")
+    np.testing.assert_array_equal(inside.scores, plain.scores)
+    np.testing.assert_array_equal(inside_heads.effects, plain_heads.effects)
