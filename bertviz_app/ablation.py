@@ -184,29 +184,32 @@ def _finish(model: BertForPreTraining, hidden: Tensor) -> BertModelOutput:
 
 def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memory_budget: int | None
                       ) -> tuple[float, np.ndarray]:
-    """f with each head silenced in turn. Layers before a head's own are the same as on the plain input, so every
-    example starts from the plain run's hidden state at its layer's input: for the default model (6 x 12 heads) 252
-    example-layer passes instead of 72 x 6 = 432. The examples of one layer run as a batch, each silencing one head
-    ((n, h) head mask)."""
+    """f with each head silenced in turn, one example per head. Layers before a head's own compute what they do on
+    the plain input, so each example joins the batch at its head's layer, starting from the plain run's hidden state
+    there: the batch grows as it goes down (12, 24, ... 72 for the default model), 252 example-layer passes
+    instead of 72 x 6 = 432, in one call per layer. When the memory budget allows fewer examples at once, they go in
+    consecutive groups, each growing the same way."""
     config = model.config
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
     layers = model.bert.encoder.layer
     plain = forward_ids(model, encoding, output_hidden_states=True)
     f_input = float(target.value(model, plain)[0])
-    effects = np.empty((n_layers, n_heads))
-    batch = batch_size_for(config, len(encoding), False, memory_budget, n_heads)
-    for first in range(n_layers):
-        start = plain.hidden_states[first]  # (1, T, H), the input of layer `first`
-        for lo in range(0, n_heads, batch):
-            heads = torch.arange(lo, min(lo + batch, n_heads), device=start.device)
-            mask = torch.ones(len(heads), n_heads, device=start.device)  # (n, h): example k silences head lo + k
-            mask[torch.arange(len(heads)), heads] = 0.0
-            hidden = start.expand(len(heads), -1, -1)  # (n, T, H)
-            hidden = layers[first](hidden, None, mask)[0]
-            for later in layers[first + 1:]:
-                hidden = later(hidden, None)[0]
-            effects[first, lo:lo + len(heads)] = target.value(model, _finish(model, hidden)).double().cpu().numpy()
-    return f_input, effects - f_input
+    examples = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]  # in layer order
+    batch = batch_size_for(config, len(encoding), False, memory_budget, len(examples))
+    values = []
+    for lo in range(0, len(examples), batch):
+        group = examples[lo:lo + batch]
+        hidden = plain.hidden_states[group[0][0]][:0]  # (0, T, H): nobody has joined yet
+        for index in range(group[0][0], n_layers):
+            joining = sum(layer == index for layer, _ in group)
+            if joining:  # these examples start here, from the plain input of this layer
+                hidden = torch.cat([hidden, plain.hidden_states[index].expand(joining, -1, -1)])  # (n, T, H)
+            mask = torch.ones(len(hidden), n_heads, device=hidden.device)  # (n, h)
+            rows = [row for row, (layer, _) in enumerate(group) if layer == index]
+            mask[rows, [group[row][1] for row in rows]] = 0.0  # each joining example silences its head here
+            hidden = layers[index](hidden, None, mask)[0]
+        values.append(target.value(model, _finish(model, hidden)).double().cpu().numpy())
+    return f_input, np.concatenate(values).reshape(n_layers, n_heads) - f_input
 
 
 def _gradient_effects(model: BertForPreTraining, encoding, target: Target) -> tuple[float, np.ndarray]:

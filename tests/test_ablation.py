@@ -15,6 +15,7 @@ from bertviz_app.ablation import ablate, check_heads, head_mask_for, rank_heads
 from bertviz_app.config import BertConfig
 from bertviz_app.explorer import ENGLISH_MLM_PATH
 from bertviz_app.model import BertForPreTraining
+from bertviz_app.targets import example_bytes
 from oracle_models import oracle_pair, zero_output_columns
 
 TOL = dict(rtol=1e-5, atol=1e-6)  # float32 probabilities, the same arithmetic ordered a little differently
@@ -154,6 +155,10 @@ def test_ranking_table_and_batches(tiny):
     assert first["probability_after"] == pytest.approx(np.exp(ranking.f_input + first["effect"]), rel=1e-6)
     one_at_a_time = rank_heads(model, tokenizer, TEXT, PAIR, memory_budget=1)  # batches of 1 give the same
     np.testing.assert_allclose(one_at_a_time.effects, ranking.effects, rtol=1e-5, atol=1e-6)
+    # Groups of 5 examples with 6 heads a layer: most groups start in one layer and take heads of the next.
+    five = 5 * example_bytes(model.config, len(tokenizer.encode(TEXT, PAIR)), backward=False)
+    np.testing.assert_allclose(rank_heads(model, tokenizer, TEXT, PAIR, memory_budget=five).effects,
+                               ranking.effects, rtol=1e-5, atol=1e-6)
 
 
 def test_gradient_importance_is_the_derivative(tiny):
