@@ -71,15 +71,19 @@ def load_average() -> str:
         return "n/a"
 
 
-def alternate(a, b, repeats: int, warmup: int = 1) -> tuple[list[float], list[float]]:
-    """Seconds per call of `a` and `b`, alternated in ABBA order after a shared warm-up."""
+def alternate(a, b, repeats: int, device: torch.device, warmup: int = 1) -> tuple[list[float], list[float]]:
+    """Seconds per call of `a` and `b`, alternated in ABBA order after a shared warm-up. On CUDA the clock is read
+    after a synchronize, since kernels run asynchronously."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for _ in range(warmup):
         a(), b()
     ta, tb = [], []
     for i in range(repeats):
         for fn, out in ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta)):
+            sync()
             start = time.perf_counter()
             fn()
+            sync()
             out.append(time.perf_counter() - start)
     return ta, tb
 
@@ -117,8 +121,9 @@ def ig_peers(explorer, text: str, steps: int):
             total += float(w) * grad[0]
         return ((inputs - reference) * total).sum(-1)
 
-    points = reference + torch.tensor(alphas, dtype=inputs.dtype)[:, None, None] * (inputs - reference)
-    types = torch.tensor([encoding.type_ids]).expand(steps, -1)
+    points = reference + torch.tensor(alphas, dtype=inputs.dtype, device=inputs.device)[:, None, None] * (
+        inputs - reference)  # (steps, T, H)
+    types = torch.tensor([encoding.type_ids], device=inputs.device).expand(steps, -1)
 
     def floor():
         x = points.clone().requires_grad_(True)
@@ -132,17 +137,18 @@ def ranking_peers(explorer, text: str):
     model, tokenizer = explorer.model, explorer.tokenizer
     encoding = tokenizer.encode(text)
     L, h = model.config.num_hidden_layers, model.config.num_attention_heads
-    ids, types = torch.tensor([encoding.ids]), torch.tensor([encoding.type_ids])
+    ids = torch.tensor([encoding.ids], device=model.device)
+    types = torch.tensor([encoding.type_ids], device=model.device)
     heads = [(layer, head) for layer in range(L) for head in range(h)]
     position = encoding.ids.index(tokenizer.mask_token_id)
 
     @torch.inference_mode()
     def naive():
         for pair in heads:
-            out = model.bert(ids, types, head_mask=head_mask_for([pair], L, h))
+            out = model.bert(ids, types, head_mask=head_mask_for([pair], L, h, model.device))
             model.cls.predictions(out.last_hidden_state[:, position])
 
-    batched_mask = torch.ones(L, len(heads), h)  # (L, B, h): example k silences head k
+    batched_mask = torch.ones(L, len(heads), h, device=model.device)  # (L, B, h): example k silences head k
     for k, (layer, head) in enumerate(heads):
         batched_mask[layer, k, head] = 0.0
 
@@ -167,7 +173,7 @@ def bench_attribution(explorer, repeats: int) -> None:
     print(f"{'peer':<44} {'ours ms (IQR)':>18} {'peer ms (IQR)':>18} {'ours/peer':>10}")
     for name, peer in (("naive: one forward+backward per step", naive),
                        ("floor: one batched forward+backward, 50 pts", floor)):
-        a, b = alternate(ours, peer, repeats)
+        a, b = alternate(ours, peer, repeats, explorer.device)
         print(f"{name:<44} {ms(a):>18} {ms(b):>18} {ratio(a, b):>10.2f}")
     print(f"target: attribute() <= 1000 ms; median here {1e3 * statistics.median(a):.0f} ms")
 
@@ -183,7 +189,7 @@ def bench_ranking(explorer, repeats: int) -> None:
     for name, peer in (("naive: 72 full forward passes", naive),
                        ("one batch of 72, every layer", batched),
                        ("(gradient estimate, one backward pass)", gradient)):
-        a, b = alternate(ours, peer, repeats)
+        a, b = alternate(ours, peer, repeats, explorer.device)
         print(f"{name:<44} {ms(a):>18} {ms(b):>18} {ratio(a, b):>10.2f}")
     print(f"target: rank_heads() <= 2000 ms; median here {1e3 * statistics.median(a):.0f} ms")
 
@@ -233,7 +239,8 @@ def bench_memory() -> None:
         print("\nMemory: needs Linux's /proc/self/clear_refs; skipped")
         return
     print("\nMemory of one batch, default model: measured peak resident memory against the estimate")
-    print(f"{'tokens':>7} {'batch':>6} {'backward':>9} {'measured MB':>12} {'estimate MB':>12} {'estimate/measured':>18}")
+    print(f"{'tokens':>7} {'batch':>6} {'backward':>9} {'measured MB':>12} {'estimate MB':>12} "
+          f"{'estimate/measured':>18}")
     for backward in (True, False):
         for tokens, n in ((32, 50), (128, 1), (128, 4), (512, 1), (512, 4)):
             out = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(tokens), str(n), str(int(backward))],
@@ -251,17 +258,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2, the target's)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda; the memory section is CPU-only")
     parser.add_argument("--only", nargs="+", choices=("attribution", "ranking", "convergence", "memory"),
                         default=("attribution", "ranking", "convergence", "memory"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     repeats = 4 if args.quick else 10
-    explorer = bertviz_app.load(device="cpu")
+    explorer = bertviz_app.load(device=args.device)
     n_tokens = len(explorer.encode(SENTENCE_32))
     if n_tokens != 32:
         raise SystemExit(f"the benchmark sentence has {n_tokens} tokens, not 32; adjust SENTENCE_32")
-    print(f"bench_attribution: {explorer.name}, torch {torch.__version__}, {args.threads} threads, {cpu_model()}, "
-          f"{os.cpu_count()} CPUs, load average {load_average()}")
+    where = torch.cuda.get_device_name(explorer.device) if explorer.device.type == "cuda" else cpu_model()
+    print(f"bench_attribution: {explorer.name} on {explorer.device} ({where}), torch {torch.__version__}, "
+          f"{args.threads} threads, {os.cpu_count()} CPUs, load average {load_average()}")
     print(f"example_bytes at 32 tokens with backward: {example_bytes(explorer.config, 32, True) / 1e6:.1f} MB")
     if "attribution" in args.only:
         bench_attribution(explorer, repeats)
@@ -269,7 +278,7 @@ def main() -> None:
         bench_ranking(explorer, repeats)
     if "convergence" in args.only:
         bench_convergence(explorer)
-    if "memory" in args.only:
+    if "memory" in args.only and explorer.device.type == "cpu":
         bench_memory()
     print(f"\nload average at the end {load_average()}")
 
