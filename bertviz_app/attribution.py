@@ -214,8 +214,8 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
 
     steps: path points (50 keeps the convergence delta within a few percent of |f(x) - f(x')| on the default model);
     baseline: 'pad', 'mask' or 'zero' word embeddings in place of every other token; method: 'gauss-legendre' or
-    'trapezoid'; memory_budget: bytes of activations per batch of path points (default 512 MiB: a 512-token input
-    then runs one point at a time)."""
+    'trapezoid'; memory_budget: bytes of activations per batch of path points (default 512 MiB: three points at a
+    time for a 512-token input on the default model, one for BERT-base; see targets.example_bytes)."""
     encoding, resolved, fixed = _prepare(model, tokenizer, text, text_pair, target, mask_index, token, max_length)
     integration_points(steps, method)  # validate before any work
     batch = batch_size_for(model.config, len(encoding), True, memory_budget, steps)
@@ -268,8 +268,8 @@ class Faithfulness:
         over heads)
     references: name -> (T,) |integrated gradients| and |blank-out| scores (importance regardless of sign)
     table: Spearman correlation of each measure (rows) with each reference (columns), over the `keep` tokens (the
-        words: not [CLS], [SEP] or a [MASK]); agreement: Spearman of the two references with each other, the ceiling
-        to read the table against
+        words: not [CLS], [SEP] or a [MASK]); agreement: Spearman of the two references with each other, a point
+        of comparison (two methods that measure the prediction itself need not agree either)
     """
 
     tokens: list[str]
