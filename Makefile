@@ -23,6 +23,7 @@ bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_forward.py
 	$(BIN)/python benchmarks/bench_figures.py
 	$(BIN)/python benchmarks/bench_app.py
+	$(BIN)/python benchmarks/bench_attribution.py
 
 setup: $(VENV)/.app
 setup-test: $(VENV)/.test

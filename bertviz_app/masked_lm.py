@@ -27,15 +27,21 @@ def normalize_mask(text: str) -> str:
 
 
 @contextmanager
-def _evaluating(model: torch.nn.Module):
-    """Predictions without dropout, leaving the model in the mode it was in."""
+def evaluating(model: torch.nn.Module):
+    """Eval mode (no dropout) inside the block, the model's previous mode after it. Gradients stay as the caller has
+    them: predictions add torch.inference_mode(), integrated gradients needs them."""
     was_training = model.training
     model.eval()
     try:
-        with torch.inference_mode():
-            yield
+        yield
     finally:
         model.train(was_training)
+
+
+@contextmanager
+def _predicting(model: torch.nn.Module):
+    with evaluating(model), torch.inference_mode():
+        yield
 
 
 def _require_mlm(model: BertForPreTraining, tokenizer: Tokenizer) -> None:
@@ -46,16 +52,39 @@ def _require_mlm(model: BertForPreTraining, tokenizer: Tokenizer) -> None:
         raise ValueError("the tokenizer has no [MASK] token; this vocabulary cannot be used for fill-mask")
 
 
-def _encode(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Encoding, text_pair: str | None,
-            max_tokens: int | None = None) -> Encoding:
-    """`text` (and `text_pair`) as the model reads it; an Encoding (a Run's) is used as it is, not tokenized again."""
+def encode_input(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Encoding, text_pair: str | None,
+                 max_tokens: int | None = None) -> Encoding:
+    """`text` (and `text_pair`) as the model reads it, every spelling of [MASK] accepted and an empty second box
+    meaning a single sentence; an Encoding (a Run's) is used as it is, not tokenized again."""
     if isinstance(text, Encoding):
         return text
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the text is empty; type a sentence with [MASK] where a word should be predicted")
+    if text_pair is not None and not (isinstance(text_pair, str) and text_pair.strip()):
+        text_pair = None
     # The caller's limit (the explorer's --max-tokens) keeps token indices the same as in its Run.
     limit = min(max_tokens or model.config.max_position_embeddings, model.config.max_position_embeddings)
-    return tokenizer.encode(text, text_pair, max_tokens=limit)
+    return tokenizer.encode(normalize_mask(text), None if text_pair is None else normalize_mask(text_pair),
+                            max_tokens=limit)
+
+
+def mask_positions(tokenizer: Tokenizer, encoding: Encoding) -> list[int]:
+    """Positions of [MASK] in the input, in order."""
+    if tokenizer.mask_token_id is None:
+        return []
+    return [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
+
+
+def require_masks(tokenizer: Tokenizer, encoding: Encoding) -> list[int]:
+    """`mask_positions`, or a ValueError that says why there is none."""
+    positions = mask_positions(tokenizer, encoding)
+    if not positions:
+        if "[MASK]" in encoding.text or "[MASK]" in (encoding.text_pair or ""):
+            raise ValueError("every [MASK] was cut off because the input is longer than the model accepts; "
+                             "shorten the text")
+        raise ValueError("the text has no [MASK]; write [MASK] where the model should guess a word, "
+                         "e.g. 'The capital of France is [MASK].'")
+    return positions
 
 
 def _forward(model: BertForPreTraining, encoding: Encoding, input_ids: list[int] | None = None, **kwargs):
@@ -65,12 +94,13 @@ def _forward(model: BertForPreTraining, encoding: Encoding, input_ids: list[int]
     return model(ids, segments, **kwargs)
 
 
-def _top(probs: Tensor, tokenizer: Tokenizer, top_k: int) -> list[Prediction]:
+def top_predictions(probs: Tensor, tokenizer: Tokenizer, top_k: int) -> list[Prediction]:
+    """The top_k (token, probability) of one (vocab,) row of probabilities, best first."""
     top = probs.topk(min(top_k, probs.shape[-1]))
     return [(tokenizer.id_to_token(i), float(p)) for i, p in zip(top.indices.tolist(), top.values.tolist())]
 
 
-def _check_top_k(top_k: int) -> None:
+def check_top_k(top_k: int) -> None:
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
 
@@ -83,23 +113,15 @@ def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
     """For each [MASK] in `text` (then `text_pair`), in order, the `top_k` (token, probability) best first.
     `[mask]` in any case is accepted. max_masks: refuse inputs with more masks than this (None: no limit)."""
     _require_mlm(model, tokenizer)
-    _check_top_k(top_k)
-    text = normalize_mask(text)
-    text_pair = normalize_mask(text_pair) if text_pair is not None else None
-    encoding = _encode(model, tokenizer, text, text_pair, max_tokens)
-    positions = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
-    if not positions:
-        if "[MASK]" in text or (text_pair and "[MASK]" in text_pair):
-            raise ValueError("every [MASK] was cut off because the input is longer than the model accepts; "
-                             "shorten the text")
-        raise ValueError("the text has no [MASK]; write [MASK] where the model should guess a word, "
-                         "e.g. 'The capital of France is [MASK].'")
+    check_top_k(top_k)
+    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
+    positions = require_masks(tokenizer, encoding)
     if max_masks is not None and len(positions) > max_masks:
         raise ValueError(f"{len(positions)} masks is too many; use at most {max_masks}")
-    with _evaluating(model):
+    with _predicting(model):
         logits = _forward(model, encoding).prediction_logits[0]  # (T, vocab)
         probs = logits[positions].float().softmax(-1)  # (masks, vocab)
-        return [_top(row, tokenizer, top_k) for row in probs]
+        return [top_predictions(row, tokenizer, top_k) for row in probs]
 
 
 def is_next_probability(model: BertForPreTraining, pooler_output: Tensor) -> float:
@@ -116,8 +138,8 @@ def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: st
                          "pretraining checkpoint from `bertviz-app pretrain`)")
     if not isinstance(b, str) or not b.strip():
         raise ValueError("sentence B is empty; next-sentence prediction needs two sentences")
-    encoding = _encode(model, tokenizer, a, b, max_tokens)
-    with _evaluating(model):
+    encoding = encode_input(model, tokenizer, a, b, max_tokens)
+    with _predicting(model):
         return is_next_probability(model, _forward(model, encoding).pooler_output)
 
 
@@ -142,8 +164,8 @@ def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Enco
     """Replace token `index` of the encoded input (a text, or an Encoding such as a Run's) by [MASK] and predict
     there."""
     _require_mlm(model, tokenizer)
-    _check_top_k(top_k)
-    encoding = _encode(model, tokenizer, text, text_pair, max_tokens)
+    check_top_k(top_k)
+    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
     if not isinstance(index, int) or not 0 <= index < len(encoding):
         raise ValueError(f"token index {index!r} is outside the input (0 .. {len(encoding) - 1})")
     if encoding.special_tokens_mask[index]:
@@ -151,12 +173,12 @@ def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Enco
     ids = list(encoding.ids)
     original_id = ids[index]
     ids[index] = tokenizer.mask_token_id
-    with _evaluating(model):
+    with _predicting(model):
         logits = _forward(model, encoding, ids).prediction_logits[0, index]  # (vocab,)
         probs = logits.float().softmax(-1)
         p_original = float(probs[original_id])
         rank = int((probs > probs[original_id]).sum()) + 1
-        return MaskedPrediction(index, encoding.tokens[index], _top(probs, tokenizer, top_k), p_original, rank)
+        return MaskedPrediction(index, encoding.tokens[index], top_predictions(probs, tokenizer, top_k), p_original, rank)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -182,25 +204,21 @@ def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, text: str, posit
                max_tokens: int | None = None) -> LogitLens:
     """Per-layer top predictions at `position` (a token index), or by default at the `mask_index`-th [MASK]."""
     _require_mlm(model, tokenizer)
-    _check_top_k(top_k)
-    text = normalize_mask(text)
-    text_pair = normalize_mask(text_pair) if text_pair is not None else None
-    encoding = _encode(model, tokenizer, text, text_pair, max_tokens)
+    check_top_k(top_k)
+    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
     if position is None:
-        masks = [i for i, t in enumerate(encoding.ids) if t == tokenizer.mask_token_id]
-        if not masks:
-            raise ValueError("the text has no [MASK]; write [MASK] in it or give the token position to inspect")
+        masks = require_masks(tokenizer, encoding)
         if not 0 <= mask_index < len(masks):
             raise ValueError(f"mask_index {mask_index} is out of range: the text has {len(masks)} [MASK] tokens")
         position = masks[mask_index]
     elif not isinstance(position, int) or not 0 <= position < len(encoding):
         raise ValueError(f"position {position!r} is outside the input (0 .. {len(encoding) - 1})")
-    with _evaluating(model):
+    with _predicting(model):
         out = _forward(model, encoding, output_hidden_states=True)
         states = torch.stack([h[0, position] for h in out.hidden_states])  # (L + 1, H)
         probs = model.cls.predictions(states).float().softmax(-1)  # (L + 1, vocab)
         final_id = int(probs[-1].argmax())
-        return LogitLens(list(encoding.tokens), position, [_top(p, tokenizer, top_k) for p in probs],
+        return LogitLens(list(encoding.tokens), position, [top_predictions(p, tokenizer, top_k) for p in probs],
                          tokenizer.id_to_token(final_id), probs[:, final_id].tolist())
 
 

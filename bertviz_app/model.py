@@ -7,8 +7,10 @@ Attribute names follow the Hugging Face checkpoint keys (`embeddings.word_embedd
 .query`, `cls.predictions.transform.LayerNorm`, ...) so that checkpoints load with almost no renaming.
 
 Beyond the usual outputs, the model returns what the views need, on request: attention probabilities, queries and keys
-of every layer, and the three embedding parts before they are summed. When nothing is requested, attention runs through
-the fused `scaled_dot_product_attention` kernel.
+of every layer, the three embedding parts before they are summed, and the Gram matrices of each token's per-head
+transformed values (for value-weighted attention). Word embeddings may be given directly (`inputs_embeds`), so that
+integrated gradients can move along a path between two inputs. When nothing is requested, attention runs through the
+fused `scaled_dot_product_attention` kernel.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class BertModelOutput:
     attentions: L tensors (B, h, T, T), rows sum to 1 over unmasked keys; with output_attentions
     queries, keys: L tensors (B, h, T, d), before the 1/sqrt(d) scaling; with output_qk
     embedding_parts: token, segment and position embeddings; with output_embedding_parts
+    value_grams: L tensors (B, T, h, h), entry [b, j, h, g] = f_h(x_j) · f_g(x_j), where f_h(x_j) is token j's value
+        in head h carried through that head's columns of the attention output projection (its bias left out, as it
+        belongs to no token); with output_value_grams. See `BertAttention.value_grams`.
     """
 
     last_hidden_state: Tensor
@@ -69,6 +74,7 @@ class BertModelOutput:
     queries: tuple[Tensor, ...] | None = None
     keys: tuple[Tensor, ...] | None = None
     embedding_parts: EmbeddingParts | None = None
+    value_grams: tuple[Tensor, ...] | None = None
 
 
 @dataclass
@@ -113,9 +119,12 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor,
-                return_parts: bool = False) -> tuple[Tensor, EmbeddingParts | None]:
-        token = self.word_embeddings(input_ids)  # (B, T, H)
+    def forward(self, input_ids: Tensor | None, token_type_ids: Tensor, position_ids: Tensor,
+                return_parts: bool = False, inputs_embeds: Tensor | None = None
+                ) -> tuple[Tensor, EmbeddingParts | None]:
+        """inputs_embeds (B, T, H) replaces the word-embedding look-up of input_ids (give one of the two); the segment
+        and position embeddings are added to it as usual."""
+        token = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, H)
         segment = self.token_type_embeddings(token_type_ids)  # (B, T, H)
         position = self.position_embeddings(position_ids)  # (B or 1, T, H)
         embeddings = self.dropout(self.LayerNorm(token + segment + position))
@@ -195,6 +204,23 @@ class BertAttention(nn.Module):
         context, probs, q, k = self.self(hidden, attention_bias, head_mask, output_attentions)
         return self.output(context, hidden), probs, q, k
 
+    def value_grams(self, hidden: Tensor) -> Tensor:
+        """(B, T, h, h) Gram matrix of each token's per-head transformed values, for value-weighted attention
+        (Kobayashi et al. 2020). Head h's share of the attention output at position i is sum_j alpha^h_ij f_h(x_j),
+        with f_h(x) = W_O[:, h] (W_V,h x + b_V,h): the value in head h carried through head h's d columns of the output
+        projection. The norm of what token j sends to i is then alpha^h_ij ||f_h(x_j)|| in one head, and
+        sqrt(alpha_ij^T G_j alpha_ij) summed over the heads, with G_j[h, g] = f_h(x_j) · f_g(x_j): the (h, h) Grams are
+        all a view needs, not the (h, T, H) vectors. hidden: the layer's input (B, T, H).
+
+        Computed apart from forward() (one extra value projection, only when asked for) so that the fused attention
+        path stays as it is."""
+        B, T, H = hidden.shape
+        h, d = self.self.num_heads, self.self.head_dim
+        v = self.self._split_heads(self.self.value(hidden))  # (B, h, T, d)
+        w = self.output.dense.weight.view(H, h, d)  # (H_out, h, d): the d input columns that belong to each head
+        f = torch.einsum("bhtd,ohd->bhto", v, w)  # (B, h, T, H) f_h(x_t)
+        return torch.einsum("bhto,bgto->bthg", f, f)  # (B, T, h, h)
+
 
 # ------------------------------------------------------------------------------------------------------------------
 # Feed-forward, layer, encoder, pooler
@@ -239,11 +265,15 @@ class BertEncoder(nn.Module):
         self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
-                output_attentions: bool, output_hidden_states: bool, output_qk: bool) -> BertModelOutput:
+                output_attentions: bool, output_hidden_states: bool, output_qk: bool,
+                output_value_grams: bool = False) -> BertModelOutput:
         all_hidden = [hidden] if output_hidden_states else None
         all_probs, all_q, all_k = ([] if output_attentions else None), ([] if output_qk else None), \
             ([] if output_qk else None)
+        all_grams = [] if output_value_grams else None
         for i, layer in enumerate(self.layer):
+            if output_value_grams:
+                all_grams.append(layer.attention.value_grams(hidden))
             hidden, probs, q, k = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
                                         output_attentions)
             if output_hidden_states:
@@ -255,7 +285,7 @@ class BertEncoder(nn.Module):
                 all_k.append(k)
         as_tuple = lambda xs: None if xs is None else tuple(xs)  # noqa: E731
         return BertModelOutput(hidden, None, as_tuple(all_hidden), as_tuple(all_probs), as_tuple(all_q),
-                               as_tuple(all_k))
+                               as_tuple(all_k), value_grams=as_tuple(all_grams))
 
 
 class BertPooler(nn.Module):
@@ -311,38 +341,51 @@ class BertModel(BertPreTrainedModel):
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.init_weights()
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                position_ids: Tensor | None = None, head_mask: Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False, output_qk: bool = False,
-                output_embedding_parts: bool = False) -> BertModelOutput:
+    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, position_ids: Tensor | None = None,
+                head_mask: Tensor | None = None, output_attentions: bool = False, output_hidden_states: bool = False,
+                output_qk: bool = False, output_embedding_parts: bool = False, output_value_grams: bool = False,
+                inputs_embeds: Tensor | None = None) -> BertModelOutput:
         """input_ids, token_type_ids, attention_mask: (B, T); attention_mask 1 for tokens, 0 for padding.
-        head_mask: (L, h) or (L, B, h), 1 keeps a head and 0 silences it."""
-        if input_ids.dim() != 2:
+        head_mask: (L, h) or (L, B, h), 1 keeps a head and 0 silences it (any value scales it; differentiable).
+        inputs_embeds: (B, T, H) word embeddings given directly instead of input_ids (segment and position embeddings
+        are still added), e.g. points on an integrated-gradients path."""
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("give either input_ids or inputs_embeds, not both and not neither")
+        if inputs_embeds is not None:
+            if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.hidden_size:
+                raise ValueError(f"inputs_embeds must have shape (batch, tokens, {self.config.hidden_size}), "
+                                 f"got {tuple(inputs_embeds.shape)}")
+            source, shape, device = "inputs_embeds' (batch, tokens)", inputs_embeds.shape[:2], inputs_embeds.device
+        elif input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(input_ids.shape)}")
-        B, T = input_ids.shape
+        else:
+            source, shape, device = "input_ids", input_ids.shape, input_ids.device
+        B, T = shape
         for name, tensor in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
-            if tensor is not None and tensor.shape != input_ids.shape:
-                raise ValueError(f"{name} must have the shape of input_ids {tuple(input_ids.shape)}, "
-                                 f"got {tuple(tensor.shape)}")
+            if tensor is not None and tensor.shape != shape:
+                raise ValueError(f"{name} must have the shape of {source} {tuple(shape)}, got {tuple(tensor.shape)}")
         if T > self.config.max_position_embeddings:
             raise ValueError(f"the input has {T} tokens but this model accepts at most "
                              f"{self.config.max_position_embeddings}; truncate it")
         if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
+            token_type_ids = torch.zeros(shape, dtype=torch.long, device=device)
         if position_ids is None:
-            position_ids = torch.arange(T, device=input_ids.device).unsqueeze(0)  # (1, T)
+            position_ids = torch.arange(T, device=device).unsqueeze(0)  # (1, T)
         if head_mask is not None and head_mask.shape[0] != self.config.num_hidden_layers:
             raise ValueError(f"head_mask must have one row per layer ({self.config.num_hidden_layers}), "
                              f"got shape {tuple(head_mask.shape)}")
 
-        hidden, parts = self.embeddings(input_ids, token_type_ids, position_ids, output_embedding_parts)
+        hidden, parts = self.embeddings(input_ids, token_type_ids, position_ids, output_embedding_parts,
+                                        inputs_embeds=inputs_embeds)
         bias = None
         # A mask without padding changes nothing: skipping it saves a (B, h, T, T) addition per layer and lets the
         # fused kernel run unmasked. bool() costs one host sync per forward on CUDA.
         if attention_mask is not None and not bool(attention_mask.all()):
             # (B, 1, 1, T): broadcast over heads and query positions; padded keys get the most negative value.
             bias = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
-        out = self.encoder(hidden, bias, head_mask, output_attentions, output_hidden_states, output_qk)
+        out = self.encoder(hidden, bias, head_mask, output_attentions, output_hidden_states, output_qk,
+                           output_value_grams)
         out.pooler_output = self.pooler(out.last_hidden_state) if self.pooler is not None else None
         out.embedding_parts = parts
         return out
@@ -413,9 +456,9 @@ class BertForPreTraining(BertPreTrainedModel):
     def has_nsp_head(self) -> bool:
         return self.cls.seq_relationship is not None
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                labels: Tensor | None = None, next_sentence_label: Tensor | None = None, **kwargs
-                ) -> BertPreTrainingOutput:
+    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, labels: Tensor | None = None,
+                next_sentence_label: Tensor | None = None, **kwargs) -> BertPreTrainingOutput:
         """labels: (B, T) token ids to predict, -100 where there is nothing to predict.
         next_sentence_label: (B,), 0 when B follows A, 1 when B is random. Other keywords go to BertModel."""
         base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
@@ -456,8 +499,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
+    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
         base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
         logits = self.classifier(self.dropout(base.pooler_output))  # (B, num_labels)
         loss = None
@@ -489,8 +532,8 @@ class BertForTokenClassification(BertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
+    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
         base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
         logits = self.classifier(self.dropout(base.last_hidden_state))  # (B, T, num_labels)
         loss = None
@@ -509,9 +552,9 @@ class BertForQuestionAnswering(BertPreTrainedModel):
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.init_weights()
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None,
-                start_positions: Tensor | None = None, end_positions: Tensor | None = None,
-                **kwargs) -> QuestionAnsweringOutput:
+    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, start_positions: Tensor | None = None,
+                end_positions: Tensor | None = None, **kwargs) -> QuestionAnsweringOutput:
         base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
         start_logits, end_logits = self.qa_outputs(base.last_hidden_state).unbind(-1)  # (B, T) each
         loss = None

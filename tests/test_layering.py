@@ -18,11 +18,13 @@ FLOORS = {
     "analysis": 3, "figures": 3,
     "plots": 4, "views": 4,  # views reads the analyses of a Run's arrays (rollout, statistics)
     "run": 5,
-    "masked_lm": 6, "attribution": 6, "ablation": 6,
-    "explorer": 7, "pretraining": 7, "compare": 8,
-    "__init__": 9,  # the package face: what `import bertviz_app` gives
-    "app": 10,
-    "cli": 11, "__main__": 12,
+    "masked_lm": 6,
+    "targets": 7,  # the one number an attribution or an ablation explains
+    "attribution": 8, "ablation": 8,
+    "explorer": 9, "pretraining": 9,
+    "__init__": 10,  # the package face: what `import bertviz_app` gives
+    "app": 11,
+    "cli": 12, "__main__": 13,
 }
 
 
