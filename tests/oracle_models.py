@@ -29,7 +29,7 @@ def oracle_pair(folder: Path, seed: int = 0):
     hf.save_pretrained(folder)
     (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
     ours, report = load_model(folder)
-    assert report.absent_heads == [] and report.initialised == []
+    assert report.absent_heads == [] and report.initialized == []
     return ours.eval(), hf, Tokenizer.from_vocab(folder / "vocab.txt")
 
 

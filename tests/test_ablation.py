@@ -13,7 +13,7 @@ import transformers
 import bertviz_app
 from bertviz_app.ablation import ablate, check_heads, head_mask_for, rank_heads
 from bertviz_app.config import BertConfig
-from bertviz_app.explorer import ENGLISH_MLM_PATH
+from bertviz_app.catalog import ENGLISH_MLM_PATH
 from bertviz_app.model import BertForPreTraining
 from bertviz_app.targets import example_bytes
 from oracle_models import oracle_pair, zero_output_columns

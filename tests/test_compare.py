@@ -68,7 +68,7 @@ def test_minimal_pair_and_two_models_on_the_default_model():
     assert diff.differing == [6] and diff.tokens_b[6] == "are"
     assert (diff.head_change > 0).all()
 
-    minilm = bertviz_app.load(bertviz_app.explorer.MINILM_NAME, device="cpu")
+    minilm = bertviz_app.load(bertviz_app.catalog.MINILM_NAME, device="cpu")
     text = "The keys to the cabinet are on the table."
     two = compare_attentions(minilm.run(text).attentions, plural.attentions, plural.tokens, minilm.run(text).tokens)
     assert two.differing == [] and two.head_change.shape == (6, 12)

@@ -8,7 +8,7 @@ import torch
 import transformers
 
 from bertviz_app.analysis.value_weighted import value_norms, value_weighted_attention
-from bertviz_app.explorer import ENGLISH_MLM_PATH
+from bertviz_app.catalog import ENGLISH_MLM_PATH
 from oracle_models import oracle_pair
 
 TOL = dict(rtol=1e-5, atol=1e-5)

@@ -3,7 +3,7 @@ import { test } from "node:test";
 
 import { decodePayload, decodeQueryKey } from "../../bertviz_app/views/js/decode.mjs";
 import { blockAxes, blockMax, createCache, joinPieces, layerMatrix, makeBlock, makeUnits, mergeUnits,
-  MIN_RENORMALISE_MASS, poolMax, queryKeyRow, shownBlocks, softmax } from "../../bertviz_app/views/js/data.mjs";
+  MIN_RENORMALIZE_MASS, poolMax, queryKeyRow, shownBlocks, softmax } from "../../bertviz_app/views/js/data.mjs";
 import { defaultState } from "../../bertviz_app/views/js/selection.mjs";
 import { close, expected, payloadBytes, queryKeyBytes } from "./helpers.mjs";
 
@@ -61,7 +61,7 @@ test("segment filters and hidden specials pick the block's axes", async () => {
   assert.throws(() => blockAxes(units, "A->C", false), /unknown segment filter/);
 });
 
-test("renormalised rows sum to one; rows with too little mass are flagged and hold no numbers", () => {
+test("renormalized rows sum to one; rows with too little mass are flagged and hold no numbers", () => {
   // 3 x 3: row 0 keeps 0.5 on the shown columns, row 1 keeps 0.02, row 2 keeps 0.9.
   const m = Float32Array.from([0.5, 0.25, 0.25, 0.98, 0.01, 0.01, 0.1, 0.45, 0.45]);
   const axes = { rows: Int32Array.from([0, 1, 2]), cols: Int32Array.from([1, 2]) };
@@ -70,7 +70,7 @@ test("renormalised rows sum to one; rows with too little mass are flagged and ho
   assert.equal(raw.flaggedCount, 0);
   const b = makeBlock(m, 3, axes, true);
   close(b.mass, [0.5, 0.02, 0.9], 1e-6);
-  assert.ok(0.02 < MIN_RENORMALISE_MASS);
+  assert.ok(0.02 < MIN_RENORMALIZE_MASS);
   assert.deepEqual(Array.from(b.flagged), [0, 1, 0]);
   assert.equal(b.flaggedCount, 1);
   close(b.values.subarray(0, 2), [0.5, 0.5], 1e-6);
@@ -79,9 +79,9 @@ test("renormalised rows sum to one; rows with too little mass are flagged and ho
   assert.equal(blockMax(b.values), 0.5);
 });
 
-test("the fixture's [SEP] head leaves too little to renormalise once [SEP] is hidden", async () => {
+test("the fixture's [SEP] head leaves too little to renormalize once [SEP] is hidden", async () => {
   const p = await decodePayload(payloadBytes());
-  const state = { ...defaultState(p), layer: 1, head: 0, hideSpecial: true, renormalise: true };
+  const state = { ...defaultState(p), layer: 1, head: 0, hideSpecial: true, renormalize: true };
   const { blocks, axes } = shownBlocks(p, state, createCache(), false);
   assert.deepEqual(Array.from(axes.rows), [1, 2, 3, 4, 6, 7]);
   assert.equal(blocks[0].flaggedCount, 6);

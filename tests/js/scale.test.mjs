@@ -26,7 +26,7 @@ test("weights map to table indices linearly or by square root", () => {
   assert.equal(signedIndex(1, 0), 128);
 });
 
-test("painting values gives flagged (NaN) cells their own colour", () => {
+test("painting values gives flagged (NaN) cells their own color", () => {
   const lut = makeLUT(ATTENTION_STOPS);
   const pixels = paintValues(new Uint8ClampedArray(8), Float32Array.from([1, NaN]), lut, "linear");
   assert.deepEqual(Array.from(pixels.subarray(0, 3)), parseHex("#08306b"));

@@ -1,10 +1,10 @@
 // Numbers the views draw, as pure functions of a decoded payload: one head's matrix, words instead of pieces,
-// segment blocks with hidden [CLS]/[SEP] and renormalised rows, the query/key arithmetic of one row, pooled tiles.
+// segment blocks with hidden [CLS]/[SEP] and renormalized rows, the query/key arithmetic of one row, pooled tiles.
 // Matrices are flat Float32Arrays, row-major: m[i * n + j] = how much unit i attends to unit j.
 
-// Below this share of a row left on the shown columns, renormalising would blow 8-bit rounding (up to 1/255 per
+// Below this share of a row left on the shown columns, renormalizing would blow 8-bit rounding (up to 1/255 per
 // cell) up into shares that look real: such rows are marked, not drawn.
-export const MIN_RENORMALISE_MASS = 0.05;
+export const MIN_RENORMALIZE_MASS = 0.05;
 export const SEGMENT_FILTERS = ["all", "A->A", "A->B", "B->A", "B->B"];
 
 /**
@@ -103,10 +103,10 @@ export function blockAxes(units, segments, hideSpecial) {
 
 /**
  * The shown block of an n x n matrix: values (rows x cols), each row's mass on the shown columns, and, when
- * renormalising, flagged rows (mass under MIN_RENORMALISE_MASS) whose values are NaN: draw them as "not enough
+ * renormalizing, flagged rows (mass under MIN_RENORMALIZE_MASS) whose values are NaN: draw them as "not enough
  * attention left", never as numbers.
  */
-export function makeBlock(matrix, n, axes, renormalise) {
+export function makeBlock(matrix, n, axes, renormalize) {
   const { rows, cols } = axes;
   const whole = rows.length === n && cols.length === n; // nothing hidden: share the matrix instead of copying it
   const values = whole ? matrix : new Float32Array(rows.length * cols.length);
@@ -122,9 +122,9 @@ export function makeBlock(matrix, n, axes, renormalise) {
       sum += v;
     }
     mass[r] = sum;
-    if (!renormalise) continue;
-    if (whole) continue; // rows already sum to one: nothing to renormalise
-    if (sum < MIN_RENORMALISE_MASS) {
+    if (!renormalize) continue;
+    if (whole) continue; // rows already sum to one: nothing to renormalize
+    if (sum < MIN_RENORMALIZE_MASS) {
       flagged[r] = 1;
       flaggedCount++;
       values.fill(NaN, r * cols.length, (r + 1) * cols.length);
@@ -132,7 +132,7 @@ export function makeBlock(matrix, n, axes, renormalise) {
       for (let c = 0; c < cols.length; c++) values[r * cols.length + c] /= sum;
     }
   }
-  return { rows, cols, values, mass, flagged, flaggedCount, renormalised: renormalise };
+  return { rows, cols, values, mass, flagged, flaggedCount, renormalized: renormalize };
 }
 
 /** Largest value of a block, ignoring NaN (flagged rows). */
@@ -232,7 +232,7 @@ export function createCache(limit = 32) {
 
 /**
  * What the lines and matrix views show for a selection state: the units, the axes kept by the filters, and the
- * blocks; one per head when split is true and all heads are selected (the lines view colours each head), else
+ * blocks; one per head when split is true and all heads are selected (the lines view colors each head), else
  * one (the mean over heads, or the one head, or a per-layer set such as rollout). Each block has its head
  * (null for the mean or a per-layer set).
  */
@@ -250,10 +250,10 @@ export function shownBlocks(payload, state, cache, split) {
     const head = h === null ? 0 : h;
     const key = `${state.matrix}|${state.layer}|${head}|${state.units}`;
     // Cached too: a token or zoom change redraws the same blocks, and at 512 tokens 12 heads are 3 M copies.
-    return cache.get(`b|${key}|${state.segments}|${state.hideSpecial}|${state.renormalise}`, () => {
+    return cache.get(`b|${key}|${state.segments}|${state.hideSpecial}|${state.renormalize}`, () => {
       const matrix = cache.get(`m|${key}`,
         () => mergeUnits(layerMatrix(set, T, payload.heads, state.layer, head), T, units));
-      const block = makeBlock(matrix, units.count, axes, state.renormalise);
+      const block = makeBlock(matrix, units.count, axes, state.renormalize);
       block.head = h === "all" ? null : h;
       return block;
     });

@@ -33,7 +33,7 @@
 // standalone_html(payload, query_key). Moving through layers, heads and tokens then never calls the server.
 //
 // Ids (prefixed): attention-view (the root), view-layer, view-head, view-all-heads, view-token, view-direction,
-// view-matrix, view-units, view-segments, view-hide-special, view-renormalise, view-scale, view-zoom,
+// view-matrix, view-units, view-segments, view-hide-special, view-renormalize, view-scale, view-zoom,
 // view-qk-expand, view-tab-lines|matrix|overview|qk, view-export-png|svg|html.
 
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
@@ -197,8 +197,8 @@ function buildControls(parent, payload, selection, id) {
   const segments = select("view-segments", Object.entries(SEGMENTS), () => set({ segments: segments.value }));
   const hide = el("input", { type: "checkbox", id: id("view-hide-special"),
     onchange: () => set({ hideSpecial: hide.checked }) });
-  const renorm = el("input", { type: "checkbox", id: id("view-renormalise"),
-    onchange: () => set({ renormalise: renorm.checked }) });
+  const renorm = el("input", { type: "checkbox", id: id("view-renormalize"),
+    onchange: () => set({ renormalize: renorm.checked }) });
   const scale = select("view-scale", [["sqrt", "square root"], ["linear", "linear"]],
     () => set({ scale: scale.value }));
   const zoom = select("view-zoom", Object.entries(ZOOMS), () => set({ zoom: zoom.value }));
@@ -208,7 +208,7 @@ function buildControls(parent, payload, selection, id) {
   const more = el("details", { class: "bv-more", open: window.innerWidth >= 700 },
     el("summary", { id: id("view-more") }, "More options"),
     el("div", { class: "bv-controls" }, field("Matrix", matrixSet), field("Units", units),
-      field("Sentences", segments), field("hide [CLS]/[SEP]", hide), field("rows renormalised", renorm),
+      field("Sentences", segments), field("hide [CLS]/[SEP]", hide), field("rows renormalized", renorm),
       field("Colour", scale)));
   const wide = window.matchMedia("(min-width: 700px)");
   wide.addEventListener?.("change", (event) => { if (event.matches) more.open = true; }); // no summary to click there
@@ -230,8 +230,8 @@ function buildControls(parent, payload, selection, id) {
       units.value = s.units;
       segments.value = s.segments;
       hide.checked = s.hideSpecial;
-      renorm.checked = s.renormalise;
-      renorm.disabled = !(s.hideSpecial || s.segments !== "all"); // nothing hidden, nothing to renormalise
+      renorm.checked = s.renormalize;
+      renorm.disabled = !(s.hideSpecial || s.segments !== "all"); // nothing hidden, nothing to renormalize
       scale.value = s.scale;
       zoom.value = s.zoom;
     },

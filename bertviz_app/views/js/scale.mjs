@@ -1,4 +1,4 @@
-// Colour scales and number formats. Pure: colours come out as "#rrggbb" strings or as lookup tables for
+// Colour scales and number formats. Pure: colors come out as "#rrggbb" strings or as lookup tables for
 // ImageData, where one table lookup per cell is all a 512 x 512 heatmap can afford.
 
 // White (nothing) to dark blue (everything): empty cells vanish into the page, strong ones read on a projector.
@@ -6,7 +6,7 @@ export const ATTENTION_STOPS = ["#ffffff", "#e3eef9", "#c6dbef", "#9ecae1", "#6b
   "#08519c", "#08306b"];
 // Negative blue, zero white, positive red: signs of query and key components and their products.
 export const DIVERGING_STOPS = ["#1d4f91", "#4a86c5", "#a7c8e6", "#ffffff", "#f2b09a", "#d6604d", "#9b1b1e"];
-export const FLAGGED_COLOR = "#d9d2c5"; // rows with too little attention left to renormalise
+export const FLAGGED_COLOR = "#d9d2c5"; // rows with too little attention left to renormalize
 export const BOUNDARY_COLOR = "#d62728"; // where sentence B starts
 export const SELECTED_COLOR = "#ff7f0e";
 
@@ -60,7 +60,7 @@ export function signedIndex(v, limit) {
   return Math.round(127.5 + t * 127.5);
 }
 
-/** Fill RGBA pixels (Uint8ClampedArray) from block values through the table; NaN (flagged) gets its own colour. */
+/** Fill RGBA pixels (Uint8ClampedArray) from block values through the table; NaN (flagged) gets its own color. */
 export function paintValues(pixels, values, lut, scale) {
   const flagged = parseHex(FLAGGED_COLOR);
   for (let k = 0; k < values.length; k++) {

@@ -9,17 +9,17 @@ export const VIEWS = ["lines", "matrix", "overview", "qk"];
  * The state, with its defaults:
  *   view       which view is shown: lines | matrix | overview | qk
  *   layer      0 .. L-1
- *   head       0 .. H-1, or "all" (the layer's heads as colours in the lines view, their mean in the matrix)
+ *   head       0 .. H-1, or "all" (the layer's heads as colors in the lines view, their mean in the matrix)
  *   token      the selected token (an index into the payload's tokens) or null
  *   direction  "from" (what the token attends to) or "to" (what attends to it)
  *   segments   all | A->A | A->B | B->A | B->B (rows of the first sentence, columns of the second)
- *   hideSpecial  hide [CLS] and [SEP]; renormalise: rows rescaled to sum to one over what is shown
+ *   hideSpecial  hide [CLS] and [SEP]; renormalize: rows rescaled to sum to one over what is shown
  *   units      tokens | words; matrix: a matrix set of the payload (attention, rollout, ...)
- *   scale      linear | sqrt colours; zoom: fit | 2 | 4 | labels; expand: the query/key view's q x k columns
+ *   scale      linear | sqrt colors; zoom: fit | 2 | 4 | labels; expand: the query/key view's q x k columns
  */
 export function defaultState(payload) {
   return { view: "lines", layer: 0, head: 0, token: null, direction: "from", segments: "all",
-    hideSpecial: false, renormalise: false, units: "tokens", matrix: "attention", scale: "sqrt",
+    hideSpecial: false, renormalize: false, units: "tokens", matrix: "attention", scale: "sqrt",
     zoom: "fit", expand: false };
 }
 
@@ -42,7 +42,7 @@ export function constrain(state, payload) {
   oneOf("zoom", ZOOMS);
   if (!(out.matrix in payload.sets)) out.matrix = "attention";
   out.hideSpecial = Boolean(out.hideSpecial);
-  out.renormalise = Boolean(out.renormalise);
+  out.renormalize = Boolean(out.renormalize);
   out.expand = Boolean(out.expand);
   return out;
 }
@@ -50,7 +50,7 @@ export function constrain(state, payload) {
 /** What a view drew, as a short string a test or a benchmark can wait for (the root's data-drawn). */
 export function drawnKey(state) {
   return `${state.matrix} layer=${state.layer} head=${state.head} token=${state.token} ${state.units} `
-    + `${state.segments} hide=${state.hideSpecial} renorm=${state.renormalise} zoom=${state.zoom}`;
+    + `${state.segments} hide=${state.hideSpecial} renorm=${state.renormalize} zoom=${state.zoom}`;
 }
 
 /**

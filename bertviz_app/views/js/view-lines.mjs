@@ -1,5 +1,5 @@
 // Lines view: the attending tokens on the left, the attended tokens on the right, one line per pair, darker for
-// more attention. Hover a token to see only its lines, click to keep it; with all heads, each head its colour.
+// more attention. Hover a token to see only its lines, click to keep it; with all heads, each head its color.
 
 import { createCache, shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
@@ -11,7 +11,7 @@ export const NAME = "lines";
 const FONT = `${LABEL_FONT_PX}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
 const BOLD = `bold ${FONT}`;
 const SMALL = `13px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
-const HEADER = 34; // the sticky band with the column titles and, for all heads, the colour key
+const HEADER = 34; // the sticky band with the column titles and, for all heads, the color key
 const TOP = HEADER + 10; // the first row's label clear of the band
 const PAD = 8;
 const GUTTER = 10; // between a label and the lines
@@ -88,7 +88,7 @@ export function draw(container, payload, selection, options = {}) {
       const color = block.head === null ? ROLLOUT_COLOR : headColor(block.head);
       const nc = cols.length;
       const buckets = Array.from({ length: 16 }, () => []);
-      // A line's opacity follows the colour scale: its weight, or (square root) weak lines a little stronger.
+      // A line's opacity follows the color scale: its weight, or (square root) weak lines a little stronger.
       const add = (r, c, w) => {
         if (!(w >= MIN_WEIGHT)) return;
         const y1 = rowY(r), y2 = rowY(c);
@@ -182,7 +182,7 @@ export function draw(container, payload, selection, options = {}) {
       }
     }
     root.dataset.labels = String(count);
-    if (shown.blocks[0].flaggedCount && shown.blocks[0].renormalised) {
+    if (shown.blocks[0].flaggedCount && shown.blocks[0].renormalized) {
       ctx.font = SMALL;
       ctx.fillStyle = "#7a5c00";
       ctx.textAlign = "left";
@@ -290,7 +290,7 @@ function fileStem(state) {
 
 function describe(state, shown, payload) {
   const heads = state.head === "all"
-    ? `all ${payload.heads} heads (one colour each; click a colour in the key to pick that head)`
+    ? `all ${payload.heads} heads (one color each; click a color in the key to pick that head)`
     : `head ${state.head}`;
   const what = state.matrix === "attention" ? `layer ${state.layer}, ${heads}`
     : `${shown.set.label} through layers 0\u2013${state.layer} (how much each input token has flowed into each `
@@ -306,11 +306,11 @@ function describe(state, shown, payload) {
     parts.push("Words: attention to a word is summed over its pieces, attention from a word averaged over them.");
   }
   const flagged = shown.blocks[0].flaggedCount;
-  if (state.renormalise && flagged) {
+  if (state.renormalize && flagged) {
     parts.push(`\u2205 marks ${flagged} row(s) with under 5% of their attention on the tokens shown: too little to `
-      + "renormalise honestly, so they get no lines.");
-  } else if (state.renormalise) {
-    parts.push("Rows are renormalised: each token's lines add up to 1 over the tokens shown.");
+      + "renormalize honestly, so they get no lines.");
+  } else if (state.renormalize) {
+    parts.push("Rows are renormalized: each token's lines add up to 1 over the tokens shown.");
   }
   return parts.join(" ");
 }

@@ -48,7 +48,7 @@ export function draw(container, payload, selection, options = {}) {
     const width = left + nc * cell + PAD, height = top + nr * cell + PAD;
     layout = { left, top, cell, nr, nc, width, height };
     surface.setSize(width, height, Math.min(height, maxHeight));
-    if (!changed || ["matrix", "layer", "head", "units", "segments", "hideSpecial", "renormalise", "scale"]
+    if (!changed || ["matrix", "layer", "head", "units", "segments", "hideSpecial", "renormalize", "scale"]
       .some((k) => changed.has(k))) {
       // One bitmap pixel per cell; the canvas scales it, so zooming and scrolling never rebuild it.
       bitmap.width = nc;
@@ -171,7 +171,7 @@ export function draw(container, payload, selection, options = {}) {
     paintKey(ctx, state);
   }
 
-  /** The colour key, in the empty corner above the row labels. */
+  /** The color key, in the empty corner above the row labels. */
   function paintKey(ctx, state) {
     const { left, top } = layout;
     const x = 8, y = 10, w = Math.min(left - 24, 110), h = 12;
@@ -245,8 +245,8 @@ export function draw(container, payload, selection, options = {}) {
     const lines = [`${name(rows[row])} \u2192 ${name(cols[col])}`];
     if (block.flagged[row]) {
       lines.push(`only ${formatShare(block.mass[row])} of this row's attention is on the tokens shown: too little`
-        + " to renormalise honestly");
-    } else if (block.renormalised) {
+        + " to renormalize honestly");
+    } else if (block.renormalized) {
       const value = block.values[row * cols.length + col];
       lines.push(`${formatWeight(value)} of what is left (raw weight ${formatWeight(value * block.mass[row])})`);
     } else {
@@ -307,16 +307,16 @@ function describe(state, shown, payload) {
   parts.push("Darker = more. Red dashes: where sentence B starts. Hover a cell for its value, click it to select "
     + "that row's token.");
   if (state.scale === "sqrt") {
-    parts.push("Square-root colour scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");
+    parts.push("Square-root color scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");
   }
   const block = shown.blocks[0];
-  if (state.renormalise && block.flaggedCount) {
-    parts.push(`Rows renormalised over what is shown; ${block.flaggedCount} row(s) marked \u2205 keep under 5% of `
-      + "their attention here, too little to renormalise honestly, and are greyed.");
-  } else if (state.renormalise) {
-    parts.push("Rows renormalised: each row adds up to 1 over the columns shown.");
+  if (state.renormalize && block.flaggedCount) {
+    parts.push(`Rows renormalized over what is shown; ${block.flaggedCount} row(s) marked \u2205 keep under 5% of `
+      + "their attention here, too little to renormalize honestly, and are greyed.");
+  } else if (state.renormalize) {
+    parts.push("Rows renormalized: each row adds up to 1 over the columns shown.");
   } else if (state.hideSpecial || state.segments !== "all") {
-    parts.push("Rows are not renormalised: they add up to less than 1.");
+    parts.push("Rows are not renormalized: they add up to less than 1.");
   }
   return parts.join(" ");
 }

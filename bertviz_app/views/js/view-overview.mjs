@@ -12,29 +12,29 @@ const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-se
 const LEFT = 64; // "layer 11"
 const TOP = 24; // head numbers
 const GAP = 8;
-const CAPTION = 16; // the behaviour label under each tile
+const CAPTION = 16; // the behavior label under each tile
 const MIN_TILE = 44, MAX_TILE = 104;
 const LUT = makeLUT(ATTENTION_STOPS);
 const SHORT = { "[CLS]": "[CLS]", "[SEP]": "[SEP]", self: "self", "previous token": "prev", "next token": "next" };
 
 /**
  * Every head pooled to size x size (largest code per block) in one atlas canvas, heads along x, layers along y.
- * Built once per payload and colour scale: it reads every code of every head, which at 512 tokens is 19 M bytes.
+ * Built once per payload and color scale: it reads every code of every head, which at 512 tokens is 19 M bytes.
  */
 export function buildAtlas(payload, scale) {
   const T = payload.length, L = payload.layers, H = payload.heads;
   const size = Math.min(T, 64);
   const set = payload.sets.attention;
   const atlas = new ImageData(H * size, L * size);
-  const colours = new Uint8Array(256); // code -> table index for this scale, so the loop below only looks up
-  for (let c = 0; c < 256; c++) colours[c] = weightIndex((c + 0.5) / 255, scale);
+  const colors = new Uint8Array(256); // code -> table index for this scale, so the loop below only looks up
+  for (let c = 0; c < 256; c++) colors[c] = weightIndex((c + 0.5) / 255, scale);
   for (let l = 0; l < L; l++) {
     for (let h = 0; h < H; h++) {
       const pooled = poolMax(set.codes, (l * H + h) * T * T, T, size);
       for (let i = 0; i < size; i++) {
         for (let j = 0; j < size; j++) {
           const p = (((l * size + i) * H * size) + h * size + j) * 4;
-          const k = colours[pooled[i * size + j]] * 4;
+          const k = colors[pooled[i * size + j]] * 4;
           atlas.data[p] = LUT[k]; atlas.data[p + 1] = LUT[k + 1]; atlas.data[p + 2] = LUT[k + 2];
           atlas.data[p + 3] = 255;
         }
@@ -50,12 +50,12 @@ export function describeHead(stats, layer, head, T) {
   const names = { cls: "[CLS]", sep: "[SEP]", self: "itself", previous: "the token just before",
     next: "the token just after" };
   const top = Object.keys(names).sort((a, b) => stats[b] - stats[a])[0];
-  const behaviour = stats.dominant === "broad" ? "spreads its attention broadly"
+  const behavior = stats.dominant === "broad" ? "spreads its attention broadly"
     : stats.dominant === "mixed" ? "has no single habit"
       : `mostly attends to ${names[top]} (${formatShare(stats[top])} of its attention)`;
   const uniform = Math.log(Math.max(T, 2));
   return [
-    `Layer ${layer}, head ${head} ${behaviour}.`,
+    `Layer ${layer}, head ${head} ${behavior}.`,
     `Entropy ${formatNumber(stats.entropy)} nats: 0 would mean every token looks at exactly one token, `
       + `${formatNumber(uniform)} that it spreads evenly over all ${T}. Attended tokens are on average `
       + `${formatNumber(stats.distance, 1)} positions away.`,
