@@ -86,6 +86,11 @@ class Explorer:
                 total -= self._cache.popitem(last=False)[1].nbytes
         return run
 
+    def cached_run(self, text: str, text_pair: str | None = None) -> Run | None:
+        """The Run of this input if the cache still holds it, else None (never a forward pass)."""
+        with self._lock:
+            return self._cache.get((text, text_pair or None))
+
     # --- the pretraining heads (see masked_lm.py); each raises ValueError in words when the head is absent -------
     def fill_mask(self, text: str, text_pair: str | None = None, top_k: int = 10, max_masks: int | None = None):
         """For each [MASK] (any case) in order, the top_k (token, probability) pairs, best first."""

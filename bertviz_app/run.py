@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import analysis
+from . import analysis, views
 from .config import BertConfig
 from .plots import RunPlots
 from .tokenizer import Encoding
@@ -231,6 +231,32 @@ class Run:
         """((L + 1, T, 2) coordinates, (2,) explained variance) of one PCA shared by all layers (computed once)."""
         return self._derived("hidden_projection", lambda: analysis.hidden_projection(self.hidden_states))
 
+    # --- the interactive attention views (bertviz_app.views) ---------------------------------------------------
+    def views_payload(self) -> bytes:
+        """The compact payload the browser views draw from: every layer and head as 8-bit codes, rollout,
+        statistics, tokens (computed once)."""
+        return self._derived("views_payload", lambda: views.payload_from_run(self))
+
+    def query_key_payload(self) -> bytes:
+        """The queries and keys of every head for the query/key view, a separate blob (computed once)."""
+        return self._derived("query_key_payload", lambda: views.query_key_from_run(self))
+
+    def show(self, view: str | None = None, height: int = 760) -> "views.NotebookView":
+        """The interactive attention views, inline in Jupyter, VS Code or Colab (offline, no widgets to install):
+        make it the last line of a cell. view: 'lines' (default), 'matrix', 'overview' or 'query_key'."""
+        return views.NotebookView(self.views_payload(), self.query_key_payload(), title=self._title(),
+                                  height=height, view=view)
+
+    def save_html(self, path: str | Path, view: str | None = None) -> Path:
+        """The interactive attention views as one self-contained HTML file that opens offline; returns the path."""
+        return views.NotebookView(self.views_payload(), self.query_key_payload(), title=self._title(),
+                                  view=view).save(path)
+
+    def _title(self) -> str:
+        enc = self.encoding
+        text = enc.text if enc.text_pair is None else f"{enc.text} | {enc.text_pair}"
+        return f"{text[:60]}{'…' if len(text) > 60 else ''} · {self.model_name}"
+
     # --- derived numbers, computed once per Run ----------------------------------------------------------------
     def _derived(self, name: str, compute):
         cache = self.__dict__.setdefault("_derived_cache", {})
@@ -243,6 +269,8 @@ class Run:
 def _nbytes(value) -> int:
     if isinstance(value, np.ndarray):
         return value.nbytes
+    if isinstance(value, bytes):
+        return len(value)
     if isinstance(value, (tuple, list)):
         return sum(_nbytes(v) for v in value)
     if hasattr(value, "__dict__"):

@@ -1,16 +1,22 @@
 """The app in a real browser: Debian's headless Chromium driven by playwright (no `playwright install`).
 
 The server offers all-MiniLM-L6-v2 (no pretraining heads, so the app must say so), the shipped default model and a
-tiny random BERT with both heads, picked in the model list like any other. Screenshots go to the test's tmp_path and, when BERTVIZ_SCREENSHOTS=DIR is set, to DIR
-as well, named app_*.png."""
+tiny random BERT with both heads, picked in the model list like any other. The attention views themselves are
+driven in depth on standalone pages (test_views_browser.py); here they are checked inside the app: one payload per
+analysis, nothing asked of the server while browsing, permalinks, exports through the server, the page's layout at
+a projector's and a phone's size, and every other tab. Screenshots go to the test's tmp_path and, when
+BERTVIZ_SCREENSHOTS=DIR is set, to DIR as well, named app_*.png."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
+import pandas as pd
 import pytest
 
 from bertviz_app import app
@@ -18,7 +24,8 @@ from bertviz_app import app
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
 CHROMIUM = Path("/usr/bin/chromium")
-TIMEOUT_MS = 60_000  # two shared cores: the first page load imports plotly.js and draws a dozen figures
+TIMEOUT_MS = 60_000  # two shared cores: the first page load builds the page and a payload of every head
+LONG = ("The river bank was quiet when the old man sat down to read his paper and watch the boats go past. " * 60)
 
 
 @pytest.fixture(scope="module")
@@ -29,55 +36,244 @@ def tiny_folder(tiny_mlm_folder):
 @pytest.fixture(scope="module")
 def server(tiny_folder):
     demo = app.build_demo(app.load_models(["all-MiniLM-L6-v2", tiny_folder, "minilm-l6-mlm-nsp-en"], device="cpu",
-                                          max_tokens=128))
+                                          max_tokens=512))
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url
     demo.close()
 
 
 @pytest.fixture(scope="module")
-def page(server, tmp_path_factory):
+def browser(tmp_path_factory):
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's browser with `apt-get install -y chromium` "
-                    "(.ci/run does this on CI)")
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/system_packages.sh)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
     with sync_api.sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"],
-            viewport={"width": 1400, "height": 1000})
+            viewport={"width": 1280, "height": 720}, accept_downloads=True)
         try:
-            page = context.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(server)
-            yield page
+            yield context
         finally:
             context.close()
 
 
-def shoot(page, tmp_path: Path, name: str) -> None:
+class AppPage:
+    """One visitor's tab: what it asked the server for, and what it logged."""
+
+    def __init__(self, browser, url: str, size=(1280, 720)):
+        self.page = browser.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.page.set_viewport_size({"width": size[0], "height": size[1]})
+        self.origin = url.rstrip("/")
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url) if r.url.startswith(self.origin) else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(url)
+
+    def views_drawn(self, view: str = "lines", contains: str = "") -> str:
+        self.page.wait_for_function(
+            "([v, s]) => { const d = document.querySelector(`#view-pane-${v} .bv-view`)?.dataset.drawn;"
+            " return d !== undefined && d.includes(s); }", arg=[view, contains])
+        return self.page.evaluate("v => document.querySelector(`#view-pane-${v} .bv-view`).dataset.drawn", view)
+
+    def settle(self, quiet_ms: int = 1500) -> None:
+        """Wait until the page has asked the server nothing for `quiet_ms`: a new input's chained steps (the other
+        tabs' views, one queued request each) are done."""
+        seen, quiet = -1, 0
+        while quiet < quiet_ms:
+            self.page.wait_for_timeout(250)
+            quiet = quiet + 250 if len(self.requests) == seen else 0
+            seen = len(self.requests)
+
+    def tokens(self) -> list[str]:
+        """The analyzed tokens as the views list them (their token choices, as text)."""
+        return self.page.eval_on_selector_all("#view-token option", "os => os.slice(1).map(o => o.textContent"
+                                                                    ".split(': ').slice(1).join(': '))")
+
+    def analyze(self, a: str, b: str = "") -> None:
+        before = self.page.evaluate("() => document.querySelector('#attention-view')?.dataset.key || ''")
+        self.page.locator("#sentence-a textarea").fill(a)
+        self.page.locator("#sentence-b textarea").fill(b)
+        self.page.click("#analyze")
+        self.page.wait_for_function("old => { const v = document.querySelector('#attention-view');"
+                                    " return v && v.dataset.key && v.dataset.key !== old; }", arg=before)
+
+    def set_input(self, selector: str, value) -> None:
+        self.page.eval_on_selector(selector, "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', "
+                                             "{bubbles: true})); }", str(value))
+
+    def open_tab(self, name: str) -> None:
+        """A tab of the lower tab bar, from the bar or, on a narrow screen, from its "More tabs" menu."""
+        tab = self.page.get_by_role("tab", name=name, exact=True)
+        if not tab.count():
+            self.page.click("#tabs [aria-label='More tabs']")
+            tab = self.page.locator("#tabs .overflow-dropdown button", has_text=name)
+        tab.click()
+
+    def no_sideways_scroll(self) -> bool:
+        return self.page.evaluate("() => document.documentElement.scrollWidth <= "
+                                  "document.documentElement.clientWidth + 1")
+
+
+def shoot(page, tmp_path: Path, name: str, full_page: bool = False) -> None:
     path = tmp_path / f"app_{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     target = os.environ.get("BERTVIZ_SCREENSHOTS")
     if target:
         Path(target).mkdir(parents=True, exist_ok=True)
         shutil.copy(path, Path(target) / path.name)
 
 
-def axis_labels(page, elem_id: str) -> list[str]:
-    """The token labels under a plotly figure (SVG text has no innerText: read textContent)."""
-    page.wait_for_function(f"() => document.querySelectorAll('#{elem_id} .xtick text').length > 0",
-                           timeout=TIMEOUT_MS)
-    return page.locator(f"#{elem_id} .xtick text").evaluate_all("ts => ts.map(t => t.textContent)")
+@pytest.fixture(scope="module")
+def visitor(browser, server):
+    """One tab kept across the tests below, as a visitor's would be."""
+    v = AppPage(browser, server)
+    yield v
+    v.page.close()
 
 
-def wait_for_labels(page, elem_id: str, expected: list[str]) -> None:
-    page.wait_for_function(
-        """([id, want]) => {
-            const got = [...document.querySelectorAll(`#${id} .xtick text`)].map(t => t.textContent);
-            return JSON.stringify(got) === JSON.stringify(want);
-        }""", arg=[elem_id, expected], timeout=TIMEOUT_MS)
+def test_first_screen_shows_input_and_picture_together(visitor, tmp_path):
+    visitor.views_drawn("lines")
+    tokens = visitor.tokens()
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and "cat" in tokens
+    page = visitor.page
+    # at 1280 x 720, the input, the layer/head controls and the top of the picture are on the first screen
+    for selector in ("#sentence-a", "#analyze", "#view-layer", "#view-head", "#view-pane-lines .bv-surface"):
+        box = page.locator(selector).first.bounding_box()
+        assert box and box["y"] + 20 < 720, selector
+    assert visitor.no_sideways_scroll() and visitor.errors == []
+    shoot(page, tmp_path, "01-first-screen")
+
+
+def test_browsing_layers_heads_and_tokens_asks_the_server_nothing(visitor):
+    visitor.views_drawn("lines")
+    visitor.settle()
+    visitor.requests.clear()
+    visitor.set_input("#view-layer", 3)
+    visitor.views_drawn("lines", "layer=3")
+    visitor.set_input("#view-head", 7)
+    visitor.views_drawn("lines", "layer=3 head=7")
+    visitor.page.select_option("#view-token", "2")
+    visitor.views_drawn("lines", "token=2")
+    for view in ("matrix", "overview", "lines"):
+        visitor.page.click(f"#view-tab-{view}")
+        visitor.views_drawn(view)
+    assert visitor.requests == [], visitor.requests
+
+
+def test_a_pair_with_markup_stays_text(visitor, tmp_path):
+    visitor.analyze("Penguins cannot fly.", "They swim <b>very</b> well.")
+    assert visitor.tokens() == ["[CLS]", "penguins", "cannot", "fly", ".", "[SEP]", "they", "swim", "<", "b", ">",
+                                "very", "<", "/", "b", ">", "well", ".", "[SEP]"]
+    assert visitor.page.locator("#attention-view b").count() == 0  # '<b>' was shown as text, not made bold
+    # the new input kept the layer and head the visitor was on
+    assert visitor.page.input_value("#view-layer") == "3" and visitor.page.input_value("#view-head") == "7"
+    shoot(visitor.page, tmp_path, "02-pair")
+
+
+def test_an_overview_tile_opens_its_head_and_the_address_follows(visitor, tmp_path):
+    page = visitor.page
+    page.click("#view-tab-overview")
+    visitor.views_drawn("overview")
+    geometry = page.eval_on_selector("#view-pane-overview .bv-scroller", "e => JSON.parse(e.dataset.geometry)")
+    box = page.locator("#view-pane-overview .bv-scroller").bounding_box()
+    x = geometry["left"] + 5 * (geometry["tile"] + geometry["gap"]) + geometry["tile"] / 2
+    y = geometry["top"] + 1 * geometry["rowPitch"] + 10
+    page.mouse.click(box["x"] + x, box["y"] + y)
+    visitor.views_drawn("lines", "layer=1 head=5")
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["layer"] == ["1"] and query["head"] == ["5"] and query["tab"] == ["lines"]
+    assert query["a"] == ["Penguins cannot fly."] and query["b"] == ["They swim <b>very</b> well."]
+    shoot(page, tmp_path, "03-overview-opened-a-head")
+
+
+def test_a_permalink_opens_the_same_input_and_view(browser, visitor, tmp_path):
+    page = visitor.page
+    page.select_option("#view-token", "6")
+    page.click("#view-tab-matrix")
+    visitor.views_drawn("matrix", "layer=1 head=5 token=6")
+    link = page.url
+    other = AppPage(browser, link)
+    try:
+        other.views_drawn("matrix", "layer=1 head=5 token=6")
+        assert other.page.input_value("#sentence-a textarea") == "Penguins cannot fly."
+        assert other.page.input_value("#sentence-b textarea") == "They swim <b>very</b> well."
+        assert other.page.get_attribute("#view-tab-matrix", "aria-selected") == "true"
+        shoot(other.page, tmp_path, "04-permalink")
+    finally:
+        other.page.close()
+
+
+def test_exports_through_the_server_give_files_that_open(browser, visitor, tmp_path):
+    page = visitor.page
+    with page.expect_download() as info:
+        page.click("#view-export-csv")
+    frame = pd.read_csv(io.StringIO(Path(info.value.path()).read_text(encoding="utf-8")), keep_default_na=False)
+    assert info.value.suggested_filename == "bertviz-attention-layer-1-head-5.csv"
+    assert len(frame) == 19 ** 2 and set(frame["head"]) == {5} and frame["weight"].between(0, 1).all()
+    assert abs(frame.groupby("from")["weight"].sum() - 1).max() < 2e-3
+    with page.expect_download() as info:
+        page.click("#view-export-html")
+    saved = tmp_path / "saved.html"
+    info.value.save_as(saved)
+    offline = browser.new_page()
+    fetched = []
+    offline.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
+                  else (fetched.append(r.request.url), r.abort()))
+    try:
+        offline.goto(saved.as_uri())
+        offline.click("#view-tab-qk")  # the query/key vectors travel inside the saved page
+        offline.wait_for_function("() => document.querySelector('#view-pane-qk .bv-view')?.dataset.drawn"
+                                  "?.includes('query=')", timeout=TIMEOUT_MS)
+        assert fetched == []
+    finally:
+        offline.close()
+
+
+def test_presenter_mode_keeps_the_input_and_the_picture(visitor, tmp_path):
+    page = visitor.page
+    page.click("#presenter")
+    page.wait_for_function("() => document.body.classList.contains('bv-presenter')")
+    assert not page.locator("#tabs").is_visible() and page.locator("#attention-view").is_visible()
+    assert "Leave" in page.locator("#presenter").inner_text()
+    shoot(page, tmp_path, "05-presenter")
+    page.click("#presenter")
+    page.wait_for_function("() => !document.body.classList.contains('bv-presenter')")
+    assert page.locator("#tabs").is_visible()
+
+
+@pytest.mark.parametrize("tab, figure", [("Tokens", None), ("Embeddings", "embedding-parts"),
+                                         ("Hidden states", "hidden-norms"), ("Next sentence", None),
+                                         ("Model", None)])
+def test_every_tab_shows(visitor, tmp_path, tab, figure):
+    page = visitor.page
+    page.get_by_role("tab", name=tab).click()
+    if figure:
+        page.wait_for_function(f"() => [...document.querySelectorAll('#{figure} .main-svg')]"
+                               ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
+    elif tab == "Model":
+        assert "22,713,216" in page.locator("#model-info").inner_text()
+    elif tab == "Tokens":
+        assert "penguins" in page.locator("#token-table").inner_text()
+    else:
+        assert "no next-sentence head" in page.locator("#next-sentence").inner_text()
+    page.locator("#tabs").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "06-" + re.sub(r"\W+", "-", tab.lower()))
+
+
+def test_masked_lm_without_the_head_says_so(visitor, tmp_path):
+    page = visitor.page
+    page.get_by_role("tab", name="Masked LM").click()
+    text = page.locator("#mlm-explainer").inner_text()
+    assert "all-MiniLM-L6-v2 has no masked-LM head" in text and "bertviz-app --model" not in text
+    assert not page.locator("#mask-predict").is_visible()  # no empty views of predictions that cannot exist
+    # what pretraining sees needs only the tokenizer: it is there for this model too
+    page.wait_for_function("() => [...document.querySelectorAll('#corruption .main-svg')]"
+                           ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
+    shoot(page, tmp_path, "07-masked-lm-without-head")
 
 
 def wait_for_rows(page, elem_id: str, n: int) -> None:
@@ -86,62 +282,8 @@ def wait_for_rows(page, elem_id: str, n: int) -> None:
                            f"?.getAttribute('aria-rowcount') === '{n + 1}'", timeout=TIMEOUT_MS)
 
 
-def test_first_analysis_appears_without_a_click(page, tmp_path):
-    page.locator("#attention-heatmap .main-svg").first.wait_for()
-    labels = axis_labels(page, "attention-heatmap")
-    assert labels[0] == "[CLS]" and labels[-1] == "[SEP]" and "cat" in labels
-    page.locator("#head-map .main-svg").first.wait_for()  # the chained views of the tab arrived too
-    shoot(page, tmp_path, "01-first-analysis")
-
-
-def test_analyze_a_pair_and_move_the_layer_slider(page, tmp_path):
-    page.locator("#sentence-a textarea").fill("Penguins cannot fly.")
-    page.locator("#sentence-b textarea").fill("They swim <b>very</b> well.")
-    page.locator("#analyze").click()
-    expected = ["[CLS]", "penguins", "cannot", "fly", ".", "[SEP]", "they", "swim", "<", "b", ">", "very", "<",
-                "/", "b", ">", "well", ".", "[SEP]"]
-    wait_for_labels(page, "attention-heatmap", expected)
-    assert page.locator("#attention-heatmap b").count() == 0  # '<b>' was shown as text, not made bold
-    page.locator("#token-table").scroll_into_view_if_needed()
-    shoot(page, tmp_path, "02-pair-layer-0")
-
-    number = page.locator("#layer input[type=number]")
-    number.fill("4")
-    number.press("Enter")
-    page.wait_for_function("() => document.querySelector('#attention-heatmap .gtitle')?.textContent"
-                           ".includes('layer 4')", timeout=TIMEOUT_MS)
-    wait_for_labels(page, "attention-heatmap", expected)
-    shoot(page, tmp_path, "03-layer-4")
-
-
-@pytest.mark.parametrize("tab, figure", [("Embeddings", "embedding-parts"), ("Hidden states", "hidden-norms"),
-                                         ("Next sentence", None), ("Model", None)])
-def test_every_tab_shows(page, tmp_path, tab, figure):
-    page.get_by_role("tab", name=tab).click()
-    if figure:
-        page.wait_for_function(f"() => [...document.querySelectorAll('#{figure} .main-svg')]"
-                               ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
-    elif tab == "Model":
-        assert "22,713,216" in page.locator("#model-info").inner_text()
-    else:
-        assert "no next-sentence head" in page.locator("#next-sentence").inner_text()
-    shoot(page, tmp_path, "04-" + re.sub(r"\W+", "-", tab.lower()))
-
-
-def test_masked_lm_without_the_head_says_so(page, tmp_path):
-    page.get_by_role("tab", name="Masked LM").click()
-    assert "all-MiniLM-L6-v2 has no masked-LM head" in page.locator("#mlm-explainer").inner_text()
-    assert not page.locator("#mask-predict").is_visible()  # no empty views of predictions that cannot exist
-    # what pretraining sees needs only the tokenizer: it is there for this model too
-    page.wait_for_function("() => [...document.querySelectorAll('#corruption .main-svg')]"
-                           ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
-    page.locator("#mlm-explainer").scroll_into_view_if_needed()
-    shoot(page, tmp_path, "05-masked-lm")
-    page.get_by_role("tab", name="Attention").click()
-    assert "penguins" in axis_labels(page, "attention-heatmap")  # the server still answers the page
-
-
-def test_masked_lm_and_next_sentence_with_the_heads(page, tmp_path, tiny_folder):
+def test_masked_lm_and_next_sentence_with_the_heads(visitor, tmp_path, tiny_folder):
+    page = visitor.page
     page.locator("#model input").click()
     page.get_by_role("option", name=tiny_folder).click()
     page.wait_for_function("() => document.querySelector('#mlm-explainer')?.innerText.includes('has a masked-LM "
@@ -150,43 +292,38 @@ def test_masked_lm_and_next_sentence_with_the_heads(page, tmp_path, tiny_folder)
     page.locator("#mask-text textarea").fill("The <b>[mask]</b> sat on the [MASK].")
     page.locator("#mask-predict").click()
     page.locator("#mask-bars .main-svg").first.wait_for()
-    assert "2 mask(s)" in page.locator("#mask-message").inner_text()
+    assert "each of the 2 masks" in page.locator("#mask-message").inner_text()
     wait_for_rows(page, "mask-table", 10)  # two masks x top 5
-    titles = page.locator("#mask-bars").text_content()  # subplot titles live in the second svg layer
-    assert "[MASK] 1" in titles and "[MASK] 2" in titles
     assert page.locator("#mask-results b").count() == 0  # the typed <b> stayed text
     page.locator("#logit-lens .main-svg").first.wait_for()
     wait_for_rows(page, "lens-table", 3)  # embeddings + the tiny model's 2 layers
+    assert page.locator("#lens-mask").is_visible()  # two masks: the lens offers a choice
 
     page.locator("#mask-token input").click()
-    page.get_by_role("option", name="1: penguins").click()
+    page.locator("[data-testid=dropdown-option]", has_text="1: penguins").click()
     page.locator("#masked-token .main-svg").first.wait_for()
     assert "**" not in page.locator("#masked-message").inner_text()
     assert "penguins" in page.locator("#masked-message").inner_text()
-    # A new analysis (here the same text again; a new model goes the same way) clears the result of the last one.
+    # A new analysis (here the same text again) clears the result of the last one.
     page.locator("#analyze").click()
     page.wait_for_function("() => !document.querySelector('#masked-message')?.textContent.includes('penguins') "
                            "&& !document.querySelector('#masked-token .main-svg')", timeout=TIMEOUT_MS)
-
-    page.locator("#corruption .main-svg").first.wait_for()
-    # the new analysis above redraws this view too: wait until it has (a pending view shows its timer first)
     page.wait_for_function("() => document.querySelector('#corruption-message')?.innerText.startsWith('Sample 0:')",
                            timeout=TIMEOUT_MS)
     page.locator("#corrupt-again").click()
     page.wait_for_function("() => document.querySelector('#corruption-message')?.innerText.startsWith('Sample 1:')",
                            timeout=TIMEOUT_MS)
     page.locator("#mask-results").scroll_into_view_if_needed()
-    shoot(page, tmp_path, "06-masked-lm-with-head")
+    shoot(page, tmp_path, "08-masked-lm-with-head")
 
     page.get_by_role("tab", name="Next sentence").click()
-    text = page.locator("#next-sentence").inner_text()
-    assert "P(B follows A) =" in text
+    assert "P(B follows A) =" in page.locator("#next-sentence").inner_text()
     assert "IsNext" in page.locator("#next-sentence-label").inner_text()
-    shoot(page, tmp_path, "07-next-sentence-with-head")
 
 
-def test_the_default_model_answers_paris(page, tmp_path):
+def test_the_default_model_answers_paris(visitor, tmp_path):
     """The headline, with the weights we ship: a fill-mask question answered in the browser."""
+    page = visitor.page
     page.locator("#model input").click()
     page.get_by_role("option", name="minilm-l6-mlm-nsp-en").click()
     page.wait_for_function("() => document.querySelector('#mlm-explainer')?.innerText.includes('has a masked-LM "
@@ -199,5 +336,42 @@ def test_the_default_model_answers_paris(page, tmp_path):
                            timeout=TIMEOUT_MS)
     page.locator("#logit-lens .main-svg").first.wait_for()
     wait_for_rows(page, "lens-table", 7)  # embeddings + 6 layers
+    assert not page.locator("#lens-mask").is_visible()  # one mask: nothing to choose
     page.locator("#mask-results").scroll_into_view_if_needed()
-    shoot(page, tmp_path, "08-default-model-masked-lm")
+    shoot(page, tmp_path, "09-default-model-masked-lm")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["projector", "phone"])
+def test_nothing_is_cut_off_at_512_tokens(browser, server, tmp_path, size):
+    """512 tokens: the views draw and stay usable, and every figure of every tab fits or scrolls in its own box
+    while the page itself never scrolls sideways."""
+    v = AppPage(browser, server, size)
+    try:
+        v.views_drawn("lines")
+        v.analyze(LONG)
+        assert len(v.tokens()) == 512
+        v.views_drawn("lines")
+        v.set_input("#view-layer", 4)
+        v.views_drawn("lines", "layer=4")
+        v.page.click("#view-tab-matrix")
+        v.views_drawn("matrix", "layer=4")
+        assert v.no_sideways_scroll()
+        shoot(v.page, tmp_path, f"10-512-tokens-{size[0]}")
+        for tab in ("Embeddings", "Hidden states"):
+            v.open_tab(tab)
+            v.page.wait_for_timeout(300)
+            v.page.wait_for_function("() => document.querySelectorAll('.tabitem:not([style*=\"none\"]) "
+                                     ".js-plotly-plot').length > 0", timeout=TIMEOUT_MS)
+            clipped = v.page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+                .filter(p => p.offsetParent !== null)
+                .filter(p => { const svg = p.querySelector('.main-svg');
+                               const style = getComputedStyle(p);
+                               return svg && svg.getBoundingClientRect().width > p.clientWidth + 1
+                                      && style.overflowX !== 'auto' && style.overflowX !== 'scroll'; })
+                .map(p => p.parentElement.closest('[id]')?.id)""")
+            assert clipped == [], (tab, clipped)
+            assert v.no_sideways_scroll(), tab
+        shoot(v.page, tmp_path, f"11-512-tokens-hidden-{size[0]}", full_page=True)
+        assert v.errors == []
+    finally:
+        v.page.close()

@@ -174,8 +174,12 @@ def test_fill_mask_figure_has_one_panel_per_mask_best_on_top():
     yaxis = fig.layout["yaxis" + first.yaxis[1:]] if first.yaxis != "y" else fig.layout.yaxis
     assert list(yaxis.ticktext) == ["paris", "lyon", "nice"]
     assert yaxis.range[0] > yaxis.range[1]  # reversed: rank 1 (y = 0) at the top
-    xaxis = fig.layout["xaxis" + first.xaxis[1:]] if first.xaxis != "x" else fig.layout.xaxis
-    assert xaxis.range[0] == 0 and xaxis.range[1] >= 1  # a fixed probability scale, comparable between masks
+    def xaxis(bar):
+        return fig.layout["xaxis" + bar.xaxis[1:]] if bar.xaxis != "x" else fig.layout.xaxis
+
+    # one scale for every mask (comparable between them), ending past the largest bar (0.9) with room for its label
+    assert {tuple(xaxis(b).range) for b in bars} == {tuple(xaxis(first).range)}
+    assert xaxis(first).range[0] == 0 and 0.9 < xaxis(first).range[1] <= 1.3
     with pytest.raises(ValueError, match="labels"):
         figures.fill_mask_figure(preds, labels=["only one"])
     with pytest.raises(ValueError, match="MASK"):
@@ -320,3 +324,26 @@ def test_overview_default_payload_for_a_12x12_model_at_128_tokens():
     att = rng.dirichlet(np.full(128, 0.1), size=(12, 12, 128)).astype(np.float32)
     for scale in figures.OVERVIEW_SCALES:
         assert len(figures.head_overview_figure(att, scale=scale).to_json()) <= 1_000_000, scale
+
+
+def test_cosine_maps_show_their_contrast():
+    """Late hidden states point roughly one way (cosines 0.4-0.9): the color range follows the values, not [-1, 1],
+    and a map with both signs stays centered at 0."""
+    rng = np.random.default_rng(0)
+    all_positive = 0.4 + 0.5 * rng.random((6, 6))
+    np.fill_diagonal(all_positive, 1.0)
+    heat = figures.similarity_heatmap(all_positive, list("abcdef")).data[0]
+    off = all_positive[~np.eye(6, dtype=bool)]
+    assert heat.zmin == pytest.approx(off.min()) and heat.zmax == pytest.approx(off.max())
+    assert heat.zmid is None  # sequential: no fake midpoint at 0
+    mixed = np.array([[1, -0.5, 0.2], [-0.5, 1, 0.8], [0.2, 0.8, 1]])
+    heat = figures.similarity_heatmap(mixed, ["a", "b", "c"]).data[0]
+    assert (heat.zmin, heat.zmax, heat.zmid) == (-0.5, 0.8, 0)
+
+
+def test_small_probabilities_get_bars_one_can_see():
+    fig = figures.fill_mask_figure([[("paris", 0.054), ("capital", 0.049), ("city", 0.012)]])
+    top = fig.layout.xaxis.range[1]
+    assert 0.054 < top <= 0.1  # the best answer's bar spans most of the panel, its label beside it
+    sure = figures.fill_mask_figure([[("days", 0.99)]])
+    assert sure.layout.xaxis.range[1] >= 0.99

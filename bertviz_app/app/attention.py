@@ -1,111 +1,193 @@
-"""The Attention tab: one head as a heatmap (the first thing a new input draws), the layer's mean, rollout, one token
-across the heads, the query/key arithmetic of its row, every head at a glance and the head map."""
+"""The Attention tab: our interactive views (bertviz_app.views: lines, matrix, every head, query x key), drawn in the
+browser from one compact payload per analysis. Moving through layers, heads and tokens never asks the server; it is
+asked only for the query/key blob (the first time that view opens), an offline copy of the page, or a CSV of exact
+numbers, each read from the Run already in the explorer's cache (never a forward pass).
+
+Permalinks: the page's address follows the visitor (`?a=...&b=...&model=...&layer=2&head=5&token=3&tab=matrix`);
+opening such an address restores the input (layout.py reads a, b and model) and the view (the script below reads
+layer, head, token and tab). Not `view`: Gradio's own page reads that parameter.
+"""
 
 from __future__ import annotations
 
+import base64
+import functools
+from collections import OrderedDict
+
 import gradio as gr
+import numpy as np
+import pandas as pd
 
+from .. import views
 from ..run import Run
-from .common import Page, api, index_value, user_errors
+from .common import Page, index_value, refuse, user_errors
 
-SEGMENT_CHOICES = [("all tokens", "all"), ("A → A", "A->A"), ("A → B", "A->B"), ("B → A", "B->A"), ("B → B", "B->B")]
+# A CSV larger than this is refused: one head of a 512-token input is 262,144 rows; all 12 heads of a layer at
+# 512 tokens would be 3 million rows (about 100 MB), more than a browser download should carry.
+MAX_CSV_ROWS = 1_000_000
+MATRIX_SETS = ("attention", "rollout")
 
+# The host: one gr.HTML whose value is {"payload": base64, "key", "a", "b", "model"}; its template never holds the
+# value (megabytes of text in the DOM). A new value mounts the views again, keeping layer, head and tab.
+HOST_SCRIPT = """
+const host = element.querySelector(".bv-host");
+const URL_KEYS = ["layer", "head", "token", "tab"];
+let viewer = null;
+let unsubscribe = null;
 
-def heatmap_view(run: Run, layer: int, head: int, segment: str, hide_special: bool):
-    try:
-        return run.plot.attention(layer, head, hide_special=hide_special, segments=segment)
-    except ValueError as err:  # an empty block (B -> B of a single sentence): say so, show the whole matrix
-        gr.Warning(f"{str(err)[:1].upper()}{str(err)[1:]}.")
-        return run.plot.attention(layer, head)
+function fromAddress() {  // the view a permalink asks for; ignored when it does not fit the model
+  const q = new URLSearchParams(window.location.search);
+  const int = (name) => (q.has(name) && /^\\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
+  const tabs = { lines: "lines", matrix: "matrix", overview: "overview", query_key: "qk" };
+  return { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
+           view: tabs[q.get("tab")] };
+}
 
+function toAddress(value, state) {
+  const q = new URLSearchParams(window.location.search);
+  for (const name of ["a", "b", "model", ...URL_KEYS]) q.delete(name);
+  q.set("a", value.a);
+  if (value.b) q.set("b", value.b);
+  q.set("model", value.model);
+  q.set("layer", state.layer);
+  q.set("head", state.head);
+  if (state.token !== null && state.token !== undefined) q.set("token", state.token);
+  q.set("tab", { qk: "query_key" }[state.view] || state.view);
+  history.replaceState(history.state, "", `${window.location.pathname}?${q}`);
+}
 
-def detail_views(run: Run, layer: int, head: int, segment: str, hide_special: bool, token: int):
-    """Mean over the layer's heads, rollout up to the layer, one token to and from every head, query x key."""
-    plot = run.plot
-    try:
-        mean = plot.attention(layer, None, hide_special=hide_special, segments=segment)
-        rollout = plot.rollout(layer, hide_special=hide_special, segments=segment)
-    except ValueError:  # the empty block was already reported by heatmap_view
-        mean, rollout = plot.attention(layer, None), plot.rollout(layer)
-    return mean, rollout, plot.token_attention(layer, token), plot.query_key(layer, head, token)
+// The server functions answer {value} or {error: a sentence}; a failure becomes an Error the views show.
+async function ask(name, argument) {
+  let answer;
+  try {
+    answer = await server[name](argument);
+  } catch (error) {
+    throw new Error("the server did not answer; is it still running?");
+  }
+  if (answer && answer.error) {
+    if (name !== "query_key") alert(answer.error);  // the query/key view shows its own message
+    throw new Error(answer.error);
+  }
+  return answer.value;
+}
 
-
-def controls(run: Run, layer, head, token) -> tuple[int, int, int]:
-    return (index_value(layer, run.num_layers, "Layer"), index_value(head, run.num_heads, "Head"),
-            index_value(token if token is not None else 0, len(run), "Token"))
+async function show() {
+  const value = props.value;
+  if (!value || !value.payload) return;
+  // A new input keeps every choice but the token (its index means another token now); the first one comes from
+  // the address. The views clamp what does not fit this model.
+  const wanted = viewer ? { ...viewer.selection.get(), token: null } : fromAddress();
+  if (unsubscribe) unsubscribe();
+  if (viewer) viewer.destroy();
+  viewer = await BertvizViews.mount(host, value.payload, {
+    showTitle: false,
+    selection: Object.fromEntries(Object.entries(wanted).filter(([, v]) => v !== undefined)),
+    loadQueryKey: () => ask("query_key", value.key),
+    offlineHtml: () => ask("offline_page", value.key),
+    exportCsv: (s) => ask("attention_csv", { key: value.key, matrix: s.matrix, layer: s.layer, head: s.head }),
+  });
+  unsubscribe = viewer.selection.subscribe((state) => toAddress(value, state));
+  toAddress(value, viewer.selection.get());
+}
+show();
+watch("value", show);
+"""
 
 
 class AttentionTab:
+    """Built inside `with gr.Tab(...)`. `first_paint` gives the view's value for a new Run (the analyze event sends
+    it); the server functions answer the views' three requests."""
+
     def __init__(self, page: Page):
         self.page = page
-        config = page.models.first.config
-        with gr.Row():
-            self.layer = gr.Slider(0, config.num_hidden_layers - 1, value=0, step=1, label="Layer", elem_id="layer")
-            self.head = gr.Slider(0, config.num_attention_heads - 1, value=0, step=1, label="Head", elem_id="head")
-        with gr.Row():
-            self.segment = gr.Radio(SEGMENT_CHOICES, value="all", label="Segments (from → to)",
-                                    elem_id="segment-filter")
-            self.hide_special = gr.Checkbox(False, label="Hide [CLS] and [SEP]", elem_id="hide-special")
-            # custom values allowed: the choices change with every input, and index_value checks the value
-            self.token = gr.Dropdown([], value=None, label="Token (attention to and from it)",
-                                     allow_custom_value=True, elem_id="attention-token")
-        self.heatmap = gr.Plot(label="One head", elem_id="attention-heatmap")
-        with gr.Row():
-            mean = gr.Plot(label="Mean over the layer's heads", elem_id="attention-mean")
-            rollout = gr.Plot(label="Rollout up to this layer", elem_id="attention-rollout")
-        self.details = [mean, rollout, gr.Plot(label="Attention to and from the chosen token",
-                                               elem_id="token-attention"),
-                        gr.Plot(label="Query · key: how the chosen token's row is made", elem_id="query-key")]
-        self.overview = [gr.Plot(label="Overview: every layer and head", elem_id="attention-overview"),
-                         gr.Plot(label="Head map: what each head does", elem_id="head-map")]
-        self.controls = [self.layer, self.head, self.segment, self.hide_special, self.token]
+        # run key -> (model, text, pair) of recent analyses: the server functions find their Run by it. Strings only,
+        # a few hundred bytes each; the Runs stay in the explorers' caches (bounded by bytes).
+        self._analyses: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
+        models, analyses = page.models, self._analyses
 
-    def first_paint(self, run: Run, layer, head, segment, hide_special, token) -> tuple:
-        """For a new input: the controls fitted to it, and the heatmap (drawn in the analysis step itself)."""
-        layer, head, token = controls(run, layer, head, token)
-        if not run.encoding.is_pair and segment not in ("all", "A->A"):
-            segment = "all"  # a single sentence has no B block
-        choices = [(f"{i}: {t}", i) for i, t in enumerate(run.tokens)]
-        # gr.update, not gr.Slider(...): a component built per request costs gradio ~10 ms of signature checks
-        return (gr.update(maximum=run.num_layers - 1, value=layer), gr.update(maximum=run.num_heads - 1, value=head),
-                segment, gr.update(choices=choices, value=token),
-                heatmap_view(run, layer, head, segment, bool(hide_special)))
+        def run_for(key) -> Run:
+            found = analyses.get(key) if isinstance(key, str) else None
+            run = models.get(found[0]).cached_run(found[1], found[2]) if found else None
+            if run is None:
+                raise refuse("This analysis is no longer in the server's memory; press Analyze to compute it again.")
+            return run
 
-    @property
-    def first_outputs(self) -> list:
-        return [self.layer, self.head, self.segment, self.token, self.heatmap]
+        # Plain functions, not methods: gradio marks each server function with an attribute. Gradio answers an
+        # exception in one with a bare 500, so each answers {"value": ...} or {"error": a sentence} instead.
+        @in_words
+        def query_key(key):
+            return base64.b64encode(run_for(key).query_key_payload()).decode("ascii")
 
-    @user_errors
-    def redraw_heatmap(self, session, layer, head, segment, hide_special):
-        _, run = self.page.models.run_of(session)
-        layer, head, _ = controls(run, layer, head, 0)
-        return heatmap_view(run, layer, head, segment, bool(hide_special))
+        @in_words
+        def offline_page(key):
+            run = run_for(key)
+            return views.standalone_html(run.views_payload(), run.query_key_payload(), title=run._title())
 
-    @user_errors
-    def redraw_details(self, session, layer, head, segment, hide_special, token):
-        _, run = self.page.models.run_of(session)
-        layer, head, token = controls(run, layer, head, token)
-        return detail_views(run, layer, head, segment, bool(hide_special), token)
+        @in_words
+        def attention_csv(request):
+            request = request if isinstance(request, dict) else {}
+            return csv_of(run_for(request.get("key")), request.get("matrix"), request.get("layer"),
+                          request.get("head"))
 
-    @user_errors
-    def redraw_overview(self, session):
-        _, run = self.page.models.run_of(session)
-        return run.plot.head_overview(), run.plot.head_map()
+        self.view = gr.HTML(value=None, html_template="<div class='bv-host'></div>",
+                            js_on_load=views.bundle_js() + HOST_SCRIPT, apply_default_css=False,
+                            elem_id="attention-host", server_functions=[query_key, offline_page, attention_csv])
+
+    def first_paint(self, model: str, run: Run) -> dict:
+        """The view's value for a new Run: its payload (base64) and what a permalink needs."""
+        key = views.run_key(run.model_name, run.tokens)
+        self._analyses[key] = (model, run.encoding.text, run.encoding.text_pair)
+        self._analyses.move_to_end(key)
+        while len(self._analyses) > 4096:
+            self._analyses.popitem(last=False)
+        return {"payload": base64.b64encode(run.views_payload()).decode("ascii"), "key": key,
+                "a": run.encoding.text, "b": run.encoding.text_pair or "", "model": model}
 
     def wire(self) -> None:
-        session = self.page.session
-        details_io = ([session, *self.controls], self.details)
-        # Sliders and toggles only redraw from the cached Run; the heatmap first, its companions after.
-        (gr.on([self.layer.input, self.head.input, self.segment.input, self.hide_special.input], self.redraw_heatmap,
-               [session, self.layer, self.head, self.segment, self.hide_special], [self.heatmap],
-               **api("attention"), trigger_mode="always_last")
-         .then(self.redraw_details, *details_io, **api("redraw_details", False), trigger_mode="always_last"))
-        self.token.input(self.redraw_details, *details_io, **api("redraw_details", False),
-                         trigger_mode="always_last")
+        pass  # browsing happens in the browser
 
     def after_analysis(self, event, public: bool):
-        session = self.page.session
-        return (event
-                .then(self.redraw_details, [session, *self.controls], self.details,
-                      **api("attention_details", public))
-                .then(self.redraw_overview, [session], self.overview, **api("attention_overview", public)))
+        return event
+
+
+def in_words(fn):
+    """A server function's answer: {"value": what fn returns}, or {"error": the sentence user_errors would show}."""
+    checked = user_errors(fn)
+
+    @functools.wraps(fn)
+    def answer(*args):
+        try:
+            return {"value": checked(*args)}
+        except gr.Error as err:
+            return {"error": err.message}
+
+    return answer
+
+
+def csv_of(run: Run, matrix, layer, head) -> str:
+    """The exact numbers behind the matrix on screen, one row per (layer, head, from, to): one head, all heads of a
+    layer, or the layer's rollout."""
+    if matrix not in MATRIX_SETS:
+        raise refuse(f"Unknown matrix {str(matrix)[:40]!r}; choose one of: {', '.join(MATRIX_SETS)}.")
+    layer = index_value(layer, run.num_layers, "Layer")
+    if matrix == "rollout":
+        weights = run.rollout(layer)[None]  # (1, T, T)
+        frame = _tidy(weights, run.tokens, layer, heads=["rollout"])
+    else:
+        heads = list(range(run.num_heads)) if head == "all" else [index_value(head, run.num_heads, "Head")]
+        if len(heads) * len(run) ** 2 > MAX_CSV_ROWS:
+            raise refuse(f"All {len(heads)} heads of this {len(run)}-token input are {len(heads) * len(run) ** 2:,} "
+                         "rows; choose one head for the CSV.")
+        frame = run.attention_frame(layers=[layer], heads=heads)
+    return frame.to_csv(index=False, float_format="%.6g")
+
+
+def _tidy(weights: np.ndarray, tokens, layer: int, heads) -> pd.DataFrame:
+    """(n, T, T) matrices as rows layer, head, from, to, from_token, to_token, weight."""
+    n, t, _ = weights.shape
+    which, src, dst = np.meshgrid(np.arange(n), np.arange(t), np.arange(t), indexing="ij")
+    tokens = np.asarray(list(tokens), dtype=object)
+    return pd.DataFrame({"layer": layer, "head": np.asarray(heads, dtype=object)[which.ravel()],
+                         "from": src.ravel(), "to": dst.ravel(), "from_token": tokens[src.ravel()],
+                         "to_token": tokens[dst.ravel()], "weight": weights.astype(np.float32).ravel()})
+

@@ -1,6 +1,10 @@
-"""The page: the input (sentences, model picker, Analyze), the token table and examples, then one tab per group of
-views. A new input runs one forward pass in `analyze`, which also draws the attention heatmap; every tab then adds
-its own steps after it (cheap views first, the heavy figures last)."""
+"""The page, classroom first: one line of input (sentences, model, examples, Analyze; a link and presenter mode beside
+the title) and right under it the attention views, so that on a 1280 x 720 projector the input and the picture share
+the screen. The token table and the other views are in tabs below.
+
+A new input runs one forward pass in `analyze`, which also sends the attention views their payload; every other tab
+then adds its own steps after it (cheap views first, heavy figures last).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +23,30 @@ from .masked_lm import MaskedLMTab
 from .model_info import ModelTab
 from .next_sentence import NextSentenceTab
 
-INTRO = ("# bertviz-app\nSee what BERT reads and computes: tokens, embeddings, attention, hidden states and its "
-         "predictions. Type one sentence, or two to see how BERT relates a pair.")
+TITLE = "bertviz-app: see inside BERT"
+
+# Copying needs a secure context (https or localhost); elsewhere the link is shown to copy by hand. Browsers and
+# servers accept addresses of several thousand characters; past that a link may not open everywhere.
+COPY_LINK_JS = """() => {
+  const url = window.location.href;
+  const button = document.querySelector("#copy-link");
+  const done = (text) => { if (button) { const old = button.textContent; button.textContent = text;
+    setTimeout(() => { button.textContent = old; }, 1800); } };
+  if (url.length > 8000) alert(`This link is ${url.length} characters long; some browsers and servers refuse links `
+    + "over 8,000. Shorter sentences make a link that opens everywhere.");
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(url).then(() => done("Link copied"), () => window.prompt("Copy this link:", url));
+  } else {
+    window.prompt("Copy this link:", url);
+  }
+}"""
+PRESENTER_JS = """() => {
+  const on = document.body.classList.toggle("bv-presenter");
+  const button = document.querySelector("#presenter");
+  if (button) button.textContent = on ? "Leave presenter mode" : "Presenter mode";
+  // large type leaves room for one row of controls: the others fold under "More options"
+  document.querySelectorAll("#attention-view .bv-more").forEach((more) => { more.open = !on; });
+}"""
 
 
 def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None
@@ -36,33 +62,43 @@ def load_models(sources, device: str = "auto", max_tokens: int | None = None, ca
 
 
 class InputArea:
-    """The sentences, the model picker, Analyze, the notice under it, the examples and the token table; its
-    `analyze` handler runs the forward pass of a new input and draws the first view of the attention tab."""
+    """The title line (with the link and presenter buttons), then one row: the sentences, the model picker, an
+    examples list and Analyze, and the notice under it. `analysis` gives the analyze event."""
 
     def __init__(self, models: Models, pairs: list[list[str]]):
         self.models = models
-        with gr.Row():
-            with gr.Column(scale=3):
-                self.sentence_a = gr.Textbox(label="Sentence A", value=pairs[0][0], lines=2, max_length=MAX_CHARS,
-                                             elem_id="sentence-a")
-                self.sentence_b = gr.Textbox(label="Sentence B (optional)", value=pairs[0][1], lines=2,
-                                             max_length=MAX_CHARS, elem_id="sentence-b")
-            with gr.Column(scale=1, min_width=220):
-                self.model = gr.Dropdown(models.names, value=models.names[0], label="Model",
-                                         interactive=len(models.names) > 1, elem_id="model")
-                self.button = gr.Button("Analyze", variant="primary", elem_id="analyze")
-                self.notice = gr.Markdown(elem_id="notice")
-        self.examples = gr.Examples(pairs, [self.sentence_a, self.sentence_b], label="Examples", examples_per_page=4)
-        with gr.Accordion("Tokens: what BERT actually reads", open=True):
-            self.token_table = gr.Dataframe(label="Tokens with segment and position ids", interactive=False,
-                                            datatype="str", max_height=360, elem_id="token-table")
+        self.pairs = pairs
+        with gr.Row(elem_id="title-row"):
+            gr.HTML("<h1 class='bv-app-title'>bertviz-app <span>see what BERT reads and computes: type one "
+                    "sentence, or two to see how it relates a pair</span></h1>", elem_id="intro",
+                    apply_default_css=False)
+            self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
+            self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
+        with gr.Row(equal_height=True, elem_id="input-row"):
+            self.sentence_a = gr.Textbox(label="Sentence A", value=pairs[0][0], lines=1, max_lines=4,
+                                         max_length=MAX_CHARS, scale=5, elem_id="sentence-a")
+            self.sentence_b = gr.Textbox(label="Sentence B (optional)", value=pairs[0][1], lines=1, max_lines=4,
+                                         max_length=MAX_CHARS, scale=4, elem_id="sentence-b")
+            self.model = gr.Dropdown(models.names, value=models.names[0], label="Model", scale=2, min_width=210,
+                                     interactive=len(models.names) > 1, elem_id="model")
+            self.example = gr.Dropdown([(_example_label(a, b), i) for i, (a, b) in enumerate(pairs)], value=None,
+                                       label="Examples", scale=2, min_width=150, elem_id="example")
+            self.button = gr.Button("Analyze", variant="primary", scale=1, min_width=110, elem_id="analyze")
+        self.notice = gr.Markdown(elem_id="notice")
 
-    def analysis(self, demo: gr.Blocks, page: Page, attention: AttentionTab) -> dict:
+    def pick_example(self, index):
+        """The chosen example's sentences into the boxes."""
+        if not isinstance(index, int) or not 0 <= index < len(self.pairs):
+            raise refuse("Choose one of the examples in the list.")
+        a, b = self.pairs[index]
+        return a, b
+
+    def analysis(self, demo: gr.Blocks, page: Page, attention: AttentionTab, token_table: gr.Dataframe) -> dict:
         """The keyword arguments of the analyze event: one forward pass, the token table, the notice, and the
-        attention tab's first paint."""
+        attention views' payload."""
 
         @user_errors
-        def analyze(model, text, text_pair, layer, head, segment, hide_special, token, request: gr.Request = None):
+        def analyze(model, text, text_pair, request: gr.Request = None):
             gradio_internals.forget_replaced_components(demo, request)
             explorer = self.models.get(model)
             text, text_pair = text_value(text, "Sentence A"), text_value(text_pair, "Sentence B")
@@ -72,13 +108,24 @@ class InputArea:
             notice = f"{len(run)} tokens · forward pass {run.seconds * 1000:.0f} ms on {explorer.device}"
             if run.encoding.truncation is not None:
                 gr.Warning(f"Input truncated: {run.encoding.truncation}.")
-                notice += f"  \n**Truncated:** {run.encoding.truncation}."
+                notice += f" · **truncated:** {run.encoding.truncation}"
             return ({"model": model, "text": text, "pair": text_pair}, run.token_table(), notice,
-                    *attention.first_paint(run, layer, head, segment, hide_special, token))
+                    attention.first_paint(model, run))
 
-        return dict(fn=analyze, inputs=[self.model, self.sentence_a, self.sentence_b, *attention.controls],
-                    outputs=[page.session, self.token_table, self.notice, *attention.first_outputs],
-                    **page.model_events)
+        return dict(fn=analyze, inputs=[self.model, self.sentence_a, self.sentence_b],
+                    outputs=[page.session, token_table, self.notice, attention.view], **page.model_events)
+
+    def restore(self, request: gr.Request):
+        """The input a permalink carries (?a=...&b=...&model=...), before the first analysis; what it lacks or
+        what does not fit stays as the page has it."""
+        query = getattr(request, "query_params", None) or {}
+
+        def text(name):
+            value = query.get(name)
+            return value if isinstance(value, str) and len(value) <= MAX_CHARS else gr.update()
+
+        model = query.get("model")
+        return text("a"), text("b"), model if model in self.models.names else gr.update()
 
 
 def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, concurrency: int = 1,
@@ -91,13 +138,14 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
         explorers = {explorers.name: explorers}
     models = Models(explorers)
     pairs, masked_examples = examples or read_examples()
-    with gr.Blocks(title="bertviz-app: see inside BERT", analytics_enabled=False) as demo:
-        gr.Markdown(INTRO, elem_id="intro")
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         inputs = InputArea(models, pairs)
         page = Page(models, gr.State(None), inputs.model, concurrency)
-        with gr.Tabs():
-            with gr.Tab("Attention", id="attention-tab"):
-                attention = AttentionTab(page)
+        attention = AttentionTab(page)  # the picture, right under the input; the other views in tabs below it
+        with gr.Tabs(elem_id="tabs"):
+            with gr.Tab("Tokens", id="tokens-tab"):
+                token_table = gr.Dataframe(label="What BERT reads: tokens with their segment and position",
+                                           interactive=False, datatype="str", max_height=560, elem_id="token-table")
             with gr.Tab("Embeddings", id="embeddings-tab"):
                 embeddings = EmbeddingsTab(page)
             with gr.Tab("Hidden states", id="hidden-tab"):
@@ -110,7 +158,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
                 model_tab = ModelTab(page)
         # The order of the steps after an analysis: the pretraining heads' cheap views first, heavy figures last.
         tabs = [masked_lm, next_sentence, model_tab, attention, embeddings, hidden]
-        analysis = inputs.analysis(demo, page, attention)
+        analysis = inputs.analysis(demo, page, attention, token_table)
 
         def follow(event, public: bool) -> None:
             for tab in tabs:
@@ -118,8 +166,21 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
 
         for tab in tabs:  # before `follow`: an endpoint is named after its first, public use
             tab.wire()
-        follow(gr.on([inputs.button.click, inputs.sentence_a.submit, inputs.sentence_b.submit, inputs.model.change,
-                      demo.load], **api("analyze"), **analysis), public=True)
-        # An example click fills the boxes, then analyzes like the button (without a second API name).
-        follow(inputs.examples.load_input_event.then(**api("analyze", False), **analysis), public=False)
+        inputs.copy_link.click(None, js=COPY_LINK_JS)
+        example = inputs.example.input(inputs.pick_example, [inputs.example], [inputs.sentence_a, inputs.sentence_b],
+                                       **api("pick_example", False), queue=False)
+        inputs.presenter.click(None, js=PRESENTER_JS)
+        # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.
+        follow(gr.on([inputs.button.click, inputs.sentence_a.submit, inputs.sentence_b.submit, inputs.model.input],
+                     **api("analyze"), **analysis), public=True)
+        first = demo.load(inputs.restore, None, [inputs.sentence_a, inputs.sentence_b, inputs.model],
+                          **api("restore", False), queue=False)
+        follow(first.then(**api("analyze", False), **analysis), public=False)
+        # An example fills the boxes, then analyzes like the button (without a second API name).
+        follow(example.success(**api("analyze", False), **analysis), public=False)
     return demo
+
+
+def _example_label(a: str, b: str) -> str:
+    text = f"{a} | {b}" if b else a
+    return text if len(text) <= 60 else text[:59] + "…"

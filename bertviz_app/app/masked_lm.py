@@ -3,6 +3,8 @@ as pretraining corrupts it (80/10/10)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import gradio as gr
 import pandas as pd
 
@@ -14,15 +16,17 @@ from .common import MAX_CHARS, Page, api, index_value, percent, plain, significa
 
 MAX_MASKS = 20
 MAX_TOP_K = 20
-NO_MLM_HEAD = ("**{name} has no masked-LM head**, so it cannot predict masked tokens: its checkpoint was saved "
-               "without the `cls.predictions` weights (sentence-embedding models such as all-MiniLM-L6-v2 drop "
-               "them). Start the app with a checkpoint that has them, e.g. `bertviz-app --model "
-               "bert-base-uncased`, and pick it in the model list.")
+NO_MLM_HEAD = ("**{name} has no masked-LM head.** BERT learned language by guessing hidden words; the part of the "
+               "model that makes those guesses (the masked-LM head) was left out when {name} was saved, as "
+               "sentence-embedding models do. So it can show what it computes, but not what word it would put in "
+               "a [MASK].{other}")
 
 
-def mlm_status(explorer: Explorer) -> str:
+def mlm_status(explorer: Explorer, alternatives: Sequence[str] = ()) -> str:
+    """What the tab says about this model's head; without one, the models of the page that have it."""
     if not explorer.has_mlm_head:
-        return NO_MLM_HEAD.format(name=plain(explorer.name))
+        other = f" Pick **{plain(alternatives[0])}** in the model list to see its guesses." if alternatives else ""
+        return NO_MLM_HEAD.format(name=plain(explorer.name), other=other)
     return (f"{plain(explorer.name)} has a masked-LM head: it guesses the token hidden behind each [MASK], the task "
             "BERT was pre-trained on.")
 
@@ -32,26 +36,27 @@ def top_k_value(value) -> int:
 
 
 # --- the views: explorer (+ Run) + controls -> (message, table, figure) --------------------------------------------
-def fill_mask_view(explorer, text: str, top_k: int):
+def fill_mask_view(explorer, text: str, top_k: int, alternatives: Sequence[str] = ()):
     """(message, table with one row per mask and rank, bar chart or None). `explorer` needs has_mlm_head, name and
     fill_mask(text, top_k=k, max_masks=m) -> one list of (token, probability) per [MASK], in order."""
     text = normalize_mask(text)
     empty = pd.DataFrame(columns=["mask", "rank", "token", "probability"])
     if not explorer.has_mlm_head:
-        return NO_MLM_HEAD.format(name=plain(explorer.name)), empty, None
+        return mlm_status(explorer, alternatives), empty, None
     predictions = explorer.fill_mask(text, top_k=top_k, max_masks=MAX_MASKS)
     rows = [(m + 1, r + 1, str(token), significant(p)) for m, best in enumerate(predictions)
             for r, (token, p) in enumerate(best)]
     table = pd.DataFrame(rows, columns=["mask", "rank", "token", "probability"])
-    return (f"Top {top_k} predictions for each of the {len(predictions)} mask(s), by {plain(explorer.name)}.",
+    where = "the [MASK]" if len(predictions) == 1 else f"each of the {len(predictions)} masks"
+    return (f"Top {top_k} predictions for {where}, by {plain(explorer.name)}.",
             table, figures.fill_mask_figure(predictions))
 
 
-def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3):
+def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3, alternatives: Sequence[str] = ()):
     """(message, one row per layer, figure or None): the MLM head read out of every layer at one [MASK]."""
     empty = pd.DataFrame(columns=["layer", "top predictions", "P(final answer)"])
     if not explorer.has_mlm_head:
-        return NO_MLM_HEAD.format(name=plain(explorer.name)), empty, None
+        return mlm_status(explorer, alternatives), empty, None
     lens = explorer.logit_lens(text, top_k=top_k, mask_index=mask_number - 1)
     names = ["embeddings"] + [f"layer {i}" for i in range(1, len(lens.layers))]
     table = pd.DataFrame(
@@ -65,12 +70,12 @@ def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3):
             table, figure)
 
 
-def masked_token_view(explorer, run: Run, index: int | None, top_k: int):
+def masked_token_view(explorer, run: Run, index: int | None, top_k: int, alternatives: Sequence[str] = ()):
     """(message, predictions table, figure or None) after masking token `index` of the analyzed input; an empty
     result while no token is chosen."""
     empty = pd.DataFrame(columns=["rank", "token", "probability"])
     if not explorer.has_mlm_head:
-        return NO_MLM_HEAD.format(name=plain(explorer.name)), empty, None
+        return mlm_status(explorer, alternatives), empty, None
     if index is None:
         return "", empty, None
     result = explorer.mask_token(run.encoding, index, top_k=top_k)  # the Run's tokens, not tokenized again
@@ -107,7 +112,8 @@ class MaskedLMTab:
     def __init__(self, page: Page, masked_examples: list[str]):
         self.page = page
         first = page.models.first
-        self.explainer = gr.Markdown(mlm_status(first), elem_id="mlm-explainer")
+        self.alternatives = [name for name, e in page.models.explorers.items() if e.has_mlm_head]
+        self.explainer = gr.Markdown(mlm_status(first, self.alternatives), elem_id="mlm-explainer")
         # Hidden for a model without the head: its explainer above says why, instead of empty views.
         with gr.Column(visible=first.has_mlm_head, elem_id="mlm-views") as self.views:
             gr.Markdown("### Fill in [MASK]")
@@ -120,11 +126,11 @@ class MaskedLMTab:
                     self.predict = gr.Button("Predict", variant="primary", elem_id="mask-predict")
             gr.Examples([[m] for m in masked_examples], [self.mask_text], label="Masked examples")
             with gr.Column(elem_id="mask-results"):
-                self.mask_out = [
-                    gr.Markdown(elem_id="mask-message"),
-                    gr.Dataframe(interactive=False, datatype="str", label="The same as a table", max_height=300,
-                                 elem_id="mask-table", headers=["mask", "rank", "token", "probability"]),
-                    gr.Plot(label="Top predictions per mask", elem_id="mask-bars")]
+                message = gr.Markdown(elem_id="mask-message")
+                bars = gr.Plot(label="Top predictions per mask", elem_id="mask-bars")
+                table = gr.Dataframe(interactive=False, datatype="str", label="The same as a table", max_height=300,
+                                     elem_id="mask-table", headers=["mask", "rank", "token", "probability"])
+                self.mask_out = [message, table, bars]
             gr.Markdown("### Logit lens: how the answer forms through the layers")
             self.lens_mask = gr.Slider(1, MAX_MASKS, value=1, step=1, label="Which [MASK] of the text",
                                        elem_id="lens-mask")
@@ -157,7 +163,8 @@ class MaskedLMTab:
     # --- handlers ------------------------------------------------------------------------------------------------
     @user_errors
     def fill_mask(self, model, text, top_k):
-        return fill_mask_view(self.page.models.get(model), text_value(text, "The masked text"), top_k_value(top_k))
+        return fill_mask_view(self.page.models.get(model), text_value(text, "The masked text"), top_k_value(top_k),
+                              self.alternatives)
 
     @staticmethod
     def lens_range(table, mask_number):
@@ -170,13 +177,14 @@ class MaskedLMTab:
     @user_errors
     def logit_lens(self, model, text, mask_number):
         return logit_lens_view(self.page.models.get(model), text_value(text, "The masked text"),
-                               index_value(mask_number if mask_number is not None else 1, MAX_MASKS + 1, "Mask"))
+                               index_value(mask_number if mask_number is not None else 1, MAX_MASKS + 1, "Mask"),
+                               alternatives=self.alternatives)
 
     @user_errors
     def mask_token(self, session, token, top_k):
         explorer, run = self.page.models.run_of(session)
         index = None if token is None or token == "" else index_value(token, len(run), "Token")
-        return masked_token_view(explorer, run, index, top_k_value(top_k))
+        return masked_token_view(explorer, run, index, top_k_value(top_k), self.alternatives)
 
     @user_errors
     def corrupt(self, session, seed):
@@ -188,7 +196,8 @@ class MaskedLMTab:
         """This model's explainer and views, and the new input's tokens to choose from."""
         explorer, run = self.page.models.run_of(session)
         choices = [(f"{i}: {t}", i) for i, t in enumerate(run.tokens)]
-        return mlm_status(explorer), gr.update(visible=explorer.has_mlm_head), gr.update(choices=choices, value=None)
+        return (mlm_status(explorer, self.alternatives), gr.update(visible=explorer.has_mlm_head),
+                gr.update(choices=choices, value=None))
 
     # --- events --------------------------------------------------------------------------------------------------
     def wire(self) -> None:

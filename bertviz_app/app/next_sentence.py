@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import gradio as gr
 
 from ..run import Run
 from .common import Page, api, plain, user_errors
 
-NO_NSP_HEAD = ("**{name} has no next-sentence head**, so it cannot say whether sentence B follows sentence A: its "
-               "checkpoint was saved without the `cls.seq_relationship` weights. A checkpoint from BERT's "
-               "pre-training (e.g. `bert-base-uncased`) has them.")
+NO_NSP_HEAD = ("**{name} has no next-sentence head.** BERT was also trained to guess whether sentence B really "
+               "follows sentence A; the part of the model that makes that guess (the next-sentence head) was left "
+               "out when {name} was saved. So it cannot say whether B follows A.{other}")
 
 
-def next_sentence_view(explorer, run: Run) -> tuple[str, dict | None]:
-    """(message, {label: probability} for gr.Label or None)."""
+def next_sentence_view(explorer, run: Run, alternatives: Sequence[str] = ()) -> tuple[str, dict | None]:
+    """(message, {label: probability} for gr.Label or None); alternatives: models of the page with the head."""
     if not explorer.has_nsp_head:
-        return NO_NSP_HEAD.format(name=plain(explorer.name)), None
+        other = f" Pick **{plain(alternatives[0])}** in the model list to see its answer." if alternatives else ""
+        return NO_NSP_HEAD.format(name=plain(explorer.name), other=other), None
     if not run.encoding.is_pair:
         return ("**A pair is needed:** type a sentence B as well (and press Analyze); the next-sentence head judges "
                 "whether B follows A."), None
@@ -32,7 +35,8 @@ class NextSentenceTab:
 
     @user_errors
     def show(self, session):
-        return next_sentence_view(*self.page.models.run_of(session))
+        alternatives = [name for name, e in self.page.models.explorers.items() if e.has_nsp_head]
+        return next_sentence_view(*self.page.models.run_of(session), alternatives)
 
     def wire(self) -> None:
         pass  # nothing to change here but the input

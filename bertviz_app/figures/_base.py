@@ -187,15 +187,30 @@ def percent(p: float) -> str:
     return f"{p:.1%}" if p >= 0.001 else "<0.1%"
 
 
+def cosine_colors(similarity: np.ndarray) -> dict:
+    """Heatmap color settings that show a cosine matrix's contrast: the range of its off-diagonal values (the
+    diagonal is always 1), on a diverging scale centered at 0 when they have both signs, else a sequential one.
+    Hidden states late in BERT all point roughly the same way (cosines of 0.4 to 0.9): on a fixed [-1, 1] scale
+    such a map is one flat color."""
+    n = similarity.shape[0]
+    off = similarity[~np.eye(n, dtype=bool)] if n > 1 else similarity.ravel()
+    lo, hi = (float(off.min()), float(off.max())) if off.size else (-1.0, 1.0)
+    if hi - lo < 1e-6:
+        lo, hi = lo - 0.05, hi + 0.05
+    bar = _colorbar("cosine (this map's range)")
+    if lo < 0 < hi:
+        return dict(colorscale=SIMILARITY_COLORSCALE, zmin=lo, zmax=hi, zmid=0, colorbar=bar)
+    return dict(colorscale="Reds" if lo >= 0 else "Blues_r", zmin=lo, zmax=hi, colorbar=bar)
+
+
 def similarity_heatmap(similarity: np.ndarray, labels: Sequence[str], *, title: str = "Cosine similarity",
                        axis_title: str = "token") -> go.Figure:
-    """A symmetric (N, N) cosine-similarity matrix on a diverging scale fixed to [-1, 1]."""
+    """A symmetric (N, N) cosine-similarity matrix, colored over its own range (`cosine_colors`)."""
     similarity = np.asarray(similarity)
     n = len(labels)
     if similarity.shape != (n, n):
         raise ValueError(f"similarity {similarity.shape} does not match {n} labels")
-    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), colorscale=SIMILARITY_COLORSCALE,
-                zmin=-1, zmax=1, zmid=0, colorbar=_colorbar("cosine"))
+    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), **cosine_colors(similarity))
     if n * n <= MAX_CELL_HOVER:
         esc = _escape_all(labels)
         heat["text"] = [[f"{esc[i]} ({i}) · {esc[j]} ({j})" for j in range(n)] for i in range(n)]

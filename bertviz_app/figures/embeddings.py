@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import (SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _grid, _token_axis, escape_label,
+from ._base import (SIMILARITY_COLORSCALE, _colorbar, cosine_colors, _escape_all, _f32, _figure, _grid, _token_axis, escape_label,
                     similarity_heatmap)
 
 def position_similarity_figure(similarity: np.ndarray, *,
@@ -22,8 +22,7 @@ def position_similarity_figure(similarity: np.ndarray, *,
     n = similarity.shape[0]
     if n <= 64:
         return similarity_heatmap(similarity, [str(p) for p in range(n)], title=title, axis_title="position")
-    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), colorscale=SIMILARITY_COLORSCALE,
-                zmin=-1, zmax=1, zmid=0, colorbar=_colorbar("cosine"),
+    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), **cosine_colors(similarity),
                 hovertemplate="position %{y} · %{x}<br>cosine %{z:.3f}<extra></extra>")
     layout = dict(xaxis=dict(title=dict(text=f"position (0–{n - 1})"), showgrid=False, zeroline=False,
                              range=[-0.5, n - 0.5], constrain="domain"),

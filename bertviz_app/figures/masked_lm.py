@@ -10,6 +10,13 @@ import plotly.graph_objects as go
 
 from ._base import ATTENTION_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _grid, escape_label, percent
 
+def probability_axis(probabilities, room: float = 1.3) -> float:
+    """The end of a probability axis: the largest bar plus room for its label, so that a 5% answer is a bar one
+    can see rather than a sliver on a 0-100% axis (the labels give the numbers)."""
+    top = float(np.max(np.asarray(probabilities, dtype=float))) if len(probabilities) else 1.0
+    return min(1.0, max(top, 0.01)) * room
+
+
 PREDICTION_COLOR = "#6baed6"
 ORIGINAL_COLOR = "#e6550d"  # the token that was really there: one warm color against the blue bars
 
@@ -37,6 +44,7 @@ def fill_mask_figure(predictions: Sequence[Sequence[tuple[str, float]]], labels:
     cols = min(n, 3)  # side by side while the token names still fit; more masks wrap onto further rows
     rows = -(-n // cols)
     k = max(len(p) for p in panels)
+    end = probability_axis([p for panel in panels for _, p in panel])  # one scale: masks stay comparable
     layout, ref = _grid(rows, cols, hspace=0.16 if cols > 1 else 0.0, vspace=0.12 if rows > 1 else 0.0,
                         titles=titles + [""] * (rows * cols - n))
     data = []
@@ -48,7 +56,7 @@ def fill_mask_figure(predictions: Sequence[Sequence[tuple[str, float]]], labels:
                          text=[percent(p) for p in probs], textposition="outside", cliponaxis=False,
                          customdata=tokens, marker=dict(color=PREDICTION_COLOR), showlegend=False,
                          hovertemplate="%{customdata}: %{x:.2%}<extra></extra>"))
-        layout["xaxis" + x[1:]].update(range=[0, 1.18], tickformat=".0%", tickvals=[0, 0.25, 0.5, 0.75, 1],
+        layout["xaxis" + x[1:]].update(range=[0, end], tickformat=".0%",
                                        showgrid=True, zeroline=False,
                                        title=dict(text="probability") if i // cols + 1 == rows else None)
         layout["yaxis" + y[1:]].update(tickmode="array", tickvals=list(range(len(panel))), ticktext=tokens,
@@ -98,7 +106,8 @@ def masked_token_figure(original: str, predictions: Sequence[tuple[str, float]],
             dict(type="bar", x=[None], y=[None], orientation="h", name=f"original: {esc_original}",
                  marker=dict(color=ORIGINAL_COLOR))]
     n_rows = y[-1] + 1
-    layout = dict(xaxis=dict(range=[0, 1.15], tickformat=".0%", title=dict(text="probability"), zeroline=False),
+    layout = dict(xaxis=dict(range=[0, probability_axis(p)], tickformat=".0%", title=dict(text="probability"),
+                             zeroline=False),
                   yaxis=dict(tickmode="array", tickvals=y, ticktext=names, range=[n_rows - 0.5, -0.5],
                              showgrid=False, zeroline=False),
                   legend=dict(orientation="h", x=0, y=-0.16, xanchor="left", yanchor="top"), bargap=0.25,
@@ -156,7 +165,8 @@ def logit_lens_figure(layers: Sequence[Sequence[tuple[str, float]]], final_token
                            title=dict(text="rank"), showgrid=False, zeroline=False)
     layout["yaxis"].update(tickmode="array", tickvals=list(range(n)), ticktext=names, range=[n - 0.5, -0.5],
                            showgrid=False, zeroline=False)
-    layout["xaxis" + x2[1:]].update(range=[0, 1.02], tickformat=".0%", zeroline=False,
+    layout["xaxis" + x2[1:]].update(range=[0, probability_axis(final_token_probability, room=1.1)],
+                                    tickformat=".0%", zeroline=False,
                                     title=dict(text="probability"))
     layout["yaxis" + y2[1:]].update(matches=y1, showticklabels=False, showgrid=True, zeroline=False)
     layout["margin"] = dict(l=110, r=30, t=110, b=70)

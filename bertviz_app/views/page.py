@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -110,10 +111,27 @@ def _b64(blob: bytes | str | None) -> str:
     return blob if isinstance(blob, str) else base64.b64encode(bytes(blob)).decode("ascii")
 
 
-def standalone_html(payload: bytes, query_key: bytes | None = None, title: str = "BERT attention") -> str:
+VIEW_NAMES = {"lines": "lines", "matrix": "matrix", "overview": "overview", "query_key": "qk"}
+
+
+def _initial_view(view: str | None) -> str | None:
+    """The JavaScript name of a view given by its Python name, or None for the default."""
+    if view is None:
+        return None
+    if view not in VIEW_NAMES:
+        raise ValueError(f"unknown view {view!r}; choose one of {', '.join(VIEW_NAMES)}")
+    return VIEW_NAMES[view]
+
+
+def standalone_html(payload: bytes, query_key: bytes | None = None, title: str = "BERT attention",
+                    view: str | None = None) -> str:
     """A self-contained page of the views: script, styles and data inline, no network at all, works from
-    file://. The data travels as base64 in inert <script type="application/octet-stream"> elements."""
+    file://. The data travels as base64 in inert <script type="application/octet-stream"> elements. view: the view
+    shown first ('lines', 'matrix', 'overview' or 'query_key'; default lines)."""
     qk = _b64(query_key)
+    start = _initial_view(view)
+    options = (f"<script type=\"application/json\" id=\"bertviz-options\">"
+               f"{json.dumps({'selection': {'view': start}})}</script>\n") if start else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -122,17 +140,18 @@ def standalone_html(payload: bytes, query_key: bytes | None = None, title: str =
         "</head>\n<body>\n<div id=\"bertviz-root\"></div>\n"
         f"<script type=\"application/octet-stream\" id=\"bertviz-payload\">{_b64(payload)}</script>\n"
         + (f"<script type=\"application/octet-stream\" id=\"bertviz-query-key\">{qk}</script>\n" if qk else "")
+        + options
         + f"<script>{_script_text(bundle_js())}</script>\n"
         f"<script>{GLOBAL}.mountPage().catch(function (e) {{ console.error(e); }});</script>\n"
         "</body>\n</html>\n")
 
 
 def notebook_html(payload: bytes, query_key: bytes | None = None, title: str = "BERT attention",
-                  height: int = 760) -> str:
+                  height: int = 760, view: str | None = None) -> str:
     """The standalone page inside an <iframe srcdoc>: each output is its own document, so several outputs in one
     notebook cannot clash on ids or styles, and no front end's require.js or CSP for inline modules is involved.
     The sandbox allows scripts and downloads (the export buttons) but gives the frame no access to the notebook."""
-    page = standalone_html(payload, query_key, title)
+    page = standalone_html(payload, query_key, title, view)
     return (f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" title=\"{html.escape(title, quote=True)}\" "
             f"sandbox=\"allow-scripts allow-downloads\" style=\"width: 100%; height: {int(height)}px; border: 0;\">"
             "</iframe>")
@@ -142,16 +161,17 @@ class NotebookView:
     """Displays itself in Jupyter (and anything that calls `_repr_html_`) as `notebook_html`."""
 
     def __init__(self, payload: bytes, query_key: bytes | None = None, title: str = "BERT attention",
-                 height: int = 760):
-        self.payload, self.query_key, self.title, self.height = payload, query_key, title, height
+                 height: int = 760, view: str | None = None):
+        _initial_view(view)  # a bad name fails here, not when the notebook draws
+        self.payload, self.query_key, self.title, self.height, self.view = payload, query_key, title, height, view
 
     def _repr_html_(self) -> str:
-        return notebook_html(self.payload, self.query_key, self.title, self.height)
+        return notebook_html(self.payload, self.query_key, self.title, self.height, self.view)
 
     def save(self, path: str | Path) -> Path:
         """Write the standalone page to `path`."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(standalone_html(self.payload, self.query_key, self.title), encoding="utf-8")
+        path.write_text(standalone_html(self.payload, self.query_key, self.title, self.view), encoding="utf-8")
         return path
 

@@ -74,7 +74,9 @@ export function createSurface(parent, { paint, onPointer, label }) {
   const draw = () => {
     const v = viewport();
     if (v.width === 0 || v.height === 0) return;
-    const dpr = window.devicePixelRatio || 1;
+    // A host may zoom the views with CSS (the app's presenter mode): paint at the size they are shown, so that the
+    // canvas stays as sharp as the text around it.
+    const dpr = (window.devicePixelRatio || 1) * cssZoom(canvas);
     const w = Math.round(v.width * dpr), h = Math.round(v.height * dpr);
     if (canvas.width !== w || canvas.height !== h) {
       canvas.width = w;
@@ -90,8 +92,9 @@ export function createSurface(parent, { paint, onPointer, label }) {
   const redraw = everyFrame(draw);
   scroller.addEventListener("scroll", redraw, { passive: true });
   const pointer = (event) => {
-    const r = scroller.getBoundingClientRect();
-    const vx = event.clientX - r.left, vy = event.clientY - r.top;
+    const r = scroller.getBoundingClientRect(); // in zoomed pixels when a host zooms; the picture's are not
+    const zoom = cssZoom(scroller);
+    const vx = (event.clientX - r.left) / zoom, vy = (event.clientY - r.top) / zoom;
     onPointer?.(event, { x: vx + scroller.scrollLeft, y: vy + scroller.scrollTop, vx, vy });
   };
   for (const type of ["pointermove", "pointerleave", "click"]) scroller.addEventListener(type, pointer);
@@ -113,6 +116,11 @@ export function createSurface(parent, { paint, onPointer, label }) {
     scrollTo(x, y) { scroller.scrollTo({ left: x, top: y }); },
     destroy() { resize.disconnect(); box.remove(); },
   };
+}
+
+/** The CSS zoom an element is shown at (1 where the browser has no `currentCSSZoom`). */
+export function cssZoom(node) {
+  return node.currentCSSZoom || 1;
 }
 
 /** A floating tooltip inside `parent`; show(lines, x, y) in the parent's pixels, hide(). */

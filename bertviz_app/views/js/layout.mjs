@@ -30,7 +30,7 @@ export function visibleRange(offset, extent, start, pitch, n) {
 
 /**
  * Which rows between first and last get a label, when a label needs `gap` pixels and rows are `pitch` apart.
- * The `priority` rows (hovered, selected) are always labelled, and a label too close to one of them makes way;
+ * The `priority` rows (hovered, selected) are always labeled, and a label too close to one of them makes way;
  * the others follow a regular stride anchored at row 0, so scrolling does not make labels jump.
  */
 export function thinLabels(first, last, pitch, gap, priority = []) {

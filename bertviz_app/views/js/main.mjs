@@ -8,6 +8,8 @@
 //              loadQueryKey    async () => bytes or base64: called the first time the query/key view opens
 //              offlineHtml     a string, or (async) () => string: the offline page the "Save page" button saves;
 //                              without it the button is not shown
+//              exportCsv       async (selection state) => CSV text of the numbers on screen; adds a "Save CSV" button
+//              showTitle       false leaves out the title and model line (a host that shows the text already)
 //              selection       initial state (see selection.mjs), e.g. { layer: 2, head: "all", view: "matrix" }
 //              idPrefix        prefix for the element ids when one page holds several viewers (default "")
 //              maxHeight       the tallest a view box may be, in pixels (default: what the window leaves)
@@ -68,7 +70,8 @@ export async function mount(container, payloadInput, options = {}) {
     throw error;
   }
   const id = (name) => `${options.idPrefix || ""}${name}`;
-  const root = el("div", { class: "bv-root", id: id("attention-view") });
+  // data-key: which analysis is on screen (a host or a test can tell when a new one has arrived)
+  const root = el("div", { class: "bv-root", id: id("attention-view"), "data-key": payload.key || "" });
   container.replaceChildren(root);
 
   const heading = el("h2", { class: "bv-title", title: payload.text || payload.title }, payload.title || "Attention");
@@ -79,12 +82,17 @@ export async function mount(container, payloadInput, options = {}) {
   const exports = el("div", { class: "bv-exports" });
   const bar = el("div", { class: "bv-bar" }, tabs, exports);
   const panes = el("div", { class: "bv-panes" });
+  if (options.showTitle === false) heading.hidden = subtitle.hidden = true;
   root.append(heading, subtitle, controls, bar, panes);
 
   // A view box takes what the window has left under the controls, keeping room for its caption, so that on a
-  // 1280 x 720 projector controls, view and caption are on one screen.
-  const maxHeight = () => options.maxHeight || Math.max(300, window.innerHeight - heading.offsetHeight
-    - subtitle.offsetHeight - controls.offsetHeight - bar.offsetHeight - 110);
+  // 1280 x 720 projector controls, view and caption are on one screen: measured from where the views start on the
+  // page (a host may put its own input above them).
+  const maxHeight = () => {
+    if (options.maxHeight) return options.maxHeight;
+    const top = Math.max(0, panes.getBoundingClientRect().top + window.scrollY);
+    return Math.max(300, window.innerHeight - top - 100);
+  };
   const selection = createSelection(payload, { zoom: defaultZoom(payload.length, maxHeight() - 40),
     ...(options.selection || {}) });
   const inputs = buildControls(controls, payload, selection, id);
@@ -99,7 +107,7 @@ export async function mount(container, payloadInput, options = {}) {
   const paneOf = {};
   for (const name of VIEWS) {
     const pane = el("div", { class: "bv-pane", role: "tabpanel", id: id(`view-pane-${name}`),
-      "aria-labelledby": id(`view-tab-${name}`) });
+      "aria-labeledby": id(`view-tab-${name}`) });
     panes.append(pane);
     paneOf[name] = pane;
     tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
@@ -141,6 +149,16 @@ export async function mount(container, payloadInput, options = {}) {
     el("button", { type: "button", id: id("view-export-svg"), title: "Save the view on screen as an SVG drawing",
       onclick: () => { const s = scene(); if (s) download(new Blob([sceneSVG(s, title())], { type: "image/svg+xml" }),
         `bertviz-${s.name}.svg`); } }, "Save SVG"));
+  if (options.exportCsv) {
+    exports.append(el("button", { type: "button", id: id("view-export-csv"),
+      title: "Save the numbers of the layer and head on screen as a CSV table",
+      onclick: async () => {
+        const s = selection.get();
+        const csv = await options.exportCsv(s);
+        const head = s.head === "all" ? "all-heads" : `head-${s.head}`;
+        download(new Blob([csv], { type: "text/csv" }), `bertviz-${s.matrix}-layer-${s.layer}-${head}.csv`);
+      } }, "Save CSV"));
+  }
   if (options.offlineHtml) {
     exports.append(el("button", { type: "button", id: id("view-export-html"),
       title: "Save a page with these views that opens offline, with no server",
@@ -164,8 +182,9 @@ export function mountPage(doc = document) {
   // Captured before anything is drawn: the page as it arrived, with its data, is the offline page to save.
   const page = `<!DOCTYPE html>\n${doc.documentElement.outerHTML}`;
   const text = (name) => doc.getElementById(name)?.textContent.trim() || null;
+  const extra = JSON.parse(text("bertviz-options") || "{}");
   return mount(doc.getElementById("bertviz-root"), text("bertviz-payload"),
-    { queryKey: text("bertviz-query-key"), offlineHtml: page });
+    { ...extra, queryKey: text("bertviz-query-key"), offlineHtml: page });
 }
 
 function buildControls(parent, payload, selection, id) {
@@ -209,7 +228,7 @@ function buildControls(parent, payload, selection, id) {
     el("summary", { id: id("view-more") }, "More options"),
     el("div", { class: "bv-controls" }, field("Matrix", matrixSet), field("Units", units),
       field("Sentences", segments), field("hide [CLS]/[SEP]", hide), field("rows renormalized", renorm),
-      field("Colour", scale)));
+      field("Color", scale)));
   const wide = window.matchMedia("(min-width: 700px)");
   wide.addEventListener?.("change", (event) => { if (event.matches) more.open = true; }); // no summary to click there
   parent.append(field("Layer", layer, layerOut), field("Head", head, headOut), field("all heads", allHeads),

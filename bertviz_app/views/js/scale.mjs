@@ -1,4 +1,4 @@
-// Colour scales and number formats. Pure: colors come out as "#rrggbb" strings or as lookup tables for
+// Color scales and number formats. Pure: colors come out as "#rrggbb" strings or as lookup tables for
 // ImageData, where one table lookup per cell is all a 512 x 512 heatmap can afford.
 
 // White (nothing) to dark blue (everything): empty cells vanish into the page, strong ones read on a projector.

@@ -16,10 +16,10 @@ const TOP = HEADER + 10; // the first row's label clear of the band
 const PAD = 8;
 const GUTTER = 10; // between a label and the lines
 const MAX_LABEL_CHARS = 18;
-const LINE_BUDGET = 8000; // lines drawn when no token is active: more is a grey blur and slow at 512 tokens
+const LINE_BUDGET = 8000; // lines drawn when no token is active: more is a gray blur and slow at 512 tokens
 const ROLLOUT_COLOR = "#08519c";
 const MIN_WEIGHT = 0.01; // lighter lines are invisible anyway, and there are T x T of them
-const IDLE_WEIGHT = 0.05; // with no token active, only links this strong: the rest is a grey mesh
+const IDLE_WEIGHT = 0.05; // with no token active, only links this strong: the rest is a gray mesh
 
 /** draw(container, payload, selection, { maxHeight }) -> { render, scene(), destroy() } */
 export function draw(container, payload, selection, options = {}) {
@@ -216,7 +216,7 @@ export function draw(container, payload, selection, options = {}) {
     ctx.fillRect(0, HEADER - 1, v.width, 1);
   }
 
-  /** Colour key of the heads, centred over the lines; each entry is also a button for that head. */
+  /** Color key of the heads, centerd over the lines; each entry is also a button for that head. */
   function legendKeys() {
     const step = 36;
     const total = payload.heads * step;

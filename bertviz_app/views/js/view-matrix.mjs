@@ -193,7 +193,7 @@ export function draw(container, payload, selection, options = {}) {
     ctx.textAlign = "left";
     ctx.fillText("0", x, y + h + 3);
     ctx.textAlign = "center";
-    if (state.scale === "sqrt") ctx.fillText("0.25", x + w / 2, y + h + 3);
+    if (state.scale === "sqrt" && w >= 80) ctx.fillText("0.25", x + w / 2, y + h + 3); // narrow: its label collides
     ctx.textAlign = "right";
     ctx.fillText("1", x + w, y + h + 3);
     ctx.textAlign = "left";
@@ -312,7 +312,7 @@ function describe(state, shown, payload) {
   const block = shown.blocks[0];
   if (state.renormalize && block.flaggedCount) {
     parts.push(`Rows renormalized over what is shown; ${block.flaggedCount} row(s) marked \u2205 keep under 5% of `
-      + "their attention here, too little to renormalize honestly, and are greyed.");
+      + "their attention here, too little to renormalize honestly, and are grayed.");
   } else if (state.renormalize) {
     parts.push("Rows renormalized: each row adds up to 1 over the columns shown.");
   } else if (state.hideSpecial || state.segments !== "all") {
