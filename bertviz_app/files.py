@@ -19,20 +19,30 @@ JSON_LIMIT = 16 * 2**20
 VOCAB_LIMIT = 64 * 2**20
 
 
-def read_text(path: Path, error: type[Exception], limit: int) -> str:
-    """The UTF-8 text of `path`, at most `limit` bytes; `error` for anything else."""
+def regular_file(path: Path, error: type[Exception]) -> os.stat_result:
+    """The stat of `path`, which must be a regular file: opening a FIFO blocks until someone writes, and a device (a
+    link to /dev/zero) never ends. Checked before opening."""
     try:
-        # stat before open: opening a FIFO would block, and a device (a link to /dev/zero) never ends.
         info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{path} is not a regular file (a directory, device or pipe); put the checkpoint's own "
-                        f"{path.name} there")
-        if info.st_size > limit:
-            raise error(_too_big(path, limit))
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)  # the file may have grown since stat
     except FileNotFoundError:
         raise error(f"{path} does not exist") from None
+    except OSError as err:
+        raise error(f"could not read {path} ({err.strerror or type(err).__name__})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a pipe" if stat.S_ISFIFO(info.st_mode)
+                else "a socket" if stat.S_ISSOCK(info.st_mode) else "a device")
+        link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        raise error(f"{path} is {kind}{link}, not a regular file; put the checkpoint's own {path.name} there")
+    return info
+
+
+def read_text(path: Path, error: type[Exception], limit: int) -> str:
+    """The UTF-8 text of `path`, at most `limit` bytes; `error` for anything else."""
+    if regular_file(path, error).st_size > limit:
+        raise error(_too_big(path, limit))
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)  # the file may have grown since stat
     except OSError as err:
         raise error(f"could not read {path} ({err.strerror or type(err).__name__})") from None
     if len(data) > limit:
@@ -54,10 +64,10 @@ def parse_json(text: str, path: Path, error: type[Exception], what: str = "valid
     numbers that overflow a float. `what` and `advice` word the message: '{path} is not {what} (...); {advice}'."""
     suffix = f"; {advice}" if advice else ""
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_short_int)
     except RecursionError:
         raise error(f"{path} is not {what} (it is nested too deeply to read){suffix}") from None
-    except ValueError as err:  # JSONDecodeError, NaN/Infinity, an integer of more than 4300 digits
+    except ValueError as err:  # JSONDecodeError, or one of the refusals below
         raise error(f"{path} is not {what} ({type(err).__name__}: {str(err)[:200]}){suffix}") from None
 
 
@@ -68,6 +78,13 @@ def read_json(path: Path, error: type[Exception], limit: int = JSON_LIMIT, what:
 
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _short_int(text: str) -> int:
+    # Python would parse up to 4300 digits and then fail to print the number in a message; no setting needs 100.
+    if len(text) > 100:
+        raise ValueError(f"an integer of {len(text)} digits is too long for any setting")
+    return int(text)
 
 
 def _finite_float(text: str) -> float:
