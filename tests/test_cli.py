@@ -209,7 +209,9 @@ def _broken_copy(src: str, dst: Path, how: str) -> Path:
     ("config.json is /dev/zero", "config.json is a device (a link to /dev/zero), not a regular file"),
     ("deeply nested tokenizer_config.json", "tokenizer_config.json is not valid JSON (it is nested too deeply"),
 ])
-def test_every_load_failure_is_one_line_and_exit_2(tmp_path, tiny_mlm_folder, capsys, how, message):
+def test_every_load_failure_is_one_line_and_exit_2(tmp_path, tiny_mlm_folder, capsys, monkeypatch, how, message):
+    # A checkpoint that loads after all must fail the test, not serve it until the test run is killed.
+    monkeypatch.setattr(app, "serve", lambda *args, **kwargs: pytest.fail(f"a checkpoint with {how} was served"))
     folder = _broken_copy(tiny_mlm_folder, tmp_path / "ckpt", how)
     assert cli.main(["--model", str(folder), "--device", "cpu"]) == 2
     captured = capsys.readouterr()
