@@ -5,8 +5,8 @@ in one message. Weights load with safetensors, or with `torch.load(weights_only=
 checkpoint can never run code.
 
 Nothing is allocated before the checkpoint is known to fit: config.json is bounded (config.py), then the weights'
-shapes are read from the files' headers alone and compared with a model built on the meta device (no memory), and only
-then are the tensors read and the real model built.
+shapes are read from the files' headers alone, and a config whose sizes contradict them is refused with the full
+key/shape listing of a model built on the meta device (no memory). Only then are the tensors read and the model built.
 """
 
 from __future__ import annotations
@@ -267,12 +267,16 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
         return model_class(config)
 
     strict_heads = model_class is BertForPreTraining
-    with torch.device("meta"):  # shapes without storage: a config that disagrees with its weights costs nothing
-        skeleton = build()
-    report = LoadReport(str(source), folder, weights_file, type(skeleton).__name__, num_tensors=len(shapes))
-    _check_fit(skeleton, keys, report, strict_heads)
-
+    if _config_disagreements(config, keys) or any(key not in keys for _, key, _, _ in SIZED_BY):
+        # Refused before allocating, with the same listing as below, from a skeleton that has shapes and no storage.
+        # Only on this path: the first meta-device model in a process costs ~1 s (torch imports torch._dynamo for it).
+        with torch.device("meta"):
+            skeleton = build()
+        _check_fit(skeleton, keys, LoadReport(str(source), folder, weights_file, type(skeleton).__name__,
+                                              num_tensors=len(shapes)), strict_heads)
+    # From here on the config agrees with the weights in every size, so the model is as big as the checkpoint itself.
     model = build()
+    report = LoadReport(str(source), folder, weights_file, type(model).__name__, num_tensors=len(shapes))
     _copy_weights(model, normalise_keys(read_state_dict(folder)[0]), report, strict_heads)
     if isinstance(model, BertForPreTraining):
         report.absent_heads = [name for present, name in ((model.has_mlm_head, "masked-LM head"),
@@ -338,12 +342,16 @@ def _config_disagreements(config: BertConfig, shapes: dict[str, torch.Size]) -> 
     found = []
     for name, key, dim, unit in SIZED_BY:
         shape = shapes.get(key)
-        if shape is not None and len(shape) > dim and shape[dim] != getattr(config, name):
+        if shape is None:
+            continue  # the comparison lists it as missing
+        if len(shape) != 2:
+            found.append(f"{key} has shape {tuple(shape)}, not (rows, columns)")
+        elif shape[dim] != getattr(config, name):
             found.append(f"{name} is {getattr(config, name)} but {key} has {shape[dim]} {unit}")
     layers = sorted({int(m.group(1)) for key in shapes if (m := LAYER_KEY.match(key))})
-    if layers and len(layers) != config.num_hidden_layers:
-        found.append(f"num_hidden_layers is {config.num_hidden_layers} but the weights hold {len(layers)} layers "
-                     f"(bert.encoder.layer.{layers[0]} to bert.encoder.layer.{layers[-1]})")
+    if len(layers) != config.num_hidden_layers:
+        held = f"{len(layers)} layers (bert.encoder.layer.{layers[0]} to {layers[-1]})" if layers else "no layers"
+        found.append(f"num_hidden_layers is {config.num_hidden_layers} but the weights hold {held}")
     return found
 
 

@@ -699,9 +699,20 @@ def test_config_fields_that_disagree_with_the_weights_are_named(tmp_path, pretra
             "hidden_size is 64 but bert.embeddings.word_embeddings.weight has 32 columns; "
             "type_vocab_size is 2 but bert.embeddings.token_type_embeddings.weight has 3 rows; "
             "intermediate_size is 128 but bert.encoder.layer.0.intermediate.dense.weight has 64 rows; "
-            "num_hidden_layers is 200 but the weights hold 2 layers (bert.encoder.layer.0 to bert.encoder.layer.1)"
+            "num_hidden_layers is 200 but the weights hold 2 layers (bert.encoder.layer.0 to 1)"
             ) in text
     assert "missing 3168: " in text and text.endswith("check that config.json belongs to these weights")
+
+
+def test_weights_without_the_tensors_that_size_the_model_are_refused_before_allocating(tmp_path, pretraining_folder,
+                                                                                       nothing_allocated):
+    # Nothing in the weights to compare the config with: the config could ask for anything up to the parameter limit.
+    folder = with_config(pretraining_folder[0], tmp_path / "ckpt", num_hidden_layers=200, hidden_size=768,
+                         num_attention_heads=12, intermediate_size=3072)
+    save_file({"lm_head.weight": torch.zeros(3)}, folder / "model.safetensors")
+    with pytest.raises(CheckpointError, match=r"num_hidden_layers is 200 but the weights hold no layers\n.*"
+                                              r"missing \d+: bert.embeddings.word_embeddings.weight"):
+        load_model(folder)
 
 
 @pytest.mark.parametrize("layout", ["pytorch_model.bin", "sharded safetensors"])
