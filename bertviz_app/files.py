@@ -81,7 +81,8 @@ def _reject_constant(name: str):
 
 
 def _short_int(text: str) -> int:
-    # Python would parse up to 4300 digits and then fail to print the number in a message; no setting needs 100.
+    # Python parses up to 4300 digits, and past that fails with advice about sys.set_int_max_str_digits that means
+    # nothing to a user; no setting needs 100.
     if len(text) > 100:
         raise ValueError(f"an integer of {len(text)} digits is too long for any setting")
     return int(text)
