@@ -3,6 +3,10 @@
 Loading is strict: every key and every shape is compared with the model, and everything that does not fit is reported
 in one message. Weights load with safetensors, or with `torch.load(weights_only=True)` for `pytorch_model.bin`, so a
 checkpoint can never run code.
+
+Nothing is allocated before the checkpoint is known to fit: config.json is bounded (config.py), then the weights'
+shapes are read from the files' headers alone, and a config whose sizes contradict them is refused with the full
+key/shape listing of a model built on the meta device (no memory). Only then are the tensors read and the model built.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import json
 import os
 import re
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +24,7 @@ import torch
 from torch import Tensor
 
 from .config import BertConfig, ConfigError
+from .files import read_json, regular_file
 from .model import BertForPreTraining, BertForQuestionAnswering, BertModel, BertPreTrainedModel
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -141,46 +147,72 @@ def _download(repo_id: str) -> Path:
 # ------------------------------------------------------------------------------------------------------------------
 def read_state_dict(folder: Path) -> tuple[dict[str, Tensor], str]:
     """All tensors of the checkpoint in `folder` (safetensors preferred) and the file they came from."""
+    paths, name = _weight_files(folder)
+    state: dict[str, Tensor] = {}
+    for path in paths:
+        state.update(_read_file(path))
+    return state, name
+
+
+def read_shapes(folder: Path) -> tuple[dict[str, torch.Size], str]:
+    """The shape of every tensor of the checkpoint in `folder`, read without loading the tensors: from the
+    safetensors headers, or from a memory-mapped pytorch_model.bin."""
+    paths, name = _weight_files(folder)
+    shapes: dict[str, torch.Size] = {}
+    for path in paths:
+        shapes.update(_read_file(path, shapes_only=True))
+    return shapes, name
+
+
+def _weight_files(folder: Path) -> tuple[list[Path], str]:
+    """The weight files of the checkpoint (the shards of a sharded one) and the name of the file that lists them."""
     for name in WEIGHT_FILES:
         path = folder / name
         if path.exists():
             break
     else:
         raise CheckpointError(f"{folder} has no weights: expected one of {', '.join(WEIGHT_FILES)}")
-    if name.endswith(".index.json"):
-        try:
-            shards = sorted(set(json.loads(path.read_text())["weight_map"].values()))
-        except (json.JSONDecodeError, KeyError, UnicodeDecodeError, TypeError, AttributeError) as err:
-            raise CheckpointError(f"{path} is not a valid weight index ({type(err).__name__}: {err}); "
-                                  "download or save the checkpoint again") from None
-        for shard in shards:  # shards sit next to their index; never read a file from elsewhere
-            if not isinstance(shard, str) or Path(shard).name != shard:
-                raise CheckpointError(f"{path} names a shard outside its folder ({shard!r}); the index is invalid")
-        state: dict[str, Tensor] = {}
-        for shard in shards:
-            state.update(_read_file(folder / shard))
-        return state, name
-    return _read_file(path), name
+    if not name.endswith(".index.json"):
+        return [path], name
+    advice = "download or save the checkpoint again"
+    index = read_json(path, CheckpointError, what="a valid weight index", advice=advice)
+    if not isinstance(index, dict) or "weight_map" not in index:
+        raise CheckpointError(f"{path} is not a valid weight index (KeyError: no 'weight_map' object); {advice}")
+    weight_map = index["weight_map"]
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise CheckpointError(f"{path} is not a valid weight index (its weight_map must map tensor names to file "
+                              f"names); {advice}")
+    shards = sorted(set(weight_map.values()))
+    for shard in shards:  # shards sit next to their index; never read a file from elsewhere
+        if Path(shard).name != shard:
+            raise CheckpointError(f"{path} names a shard outside its folder ({shard!r}); the index is invalid")
+    return [folder / shard for shard in shards], name
 
 
-def _read_file(path: Path) -> dict[str, Tensor]:
+def _read_file(path: Path, shapes_only: bool = False) -> dict[str, Tensor] | dict[str, torch.Size]:
     if not path.exists():
         raise CheckpointError(f"the weight file {path} is missing; the checkpoint is incomplete")
+    regular_file(path, CheckpointError)
     try:
         if path.suffix == ".safetensors":
+            from safetensors import safe_open
             from safetensors.torch import load_file
-            return load_file(str(path))
-        # weights_only: a pickled checkpoint may contain tensors and plain containers, never code.
-        state = torch.load(path, map_location="cpu", weights_only=True)
+            if not shapes_only:
+                return load_file(str(path))
+            with safe_open(str(path), framework="pt") as f:  # the JSON header only
+                return {key: torch.Size(f.get_slice(key).get_shape()) for key in f.keys()}
+        # weights_only: a pickled checkpoint may contain tensors and plain containers, never code. mmap leaves the
+        # tensors on disk until they are copied into the model; files from before torch 1.6 (not zip) cannot be mapped.
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     except Exception as err:
         raise CheckpointError(f"could not read {path}: the file is corrupted or not a {path.suffix} weight file "
                               f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
                               "download or save the checkpoint again") from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
-    if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, Tensor) for k, v in state.items()):
         raise CheckpointError(f"{path} does not hold a dictionary of tensors")
-    return state
+    return {key: value.shape for key, value in state.items()} if shapes_only else state
 
 
 def normalize_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -216,24 +248,36 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
     if not (folder / "config.json").exists():
         raise CheckpointError(f"{folder} has no config.json; a Hugging Face checkpoint folder needs config.json "
                               "next to model.safetensors or pytorch_model.bin")
-    try:
+    try:  # bounded sizes and parameter count: a config.json asking for terabytes stops here
         config = BertConfig.from_json_file(folder / "config.json")
     except ConfigError as err:
-        raise CheckpointError(f"{folder / 'config.json'}: {err}") from None
-    raw, weights_file = read_state_dict(folder)
-    state = normalize_keys(raw)
+        where = str(folder / "config.json")
+        raise CheckpointError(str(err) if str(err).startswith(where) else f"{where}: {err}") from None
+    shapes, weights_file = read_shapes(folder)
+    keys = normalize_keys(shapes)
 
-    if model_class is BertForPreTraining:
-        nsp = any(k.startswith("cls.seq_relationship.") for k in state)
-        # With a next-sentence head the pooler is needed: if the checkpoint lacks it, it is reported as missing.
-        model = BertForPreTraining(config, mlm_head=any(k.startswith("cls.predictions.") for k in state),
-                                   nsp_head=nsp, pooler=nsp or any(k.startswith("bert.pooler.") for k in state))
-    elif model_class is BertModel:
-        model = BertModel(config, add_pooling_layer=any(k.startswith("bert.pooler.") for k in state))
-    else:
-        model = model_class(config)
-    report = LoadReport(str(source), folder, weights_file, type(model).__name__, num_tensors=len(raw))
-    _copy_weights(model, state, report, strict_heads=model_class is BertForPreTraining)
+    def build() -> BertPreTrainedModel:
+        if model_class is BertForPreTraining:
+            nsp = any(k.startswith("cls.seq_relationship.") for k in keys)
+            # With a next-sentence head the pooler is needed: if the checkpoint lacks it, it is reported as missing.
+            return BertForPreTraining(config, mlm_head=any(k.startswith("cls.predictions.") for k in keys),
+                                      nsp_head=nsp, pooler=nsp or any(k.startswith("bert.pooler.") for k in keys))
+        if model_class is BertModel:
+            return BertModel(config, add_pooling_layer=any(k.startswith("bert.pooler.") for k in keys))
+        return model_class(config)
+
+    strict_heads = model_class is BertForPreTraining
+    if _config_disagreements(config, keys) or any(key not in keys for _, key, _, _ in SIZED_BY):
+        # Refused before allocating, with the same listing as below, from a skeleton that has shapes and no storage.
+        # Only on this path: the first meta-device model in a process costs ~1 s (torch imports torch._dynamo for it).
+        with torch.device("meta"):
+            skeleton = build()
+        _check_fit(skeleton, keys, LoadReport(str(source), folder, weights_file, type(skeleton).__name__,
+                                              num_tensors=len(shapes)), strict_heads)
+    # From here on the config agrees with the weights in every size, so the model is as big as the checkpoint itself.
+    model = build()
+    report = LoadReport(str(source), folder, weights_file, type(model).__name__, num_tensors=len(shapes))
+    _copy_weights(model, normalize_keys(read_state_dict(folder)[0]), report, strict_heads)
     if isinstance(model, BertForPreTraining):
         report.absent_heads = [name for present, name in ((model.has_mlm_head, "masked-LM head"),
                                                           (model.has_nsp_head, "next-sentence head")) if not present]
@@ -242,34 +286,37 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
     return model, report
 
 
-def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: LoadReport,
-                  strict_heads: bool) -> None:
+def _check_fit(model: BertPreTrainedModel, shapes: dict[str, torch.Size], report: LoadReport,
+               strict_heads: bool) -> None:
+    """Compare every key and shape of the checkpoint with `model` (real or a meta-device skeleton); fill in the
+    report's ignored and initialized keys, or raise one CheckpointError that lists everything that does not fit."""
     # BertModel's own keys carry no prefix; everything else matches the normalized layout.
     prefix = "bert." if isinstance(model, BertModel) else ""
-    params = {prefix + k: v for k, v in model.state_dict().items()}
+    params = {prefix + k: v.shape for k, v in model.state_dict().items()}
     derived = _derived_keys(model)
-    missing, mismatched, unexpected = [], [], []
-    for key, target in params.items():
+    missing, mismatched, unexpected, ignored = [], [], [], []
+    for key, shape in params.items():
         if key in derived:
             continue
-        if key not in state:
+        if key not in shapes:
             missing.append(key)
-        elif state[key].shape != target.shape:
-            mismatched.append(f"{key}: checkpoint {tuple(state[key].shape)} vs model {tuple(target.shape)}")
-    for key in state:
+        elif shapes[key] != shape:
+            mismatched.append(f"{key}: checkpoint {tuple(shapes[key])} vs model {tuple(shape)}")
+    for key in shapes:
         if key in params or key in derived:
             continue
         head = next((p for p in HEAD_PREFIXES if key.startswith(p)), None)
-        if head is not None:
-            report.ignored.append(key)
-        else:
-            unexpected.append(key)
+        (ignored if head is not None else unexpected).append(key)
+    report.ignored = ignored
     if not strict_heads:  # a fine-tuning head absent from the checkpoint starts from its initialization
         report.initialized = [k for k in missing if k.startswith(INITIALIZABLE_PREFIXES)]
         missing = [k for k in missing if k not in report.initialized]
     if missing or mismatched or unexpected:
         parts = [f"the weights in {report.folder / report.weights_file} do not fit a {type(model).__name__} built "
                  "from its config.json:"]
+        disagreements = _config_disagreements(model.config, shapes)
+        if disagreements:
+            parts.append(f"config.json disagrees with the weights: {'; '.join(disagreements)}")
         if missing:
             parts.append(f"missing {len(missing)}: {_abbreviate(missing)}")
         if mismatched:
@@ -278,10 +325,54 @@ def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: 
             parts.append(f"unexpected {len(unexpected)}: {_abbreviate(unexpected)}")
         parts.append("check that config.json belongs to these weights")
         raise CheckpointError("\n  ".join(parts))
+
+
+# Which config.json field sizes which tensor dimension, to name the field when a checkpoint does not fit.
+SIZED_BY = (("vocab_size", "bert.embeddings.word_embeddings.weight", 0, "rows"),
+            ("hidden_size", "bert.embeddings.word_embeddings.weight", 1, "columns"),
+            ("max_position_embeddings", "bert.embeddings.position_embeddings.weight", 0, "rows"),
+            ("type_vocab_size", "bert.embeddings.token_type_embeddings.weight", 0, "rows"),
+            ("intermediate_size", "bert.encoder.layer.0.intermediate.dense.weight", 0, "rows"))
+LAYER_KEY = re.compile(r"^bert\.encoder\.layer\.(\d+)\.")
+
+
+def _config_disagreements(config: BertConfig, shapes: dict[str, torch.Size]) -> list[str]:
+    """The config.json fields that contradict the weights, each with the tensor that shows it."""
+    found = []
+    for name, key, dim, unit in SIZED_BY:
+        shape = shapes.get(key)
+        if shape is None:
+            continue  # the comparison lists it as missing
+        if len(shape) != 2:
+            found.append(f"{key} has shape {tuple(shape)}, not (rows, columns)")
+        elif shape[dim] != getattr(config, name):
+            found.append(f"{name} is {getattr(config, name)} but {key} has {shape[dim]} {unit}")
+    layers = sorted({int(m.group(1)) for key in shapes if (m := LAYER_KEY.match(key))})
+    if len(layers) != config.num_hidden_layers:
+        held = f"{len(layers)} layers (bert.encoder.layer.{layers[0]} to {layers[-1]})" if layers else "no layers"
+        found.append(f"num_hidden_layers is {config.num_hidden_layers} but the weights hold {held}")
+    return found
+
+
+def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: LoadReport,
+                  strict_heads: bool) -> None:
+    # The tensors themselves are compared again: the final word, whatever the headers said.
+    _check_fit(model, {key: value.shape for key, value in state.items()}, report, strict_heads)
+    prefix = "bert." if isinstance(model, BertModel) else ""
+    derived = _derived_keys(model)
+    loaded = {prefix + k: v for k, v in model.state_dict().items() if prefix + k in state and prefix + k not in derived}
     with torch.no_grad():
-        for key, target in params.items():
-            if key in state and key not in derived:
-                target.copy_(state[key])  # copy_ also converts half-precision checkpoints to float32
+        for key, target in loaded.items():
+            target.copy_(state[key])  # copy_ also converts half-precision checkpoints to float32
+    # Refused rather than warned about: one NaN or Inf weight turns every activation after it into NaN (LayerNorm
+    # spreads it across the hidden vector, attention across the tokens), so every view would be blank or garbage, and
+    # a warning in a server log is not where the person looking at those views would find the reason. Checked after
+    # the copy, so that float64 values too large for float32 are caught as well.
+    bad = [key for key, target in loaded.items() if target.is_floating_point() and not torch.isfinite(target).all()]
+    if bad:
+        raise CheckpointError(f"{len(bad)} of the {len(loaded)} tensors in {report.folder / report.weights_file} hold "
+                              f"NaN or infinite values: {_abbreviate(bad)}; the checkpoint is damaged (or was saved "
+                              "after training diverged): use an earlier or a fresh copy")
     if isinstance(model, BertForPreTraining):
         model.tie_weights()
 

@@ -82,7 +82,7 @@ def add_evaluate_command(commands) -> argparse.ArgumentParser:
 def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
     try:
         job(args)
-    except (ValueError, FileNotFoundError) as err:  # bad corpus, checkpoint or option: the message says what to do
+    except (ValueError, OSError) as err:  # bad corpus, checkpoint or option: the message says what to do
         raise UsageError(str(err)) from None
     return 0
 
@@ -122,10 +122,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except UsageError as err:
-        print(f"bertviz-app: error: {err}", file=sys.stderr)
+        print(f"bertviz-app: error: {one_line(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def one_line(message: str) -> str:
+    """A message of several lines (a checkpoint's list of missing and mismatched keys) as one line, so that the
+    `bertviz-app: error:` prefix, and a log reader that greps for it, sees all of it."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    for line in lines[1:]:
+        text += (" " if text.endswith(":") else "; ") + line
+    return text
 
 
 # --- serve ------------------------------------------------------------------------------------------------------------
@@ -184,7 +194,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         models = getattr(args, "model", None) or list(builtin_models())
         explorers = app.load_models(models, device=args.device, max_tokens=args.max_tokens)
-    except ValueError as err:  # CheckpointError, ConfigError, a missing GPU: all say what to do
+    except (ValueError, OSError) as err:  # CheckpointError, ConfigError, a missing GPU, a disk: all say what to do
         raise UsageError(str(err)) from None
     demo = app.build_demo(explorers, concurrency=args.concurrency)
     app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth)

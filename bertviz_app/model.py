@@ -306,6 +306,8 @@ class BertPreTrainedModel(nn.Module):
     config: BertConfig
 
     def init_weights(self) -> None:
+        if next(self.parameters()).is_meta:
+            return  # a skeleton built on the meta device to check a checkpoint's shapes: no values to initialise
         std = self.config.initializer_range
         for module in self.modules():
             if isinstance(module, nn.Linear):

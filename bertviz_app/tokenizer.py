@@ -30,6 +30,8 @@ from pathlib import Path
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
+from .files import VOCAB_LIMIT, parse_json, read_json, read_text
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -309,11 +311,13 @@ class Tokenizer:
     @classmethod
     def from_tokenizer_json(cls, path: str | os.PathLike, max_tokens: int = 512) -> "Tokenizer":
         """From a `tokenizers` file with BERT's pipeline (WordPiece, BertNormalizer, BertPreTokenizer)."""
+        path = Path(path)
+        text = read_text(path, TokenizerError, VOCAB_LIMIT)
+        spec = parse_json(text, path, TokenizerError)  # first: a RecursionError or NaN is ours to word
         try:
-            backend = HFTokenizer.from_file(str(path))
-            spec = json.loads(Path(path).read_text(encoding="utf-8"))
+            backend = HFTokenizer.from_str(text)
         except Exception as err:
-            raise TokenizerError(f"could not read {path} ({err})") from None
+            raise TokenizerError(f"could not read {path} ({str(err)[:200]})") from None
         if not isinstance(backend.model, models.WordPiece):
             raise TokenizerError(f"{path} is a {type(backend.model).__name__} tokenizer, not BERT's WordPiece")
         normalizer = spec.get("normalizer") or {}
@@ -331,11 +335,8 @@ class Tokenizer:
     def from_vocab(cls, path: str | os.PathLike, do_lower_case: bool = True, strip_accents: bool | None = None,
                    tokenize_chinese_chars: bool = True, max_tokens: int = 512) -> "Tokenizer":
         """From a vocab.txt (one token per line, the line number is the id)."""
-        try:
-            # Universal newlines, then '\n' only, as the reference reads it: a token may hold other line separators.
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise TokenizerError(f"could not read the vocabulary {path} ({err})") from None
+        # Universal newlines, then '\n' only, as the reference reads it: a token may hold other line separators.
+        text = read_text(Path(path), TokenizerError, VOCAB_LIMIT).replace("\r\n", "\n").replace("\r", "\n")
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -488,11 +489,16 @@ def _encoding(text, text_pair, tokens, ids, segment_ids, offsets, seq_ids, trunc
 
 
 def _read_tokenizer_config(folder: Path) -> dict:
+    """The settings of tokenizer_config.json that we use, type-checked (absent ones are left out)."""
     path = folder / "tokenizer_config.json"
     if not path.exists():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise TokenizerError(f"{path} is not valid JSON ({err})") from None
-    return data if isinstance(data, dict) else {}
+    data = read_json(path, TokenizerError)
+    if not isinstance(data, dict):
+        raise TokenizerError(f"{path} must hold a JSON object, got a {type(data).__name__}")
+    settings = {key: data[key] for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars") if key in data}
+    for key, value in settings.items():
+        if not isinstance(value, bool) and not (key == "strip_accents" and value is None):
+            allowed = "true, false or null" if key == "strip_accents" else "true or false"
+            raise TokenizerError(f"{path}: {key} must be {allowed}, got {json.dumps(value)[:60]}; fix or remove it")
+    return settings

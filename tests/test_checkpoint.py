@@ -4,7 +4,9 @@ tied decoder, saving so that transformers loads what we write, and a clear error
 
 import http.server
 import json
+import os
 import re
+import shutil
 import socket
 import threading
 
@@ -13,6 +15,7 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 
+import bertviz_app
 from bertviz_app import checkpoint
 from bertviz_app import device as device_module
 from bertviz_app import model as ours
@@ -642,3 +645,202 @@ def test_unknown_or_unavailable_device(no_gpu, device, message):
 def test_auto_and_cpu_devices(no_gpu):
     assert device_module.resolve_device("auto") == torch.device("cpu")
     assert device_module.resolve_device(" CPU ") == torch.device("cpu")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Checked before anything is allocated: bounded configs, then the weights' shapes from the headers alone
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def nothing_allocated(monkeypatch):
+    """Fails the test if loading reads a tensor or builds a model with real storage: the checkpoint must be refused
+    from config.json and the weights' headers alone."""
+    def read_state_dict(*args, **kwargs):
+        raise AssertionError("tensors were read before the checkpoint was checked")
+
+    init_weights = ours.BertPreTrainedModel.init_weights
+
+    def init_on_meta_only(self):
+        assert next(self.parameters()).is_meta, "a model with real storage was built before the checkpoint was checked"
+        init_weights(self)
+
+    monkeypatch.setattr(checkpoint, "read_state_dict", read_state_dict)
+    monkeypatch.setattr(ours.BertPreTrainedModel, "init_weights", init_on_meta_only)
+
+
+def with_config(src, dst, names=("config.json", "model.safetensors"), **changes):
+    folder = copy_folder(src, dst, names)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"num_hidden_layers": 100_000}, r"num_hidden_layers is 100000, above the limit of 256"),
+    ({"hidden_size": 10**7}, r"hidden_size is 10000000, above the limit of 16,384"),
+    ({"num_hidden_layers": 1000, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072},
+     r"num_hidden_layers is 1000, above the limit of 256"),
+    ({"hidden_size": 16_384, "num_attention_heads": 128, "num_hidden_layers": 256},
+     r"this config describes a model of up to .* billion parameters .* above the limit of 4 billion"),
+])
+def test_an_oversized_config_is_refused_before_allocating(tmp_path, pretraining_folder, nothing_allocated, changes,
+                                                          message):
+    folder = with_config(pretraining_folder[0], tmp_path / "ckpt", **changes)
+    with pytest.raises(CheckpointError, match=rf"config.json: {message}") as err:
+        load_model(folder)
+    one_line(err)
+
+
+def test_config_fields_that_disagree_with_the_weights_are_named(tmp_path, pretraining_folder, nothing_allocated):
+    folder = with_config(pretraining_folder[0], tmp_path / "ckpt", vocab_size=120, hidden_size=64,
+                         intermediate_size=128, type_vocab_size=2, num_hidden_layers=200)
+    with pytest.raises(CheckpointError) as err:
+        load_model(folder)
+    text = str(err.value)
+    assert ("config.json disagrees with the weights: "
+            "vocab_size is 120 but bert.embeddings.word_embeddings.weight has 100 rows; "
+            "hidden_size is 64 but bert.embeddings.word_embeddings.weight has 32 columns; "
+            "type_vocab_size is 2 but bert.embeddings.token_type_embeddings.weight has 3 rows; "
+            "intermediate_size is 128 but bert.encoder.layer.0.intermediate.dense.weight has 64 rows; "
+            "num_hidden_layers is 200 but the weights hold 2 layers (bert.encoder.layer.0 to 1)"
+            ) in text
+    assert "missing 3168: " in text and text.endswith("check that config.json belongs to these weights")
+
+
+def test_weights_without_the_tensors_that_size_the_model_are_refused_before_allocating(tmp_path, pretraining_folder,
+                                                                                       nothing_allocated):
+    # Nothing in the weights to compare the config with: the config could ask for anything up to the parameter limit.
+    folder = with_config(pretraining_folder[0], tmp_path / "ckpt", num_hidden_layers=200, hidden_size=768,
+                         num_attention_heads=12, intermediate_size=3072)
+    save_file({"lm_head.weight": torch.zeros(3)}, folder / "model.safetensors")
+    with pytest.raises(CheckpointError, match=r"num_hidden_layers is 200 but the weights hold no layers\n.*"
+                                              r"missing \d+: bert.embeddings.word_embeddings.weight"):
+        load_model(folder)
+
+
+@pytest.mark.parametrize("layout", ["pytorch_model.bin", "sharded safetensors"])
+def test_shapes_come_from_every_weight_format_without_reading_the_tensors(tmp_path, nothing_allocated, layout):
+    hf = hf_model(transformers.BertForPreTraining, seed=3)
+    if layout == "pytorch_model.bin":
+        hf.config.save_pretrained(tmp_path)
+        torch.save(hf.state_dict(), tmp_path / "pytorch_model.bin")
+    else:
+        hf.save_pretrained(tmp_path, max_shard_size="40KB")
+    shapes, name = checkpoint.read_shapes(tmp_path)
+    assert name == {"pytorch_model.bin": "pytorch_model.bin"}.get(layout, "model.safetensors.index.json")
+    assert shapes == {key: value.shape for key, value in hf.state_dict().items() if key in shapes}
+    assert "bert.embeddings.word_embeddings.weight" in shapes
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 80}))
+    with pytest.raises(CheckpointError, match=r"max_position_embeddings is 80 but "
+                                              r"bert.embeddings.position_embeddings.weight has 64 rows"):
+        load_model(tmp_path)
+
+
+def test_a_bin_file_is_memory_mapped_not_read(tmp_path, monkeypatch):
+    hf = hf_model(transformers.BertForPreTraining, seed=4)
+    hf.config.save_pretrained(tmp_path)
+    torch.save(hf.state_dict(), tmp_path / "pytorch_model.bin")
+    calls = []
+    load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *args, **kwargs: calls.append(kwargs) or load(*args, **kwargs))
+    load_model(tmp_path)
+    assert calls and all(kw["mmap"] and kw["weights_only"] for kw in calls)
+
+
+@pytest.mark.parametrize("value, dtype", [(float("nan"), torch.float32), (float("inf"), torch.float16),
+                                          (1e300, torch.float64)])  # 1e300 overflows float32
+def test_weights_that_are_not_finite_are_refused(tmp_path, pretraining_folder, value, dtype):
+    folder = copy_folder(pretraining_folder[0], tmp_path / "ckpt")
+    state = load_file(folder / "model.safetensors")
+    for key in ("bert.encoder.layer.1.attention.self.query.weight", "cls.predictions.bias"):
+        state[key] = state[key].to(dtype)
+        state[key].view(-1)[3] = value
+    save_file(state, folder / "model.safetensors")
+    with pytest.raises(CheckpointError, match=r"2 of the \d+ tensors in .*model.safetensors hold NaN or infinite "
+                                              r"values: bert.encoder.layer.1.attention.self.query.weight, "
+                                              r"cls.predictions.bias; the checkpoint is damaged") as err:
+        load_model(folder)
+    one_line(err)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Hostile or broken files: load() raises a one-line CheckpointError naming the file, never a raw exception
+# ------------------------------------------------------------------------------------------------------------------
+DEEP = "[" * 100_000
+BAD_FILES = [
+    # (file, content or a kind of file, files removed so that no fallback hides the bad one)
+    ("config.json", DEEP, ()),
+    ("config.json", '{"hidden_size": NaN}', ()),
+    ("config.json", '{"layer_norm_eps": 1e999}', ()),
+    ("config.json", '{"vocab_size": 1' + "0" * 5000 + "}", ()),
+    ("config.json", '{"hidden_size": 18446744073709551616}', ()),
+    ("config.json", '{"num_hidden_layers": "12"}', ()),
+    ("config.json", '{"initializer_range": "0.02"}', ()),
+    ("config.json", '{"id2label": 5}', ()),
+    ("config.json", '{"model_type": ["bert"]}', ()),
+    ("config.json", "[1, 2]", ()),
+    ("config.json", b"\xff\xfe\x00garbage", ()),
+    ("config.json", "", ()),
+    ("config.json", "/dev/zero", ()),
+    ("config.json", "20 GB", ()),
+    ("config.json", "directory", ()),
+    ("tokenizer_config.json", '{"strip_accents": [1]}', ()),
+    ("tokenizer_config.json", '{"do_lower_case": "no"}', ()),
+    ("tokenizer_config.json", "[]", ()),
+    ("tokenizer_config.json", DEEP, ()),
+    ("tokenizer_config.json", '{"model_max_length": Infinity}', ()),
+    ("tokenizer_config.json", "/dev/zero", ()),
+    ("tokenizer.json", DEEP, ("vocab.txt",)),
+    ("tokenizer.json", '{"model": 5}', ("vocab.txt",)),
+    ("tokenizer.json", b"\x00\x01\x02", ("vocab.txt",)),
+    ("tokenizer.json", "/dev/zero", ("vocab.txt",)),
+    ("tokenizer.json", "20 GB", ("vocab.txt",)),
+    ("vocab.txt", "/dev/zero", ("tokenizer.json",)),
+    ("vocab.txt", "20 GB", ("tokenizer.json",)),
+    ("vocab.txt", b"[UNK]\n\xff\n", ("tokenizer.json",)),
+    ("vocab.txt", "directory", ("tokenizer.json",)),
+    ("model.safetensors.index.json", '{"weight_map": [1]}', ("model.safetensors",)),
+    ("model.safetensors.index.json", '{"weight_map": {"a": 5}}', ("model.safetensors",)),
+    ("model.safetensors.index.json", "[]", ("model.safetensors",)),
+    ("model.safetensors.index.json", DEEP, ("model.safetensors",)),
+    ("model.safetensors.index.json", "/dev/zero", ("model.safetensors",)),
+    ("model.safetensors", "/dev/zero", ()),
+]
+
+
+def plant(path, content):
+    if content == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    elif content == "directory":
+        path.mkdir()
+    elif content == "20 GB":
+        with open(path, "wb") as f:  # sparse: no disk space, but reading it whole would take 20 GB of memory
+            f.truncate(20 * 2**30)
+    else:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+@pytest.mark.parametrize("name, content, removed", BAD_FILES,
+                         ids=[f"{name}:{str(content)[:24]}" for name, content, _ in BAD_FILES])
+def test_load_turns_every_bad_file_into_one_checkpoint_error(tmp_path, tiny_mlm_folder, name, content, removed):
+    folder = tmp_path / "ckpt"
+    shutil.copytree(tiny_mlm_folder, folder)
+    for other in (name, *removed):
+        (folder / other).unlink(missing_ok=True)
+    plant(folder / name, content)
+    with pytest.raises(CheckpointError) as err:
+        bertviz_app.load(str(folder), device="cpu")
+    assert name in one_line(err)
+
+
+def test_a_fifo_is_refused_instead_of_waited_on(tmp_path, pretraining_folder):
+    folder = copy_folder(pretraining_folder[0], tmp_path / "ckpt", names=("model.safetensors",))
+    os.mkfifo(folder / "config.json")  # opening it would block until someone writes
+    errors = []
+    thread = threading.Thread(target=lambda: errors.append(pytest.raises(CheckpointError, load_model, folder)),
+                              daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "loading waits on a FIFO named config.json"
+    assert errors and re.search(r"config.json is a pipe, not a regular file; put the checkpoint's own config.json "
+                                r"there", str(errors[0].value))

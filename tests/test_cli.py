@@ -172,3 +172,63 @@ def test_pretrain_command_trains_and_saves_a_loadable_checkpoint(tmp_path):
 def test_pretrain_command_refuses_a_missing_corpus_in_words(tmp_path, capsys):
     assert cli.main(["pretrain", "--corpus", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
     assert "no corpus" in capsys.readouterr().err
+
+
+def _broken_copy(src: str, dst: Path, how: str) -> Path:
+    """A copy of the tiny checkpoint folder with one thing wrong."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(src, dst)
+    config = json.loads((dst / "config.json").read_text())
+    if how == "too many layers":
+        (dst / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 100_000}))
+    elif how in ("keys that do not fit", "NaN weights"):
+        state = load_file(dst / "model.safetensors")
+        if how == "NaN weights":
+            state["bert.encoder.layer.0.output.dense.weight"][0, 0] = float("nan")
+        else:
+            del state["bert.encoder.layer.1.output.dense.bias"]
+            state["lm_head.weight"] = state["cls.predictions.bias"].clone()
+        save_file(state, dst / "model.safetensors")
+    elif how == "config.json is /dev/zero":
+        (dst / "config.json").unlink()
+        (dst / "config.json").symlink_to("/dev/zero")
+    elif how == "deeply nested tokenizer_config.json":
+        (dst / "tokenizer_config.json").write_text("[" * 100_000)
+    return dst
+
+
+@pytest.mark.parametrize("how, message", [
+    ("too many layers", "num_hidden_layers is 100000, above the limit of 256"),
+    ("keys that do not fit", "do not fit a BertForPreTraining built from its config.json: missing 1: "
+                             "bert.encoder.layer.1.output.dense.bias; unexpected 1: lm_head.weight; check that"),
+    ("NaN weights", "hold NaN or infinite values: bert.encoder.layer.0.output.dense.weight; the checkpoint is damaged"),
+    ("config.json is /dev/zero", "config.json is a device (a link to /dev/zero), not a regular file"),
+    ("deeply nested tokenizer_config.json", "tokenizer_config.json is not valid JSON (it is nested too deeply"),
+])
+def test_every_load_failure_is_one_line_and_exit_2(tmp_path, tiny_mlm_folder, capsys, monkeypatch, how, message):
+    # A checkpoint that loads after all must fail the test, not serve it until the test run is killed.
+    monkeypatch.setattr(app, "serve", lambda *args, **kwargs: pytest.fail(f"a checkpoint with {how} was served"))
+    folder = _broken_copy(tiny_mlm_folder, tmp_path / "ckpt", how)
+    assert cli.main(["--model", str(folder), "--device", "cpu"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("bertviz-app: error: ") and captured.err.count("\n") == 1, captured.err
+    assert message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+def test_evaluate_reports_a_bad_checkpoint_in_one_line(tmp_path, tiny_mlm_folder, capsys):
+    folder = _broken_copy(tiny_mlm_folder, tmp_path / "ckpt", "keys that do not fit")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The cat sat.\nIt slept.\n\nA dog ran.\nThe sun shone.\n", encoding="utf-8")
+    assert cli.main(["evaluate", str(folder), "--heldout", str(corpus)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertviz-app: error: the weights in ") and err.count("\n") == 1, err
+
+
+def test_one_line_joins_a_listing_after_its_colon():
+    assert cli.one_line("a:\n  b: 1\n  c\n") == "a: b: 1; c"
+    assert cli.one_line("single") == "single"

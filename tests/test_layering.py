@@ -12,19 +12,20 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bertviz_app"
 
 # Module (or subpackage) -> floor. An import must point to a strictly lower floor, or stay inside its own subpackage.
 FLOORS = {
-    "config": 0, "device": 0, "catalog": 0,
-    "model": 1, "tokenizer": 1,
-    "checkpoint": 2, "masking": 2,
-    "analysis": 3, "figures": 3,
-    "plots": 4, "views": 4,  # views reads the analyses of a Run's arrays (rollout, statistics)
-    "run": 5,
-    "masked_lm": 6,
-    "targets": 7,  # the one number an attribution or an ablation explains
-    "attribution": 8, "ablation": 8,
-    "explorer": 9, "pretraining": 9,
-    "__init__": 10,  # the package face: what `import bertviz_app` gives
-    "app": 11,
-    "cli": 12, "__main__": 13,
+    "files": 0,  # the capped reader of a checkpoint folder's small files
+    "config": 1, "device": 1, "catalog": 1,
+    "model": 2, "tokenizer": 2,
+    "checkpoint": 3, "masking": 3,
+    "analysis": 4, "figures": 4,
+    "plots": 5, "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
+    "run": 6,
+    "masked_lm": 7,
+    "targets": 8,  # the one number an attribution or an ablation explains
+    "attribution": 9, "ablation": 9,
+    "explorer": 10, "pretraining": 10,
+    "__init__": 11,  # the package face: what `import bertviz_app` gives
+    "app": 12,
+    "cli": 13, "__main__": 14,
 }
 
 

@@ -326,3 +326,35 @@ def test_bad_folders_raise_with_a_hint(tmp_path):
     HFTokenizer(models.BPE()).save(str(bpe / "tokenizer.json"))
     with pytest.raises(TokenizerError, match="WordPiece"):
         Tokenizer.from_folder(bpe)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"strip_accents": [1]}, r"tokenizer_config.json: strip_accents must be true, false or null, got \[1\]; fix or "
+                             r"remove it"),
+    ({"do_lower_case": "no"}, r'tokenizer_config.json: do_lower_case must be true or false, got "no"'),
+    ({"tokenize_chinese_chars": None}, r"tokenize_chinese_chars must be true or false, got null"),
+    ([], r"tokenizer_config.json must hold a JSON object, got a list"),
+])
+def test_tokenizer_config_settings_are_type_checked(tmp_path, settings, message):
+    shutil.copy(minilm_path() / "vocab.txt", tmp_path / "vocab.txt")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(settings))
+    with pytest.raises(TokenizerError, match=message):
+        Tokenizer.from_folder(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "vocab.txt"])
+def test_tokenizer_files_are_read_with_a_size_cap(tmp_path, name):
+    with open(tmp_path / name, "wb") as f:  # sparse: no disk space, but reading it whole would take 20 GB of memory
+        f.truncate(20 * 2**30)
+    with pytest.raises(TokenizerError, match=rf"{name} is larger than the 64 MiB a {name} may have here"):
+        Tokenizer.from_folder(tmp_path)
+    (tmp_path / name).unlink()
+    (tmp_path / name).symlink_to("/dev/zero")
+    with pytest.raises(TokenizerError, match=rf"{name} is a device \(a link to /dev/zero\), not a regular file"):
+        Tokenizer.from_folder(tmp_path)
+
+
+def test_vocab_txt_with_windows_line_ends_reads_as_before(tmp_path):
+    lines = (minilm_path() / "vocab.txt").read_bytes().decode("utf-8").removesuffix("\n").split("\n")
+    (tmp_path / "vocab.txt").write_bytes("".join(line + "\r\n" for line in lines).encode())
+    assert Tokenizer.from_folder(tmp_path).vocab == Tokenizer.from_vocab(minilm_path() / "vocab.txt").vocab
