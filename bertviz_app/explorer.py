@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import catalog, masked_lm
+from . import ablation, attribution, catalog, masked_lm
 from .checkpoint import CheckpointError, load_model
 from .device import resolve_device
 from .model import BertForPreTraining
@@ -121,6 +121,39 @@ class Explorer:
         its labels."""
         return masked_lm.corrupt_example(self.tokenizer, text, text_pair, seed=seed, max_tokens=self.max_tokens)
 
+    # --- beyond raw attention (see attribution.py, ablation.py) -----------------------------------------------------
+    def ablate(self, text: str, heads, text_pair: str | None = None, top_k: int = 5):
+        """Predictions at every [MASK], and P(IsNext) of a pair, before and after silencing `heads`, a list of
+        (layer, head) pairs."""
+        return ablation.ablate(self.model, self.tokenizer, text, heads, text_pair, top_k, self.max_tokens)
+
+    def rank_heads(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
+                   target: str = "mask", method: str = "ablation"):
+        """Every head ranked by its effect on one prediction (log P of a token at a [MASK], or the IsNext logit):
+        'ablation' silences each in turn, 'gradient' estimates all from one backward pass."""
+        return ablation.rank_heads(self.model, self.tokenizer, text, text_pair, mask_index, token, target, method,
+                                   max_tokens=self.max_tokens)
+
+    def attribute(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
+                  baseline: str = "pad", target: str = "mask"):
+        """Integrated gradients on the input embeddings for log P(token at the mask_index-th [MASK]) (token: the top
+        prediction by default) or the IsNext logit: one score per token, with the convergence delta."""
+        return attribution.attribute(self.model, self.tokenizer, text, text_pair, mask_index, token, steps, baseline,
+                                     target, max_tokens=self.max_tokens)
+
+    def blank_out(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
+                  baseline: str = "pad", target: str = "mask"):
+        """Leave-one-token-out importance for the same targets as `attribute`."""
+        return attribution.blank_out(self.model, self.tokenizer, text, text_pair, mask_index, token, baseline, target,
+                                     max_tokens=self.max_tokens)
+
+    def faithfulness(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
+                     baseline: str = "pad", target: str = "mask"):
+        """Spearman correlations of attention, rollout and value-weighted attention with integrated gradients and
+        blank-out, for one input and target."""
+        return attribution.faithfulness(self.model, self.tokenizer, text, text_pair, mask_index, token, steps,
+                                        baseline, target, max_tokens=self.max_tokens)
+
     @torch.inference_mode()
     def _forward(self, encoding: Encoding) -> Run:
         start = time.perf_counter()
@@ -129,7 +162,7 @@ class Explorer:
         # The encoder only: masked-LM predictions (a (T, vocab) product) are computed where a view asks for them
         # (masked_lm.py), not for every new input.
         out = self.model.bert(ids, segments, output_attentions=True, output_hidden_states=True, output_qk=True,
-                              output_embedding_parts=True)
+                              output_embedding_parts=True, output_value_grams=True)
 
         def stack(xs, dtype=torch.float32) -> np.ndarray:
             return torch.stack([x[0] for x in xs]).to(dtype).cpu().numpy()
@@ -140,7 +173,8 @@ class Explorer:
         parts = out.embedding_parts
         run = Run(encoding=encoding, model_name=self.name, config=self.config,
                   hidden_states=stack(out.hidden_states), attentions=stack(out.attentions, torch.float16),
-                  queries=stack(out.queries), keys=stack(out.keys), token_embeddings=first(parts.token),
+                  queries=stack(out.queries), keys=stack(out.keys), value_grams=stack(out.value_grams),
+                  token_embeddings=first(parts.token),
                   segment_embeddings=first(parts.segment), position_embeddings=first(parts.position),
                   tables=self.tables)
         if out.pooler_output is not None:

@@ -51,6 +51,9 @@ class Run:
     queries, keys: (L, h, T, d) float32, before the 1/sqrt(d) scaling
     token_embeddings, segment_embeddings, position_embeddings: (T, H) float32, summed then LayerNorm-ed into
         hidden_states[0]
+    value_grams: (L, T, h, h) float32, per layer and token the Gram matrix of what the token sends through each head
+        (its value carried through that head's slice of the output projection): value-weighted attention needs only
+        these; None when the model was not asked for them
     pooler_output: (H,) or None
     is_next_probability: P(B follows A) from the next-sentence head, or None
     tables: the model's whole position and segment tables, or None (then only this input's rows are known)
@@ -66,6 +69,7 @@ class Run:
     token_embeddings: np.ndarray
     segment_embeddings: np.ndarray
     position_embeddings: np.ndarray
+    value_grams: np.ndarray | None = None
     pooler_output: np.ndarray | None = None
     is_next_probability: float | None = None
     seconds: float = 0.0
@@ -97,7 +101,7 @@ class Run:
     def nbytes(self) -> int:
         """Bytes of the arrays this Run holds (the shared model tables not counted): what a cache of Runs weighs."""
         arrays = (self.hidden_states, self.attentions, self.queries, self.keys, self.token_embeddings,
-                  self.segment_embeddings, self.position_embeddings, self.pooler_output)
+                  self.segment_embeddings, self.position_embeddings, self.value_grams, self.pooler_output)
         derived = self.__dict__.get("_derived_nbytes", 0)
         return sum(a.nbytes for a in arrays if a is not None) + derived
 
@@ -160,6 +164,25 @@ class Run:
     def rollouts(self) -> np.ndarray:
         """(L, T, T) rollout through layers 0..l for every l (computed once)."""
         return self._derived("rollouts", lambda: analysis.attention_rollout(self.attentions))
+
+    def value_weighted_attention(self, layer: int, head: int | None = None) -> np.ndarray:
+        """(T, T) ||alpha_ij f(x_j)|| (Kobayashi et al. 2020): how much of token j reaches token i through one head of
+        `layer`, or through all its heads together (head None). Not rows of weights: a head that puts its weight on
+        [SEP] but moves almost nothing through it shows that here."""
+        if self.value_grams is None:
+            raise ValueError("this Run has no value Grams; make it with Explorer.run, which asks the model for them")
+        return analysis.value_weighted_attention(self.attentions, self.value_grams, layer, head)
+
+    def word_attention(self, layer: int, head: int | None = None) -> tuple[list[str], np.ndarray]:
+        """(words, (W, W) matrix): attention between whole words, as Clark et al. (2019) merge word pieces: the
+        attention to a word is the sum over its pieces, from a word the mean over its pieces; rows still sum to 1."""
+        words = analysis.group_words(self.tokens, self.special_mask)
+        return words.words, analysis.word_attention(self.attention(layer, head), words)
+
+    def compare(self, other: "Run") -> "analysis.AttentionDifference":
+        """Attention of `other` minus this Run's, head by head, with the heads ranked by how much they changed: two
+        inputs of the same length (a minimal pair) or two models on one input."""
+        return analysis.compare_attentions(self.attentions, other.attentions, self.tokens, other.tokens)
 
     def head_statistics(self) -> "analysis.HeadStatistics":
         """Per-head entropy, attended distance, shares to [CLS]/[SEP]/self/previous/next, dominant behavior;

@@ -31,7 +31,7 @@ class Target:
 
     def describe(self) -> str:
         if self.kind == "mask":
-            return f"log P({self.token!r}) at [MASK] #{self.mask_index} (token {self.position})"
+            return f"log P({self.token!r}) at [MASK] {self.mask_index + 1} (token {self.position})"
         return "IsNext logit, log P(IsNext)/P(NotNext)"
 
     def value(self, model: BertForPreTraining, out: BertModelOutput) -> Tensor:

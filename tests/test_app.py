@@ -31,10 +31,13 @@ BAD_TEXTS = {
 }
 
 
+DEFAULT = "minilm-l6-mlm-nsp-en"
+
+
 @pytest.fixture(scope="module")
 def explorers(tiny_mlm_folder):
-    # as the command line does it: `bertviz-app --model all-MiniLM-L6-v2 --model <folder>`
-    return app.load_models([MODEL, tiny_mlm_folder], device="cpu", max_tokens=128)
+    # as the command line does it: `bertviz-app --model all-MiniLM-L6-v2 --model <folder> --model minilm-...`
+    return app.load_models([MODEL, tiny_mlm_folder, DEFAULT], device="cpu", max_tokens=128)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def explorer(explorers):
 
 @pytest.fixture(scope="module")
 def tiny(explorers):
-    (name,) = [n for n in explorers if n != MODEL]
+    (name,) = [n for n in explorers if n not in (MODEL, DEFAULT)]
     return explorers[name]
 
 
@@ -459,3 +462,55 @@ def test_gradio_internals_are_as_the_workaround_expects(demo, server):
     assert isinstance(blocks, dict) and isinstance(config_values, dict)
     assert set(demo.blocks) & set(blocks)  # the page's own components, by id
     assert app.gradio_internals.session_blocks(demo, "no-such-session") is None
+
+
+# --- beyond raw attention: explain one prediction, compare two inputs or models, silence heads ----------------------
+def test_explaining_a_prediction(client):
+    analyze(client, "The keys to the cabinet [MASK] on the table.", model=DEFAULT)
+    message, attribution, table, faithfulness, ranking = client.predict("mask:0", "", 20, api_name="/explain")
+    assert "log P(" in message and "[MASK] 1" in message and "convergence check" in message
+    assert all(f["type"] == "plotly" for f in (attribution, faithfulness, ranking))
+    rows = {row[0]: row[1:] for row in table["data"]}
+    assert set(rows) == {"attention, last layer", "attention, mean of all layers", "rollout",
+                         "value-weighted, last layer"}
+    assert all(-1 <= float(v) <= 1 for values in rows.values() for v in values)
+    # a word of the model's choosing, and a word that is not one piece of the vocabulary
+    assert "'is'" in client.predict("mask:0", "is", 10, api_name="/explain")[0]
+    with pytest.raises(AppError, match="not in the vocabulary"):
+        client.predict("mask:0", "notaword123", 10, api_name="/explain")
+
+
+def test_explaining_needs_something_to_explain(client):
+    analyze(client, "No mask and no second sentence here.", model=DEFAULT)
+    with pytest.raises(AppError, match=r"put \[MASK\] in a sentence"):
+        client.predict("mask:0", "", 10, api_name="/explain")
+    analyze(client, "The cat sat.", "It slept.", model=DEFAULT)
+    message = client.predict("is_next", "", 10, api_name="/explain")[0]
+    assert "IsNext" in message
+
+
+def test_comparing_a_minimal_pair_and_two_models(client):
+    analyze(client, "The keys to the cabinet are on the table.", model=DEFAULT)
+    message, left, right, change, table = client.predict("The keys to the cabinet is on the table.", "",
+                                                          DEFAULT, api_name="/compare")
+    assert "differ at are → is" in message and change["type"] == "plotly"
+    assert left["key"] != right["key"] and views.decode_payload(base64.b64decode(right["payload"])).header[
+        "tokens"][6] == "is"
+    assert [r[table["headers"].index("rank")] for r in table["data"]][:3] == [1, 2, 3]
+    message = client.predict("The keys to the cabinet are on the table.", "", MODEL, api_name="/compare")[0]
+    assert "minilm-l6-mlm-nsp-en (left) against all-MiniLM-L6-v2 (right)" in message
+    # different lengths: both views, no head-by-head difference, said in words
+    message, left, right, change, _ = client.predict("Keys.", "", DEFAULT, api_name="/compare")
+    assert "different numbers of tokens" in message and change is None and right["payload"]
+
+
+def test_silencing_heads_in_words(explorers):
+    explorer = explorers[DEFAULT]
+    run = explorer.run("The capital of France is [MASK].", "It is a large city.")
+    text = app.attention.ablation_view(explorer, run, [(2, 10), (1, 3)])
+    assert text.startswith("**Silenced 2 of 72 heads** (layer.head: 1.3, 2.10)")
+    before = explorer.fill_mask("The capital of France is [MASK].", "It is a large city.", top_k=1)[0][0][0]
+    assert "| 1 (token 6) |" in text and f"**{before}**" in text and "P(B follows A):" in text
+    assert app.attention.ablation_view(explorer, run, []) == app.attention.SILENCE_HINT
+    plain = explorer.run("Nothing to predict here.")
+    assert "asks for no prediction" in app.attention.ablation_view(explorer, plain, [(0, 0)])

@@ -341,6 +341,43 @@ def test_the_default_model_answers_paris(visitor, tmp_path):
     shoot(page, tmp_path, "09-default-model-masked-lm")
 
 
+def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
+    v = AppPage(browser, server + "?a=The+keys+to+the+cabinet+%5BMASK%5D+on+the+table.&model=minilm-l6-mlm-nsp-en")
+    try:
+        v.views_drawn("lines")
+        assert v.page.input_value("#sentence-b textarea") == ""  # a link to one sentence leaves B empty
+        v.settle()
+        v.open_tab("Beyond attention")
+        v.page.click("#explain")
+        v.page.wait_for_selector("#head-effects .main-svg")
+        assert "convergence check" in v.page.locator("#explain-message").inner_text()
+        assert "keys" in v.page.locator("#attribution").text_content()
+        v.page.locator("#explain-message").scroll_into_view_if_needed()
+        shoot(v.page, tmp_path, "12-beyond-attention")
+
+        v.open_tab("Compare")
+        v.page.wait_for_function("() => document.querySelector('#compare-a textarea')?.value.includes('cabinet')")
+        v.page.locator("#compare-a textarea").fill("The keys to the cabinet is on the table.")
+        v.page.locator("#compare-model input").click()
+        v.page.locator("[data-testid=dropdown-option]", has_text="minilm-l6-mlm-nsp-en").click()
+        v.page.click("#compare")
+        v.page.wait_for_selector("#compare-change .main-svg")
+        for side in ("cmp-a-", "cmp-b-"):
+            v.page.wait_for_selector(f"#{side}attention-view")
+        # the two views follow each other: a layer and a head chosen on the left show on the right
+        v.set_input("#cmp-a-view-layer", 3)
+        v.set_input("#cmp-a-view-head", 2)
+        v.page.wait_for_function("() => document.querySelector('#cmp-b-view-layer')?.value === '3' && "
+                                 "document.querySelector('#cmp-b-view-head')?.value === '2'")
+        assert v.page.input_value("#view-layer") == "0"  # the main views are not part of the pair
+        assert "differ at [MASK] → is" in v.page.locator("#compare-message").inner_text()
+        v.page.locator("#compare-message").scroll_into_view_if_needed()
+        shoot(v.page, tmp_path, "13-compare")
+        assert v.errors == []
+    finally:
+        v.page.close()
+
+
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["projector", "phone"])
 def test_nothing_is_cut_off_at_512_tokens(browser, server, tmp_path, size):
     """512 tokens: the views draw and stay usable, and every figure of every tab fits or scrolls in its own box

@@ -78,7 +78,8 @@ def percent(p: float) -> str:
 
 def plain(token: str) -> str:
     """A token inside Markdown, shown as the characters it is (a token may be '*', '<' or '`')."""
-    return html.escape(token).replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "\\`")
+    escaped = html.escape(token, quote=False)
+    return escaped.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "\\`")
 
 
 @dataclass

@@ -15,13 +15,16 @@ import gradio as gr
 from ..catalog import builtin_models, read_examples
 from ..explorer import Explorer, load
 from . import gradio_internals
-from .attention import AttentionTab
+from .attention import AttentionSection
+from .beyond import BeyondTab
 from .common import MAX_CHARS, Models, Page, api, refuse, text_value, user_errors
+from .compare import CompareTab
 from .embeddings import EmbeddingsTab
 from .hidden import HiddenTab
 from .masked_lm import MaskedLMTab
 from .model_info import ModelTab
 from .next_sentence import NextSentenceTab
+from .views_host import ViewsHost
 
 TITLE = "bertviz-app: see inside BERT"
 
@@ -93,7 +96,7 @@ class InputArea:
         a, b = self.pairs[index]
         return a, b
 
-    def analysis(self, demo: gr.Blocks, page: Page, attention: AttentionTab, token_table: gr.Dataframe) -> dict:
+    def analysis(self, demo: gr.Blocks, page: Page, attention: AttentionSection, token_table: gr.Dataframe) -> dict:
         """The keyword arguments of the analyze event: one forward pass, the token table, the notice, and the
         attention views' payload."""
 
@@ -125,7 +128,10 @@ class InputArea:
             return value if isinstance(value, str) and len(value) <= MAX_CHARS else gr.update()
 
         model = query.get("model")
-        return text("a"), text("b"), model if model in self.models.names else gr.update()
+        b = text("b")
+        if "a" in query and "b" not in query:
+            b = ""  # a link to a single sentence: no sentence B left over from the page's example
+        return text("a"), b, model if model in self.models.names else gr.update()
 
 
 def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, concurrency: int = 1,
@@ -141,7 +147,8 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         inputs = InputArea(models, pairs)
         page = Page(models, gr.State(None), inputs.model, concurrency)
-        attention = AttentionTab(page)  # the picture, right under the input; the other views in tabs below it
+        host = ViewsHost(models)
+        attention = AttentionSection(page, host)  # the picture, right under the input; the other views in tabs
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Tokens", id="tokens-tab"):
                 token_table = gr.Dataframe(label="What BERT reads: tokens with their segment and position",
@@ -154,10 +161,14 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
                 masked_lm = MaskedLMTab(page, masked_examples)
             with gr.Tab("Next sentence", id="nsp-tab"):
                 next_sentence = NextSentenceTab(page)
+            with gr.Tab("Beyond attention", id="beyond-tab"):
+                beyond = BeyondTab(page)
+            with gr.Tab("Compare", id="compare-tab"):
+                compare = CompareTab(page, host)
             with gr.Tab("Model", id="model-tab"):
                 model_tab = ModelTab(page)
-        # The order of the steps after an analysis: the pretraining heads' cheap views first, heavy figures last.
-        tabs = [masked_lm, next_sentence, model_tab, attention, embeddings, hidden]
+        # The order of the steps after an analysis: the cheap ones first, heavy figures last.
+        tabs = [attention, masked_lm, next_sentence, beyond, compare, model_tab, embeddings, hidden]
         analysis = inputs.analysis(demo, page, attention, token_table)
 
         def follow(event, public: bool) -> None:

@@ -118,13 +118,15 @@ class _Writer:
 
 
 def encode_payload(tokens: Sequence[str], segment_ids, special_mask, attentions: np.ndarray, *,
-                   rollout: np.ndarray | None = None, statistics: Mapping[str, np.ndarray] | None = None,
+                   rollout: np.ndarray | None = None, value_weighted: np.ndarray | None = None,
+                   statistics: Mapping[str, np.ndarray] | None = None,
                    dominant=None, word_ids: Sequence[int] | None = None, model: str = "", title: str = "",
                    text: str = "", key: str | None = None) -> bytes:
     """The attention payload of one analysis.
 
     tokens: T strings; segment_ids: (T,) 0 for A, 1 for B; special_mask: (T,) true for [CLS]/[SEP];
     attentions: (L, h, T, T) softmax rows in [0, 1]; rollout: optional (L, T, T), rows summing to one;
+    value_weighted: optional (L, h, T, T), value-weighted attention with each row scaled to sum to one;
     statistics: optional name -> (L, h) float arrays (entropy, distance, cls, ... as analysis.head_statistics);
     dominant: optional (L, h) labels; word_ids: (T,) pieces of one word share an id (default: `wordpiece_word_ids`);
     model, title, text: shown by the views; key: the run's fingerprint (default: `run_key(model, tokens)`).
@@ -161,6 +163,13 @@ def encode_payload(tokens: Sequence[str], segment_ids, special_mask, attentions:
         sets["rollout"] = {"section": "rollout", "label": "attention rollout", "per_head": False,
                            "rows_sum_to_one": True}
         out.add("rollout", quantize_floor8(roll), "u8", quant=quant)  # (L, T, T)
+    if value_weighted is not None:
+        vw = np.asarray(value_weighted)
+        if vw.shape != att.shape:
+            raise PayloadError(f"value_weighted must have the shape of attentions {att.shape}, got {vw.shape}")
+        sets["value_weighted"] = {"section": "value_weighted", "label": "value-weighted", "per_head": True,
+                                  "rows_sum_to_one": True}
+        out.add("value_weighted", quantize_floor8(vw), "u8", quant=quant)  # (L, h, T, T)
     header = {"kind": "attention", "key": key or run_key(model, tokens), "model": str(model), "title": str(title),
               "text": str(text), "tokens": tokens, "layers": n_layers, "heads": n_heads, "length": t,
               "matrix_sets": sets}
@@ -259,6 +268,19 @@ def decode_query_key(blob: bytes) -> Decoded:
     return decoded
 
 
+# Value-weighted attention doubles the payload; up to this length it travels with every analysis (585 kB at 256
+# tokens for the default model), beyond it the views offer raw attention and rollout only.
+VALUE_WEIGHTED_MAX_TOKENS = 256
+
+
+def value_weighted_rows(attentions: np.ndarray, value_grams: np.ndarray) -> np.ndarray:
+    """(L, h, T, T) value-weighted attention of every head, alpha_ij ||f_h(x_j)||, each row scaled to sum to one so
+    that the views draw it like attention: the share of what reaches token i that comes from token j."""
+    norms = np.sqrt(np.clip(np.diagonal(value_grams, axis1=-2, axis2=-1), 0.0, None))  # (L, T, h)
+    weighted = attentions.astype(np.float32) * norms.transpose(0, 2, 1)[:, :, None, :]  # (L, h, T, T)
+    return weighted / np.maximum(weighted.sum(-1, keepdims=True), 1e-12)
+
+
 def payload_from_run(run, *, title: str | None = None, rollout: bool = True) -> bytes:
     """`encode_payload` for a `Run` (read through its public attributes; nothing here imports torch)."""
     stats = run.head_statistics()
@@ -267,6 +289,9 @@ def payload_from_run(run, *, title: str | None = None, rollout: bool = True) -> 
     text = encoding.text if encoding.text_pair is None else f"{encoding.text} | {encoding.text_pair}"
     return encode_payload(run.tokens, run.segment_ids, run.special_mask, run.attentions,
                           rollout=run.rollouts() if rollout else None,
+                          value_weighted=(value_weighted_rows(run.attentions, run.value_grams)
+                                          if run.value_grams is not None and len(run) <= VALUE_WEIGHTED_MAX_TOKENS
+                                          else None),
                           statistics={n: getattr(stats, n) for n in names}, dominant=stats.dominant,
                           model=run.model_name, text=text,
                           title=title if title is not None else _shorten(text, 100))

@@ -293,8 +293,11 @@ function describe(state, shown, payload) {
     ? `all ${payload.heads} heads (one color each; click a color in the key to pick that head)`
     : `head ${state.head}`;
   const what = state.matrix === "attention" ? `layer ${state.layer}, ${heads}`
-    : `${shown.set.label} through layers 0\u2013${state.layer} (how much each input token has flowed into each `
-      + "position, heads averaged, the residual connection counted as half)";
+    : state.matrix === "value_weighted" ? `layer ${state.layer}, ${heads}, weighted by value (the attention weight `
+      + "times the length of what the token sends, each row scaled to add up to 1: a token that gets much attention "
+      + "but sends little, as [SEP] often does, fades)"
+      : `${shown.set.label} through layers 0\u2013${state.layer} (how much each input token has flowed into each `
+        + "position, heads averaged, the residual connection counted as half)";
   const parts = [`Each line joins a token on the left to a token it attends to on the right, in ${what}; the more `
     + "attention, the darker the line.",
   "Until you hover or select a token, lines under 0.05 are left out; hover a token to see all its lines, click it "

@@ -294,10 +294,14 @@ export function firstOfB(axis, units) {
 
 function describe(state, shown, payload) {
   const parts = [];
+  const heads = state.head === "all" ? `the mean of its ${payload.heads} heads` : `head ${state.head}`;
   if (state.matrix === "attention") {
-    const heads = state.head === "all" ? `the mean of its ${payload.heads} heads` : `head ${state.head}`;
     parts.push(`Layer ${state.layer}, ${heads}. Each row is a token looking at the others: its cells show how it `
       + "shares out its attention (a row adds up to 1).");
+  } else if (state.matrix === "value_weighted") {
+    parts.push(`Layer ${state.layer}, ${heads}, weighted by value (Kobayashi et al. 2020): each cell is the `
+      + "attention weight times the length of what that column's token sends, rows scaled to add up to 1. It shows "
+      + "what actually reaches each token: heavy attention to [SEP] shrinks here, because [SEP] sends little.");
   } else {
     const label = shown.set.label;
     parts.push(`${label[0].toUpperCase()}${label.slice(1)} through layers 0\u2013${state.layer}: row i shows how `

@@ -1,0 +1,86 @@
+"""The Compare tab: the analyzed input beside a second one (a minimal pair: "The keys to the cabinet is/are ...")
+or beside the same input in a second model (all-MiniLM-L6-v2 before our pretraining, the default model after),
+in two copies of the attention views that follow each other's layer, head and token; under them, how much each
+head changed and the heads that changed most."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pandas as pd
+
+from .. import figures
+from .common import MAX_CHARS, Page, api, plain, refuse, text_value, user_errors
+from .views_host import ViewsHost
+
+INTRO = ("Compare the analyzed input (left) with a second input or a second model (right): change one word (*The "
+         "keys to the cabinet **is** / **are** on the table*), or pick another model to see what training changed. "
+         "The two views move together; under them, each head's change (total variation distance between the two "
+         "attention rows, averaged over the rows: 0 the same, 1 nothing in common).")
+
+
+class CompareTab:
+    def __init__(self, page: Page, host: ViewsHost):
+        self.page, self.host = page, host
+        gr.Markdown(INTRO)
+        with gr.Row(equal_height=True):
+            self.other_a = gr.Textbox(label="Second input: sentence A", max_length=MAX_CHARS, scale=4,
+                                      elem_id="compare-a")
+            self.other_b = gr.Textbox(label="Sentence B (optional)", max_length=MAX_CHARS, scale=3,
+                                      elem_id="compare-b")
+            self.other_model = gr.Dropdown(page.models.names, value=page.models.names[-1], label="Its model",
+                                           scale=2, min_width=200, elem_id="compare-model")
+            self.button = gr.Button("Compare", variant="primary", scale=1, elem_id="compare")
+        self.message = gr.Markdown(elem_id="compare-message")
+        with gr.Row(equal_height=False):
+            self.left = host.component("compare-left", id_prefix="cmp-a-", sync="compare")
+            self.right = host.component("compare-right", id_prefix="cmp-b-", sync="compare")
+        with gr.Row():
+            self.change = gr.Plot(label="How much each head changed", elem_id="compare-change")
+            self.table = gr.Dataframe(interactive=False, label="The heads that changed most", max_height=420,
+                                      elem_id="compare-table")
+
+    @user_errors
+    def prefill(self, session, other_a, other_b):
+        """The analyzed input as the starting point of the second one, while the visitor has typed none."""
+        if (other_a or "").strip():
+            return gr.update(), gr.update()
+        return session["text"], session["pair"] or ""
+
+    @user_errors
+    def compare(self, session, other_a, other_b, other_model):
+        explorer_a, run_a = self.page.models.run_of(session)
+        explorer_b = self.page.models.get(other_model)
+        other_a, other_b = text_value(other_a, "The second sentence A"), text_value(other_b, "The second sentence B")
+        if not other_a.strip():
+            raise refuse("Type the second input (its sentence A), or keep the analyzed one and pick another model.")
+        run_b = explorer_b.run(other_a, other_b or None)
+        left, right = self.host.value(session["model"], run_a), self.host.value(other_model, run_b)
+        same_model = explorer_a.name == explorer_b.name
+        if run_a.attentions.shape != run_b.attentions.shape:
+            why = ("the two inputs have different numbers of tokens" if len(run_a) != len(run_b)
+                   else "the two models have different numbers of layers or heads")
+            return (f"Side by side below; no head-by-head difference: {why} ({len(run_a)} against {len(run_b)} tokens, "
+                    f"{run_a.num_layers}x{run_a.num_heads} against {run_b.num_layers}x{run_b.num_heads} heads).",
+                    left, right, None, pd.DataFrame())
+        difference = run_a.compare(run_b)
+        ranking = difference.ranking().head(12).astype({"change": float, "max_difference": float}).round(3)
+        if same_model:
+            changed = ", ".join(f"{plain(run_a.tokens[i])} → {plain(run_b.tokens[i])}" for i in difference.differing)
+            what = f"the inputs differ at {changed}" if changed else "the inputs are the same"
+        else:
+            what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right) on one input"
+        top = ranking.iloc[0]
+        message = (f"Compared: {what}. The head that changed most is layer {int(top['layer'])}, head "
+                   f"{int(top['head'])} (change {top['change']:.2f}); the layer that changed most is layer "
+                   f"{int(difference.layer_change.argmax())}.")
+        return (message, left, right, figures.attention_change_figure(difference.head_change),
+                ranking)
+
+    def wire(self) -> None:
+        self.button.click(self.compare, [self.page.session, self.other_a, self.other_b, self.other_model],
+                          [self.message, self.left, self.right, self.change, self.table], **api("compare"),
+                          **self.page.model_events)
+
+    def after_analysis(self, event, public: bool):
+        return event.then(self.prefill, [self.page.session, self.other_a, self.other_b],
+                          [self.other_a, self.other_b], **api("compare_prefill", False), queue=False)

@@ -1,0 +1,135 @@
+"""Figures beyond raw attention: what a prediction depends on (integrated gradients and blank-out as colored
+tokens), how well attention-based scores agree with that (the faithfulness chart), each head's effect on the
+prediction when silenced, and how much each head changed between two inputs or two models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ._base import SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _sized_token_axes, escape_label
+
+# Blue where a token raises the prediction, red where it lowers it (the attention views' blue is "more").
+SIGNED_COLORSCALE = [[0.0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7f7"], [0.75, "#67a9cf"], [1.0, "#2166ac"]]
+REFERENCE_COLORS = {"integrated gradients": "#2166ac", "blank-out": "#f4a582"}
+
+
+def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | None, colorscale,
+                title: str, zmin: float | None = None, zmax: float | None = None) -> go.Figure:
+    """A layers x heads heatmap, layer 0 at the top, every cell hoverable."""
+    n_layers, n_heads = values.shape
+    heat = dict(type="heatmap", z=_f32(values), x=np.arange(n_heads), y=np.arange(n_layers), colorscale=colorscale,
+                zmid=zmid, zmin=zmin, zmax=zmax, colorbar=_colorbar(colorbar), xgap=2, ygap=2,
+                hovertemplate="layer %{y}, head %{x}: " + hover + "<extra></extra>")
+    layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), title=dict(text="head"),
+                             showgrid=False, zeroline=False),
+                  yaxis=dict(tickmode="array", tickvals=list(range(n_layers)), range=[n_layers - 0.5, -0.5],
+                             ticktext=[f"layer {l}" for l in range(n_layers)], showgrid=False, zeroline=False))
+    return _figure([heat], layout, title, width=max(640, 170 + 56 * n_heads), height=max(340, 170 + 42 * n_layers))
+
+
+def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], fixed=None, *, per_line: int = 16,
+                       title: str = "What the prediction depends on") -> go.Figure:
+    """The input's tokens, colored by each method's scores: one row per method (e.g. integrated gradients,
+    blank-out), wrapped every `per_line` tokens. Each method's scores are scaled by its own largest |score| (the
+    methods measure on different scales); the hover gives the raw score. fixed: (T,) positions kept as they are
+    ([CLS], [SEP], [MASK]), drawn gray."""
+    names = list(scores)
+    n = len(tokens)
+    if not names or any(len(np.asarray(scores[k])) != n for k in names):
+        raise ValueError(f"every method needs one score per token ({n})")
+    fixed = np.zeros(n, dtype=bool) if fixed is None else np.asarray(fixed, dtype=bool)
+    width = max(1, min(n, per_line))
+    lines = -(-n // width)
+    stride = len(names) + 1  # one row per method, then a gap
+    rows = lines * stride - 1
+    z = np.full((rows, width), np.nan, dtype=np.float32)
+    text = [[""] * width for _ in range(rows)]
+    hover = [[""] * width for _ in range(rows)]
+    esc = _escape_all(tokens)
+    for m, name in enumerate(names):
+        raw = np.asarray(scores[name], dtype=np.float64)
+        scale = float(np.abs(raw[~fixed]).max()) if (~fixed).any() else 0.0
+        for i in range(n):
+            line, col = divmod(i, width)
+            row = line * stride + m
+            text[row][col] = esc[i]
+            hover[row][col] = (f"{escape_label(name)}: {esc[i]} ({i}) is kept as it is" if fixed[i]
+                               else f"{escape_label(name)}: {esc[i]} ({i}) {raw[i]:+.4f}")
+            z[row, col] = np.nan if fixed[i] else (raw[i] / scale if scale > 0 else 0.0)
+    tickvals = [line * stride + m for line in range(lines) for m in range(len(names))]
+    data = [dict(type="heatmap", z=z, x=np.arange(width), y=np.arange(rows), text=text, customdata=hover,
+                 texttemplate="%{text}", textfont=dict(size=14), colorscale=SIGNED_COLORSCALE, zmin=-1, zmax=1,
+                 zmid=0, xgap=3, ygap=3, hoverongaps=False, hovertemplate="%{customdata}<extra></extra>",
+                 colorbar=_colorbar("score / largest", tickvals=[-1, 0, 1],
+                                    ticktext=["lowers it", "0", "raises it"]))]
+    layout = dict(xaxis=dict(visible=False, range=[-0.5, width - 0.5]),
+                  yaxis=dict(tickmode="array", tickvals=tickvals, ticktext=[escape_label(k) for k in names] * lines,
+                             range=[rows - 0.5, -0.5], showgrid=False, zeroline=False),
+                  plot_bgcolor="#e8e8e8", margin=dict(l=170, r=20, t=90, b=20))
+    return _figure(data, layout, title, width=max(620, 230 + 78 * width), height=150 + 34 * rows)
+
+
+def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
+                        title: str = "Does attention point at what the prediction depends on?") -> go.Figure:
+    """Spearman correlation of each attention-based score (rows of `table`) with each reference (columns), as
+    grouped horizontal bars on [-1, 1]. agreement: the two references' correlation with each other, drawn as a
+    dotted line: a point of comparison."""
+    measures = [escape_label(str(m)) for m in table.index]
+    data = []
+    for reference in table.columns:
+        values = _f32(table[reference].to_numpy(dtype=np.float64))
+        data.append(dict(type="bar", orientation="h", x=values, y=measures, name=escape_label(str(reference)),
+                         marker=dict(color=REFERENCE_COLORS.get(reference, "#888")),
+                         text=[f"{v:+.2f}" for v in values], textposition="outside", cliponaxis=False,
+                         hovertemplate="%{y} vs " + escape_label(str(reference)) + ": %{x:.2f}<extra></extra>"))
+    shapes = []
+    if agreement is not None and np.isfinite(agreement):
+        shapes.append(dict(type="line", x0=agreement, x1=agreement, y0=-0.5, y1=len(measures) - 0.5,
+                           line=dict(color="#555", dash="dot", width=2)))
+    layout = dict(barmode="group", shapes=shapes, bargap=0.3,
+                  xaxis=dict(range=[-1.15, 1.15], title=dict(text="Spearman correlation (1: the same ranking of the "
+                                                                   "words)"), zeroline=True, zerolinecolor="#999"),
+                  yaxis=dict(autorange="reversed"), legend=dict(orientation="h", x=0, y=-0.25),
+                  margin=dict(l=210, r=40, t=90, b=110))
+    sub = (f"<br><sup>dotted: the two references agree with each other at {agreement:+.2f}</sup>"
+           if agreement is not None and np.isfinite(agreement) else "")
+    return _figure(data, layout, title + sub, width=700, height=190 + 70 * len(measures))
+
+
+def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
+                        title: str | None = None) -> go.Figure:
+    """(L, h) change of the target when each head alone is silenced: red where silencing lowers it (the head
+    supports the prediction), blue where it raises it."""
+    effects = np.asarray(effects, dtype=np.float32)
+    span = float(max(np.abs(effects).max(), 1e-6))
+    return _heads_grid(effects, hover="%{z:+.3f}", colorbar="change when silenced", zmid=0,
+                       colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
+                       title=title or f"Silencing one head at a time: how {escape_label(target)} changes")
+
+
+def attention_change_figure(head_change: np.ndarray, *, title: str = "How much each head changed") -> go.Figure:
+    """(L, h) total variation between two runs' attention rows, per head (0 = the same, 1 = disjoint)."""
+    values = np.asarray(head_change, dtype=np.float32)
+    return _heads_grid(values, hover="changed %{z:.3f}", colorbar="change (total variation)", zmid=None,
+                       colorscale="Reds", zmin=0, zmax=max(float(values.max()), 1e-6), title=title)
+
+
+def attention_difference_figure(difference: np.ndarray, tokens: Sequence[str], *,
+                                title: str = "Attention B minus A") -> go.Figure:
+    """(T, T) one head's B - A on a diverging scale centered at 0."""
+    difference = np.asarray(difference, dtype=np.float32)
+    span = float(max(np.abs(difference).max(), 1e-6))
+    n = len(tokens)
+    esc = _escape_all(tokens)
+    heat = dict(type="heatmap", z=_f32(difference), x=np.arange(n), y=np.arange(n), colorscale=SIMILARITY_COLORSCALE,
+                zmid=0, zmin=-span, zmax=span, colorbar=_colorbar("B − A"),
+                text=[[f"{esc[i]} ({i}) → {esc[j]} ({j})" for j in range(n)] for i in range(n)] if n <= 64 else None,
+                hovertemplate=("%{text}" if n <= 64 else "%{y} → %{x}") + ": %{z:+.3f}<extra></extra>")
+    xaxis, yaxis, width, height = _sized_token_axes(list(tokens), list(tokens), "attending (query)",
+                                                    "attended to (key)")
+    return _figure([heat], dict(xaxis=xaxis, yaxis=yaxis, margin=xaxis.pop("_margin")), title, width=width,
+                   height=height)
