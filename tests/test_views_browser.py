@@ -369,3 +369,136 @@ def test_two_notebook_outputs_in_one_page_do_not_clash(context, pages, tmp_path)
         assert errors == []
     finally:
         page.close()
+
+
+SILENCE_IDS = ("view-silence-pick", "view-silence-run", "view-silence-clear", "view-silence-note")
+
+
+def mount_with_silence(o: Opened, pages) -> None:
+    """Mount the views again on an opened page as a host with a server would: with an `onSilence` stub that
+    records its calls, takes 300 ms, and rejects with `window.failWith` when that is set."""
+    blob, _ = pages["blobs"]
+    o.page.evaluate("""async (payload) => {
+        window.calls = []; window.failWith = null;
+        window.viewer = await BertvizViews.mount(document.getElementById('bertviz-root'), payload, {
+            selection: { view: 'overview' },
+            onSilence: async (heads) => {
+                window.calls.push(heads);
+                await new Promise(r => setTimeout(r, 300));
+                if (window.failWith) throw new Error(window.failWith);
+                return 'predictions';
+            } });
+    }""", base64.b64encode(blob).decode())
+    o.wait_drawn("overview")
+
+
+def click_tile(o: Opened, layer: int, head: int) -> None:
+    """Scroll the overview so that a tile is in sight, then click its middle."""
+    g = o.geometry("overview")
+    x = g["left"] + head * (g["tile"] + g["gap"]) + g["tile"] / 2
+    y = g["top"] + layer * g["rowPitch"] + g["tile"] / 2
+    o.page.eval_on_selector("#view-pane-overview .bv-scroller", "(e, [x, y]) => e.scrollTo(Math.max(0, x - "
+                            "e.clientWidth / 2), Math.max(0, y - e.clientHeight / 2))", [x, y])
+    o.page.wait_for_timeout(50)
+    o.click_in("overview", x, y)
+
+
+def test_picking_heads_to_silence_hands_them_to_the_host(opened, pages, tmp_path):
+    o = opened(32)
+    o.tab("overview")
+    for name in SILENCE_IDS:  # a standalone page has no server to run the model: nothing to pick
+        assert o.page.locator(f"#{name}").count() == 0, name
+    mount_with_silence(o, pages)
+    run = o.page.locator("#view-silence-run")
+    assert run.is_disabled() and run.inner_text() == "Silence 0 heads and predict"
+    assert "set to zero in this forward pass" in o.page.locator("#view-silence-note").inner_text()
+    o.page.click("#view-silence-pick")
+    assert o.page.get_attribute("#view-silence-pick", "aria-pressed") == "true"
+    assert "Picking heads to silence" in o.page.locator("#view-pane-overview .bv-stats").inner_text()
+
+    # Two by clicks on tiles: picked, not opened.
+    click_tile(o, 2, 7)
+    o.wait_drawn("overview", "silenced=2.7")
+    click_tile(o, 4, 1)
+    o.wait_drawn("overview", "silenced=2.7,4.1")
+    assert o.page.get_attribute("#view-tab-overview", "aria-selected") == "true"
+    # One by the keyboard: the cursor starts on the selected head (0, 0); arrows move it, Enter picks.
+    o.page.focus("#view-pane-overview .bv-scroller")
+    for key in ["ArrowRight"] * 3 + ["ArrowDown"] * 5:
+        o.page.keyboard.press(key)
+    assert "Layer 5, head 3" in o.page.locator("#view-pane-overview .bv-stats").inner_text()
+    o.page.keyboard.press("Enter")
+    o.wait_drawn("overview", "silenced=2.7,4.1,5.3")
+    assert "Picked to silence" in o.page.locator("#view-pane-overview .bv-stats").inner_text()
+    assert run.inner_text() == "Silence 3 heads and predict"
+    o.page.mouse.move(0, 0)
+    shoot(o.page, tmp_path, "overview-silence-picks-1280x720")
+
+    # The picks are the selection's: they survive switching views, and a host reads them.
+    o.tab("lines")
+    o.tab("overview")
+    assert "silenced=2.7,4.1,5.3" in o.drawn("overview")
+    assert o.page.evaluate("window.viewer.selection.get().silenced") == [[2, 7], [4, 1], [5, 3]]
+
+    # Run: busy until the promise settles, then the host has exactly those pairs.
+    run.click()
+    assert run.is_disabled() and "Predicting" in run.inner_text()
+    assert o.page.get_attribute("#view-pane-overview .bv-silence", "aria-busy") == "true"
+    o.page.wait_for_function("() => !document.querySelector('#view-silence-run').disabled")
+    assert run.inner_text() == "Silence 3 heads and predict"
+    assert o.page.get_attribute("#view-pane-overview .bv-silence", "aria-busy") == "false"
+    assert o.page.evaluate("window.calls") == [[[2, 7], [4, 1], [5, 3]]]
+    assert "Last run silenced layer 2: head 7; layer 4: head 1; layer 5: head 3." in \
+        o.page.locator("#view-pane-overview .bv-silence").inner_text()
+
+    # A rejected promise shows its message in the pane, and the button comes back.
+    o.page.evaluate("window.failWith = 'the server did not answer'")
+    run.click()
+    error = o.page.locator("#view-pane-overview .bv-error")
+    error.wait_for()
+    assert "the server did not answer" in error.inner_text()
+    o.page.wait_for_function("() => !document.querySelector('#view-silence-run').disabled")
+    shoot(o.page, tmp_path, "overview-silence-error")
+    assert len(o.page.evaluate("window.calls")) == 2
+
+    # A layer's label picks the whole row, and unpicks it when all of it is picked.
+    g = o.geometry("overview")
+    o.page.eval_on_selector("#view-pane-overview .bv-scroller", "e => e.scrollTo(0, 0)")
+    o.page.wait_for_timeout(50)
+    o.click_in("overview", 20, g["top"] + g["rowPitch"] + g["tile"] / 2)
+    row = ",".join(f"1.{h}" for h in range(12))
+    o.wait_drawn("overview", f"silenced={row},2.7")
+    assert "Every head of layer 1 (12 heads).\nAll of them are picked" in \
+        o.page.locator("#view-pane-overview .bv-stats").inner_text()
+    shoot(o.page, tmp_path, "overview-silence-row")
+    assert error.is_hidden()  # it was about the picks of then
+    o.click_in("overview", 20, g["top"] + g["rowPitch"] + g["tile"] / 2)
+    o.wait_drawn("overview", "silenced=2.7,4.1,5.3")
+    # Clear; a host sets picks, and what does not fit the model is dropped.
+    o.page.click("#view-silence-clear")
+    o.page.wait_for_function("() => document.querySelector('#view-pane-overview .bv-view').dataset.drawn"
+                             ".endsWith('silenced=')")
+    assert run.is_disabled() and o.page.locator("#view-silence-clear").is_disabled()
+    o.page.evaluate("window.viewer.selection.set({ silenced: [[0, 0], [99, 0], [0, 12]] })")
+    assert o.wait_drawn("overview", "silenced=0.0").endswith("silenced=0.0")
+    # Picking off: a click opens the head again.
+    o.page.click("#view-silence-pick")
+    assert o.page.get_attribute("#view-silence-pick", "aria-pressed") == "false"
+    click_tile(o, 3, 5)
+    o.wait_drawn("lines", "layer=3 head=5")
+    assert o.errors == [] and o.network == []
+
+
+def test_silence_picks_on_a_phone(opened, pages, tmp_path):
+    o = opened(32, (390, 844))
+    mount_with_silence(o, pages)
+    o.page.evaluate("window.viewer.selection.set({ silenced: [[0, 1], [1, 0], [1, 2]] })")
+    o.wait_drawn("overview", "silenced=0.1,1.0,1.2")
+    o.page.click("#view-silence-pick")
+    overflow = o.page.evaluate("document.documentElement.scrollWidth > document.documentElement.clientWidth")
+    assert not overflow
+    for name in ("view-silence-pick", "view-silence-run", "view-silence-clear"):
+        box = o.page.locator(f"#{name}").bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, name
+    shoot(o.page, tmp_path, "overview-silence-picks-390x844")
+    assert o.errors == []

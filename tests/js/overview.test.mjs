@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { decodePayload } from "../../bertviz_app/views/js/decode.mjs";
-import { buildAtlas, describeHead } from "../../bertviz_app/views/js/view-overview.mjs";
+import { buildAtlas, describeHead, describePicks, moveCursor,
+  targetHeads } from "../../bertviz_app/views/js/view-overview.mjs";
 import { headStatistics } from "../../bertviz_app/views/js/data.mjs";
 import { payloadBytes } from "./helpers.mjs";
 
@@ -34,4 +35,28 @@ test("a head's statistics read as sentences", async () => {
   assert.match(lines[1], /Entropy [\d.]+ nats: 0 would mean/);
   assert.match(lines[2], /\[CLS\] \d+%, \[SEP\] \d+%/);
   assert.match(describeHead(null, 0, 0, 9)[1], /no head statistics/);
+});
+
+test("a tile stands for its head, a layer label for the row, a head number for the column", () => {
+  assert.deepEqual(targetHeads({ layer: 1, head: 2 }, 3, 4), [[1, 2]]);
+  assert.deepEqual(targetHeads({ layer: 1, head: -1 }, 3, 4), [[1, 0], [1, 1], [1, 2], [1, 3]]);
+  assert.deepEqual(targetHeads({ layer: -1, head: 2 }, 3, 4), [[0, 2], [1, 2], [2, 2]]);
+});
+
+test("the keyboard cursor moves by arrows, stays inside, and reaches the labels only when asked", () => {
+  const at = { layer: 0, head: 0 };
+  assert.deepEqual(moveCursor(at, "ArrowRight", 3, 4), { layer: 0, head: 1 });
+  assert.deepEqual(moveCursor(at, "ArrowDown", 3, 4), { layer: 1, head: 0 });
+  assert.deepEqual(moveCursor(at, "ArrowLeft", 3, 4), at);
+  assert.deepEqual(moveCursor({ layer: 2, head: 3 }, "ArrowDown", 3, 4), { layer: 2, head: 3 });
+  assert.deepEqual(moveCursor(at, "ArrowLeft", 3, 4, true), { layer: 0, head: -1 });
+  assert.deepEqual(moveCursor(at, "ArrowUp", 3, 4, true), { layer: -1, head: 0 });
+  assert.deepEqual(moveCursor({ layer: 0, head: -1 }, "ArrowUp", 3, 4, true), { layer: 0, head: -1 }); // no corner
+  assert.equal(moveCursor(at, "Enter", 3, 4), null);
+});
+
+test("picks read as words", () => {
+  assert.equal(describePicks([[0, 1], [0, 4], [2, 3]]), "layer 0: heads 1 and 4; layer 2: head 3");
+  assert.equal(describePicks([[5, 0], [5, 1], [5, 2]]), "layer 5: heads 0, 1 and 2");
+  assert.equal(describePicks([]), "");
 });

@@ -13,6 +13,12 @@
 //              selection       initial state (see selection.mjs), e.g. { layer: 2, head: "all", view: "matrix" }
 //              idPrefix        prefix for the element ids when one page holds several viewers (default "")
 //              maxHeight       the tallest a view box may be, in pixels (default: what the window leaves)
+//              onSilence       async (heads) => anything: heads = [[layer, head], ...] picked to silence (the
+//                              selection's `silenced`); the host runs the forward pass with those heads' attention
+//                              output zeroed and shows the predictions elsewhere on its page. Adds to the overview
+//                              "Pick heads to silence", "Silence N heads and predict" (busy until the promise
+//                              settles; a rejection's message is shown in the pane) and "Clear picks"; without it
+//                              (a standalone page has no server) none of this appears.
 //
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
@@ -36,7 +42,8 @@
 //
 // Ids (prefixed): attention-view (the root), view-layer, view-head, view-all-heads, view-token, view-direction,
 // view-matrix, view-units, view-segments, view-hide-special, view-renormalize, view-scale, view-zoom,
-// view-qk-expand, view-tab-lines|matrix|overview|qk, view-export-png|svg|html.
+// view-qk-expand, view-tab-lines|matrix|overview|qk, view-export-png|svg|html; with onSilence view-silence-pick,
+// view-silence-run, view-silence-clear, view-silence-note.
 
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { download, el } from "./dom.mjs";
@@ -101,7 +108,8 @@ export async function mount(container, payloadInput, options = {}) {
   const loadQueryKey = options.loadQueryKey ? async () => {
     payload.queryKey = await decodeQueryKey(await options.loadQueryKey(), payload);
   } : null;
-  const env = { maxHeight, detailView: () => detailView, loadQueryKey, idPrefix: options.idPrefix || "" };
+  const env = { maxHeight, detailView: () => detailView, loadQueryKey, idPrefix: options.idPrefix || "",
+    onSilence: typeof options.onSilence === "function" ? options.onSilence : null };
   const modules = { lines, matrix, overview, qk };
   const views = {};
   const paneOf = {};

@@ -29,11 +29,16 @@ export const CSS = `
   font-weight: 600; color: #08306b; }
 .bv-root .bv-exports { display: flex; flex-wrap: wrap; gap: 6px; margin-left: auto; padding-bottom: 4px; }
 .bv-root button { font: inherit; font-size: 14px; line-height: 1.3; width: auto; min-width: 0; box-shadow: none; }
-.bv-root .bv-tools { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 6px; }
-.bv-root .bv-exports button, .bv-root .bv-notice button, .bv-root .bv-toggle { padding: 4px 10px;
-  border: 1px solid #aab4be;
-  border-radius: 5px; background: #fff; cursor: pointer; }
+.bv-root .bv-tools { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; margin: 0 0 6px; }
+.bv-root .bv-exports button, .bv-root .bv-notice button, .bv-root .bv-toggle, .bv-root .bv-tools button {
+  padding: 4px 10px; border: 1px solid #aab4be; border-radius: 5px; background: #fff; color: #111;
+  cursor: pointer; }
 .bv-root .bv-toggle[aria-pressed=true] { background: #e3eef9; border-color: #2171b5; }
+.bv-root .bv-pick[aria-pressed=true] { border-color: #08306b; box-shadow: inset 0 0 0 1px #08306b; }
+.bv-root .bv-pick[aria-pressed=true]::before { content: "\\2713\\00a0"; font-weight: 700; }
+.bv-root .bv-tools .bv-primary { background: #2171b5; border-color: #2171b5; color: #fff; font-weight: 600; }
+.bv-root .bv-tools button:disabled { background: #f3f5f7; border-color: #d0d7de; color: #6e7781; cursor: default; }
+.bv-root .bv-tools [role=status]:empty { display: none; }
 .bv-root button:focus-visible, .bv-root .bv-scroller:focus-visible, .bv-root select:focus-visible,
 .bv-root input:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 1px; }
 .bv-root .bv-view { position: relative; min-width: 0; }
@@ -43,6 +48,8 @@ export const CSS = `
 .bv-root .bv-scroller { position: absolute; inset: 0; overflow: auto; }
 .bv-root .bv-spacer { pointer-events: none; }
 .bv-root .bv-caption { margin: 6px 0 0; color: #333; font-size: 15px; max-width: 72em; }
+.bv-root .bv-note { margin: 6px 0 0; color: #111; font-size: 15px; font-weight: 600; max-width: 72em; }
+.bv-root .bv-overview .bv-error { margin: 0 0 6px; }
 .bv-root .bv-stats { display: flex; flex-direction: column; gap: 2px; margin: 0 0 6px; font-size: 15px;
   min-height: 4.2em; overflow-wrap: anywhere; }
 .bv-root .bv-muted { color: #555; font-size: 14px; }

@@ -1,9 +1,16 @@
 // Overview: every head of every layer as a thumbnail of its attention matrix. Hover (or select) a head for its
-// statistics in words; click a tile to open that head in the lines or matrix view.
+// statistics in words; click a tile to open that head in the lines or matrix view. The arrow keys move a cursor
+// over the tiles and Enter acts as a click.
+//
+// With a host's `onSilence` (main.mjs), the pane also picks heads to silence: while "Pick heads to silence" is on,
+// a click on a tile toggles that head in the selection's `silenced` instead of opening it, and a click on a layer
+// label or a head number toggles the whole row or column; "Silence N heads and predict" hands the picks to the
+// host, which runs the forward pass without them and shows the predictions elsewhere on the page.
 
 import { headStatistics, poolMax } from "./data.mjs";
 import { createSurface, el, everyFrame } from "./dom.mjs";
 import { ATTENTION_STOPS, formatNumber, formatShare, makeLUT, SELECTED_COLOR, weightIndex } from "./scale.mjs";
+import { isPicked, toggleHeads } from "./selection.mjs";
 
 export const NAME = "overview";
 const FONT = `14px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
@@ -44,6 +51,41 @@ export function buildAtlas(payload, scale) {
   return { image: atlas, size };
 }
 
+/**
+ * A picked head: a gray veil with white hatching and a dark cross over its tile, unlike the orange frame of the
+ * selected head, and readable on any attention colors.
+ */
+function veil(ctx, x, y, tile) {
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(x, y, tile, tile);
+  ctx.clip();
+  ctx.fillStyle = "rgba(80, 80, 80, 0.6)";
+  ctx.fillRect(x, y, tile, tile);
+  ctx.beginPath();
+  for (let d = 0; d < 2 * tile; d += 7) {
+    ctx.moveTo(x + d - tile, y + tile);
+    ctx.lineTo(x + d, y);
+  }
+  ctx.strokeStyle = "rgba(255, 255, 255, 0.45)";
+  ctx.lineWidth = 1.5;
+  ctx.stroke();
+  const m = Math.max(6, tile * 0.18);
+  ctx.beginPath();
+  ctx.moveTo(x + m, y + m);
+  ctx.lineTo(x + tile - m, y + tile - m);
+  ctx.moveTo(x + tile - m, y + m);
+  ctx.lineTo(x + m, y + tile - m);
+  ctx.lineCap = "round";
+  ctx.strokeStyle = "#fff";
+  ctx.lineWidth = 6;
+  ctx.stroke();
+  ctx.strokeStyle = "#222";
+  ctx.lineWidth = 3;
+  ctx.stroke();
+  ctx.restore();
+}
+
 /** A head's statistics as sentences for a student. */
 export function describeHead(stats, layer, head, T) {
   if (!stats) return [`Layer ${layer}, head ${head}.`, "This payload carries no head statistics."];
@@ -64,20 +106,127 @@ export function describeHead(stats, layer, head, T) {
   ];
 }
 
-/** draw(container, payload, selection, { maxHeight, detailView }) -> { scene(), destroy() } */
+/**
+ * The heads a place of the overview stands for: a tile { layer, head } is one head; a layer's label
+ * { layer, head: -1 } is every head of that layer; a head number { layer: -1, head } is that head in every layer.
+ */
+export function targetHeads(target, layers, heads) {
+  if (target.head < 0) return Array.from({ length: heads }, (_, h) => [target.layer, h]);
+  if (target.layer < 0) return Array.from({ length: layers }, (_, l) => [l, target.head]);
+  return [[target.layer, target.head]];
+}
+
+/**
+ * The keyboard cursor after an arrow key, or null for any other key. With labels, it may step left of head 0
+ * onto the layer labels (head -1) or above layer 0 onto the head numbers (layer -1), never onto the corner.
+ */
+export function moveCursor(cursor, key, layers, heads, labels = false) {
+  const step = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] }[key];
+  if (!step) return null;
+  const low = labels ? -1 : 0;
+  const clamp = (v, hi) => Math.min(hi, Math.max(low, v));
+  const next = { layer: clamp(cursor.layer + step[0], layers - 1), head: clamp(cursor.head + step[1], heads - 1) };
+  return next.layer < 0 && next.head < 0 ? { ...cursor } : next;
+}
+
+/** Picked heads in words: "layer 0: heads 1 and 4; layer 2: head 3". */
+export function describePicks(list) {
+  const byLayer = new Map();
+  for (const [l, h] of list) byLayer.set(l, [...(byLayer.get(l) || []), h]);
+  const words = (hs) => (hs.length === 1 ? `head ${hs[0]}`
+    : `heads ${hs.slice(0, -1).join(", ")} and ${hs[hs.length - 1]}`);
+  return [...byLayer].map(([l, hs]) => `layer ${l}: ${words(hs)}`).join("; ");
+}
+
+/** "1 head", "3 heads" */
+const countHeads = (n) => `${n} head${n === 1 ? "" : "s"}`;
+
+/** draw(container, payload, selection, { maxHeight, detailView, onSilence, idPrefix }) -> { scene(), destroy() } */
 export function draw(container, payload, selection, options = {}) {
   const root = el("div", { class: "bv-view bv-overview" });
   container.append(root);
+  // The silence tools come first: the statistics below them change height with the pointer, and buttons must not
+  // move away from it.
+  const silence = typeof options.onSilence === "function" ? silenceTools() : null;
   const stats = el("div", { class: "bv-stats", "aria-live": "polite" });
   root.append(stats);
-  const surface = createSurface(root, { paint, onPointer, label: "Every head of every layer" });
+  const surface = createSurface(root, { paint, onPointer,
+    label: "Every head of every layer. Arrow keys move between heads, Enter opens one"
+      + (silence ? " (or picks it while picking heads to silence)." : ".") });
+  if (silence) {
+    silence.note = el("p", { class: "bv-note", id: `${options.idPrefix || ""}view-silence-note` },
+      "Silencing: a silenced head's attention output is set to zero in this forward pass; the predictions below "
+      + "show what changes.");
+    root.append(silence.note);
+  }
   const caption = el("p", { class: "bv-caption" });
   root.append(caption);
   const atlasCanvas = document.createElement("canvas");
   let atlasScale = null;
   let layout = null;
-  let hover = null; // { layer, head }
+  let hover = null; // under the pointer: { layer, head }, head -1 for a layer's label, layer -1 for a head number
+  let cursor = null; // the keyboard's place, the same way
+  let focused = false;
+  let picking = false; // clicks pick heads to silence instead of opening them
+  let busy = false; // onSilence has not settled yet
   let dirty = true;
+
+  /** The pick, run and clear buttons, a status line and an error line, above the picture. */
+  function silenceTools() {
+    const id = (name) => `${options.idPrefix || ""}${name}`;
+    const pick = el("button", { type: "button", class: "bv-toggle bv-pick", id: id("view-silence-pick"),
+      "aria-pressed": "false", title: "While this is on, a click on a head picks it to silence instead of opening it",
+      onclick: () => setPicking(!picking) }, "Pick heads to silence");
+    const run = el("button", { type: "button", class: "bv-primary", id: id("view-silence-run"), disabled: true,
+      onclick: () => runSilenced() });
+    const clear = el("button", { type: "button", id: id("view-silence-clear"), disabled: true,
+      onclick: () => selection.set({ silenced: [] }) }, "Clear picks");
+    const status = el("span", { class: "bv-muted", role: "status" });
+    const error = el("p", { class: "bv-error", role: "alert", hidden: true });
+    const tools = el("div", { class: "bv-tools bv-silence" }, pick, run, clear, status);
+    root.append(tools, error);
+    return { tools, pick, run, clear, status, error };
+  }
+
+  function syncSilence(state) {
+    if (!silence) return;
+    const n = state.silenced.length;
+    silence.pick.setAttribute("aria-pressed", String(picking));
+    silence.run.textContent = busy ? "Predicting\u2026" : `Silence ${countHeads(n)} and predict`;
+    silence.run.disabled = busy || n === 0;
+    silence.tools.setAttribute("aria-busy", String(busy));
+    silence.clear.disabled = n === 0;
+    root.dataset.picking = String(picking);
+  }
+
+  function setPicking(on) {
+    picking = on;
+    if (!on && cursor) cursor = { layer: Math.max(cursor.layer, 0), head: Math.max(cursor.head, 0) };
+    syncSilence(selection.get());
+    showStats(selection.get());
+    surface.redraw();
+  }
+
+  async function runSilenced() {
+    const heads = selection.get().silenced.map(([l, h]) => [l, h]);
+    if (busy || heads.length === 0) return;
+    busy = true;
+    silence.error.hidden = true;
+    silence.status.textContent = `Predicting with ${countHeads(heads.length)} silenced\u2026`;
+    syncSilence(selection.get());
+    try {
+      await options.onSilence(heads);
+      silence.status.textContent = `Last run silenced ${describePicks(heads)}.`;
+    } catch (error) {
+      silence.status.textContent = "";
+      silence.error.textContent = "The predictions with these heads silenced could not be made: "
+        + `${error && error.message ? error.message : String(error)}`;
+      silence.error.hidden = false;
+    } finally {
+      busy = false;
+      syncSilence(selection.get());
+    }
+  }
 
   function update(state) {
     if (atlasScale !== state.scale) {
@@ -93,25 +242,59 @@ export function draw(container, payload, selection, options = {}) {
     const width = LEFT + H * (tile + GAP) + GAP;
     const height = TOP + L * (tile + CAPTION + GAP) + GAP;
     layout = { tile, width, height };
-    const maxHeight = options.maxHeight ? options.maxHeight() : 600;
+    // The silence tools, an error and the silencing caption take their height from the box, so that the caption
+    // stays on the screen.
+    const extra = silence ? silence.tools.offsetHeight + silence.error.offsetHeight + silence.note.offsetHeight + 12
+      : 0;
+    const maxHeight = (options.maxHeight ? options.maxHeight() : 600) - extra;
     surface.setSize(width, height, Math.min(height, Math.max(maxHeight, 260)));
     showStats(state);
-    root.dataset.drawn = `layer=${state.layer} head=${state.head} scale=${state.scale}`;
+    syncSilence(state);
+    root.dataset.drawn = `layer=${state.layer} head=${state.head} scale=${state.scale} silenced=`
+      + state.silenced.map(([l, h]) => `${l}.${h}`).join(",");
     surface.scroller.dataset.geometry = JSON.stringify({ left: LEFT + GAP, top: TOP, tile, gap: GAP,
       rowPitch: tile + CAPTION + GAP });
     caption.textContent = "Every head of every layer, each drawn as a thumbnail of its attention matrix (rows: "
       + "attending tokens, columns: attended ones; a thumbnail pixel shows the strongest weight in its patch). "
       + "The label under a tile names the head's habit when over half its attention goes one way: [CLS], [SEP], "
       + "self, prev (the token before), next; broad means spread out, mixed means no single habit. "
-      + "Hover a head for its statistics, click it to open it.";
+      + (silence ? "Hover a head for its statistics, click it to open it (or, while picking, to pick it)."
+        : "Hover a head for its statistics, click it to open it.");
     surface.redraw();
   }
 
+  /** Where the pointer is, else the keyboard cursor while the picture has the focus; labels count only while picking. */
+  function target() {
+    const t = hover || (focused ? cursor : null);
+    return t && (t.layer < 0 || t.head < 0) && !picking ? null : t;
+  }
+
   function showStats(state) {
-    const target = hover || { layer: state.layer, head: state.head === "all" ? 0 : state.head };
-    const lines = describeHead(headStatistics(payload, target.layer, target.head), target.layer, target.head,
-      payload.length);
-    if (!hover && state.head === "all") lines[0] = `Layer ${state.layer}: all heads selected. ${lines[0]}`;
+    const pointed = target();
+    let lines;
+    if (pointed && (pointed.layer < 0 || pointed.head < 0)) {
+      const group = targetHeads(pointed, payload.layers, payload.heads);
+      const all = group.every(([l, h]) => isPicked(state.silenced, l, h));
+      const what = pointed.head < 0 ? `every head of layer ${pointed.layer}` : `head ${pointed.head} of every layer`;
+      lines = [`${what[0].toUpperCase()}${what.slice(1)} (${countHeads(group.length)}).`,
+        all ? "All of them are picked: click or press Enter to put them all back."
+          : "Click or press Enter to pick all of them to silence."];
+    } else if (!pointed && picking) {
+      lines = ["Picking heads to silence.",
+        "Click a tile to pick or unpick that head; click a layer label (left) or a head number (top) for the whole "
+          + "row or column.",
+        "With the keyboard: focus the picture, move with the arrow keys, press Enter to pick."];
+    } else {
+      const t = pointed || { layer: state.layer, head: state.head === "all" ? 0 : state.head };
+      lines = describeHead(headStatistics(payload, t.layer, t.head), t.layer, t.head, payload.length);
+      if (!pointed && state.head === "all") lines[0] = `Layer ${state.layer}: all heads selected. ${lines[0]}`;
+      // On the first line, so that the statistics keep their height.
+      if (silence && isPicked(state.silenced, t.layer, t.head)) {
+        lines[0] += picking ? " Picked to silence: click or press Enter to put it back." : " Picked to silence.";
+      } else if (silence && picking) {
+        lines[0] += " Click or press Enter to pick it to silence.";
+      }
+    }
     stats.replaceChildren(...lines.map((line, k) => el(k === 0 ? "strong" : "span", {}, line)));
   }
 
@@ -143,52 +326,81 @@ export function draw(container, payload, selection, options = {}) {
       }
     }
     ctx.imageSmoothingEnabled = true;
-    const mark = (layer, head, color, width) => {
+    if (silence) for (const [l, h] of state.silenced) veil(ctx, ...tileOrigin(l, h), tile);
+    const mark = (layer, head, color, width, dash = []) => {
       const [x, y] = tileOrigin(layer, head);
       ctx.strokeStyle = color;
       ctx.lineWidth = width;
+      ctx.setLineDash(dash);
       ctx.strokeRect(x - 3, y - 3, tile + 6, tile + 6);
+      ctx.setLineDash([]);
     };
     if (state.head === "all") for (let h = 0; h < payload.heads; h++) mark(state.layer, h, SELECTED_COLOR, 2);
     else mark(state.layer, state.head, SELECTED_COLOR, 3.5);
-    if (hover) mark(hover.layer, hover.head, "#111", 2);
+    const pointed = target();
+    if (pointed) {
+      const dash = pointed === hover ? [] : [5, 3]; // the keyboard's cursor is dashed
+      for (const [l, h] of targetHeads(pointed, payload.layers, payload.heads)) mark(l, h, "#111", 2, dash);
+    }
     ctx.restore();
     // Sticky axis labels: layers on the left, heads on top.
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, LEFT, v.height);
     ctx.fillRect(0, 0, v.width, TOP);
-    ctx.fillStyle = "#222";
+    // While picking, the labels pick whole rows and columns: drawn as links, underlined under the pointer.
+    const labelColor = picking ? "#0b5cad" : "#222";
     ctx.textBaseline = "middle";
     ctx.textAlign = "left";
     for (let l = 0; l < payload.layers; l++) {
       const y = tileOrigin(l, 0)[1] + tile / 2 - v.y;
       if (y < TOP || y > v.height) continue;
       ctx.font = l === state.layer ? BOLD : FONT;
+      ctx.fillStyle = labelColor;
       ctx.fillText(`layer ${l}`, 6, y);
+      if (picking && pointed && pointed.head < 0 && pointed.layer === l) {
+        ctx.fillRect(6, y + 9, ctx.measureText(`layer ${l}`).width, 1.5);
+      }
     }
     ctx.textAlign = "center";
     for (let h = 0; h < payload.heads; h++) {
       const x = tileOrigin(0, h)[0] + tile / 2 - v.x;
       if (x < LEFT || x > v.width) continue;
+      const text = h === 0 ? "head 0" : String(h);
       ctx.font = h === state.head ? BOLD : FONT;
-      ctx.fillText(h === 0 ? "head 0" : String(h), x, TOP / 2);
+      ctx.fillStyle = labelColor;
+      ctx.fillText(text, x, TOP / 2);
+      if (picking && pointed && pointed.layer < 0 && pointed.head === h) {
+        const w = ctx.measureText(text).width;
+        ctx.fillRect(x - w / 2, TOP / 2 + 9, w, 1.5);
+      }
     }
   }
 
+  /** The tile under a point, or a label: { layer, head: -1 } left of the tiles, { layer: -1, head } above them. */
   function hit(p) {
-    if (!layout || p.vx < LEFT || p.vy < TOP) return null;
-    const head = Math.floor((p.x - LEFT - GAP / 2) / (layout.tile + GAP));
-    const layer = Math.floor((p.y - TOP + GAP / 2) / (layout.tile + CAPTION + GAP));
-    if (head < 0 || head >= payload.heads || layer < 0 || layer >= payload.layers) return null;
+    if (!layout || (p.vx < LEFT && p.vy < TOP)) return null;
+    const head = p.vx < LEFT ? -1 : Math.floor((p.x - LEFT - GAP / 2) / (layout.tile + GAP));
+    const layer = p.vy < TOP ? -1 : Math.floor((p.y - TOP + GAP / 2) / (layout.tile + CAPTION + GAP));
+    if ((p.vx >= LEFT && head < 0) || head >= payload.heads || layer >= payload.layers) return null;
     return { layer, head };
+  }
+
+  /** A click or Enter on a place: picks while picking, otherwise opens a tile's head. */
+  function activate(t) {
+    if (picking) {
+      selection.set({ silenced: toggleHeads(selection.get().silenced, targetHeads(t, payload.layers, payload.heads)) });
+    } else if (t.layer >= 0 && t.head >= 0) {
+      selection.set({ layer: t.layer, head: t.head, view: options.detailView ? options.detailView() : "lines" });
+    }
   }
 
   function onPointer(event, p) {
     const h = event.type === "pointerleave" ? null : hit(p);
     if (event.type === "click") {
-      if (h) selection.set({ layer: h.layer, head: h.head, view: options.detailView ? options.detailView() : "lines" });
+      if (h) activate(h);
       return;
     }
+    surface.scroller.style.cursor = h && (picking || (h.layer >= 0 && h.head >= 0)) ? "pointer" : "";
     if (JSON.stringify(h) !== JSON.stringify(hover)) {
       hover = h;
       showStats(selection.get());
@@ -196,12 +408,56 @@ export function draw(container, payload, selection, options = {}) {
     }
   }
 
+  /** Scrolls the picture so that the cursor's tile (or row, or column) is in sight, clear of the sticky labels. */
+  function reveal(t) {
+    const v = surface.viewport();
+    const [x, y] = tileOrigin(Math.max(t.layer, 0), Math.max(t.head, 0));
+    let { x: sx, y: sy } = v;
+    if (t.head >= 0 && x - GAP < sx + LEFT) sx = x - GAP - LEFT;
+    else if (t.head >= 0 && x + layout.tile + GAP > sx + v.width) sx = x + layout.tile + GAP - v.width;
+    if (t.layer >= 0 && y - GAP < sy + TOP) sy = y - GAP - TOP;
+    else if (t.layer >= 0 && y + layout.tile + CAPTION > sy + v.height) sy = y + layout.tile + CAPTION - v.height;
+    if (sx !== v.x || sy !== v.y) surface.scrollTo(Math.max(0, sx), Math.max(0, sy));
+  }
+
+  const moved = () => { showStats(selection.get()); surface.redraw(); };
+  surface.scroller.addEventListener("focus", () => {
+    const s = selection.get();
+    focused = true;
+    cursor ||= { layer: s.layer, head: s.head === "all" ? 0 : s.head };
+    moved();
+  });
+  surface.scroller.addEventListener("blur", () => { focused = false; moved(); });
+  surface.scroller.addEventListener("keydown", (event) => {
+    if (!cursor || event.altKey || event.ctrlKey || event.metaKey) return;
+    const next = moveCursor(cursor, event.key, payload.layers, payload.heads, picking);
+    if (next) {
+      cursor = next;
+      hover = null; // the keyboard's place wins until the pointer moves again
+      reveal(cursor);
+      moved();
+    } else if (event.key === "Enter" || event.key === " ") {
+      activate(cursor);
+    } else if (event.key === "Escape" && picking) {
+      setPicking(false);
+    } else {
+      return;
+    }
+    event.preventDefault(); // the arrows move the cursor, not the scroll bars; the space bar does not page down
+  });
+
   const render = (state) => {
     if (state.view !== NAME) { dirty = true; return; }
     dirty = false;
     update(state);
   };
-  const unsubscribe = selection.subscribe(everyFrame(render));
+  const stopDrawing = selection.subscribe(everyFrame(render));
+  // An error was about the heads picked then: other picks make it stale.
+  const stopError = selection.subscribe((state, changed) => {
+    if (silence && !busy && changed.has("silenced")) silence.error.hidden = true;
+  });
+  const unsubscribe = () => { stopDrawing(); stopError(); };
+  syncSilence(selection.get());
   const resize = new ResizeObserver(() => { if (selection.get().view === NAME && !dirty) update(selection.get()); });
   resize.observe(root);
   render(selection.get());
