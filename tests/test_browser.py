@@ -113,6 +113,19 @@ class AppPage:
             tab = self.page.locator("#tabs .overflow-dropdown button", has_text=name)
         tab.click()
 
+    def click_tile(self, layer: int, head: int) -> None:
+        """Scroll the overview so that a head's tile is in sight, then click its middle."""
+        scroller = "#view-pane-overview .bv-scroller"
+        g = self.page.eval_on_selector(scroller, "e => JSON.parse(e.dataset.geometry)")
+        x = g["left"] + head * (g["tile"] + g["gap"]) + g["tile"] / 2
+        y = g["top"] + layer * g["rowPitch"] + g["tile"] / 2
+        scroll = self.page.eval_on_selector(scroller, "(e, [x, y]) => { e.scrollTo(Math.max(0, x - e.clientWidth / 2),"
+                                            " Math.max(0, y - e.clientHeight / 2)); return [e.scrollLeft, e.scrollTop];"
+                                            " }", [x, y])
+        self.page.wait_for_timeout(50)
+        box = self.page.locator(scroller).bounding_box()
+        self.page.mouse.click(box["x"] + x - scroll[0], box["y"] + y - scroll[1])
+
     def no_sideways_scroll(self) -> bool:
         return self.page.evaluate("() => document.documentElement.scrollWidth <= "
                                   "document.documentElement.clientWidth + 1")
@@ -178,11 +191,7 @@ def test_an_overview_tile_opens_its_head_and_the_address_follows(visitor, tmp_pa
     page = visitor.page
     page.click("#view-tab-overview")
     visitor.views_drawn("overview")
-    geometry = page.eval_on_selector("#view-pane-overview .bv-scroller", "e => JSON.parse(e.dataset.geometry)")
-    box = page.locator("#view-pane-overview .bv-scroller").bounding_box()
-    x = geometry["left"] + 5 * (geometry["tile"] + geometry["gap"]) + geometry["tile"] / 2
-    y = geometry["top"] + 1 * geometry["rowPitch"] + 10
-    page.mouse.click(box["x"] + x, box["y"] + y)
+    visitor.click_tile(1, 5)
     visitor.views_drawn("lines", "layer=1 head=5")
     query = parse_qs(urlsplit(page.url).query)
     assert query["layer"] == ["1"] and query["head"] == ["5"] and query["tab"] == ["lines"]
@@ -339,6 +348,27 @@ def test_the_default_model_answers_paris(visitor, tmp_path):
     assert not page.locator("#lens-mask").is_visible()  # one mask: nothing to choose
     page.locator("#mask-results").scroll_into_view_if_needed()
     shoot(page, tmp_path, "09-default-model-masked-lm")
+
+
+def test_silencing_heads_picked_in_the_overview_changes_the_predictions(browser, server, tmp_path):
+    v = AppPage(browser, server + "?a=The+capital+of+France+is+%5BMASK%5D.&model=minilm-l6-mlm-nsp-en&tab=overview")
+    try:
+        v.views_drawn("overview")
+        v.settle()
+        assert "Pick heads in **All heads**".replace("**", "") in v.page.locator("#ablation-result").inner_text()
+        v.page.click("#view-silence-pick")
+        for layer, head in ((2, 10), (1, 3)):
+            v.click_tile(layer, head)
+        v.views_drawn("overview", "silenced=1.3,2.10")
+        v.page.click("#view-silence-run")
+        v.page.wait_for_function("() => document.querySelector('#ablation-result')?.innerText.includes('Silenced 2')")
+        text = v.page.locator("#ablation-result").inner_text()
+        assert "layer.head: 1.3, 2.10" in text and "paris" in text
+        v.page.locator("#ablation-result").scroll_into_view_if_needed()
+        shoot(v.page, tmp_path, "14-silenced-heads")
+        assert v.errors == []
+    finally:
+        v.page.close()
 
 
 def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
