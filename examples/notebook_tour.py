@@ -2,7 +2,8 @@
 
     python examples/notebook_tour.py --out out/tour
 
-writes one self-contained HTML file per figure (they open offline) and the attention as CSV."""
+writes the interactive attention views as one offline page (in a notebook, `run.show()` draws them inline), one
+self-contained HTML file per plotly figure (they open offline) and the attention as CSV."""
 
 import argparse
 from pathlib import Path
@@ -47,6 +48,8 @@ def main() -> None:
     }
     for name, fig in figures.items():
         save_html(fig, args.out / f"{name}.html")
+    views = run.save_html(args.out / "attention_views.html", view="matrix")  # lines, matrix, every head, query/key
+    print(f"\nthe interactive views: {views} (in a notebook: run.show() or run.show('overview'))")
     csv = run.attention_csv(args.out / "attention.csv")
     print(f"\nwrote {len(figures)} figures and {csv} to {args.out}")
 
