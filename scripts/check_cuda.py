@@ -43,7 +43,10 @@ def check_runs(gpu, cpu) -> None:
             raise SystemExit(f"tokens differ between cuda and cpu on {text[:40]!r}")
         for field in ("hidden_states", "attentions", "queries", "keys", "token_embeddings", "position_embeddings",
                       "value_grams"):
-            np.testing.assert_allclose(getattr(on_gpu, field), getattr(on_cpu, field), atol=ATOL, rtol=RTOL,
+            # A Run keeps attention in float16: float32 values a rounding apart may land one float16 step apart
+            # (2**-11 for weights in [0.5, 1)).
+            atol = 2**-10 if field == "attentions" else ATOL
+            np.testing.assert_allclose(getattr(on_gpu, field), getattr(on_cpu, field), atol=atol, rtol=RTOL,
                                        err_msg=field)
         worst = float(np.abs(on_gpu.hidden_states - on_cpu.hidden_states).max())
         print(f"cuda == cpu on {len(on_gpu)} tokens (largest hidden-state difference {worst:.1e}): {text[:40]!r}")
