@@ -176,6 +176,8 @@ def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
+    for error in sorted(set(errors))[:5]:
+        print(f"visitor error: {error[:300]}", file=sys.stderr)
     served = len(latencies) == 3 * args.clients
     ok = served and not errors and percentile(latencies, 0.95) <= 1.0
     p50, p95 = (f"{percentile(latencies, q):.2f} s" if latencies else "-" for q in (0.5, 0.95))
