@@ -12,6 +12,8 @@ import sys
 import gradio as gr
 
 from ..catalog import ASSETS
+from . import gradio_internals
+from .common import check_inputs
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -29,8 +31,11 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     Safe defaults: bound to 127.0.0.1 unless told otherwise; no run history (gradio 6 would otherwise record
     every call in the visitor's browser and offer a /gradio_api/runs page), no monitoring page, no MCP server,
     no extra file paths (gradio serves only its own cache of files our handlers return, and we return none).
+    Every event's values are checked before gradio processes them (common.check_inputs), so that a bad value is
+    refused in words that name the field.
     A --share link that cannot be made (offline) is reported in one clear line while the local server goes on."""
     demo.queue(max_size=max_queue, default_concurrency_limit=4)
+    gradio_internals.check_inputs_first(demo, check_inputs)
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured):  # gradio's banner and its long share advice: we say it shorter
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth,
