@@ -8,6 +8,7 @@ import gc
 import inspect
 import json
 import logging
+import socket
 import uuid
 import weakref
 
@@ -15,6 +16,7 @@ import gradio as gr
 import httpx
 import pytest
 import torch
+from gradio_client import Client
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, app
 from bertviz_app.app import common
@@ -58,6 +60,7 @@ def test_the_cache_keeps_runs_within_its_bytes():
 
 
 # --- servers ------------------------------------------------------------------------------------------------------
+MIB = 2**20
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +94,36 @@ def model_name(explorers) -> str:
     return next(iter(explorers))
 
 
+def port_of(url: str) -> int:
+    return int(url.rstrip("/").rsplit(":", 1)[1])
+
+
+def raw_request(url: str, head: str, body: bytes = b"", timeout: float = 60) -> bytes:
+    """Send `head` (request line and headers) and `body` on a socket; the answer, headers and body (b"" if the
+    server closed without one). A server still waiting for the rest of a body runs into `timeout` (socket.timeout)."""
+    with socket.create_connection(("127.0.0.1", port_of(url)), timeout=timeout) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer) < answer.index(b"\r\n\r\n") + 4 + content_length(answer):
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            answer += piece
+        return answer
+
+
+def content_length(answer: bytes) -> int:
+    for line in answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+
+
 def event(url: str, fn_index: int, data_json: str, session: str | None = None) -> dict:
     """Join the queue with `data_json` written as is (JSON that Python's json module would not write: 1e400, lone
     surrogates) and return the event's process_completed message."""
@@ -106,6 +139,78 @@ def event(url: str, fn_index: int, data_json: str, session: str | None = None) -
                 if message.get("msg") == "process_completed":
                     return message
     raise AssertionError("the event stream ended without a result")
+
+
+# --- request bodies -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method, path", [("POST", "/gradio_api/queue/join"), ("POST", "/gradio_api/component_server"),
+                                          ("POST", "/login"), ("POST", "/gradio_api/run/predict"),
+                                          ("POST", "/gradio_api/call/v2/analyze"), ("GET", "/"),
+                                          ("PUT", "/no/such/route")])
+def test_a_large_body_is_refused_before_it_is_read(server, method, path):
+    """A 200 MB body is announced and not sent: a server that reads bodies before it refuses them waits for the
+    rest (the socket times out); ours answers 413 at once, on every route."""
+    answer = raw_request(server, f"{method} {path} HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"
+                                 f"Content-Length: {200 * MIB}\n", b'{"data": ["' + b"x" * 1000, timeout=30)
+    assert status_of(answer) == 413, answer[:200]
+    assert b"MB this server accepts" in answer
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit(server):
+    chunk = b"x" * (256 * 1024)
+    body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(12)) + b"0\r\n\r\n"  # 3 MB
+    answer = raw_request(server, "POST /gradio_api/queue/join HTTP/1.1\nHost: 127.0.0.1\n"
+                                 "Content-Type: application/json\nTransfer-Encoding: chunked\n", body)
+    assert status_of(answer) == 413, answer[:200]
+
+
+def test_a_body_under_the_limit_still_reaches_gradio(server, events, model_name):
+    text = "word " * 3999  # just under the text box's 20,000 characters
+    out = event(server, events["analyze"], json.dumps([model_name, text, text, 0, 0, "all", False, 0]))
+    assert out["success"], out
+
+
+# --- the queue ----------------------------------------------------------------------------------------------------
+UNQUEUED = {"load_example", "load_example_1", "_next_seed"}  # fill in an example, add one to the seed: no model
+
+
+def test_every_event_that_can_run_the_model_is_queued(server):
+    config = httpx.get(server + "config").json()
+    unqueued = {d["api_name"] for d in config["dependencies"] if d.get("queue") is False}
+    assert unqueued <= UNQUEUED, f"events outside the queue: {unqueued - UNQUEUED}"
+
+
+def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, model_name, monkeypatch):
+    """gradio's /gradio_api/run/<name> picks the event by the fn_index in the body, whatever the name: with the API
+    open, it ran the forward pass outside the queue and its concurrency limit. Every queued event must refuse."""
+    explorer = explorers[model_name]
+    calls = []
+    forward = explorer._forward
+    monkeypatch.setattr(explorer, "_forward", lambda enc: calls.append(enc) or forward(enc))
+    config = httpx.get(server + "config").json()
+    for dependency in config["dependencies"]:
+        if dependency.get("queue") is False:
+            continue
+        data = [model_name, f"Skip the queue {dependency['id']}.", "", 0, 0, "all", False, 0]
+        for path in ("gradio_api/run/predict", f"gradio_api/api/{dependency['api_name'].lstrip('_')}"):
+            answer = httpx.post(server + path, json={"data": data, "fn_index": dependency["id"],
+                                                     "session_hash": "bypass"}, timeout=60)
+            assert answer.status_code == 404, (dependency["api_name"], answer.status_code, answer.text[:200])
+    assert calls == []
+    assert Client(server, verbose=False).predict(model_name, "Through the queue.", "", 0, 0, "all", False, 0,
+                                                 api_name="/analyze")[0]["data"]
+    assert len(calls) == 1
+
+
+# --- uploads, pages -----------------------------------------------------------------------------------------------
+def test_uploads_are_refused(server):
+    files = {"files": ("big.bin", b"\0" * 100_000, "application/octet-stream")}
+    answer = httpx.post(server + "gradio_api/upload", files=files)
+    assert answer.status_code == 403 and "no file uploads" in answer.text
+    assert "big.bin" not in answer.text
+
+
+def test_no_openapi_page_of_the_routes(server):
+    assert httpx.get(server + "openapi.json").status_code == 404
 
 
 # --- messages -----------------------------------------------------------------------------------------------------
@@ -157,11 +262,42 @@ def test_bad_numbers_elsewhere_are_refused_in_words(server, events, model_name):
         event(server, events["corrupt"], '[null, 1e400]', session="numbers"))
 
 
+def test_the_curl_route_names_a_missing_argument(server):
+    answer = httpx.post(server + "gradio_api/call/v2/analyze", json={"text": "abc"})
+    assert answer.status_code == 422 and "No value provided for required argument" in answer.json()["error"]
+    answer = httpx.post(server + "gradio_api/call/v2/no_such_endpoint", json={})
+    assert answer.status_code == 422 and "No API endpoint named /no_such_endpoint" in answer.json()["error"]
+
+
 def test_index_values_refuse_infinity_in_words():
     with pytest.raises(gr.Error, match="Token must be a whole number"):
         common.index_value(float("inf"), 10, "Token")
     with pytest.raises(gr.Error, match="Sentence A contains a character that is not text"):
         common.text_value("a\udc80b", "Sentence A")
+
+
+# --- the component_server route (gr.HTML server_functions: not queued, read a cached Run) -----------------------
+@pytest.fixture(scope="module")
+def html_server():
+    """A page with a gr.HTML whose server function answers the browser's JavaScript, served like the app."""
+
+    def token_count(text):
+        return len(str(text).split())
+
+    with gr.Blocks() as demo:
+        view = gr.HTML("<div>view</div>", server_functions=[token_count])
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url, view._id
+    demo.close()
+
+
+def test_server_functions_answer_and_are_capped(html_server):
+    url, component = html_server
+    call = {"session_hash": "html", "component_id": component, "fn_name": "token_count", "data": ["three words here"]}
+    answer = httpx.post(url + "gradio_api/component_server", json=call)
+    assert answer.status_code == 200 and answer.json() == 3
+    answer = httpx.post(url + "gradio_api/component_server", json={**call, "data": ["x " * MIB]})  # 2 MB
+    assert answer.status_code == 413
 
 
 # --- the gradio internals these bounds rely on --------------------------------------------------------------------

@@ -4,6 +4,9 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
 
 - forget_replaced_components: sessions no longer grow with every analysis;
 - check_inputs_first: every event's values are checked, in words that name the field, before gradio processes them.
+
+Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
+and `queue()` arguments or plain ASGI middleware (guards.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,16 @@
 """Serving the app: safe defaults (127.0.0.1, no run history, no monitoring page, no MCP server, no extra file
-paths), a clear line when a --share link cannot be made, and gradio's own banner replaced by ours."""
+paths), bounds on what any visitor can make the server hold or do, a clear line when a --share link cannot be made,
+and gradio's own banner replaced by ours.
+
+What is bounded, and how (docs/security.md says it for operators):
+- request bodies: `max_body_bytes` on every route, refused before they are read (guards.BodyLimit);
+- the model: every event that runs it goes through the queue (`queue(api_open=False)`: gradio's direct
+  /gradio_api/run/ route refuses queued events), at most `max_queue` waiting; `concurrency` forward passes at once;
+- uploads: refused (the app has no file input; guards.NoUploads), and gradio's own cap set as well;
+- event values: checked before gradio processes them, refused in words that name the field
+  (common.check_inputs through gradio_internals.check_inputs_first).
+The Run cache is bounded by bytes in the Explorer (`cache_mb`, `--cache-mb`).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +21,16 @@ import socket
 import sys
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from ..catalog import ASSETS
-from . import gradio_internals
+from . import gradio_internals, guards
 from .common import check_inputs
 
 log = logging.getLogger("bertviz_app.app")
+
+MAX_BODY_BYTES = 2**20  # the largest request the page sends is two full text boxes: 20,000 characters each, ~0.5 MB
+MAX_QUEUE = 64
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -24,24 +39,34 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def middleware(max_body_bytes: int, auth: bool) -> list[Middleware]:
+    """The guards, outermost first: the body limit before anything reads a body."""
+    return [Middleware(guards.BodyLimit, max_bytes=max_body_bytes), Middleware(guards.NoUploads),
+            Middleware(guards.CallErrors)]
+
+
 def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
-          auth: list[tuple[str, str]] | None = None, block: bool = True, max_queue: int = 64) -> str:
+          auth: list[tuple[str, str]] | None = None, block: bool = True, max_queue: int = MAX_QUEUE,
+          max_body_bytes: int = MAX_BODY_BYTES) -> str:
     """Launch `demo` with safe defaults and return the local URL; with `block`, serve until Ctrl-C.
 
     Safe defaults: bound to 127.0.0.1 unless told otherwise; no run history (gradio 6 would otherwise record
     every call in the visitor's browser and offer a /gradio_api/runs page), no monitoring page, no MCP server,
-    no extra file paths (gradio serves only its own cache of files our handlers return, and we return none).
-    Every event's values are checked before gradio processes them (common.check_inputs), so that a bad value is
-    refused in words that name the field.
+    no extra file paths (gradio serves only its own cache of files our handlers return, and we return none), no
+    OpenAPI page of gradio's routes. The bounds are listed in this module's docstring.
     A --share link that cannot be made (offline) is reported in one clear line while the local server goes on."""
-    demo.queue(max_size=max_queue, default_concurrency_limit=4)
+    # api_open=False: gradio's /gradio_api/run/<name> (and /api/<name>) no longer run queued events directly, which
+    # skipped the queue, its size limit and the model's concurrency limit. Every event that runs the model is queued.
+    demo.queue(max_size=max_queue, default_concurrency_limit=4, api_open=False)
     gradio_internals.check_inputs_first(demo, check_inputs)
+    app_kwargs = {"middleware": middleware(max_body_bytes, bool(auth)), "openapi_url": None}
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured):  # gradio's banner and its long share advice: we say it shorter
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
-                    css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None)
+                    css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None,
+                    app_kwargs=app_kwargs, max_file_size=max_body_bytes)
     log.debug("gradio said: %s", captured.getvalue())
     url = demo.local_url
     print(f"bertviz-app: serving on {url} (Ctrl-C stops)", flush=True)
