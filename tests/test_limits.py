@@ -9,6 +9,7 @@ import inspect
 import json
 import logging
 import socket
+import time
 import uuid
 import weakref
 
@@ -17,6 +18,7 @@ import httpx
 import pytest
 import torch
 from gradio_client import Client
+from gradio_client.exceptions import AppError
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, app
 from bertviz_app.app import common
@@ -300,6 +302,44 @@ def test_server_functions_answer_and_are_capped(html_server):
     assert answer.status_code == 413
 
 
+# --- sessions -----------------------------------------------------------------------------------------------------
+def analyze(client: Client, model: str, text: str):
+    return client.predict(model, text, "", 0, 0, "all", False, 0, api_name="/analyze")
+
+
+def test_sessions_are_capped(explorers, model_name):
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False, max_sessions=2)
+    try:
+        first = Client(url, verbose=False)
+        analyze(first, model_name, "The first visitor.")
+        first.predict(1, 1, "all", False, api_name="/attention")  # the session holds the first visitor's input
+        for i in range(2):
+            analyze(Client(url, verbose=False), model_name, f"Visitor {i} after the first.")
+        with pytest.raises(AppError, match="Nothing analyzed yet"):  # the least recently used session went
+            first.predict(1, 1, "all", False, api_name="/attention")
+    finally:
+        demo.close()
+
+
+def test_idle_sessions_are_forgotten(explorers, model_name):
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False, session_idle_s=1)
+    try:
+        client = Client(url, verbose=False)
+        analyze(client, model_name, "Then I went for a coffee.")
+        assert app.gradio_internals.session_blocks(demo, client.session_hash) is not None
+        for _ in range(300):  # bounded: the janitor looks every 0.25 s here
+            if app.gradio_internals.session_blocks(demo, client.session_hash) is None:
+                break
+            time.sleep(0.1)
+        assert app.gradio_internals.session_blocks(demo, client.session_hash) is None, "the idle session stayed"
+        with pytest.raises(AppError, match="Nothing analyzed yet"):
+            client.predict(1, 1, "all", False, api_name="/attention")
+    finally:
+        demo.close()
+
+
 # --- the gradio internals these bounds rely on --------------------------------------------------------------------
 def test_gradio_internals_check_inputs_first_is_in_place(served):
     """check_inputs_first replaces Blocks.preprocess_data(block_fn, inputs, state, explicit_call); if gradio renames
@@ -307,3 +347,10 @@ def test_gradio_internals_check_inputs_first_is_in_place(served):
     _, demo = served
     assert {"block_fn", "inputs"} <= set(inspect.signature(gr.Blocks.preprocess_data).parameters)
     assert getattr(demo.preprocess_data, "checks_inputs_first", False)
+
+
+def test_gradio_internals_sessions_are_kept_as_expected(served):
+    _, demo = served
+    holder = demo.state_holder
+    assert isinstance(holder.session_data, dict) and isinstance(holder.time_last_used, dict)
+    assert hasattr(holder.lock, "acquire") and holder.capacity == app.server.MAX_SESSIONS

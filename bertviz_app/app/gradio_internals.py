@@ -3,7 +3,8 @@ fails tests loudly (tests/test_app.py::test_gradio_internals_are_as_the_workarou
 test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoing what they do:
 
 - forget_replaced_components: sessions no longer grow with every analysis;
-- check_inputs_first: every event's values are checked, in words that name the field, before gradio processes them.
+- check_inputs_first: every event's values are checked, in words that name the field, before gradio processes them;
+- expire_idle_sessions: sessions idle for long are forgotten.
 
 Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
 and `queue()` arguments or plain ASGI middleware (guards.py).
@@ -11,6 +12,7 @@ and `queue()` arguments or plain ASGI middleware (guards.py).
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import re
 
@@ -87,3 +89,20 @@ def check_inputs_first(demo: gr.Blocks, check) -> None:
 
     preprocess_data.checks_inputs_first = True
     demo.preprocess_data = preprocess_data
+
+
+# --- idle sessions --------------------------------------------------------------------------------------------------
+# gradio keeps every visitor's session (a copy of the page's component configuration, ~185 kB here) until
+# `state_session_capacity` newer ones push it out; gr.State(time_to_live=...) frees only the State's value, timed
+# from its last write. Whole sessions idle for longer than a limit go here, by gradio's own record of their last use.
+def expire_idle_sessions(demo: gr.Blocks, idle_seconds: float) -> int:
+    """Forget the sessions not used for `idle_seconds`; returns how many went. A visitor who comes back later gets a
+    fresh session (the page asks them to analyze again)."""
+    holder = demo.state_holder
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=idle_seconds)
+    with holder.lock:
+        idle = [session for session, last in list(holder.time_last_used.items()) if last < cutoff]
+        for session in idle:
+            holder.session_data.pop(session, None)
+            holder.time_last_used.pop(session, None)
+    return len(idle)

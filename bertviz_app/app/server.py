@@ -7,6 +7,8 @@ What is bounded, and how (docs/security.md says it for operators):
 - the model: every event that runs it goes through the queue (`queue(api_open=False)`: gradio's direct
   /gradio_api/run/ route refuses queued events), at most `max_queue` waiting; `concurrency` forward passes at once;
 - uploads: refused (the app has no file input; guards.NoUploads), and gradio's own cap set as well;
+- sessions: at most `max_sessions` (gradio's `state_session_capacity`), and those idle for `session_idle_s` are
+  forgotten (gradio_internals.expire_idle_sessions, every minute);
 - event values: checked before gradio processes them, refused in words that name the field
   (common.check_inputs through gradio_internals.check_inputs_first).
 The Run cache is bounded by bytes in the Explorer (`cache_mb`, `--cache-mb`).
@@ -14,6 +16,7 @@ The Run cache is bounded by bytes in the Explorer (`cache_mb`, `--cache-mb`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import logging
@@ -30,6 +33,8 @@ from .common import check_inputs
 log = logging.getLogger("bertviz_app.app")
 
 MAX_BODY_BYTES = 2**20  # the largest request the page sends is two full text boxes: 20,000 characters each, ~0.5 MB
+MAX_SESSIONS = 500  # ~185 kB each: ~90 MB at most
+SESSION_IDLE_S = 3600
 MAX_QUEUE = 64
 
 
@@ -37,6 +42,34 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def session_janitor(demo: gr.Blocks, idle_s: float, every_s: float):
+    """A FastAPI lifespan (passed through launch's app_kwargs) that forgets idle sessions every `every_s` seconds while
+    the server runs."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async def sweep():
+            while True:
+                await asyncio.sleep(every_s)
+                try:
+                    gone = gradio_internals.expire_idle_sessions(demo, idle_s)
+                except Exception:  # a gradio that changed shape: the session cap still holds; say it once
+                    log.exception("could not expire idle sessions; the session cap still applies")
+                    return
+                if gone:
+                    log.info("forgot %d idle session(s)", gone)
+
+        task = asyncio.create_task(sweep())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return lifespan
 
 
 def middleware(max_body_bytes: int, auth: bool) -> list[Middleware]:
@@ -47,7 +80,8 @@ def middleware(max_body_bytes: int, auth: bool) -> list[Middleware]:
 
 def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
           auth: list[tuple[str, str]] | None = None, block: bool = True, max_queue: int = MAX_QUEUE,
-          max_body_bytes: int = MAX_BODY_BYTES) -> str:
+          max_body_bytes: int = MAX_BODY_BYTES, max_sessions: int = MAX_SESSIONS,
+          session_idle_s: float = SESSION_IDLE_S) -> str:
     """Launch `demo` with safe defaults and return the local URL; with `block`, serve until Ctrl-C.
 
     Safe defaults: bound to 127.0.0.1 unless told otherwise; no run history (gradio 6 would otherwise record
@@ -59,14 +93,15 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     # skipped the queue, its size limit and the model's concurrency limit. Every event that runs the model is queued.
     demo.queue(max_size=max_queue, default_concurrency_limit=4, api_open=False)
     gradio_internals.check_inputs_first(demo, check_inputs)
-    app_kwargs = {"middleware": middleware(max_body_bytes, bool(auth)), "openapi_url": None}
+    app_kwargs = {"middleware": middleware(max_body_bytes, bool(auth)), "openapi_url": None,
+                  "lifespan": session_janitor(demo, session_idle_s, every_s=min(60.0, session_idle_s / 4))}
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured):  # gradio's banner and its long share advice: we say it shorter
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
                     css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None,
-                    app_kwargs=app_kwargs, max_file_size=max_body_bytes)
+                    app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     log.debug("gradio said: %s", captured.getvalue())
     url = demo.local_url
     print(f"bertviz-app: serving on {url} (Ctrl-C stops)", flush=True)
