@@ -4,6 +4,7 @@ port) and serve the tiny random BERT, so that the HTTP surface, not the model, i
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import json
@@ -21,7 +22,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, app
-from bertviz_app.app import common
+from bertviz_app.app import common, guards
 from bertviz_app.catalog import minilm_path
 
 
@@ -62,6 +63,7 @@ def test_the_cache_keeps_runs_within_its_bytes():
 
 
 # --- servers ------------------------------------------------------------------------------------------------------
+USER, PASSWORD = "teacher", "chalk and board"
 MIB = 2**20
 
 
@@ -94,6 +96,14 @@ def events(server) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def model_name(explorers) -> str:
     return next(iter(explorers))
+
+
+@pytest.fixture(scope="module")
+def auth_server(explorers):
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False, auth=[(USER, PASSWORD)])
+    yield url
+    demo.close()
 
 
 def port_of(url: str) -> int:
@@ -340,6 +350,74 @@ def test_idle_sessions_are_forgotten(explorers, model_name):
         demo.close()
 
 
+# --- with --auth --------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def logged_in(url: str):
+    with httpx.Client(base_url=url) as session:
+        assert session.post("/login", data={"username": USER, "password": PASSWORD}).status_code == 200
+        yield session
+
+
+def test_the_login_page_does_not_describe_the_api(auth_server, model_name):
+    page = httpx.get(auth_server).text
+    assert "auth_required" in page  # the login form
+    for secret in ("analyze", "fill_mask", "parameter_name", model_name):
+        assert secret not in page
+    with logged_in(auth_server) as session:
+        page = session.get("/").text
+        assert "named_endpoints" in page and "/analyze" in page  # after the login, the page is whole
+
+
+@pytest.mark.parametrize("method, path", [
+    ("GET", "/openapi.json"), ("GET", "/gradio_api/openapi.json"), ("GET", "/gradio_api/info"), ("GET", "/config"),
+    ("POST", "/gradio_api/reset"), ("POST", "/gradio_api/cancel"), ("GET", "/gradio_api/heartbeat/abc"),
+    ("POST", "/gradio_api/queue/join"),
+    ("POST", "/gradio_api/component_server"), ("POST", "/gradio_api/call/v2/analyze"),
+    ("GET", "/gradio_api/a-route-a-later-gradio-adds")])
+def test_everything_but_the_login_page_needs_a_login(auth_server, method, path):
+    body = {"session_hash": "x", "fn_index": 0, "event_id": "e", "data": []}
+    answer = httpx.request(method, auth_server.rstrip("/") + path, json=body if method == "POST" else None)
+    assert answer.status_code == 401, (path, answer.status_code, answer.text[:200])
+
+
+def test_a_login_opens_the_app(auth_server, model_name):
+    with logged_in(auth_server) as session:
+        assert session.get("/gradio_api/info").status_code == 200
+        assert session.post("/gradio_api/cancel", json={"session_hash": "x", "fn_index": 0, "event_id": "e"}
+                            ).status_code == 200
+    client = Client(auth_server, auth=(USER, PASSWORD), verbose=False)
+    assert analyze(client, model_name, "Logged in.")[0]["data"]
+
+
+def test_failed_logins_are_limited_per_address(auth_server):
+    guessing = {"x-forwarded-for": "203.0.113.9"}  # as a proxy on this machine reports a client (see LoginThrottle)
+    for i in range(guards.LoginThrottle(None).max_failures):
+        answer = httpx.post(auth_server + "login", data={"username": USER, "password": f"guess {i}"}, headers=guessing)
+        assert answer.status_code == 400
+    answer = httpx.post(auth_server + "login", data={"username": USER, "password": PASSWORD}, headers=guessing)
+    assert answer.status_code == 429 and "Too many failed logins" in answer.text and answer.headers["retry-after"]
+    other = httpx.post(auth_server + "login", data={"username": USER, "password": PASSWORD},
+                       headers={"x-forwarded-for": "198.51.100.4"})
+    assert other.status_code == 200  # another address is not locked out
+
+
+def test_with_auth_a_large_body_is_refused_before_the_login_check(auth_server):
+    answer = raw_request(auth_server, f"POST /gradio_api/queue/join HTTP/1.1\nHost: 127.0.0.1\n"
+                                      f"Content-Type: application/json\nContent-Length: {200 * MIB}\n", timeout=30)
+    assert status_of(answer) == 413
+
+
+def test_the_throttle_forgets_old_failures_and_bounds_its_memory():
+    now = [0.0]
+    throttle = guards.LoginThrottle(None, max_failures=2, window_s=10, max_clients=3, clock=lambda: now[0])
+    throttle.record_failure("a", 0)
+    throttle.record_failure("a", 1)
+    assert len(throttle.recent("a", 5)) == 2 and len(throttle.recent("a", 10.5)) == 1
+    for address in "bcdef":
+        throttle.record_failure(address, 20)
+    assert len(throttle.failures) <= 3
+
+
 # --- the gradio internals these bounds rely on --------------------------------------------------------------------
 def test_gradio_internals_check_inputs_first_is_in_place(served):
     """check_inputs_first replaces Blocks.preprocess_data(block_fn, inputs, state, explicit_call); if gradio renames
@@ -347,6 +425,14 @@ def test_gradio_internals_check_inputs_first_is_in_place(served):
     _, demo = served
     assert {"block_fn", "inputs"} <= set(inspect.signature(gr.Blocks.preprocess_data).parameters)
     assert getattr(demo.preprocess_data, "checks_inputs_first", False)
+
+
+def test_gradio_internals_the_page_embeds_the_api_where_it_is_stripped(auth_server):
+    with logged_in(auth_server) as session:
+        page = session.get("/").content
+    assert app.gradio_internals.embeds_api_info(page), "gradio's page no longer embeds the API where we strip it"
+    stripped = app.gradio_internals.strip_api_info(page)
+    assert b"/analyze" not in stripped and app.gradio_internals.EMPTY_API_INFO in stripped
 
 
 def test_gradio_internals_sessions_are_kept_as_expected(served):

@@ -4,6 +4,7 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
 
 - forget_replaced_components: sessions no longer grow with every analysis;
 - check_inputs_first: every event's values are checked, in words that name the field, before gradio processes them;
+- strip_api_info: the login page does not carry the API description;
 - expire_idle_sessions: sessions idle for long are forgotten.
 
 Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
@@ -89,6 +90,25 @@ def check_inputs_first(demo: gr.Blocks, check) -> None:
 
     preprocess_data.checks_inputs_first = True
     demo.preprocess_data = preprocess_data
+
+
+# --- the login page without the API description ---------------------------------------------------------------------
+# gradio's page template (templates/frontend/index.html and share.html) embeds the whole API description, endpoint
+# names, parameters, model names and examples included, as `window.gradio_api_info = {...};` even in the page that
+# only shows the login form. An empty description in its place keeps the login form as it was (with none at all, the
+# front end would ask the server for it, and be refused); after the login, the page comes again, whole. gradio
+# escapes '<' in that JSON, so the first ";</script>" ends it.
+_API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.DOTALL)
+EMPTY_API_INFO = b'window.gradio_api_info = {"named_endpoints": {}, "unnamed_endpoints": {}};</script>'
+
+
+def strip_api_info(page: bytes) -> bytes:
+    """The page with an empty API description in place of gradio's; unchanged if it has none."""
+    return _API_INFO.sub(EMPTY_API_INFO, page, count=1)
+
+
+def embeds_api_info(page: bytes) -> bool:
+    return _API_INFO.search(page) is not None
 
 
 # --- idle sessions --------------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ What is bounded, and how (docs/security.md says it for operators):
 - uploads: refused (the app has no file input; guards.NoUploads), and gradio's own cap set as well;
 - sessions: at most `max_sessions` (gradio's `state_session_capacity`), and those idle for `session_idle_s` are
   forgotten (gradio_internals.expire_idle_sessions, every minute);
+- with `auth`: every route but the login page's needs a login, the login page does not embed the API description,
+  failed logins are limited per address (guards.LoginRequired, guards.LoginThrottle);
 - event values: checked before gradio processes them, refused in words that name the field
   (common.check_inputs through gradio_internals.check_inputs_first).
 The Run cache is bounded by bytes in the Explorer (`cache_mb`, `--cache-mb`).
@@ -74,8 +76,11 @@ def session_janitor(demo: gr.Blocks, idle_s: float, every_s: float):
 
 def middleware(max_body_bytes: int, auth: bool) -> list[Middleware]:
     """The guards, outermost first: the body limit before anything reads a body."""
-    return [Middleware(guards.BodyLimit, max_bytes=max_body_bytes), Middleware(guards.NoUploads),
-            Middleware(guards.CallErrors)]
+    stack = [Middleware(guards.BodyLimit, max_bytes=max_body_bytes), Middleware(guards.NoUploads)]
+    if auth:
+        stack += [Middleware(guards.LoginRequired, strip_api_info=gradio_internals.strip_api_info),
+                  Middleware(guards.LoginThrottle)]
+    return stack + [Middleware(guards.CallErrors)]
 
 
 def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
