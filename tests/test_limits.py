@@ -418,6 +418,19 @@ def test_the_throttle_forgets_old_failures_and_bounds_its_memory():
     assert len(throttle.failures) <= 3
 
 
+# --- the startup line ---------------------------------------------------------------------------------------------
+def test_a_wildcard_host_says_where_it_listens(explorers, capsys):
+    demo = app.build_demo(explorers)
+    port = app.free_port()
+    try:
+        app.serve(demo, host="0.0.0.0", port=port, block=False)
+        out = capsys.readouterr().out
+        assert f"listening on 0.0.0.0:{port} (every IPv4 interface" in out and f"http://127.0.0.1:{port}/" in out
+        assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 200
+    finally:
+        demo.close()
+
+
 # --- the gradio internals these bounds rely on --------------------------------------------------------------------
 def test_gradio_internals_check_inputs_first_is_in_place(served):
     """check_inputs_first replaces Blocks.preprocess_data(block_fn, inputs, state, explicit_call); if gradio renames

@@ -46,6 +46,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def listening_line(host: str, port: int) -> str:
+    """What the startup line says: the address the server listens on, and for a wildcard address how to reach it."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    if host.strip("[]") in ("0.0.0.0", "::"):
+        others, here = ("every IPv4 interface", "127.0.0.1") if host == "0.0.0.0" else ("every interface", "[::1]")
+        return (f"listening on {shown}:{port} ({others} of this machine): open http://{here}:{port}/ here, or "
+                f"http://<this machine's address>:{port}/ from another machine")
+    return f"serving on http://{shown}:{port}/"
+
+
 def session_janitor(demo: gr.Blocks, idle_s: float, every_s: float):
     """A FastAPI lifespan (passed through launch's app_kwargs) that forgets idle sessions every `every_s` seconds while
     the server runs."""
@@ -109,7 +119,7 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     log.debug("gradio said: %s", captured.getvalue())
     url = demo.local_url
-    print(f"bertviz-app: serving on {url} (Ctrl-C stops)", flush=True)
+    print(f"bertviz-app: {listening_line(host, demo.server_port)} (Ctrl-C stops)", flush=True)
     if share:
         if demo.share_url:
             print(f"bertviz-app: public link {demo.share_url}", flush=True)
