@@ -22,6 +22,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, app
+from bertviz_app import explorer as explorer_module
 from bertviz_app.app import common, guards
 from bertviz_app.catalog import minilm_path
 
@@ -52,6 +53,20 @@ def test_an_evicted_run_is_freed_at_once():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_an_eviction_gives_the_freed_memory_back(monkeypatch):
+    calls = []
+    monkeypatch.setattr(explorer_module, "_release_freed_memory", lambda: calls.append("trim"))
+    explorer = tiny_explorer(cache_mb=0)
+    explorer.run("The first sentence.")
+    assert calls == []  # nothing was evicted
+    explorer.run("The second sentence.")
+    assert calls == ["trim"]
+    explorer.run("The second sentence.")
+    assert calls == ["trim"]  # a cache hit frees nothing
+    monkeypatch.undo()
+    explorer_module._release_freed_memory()  # and the real one runs here (glibc's malloc_trim, or nothing elsewhere)
 
 
 def test_the_cache_keeps_runs_within_its_bytes():
