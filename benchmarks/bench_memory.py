@@ -13,7 +13,7 @@ Then three probes of the HTTP surface, each against the same server:
   the queue would; what it answers (a forward pass in the answer means the queue and --concurrency were skipped);
 - a 200 MB JSON body to `/gradio_api/queue/join`, sent in 1 MiB pieces on a raw socket: how long until the server
   answers, how much of the body it had taken by then, and the server's RSS afterwards;
-- an upload of 5 MB to `/gradio_api/upload`.
+- an upload of 100 kB and one of 5 MB to `/gradio_api/upload`.
 """
 
 from __future__ import annotations
@@ -165,24 +165,22 @@ def big_post(port: int, pid: int, size: int = 200 * MIB, path: str = "/gradio_ap
     status = answer.split(b"\r\n", 1)[0].decode(errors="replace") or "(connection closed without an answer)"
     time.sleep(1)
     return [(f"{size // MIB} MB POST to {path}: answer", status),
-            (f"{size // MIB} MB POST to {path}: time to the answer", f"{elapsed * 1000:.0f} ms"),
+            (f"{size // MIB} MB POST to {path}: time to the answer", f"{elapsed * 1000:.1f} ms"),
             (f"{size // MIB} MB POST to {path}: body sent before the answer", f"{sent / MIB:.1f} MiB"),
             (f"{size // MIB} MB POST to {path}: server RSS before / after", f"{before:.0f} / {rss_mib(pid):.0f} MiB")]
 
 
-def upload(url: str, size: int = 5 * MIB) -> str:
-    boundary = "benchboundary"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.bin\"\r\n"
-            f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"\0" * size + f"\r\n--{boundary}--\r\n".encode()
-    request = urllib.request.Request(url + "gradio_api/upload", data=body,
-                                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+def upload(url: str, size: int) -> str:
+    """What POST /gradio_api/upload answers for one file of `size` bytes (httpx: it keeps the connection open, so an
+    early refusal is read, where urllib's `Connection: close` turns it into a reset)."""
+    import httpx
+
+    files = {"files": ("big.bin", b"\0" * size, "application/octet-stream")}
     try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return f"{response.status}: {response.read().decode()[:120]}"
-    except urllib.error.HTTPError as err:
-        return f"{err.code}: {err.read().decode()[:120]}"
-    except OSError as err:
+        answer = httpx.post(url + "gradio_api/upload", files=files, timeout=120)
+    except httpx.HTTPError as err:
         return f"connection error: {err}"
+    return f"{answer.status_code}: {answer.text[:120]}"
 
 
 def main() -> None:
@@ -209,7 +207,8 @@ def main() -> None:
             if not args.skip_probes:
                 rows.append(("`POST /gradio_api/run/predict` (analyze's fn_index)", bypass(url, fn_index, model)))
                 rows += big_post(port, proc.pid)
-                rows.append(("5 MB `POST /gradio_api/upload`", upload(url)))
+                rows.append(("100 kB `POST /gradio_api/upload`", upload(url, 100_000)))
+                rows.append(("5 MB `POST /gradio_api/upload`", upload(url, 5 * MIB)))
                 rows.append(("server RSS at the end", f"{rss_mib(proc.pid):.0f} MiB"))
         finally:
             proc.terminate()
