@@ -61,7 +61,7 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                         "pass (least recently used out first); one 512-token input of the default model weighs "
                         "about 55 MB, a sentence well under 1 MB")
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
-                   help="visitor sessions kept (about 185 kB each); past this the least recently used is forgotten")
+                   help="visitor sessions kept (about 0.2 MB each); past this the least recently used is forgotten")
     p.add_argument("--session-minutes", type=float, default=DEFAULT_SESSION_MINUTES,
                    help="a session idle for this long is forgotten (its visitor analyzes again when back)")
     p.set_defaults(handler=run_serve)

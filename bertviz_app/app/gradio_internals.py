@@ -112,7 +112,7 @@ def embeds_api_info(page: bytes) -> bool:
 
 
 # --- idle sessions --------------------------------------------------------------------------------------------------
-# gradio keeps every visitor's session (a copy of the page's component configuration, ~185 kB here) until
+# gradio keeps every visitor's session (a copy of the page's component configuration, ~0.2 MB here) until
 # `state_session_capacity` newer ones push it out; gr.State(time_to_live=...) frees only the State's value, timed
 # from its last write. Whole sessions idle for longer than a limit go here, by gradio's own record of their last use.
 def expire_idle_sessions(demo: gr.Blocks, idle_seconds: float) -> int:
