@@ -203,35 +203,30 @@ def test_the_default_model_answers_paris(page, tmp_path):
     shoot(page, tmp_path, "08-default-model-masked-lm")
 
 
-def test_behind_a_login_the_page_logs_in_and_works(tiny_folder, tmp_path):
+def test_behind_a_login_the_page_logs_in_and_works(page, tiny_folder, tmp_path):
     """With --auth the server lets through only what the login form needs and strips the API description from the
-    page; the form must still draw, log in, and open an app that answers."""
+    page; the form must still draw, log in, and open an app that answers. (A second page of the module's browser:
+    playwright's sync API runs one event loop at a time.)"""
     demo = app.build_demo(app.load_models([tiny_folder], device="cpu", max_tokens=64))
     url = app.serve(demo, port=app.free_port(), block=False, auth=[("student", "pass word")])
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    login = page.context.new_page()
     try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            try:
-                page = browser.new_page()
-                page.set_default_timeout(TIMEOUT_MS)
-                refused = []
-                page.on("response", lambda r: refused.append(r.url) if r.status == 401 else None)
-                page.goto(url)
-                page.locator("input[type=password]").wait_for()
-                assert page.evaluate("() => window.gradio_api_info") == {"named_endpoints": {}, "unnamed_endpoints": {}}
-                shoot(page, tmp_path, "09-login")
-                page.locator("input[type=text]").fill("student")
-                page.locator("input[type=password]").fill("pass word")
-                page.keyboard.press("Enter")
-                page.locator("#attention-heatmap .main-svg").first.wait_for()  # logged in: the first analysis drew
-                page.locator("#sentence-a textarea").fill("Logged in at last.")
-                page.locator("#sentence-b textarea").fill("")
-                page.locator("#analyze").click()
-                wait_for_labels(page, "attention-heatmap", ["[CLS]", "logged", "in", "at", "last", ".", "[SEP]"])
-                assert refused == [], refused  # the login page asked for nothing it could not have
-            finally:
-                browser.close()
+        login.set_default_timeout(TIMEOUT_MS)
+        refused = []
+        login.on("response", lambda r: refused.append(r.url) if r.status == 401 else None)
+        login.goto(url)
+        login.locator("input[type=password]").wait_for()
+        assert login.evaluate("() => window.gradio_api_info") == {"named_endpoints": {}, "unnamed_endpoints": {}}
+        shoot(login, tmp_path, "09-login")
+        login.locator("input[type=text]").fill("student")
+        login.locator("input[type=password]").fill("pass word")
+        login.keyboard.press("Enter")
+        login.locator("#attention-heatmap .main-svg").first.wait_for()  # logged in: the first analysis drew
+        login.locator("#sentence-a textarea").fill("Logged in at last.")
+        login.locator("#sentence-b textarea").fill("")
+        login.locator("#analyze").click()
+        wait_for_labels(login, "attention-heatmap", ["[CLS]", "logged", "in", "at", "last", ".", "[SEP]"])
+        assert refused == [], refused  # the login page asked for nothing it could not have
     finally:
+        login.close()
         demo.close()
