@@ -195,17 +195,16 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError("--concurrency must be at least 1")
     if args.threads is not None and args.threads < 1:
         raise UsageError("--threads must be at least 1")
-    if args.cache_mb < 0:
-        raise UsageError("--cache-mb must be 0 or more (0 keeps only the latest input)")
+    if not 0 <= args.cache_mb < float("inf"):  # written so that nan fails too
+        raise UsageError("--cache-mb must be a number of megabytes, 0 or more (0 keeps only the latest input)")
     if args.max_sessions < 1:
         raise UsageError("--max-sessions must be at least 1")
-    if args.session_minutes <= 0:
-        raise UsageError("--session-minutes must be more than 0")
+    if not 0 < args.session_minutes < float("inf"):
+        raise UsageError("--session-minutes must be a number of minutes, more than 0")
     auth = parse_auth(args.auth)
     if args.share and not auth:
         print("bertviz-app: warning: --share without --auth: anyone who has the public link can use this app "
               "(and your machine's compute); add --auth USER:PASSWORD", file=sys.stderr)
-
     if not auth and not is_loopback(args.host):
         print(f"bertviz-app: warning: listening on {args.host} without --auth: anyone who can reach this machine "
               "can use the app", file=sys.stderr)

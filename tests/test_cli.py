@@ -128,8 +128,10 @@ def test_threads_sets_torch_threads(fake_app):
 @pytest.mark.parametrize("argv, message", [(["--port", "70000"], "not a port"), (["--concurrency", "0"], "at least 1"),
                                            (["--threads", "0"], "at least 1"),
                                            (["--auth", "nocolon"], "USER:PASSWORD"),
-                                           (["--cache-mb", "-1"], "0 or more"), (["--max-sessions", "0"], "at least 1"),
-                                           (["--session-minutes", "0"], "more than 0")])
+                                           (["--cache-mb", "-1"], "0 or more"), (["--cache-mb", "inf"], "0 or more"),
+                                           (["--cache-mb", "nan"], "0 or more"), (["--max-sessions", "0"], "at least 1"),
+                                           (["--session-minutes", "0"], "more than 0"),
+                                           (["--session-minutes", "nan"], "more than 0")])
 def test_bad_options_exit_2_in_words(fake_app, capsys, argv, message):
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
