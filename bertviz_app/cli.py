@@ -8,6 +8,8 @@ imported only by the handlers that need them, so that `bertviz-app --help` answe
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,11 @@ from . import __version__
 DEFAULT_COMMAND = "serve"
 DEFAULT_PORT = 7860
 DEFAULT_MAX_TOKENS = 256
+# The same numbers as explorer.DEFAULT_CACHE_MB and app/server.py (a test checks): not imported from there, so
+# that `--help` answers without importing torch and gradio.
+DEFAULT_CACHE_MB = 256
+DEFAULT_MAX_SESSIONS = 500
+DEFAULT_SESSION_MINUTES = 60
 
 
 class UsageError(ValueError):
@@ -49,6 +56,14 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads for PyTorch (default: PyTorch's choice); 1 keeps the app responsive on a "
                         "small machine that also runs other work")
+    p.add_argument("--cache-mb", type=float, default=DEFAULT_CACHE_MB,
+                   help="megabytes of analyzed inputs each model keeps, so that moving a slider needs no new forward "
+                        "pass (least recently used out first); one 512-token input of the default model weighs "
+                        "about 55 MB, a sentence well under 1 MB")
+    p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
+                   help="visitor sessions kept (about 0.2 MB each); past this the least recently used is forgotten")
+    p.add_argument("--session-minutes", type=float, default=DEFAULT_SESSION_MINUTES,
+                   help="a session idle for this long is forgotten (its visitor analyzes again when back)")
     p.set_defaults(handler=run_serve)
     return p
 
@@ -166,6 +181,21 @@ def parse_auth(values: list[str] | None) -> list[tuple[str, str]] | None:
     return pairs
 
 
+def is_loopback(host: str) -> bool:
+    """True when `host` (an address or a name) reaches only this machine: 127.0.0.0/8, ::1, or a name that resolves
+    to nothing else. A name that does not resolve counts as not loopback (the warning is better said once too often)."""
+    host = host.strip("[]")
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a port number (0 to 65535)")
@@ -175,11 +205,17 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError("--concurrency must be at least 1")
     if args.threads is not None and args.threads < 1:
         raise UsageError("--threads must be at least 1")
+    if not 0 <= args.cache_mb < float("inf"):  # written so that nan fails too
+        raise UsageError("--cache-mb must be a number of megabytes, 0 or more (0 keeps only the latest input)")
+    if args.max_sessions < 1:
+        raise UsageError("--max-sessions must be at least 1")
+    if not 0 < args.session_minutes < float("inf"):
+        raise UsageError("--session-minutes must be a number of minutes, more than 0")
     auth = parse_auth(args.auth)
     if args.share and not auth:
         print("bertviz-app: warning: --share without --auth: anyone who has the public link can use this app "
               "(and your machine's compute); add --auth USER:PASSWORD", file=sys.stderr)
-    if args.host not in ("127.0.0.1", "localhost", "::1") and not auth:
+    if not auth and not is_loopback(args.host):
         print(f"bertviz-app: warning: listening on {args.host} without --auth: anyone who can reach this machine "
               "can use the app", file=sys.stderr)
 
@@ -193,11 +229,12 @@ def run_serve(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     try:
         models = getattr(args, "model", None) or list(builtin_models())
-        explorers = app.load_models(models, device=args.device, max_tokens=args.max_tokens)
+        explorers = app.load_models(models, device=args.device, max_tokens=args.max_tokens, cache_mb=args.cache_mb)
     except (ValueError, OSError) as err:  # CheckpointError, ConfigError, a missing GPU, a disk: all say what to do
         raise UsageError(str(err)) from None
     demo = app.build_demo(explorers, concurrency=args.concurrency)
-    app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth)
+    app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth, max_sessions=args.max_sessions,
+              session_idle_s=args.session_minutes * 60)
     return 0
 
 

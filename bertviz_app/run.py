@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,9 +104,13 @@ class Run:
         derived = self.__dict__.get("_derived_nbytes", 0)
         return sum(a.nbytes for a in arrays if a is not None) + derived
 
-    @cached_property
+    @property
     def plot(self) -> RunPlots:
         """The figures of this Run: `run.plot.attention(layer=2, head=3)`, `run.plot.head_overview()`, ..."""
+        # A new (stateless, tiny) RunPlots each time, not one cached on the Run: a cached one would close a reference
+        # cycle (Run -> RunPlots -> Run), and a Run in a cycle outlives its eviction from the cache until the cyclic
+        # garbage collector happens to run, which counts objects, not bytes. A server then held every 512-token Run
+        # it had ever drawn (~55 MB each) and grew past 4 GB in 100 inputs.
         return RunPlots(self)
 
     def __getattr__(self, name: str):

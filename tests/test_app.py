@@ -173,6 +173,15 @@ def test_the_views_server_functions_read_the_cached_run_without_a_forward_pass(c
     assert "value" in too_many  # a layer past the last is the last one (the page's slider cannot ask for more)
     bad = server_function(server, demo, session, "attention_csv", {"key": key, "matrix": "<b>x</b>"}).json()
     assert bad["error"].startswith("Unknown matrix")
+    # server functions get the browser's JSON as it is, unchecked by gradio: any type must get words
+    for wrong in ({"key": key, "matrix": ["attention"]}, {"key": key, "matrix": "attention", "layer": {"a": 1}},
+                  {"key": key, "matrix": "attention", "layer": 0, "head": [1]}, [key], None):
+        answer = server_function(server, demo, session, "attention_csv", wrong).json()
+        assert answer.get("error") and "went wrong" not in answer["error"], (wrong, answer)
+    for wrong in ([key], {"key": key}, 7, None):
+        for name in ("query_key", "offline_page"):
+            answer = server_function(server, demo, session, name, wrong).json()
+            assert "press Analyze" in answer.get("error", ""), (name, wrong, answer)
 
 
 @pytest.mark.parametrize("endpoint, args", [("/embeddings", (64,)), ("/hidden_states", (3,)),

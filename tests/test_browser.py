@@ -442,3 +442,36 @@ def test_nothing_is_cut_off_at_512_tokens(browser, server, tmp_path, size):
         assert v.errors == []
     finally:
         v.page.close()
+
+
+def test_behind_a_login_the_page_logs_in_and_works(browser, tiny_folder, tmp_path):
+    """With --auth the server lets through only what the login form needs and strips the API description from the
+    page; the form must still draw, log in, and open an app that answers. (A second page of the module's browser:
+    playwright's sync API runs one event loop at a time.)"""
+    demo = app.build_demo(app.load_models([tiny_folder], device="cpu", max_tokens=64))
+    url = app.serve(demo, port=app.free_port(), block=False, auth=[("student", "pass word")])
+    login = browser.new_page()
+    try:
+        login.set_default_timeout(TIMEOUT_MS)
+        refused = []
+        login.on("response", lambda r: refused.append(r.url) if r.status == 401 else None)
+        login.goto(url)
+        login.locator("input[type=password]").wait_for()
+        assert login.evaluate("() => window.gradio_api_info") == {"named_endpoints": {}, "unnamed_endpoints": {}}
+        shoot(login, tmp_path, "15-login")
+        login.locator("input[type=text]").fill("student")
+        login.locator("input[type=password]").fill("pass word")
+        login.keyboard.press("Enter")
+        login.wait_for_selector("#attention-view[data-key]")  # logged in: the first analysis drew
+        before = login.evaluate("() => document.querySelector('#attention-view').dataset.key")
+        login.locator("#sentence-a textarea").fill("Logged in at last.")
+        login.locator("#sentence-b textarea").fill("")
+        login.locator("#analyze").click()
+        login.wait_for_function("old => document.querySelector('#attention-view')?.dataset.key !== old", arg=before)
+        login.wait_for_function("() => [...document.querySelectorAll('#view-token option')].slice(1)"
+                                ".map(o => o.textContent.split(': ').slice(1).join(': ')).join(' ') === "
+                                "'[CLS] logged in at last . [SEP]'")
+        assert refused == [], refused  # the login page asked for nothing it could not have
+    finally:
+        login.close()
+        demo.close()

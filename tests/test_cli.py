@@ -20,7 +20,7 @@ def test_help_lists_the_launch_options(capsys):
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
     for option in ("serve", "--model", "--device", "--host", "--port", "--share", "--auth", "--max-tokens",
-                   "--concurrency", "--threads"):
+                   "--concurrency", "--threads", "--cache-mb", "--max-sessions", "--session-minutes"):
         assert option in out
 
 
@@ -68,11 +68,35 @@ def fake_app(monkeypatch):
 
 def test_serve_passes_the_options_on(fake_app, capsys):
     assert cli.main(["--model", "m1", "--model", "m2", "--device", "cpu", "--port", "8123", "--max-tokens", "64",
-                     "--concurrency", "3", "--auth", "u:p"]) == 0
-    assert fake_app["load"] == (["m1", "m2"], {"device": "cpu", "max_tokens": 64})
+                     "--concurrency", "3", "--auth", "u:p", "--cache-mb", "32", "--max-sessions", "40",
+                     "--session-minutes", "1.5"]) == 0
+    assert fake_app["load"] == (["m1", "m2"], {"device": "cpu", "max_tokens": 64, "cache_mb": 32})
     assert fake_app["build"] == {"concurrency": 3}
-    assert fake_app["serve"] == {"host": "127.0.0.1", "port": 8123, "share": False, "auth": [("u", "p")]}
+    assert fake_app["serve"] == {"host": "127.0.0.1", "port": 8123, "share": False, "auth": [("u", "p")],
+                                 "max_sessions": 40, "session_idle_s": 90}
     assert capsys.readouterr().err == ""
+
+
+def test_the_defaults_are_the_library_s():
+    """cli.py repeats a few defaults so that --help needs neither torch nor gradio; they must agree."""
+    from bertviz_app import explorer
+    from bertviz_app.app import server
+
+    assert cli.DEFAULT_CACHE_MB == explorer.DEFAULT_CACHE_MB
+    assert cli.DEFAULT_MAX_SESSIONS == server.MAX_SESSIONS
+    assert cli.DEFAULT_SESSION_MINUTES * 60 == server.SESSION_IDLE_S
+    args = cli.build_parser()[0].parse_args(["serve"])
+    assert (args.cache_mb, args.max_sessions, args.session_minutes) == (256, 500, 60)
+
+
+@pytest.mark.parametrize("host, warns", [("0.0.0.0", True), ("::", True), ("192.0.2.7", True), ("127.0.0.1", False),
+                                         ("127.0.0.2", False), ("localhost", False), ("::1", False),
+                                         ("[::1]", False)])
+def test_the_open_to_the_network_warning_is_for_other_hosts_only(fake_app, capsys, host, warns):
+    assert cli.main(["--host", host]) == 0
+    assert ("anyone who can reach this machine" in capsys.readouterr().err) == warns
+    assert cli.main(["--host", host, "--auth", "u:p"]) == 0
+    assert "anyone" not in capsys.readouterr().err
 
 
 def test_without_models_the_built_in_ones_are_offered(fake_app):
@@ -103,7 +127,11 @@ def test_threads_sets_torch_threads(fake_app):
 
 @pytest.mark.parametrize("argv, message", [(["--port", "70000"], "not a port"), (["--concurrency", "0"], "at least 1"),
                                            (["--threads", "0"], "at least 1"),
-                                           (["--auth", "nocolon"], "USER:PASSWORD")])
+                                           (["--auth", "nocolon"], "USER:PASSWORD"),
+                                           (["--cache-mb", "-1"], "0 or more"), (["--cache-mb", "inf"], "0 or more"),
+                                           (["--cache-mb", "nan"], "0 or more"), (["--max-sessions", "0"], "at least 1"),
+                                           (["--session-minutes", "0"], "more than 0"),
+                                           (["--session-minutes", "nan"], "more than 0")])
 def test_bad_options_exit_2_in_words(fake_app, capsys, argv, message):
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err

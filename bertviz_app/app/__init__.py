@@ -2,8 +2,9 @@
 `views`; every handler is a few lines that pick the Run, call them and turn errors into words.
 
 layout.py builds the page from one module per tab (attention, embeddings, hidden, masked_lm, next_sentence,
-model_info); common.py holds what they share; server.py launches it; gradio_internals.py is the one workaround that
-reaches into gradio. Models are global (loaded once, shared by every visitor); what belongs to one visitor is the key
+model_info); common.py holds what they share; server.py launches it, with the ASGI guards of guards.py in front
+(body limit, no uploads, login) and the bounds listed in its docstring; gradio_internals.py holds the few places that
+reach into gradio. Models are global (loaded once, shared by every visitor); what belongs to one visitor is the key
 of their current Run, kept in gr.State (the Run itself stays in the explorer's cache).
 """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import html
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -52,6 +53,8 @@ def text_value(value, what: str) -> str:
         return ""
     if not isinstance(value, str):
         raise refuse(f"{what} must be text.")
+    if has_lone_surrogate(value):
+        raise refuse(f"{what} {LONE_SURROGATE}")
     if len(value) > MAX_CHARS:
         raise refuse(f"{what} has {len(value):,} characters; paste at most {MAX_CHARS:,} (the model reads only the "
                      "first few hundred tokens anyway).")
@@ -62,9 +65,95 @@ def index_value(value, upper: int, what: str) -> int:
     """A slider or dropdown value as an index in [0, upper), clipped: a model switch can shrink the range."""
     try:
         index = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf), from 1e400 in the JSON
         raise refuse(f"{what} must be a whole number.") from None
     return min(max(index, 0), upper - 1)
+
+
+# --- every value an event receives, checked before gradio's own processing (server.py installs this) -------------
+LONE_SURROGATE = ("contains a character that is not text (an unpaired UTF-16 surrogate, as a broken copy and paste "
+                  "can leave); remove it and try again.")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _kind(value) -> str:
+    """What a JSON value is, in words (never the value itself: it may be huge or unprintable)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _any_lone_surrogate(value, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return has_lone_surrogate(value)
+    if depth < 4 and isinstance(value, dict):
+        return any(_any_lone_surrogate(k, depth + 1) or _any_lone_surrogate(v, depth + 1) for k, v in value.items())
+    if depth < 4 and isinstance(value, (list, tuple)):
+        return any(_any_lone_surrogate(v, depth + 1) for v in value)
+    return False
+
+
+def field_name(component) -> str:
+    return getattr(component, "label", None) or type(component).__name__
+
+
+def input_problem(component, value) -> str | None:
+    """What is wrong with `value` as the value of `component`, as the end of a sentence that starts with the field's
+    name; None when gradio can take it from here. Only the kinds of component this app has inputs of are known."""
+    if _any_lone_surrogate(value):
+        return LONE_SURROGATE
+    if isinstance(component, (gr.Slider, gr.Number)):
+        if value is None and isinstance(component, gr.Number):
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be a number, not {_kind(value)}."
+        if not math.isfinite(value):
+            return f"must be a finite number, not {value}."
+    elif isinstance(component, gr.Textbox):
+        if value is not None and not isinstance(value, str):
+            return f"must be text, not {_kind(value)}."
+    elif isinstance(component, gr.Checkbox):
+        if value is not None and not isinstance(value, bool):
+            return f"must be true or false, not {_kind(value)}."
+    elif isinstance(component, (gr.Dropdown, gr.Radio)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"must be one of its choices, not {value}."
+        if isinstance(value, list) and getattr(component, "multiselect", False):
+            return None
+        if value is not None and not isinstance(value, (str, int, float)):
+            return f"must be one of its choices, not {_kind(value)}."
+    elif isinstance(component, gr.Dataframe):
+        if value is not None and not isinstance(value, dict):
+            return f"must be a table (an object with headers and data), not {_kind(value)}."
+    return None
+
+
+def check_inputs(components: list, values: list) -> None:
+    """Refuse, in words that name the field, values an event cannot take: missing ones, wrong types, infinite
+    numbers, text with unpaired surrogates. Runs before gradio's own processing of the values, which would otherwise
+    answer with no words at all ("Error: None") or, for a surrogate it echoes, break the event stream."""
+    fields = [c for c in components if not getattr(c, "stateful", False)]
+    if len(values) < len(components):
+        missing = [field_name(c) for c in components[len(values):] if not getattr(c, "stateful", False)]
+        raise refuse(f"Missing value{'s' if len(missing) != 1 else ''}: {', '.join(missing) or 'session'}. This "
+                     f"endpoint takes {len(fields)}: {', '.join(field_name(c) for c in fields)}.")
+    for component, value in zip(components, values):
+        if getattr(component, "stateful", False):
+            continue
+        problem = input_problem(component, value)
+        if problem:
+            raise refuse(f"{field_name(component)} {problem}")
 
 
 def significant(p: float) -> float:

@@ -1,19 +1,31 @@
-"""The one place the app reaches into gradio's internals, kept apart so that a gradio upgrade that changes them
-fails one test loudly (tests/test_app.py::test_gradio_internals_are_as_the_workaround_expects) instead of quietly
-letting sessions grow again.
+"""The places the app reaches into gradio's internals, kept in one module so that a gradio upgrade that changes them
+fails tests loudly (tests/test_app.py::test_gradio_internals_are_as_the_workaround_expects and the
+test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoing what they do:
 
-A prop update (gr.update(choices=...)) makes gradio build a new component for the session. Gradio 6.31 then files
-that component under its own new id as well, the next time it is an input, and never drops it: a session grew by
-about three components (~15 kB) per analysis, for as long as it lived. Gradio looks components up by the page's own
-ids, and files the current replacement of each under its new id while it prepares an event, so only replacements
-that have since been replaced again can go.
+- forget_replaced_components: sessions no longer grow with every analysis;
+- check_inputs_first: every event's values are checked, in words that name the field, before gradio processes them;
+- strip_api_info: the login page does not carry the API description;
+- expire_idle_sessions: sessions idle for long are forgotten.
+
+Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
+and `queue()` arguments or plain ASGI middleware (guards.py).
 """
 
 from __future__ import annotations
 
+import datetime
+import inspect
+import re
+
 import gradio as gr
 
 
+# --- components a prop update replaced -------------------------------------------------------------------------------
+# A prop update (gr.update(choices=...)) makes gradio build a new component for the session. Gradio 6.31 then files
+# that component under its own new id as well, the next time it is an input, and never drops it: a session grew by
+# about three components (~15 kB) per analysis, for as long as it lived. Gradio looks components up by the page's own
+# ids, and files the current replacement of each under its new id while it prepares an event, so only replacements
+# that have since been replaced again can go.
 def session_blocks(demo: gr.Blocks, session_hash: str | None):
     """(blocks, config_values) of one session's state, or None when gradio keeps none for it (or keeps it in a shape
     this code does not know: then it raises AttributeError)."""
@@ -37,3 +49,80 @@ def forget_replaced_components(demo: gr.Blocks, request: gr.Request | None) -> N
             config_values.pop(key, None)
     except (AttributeError, KeyError, RuntimeError):  # RuntimeError: another event changed the dict meanwhile
         pass
+
+
+# --- checking an event's values before gradio processes them --------------------------------------------------------
+# Gradio runs each input component's `preprocess` on the values a request sent before our handler runs. A wrong type
+# there (text for a slider) fails inside gradio, which then answers "Error: None" unless show_error is on (and then
+# with its own internals); a value it echoes in a message (an unpaired surrogate in the model name) breaks the event
+# stream with an exception in the ASGI log. Blocks.preprocess_data(block_fn, inputs, state, explicit_call) is where
+# every event's values pass, queued or not, so the app's own check goes in front of it.
+_INDEX = re.compile(r"input component at index (\d+)")
+
+
+def check_inputs_first(demo: gr.Blocks, check) -> None:
+    """Make `check(components, values)` (which raises gr.Error in words) run on every event's values before gradio's
+    own processing; anything gradio still cannot process is refused in words that name the field, never without
+    words. Raises AttributeError/TypeError at once if gradio no longer has preprocess_data in the expected shape."""
+    original = demo.preprocess_data
+    if getattr(original, "checks_inputs_first", False):
+        return
+    signature = inspect.signature(original)
+    if not {"block_fn", "inputs"} <= set(signature.parameters):
+        raise TypeError(f"gradio's Blocks.preprocess_data{signature} no longer takes (block_fn, inputs, ...)")
+
+    async def preprocess_data(*args, **kwargs):
+        arguments = signature.bind(*args, **kwargs).arguments
+        components, values = list(arguments["block_fn"].inputs), arguments["inputs"]
+        check(components, list(values) if isinstance(values, (list, tuple)) else [])
+        try:
+            return await original(*args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as err:  # noqa: BLE001 - gradio's processing of a visitor's value: say which one
+            found = _INDEX.search(str(err))
+            index = int(found.group(1)) if found else None
+            name = (getattr(components[index], "label", None) if index is not None and index < len(components)
+                    else None)
+            raise gr.Error(f"{name} cannot take the value that was sent." if name else
+                           "One of the values sent to this view has the wrong type; see the API page for what each "
+                           "endpoint takes.", print_exception=False) from None
+
+    preprocess_data.checks_inputs_first = True
+    demo.preprocess_data = preprocess_data
+
+
+# --- the login page without the API description ---------------------------------------------------------------------
+# gradio's page template (templates/frontend/index.html and share.html) embeds the whole API description, endpoint
+# names, parameters, model names and examples included, as `window.gradio_api_info = {...};` even in the page that
+# only shows the login form. An empty description in its place keeps the login form as it was (with none at all, the
+# front end would ask the server for it, and be refused); after the login, the page comes again, whole. gradio
+# escapes '<' in that JSON, so the first ";</script>" ends it.
+_API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.DOTALL)
+EMPTY_API_INFO = b'window.gradio_api_info = {"named_endpoints": {}, "unnamed_endpoints": {}};</script>'
+
+
+def strip_api_info(page: bytes) -> bytes:
+    """The page with an empty API description in place of gradio's; unchanged if it has none."""
+    return _API_INFO.sub(EMPTY_API_INFO, page, count=1)
+
+
+def embeds_api_info(page: bytes) -> bool:
+    return _API_INFO.search(page) is not None
+
+
+# --- idle sessions --------------------------------------------------------------------------------------------------
+# gradio keeps every visitor's session (a copy of the page's component configuration, ~0.2 MB here) until
+# `state_session_capacity` newer ones push it out; gr.State(time_to_live=...) frees only the State's value, timed
+# from its last write. Whole sessions idle for longer than a limit go here, by gradio's own record of their last use.
+def expire_idle_sessions(demo: gr.Blocks, idle_seconds: float) -> int:
+    """Forget the sessions not used for `idle_seconds`; returns how many went. A visitor who comes back later gets a
+    fresh session (the page asks them to analyze again)."""
+    holder = demo.state_holder
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=idle_seconds)
+    with holder.lock:
+        idle = [session for session, last in list(holder.time_last_used.items()) if last < cutoff]
+        for session in idle:
+            holder.session_data.pop(session, None)
+            holder.time_last_used.pop(session, None)
+    return len(idle)

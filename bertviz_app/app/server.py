@@ -1,8 +1,24 @@
 """Serving the app: safe defaults (127.0.0.1, no run history, no monitoring page, no MCP server, no extra file
-paths), a clear line when a --share link cannot be made, and gradio's own banner replaced by ours."""
+paths), bounds on what any visitor can make the server hold or do, a clear line when a --share link cannot be made,
+and gradio's own banner replaced by ours.
+
+What is bounded, and how (docs/security.md says it for operators):
+- request bodies: `max_body_bytes` on every route, refused before they are read (guards.BodyLimit);
+- the model: every event that runs it goes through the queue (`queue(api_open=False)`: gradio's direct
+  /gradio_api/run/ route refuses queued events), at most `max_queue` waiting; `concurrency` forward passes at once;
+- uploads: refused (the app has no file input; guards.NoUploads), and gradio's own cap set as well;
+- sessions: at most `max_sessions` (gradio's `state_session_capacity`), and those idle for `session_idle_s` are
+  forgotten (gradio_internals.expire_idle_sessions, every minute);
+- with `auth`: every route but the login page's needs a login, the login page does not embed the API description,
+  failed logins are limited per address (guards.LoginRequired, guards.LoginThrottle);
+- event values: checked before gradio processes them, refused in words that name the field
+  (common.check_inputs through gradio_internals.check_inputs_first).
+The Run cache is bounded by bytes in the Explorer (`cache_mb`, `--cache-mb`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import logging
@@ -10,10 +26,18 @@ import socket
 import sys
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from ..catalog import ASSETS
+from . import gradio_internals, guards
+from .common import check_inputs
 
 log = logging.getLogger("bertviz_app.app")
+
+MAX_BODY_BYTES = 2**20  # the largest request the page sends is two full text boxes: 20,000 characters each, ~0.5 MB
+MAX_SESSIONS = 500  # ~0.2 MB each (219 kB measured through the queue): ~110 MB at most
+SESSION_IDLE_S = 3600
+MAX_QUEUE = 64
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -22,24 +46,80 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def listening_line(host: str, port: int) -> str:
+    """What the startup line says: the address the server listens on, and for a wildcard address how to reach it."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    if host.strip("[]") in ("0.0.0.0", "::"):
+        others, here = ("every IPv4 interface", "127.0.0.1") if host == "0.0.0.0" else ("every interface", "[::1]")
+        return (f"listening on {shown}:{port} ({others} of this machine): open http://{here}:{port}/ here, or "
+                f"http://<this machine's address>:{port}/ from another machine")
+    return f"serving on http://{shown}:{port}/"
+
+
+def session_janitor(demo: gr.Blocks, idle_s: float, every_s: float):
+    """A FastAPI lifespan (passed through launch's app_kwargs) that forgets idle sessions every `every_s` seconds while
+    the server runs."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async def sweep():
+            while True:
+                await asyncio.sleep(every_s)
+                try:
+                    gone = gradio_internals.expire_idle_sessions(demo, idle_s)
+                except Exception:  # a gradio that changed shape: the session cap still holds; say it once
+                    log.exception("could not expire idle sessions; the session cap still applies")
+                    return
+                if gone:
+                    log.info("forgot %d idle session(s)", gone)
+
+        task = asyncio.create_task(sweep())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return lifespan
+
+
+def middleware(max_body_bytes: int, auth: bool) -> list[Middleware]:
+    """The guards, outermost first: the body limit before anything reads a body."""
+    stack = [Middleware(guards.BodyLimit, max_bytes=max_body_bytes), Middleware(guards.NoUploads)]
+    if auth:
+        stack += [Middleware(guards.LoginRequired, strip_api_info=gradio_internals.strip_api_info),
+                  Middleware(guards.LoginThrottle)]
+    return stack + [Middleware(guards.CallErrors)]
+
+
 def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
-          auth: list[tuple[str, str]] | None = None, block: bool = True, max_queue: int = 64) -> str:
+          auth: list[tuple[str, str]] | None = None, block: bool = True, max_queue: int = MAX_QUEUE,
+          max_body_bytes: int = MAX_BODY_BYTES, max_sessions: int = MAX_SESSIONS,
+          session_idle_s: float = SESSION_IDLE_S) -> str:
     """Launch `demo` with safe defaults and return the local URL; with `block`, serve until Ctrl-C.
 
     Safe defaults: bound to 127.0.0.1 unless told otherwise; no run history (gradio 6 would otherwise record
     every call in the visitor's browser and offer a /gradio_api/runs page), no monitoring page, no MCP server,
-    no extra file paths (gradio serves only its own cache of files our handlers return, and we return none).
+    no extra file paths (gradio serves only its own cache of files our handlers return, and we return none), no
+    OpenAPI page of gradio's routes. The bounds are listed in this module's docstring.
     A --share link that cannot be made (offline) is reported in one clear line while the local server goes on."""
-    demo.queue(max_size=max_queue, default_concurrency_limit=4)
+    # api_open=False: gradio's /gradio_api/run/<name> (and /api/<name>) no longer run queued events directly, which
+    # skipped the queue, its size limit and the model's concurrency limit. Every event that runs the model is queued.
+    demo.queue(max_size=max_queue, default_concurrency_limit=4, api_open=False)
+    gradio_internals.check_inputs_first(demo, check_inputs)
+    app_kwargs = {"middleware": middleware(max_body_bytes, bool(auth)), "openapi_url": None,
+                  "lifespan": session_janitor(demo, session_idle_s, every_s=min(60.0, session_idle_s / 4))}
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured):  # gradio's banner and its long share advice: we say it shorter
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
-                    css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None)
+                    css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None,
+                    app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     log.debug("gradio said: %s", captured.getvalue())
     url = demo.local_url
-    print(f"bertviz-app: serving on {url} (Ctrl-C stops)", flush=True)
+    print(f"bertviz-app: {listening_line(host, demo.server_port)} (Ctrl-C stops)", flush=True)
     if share:
         if demo.share_url:
             print(f"bertviz-app: public link {demo.share_url}", flush=True)

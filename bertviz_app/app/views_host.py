@@ -190,7 +190,7 @@ def in_words(fn):
 def csv_of(run: Run, matrix, layer, head) -> str:
     """The exact numbers behind the matrix on screen, one row per (layer, head, from, to): one head, all heads of a
     layer, the layer's rollout, or value-weighted attention (its norms, before the views scale rows to one)."""
-    if matrix not in MATRIX_SETS:
+    if not isinstance(matrix, str) or matrix not in MATRIX_SETS:  # the browser's raw JSON: any type can come
         raise refuse(f"Unknown matrix {str(matrix)[:40]!r}; choose one of: {', '.join(MATRIX_SETS)}.")
     layer = index_value(layer, run.num_layers, "Layer")
     if matrix == "rollout":

@@ -1,0 +1,478 @@
+"""What one visitor (or anyone who can reach the port) can make the server hold or do: the Run cache, request bodies,
+the queue, uploads, sessions, and what the login protects. Servers here are real (`app.serve` on a free 127.0.0.1
+port) and serve the tiny random BERT, so that the HTTP surface, not the model, is what is tested."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import inspect
+import json
+import logging
+import socket
+import time
+import uuid
+import weakref
+
+import gradio as gr
+import httpx
+import pytest
+import torch
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, app
+from bertviz_app import explorer as explorer_module
+from bertviz_app.app import common, guards
+from bertviz_app.catalog import minilm_path
+
+
+def tiny_explorer(cache_mb: float) -> Explorer:
+    torch.manual_seed(0)
+    config = BertConfig.preset("tiny", vocab_size=30522)
+    tokenizer = Tokenizer.from_folder(minilm_path(), max_tokens=config.max_position_embeddings)
+    return Explorer(BertForPreTraining(config), tokenizer, torch.device("cpu"), "tiny", cache_mb=cache_mb)
+
+
+# --- the Run cache ----------------------------------------------------------------------------------------------
+def test_an_evicted_run_is_freed_at_once():
+    """Reference counting alone must free a Run the cache dropped: the cyclic collector runs when enough objects were
+    made, not bytes, so a Run caught in a cycle stays long after its eviction (a server grew by its 55 MB Runs)."""
+    explorer = tiny_explorer(cache_mb=0)  # keeps only the newest Run
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        run = explorer.run("The first sentence.")
+        run.plot.attention(0, 0)  # drawing must not tie the Run to itself
+        run.plot.head_overview()
+        run.rollout(1)  # nor must the derived numbers
+        first = weakref.ref(run)
+        del run
+        explorer.run("A second sentence takes its place.")
+        assert first() is None, "the evicted Run is still alive: something holds it in a reference cycle"
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_an_eviction_gives_the_freed_memory_back(monkeypatch):
+    calls = []
+    monkeypatch.setattr(explorer_module, "_release_freed_memory", lambda: calls.append("trim"))
+    explorer = tiny_explorer(cache_mb=0)
+    explorer.run("The first sentence.")
+    assert calls == []  # nothing was evicted
+    explorer.run("The second sentence.")
+    assert calls == ["trim"]
+    explorer.run("The second sentence.")
+    assert calls == ["trim"]  # a cache hit frees nothing
+    monkeypatch.undo()
+    explorer_module._release_freed_memory()  # and the real one runs here (glibc's malloc_trim, or nothing elsewhere)
+
+
+def test_the_cache_keeps_runs_within_its_bytes():
+    explorer = tiny_explorer(cache_mb=0.05)
+    one = explorer.run("Sentence number 0 is here.").nbytes
+    for i in range(1, 30):
+        explorer.run(f"Sentence number {i} is here.")
+    assert one * 2 <= explorer.cached_bytes <= 0.05 * 2**20
+
+
+# --- servers ------------------------------------------------------------------------------------------------------
+USER, PASSWORD = "teacher", "chalk and board"
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def explorers(tiny_mlm_folder):
+    return app.load_models([tiny_mlm_folder], device="cpu", max_tokens=64)
+
+
+@pytest.fixture(scope="module")
+def served(explorers):
+    """(url, demo) of the app as `bertviz-app serve` runs it, without --auth."""
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url, demo
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    return served[0]
+
+
+@pytest.fixture(scope="module")
+def events(server) -> dict[str, int]:
+    """api name -> fn_index, from the page's config."""
+    config = httpx.get(server + "config").json()
+    return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+
+
+@pytest.fixture(scope="module")
+def model_name(explorers) -> str:
+    return next(iter(explorers))
+
+
+@pytest.fixture(scope="module")
+def auth_server(explorers):
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False, auth=[(USER, PASSWORD)])
+    yield url
+    demo.close()
+
+
+def port_of(url: str) -> int:
+    return int(url.rstrip("/").rsplit(":", 1)[1])
+
+
+def raw_request(url: str, head: str, body: bytes = b"", timeout: float = 60) -> bytes:
+    """Send `head` (request line and headers) and `body` on a socket; the answer, headers and body (b"" if the
+    server closed without one). A server still waiting for the rest of a body runs into `timeout` (socket.timeout)."""
+    with socket.create_connection(("127.0.0.1", port_of(url)), timeout=timeout) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer) < answer.index(b"\r\n\r\n") + 4 + content_length(answer):
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            answer += piece
+        return answer
+
+
+def content_length(answer: bytes) -> int:
+    for line in answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+
+
+def event(url: str, fn_index: int, data_json: str, session: str | None = None) -> dict:
+    """Join the queue with `data_json` written as is (JSON that Python's json module would not write: 1e400, lone
+    surrogates) and return the event's process_completed message."""
+    session = session or uuid.uuid4().hex[:12]
+    body = ('{"data": %s, "fn_index": %d, "session_hash": "%s", "event_data": null, "trigger_id": null}'
+            % (data_json, fn_index, session)).encode()
+    joined = httpx.post(url + "gradio_api/queue/join", content=body, headers={"content-type": "application/json"})
+    assert joined.status_code == 200, joined.text
+    with httpx.stream("GET", url + f"gradio_api/queue/data?session_hash={session}", timeout=60) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    return message
+    raise AssertionError("the event stream ended without a result")
+
+
+# --- request bodies -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method, path", [("POST", "/gradio_api/queue/join"), ("POST", "/gradio_api/component_server"),
+                                          ("POST", "/login"), ("POST", "/gradio_api/run/predict"),
+                                          ("POST", "/gradio_api/call/v2/analyze"), ("GET", "/"),
+                                          ("PUT", "/no/such/route")])
+def test_a_large_body_is_refused_before_it_is_read(server, method, path):
+    """A 200 MB body is announced and not sent: a server that reads bodies before it refuses them waits for the
+    rest (the socket times out); ours answers 413 at once, on every route."""
+    answer = raw_request(server, f"{method} {path} HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"
+                                 f"Content-Length: {200 * MIB}\n", b'{"data": ["' + b"x" * 1000, timeout=30)
+    assert status_of(answer) == 413, answer[:200]
+    assert b"MB this server accepts" in answer
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit(server):
+    chunk = b"x" * (256 * 1024)
+    body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(12)) + b"0\r\n\r\n"  # 3 MB
+    answer = raw_request(server, "POST /gradio_api/queue/join HTTP/1.1\nHost: 127.0.0.1\n"
+                                 "Content-Type: application/json\nTransfer-Encoding: chunked\n", body)
+    assert status_of(answer) == 413, answer[:200]
+
+
+def test_a_body_under_the_limit_still_reaches_gradio(server, events, model_name):
+    text = "word " * 3999  # just under the text box's 20,000 characters
+    out = event(server, events["analyze"], json.dumps([model_name, text, text]))
+    assert out["success"], out
+
+
+# --- the queue ----------------------------------------------------------------------------------------------------
+# None of these runs the model: fill in an example, add one to the seed, fill the boxes from a permalink, copy the
+# input into Compare, put back the silencing hint, and the two buttons done in the browser (copy link, presenter).
+UNQUEUED = {"load_example", "load_example_1", "_next_seed", "_pick_example", "_restore", "_compare_prefill",
+            "_compare_prefill_1", "_compare_prefill_2", "_clear_ablation", "_clear_ablation_1", "_clear_ablation_2",
+            "js_fn", "js_fn_1"}
+
+
+def test_every_event_that_can_run_the_model_is_queued(server):
+    config = httpx.get(server + "config").json()
+    unqueued = {d["api_name"] for d in config["dependencies"] if d.get("queue") is False}
+    assert unqueued <= UNQUEUED, f"events outside the queue: {unqueued - UNQUEUED}"
+
+
+def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, model_name, monkeypatch):
+    """gradio's /gradio_api/run/<name> picks the event by the fn_index in the body, whatever the name: with the API
+    open, it ran the forward pass outside the queue and its concurrency limit. Every queued event must refuse."""
+    explorer = explorers[model_name]
+    calls = []
+    forward = explorer._forward
+    monkeypatch.setattr(explorer, "_forward", lambda enc: calls.append(enc) or forward(enc))
+    config = httpx.get(server + "config").json()
+    for dependency in config["dependencies"]:
+        if dependency.get("queue") is False:
+            continue
+        data = [model_name, f"Skip the queue {dependency['id']}.", ""]
+        for path in ("gradio_api/run/predict", f"gradio_api/api/{dependency['api_name'].lstrip('_')}"):
+            answer = httpx.post(server + path, json={"data": data, "fn_index": dependency["id"],
+                                                     "session_hash": "bypass"}, timeout=60)
+            assert answer.status_code == 404, (dependency["api_name"], answer.status_code, answer.text[:200])
+    assert calls == []
+    assert Client(server, verbose=False).predict(model_name, "Through the queue.", "", api_name="/analyze")[0]["data"]
+    assert len(calls) == 1
+
+
+# --- uploads, pages -----------------------------------------------------------------------------------------------
+def test_uploads_are_refused(server):
+    files = {"files": ("big.bin", b"\0" * 100_000, "application/octet-stream")}
+    answer = httpx.post(server + "gradio_api/upload", files=files)
+    assert answer.status_code == 403 and "no file uploads" in answer.text
+    assert "big.bin" not in answer.text
+
+
+def test_no_openapi_page_of_the_routes(server):
+    assert httpx.get(server + "openapi.json").status_code == 404
+
+
+# --- messages -----------------------------------------------------------------------------------------------------
+def refusal(message: dict) -> str:
+    assert message["success"] is False, message
+    text = message["output"]["error"]
+    assert text and "Something went wrong" not in text, message  # words, and not the "our bug" apology
+    return text
+
+
+@pytest.fixture
+def uvicorn_errors():
+    """Records of uvicorn's error log ("Exception in ASGI application"), which does not reach the root logger."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
+SIMILARITY = "Layer for token similarity (0 = embeddings)"
+
+
+@pytest.mark.parametrize("name, what, data, words", [
+    ("analyze", "surrogate in a text", '[M, "abc \\ud800 def", ""]', "Sentence A contains a character"),
+    ("analyze", "surrogate in the model", '["x\\udfffy", "abc", ""]', "Model contains a character"),
+    ("analyze", "surrogate in sentence B", '[M, "abc", "\\ud83d"]', "Sentence B (optional) contains a character"),
+    ("analyze", "a list for the text", '[M, ["abc"], ""]', "Sentence A must be text, not a list"),
+    ("analyze", "an object for the model", '[{"a": 1}, "abc", ""]', "Model must be one of its choices, not an obj"),
+    ("analyze", "missing values", '[M]', "Missing values: Sentence A, Sentence B (optional)"),
+    ("token_similarity", "1e400 for the layer", '[null, 1e400]', f"{SIMILARITY} must be a finite number, not inf"),
+    ("token_similarity", "-1e400 for the layer", '[null, -1e400]', f"{SIMILARITY} must be a finite number, not -inf"),
+    ("token_similarity", "text for the layer", '[null, "two"]', f"{SIMILARITY} must be a number, not text"),
+    ("token_similarity", "an object for the layer", '[null, {"a": 1}]', f"{SIMILARITY} must be a number, not an obj"),
+    ("explain", "1e400 steps", '[null, null, "", 1e400]', "Integration steps must be a finite number, not inf"),
+    ("explain", "a list for the word", '[null, null, ["a"], 50]', "Word to explain (empty: the model's top prediction) must be text"),
+])
+def test_bad_values_are_refused_in_words_that_name_the_field(server, events, model_name, uvicorn_errors, name, what,
+                                                             data, words):
+    message = event(server, events[name], data.replace("M", json.dumps(model_name), 1))
+    assert words in refusal(message)
+    assert not [r for r in uvicorn_errors if r.levelno >= logging.ERROR], [r.getMessage() for r in uvicorn_errors]
+
+
+def test_bad_numbers_elsewhere_are_refused_in_words(server, events, model_name):
+    assert "Predictions per mask must be a finite number" in refusal(
+        event(server, events["fill_mask"], f'[{json.dumps(model_name)}, "a [MASK].", 1e400]'))
+    event(server, events["analyze"], json.dumps([model_name, "abc", ""]), session="numbers")
+    assert "Token to mask" in refusal(event(server, events["mask_token"], '[null, 1e400, 3]', session="numbers"))
+    assert "Sample (random seed) must be a finite number" in refusal(
+        event(server, events["corrupt"], '[null, 1e400]', session="numbers"))
+
+
+def test_the_curl_route_names_a_missing_argument(server):
+    answer = httpx.post(server + "gradio_api/call/v2/compare", json={"other_a": "abc"})
+    assert answer.status_code == 422 and "No value provided for required argument" in answer.json()["error"]
+    assert "other_b" in answer.json()["error"]
+    answer = httpx.post(server + "gradio_api/call/v2/no_such_endpoint", json={})
+    assert answer.status_code == 422 and "No API endpoint named /no_such_endpoint" in answer.json()["error"]
+
+
+def test_index_values_refuse_infinity_in_words():
+    with pytest.raises(gr.Error, match="Token must be a whole number"):
+        common.index_value(float("inf"), 10, "Token")
+    with pytest.raises(gr.Error, match="Sentence A contains a character that is not text"):
+        common.text_value("a\udc80b", "Sentence A")
+
+
+# --- the component_server route (gr.HTML server_functions: not queued, read a cached Run) -----------------------
+@pytest.fixture(scope="module")
+def html_server():
+    """A page with a gr.HTML whose server function answers the browser's JavaScript, served like the app."""
+
+    def token_count(text):
+        return len(str(text).split())
+
+    with gr.Blocks() as demo:
+        view = gr.HTML("<div>view</div>", server_functions=[token_count])
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url, view._id
+    demo.close()
+
+
+def test_server_functions_answer_and_are_capped(html_server):
+    url, component = html_server
+    call = {"session_hash": "html", "component_id": component, "fn_name": "token_count", "data": ["three words here"]}
+    answer = httpx.post(url + "gradio_api/component_server", json=call)
+    assert answer.status_code == 200 and answer.json() == 3
+    answer = httpx.post(url + "gradio_api/component_server", json={**call, "data": ["x " * MIB]})  # 2 MB
+    assert answer.status_code == 413
+
+
+# --- sessions -----------------------------------------------------------------------------------------------------
+def analyze(client: Client, model: str, text: str):
+    return client.predict(model, text, "", api_name="/analyze")
+
+
+def test_sessions_are_capped(explorers, model_name):
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False, max_sessions=2)
+    try:
+        first = Client(url, verbose=False)
+        analyze(first, model_name, "The first visitor.")
+        first.predict(1, api_name="/token_similarity")  # the session holds the first visitor's input
+        for i in range(2):
+            analyze(Client(url, verbose=False), model_name, f"Visitor {i} after the first.")
+        with pytest.raises(AppError, match="Nothing analyzed yet"):  # the least recently used session went
+            first.predict(1, api_name="/token_similarity")
+    finally:
+        demo.close()
+
+
+def test_idle_sessions_are_forgotten(explorers, model_name):
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False, session_idle_s=1)
+    try:
+        client = Client(url, verbose=False)
+        analyze(client, model_name, "Then I went for a coffee.")
+        assert app.gradio_internals.session_blocks(demo, client.session_hash) is not None
+        for _ in range(300):  # bounded: the janitor looks every 0.25 s here
+            if app.gradio_internals.session_blocks(demo, client.session_hash) is None:
+                break
+            time.sleep(0.1)
+        assert app.gradio_internals.session_blocks(demo, client.session_hash) is None, "the idle session stayed"
+        with pytest.raises(AppError, match="Nothing analyzed yet"):
+            client.predict(1, api_name="/token_similarity")
+    finally:
+        demo.close()
+
+
+# --- with --auth --------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def logged_in(url: str):
+    with httpx.Client(base_url=url) as session:
+        assert session.post("/login", data={"username": USER, "password": PASSWORD}).status_code == 200
+        yield session
+
+
+def test_the_login_page_does_not_describe_the_api(auth_server, model_name):
+    page = httpx.get(auth_server).text
+    assert "auth_required" in page  # the login form
+    for secret in ("analyze", "fill_mask", "parameter_name", model_name):
+        assert secret not in page
+    with logged_in(auth_server) as session:
+        page = session.get("/").text
+        assert "named_endpoints" in page and "/analyze" in page  # after the login, the page is whole
+
+
+@pytest.mark.parametrize("method, path", [
+    ("GET", "/openapi.json"), ("GET", "/gradio_api/openapi.json"), ("GET", "/gradio_api/info"), ("GET", "/config"),
+    ("POST", "/gradio_api/reset"), ("POST", "/gradio_api/cancel"), ("GET", "/gradio_api/heartbeat/abc"),
+    ("POST", "/gradio_api/queue/join"),
+    ("POST", "/gradio_api/component_server"), ("POST", "/gradio_api/call/v2/analyze"),
+    ("GET", "/gradio_api/a-route-a-later-gradio-adds")])
+def test_everything_but_the_login_page_needs_a_login(auth_server, method, path):
+    body = {"session_hash": "x", "fn_index": 0, "event_id": "e", "data": []}
+    answer = httpx.request(method, auth_server.rstrip("/") + path, json=body if method == "POST" else None)
+    assert answer.status_code == 401, (path, answer.status_code, answer.text[:200])
+
+
+def test_a_login_opens_the_app(auth_server, model_name):
+    with logged_in(auth_server) as session:
+        assert session.get("/gradio_api/info").status_code == 200
+        assert session.post("/gradio_api/cancel", json={"session_hash": "x", "fn_index": 0, "event_id": "e"}
+                            ).status_code == 200
+    client = Client(auth_server, auth=(USER, PASSWORD), verbose=False)
+    assert analyze(client, model_name, "Logged in.")[0]["data"]
+
+
+def test_failed_logins_are_limited_per_address(auth_server):
+    guessing = {"x-forwarded-for": "203.0.113.9"}  # as a proxy on this machine reports a client (see LoginThrottle)
+    for i in range(guards.LoginThrottle(None).max_failures):
+        answer = httpx.post(auth_server + "login", data={"username": USER, "password": f"guess {i}"}, headers=guessing)
+        assert answer.status_code == 400
+    answer = httpx.post(auth_server + "login", data={"username": USER, "password": PASSWORD}, headers=guessing)
+    assert answer.status_code == 429 and "Too many failed logins" in answer.text and answer.headers["retry-after"]
+    other = httpx.post(auth_server + "login", data={"username": USER, "password": PASSWORD},
+                       headers={"x-forwarded-for": "198.51.100.4"})
+    assert other.status_code == 200  # another address is not locked out
+
+
+def test_with_auth_a_large_body_is_refused_before_the_login_check(auth_server):
+    answer = raw_request(auth_server, f"POST /gradio_api/queue/join HTTP/1.1\nHost: 127.0.0.1\n"
+                                      f"Content-Type: application/json\nContent-Length: {200 * MIB}\n", timeout=30)
+    assert status_of(answer) == 413
+
+
+def test_the_throttle_forgets_old_failures_and_bounds_its_memory():
+    now = [0.0]
+    throttle = guards.LoginThrottle(None, max_failures=2, window_s=10, max_clients=3, clock=lambda: now[0])
+    throttle.record_failure("a", 0)
+    throttle.record_failure("a", 1)
+    assert len(throttle.recent("a", 5)) == 2 and len(throttle.recent("a", 10.5)) == 1
+    for address in "bcdef":
+        throttle.record_failure(address, 20)
+    assert len(throttle.failures) <= 3
+
+
+# --- the startup line ---------------------------------------------------------------------------------------------
+def test_a_wildcard_host_says_where_it_listens(explorers, capsys):
+    demo = app.build_demo(explorers)
+    port = app.free_port()
+    try:
+        app.serve(demo, host="0.0.0.0", port=port, block=False)
+        out = capsys.readouterr().out
+        assert f"listening on 0.0.0.0:{port} (every IPv4 interface" in out and f"http://127.0.0.1:{port}/" in out
+        assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 200
+    finally:
+        demo.close()
+
+
+# --- the gradio internals these bounds rely on --------------------------------------------------------------------
+def test_gradio_internals_check_inputs_first_is_in_place(served):
+    """check_inputs_first replaces Blocks.preprocess_data(block_fn, inputs, state, explicit_call); if gradio renames
+    or reshapes it, this fails (the message tests above would then fail with gradio's wordless errors)."""
+    _, demo = served
+    assert {"block_fn", "inputs"} <= set(inspect.signature(gr.Blocks.preprocess_data).parameters)
+    assert getattr(demo.preprocess_data, "checks_inputs_first", False)
+
+
+def test_gradio_internals_the_page_embeds_the_api_where_it_is_stripped(auth_server):
+    with logged_in(auth_server) as session:
+        page = session.get("/").content
+    assert app.gradio_internals.embeds_api_info(page), "gradio's page no longer embeds the API where we strip it"
+    stripped = app.gradio_internals.strip_api_info(page)
+    assert b"/analyze" not in stripped and app.gradio_internals.EMPTY_API_INFO in stripped
+
+
+def test_gradio_internals_sessions_are_kept_as_expected(served):
+    _, demo = served
+    holder = demo.state_holder
+    assert isinstance(holder.session_data, dict) and isinstance(holder.time_last_used, dict)
+    assert hasattr(holder.lock, "acquire") and holder.capacity == app.server.MAX_SESSIONS
