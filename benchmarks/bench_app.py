@@ -37,6 +37,9 @@ WORDS = ("the river bank was quiet when the old man sat down to read his paper a
 ROOT = Path(__file__).resolve().parent.parent
 # Runnable as `python benchmarks/bench_app.py` from a checkout without installing the package.
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_views import MEASURE_JS  # noqa: E402  (the same measurement as the standalone views')
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
 
@@ -115,7 +118,8 @@ def make_client(url: str):
     # The clients share the 2 cores with the server. gradio_client otherwise builds a TLS context (loading the CA
     # bundle) for every HTTP call, even on http://: that cost 0.13 s of client CPU per request here and starved
     # the server. Certificates mean nothing on http://127.0.0.1, and there is no network for telemetry.
-    return Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
+    # httpx's default 5 s read timeout would count a slow answer as an error; a browser waits, and so do we.
+    return Client(url, verbose=False, ssl_verify=False, analytics_enabled=False, httpx_kwargs={"timeout": 120})
 
 
 def timed(fn, repeat: int) -> list[float]:
@@ -203,16 +207,6 @@ def memory_rounds(url: str, pid: int, model_name: str, args) -> list[tuple]:
              "flat (< 50 MiB growth)", "yes" if growth < 50 else "NO")]
 
 
-# One layer change in the attention views, timed from the control's event to the next painted frame.
-LAYER_CHANGE_JS = """async (value) => {
-  const input = document.getElementById("view-layer");
-  const start = performance.now();
-  input.value = value; input.dispatchEvent(new Event("input", { bubbles: true }));
-  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return performance.now() - start;
-}"""
-
-
 def in_the_browser(url: str, args) -> list[tuple]:
     """Chromium at 1280 x 720: Analyze pressed with a new 32-token sentence until every attention view has drawn the
     new payload, then layer changes; the requests the page made during the changes."""
@@ -227,7 +221,7 @@ def in_the_browser(url: str, args) -> list[tuple]:
         page.goto(url)
         page.wait_for_function("() => document.querySelector('#attention-view')?.dataset.key", timeout=120_000)
         page.wait_for_timeout(3000)  # the first analysis' other tabs
-        new_input, frames = [], []
+        new_input, work, latency = [], [], []
         for i in range(args.browser):
             old = page.evaluate("() => document.querySelector('#attention-view').dataset.key")
             page.locator("#sentence-a textarea").fill(sentence(50_000 + i, 32))
@@ -239,15 +233,20 @@ def in_the_browser(url: str, args) -> list[tuple]:
             new_input.append((time.perf_counter() - start) * 1000)
             page.wait_for_timeout(1500)  # let the other tabs' steps finish before timing the views alone
             requests.clear()
-            frames += [page.evaluate(LAYER_CHANGE_JS, str(k % 6)) for k in range(1, 7)]
+            timing = page.evaluate(MEASURE_JS, ["view-layer", [str(k % 6) for k in range(1, 7)], "input", 6])
+            work += timing["work"]
+            latency += timing["latency"]
             assert not [r for r in requests if url in r], requests
         context.close()
     return [("in Chromium, Analyze pressed to every attention view drawn (32 tokens)",
              f"{statistics.median(new_input):.0f} ms", f"{percentile(new_input, 0.95):.0f} ms", "<= 300 ms",
              "yes" if statistics.median(new_input) <= 300 else "NO"),
-            ("in Chromium, a layer change to the next painted frame (32 tokens; 0 requests to the server)",
-             f"{statistics.median(frames):.1f} ms", f"{percentile(frames, 0.95):.1f} ms", "< 16 ms, 0 requests",
-             "yes" if statistics.median(frames) < 16 else "NO")]
+            ("in Chromium, a layer change: the page's work up to its painted frame (32 tokens; 0 requests to the "
+             "server)", f"{statistics.median(work):.1f} ms", f"{percentile(work, 0.95):.1f} ms", "< 16 ms, 0 requests",
+             "yes" if statistics.median(work) < 16 else "NO"),
+            ("in Chromium, a layer change: from the event to the frame on screen (waits for the display's next "
+             "frame, 16.7 ms apart at 60 Hz)", f"{statistics.median(latency):.1f} ms",
+             f"{percentile(latency, 0.95):.1f} ms", "-", "-")]
 
 
 def main() -> None:

@@ -87,14 +87,14 @@ def fill(url: str, pid: int, model: str, args) -> list[tuple[str, str]]:
     rows = [("RSS before the first input", f"{rss_mib(pid):.0f} MiB")]
     start = time.perf_counter()
     for i in range(args.inputs):
-        out = client.predict(model, long_input(i, args.tokens), "", 0, 0, "all", False, 0, api_name="/analyze")
+        out = client.predict(model, long_input(i, args.tokens), "", api_name="/analyze")
         if i == 0:
             rows.append(("tokens per input", str(len(out[0]["data"]))))
         if args.views:
-            client.predict(0, 0, "all", False, 1, api_name="/attention_details")
-            client.predict(api_name="/attention_overview")
+            # what the page's other tabs draw after an analysis (the attention views come with /analyze)
             client.predict(128, api_name="/embeddings")
             client.predict(6, api_name="/hidden_states")
+            client.predict(api_name="/next_sentence")
         if (i + 1) % 10 == 0:
             print(f"{i + 1} inputs: RSS {rss_mib(pid):.0f} MiB ({time.perf_counter() - start:.0f} s)",
                   file=sys.stderr, flush=True)
@@ -105,7 +105,7 @@ def fill(url: str, pid: int, model: str, args) -> list[tuple[str, str]]:
 
 
 def bypass(url: str, fn_index: int, model: str) -> str:
-    body = json.dumps({"data": [model, "Skip the queue.", "", 0, 0, "all", False, 0], "fn_index": fn_index,
+    body = json.dumps({"data": [model, "Skip the queue.", ""], "fn_index": fn_index,
                        "session_hash": "benchbypass"}).encode()
     request = urllib.request.Request(url + "gradio_api/run/predict", data=body,
                                      headers={"Content-Type": "application/json"})

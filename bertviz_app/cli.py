@@ -57,9 +57,9 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                    help="CPU threads for PyTorch (default: PyTorch's choice); 1 keeps the app responsive on a "
                         "small machine that also runs other work")
     p.add_argument("--cache-mb", type=float, default=DEFAULT_CACHE_MB,
-                   help="megabytes of analyzed inputs each model keeps, so that moving a slider needs no new forward "
-                        "pass (least recently used out first); one 512-token input of the default model weighs "
-                        "about 55 MB, a sentence well under 1 MB")
+                   help="megabytes of analyzed inputs each model keeps, so that the other tabs, exports and the "
+                        "query/key view need no new forward pass (least recently used out first); one 512-token "
+                        "input of the default model weighs 55-61 MB, a sentence well under 1 MB")
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
                    help="visitor sessions kept (about 0.2 MB each); past this the least recently used is forgotten")
     p.add_argument("--session-minutes", type=float, default=DEFAULT_SESSION_MINUTES,

@@ -141,6 +141,24 @@ def test_the_views_get_every_layer_and_head_in_one_payload(client, explorer):
     assert set(header["matrix_sets"]) >= {"attention", "rollout"}
 
 
+
+def test_the_page_carries_the_views_script_once_and_a_plain_config(server, demo):
+    """The views' script sits once in the page's head, not in each of its three hosts; and the config holds only
+    plain data. (A host's js_on_load with the whole script made gradio turn every quoted word of it into an event
+    trigger attribute: a `self` prop that cannot be deep-copied, which sent every /config request down gradio's
+    slow element-by-element copy; that and 3 x 135 kB of script made /config 560 kB and a 20-visitor burst slower.)"""
+    import copy
+
+    page = httpx.get(server).text
+    marker = "function mountPage("  # once per copy of the views' script
+    assert page.count(marker) == 1
+    config = demo.config
+    copy.deepcopy(config)  # raises on a prop that is not plain data
+    hosts = [c for c in config["components"] if c["props"].get("elem_id", "").endswith("attention-host")
+             or c["props"].get("elem_id", "").startswith("compare-")]
+    assert len([h for h in hosts if h["type"] == "html"]) == 3
+    assert all(marker not in h["props"].get("js_on_load", "") for h in hosts)
+
 def test_the_views_server_functions_read_the_cached_run_without_a_forward_pass(client, server, demo, explorer,
                                                                               monkeypatch):
     out = analyze(client, "Redraw me, please.")

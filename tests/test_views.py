@@ -84,6 +84,18 @@ def test_floor_codes_and_their_values():
     np.testing.assert_allclose(dequantize_floor8(np.array([0, 255], dtype=np.uint8)), [0.5 / 255, 1.0])
 
 
+@pytest.mark.parametrize("shape, dtype, maximum", [((3, 4, 700, 700), np.float16, 1.0), ((2, 5, 33), np.float32, 1.0),
+                                                   ((9,), np.float64, 2.0), ((1, 3000), np.float16, 0.5)])
+def test_floor_codes_in_slices_equal_the_whole_array_at_once(shape, dtype, maximum):
+    """quantize_floor8 goes through a float32 buffer a slice at a time (several slices here for the first case):
+    every code must be the one the definition gives for the whole array, clipping included."""
+    values = (np.random.default_rng(0).random(shape) * 1.4 * maximum - 0.2 * maximum).astype(dtype)
+    whole = np.clip(np.floor(values.astype(np.float32) * np.float32(255.0 / maximum)), 0, 255).astype(np.uint8)
+    codes = quantize_floor8(values, maximum)
+    assert codes.dtype == np.uint8 and codes.shape == values.shape
+    np.testing.assert_array_equal(codes, whole)
+
+
 def test_query_key_round_trip(tiny):
     blob = encode_query_key(tiny["queries"], tiny["keys"], key="abc")
     out = decode_query_key(blob)

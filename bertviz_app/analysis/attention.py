@@ -62,7 +62,7 @@ def attention_rollout(attentions: np.ndarray, residual: float = 0.5) -> np.ndarr
     (rows sum to 1)."""
     if not 0.0 <= residual <= 1.0:
         raise ValueError(f"residual must be between 0 and 1, got {residual}")
-    mean = attentions.astype(np.float64).mean(axis=1)  # (L, T, T)
+    mean = attentions.mean(axis=1, dtype=np.float64)  # (L, T, T); no float64 copy of every head (151 MB at 512)
     t = mean.shape[-1]
     mixed = (1.0 - residual) * mean + residual * np.eye(t)[None]  # (L, T, T)
     mixed /= mixed.sum(axis=-1, keepdims=True)

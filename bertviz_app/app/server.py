@@ -2,7 +2,7 @@
 paths), bounds on what any visitor can make the server hold or do, a clear line when a --share link cannot be made,
 and gradio's own banner replaced by ours.
 
-What is bounded, and how (docs/security.md says it for operators):
+What is bounded, and how (the README's "Security and limits" says it for operators):
 - request bodies: `max_body_bytes` on every route, refused before they are read (guards.BodyLimit);
 - the model: every event that runs it goes through the queue (`queue(api_open=False)`: gradio's direct
   /gradio_api/run/ route refuses queued events), at most `max_queue` waiting; `concurrency` forward passes at once;
@@ -28,6 +28,7 @@ import sys
 import gradio as gr
 from starlette.middleware import Middleware
 
+from .. import views
 from ..catalog import ASSETS
 from . import gradio_internals, guards
 from .common import check_inputs
@@ -116,6 +117,7 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
                     css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None,
+                    head=views.script_element(),
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     log.debug("gradio said: %s", captured.getvalue())
     url = demo.local_url

@@ -37,6 +37,21 @@ MATRIX_SETS = ("attention", "rollout", "value_weighted")
 # silence in the overview; the picks go to Python as a `submit` event).
 HOST_SCRIPT = """
 const host = element.querySelector(".bv-host");
+
+// The views' script comes once per page, in its <head> (app.serve puts views.script_element() there), not in
+// every host's js_on_load: three hosts carried 430 kB of it in the page's config, which gradio deep-copies for
+// every /config request.
+async function library() {
+  for (let waited = 0; !window.BertvizViews && waited < 10000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  if (!window.BertvizViews) {
+    host.textContent = "The attention views cannot start: their script is missing from this page. Serve the app "
+      + "with bertviz_app.app.serve (or the bertviz-app command), which adds it.";
+    throw new Error("window.BertvizViews is missing");
+  }
+  return window.BertvizViews;
+}
 const URL_KEYS = ["layer", "head", "token", "tab"];
 const TABS = { lines: "lines", matrix: "matrix", overview: "overview", query_key: "qk" };
 const SHARED = ["layer", "head", "token", "view", "matrix", "units", "segments", "hideSpecial", "renormalize",
@@ -101,7 +116,7 @@ async function show() {
   const wanted = viewer ? { ...viewer.selection.get(), token: null, silenced: [] } : fromAddress();
   if (unsubscribe) unsubscribe();
   if (viewer) viewer.destroy();
-  viewer = await BertvizViews.mount(host, value.payload, {
+  viewer = await (await library()).mount(host, value.payload, {
     showTitle: false,
     idPrefix: props.id_prefix || "",
     selection: Object.fromEntries(Object.entries(wanted).filter(([, v]) => v !== undefined)),
@@ -168,7 +183,7 @@ class ViewsHost:
                           request.get("head"))
 
         return gr.HTML(value=None, html_template="<div class='bv-host'></div>",
-                       js_on_load=views.bundle_js() + HOST_SCRIPT, apply_default_css=False, elem_id=elem_id,
+                       js_on_load=HOST_SCRIPT, apply_default_css=False, elem_id=elem_id,
                        server_functions=[query_key, offline_page, attention_csv], id_prefix=id_prefix,
                        permalink=permalink, sync=sync, silence=silence)
 

@@ -9,14 +9,14 @@ the same script for the app, a notebook and an offline page (page.py).
     Path("attention.html").write_text(standalone_html(payload_from_run(run), query_key_from_run(run)))
     NotebookView(payload_from_run(run), query_key_from_run(run))   # as the last line of a notebook cell
 
-A host page (the Gradio app) loads `bundle_js()` once and calls `BertvizViews.mount(element, payload, options)`;
+A host page (the Gradio app) loads `bundle_js()` once (`script_element()` in its head) and calls `BertvizViews.mount(element, payload, options)`;
 see js/main.mjs for the options (the query/key blob can be handed over later).
 """
 
-from .page import NotebookView, bundle_js, notebook_html, standalone_html
+from .page import NotebookView, bundle_js, notebook_html, script_element, standalone_html
 from .payload import (PayloadError, decode, decode_payload, decode_query_key, encode_payload, encode_query_key,
                       payload_from_run, query_key_from_run, run_key, wordpiece_word_ids)
 
 __all__ = ["NotebookView", "PayloadError", "bundle_js", "decode", "decode_payload", "decode_query_key",
            "encode_payload", "encode_query_key", "notebook_html", "payload_from_run", "query_key_from_run",
-           "run_key", "standalone_html", "wordpiece_word_ids"]
+           "run_key", "script_element", "standalone_html", "wordpiece_word_ids"]

@@ -100,6 +100,12 @@ def bundle_js() -> str:
     return inline_modules(sources, ENTRY)
 
 
+def script_element() -> str:
+    """The views' script as one <script> element for a page's <head>: a host page (the Gradio app) loads it once,
+    however many views it holds, then calls `BertvizViews.mount`."""
+    return f"<script>{_script_text(bundle_js())}</script>"
+
+
 def _script_text(code: str) -> str:
     # Inside <script>, only "</script" (any case) and "<!--" can end or confuse the element.
     return re.sub(r"</(script)", r"<\\/\1", code, flags=re.I).replace("<!--", "<\\!--")

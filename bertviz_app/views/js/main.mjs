@@ -26,8 +26,10 @@
 //
 // A Gradio host (tried with Gradio 6.31; the app's own module comes with the app package): one gr.HTML whose
 // value is the payload as base64, `html_template="<div class='bv-host'></div>"` (never ${value}: 2 MB of text in
-// the DOM), `apply_default_css=False` (Gradio's prose styles would restyle our selects), and
-//   js_on_load = bundle_js() + `
+// the DOM), `apply_default_css=False` (Gradio's prose styles would restyle our selects), the views' script once in
+// the page's head (`launch(head=script_element())`: in js_on_load, gradio would make every quoted word of it an
+// attribute of the component), and
+//   js_on_load = `
 //     const host = element.querySelector(".bv-host"); let viewer = null;
 //     async function show() {
 //       if (!props.value) return;
