@@ -22,8 +22,10 @@ system-packages:
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_forward.py
 	$(BIN)/python benchmarks/bench_figures.py
+	$(BIN)/python benchmarks/bench_views.py
 	$(BIN)/python benchmarks/bench_app.py
 	$(BIN)/python benchmarks/bench_attribution.py
+	$(BIN)/python benchmarks/bench_memory.py
 
 setup: $(VENV)/.app
 setup-test: $(VENV)/.test

@@ -50,21 +50,23 @@ def sentence(i: int, tokens: int) -> str:
     return " ".join(words) + f" {i}."
 
 
-def rss_mib(pid: int) -> float:
-    """The resident set of process `pid` (VmRSS), in MiB."""
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """The resident set of process `pid` (VmRSS; VmHWM: its peak), in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
+    raise RuntimeError(f"no {field} for process {pid}")
 
 
-def start_server(port: int, threads: int, concurrency: int, log, device: str = "cpu") -> subprocess.Popen:
-    """`bertviz-app serve` as a child process with the default model on `device`; returns once it answers HTTP."""
+def start_server(port: int, threads: int, concurrency: int, log, device: str = "cpu",
+                 extra: tuple[str, ...] = ()) -> subprocess.Popen:
+    """`bertviz-app serve` (the built-in models, `extra` arguments after ours) as a child process on `device`;
+    returns once it answers HTTP."""
     proc = subprocess.Popen([sys.executable, "-m", "bertviz_app", "serve", "--device", device, "--port", str(port),
-                             "--threads", str(threads), "--concurrency", str(concurrency)],
+                             "--threads", str(threads), "--concurrency", str(concurrency), *extra],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"the server exited with status {proc.returncode} before it answered")
@@ -75,7 +77,7 @@ def start_server(port: int, threads: int, concurrency: int, log, device: str = "
         except OSError:
             pass
         time.sleep(0.25)
-    raise RuntimeError(f"the server did not answer on {url} within 180 s")
+    raise RuntimeError(f"the server did not answer on {url} within 240 s")
 
 
 def stop_server(proc: subprocess.Popen) -> None:

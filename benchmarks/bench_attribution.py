@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from bertviz_app.ablation import head_mask_for, rank_heads  # noqa: E402
 from bertviz_app.attribution import _embeddings_and_baseline, _fixed_positions, attribute  # noqa: E402
 from bertviz_app.attribution import _target_function, integration_points  # noqa: E402
 from bertviz_app.targets import example_bytes, resolve_target  # noqa: E402
+from bench_forward import cpu_model, load_average  # noqa: E402  (this folder is the script's: on sys.path)
 
 # 32 tokens with [CLS] and [SEP] in the default model's vocabulary (checked at start-up).
 SENTENCE_32 = ("After a long and tiring day at the office, she walked home slowly through the quiet park and made "
@@ -51,24 +51,6 @@ CONVERGENCE = [("The capital of France is [MASK].", None, "mask"),
                (SENTENCE_32, None, "mask"),
                ("The cat sat on the mat.", "It was warm there.", "is_next")]
 STEP_COUNTS = (5, 10, 20, 30, 50, 100)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
 
 
 def alternate(a, b, repeats: int, device: torch.device, warmup: int = 1) -> tuple[list[float], list[float]]:

@@ -28,9 +28,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-WORDS = ("the river bank was quiet when the old man sat down to read his paper and watch the boats go past while "
-         "children played near the water and a dog barked at the birds").split()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_app import WORDS, rss_mib, start_server  # noqa: E402  (the same server start as the page's benchmark)
+
 MIB = 2**20
 
 
@@ -39,36 +39,10 @@ def long_input(i: int, tokens: int) -> str:
     return f"{i} " + " ".join(WORDS[(i + k) % len(WORDS)] for k in range(tokens))
 
 
-def rss_mib(pid: int, field: str = "VmRSS") -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {field} for process {pid}")
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def start_server(port: int, args, log) -> subprocess.Popen:
-    command = [sys.executable, "-m", "bertviz_app", "serve", "--device", "cpu", "--port", str(port),
-               "--max-tokens", str(args.tokens), "--threads", str(args.threads), *args.server_arg]
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with status {proc.returncode}; see {log.name}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return proc
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the server did not answer on {url} within 240 s")
 
 
 def analyze_event(url: str) -> tuple[int, str]:
@@ -197,7 +171,7 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     with tempfile.NamedTemporaryFile("w+", prefix="bench-memory-", suffix=".log", delete=False) as log:
-        proc = start_server(port, args, log)
+        proc = start_server(port, args.threads, 1, log, extra=("--max-tokens", str(args.tokens), *args.server_arg))
         try:
             fn_index, model = analyze_event(url)
             rows = [("server", "`bertviz-app serve --device cpu --max-tokens "

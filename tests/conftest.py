@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -42,3 +44,26 @@ def perturb_(model: torch.nn.Module, seed: int = 0) -> None:
                 p.copy_(0.2 * noise)
             else:
                 p.add_(0.02 * noise)
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Debian's headless Chromium, driven by playwright (no `playwright install`), with a fresh profile: a
+    persistent context at 1280 x 720 that takes downloads. One per module: playwright's sync API runs one event loop
+    at a time, so a module's tests open pages of this one."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/system_packages.sh)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run"],
+            viewport={"width": 1280, "height": 720}, accept_downloads=True)
+        try:
+            yield context
+        finally:
+            context.close()

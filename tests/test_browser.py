@@ -23,7 +23,6 @@ from bertviz_app import app
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
-CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 60_000  # two shared cores: the first page load builds the page and a payload of every head
 LONG = ("The river bank was quiet when the old man sat down to read his paper and watch the boats go past. " * 60)
 
@@ -40,23 +39,6 @@ def server(tiny_folder):
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url
     demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/system_packages.sh)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"],
-            viewport={"width": 1280, "height": 720}, accept_downloads=True)
-        try:
-            yield context
-        finally:
-            context.close()
 
 
 class AppPage:

@@ -24,7 +24,6 @@ from bertviz_app.views import (encode_payload, encode_query_key, payload_from_ru
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 60_000  # two shared cores; a 512-token page inflates 1.4 MB and pools 72 heads on its first draw
 VIEWS = ("lines", "matrix", "overview", "qk")
 MARKUP = ["[CLS]", "<b>", "bold", "</b>", "<script>alert(1)</script>", "&amp;", "[SEP]", "<img src=x>", "[SEP]"]
@@ -63,29 +62,11 @@ def pages(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
-def context(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's browser with `apt-get install -y chromium` "
-                    "(.ci/run does this on CI)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-    with sync_api.sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"],
-            viewport={"width": 1280, "height": 720}, accept_downloads=True)
-        try:
-            yield ctx
-        finally:
-            ctx.close()
-
-
 class Opened:
     """A page opened from file:// with the network blocked; what it tried to fetch and what it logged."""
 
-    def __init__(self, context, path: Path, size=(1280, 720)):
-        self.page = context.new_page()
+    def __init__(self, browser, path: Path, size=(1280, 720)):
+        self.page = browser.new_page()
         self.page.set_default_timeout(TIMEOUT_MS)
         self.page.set_viewport_size({"width": size[0], "height": size[1]})
         self.network: list[str] = []
@@ -132,11 +113,11 @@ class Opened:
 
 
 @pytest.fixture
-def opened(context, pages):
+def opened(browser, pages):
     made = []
 
     def open_(key, size=(1280, 720)):
-        made.append(Opened(context, pages[key], size))
+        made.append(Opened(browser, pages[key], size))
         return made[-1]
     yield open_
     for o in made:
@@ -221,7 +202,7 @@ def test_clicking_an_overview_tile_opens_that_head(opened, tmp_path):
     assert o.page.get_attribute("#view-tab-lines", "aria-selected") == "true"
 
 
-def test_exports_give_files_that_open(opened, context, tmp_path):
+def test_exports_give_files_that_open(opened, browser, tmp_path):
     o = opened(32)
     o.tab("matrix")
     with o.page.expect_download() as info:
@@ -242,7 +223,7 @@ def test_exports_give_files_that_open(opened, context, tmp_path):
         o.page.click("#view-export-html")
     saved = tmp_path / "saved.html"
     info.value.save_as(saved)
-    again = Opened(context, saved)  # the saved page opens offline by itself
+    again = Opened(browser, saved)  # the saved page opens offline by itself
     try:
         again.tab("qk")
         assert again.network == [] and again.errors == []
@@ -341,7 +322,7 @@ def test_nothing_is_clipped_sideways(opened, tmp_path, tokens, size):
     assert o.errors == []
 
 
-def test_two_notebook_outputs_in_one_page_do_not_clash(context, pages, tmp_path):
+def test_two_notebook_outputs_in_one_page_do_not_clash(browser, pages, tmp_path):
     """notebook_html is an <iframe srcdoc> of the standalone page: two of them in one document each draw their own
     views, with the same ids inside, and neither sees the other's."""
     from bertviz_app.views import notebook_html
@@ -350,7 +331,7 @@ def test_two_notebook_outputs_in_one_page_do_not_clash(context, pages, tmp_path)
     notebook.write_text("<!DOCTYPE html><html><body><div id='attention-view'>the notebook's own element</div>"
                         + notebook_html(blob, qk, title="first", height=500)
                         + notebook_html(blob, title="second", height=500) + "</body></html>", encoding="utf-8")
-    page = context.new_page()
+    page = browser.new_page()
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
