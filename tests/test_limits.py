@@ -9,6 +9,7 @@ import gc
 import inspect
 import json
 import logging
+import re
 import socket
 import time
 import uuid
@@ -208,6 +209,24 @@ def test_every_event_that_can_run_the_model_is_queued(server):
     config = httpx.get(server + "config").json()
     unqueued = {d["api_name"] for d in config["dependencies"] if d.get("queue") is False}
     assert unqueued <= UNQUEUED, f"events outside the queue: {unqueued - UNQUEUED}"
+
+
+# Handlers that never run a forward pass: fill in an example or the seed, fill the boxes from a permalink or Compare's
+# from the analysis, put back a hint, fit a slider to a table, show the model's facts, and the browser-only buttons.
+NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
+                   "_lens_range", "_show", "js_fn"}
+
+
+def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
+    """--concurrency bounds forward passes only if every handler that can run one waits in the same lane: those
+    that read the visitor's Run too (it comes back from a forward pass once the cache has evicted it)."""
+    _, demo = served
+    lanes = {}
+    for fn in demo.fns.values():
+        if re.sub(r"_\d+$", "", fn.api_name) not in NO_FORWARD_PASS:
+            lanes[fn.api_name] = (fn.queue, fn.concurrency_id, fn.concurrency_limit)
+    assert {"analyze", "hidden_states", "embeddings", "next_sentence", "corrupt", "_mask_token"} <= set(lanes)
+    assert {name: lane for name, lane in lanes.items() if lane != (True, "model", 1)} == {}
 
 
 def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, model_name, monkeypatch):

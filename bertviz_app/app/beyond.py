@@ -111,4 +111,4 @@ class BeyondTab:
 
     def after_analysis(self, event, public: bool):
         return event.then(self.choices, [self.page.session], [self.target, *self.outputs],
-                          **api("explain_choices", False))
+                          **api("explain_choices", False), **self.page.model_events)

@@ -42,7 +42,7 @@ class CompareTab:
     @user_errors
     def prefill(self, session, other_a, other_b):
         """The analyzed input as the starting point of the second one, while the visitor has typed none."""
-        if (other_a or "").strip():
+        if (other_a or "").strip() or not isinstance(session, dict):  # typed already, or nothing analyzed
             return gr.update(), gr.update()
         return session["text"], session["pair"] or ""
 

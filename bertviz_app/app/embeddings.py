@@ -29,7 +29,9 @@ class EmbeddingsTab:
         return plot.embedding_parts(), plot.segment_comparison(), plot.position_similarity(n), plot.position_path(n)
 
     def wire(self) -> None:
-        self.positions.release(self.draw, [self.page.session, self.positions], self.outputs, **api("draw", False))
+        self.positions.release(self.draw, [self.page.session, self.positions], self.outputs, **api("draw", False),
+                               **self.page.model_events)
 
     def after_analysis(self, event, public: bool):
-        return event.then(self.draw, [self.page.session, self.positions], self.outputs, **api("embeddings", public))
+        return event.then(self.draw, [self.page.session, self.positions], self.outputs, **api("embeddings", public),
+                          **self.page.model_events)

@@ -39,10 +39,11 @@ class HiddenTab:
 
     def wire(self) -> None:
         self.layer.input(self.draw_similarity, [self.page.session, self.layer], [self.similarity_plot],
-                         **api("token_similarity"), trigger_mode="always_last")
+                         **api("token_similarity"), trigger_mode="always_last", **self.page.model_events)
 
     def after_analysis(self, event, public: bool):
         inputs = [self.page.session, self.layer]
         outputs = [self.norms_plot, self.layer_plot, self.similarity_plot, self.projection_plot]
-        return (event.then(self.layer_range, inputs, [self.layer], **api("layer_range", False))
-                .then(self.draw, inputs, outputs, **api("hidden_states", public)))
+        return (event.then(self.layer_range, inputs, [self.layer], **api("layer_range", False),
+                           **self.page.model_events)
+                .then(self.draw, inputs, outputs, **api("hidden_states", public), **self.page.model_events))

@@ -213,16 +213,18 @@ class MaskedLMTab:
          .success(self.logit_lens, *lens_io, **api("logit_lens"), **page.model_events))
         self.lens_mask.release(self.logit_lens, *lens_io, **api("logit_lens", False), **page.model_events)
         (self.another.click(lambda n: (n or 0) + 1, [self.seed], [self.seed], **api("next_seed", False), queue=False)
-         .then(self.corrupt, [page.session, self.seed], self.corruption_out, **api("corrupt", False)))
-        self.seed.submit(self.corrupt, [page.session, self.seed], self.corruption_out, **api("corrupt", False))
+         .then(self.corrupt, [page.session, self.seed], self.corruption_out, **api("corrupt", False),
+               **page.model_events))
+        self.seed.submit(self.corrupt, [page.session, self.seed], self.corruption_out, **api("corrupt", False),
+                         **page.model_events)
 
     def after_analysis(self, event, public: bool):
         """The new model's explainer and token choices; a cleared masked-token result (it belonged to the last
         input); the new input as a pretraining example."""
-        session = self.page.session
+        session, lane = self.page.session, self.page.model_events
         return (event
                 .then(self.new_analysis, [session], [self.explainer, self.views, self.mask_choice],
-                      **api("new_analysis", False))
+                      **api("new_analysis", False), **lane)
                 .then(self.mask_token, [session, self.mask_choice, self.top_k], self.masked_out,
-                      **api("mask_token", False))
-                .then(self.corrupt, [session, self.seed], self.corruption_out, **api("corrupt", public)))
+                      **api("mask_token", False), **lane)
+                .then(self.corrupt, [session, self.seed], self.corruption_out, **api("corrupt", public), **lane))

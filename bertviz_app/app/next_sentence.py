@@ -43,4 +43,4 @@ class NextSentenceTab:
 
     def after_analysis(self, event, public: bool):
         return event.then(self.show, [self.page.session], [self.message, self.label],
-                          **api("next_sentence", public))
+                          **api("next_sentence", public), **self.page.model_events)
