@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import WORDS, rss_mib, start_server  # noqa: E402  (the same server start as the page's benchmark)
+from bench_app import WORDS, make_client, rss_mib, start_server  # noqa: E402  (as the page's benchmark does)
 
 MIB = 2**20
 
@@ -37,12 +37,6 @@ MIB = 2**20
 def long_input(i: int, tokens: int) -> str:
     """A distinct input of at least `tokens` word pieces; the counter comes first, so it survives truncation."""
     return f"{i} " + " ".join(WORDS[(i + k) % len(WORDS)] for k in range(tokens))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def analyze_event(url: str) -> tuple[int, str]:
@@ -55,9 +49,7 @@ def analyze_event(url: str) -> tuple[int, str]:
 
 
 def fill(url: str, pid: int, model: str, args) -> list[tuple[str, str]]:
-    from gradio_client import Client
-
-    client = Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
+    client = make_client(url)
     rows = [("RSS before the first input", f"{rss_mib(pid):.0f} MiB")]
     start = time.perf_counter()
     for i in range(args.inputs):
@@ -167,6 +159,7 @@ def main() -> None:
                         help="one more argument for `bertviz-app serve`, e.g. --server-arg=--cache-mb=128")
     parser.add_argument("--skip-probes", action="store_true", help="only the memory figures")
     args = parser.parse_args()
+    from bertviz_app.app import free_port
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"

@@ -14,16 +14,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import __version__
+from . import __version__, limits
 
 DEFAULT_COMMAND = "serve"
 DEFAULT_PORT = 7860
-DEFAULT_MAX_TOKENS = 256
-# The same numbers as explorer.DEFAULT_CACHE_MB and app/server.py (a test checks): not imported from there, so
-# that `--help` answers without importing torch and gradio.
-DEFAULT_CACHE_MB = 256
-DEFAULT_MAX_SESSIONS = 500
-DEFAULT_SESSION_MINUTES = 60
 
 
 class UsageError(ValueError):
@@ -49,20 +43,20 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                    help="also open a temporary public link through gradio.live (needs internet; use with --auth)")
     p.add_argument("--auth", action="append", metavar="USER:PASSWORD|FILE",
                    help="require a login; repeat for several users, or name a file with one USER:PASSWORD a line")
-    p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
+    p.add_argument("--max-tokens", type=int, default=limits.MAX_TOKENS,
                    help="longer inputs are truncated to this many tokens (and never beyond the model's limit)")
     p.add_argument("--concurrency", type=int, default=1,
                    help="forward passes that may run at the same time; more requests wait in a queue")
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads for PyTorch (default: PyTorch's choice); 1 keeps the app responsive on a "
                         "small machine that also runs other work")
-    p.add_argument("--cache-mb", type=float, default=DEFAULT_CACHE_MB,
+    p.add_argument("--cache-mb", type=float, default=limits.CACHE_MB,
                    help="megabytes of analyzed inputs each model keeps, so that the other tabs, exports and the "
                         "query/key view need no new forward pass (least recently used out first); one 512-token "
                         "input of the default model weighs 55-61 MB, a sentence well under 1 MB")
-    p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
+    p.add_argument("--max-sessions", type=int, default=limits.MAX_SESSIONS,
                    help="visitor sessions kept (about 0.2 MB each); past this the least recently used is forgotten")
-    p.add_argument("--session-minutes", type=float, default=DEFAULT_SESSION_MINUTES,
+    p.add_argument("--session-minutes", type=float, default=limits.SESSION_MINUTES,
                    help="a session idle for this long is forgotten (its visitor analyzes again when back)")
     p.set_defaults(handler=run_serve)
     return p

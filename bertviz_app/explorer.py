@@ -12,16 +12,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import ablation, attribution, catalog, masked_lm
+from . import ablation, attribution, catalog, limits, masked_lm
 from .checkpoint import CheckpointError, load_model
 from .device import resolve_device
 from .model import BertForPreTraining
 from .run import ModelTables, Run
 from .tokenizer import Encoding, Tokenizer, TokenizerError
 
-# A Run of the default model weighs about 0.2 MB at 32 tokens and 60 MB at 512 (attention grows with the square of the
-# length): 256 MB keeps hundreds of sentences, or the last few long documents.
-DEFAULT_CACHE_MB = 256
+DEFAULT_CACHE_MB = limits.CACHE_MB
 
 
 class Explorer:
@@ -30,8 +28,8 @@ class Explorer:
 
     def __init__(self, model: BertForPreTraining, tokenizer: Tokenizer, device: torch.device, name: str,
                  max_tokens: int | None = None, cache_mb: float = DEFAULT_CACHE_MB):
-        if cache_mb < 0:
-            raise ValueError(f"cache_mb must be zero or more, got {cache_mb}")
+        if not 0 <= cache_mb < float("inf"):  # written so that nan fails too
+            raise ValueError(f"cache_mb must be a number of megabytes, zero or more, got {cache_mb}")
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.config = model.config
@@ -198,17 +196,18 @@ def _release_freed_memory() -> None:
     inputs a server ended at 1.3-1.5 GiB (peak 1.5-1.6) although its cache held 210 MB, and at 0.85 GiB (peak 1.2)
     with a trim after each eviction. Only evictions pay for it (a few ms, and fresh pages for the next pass); short
     inputs rarely evict."""
-    global _MALLOC_TRIM
-    if _MALLOC_TRIM is None:
-        try:
-            _MALLOC_TRIM = ctypes.CDLL(None).malloc_trim
-        except (AttributeError, OSError):  # not glibc
-            _MALLOC_TRIM = False
-    if _MALLOC_TRIM:
+    if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
 
-_MALLOC_TRIM = None
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):  # not glibc
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
 
 
 def _check_text(text, text_pair) -> tuple[str, str | None]:

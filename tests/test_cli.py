@@ -78,15 +78,14 @@ def test_serve_passes_the_options_on(fake_app, capsys):
 
 
 def test_the_defaults_are_the_library_s():
-    """cli.py repeats a few defaults so that --help needs neither torch nor gradio; they must agree."""
-    from bertviz_app import explorer
+    """The command line, the explorer and the server take their defaults from one place, bertviz_app.limits."""
+    from bertviz_app import explorer, limits
     from bertviz_app.app import server
 
-    assert cli.DEFAULT_CACHE_MB == explorer.DEFAULT_CACHE_MB
-    assert cli.DEFAULT_MAX_SESSIONS == server.MAX_SESSIONS
-    assert cli.DEFAULT_SESSION_MINUTES * 60 == server.SESSION_IDLE_S
     args = cli.build_parser()[0].parse_args(["serve"])
-    assert (args.cache_mb, args.max_sessions, args.session_minutes) == (256, 500, 60)
+    assert (args.cache_mb, args.max_sessions, args.session_minutes, args.max_tokens) == (
+        limits.CACHE_MB, limits.MAX_SESSIONS, limits.SESSION_MINUTES, limits.MAX_TOKENS) == (256, 500, 60, 256)
+    assert explorer.DEFAULT_CACHE_MB == limits.CACHE_MB and server.SESSION_IDLE_S == 60 * limits.SESSION_MINUTES
 
 
 @pytest.mark.parametrize("host, warns", [("0.0.0.0", True), ("::", True), ("192.0.2.7", True), ("127.0.0.1", False),

@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bertviz_app"
 # Module (or subpackage) -> floor. An import must point to a strictly lower floor, or stay inside its own subpackage.
 FLOORS = {
     "files": 0,  # the capped reader of a checkpoint folder's small files
+    "limits": 0,  # the served app's default bounds (no imports)
     "config": 1, "device": 1, "catalog": 1,
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,

@@ -449,6 +449,63 @@ def test_with_auth_a_large_body_is_refused_before_the_login_check(auth_server):
     assert status_of(answer) == 413
 
 
+def test_guesses_sent_at_once_cannot_slip_past_the_login_limit():
+    """Each attempt counts when it arrives: 100 wrong passwords sent together (each answered only after a while, as
+    a password check takes time) must not all reach the check while the first ones are being answered."""
+    import asyncio
+
+    checked = []
+
+    async def login(scope, receive, send):  # gradio's /login, answering a wrong password with 400 after 20 ms
+        checked.append(scope["client"][0])
+        await asyncio.sleep(0.02)
+        await send({"type": "http.response.start", "status": 400, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    throttle = guards.LoginThrottle(login, max_failures=5)
+    statuses = []
+
+    async def attempt():
+        scope = {"type": "http", "method": "POST", "path": "/login", "client": ("203.0.113.7", 1), "headers": []}
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        await throttle(scope, receive, send)
+
+    async def burst():
+        await asyncio.gather(*(attempt() for _ in range(100)))
+
+    asyncio.run(burst())
+    assert len(checked) == 5 and statuses.count(400) == 5 and statuses.count(429) == 95
+
+
+def test_a_right_password_is_not_counted_as_a_failure():
+    import asyncio
+
+    async def login(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    throttle = guards.LoginThrottle(login, max_failures=2)
+    scope = {"type": "http", "method": "POST", "path": "/login", "client": ("198.51.100.1", 1), "headers": []}
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message.get("status"))
+
+    for _ in range(5):
+        asyncio.run(throttle(scope, receive, send))
+    assert sent.count(200) == 5 and not throttle.recent("198.51.100.1", throttle.clock())
+
+
 def test_the_throttle_forgets_old_failures_and_bounds_its_memory():
     now = [0.0]
     throttle = guards.LoginThrottle(None, max_failures=2, window_s=10, max_clients=3, clock=lambda: now[0])

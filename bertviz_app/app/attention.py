@@ -65,8 +65,7 @@ class AttentionSection:
         return ablation_view(explorer, run, [tuple(h) for h in heads])
 
     def wire(self) -> None:
-        self.view.submit(self.silence, [self.page.session], [self.ablation], **api("silence_heads"),
-                         **self.page.model_events)
+        self.view.submit(self.silence, [self.page.session], [self.ablation], **self.page.api("silence_heads"))
 
     def after_analysis(self, event, public: bool):
         # the result belonged to the last input: cleared (to the hint) with every new one

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import figures
 from ..run import Run
-from .common import Page, api, percent, plain, refuse, text_value, user_errors
+from .common import Page, percent, plain, refuse, text_value, user_errors
 
 INTRO = ("**Attention is not explanation**, a careful reader objects: a head may look at a word without using it. "
          "Here the analyzed input's prediction is explained by what it *depends on*: integrated gradients (the "
@@ -107,8 +107,8 @@ class BeyondTab:
 
     def wire(self) -> None:
         self.button.click(self.explain, [self.page.session, self.target, self.token, self.steps], self.outputs,
-                          **api("explain"), **self.page.model_events)
+                          **self.page.api("explain"))
 
     def after_analysis(self, event, public: bool):
         return event.then(self.choices, [self.page.session], [self.target, *self.outputs],
-                          **api("explain_choices", False), **self.page.model_events)
+                          **self.page.api("explain_choices", False))

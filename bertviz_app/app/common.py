@@ -215,8 +215,15 @@ class Page:
 
     @property
     def model_events(self) -> dict:
-        """Keyword arguments of every event whose handler runs a forward pass: they share one queue lane."""
+        """Keyword arguments of every event whose handler can run a forward pass: they share one queue lane, so that
+        --concurrency bounds them all. (A handler that reads the visitor's Run can: an evicted Run comes back from
+        one.)"""
         return dict(concurrency_id="model", concurrency_limit=self.concurrency)
+
+    def api(self, name: str, public: bool = True) -> dict:
+        """`api(name, public)` for an event in the model lane: every event of a tab that reads the visitor's Run
+        or runs a model is declared with this, so none can miss the lane."""
+        return {**api(name, public), **self.model_events}
 
 
 def api(name: str, public: bool = True) -> dict:

@@ -78,8 +78,7 @@ class CompareTab:
 
     def wire(self) -> None:
         self.button.click(self.compare, [self.page.session, self.other_a, self.other_b, self.other_model],
-                          [self.message, self.left, self.right, self.change, self.table], **api("compare"),
-                          **self.page.model_events)
+                          [self.message, self.left, self.right, self.change, self.table], **self.page.api("compare"))
 
     def after_analysis(self, event, public: bool):
         return event.then(self.prefill, [self.page.session, self.other_a, self.other_b],

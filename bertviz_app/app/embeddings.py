@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .common import Page, api, index_value, user_errors
+from .common import Page, index_value, user_errors
 
 
 class EmbeddingsTab:
@@ -29,9 +29,9 @@ class EmbeddingsTab:
         return plot.embedding_parts(), plot.segment_comparison(), plot.position_similarity(n), plot.position_path(n)
 
     def wire(self) -> None:
-        self.positions.release(self.draw, [self.page.session, self.positions], self.outputs, **api("draw", False),
-                               **self.page.model_events)
+        self.positions.release(self.draw, [self.page.session, self.positions], self.outputs,
+                               **self.page.api("draw", False))
 
     def after_analysis(self, event, public: bool):
-        return event.then(self.draw, [self.page.session, self.positions], self.outputs, **api("embeddings", public),
-                          **self.page.model_events)
+        return event.then(self.draw, [self.page.session, self.positions], self.outputs,
+                          **self.page.api("embeddings", public))

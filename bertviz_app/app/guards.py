@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from starlette.datastructures import Headers
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -35,13 +37,6 @@ def route_path(scope: Scope) -> str:
     """The path as the app's routes see it (without a root_path a proxy put in front)."""
     path, root = scope.get("path", ""), scope.get("root_path", "")
     return (path[len(root):] or "/") if root and path.startswith(root) else path
-
-
-def header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return value
-    return None
 
 
 async def answer(send: Send, status: int, content: Any, headers: list[tuple[bytes, bytes]] = ()) -> None:
@@ -74,7 +69,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = header(scope, b"content-length")
+        declared = Headers(scope=scope).get("content-length")
         if declared is not None:
             try:
                 length = int(declared)
@@ -213,8 +208,11 @@ class LoginThrottle:
     POST /login answers 429 (with Retry-After) without trying the password, the right one included, until the oldest
     failure is `window_s` old. A class behind one school address shares the budget, hence a generous default.
 
-    The address is the TCP peer's; when the peer is this machine (a reverse proxy, or --share's tunnel client) and it
-    sends X-Forwarded-For, the last address there (the one that proxy saw) counts instead."""
+    Every attempt counts from the moment it arrives and is taken back when the password was right: guesses sent all
+    at once cannot slip past the limit while the first ones are being checked.
+
+    The address is the client's as uvicorn reports it: behind a proxy on this machine (trusted by uvicorn's default
+    FORWARDED_ALLOW_IPS, 127.0.0.1), the one that proxy names in X-Forwarded-For."""
 
     PATHS = {"/login", "/login/"}
 
@@ -228,11 +226,7 @@ class LoginThrottle:
         self.failures: dict[str, deque[float]] = {}
 
     def client(self, scope: Scope) -> str:
-        peer = (scope.get("client") or ("?", 0))[0]
-        forwarded = header(scope, b"x-forwarded-for")
-        if forwarded and peer in ("127.0.0.1", "::1"):
-            return forwarded.decode("latin-1").split(",")[-1].strip() or peer
-        return peer
+        return (scope.get("client") or ("?", 0))[0]
 
     def recent(self, key: str, now: float) -> deque[float]:
         times = self.failures.get(key, deque())
@@ -251,6 +245,11 @@ class LoginThrottle:
         times.append(now)
         self.failures[key] = times
 
+    def take_back(self, key: str, when: float) -> None:
+        times = self.failures.get(key)
+        if times and when in times:
+            times.remove(when)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or route_path(scope) not in self.PATHS:
             await self.app(scope, receive, send)
@@ -262,6 +261,7 @@ class LoginThrottle:
             await answer(send, 429, {"detail": f"Too many failed logins from your address; try again in {wait} s."},
                          [(b"retry-after", str(wait).encode())])
             return
+        self.record_failure(key, now)
         status = 0
 
         async def watched_send(message: Message) -> None:
@@ -270,9 +270,11 @@ class LoginThrottle:
                 status = message["status"]
             await send(message)
 
-        await self.app(scope, receive, watched_send)
-        if status in (400, 401, 403):  # gradio answers a wrong password with 400
-            self.record_failure(key, self.clock())
+        try:
+            await self.app(scope, receive, watched_send)
+        finally:
+            if status not in (400, 401, 403):  # not a wrong password (gradio answers one with 400): not a failure
+                self.take_back(key, now)
 
 
 class CallErrors:

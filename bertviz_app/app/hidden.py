@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .common import Page, api, index_value, user_errors
+from .common import Page, index_value, user_errors
 
 
 class HiddenTab:
@@ -39,11 +39,10 @@ class HiddenTab:
 
     def wire(self) -> None:
         self.layer.input(self.draw_similarity, [self.page.session, self.layer], [self.similarity_plot],
-                         **api("token_similarity"), trigger_mode="always_last", **self.page.model_events)
+                         **self.page.api("token_similarity"), trigger_mode="always_last")
 
     def after_analysis(self, event, public: bool):
         inputs = [self.page.session, self.layer]
         outputs = [self.norms_plot, self.layer_plot, self.similarity_plot, self.projection_plot]
-        return (event.then(self.layer_range, inputs, [self.layer], **api("layer_range", False),
-                           **self.page.model_events)
-                .then(self.draw, inputs, outputs, **api("hidden_states", public), **self.page.model_events))
+        return (event.then(self.layer_range, inputs, [self.layer], **self.page.api("layer_range", False))
+                .then(self.draw, inputs, outputs, **self.page.api("hidden_states", public)))

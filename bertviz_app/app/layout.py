@@ -17,7 +17,7 @@ from ..explorer import Explorer, load
 from . import gradio_internals
 from .attention import AttentionSection
 from .beyond import BeyondTab
-from .common import MAX_CHARS, Models, Page, api, refuse, text_value, user_errors
+from .common import MAX_CHARS, Models, Page, api, check_inputs, refuse, text_value, user_errors
 from .compare import CompareTab
 from .embeddings import EmbeddingsTab
 from .hidden import HiddenTab
@@ -116,7 +116,7 @@ class InputArea:
                     attention.first_paint(model, run))
 
         return dict(fn=analyze, inputs=[self.model, self.sentence_a, self.sentence_b],
-                    outputs=[page.session, token_table, self.notice, attention.view], **page.model_events)
+                    outputs=[page.session, token_table, self.notice, attention.view])
 
     def restore(self, request: gr.Request):
         """The input a permalink carries (?a=...&b=...&model=...), before the first analysis; what it lacks or
@@ -183,12 +183,14 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
         inputs.presenter.click(None, js=PRESENTER_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.
         follow(gr.on([inputs.button.click, inputs.sentence_a.submit, inputs.sentence_b.submit, inputs.model.input],
-                     **api("analyze"), **analysis), public=True)
+                     **page.api("analyze"), **analysis), public=True)
         first = demo.load(inputs.restore, None, [inputs.sentence_a, inputs.sentence_b, inputs.model],
                           **api("restore", False), queue=False)
-        follow(first.then(**api("analyze", False), **analysis), public=False)
+        follow(first.then(**page.api("analyze", False), **analysis), public=False)
         # An example fills the boxes, then analyzes like the button (without a second API name).
-        follow(example.success(**api("analyze", False), **analysis), public=False)
+        follow(example.success(**page.api("analyze", False), **analysis), public=False)
+    # Every event's values are checked in words before gradio processes them, however the demo is launched.
+    gradio_internals.check_inputs_first(demo, check_inputs)
     return demo
 
 

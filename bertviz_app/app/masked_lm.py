@@ -204,27 +204,25 @@ class MaskedLMTab:
         page = self.page
         # Before after_analysis reuses mask_token privately: gradio names an endpoint after its first use.
         self.mask_choice.input(self.mask_token, [page.session, self.mask_choice, self.top_k], self.masked_out,
-                               **api("mask_token"), **page.model_events)
+                               **page.api("mask_token"))
         lens_io = ([page.model, self.mask_text, self.lens_mask], self.lens_out)
         mask_table = self.mask_out[1]
         (gr.on([self.predict.click, self.mask_text.submit], self.fill_mask, [page.model, self.mask_text, self.top_k],
-               self.mask_out, **api("fill_mask"), **page.model_events)
+               self.mask_out, **page.api("fill_mask"))
          .success(self.lens_range, [mask_table, self.lens_mask], [self.lens_mask], **api("lens_range", False))
-         .success(self.logit_lens, *lens_io, **api("logit_lens"), **page.model_events))
-        self.lens_mask.release(self.logit_lens, *lens_io, **api("logit_lens", False), **page.model_events)
+         .success(self.logit_lens, *lens_io, **page.api("logit_lens")))
+        self.lens_mask.release(self.logit_lens, *lens_io, **page.api("logit_lens", False))
         (self.another.click(lambda n: (n or 0) + 1, [self.seed], [self.seed], **api("next_seed", False), queue=False)
-         .then(self.corrupt, [page.session, self.seed], self.corruption_out, **api("corrupt", False),
-               **page.model_events))
-        self.seed.submit(self.corrupt, [page.session, self.seed], self.corruption_out, **api("corrupt", False),
-                         **page.model_events)
+         .then(self.corrupt, [page.session, self.seed], self.corruption_out, **page.api("corrupt", False)))
+        self.seed.submit(self.corrupt, [page.session, self.seed], self.corruption_out, **page.api("corrupt", False))
 
     def after_analysis(self, event, public: bool):
         """The new model's explainer and token choices; a cleared masked-token result (it belonged to the last
         input); the new input as a pretraining example."""
-        session, lane = self.page.session, self.page.model_events
+        page, session = self.page, self.page.session
         return (event
                 .then(self.new_analysis, [session], [self.explainer, self.views, self.mask_choice],
-                      **api("new_analysis", False), **lane)
+                      **page.api("new_analysis", False))
                 .then(self.mask_token, [session, self.mask_choice, self.top_k], self.masked_out,
-                      **api("mask_token", False), **lane)
-                .then(self.corrupt, [session, self.seed], self.corruption_out, **api("corrupt", public), **lane))
+                      **page.api("mask_token", False))
+                .then(self.corrupt, [session, self.seed], self.corruption_out, **page.api("corrupt", public)))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import gradio as gr
 
 from ..run import Run
-from .common import Page, api, plain, user_errors
+from .common import Page, plain, user_errors
 
 NO_NSP_HEAD = ("**{name} has no next-sentence head.** BERT was also trained to guess whether sentence B really "
                "follows sentence A; the part of the model that makes that guess (the next-sentence head) was left "
@@ -43,4 +43,4 @@ class NextSentenceTab:
 
     def after_analysis(self, event, public: bool):
         return event.then(self.show, [self.page.session], [self.message, self.label],
-                          **api("next_sentence", public), **self.page.model_events)
+                          **self.page.api("next_sentence", public))

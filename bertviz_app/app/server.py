@@ -12,7 +12,7 @@ What is bounded, and how (the README's "Security and limits" says it for operato
 - with `auth`: every route but the login page's needs a login, the login page does not embed the API description,
   failed logins are limited per address (guards.LoginRequired, guards.LoginThrottle);
 - event values: checked before gradio processes them, refused in words that name the field
-  (common.check_inputs through gradio_internals.check_inputs_first).
+  (common.check_inputs through gradio_internals.check_inputs_first, installed by build_demo).
 The Run cache is bounded by bytes in the Explorer (`cache_mb`, `--cache-mb`).
 """
 
@@ -28,17 +28,16 @@ import sys
 import gradio as gr
 from starlette.middleware import Middleware
 
-from .. import views
+from .. import limits, views
 from ..catalog import ASSETS
 from . import gradio_internals, guards
-from .common import check_inputs
 
 log = logging.getLogger("bertviz_app.app")
 
-MAX_BODY_BYTES = 2**20  # the largest request the page sends is two full text boxes: 20,000 characters each, ~0.5 MB
-MAX_SESSIONS = 500  # ~0.2 MB each (219 kB measured through the queue): ~110 MB at most
-SESSION_IDLE_S = 3600
-MAX_QUEUE = 64
+MAX_BODY_BYTES = limits.MAX_BODY_BYTES
+MAX_SESSIONS = limits.MAX_SESSIONS
+SESSION_IDLE_S = limits.SESSION_MINUTES * 60
+MAX_QUEUE = limits.MAX_QUEUE
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -108,7 +107,6 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     # api_open=False: gradio's /gradio_api/run/<name> (and /api/<name>) no longer run queued events directly, which
     # skipped the queue, its size limit and the model's concurrency limit. Every event that runs the model is queued.
     demo.queue(max_size=max_queue, default_concurrency_limit=4, api_open=False)
-    gradio_internals.check_inputs_first(demo, check_inputs)
     app_kwargs = {"middleware": middleware(max_body_bytes, bool(auth)), "openapi_url": None,
                   "lifespan": session_janitor(demo, session_idle_s, every_s=min(60.0, session_idle_s / 4))}
     captured = io.StringIO()
