@@ -4,6 +4,7 @@ port) and serve the tiny random BERT, so that the HTTP surface, not the model, i
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import inspect
@@ -449,61 +450,52 @@ def test_with_auth_a_large_body_is_refused_before_the_login_check(auth_server):
     assert status_of(answer) == 413
 
 
-def test_guesses_sent_at_once_cannot_slip_past_the_login_limit():
-    """Each attempt counts when it arrives: 100 wrong passwords sent together (each answered only after a while, as
-    a password check takes time) must not all reach the check while the first ones are being answered."""
-    import asyncio
-
-    checked = []
-
-    async def login(scope, receive, send):  # gradio's /login, answering a wrong password with 400 after 20 ms
-        checked.append(scope["client"][0])
-        await asyncio.sleep(0.02)
-        await send({"type": "http.response.start", "status": 400, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    throttle = guards.LoginThrottle(login, max_failures=5)
-    statuses = []
-
-    async def attempt():
-        scope = {"type": "http", "method": "POST", "path": "/login", "client": ("203.0.113.7", 1), "headers": []}
-
-        async def receive():
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message):
-            if message["type"] == "http.response.start":
-                statuses.append(message["status"])
-
-        await throttle(scope, receive, send)
-
-    async def burst():
-        await asyncio.gather(*(attempt() for _ in range(100)))
-
-    asyncio.run(burst())
-    assert len(checked) == 5 and statuses.count(400) == 5 and statuses.count(429) == 95
-
-
-def test_a_right_password_is_not_counted_as_a_failure():
-    import asyncio
+def gradio_login(status: int, checked: list | None = None, delay_s: float = 0.0):
+    """A stand-in for gradio's /login: answers `status` after `delay_s` (a password check takes time)."""
 
     async def login(scope, receive, send):
-        await send({"type": "http.response.start", "status": 200, "headers": []})
+        if checked is not None:
+            checked.append(scope["client"][0])
+        await asyncio.sleep(delay_s)
+        await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    throttle = guards.LoginThrottle(login, max_failures=2)
-    scope = {"type": "http", "method": "POST", "path": "/login", "client": ("198.51.100.1", 1), "headers": []}
-    sent = []
+    return login
+
+
+async def post_login(throttle, address: str) -> int:
+    """One POST /login from `address` through `throttle`; the status it answers."""
+    answered = []
 
     async def receive():
         return {"type": "http.request", "body": b"", "more_body": False}
 
     async def send(message):
-        sent.append(message.get("status"))
+        if message["type"] == "http.response.start":
+            answered.append(message["status"])
 
-    for _ in range(5):
-        asyncio.run(throttle(scope, receive, send))
-    assert sent.count(200) == 5 and not throttle.recent("198.51.100.1", throttle.clock())
+    await throttle({"type": "http", "method": "POST", "path": "/login", "client": (address, 1), "headers": []},
+                   receive, send)
+    return answered[0]
+
+
+def test_guesses_sent_at_once_cannot_slip_past_the_login_limit():
+    """Each attempt counts when it arrives: 100 wrong passwords sent together (each answered only after a while, as
+    a password check takes time) must not all reach the check while the first ones are being answered."""
+    checked = []
+    throttle = guards.LoginThrottle(gradio_login(400, checked, delay_s=0.02), max_failures=5)
+
+    async def burst():
+        return await asyncio.gather(*(post_login(throttle, "203.0.113.7") for _ in range(100)))
+
+    statuses = asyncio.run(burst())
+    assert len(checked) == 5 and statuses.count(400) == 5 and statuses.count(429) == 95
+
+
+def test_a_right_password_is_not_counted_as_a_failure():
+    throttle = guards.LoginThrottle(gradio_login(200), max_failures=2)
+    statuses = [asyncio.run(post_login(throttle, "198.51.100.1")) for _ in range(5)]
+    assert statuses == [200] * 5 and not throttle.recent("198.51.100.1", throttle.clock())
 
 
 def test_the_throttle_forgets_old_failures_and_bounds_its_memory():
