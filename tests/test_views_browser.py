@@ -65,7 +65,7 @@ def pages(tmp_path_factory):
 class Opened:
     """A page opened from file:// with the network blocked; what it tried to fetch and what it logged."""
 
-    def __init__(self, browser, path: Path, size=(1280, 720)):
+    def __init__(self, browser, path: Path, size=(1280, 720), view: str = "lines"):
         self.page = browser.new_page()
         self.page.set_default_timeout(TIMEOUT_MS)
         self.page.set_viewport_size({"width": size[0], "height": size[1]})
@@ -79,7 +79,7 @@ class Opened:
         self.page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
                         else r.abort())
         self.page.goto(path.as_uri())
-        self.wait_drawn("lines")
+        self.wait_drawn(view)
 
     def close(self):
         self.page.close()
@@ -147,10 +147,11 @@ def test_offline_page_draws_every_view_with_the_network_blocked(opened, tmp_path
 
 def test_layer_and_head_inputs_redraw_without_the_network(opened):
     o = opened(32)
+    head = o.page.input_value("#view-head")
     o.set_input("#view-layer", 3)
-    assert "layer=3 head=0" in o.wait_drawn("lines", "layer=3")
-    o.set_input("#view-head", 7)
-    o.wait_drawn("lines", "layer=3 head=7")
+    assert f"layer=3 head={head}" in o.wait_drawn("lines", "layer=3")  # the head stays
+    o.set_input("#view-head", 6)
+    o.wait_drawn("lines", "layer=3 head=6")
     o.page.check("#view-all-heads")
     o.wait_drawn("lines", "head=all")
     o.set_input("#view-head", 2)  # moving the head slider leaves "all heads"
@@ -217,15 +218,24 @@ def test_exports_give_files_that_open(opened, browser, tmp_path):
     svg = Path(info.value.path()).read_text(encoding="utf-8")
     tree = ET.fromstring(svg.split("?>", 1)[1])  # well-formed XML
     texts = [t.text for t in tree.iter("{http://www.w3.org/2000/svg}text")]
-    assert "[CLS]" in texts and any(t and "layer 0" in t for t in texts)
+    layer = o.page.input_value("#view-layer")
+    assert "[CLS]" in texts and any(t and f"layer {layer}," in t for t in texts)
     assert "embedded PNG bitmap" in svg  # says that the cells are a bitmap
+    # "Save page" keeps the view on screen: the saved page opens on the same view, layer, head and token.
+    o.set_input("#view-layer", 4)
+    o.set_input("#view-head", 2)
+    o.page.select_option("#view-token", "5")
+    o.wait_drawn("matrix", "layer=4 head=2 token=5")
     with o.page.expect_download() as info:
         o.page.click("#view-export-html")
     saved = tmp_path / "saved.html"
     info.value.save_as(saved)
-    again = Opened(browser, saved)  # the saved page opens offline by itself
+    again = Opened(browser, saved, view="matrix")  # the saved page opens offline by itself
     try:
+        assert "layer=4 head=2 token=5" in again.drawn("matrix")
+        assert again.page.get_attribute("#view-tab-matrix", "aria-selected") == "true"
         again.tab("qk")
+        assert "layer=4 head=2 query=5" in again.drawn("qk")
         assert again.network == [] and again.errors == []
     finally:
         again.close()
