@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import struct
 import xml.etree.ElementTree as ET
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_MS = 60_000  # two shared cores; a 512-token page inflates 1.4 MB and pools 72 heads on its first draw
 VIEWS = ("lines", "matrix", "overview", "qk")
+ANIMAL = "The animal didn't cross the street because it was too tired."
 MARKUP = ["[CLS]", "<b>", "bold", "</b>", "<script>alert(1)</script>", "&amp;", "[SEP]", "<img src=x>", "[SEP]"]
 
 
@@ -50,6 +52,8 @@ def pages(tmp_path_factory):
             out["blobs"] = (payload_from_run(run), query_key_from_run(run))
             out["no-qk"] = folder / "no-qk.html"
             out["no-qk"].write_text(standalone_html(payload_from_run(run)), encoding="utf-8")
+    out["animal"] = folder / "animal.html"
+    out["animal"].write_text(standalone_html(payload_from_run(explorer.run(ANIMAL))), encoding="utf-8")
     t = len(MARKUP)
     rng = np.random.default_rng(0)
     logits = rng.standard_normal((2, 2, t, t))
@@ -185,6 +189,48 @@ def test_clicking_a_token_in_the_lines_view_moves_the_other_views(opened, tmp_pa
     o.click_in("matrix", g["left"] + 2.5 * g["cell"], g["top"] + 6.5 * g["cell"])
     o.wait_drawn("matrix", "token=6")
     assert o.network == [] and o.errors == []
+
+
+def test_the_page_opens_on_an_informative_head_and_finds_where_a_token_attends(opened, tmp_path):
+    """Layer 0, head 0 is a tangle; the page opens elsewhere, and for "it" it lists the heads where "it" attends
+    most, among them layer 3, head 1 -> "animal" (one click opens it)."""
+    o = opened("animal")
+    assert (o.page.input_value("#view-layer"), o.page.input_value("#view-head")) != ("0", "0")
+    assert o.page.locator("#view-find").is_hidden()  # no token, no list
+    tokens = o.page.eval_on_selector_all("#view-token option", "os => os.map(o => o.textContent)")
+    it = next(t.split(": ")[0] for t in tokens if t.endswith(": it"))
+    o.page.select_option("#view-token", it)
+    buttons = o.page.locator("#view-find button")
+    assert buttons.count() == 5
+    texts = buttons.all_inner_texts()
+    assert "layer 3, head 1 \u2192 animal 0." in " | ".join(texts), texts
+    shoot(o.page, tmp_path, "find-heads")
+    o.page.locator("#view-find button", has_text="layer 3, head 1 \u2192 animal").click()
+    o.wait_drawn("lines", f"layer=3 head=1 token={it}")
+    assert o.page.get_attribute("#view-find button[data-layer='3'][data-head='1']", "aria-pressed") == "true"
+    # A pair: "it" to "animal" ranks the heads by that one weight.
+    animal = next(t.split(": ")[0] for t in tokens if t.endswith(": animal"))
+    o.page.select_option("#view-find-to", animal)
+    assert o.page.locator("#view-find button").first.inner_text().startswith("layer 3, head 1 \u2192 animal")
+    assert o.network == [] and o.errors == []
+
+
+def test_lines_stay_a_few_hundred_pixels_apart_and_one_head_is_one_color(opened, tmp_path):
+    o = opened(32)
+    g = o.geometry("lines")
+    width = o.page.eval_on_selector("#view-pane-lines .bv-scroller", "e => e.clientWidth")
+    assert width > 1000 and g["right"] - g["left"] <= 360, g  # 1,100 px before
+    assert abs((g["left"] + g["right"]) / 2 - width / 2) < 2  # in the middle of the box
+    colors = set()
+    for head in (0, 7):  # head 7's color in the all-heads key is gray
+        o.set_input("#view-head", head)
+        o.wait_drawn("lines", f"head={head} ")
+        shoot(o.page, tmp_path, f"lines-head{head}")
+        with o.page.expect_download() as info:
+            o.page.click("#view-export-svg")
+        svg = Path(info.value.path()).read_text(encoding="utf-8")
+        colors |= set(re.findall(r'fill="none" stroke="([^"]+)"', svg))
+    assert colors == {"#08519c"}, colors
 
 
 def test_clicking_an_overview_tile_opens_that_head(opened, tmp_path):

@@ -18,8 +18,8 @@ export function attentionRow(payload, layer, head, token) {
 
 /**
  * The heads where `token` attends most, strongest first: [{ layer, head, to, weight }]. With `to`, the weight of
- * that one pair; without, each head's strongest link from the token to another token that is not [CLS] or [SEP]
- * (those and the token itself take most heads' attention and say little).
+ * that one pair; without, each head's strongest link from the token to a token that is not [CLS], [SEP], itself
+ * or its neighbor (those take most heads' attention and say little: a previous-token head links every token).
  */
 export function strongestHeads(payload, token, { to = null, count = 5 } = {}) {
   const found = [];
@@ -29,7 +29,7 @@ export function strongestHeads(payload, token, { to = null, count = 5 } = {}) {
       let best = to;
       if (best === null) {
         for (let j = 0; j < row.length; j++) {
-          if (j === token || payload.special[j]) continue;
+          if (Math.abs(j - token) <= 1 || payload.special[j]) continue;
           if (best === null || row[j] > row[best]) best = j;
         }
       }
