@@ -120,7 +120,8 @@ export function paint(ctx, layout, v, focus) {
     });
     ctx.globalAlpha = 1;
   }
-  const labels = paintLabels(ctx, layout, r0, r1, act, act && act === focus.locked);
+  const locked = act && focus.locked && act.side === focus.locked.side && act.index === focus.locked.index;
+  const labels = paintLabels(ctx, layout, r0, r1, act, locked);
   ctx.restore();
   paintHeader(ctx, layout, v);
   return { labels };

@@ -102,7 +102,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     if (event.type === "click") {
       const answer = target && view.click ? view.click(layout, target, selection.get(), { ui, env }) : null;
       if (answer?.lock !== undefined) { lock = { target: answer.lock, scope: layout.lockScope }; shell.redraw(); }
-      if (answer?.patch) { hover = null; selection.set(answer.patch); }
+      if (answer?.patch) selection.set(answer.patch); // the hover stays while the pointer does
       return;
     }
     const next = target && target.hover !== false ? target : null;
