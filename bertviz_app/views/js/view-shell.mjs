@@ -106,7 +106,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
       return;
     }
     const next = target && target.hover !== false ? target : null;
-    surface.scroller.style.cursor = target && (view.click ? target.clickable !== false : false) ? "pointer" : "";
+    surface.scroller.style.cursor = target && view.click ? "pointer" : "";
     if (JSON.stringify(next) !== JSON.stringify(hover)) {
       hover = next;
       shell.redraw();
