@@ -205,7 +205,7 @@ def test_the_page_opens_on_an_informative_head_and_finds_where_a_token_attends(o
     texts = buttons.all_inner_texts()
     assert "layer 3, head 1 \u2192 animal 0." in " | ".join(texts), texts
     shoot(o.page, tmp_path, "find-heads")
-    o.page.locator("#view-find button", has_text="layer 3, head 1 \u2192 animal").click()
+    o.page.click("#view-find button[data-layer='3'][data-head='1']")
     o.wait_drawn("lines", f"layer=3 head=1 token={it}")
     assert o.page.get_attribute("#view-find button[data-layer='3'][data-head='1']", "aria-pressed") == "true"
     # A pair: "it" to "animal" ranks the heads by that one weight.
@@ -308,6 +308,21 @@ def test_query_key_view_says_how_to_get_its_data_and_loads_it_lazily(opened, pag
     assert o.page.evaluate("window.loads") == 1
     o.page.click("#view-qk-expand")
     o.page.wait_for_function("() => document.querySelector('#view-qk-expand').getAttribute('aria-pressed') === 'true'")
+    assert o.errors == [] and o.network == []
+
+
+def test_mount_takes_a_payload_decoded_already(opened, pages):
+    """A page that computes attention itself hands mount the decoded object, never the encoded bytes."""
+    o = opened("no-qk")
+    blob, _ = pages["blobs"]
+    o.page.evaluate("""async (b64) => {
+        const data = await BertvizViews.decode(b64);
+        data.title = 'made in the page';
+        await BertvizViews.mount(document.getElementById('bertviz-root'), data, { selection: { layer: 2, head: 3 } });
+    }""", base64.b64encode(blob).decode())
+    o.wait_drawn("lines", "layer=2 head=3")
+    assert o.page.locator(".bv-title").inner_text() == "made in the page"
+    o.tab("matrix")
     assert o.errors == [] and o.network == []
 
 

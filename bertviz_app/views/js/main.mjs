@@ -24,6 +24,8 @@
 //                              settles; a rejection's message is shown in the pane) and "Clear picks"; without it
 //                              (a standalone page has no server) none of this appears.
 //
+//   BertvizViews.decode(bytes or base64) -> the decoded payload that mount also takes
+//
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
 //   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the view on screen; viewer.destroy()
@@ -194,6 +196,9 @@ export async function mount(container, payloadInput, options = {}) {
   return api;
 }
 
+/** decodePayload (decode.mjs), for a host that decodes, or builds the same object, before it mounts. */
+export const decode = decodePayload;
+
 /** The app's host (gradio-host.mjs) with this page's mount, address and history. */
 export function gradioHost(context) {
   return startGradioHost(context, { mount, location: window.location, history: window.history,
@@ -232,11 +237,15 @@ function buildFinder(payload, selection, id, detailView) {
       const target = to.value === "" ? null : Number(to.value);
       const found = strongestHeads(payload, state.token, { to: target, count: 5 });
       title.textContent = `Where \u201c${payload.tokens[state.token]}\u201d attends most:`;
+      // On a phone "3.1 -> animal 0.45": five buttons in two rows instead of five.
+      const wide = (text) => el("span", { class: "bv-wide" }, text);
       list.replaceChildren(...found.map((f) => el("button", { type: "button", "data-layer": String(f.layer),
-        "data-head": String(f.head), title: "Open this head",
+        "data-head": String(f.head), title: `Open layer ${f.layer}, head ${f.head}`,
+        "aria-label": `layer ${f.layer}, head ${f.head} \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`,
         onclick: () => selection.set({ layer: f.layer, head: f.head, direction: "from",
           view: ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : detailView() }) },
-      `layer ${f.layer}, head ${f.head} \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`)));
+      wide("layer "), `${f.layer}`, wide(", head "), el("span", { class: "bv-narrow" }, "."), `${f.head}`,
+      ` \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`)));
     }
     for (const b of list.children) {
       const on = Number(b.dataset.layer) === state.layer && Number(b.dataset.head) === state.head;
