@@ -158,6 +158,10 @@ def test_the_page_carries_the_views_script_once_and_a_plain_config(server, demo)
              or c["props"].get("elem_id", "").startswith("compare-")]
     assert len([h for h in hosts if h["type"] == "html"]) == 3
     assert all(marker not in h["props"].get("js_on_load", "") for h in hosts)
+    # each host's js_on_load only hands Gradio's arguments to the host in the page's script (gradio-host.mjs)
+    assert all("BertvizViews.gradioHost({ element, props, server, trigger, watch })" in h["props"]["js_on_load"]
+               for h in hosts if h["type"] == "html")
+    assert "function gradioHost(" in page and "function startGradioHost(" in page
 
 def test_the_views_server_functions_read_the_cached_run_without_a_forward_pass(client, server, demo, explorer,
                                                                               monkeypatch):

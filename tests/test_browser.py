@@ -216,9 +216,12 @@ def test_exports_through_the_server_give_files_that_open(browser, visitor, tmp_p
                   else (fetched.append(r.request.url), r.abort()))
     try:
         offline.goto(saved.as_uri())
+        # it opens on the view that was on screen, not on the first view
+        offline.wait_for_function("() => document.querySelector('#view-pane-matrix .bv-view')?.dataset.drawn"
+                                  "?.includes('layer=1 head=5 token=6')", timeout=TIMEOUT_MS)
         offline.click("#view-tab-qk")  # the query/key vectors travel inside the saved page
         offline.wait_for_function("() => document.querySelector('#view-pane-qk .bv-view')?.dataset.drawn"
-                                  "?.includes('query=')", timeout=TIMEOUT_MS)
+                                  "?.includes('layer=1 head=5 query=6')", timeout=TIMEOUT_MS)
         assert fetched == []
     finally:
         offline.close()
@@ -377,11 +380,13 @@ def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
         for side in ("cmp-a-", "cmp-b-"):
             v.page.wait_for_selector(f"#{side}attention-view")
         # the two views follow each other: a layer and a head chosen on the left show on the right
-        v.set_input("#cmp-a-view-layer", 3)
+        main = v.page.input_value("#view-layer")
+        layer = "2" if main == "3" else "3"
+        v.set_input("#cmp-a-view-layer", layer)
         v.set_input("#cmp-a-view-head", 2)
-        v.page.wait_for_function("() => document.querySelector('#cmp-b-view-layer')?.value === '3' && "
-                                 "document.querySelector('#cmp-b-view-head')?.value === '2'")
-        assert v.page.input_value("#view-layer") == "0"  # the main views are not part of the pair
+        v.page.wait_for_function("l => document.querySelector('#cmp-b-view-layer')?.value === l && "
+                                 "document.querySelector('#cmp-b-view-head')?.value === '2'", arg=layer)
+        assert v.page.input_value("#view-layer") == main  # the main views are not part of the pair
         assert "differ at [MASK] → is" in v.page.locator("#compare-message").inner_text()
         v.page.locator("#compare-message").scroll_into_view_if_needed()
         shoot(v.page, tmp_path, "13-compare")

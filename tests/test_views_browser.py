@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import struct
 import xml.etree.ElementTree as ET
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_MS = 60_000  # two shared cores; a 512-token page inflates 1.4 MB and pools 72 heads on its first draw
 VIEWS = ("lines", "matrix", "overview", "qk")
+ANIMAL = "The animal didn't cross the street because it was too tired."
 MARKUP = ["[CLS]", "<b>", "bold", "</b>", "<script>alert(1)</script>", "&amp;", "[SEP]", "<img src=x>", "[SEP]"]
 
 
@@ -50,6 +52,8 @@ def pages(tmp_path_factory):
             out["blobs"] = (payload_from_run(run), query_key_from_run(run))
             out["no-qk"] = folder / "no-qk.html"
             out["no-qk"].write_text(standalone_html(payload_from_run(run)), encoding="utf-8")
+    out["animal"] = folder / "animal.html"
+    out["animal"].write_text(standalone_html(payload_from_run(explorer.run(ANIMAL))), encoding="utf-8")
     t = len(MARKUP)
     rng = np.random.default_rng(0)
     logits = rng.standard_normal((2, 2, t, t))
@@ -65,7 +69,7 @@ def pages(tmp_path_factory):
 class Opened:
     """A page opened from file:// with the network blocked; what it tried to fetch and what it logged."""
 
-    def __init__(self, browser, path: Path, size=(1280, 720)):
+    def __init__(self, browser, path: Path, size=(1280, 720), view: str = "lines"):
         self.page = browser.new_page()
         self.page.set_default_timeout(TIMEOUT_MS)
         self.page.set_viewport_size({"width": size[0], "height": size[1]})
@@ -79,7 +83,7 @@ class Opened:
         self.page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
                         else r.abort())
         self.page.goto(path.as_uri())
-        self.wait_drawn("lines")
+        self.wait_drawn(view)
 
     def close(self):
         self.page.close()
@@ -147,10 +151,11 @@ def test_offline_page_draws_every_view_with_the_network_blocked(opened, tmp_path
 
 def test_layer_and_head_inputs_redraw_without_the_network(opened):
     o = opened(32)
+    head = o.page.input_value("#view-head")
     o.set_input("#view-layer", 3)
-    assert "layer=3 head=0" in o.wait_drawn("lines", "layer=3")
-    o.set_input("#view-head", 7)
-    o.wait_drawn("lines", "layer=3 head=7")
+    assert f"layer=3 head={head}" in o.wait_drawn("lines", "layer=3")  # the head stays
+    o.set_input("#view-head", 6)
+    o.wait_drawn("lines", "layer=3 head=6")
     o.page.check("#view-all-heads")
     o.wait_drawn("lines", "head=all")
     o.set_input("#view-head", 2)  # moving the head slider leaves "all heads"
@@ -186,6 +191,48 @@ def test_clicking_a_token_in_the_lines_view_moves_the_other_views(opened, tmp_pa
     assert o.network == [] and o.errors == []
 
 
+def test_the_page_opens_on_an_informative_head_and_finds_where_a_token_attends(opened, tmp_path):
+    """Layer 0, head 0 is a tangle; the page opens elsewhere, and for "it" it lists the heads where "it" attends
+    most, among them layer 3, head 1 -> "animal" (one click opens it)."""
+    o = opened("animal")
+    assert (o.page.input_value("#view-layer"), o.page.input_value("#view-head")) != ("0", "0")
+    assert o.page.locator("#view-find").is_hidden()  # no token, no list
+    tokens = o.page.eval_on_selector_all("#view-token option", "os => os.map(o => o.textContent)")
+    it = next(t.split(": ")[0] for t in tokens if t.endswith(": it"))
+    o.page.select_option("#view-token", it)
+    buttons = o.page.locator("#view-find button")
+    assert buttons.count() == 5
+    texts = buttons.all_inner_texts()
+    assert "layer 3, head 1 \u2192 animal 0." in " | ".join(texts), texts
+    shoot(o.page, tmp_path, "find-heads")
+    o.page.click("#view-find button[data-layer='3'][data-head='1']")
+    o.wait_drawn("lines", f"layer=3 head=1 token={it}")
+    assert o.page.get_attribute("#view-find button[data-layer='3'][data-head='1']", "aria-pressed") == "true"
+    # A pair: "it" to "animal" ranks the heads by that one weight.
+    animal = next(t.split(": ")[0] for t in tokens if t.endswith(": animal"))
+    o.page.select_option("#view-find-to", animal)
+    assert o.page.locator("#view-find button").first.inner_text().startswith("layer 3, head 1 \u2192 animal")
+    assert o.network == [] and o.errors == []
+
+
+def test_lines_stay_a_few_hundred_pixels_apart_and_one_head_is_one_color(opened, tmp_path):
+    o = opened(32)
+    g = o.geometry("lines")
+    width = o.page.eval_on_selector("#view-pane-lines .bv-scroller", "e => e.clientWidth")
+    assert width > 1000 and g["right"] - g["left"] <= 360, g  # 1,100 px before
+    assert abs((g["left"] + g["right"]) / 2 - width / 2) < 2  # in the middle of the box
+    colors = set()
+    for head in (0, 7):  # head 7's color in the all-heads key is gray
+        o.set_input("#view-head", head)
+        o.wait_drawn("lines", f"head={head} ")
+        shoot(o.page, tmp_path, f"lines-head{head}")
+        with o.page.expect_download() as info:
+            o.page.click("#view-export-svg")
+        svg = Path(info.value.path()).read_text(encoding="utf-8")
+        colors |= set(re.findall(r'fill="none" stroke="([^"]+)"', svg))
+    assert colors == {"#08519c"}, colors
+
+
 def test_clicking_an_overview_tile_opens_that_head(opened, tmp_path):
     o = opened(32)
     o.tab("overview")
@@ -217,15 +264,24 @@ def test_exports_give_files_that_open(opened, browser, tmp_path):
     svg = Path(info.value.path()).read_text(encoding="utf-8")
     tree = ET.fromstring(svg.split("?>", 1)[1])  # well-formed XML
     texts = [t.text for t in tree.iter("{http://www.w3.org/2000/svg}text")]
-    assert "[CLS]" in texts and any(t and "layer 0" in t for t in texts)
+    layer = o.page.input_value("#view-layer")
+    assert "[CLS]" in texts and any(t and f"layer {layer}," in t for t in texts)
     assert "embedded PNG bitmap" in svg  # says that the cells are a bitmap
+    # "Save page" keeps the view on screen: the saved page opens on the same view, layer, head and token.
+    o.set_input("#view-layer", 4)
+    o.set_input("#view-head", 2)
+    o.page.select_option("#view-token", "5")
+    o.wait_drawn("matrix", "layer=4 head=2 token=5")
     with o.page.expect_download() as info:
         o.page.click("#view-export-html")
     saved = tmp_path / "saved.html"
     info.value.save_as(saved)
-    again = Opened(browser, saved)  # the saved page opens offline by itself
+    again = Opened(browser, saved, view="matrix")  # the saved page opens offline by itself
     try:
+        assert "layer=4 head=2 token=5" in again.drawn("matrix")
+        assert again.page.get_attribute("#view-tab-matrix", "aria-selected") == "true"
         again.tab("qk")
+        assert "layer=4 head=2 query=5" in again.drawn("qk")
         assert again.network == [] and again.errors == []
     finally:
         again.close()
@@ -252,6 +308,21 @@ def test_query_key_view_says_how_to_get_its_data_and_loads_it_lazily(opened, pag
     assert o.page.evaluate("window.loads") == 1
     o.page.click("#view-qk-expand")
     o.page.wait_for_function("() => document.querySelector('#view-qk-expand').getAttribute('aria-pressed') === 'true'")
+    assert o.errors == [] and o.network == []
+
+
+def test_mount_takes_a_payload_decoded_already(opened, pages):
+    """A page that computes attention itself hands mount the decoded object, never the encoded bytes."""
+    o = opened("no-qk")
+    blob, _ = pages["blobs"]
+    o.page.evaluate("""async (b64) => {
+        const data = await BertvizViews.decode(b64);
+        data.title = 'made in the page';
+        await BertvizViews.mount(document.getElementById('bertviz-root'), data, { selection: { layer: 2, head: 3 } });
+    }""", base64.b64encode(blob).decode())
+    o.wait_drawn("lines", "layer=2 head=3")
+    assert o.page.locator(".bv-title").inner_text() == "made in the page"
+    o.tab("matrix")
     assert o.errors == [] and o.network == []
 
 
@@ -345,7 +416,9 @@ def test_two_notebook_outputs_in_one_page_do_not_clash(browser, pages, tmp_path)
         frames[0].eval_on_selector("#view-layer", "e => { e.value = 4; e.dispatchEvent(new Event('input')); }")
         frames[0].wait_for_function("() => document.querySelector('#view-pane-lines .bv-view').dataset.drawn"
                                     ".includes('layer=4')", timeout=TIMEOUT_MS)
-        assert "layer=0" in frames[1].eval_on_selector("#view-pane-lines .bv-view", "e => e.dataset.drawn")
+        first = frames[1].eval_on_selector("#view-layer", "e => e.value")
+        assert first != "4" and f"layer={first} " in frames[1].eval_on_selector("#view-pane-lines .bv-view",
+                                                                               "e => e.dataset.drawn")
         assert page.locator("#attention-view").inner_text() == "the notebook's own element"
         assert errors == []
     finally:
@@ -362,7 +435,7 @@ def mount_with_silence(o: Opened, pages) -> None:
     o.page.evaluate("""async (payload) => {
         window.calls = []; window.failWith = null;
         window.viewer = await BertvizViews.mount(document.getElementById('bertviz-root'), payload, {
-            selection: { view: 'overview' },
+            selection: { view: 'overview', layer: 0, head: 0 },
             onSilence: async (heads) => {
                 window.calls.push(heads);
                 await new Promise(r => setTimeout(r, 300));

@@ -8,8 +8,9 @@ One `ViewsHost` serves every host of the page (the analysis under the input, the
 remembers which input each payload came from, so that a server function finds its Run by the payload's key.
 
 Permalinks (the main host only): the address follows the visitor
-(`?a=...&b=...&model=...&layer=2&head=5&token=3&tab=matrix`); layout.py restores a, b and model from it, the script
-below layer, head, token and tab. Not `view`: Gradio's own page reads that parameter.
+(`?a=...&b=...&model=...&layer=2&head=5&token=3&tab=matrix`); layout.py restores a, b and model from it, the
+host's script (bertviz_app/views/js/gradio-host.mjs) layer, head, token and tab. Not `view`: Gradio's own page reads
+that parameter.
 """
 
 from __future__ import annotations
@@ -31,105 +32,23 @@ from .common import Models, index_value, refuse, user_errors
 MAX_CSV_ROWS = 1_000_000
 MATRIX_SETS = ("attention", "rollout", "value_weighted")
 
-# The script of a host. Its props: value {"payload": base64, "key", "a", "b", "model"} (the template never holds
-# it: megabytes of text in the DOM), id_prefix (element ids, unique per host), permalink (write the address),
-# sync (hosts of one group follow each other's layer, head, token and view), silence (offer picking heads to
-# silence in the overview; the picks go to Python as a `submit` event).
+# The script of a host is bertviz_app/views/js/gradio-host.mjs, part of the views' script that app.serve puts in
+# the page's <head> once (three hosts carried 430 kB of it in the page's config when it was in every js_on_load, and
+# gradio deep-copies the config for every /config request). js_on_load only waits for that script and hands the host
+# what Gradio gives it; the props are documented in gradio-host.mjs.
 HOST_SCRIPT = """
 const host = element.querySelector(".bv-host");
-
-// The views' script comes once per page, in its <head> (app.serve puts views.script_element() there), not in
-// every host's js_on_load: three hosts carried 430 kB of it in the page's config, which gradio deep-copies for
-// every /config request.
-async function library() {
+(async () => {
   for (let waited = 0; !window.BertvizViews && waited < 10000; waited += 50) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   if (!window.BertvizViews) {
     host.textContent = "The attention views cannot start: their script is missing from this page. Serve the app "
       + "with bertviz_app.app.serve (or the bertviz-app command), which adds it.";
-    throw new Error("window.BertvizViews is missing");
+    return;
   }
-  return window.BertvizViews;
-}
-const URL_KEYS = ["layer", "head", "token", "tab"];
-const TABS = { lines: "lines", matrix: "matrix", overview: "overview", query_key: "qk" };
-const SHARED = ["layer", "head", "token", "view", "matrix", "units", "segments", "hideSpecial", "renormalize",
-                "scale", "direction"];
-let viewer = null;
-let unsubscribe = null;
-
-function fromAddress() {  // the view a permalink asks for; the views clamp what does not fit the model
-  if (!props.permalink) return {};
-  const q = new URLSearchParams(window.location.search);
-  const int = (name) => (q.has(name) && /^\\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
-  return { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
-           view: TABS[q.get("tab")] };
-}
-
-function toAddress(value, state) {
-  if (!props.permalink) return;
-  const q = new URLSearchParams(window.location.search);
-  for (const name of ["a", "b", "model", ...URL_KEYS]) q.delete(name);
-  q.set("a", value.a);
-  if (value.b) q.set("b", value.b);
-  q.set("model", value.model);
-  q.set("layer", state.layer);
-  q.set("head", state.head);
-  if (state.token !== null && state.token !== undefined) q.set("token", state.token);
-  q.set("tab", { qk: "query_key" }[state.view] || state.view);
-  history.replaceState(history.state, "", `${window.location.pathname}?${q}`);
-}
-
-// The server functions answer {value} or {error: a sentence}; a failure becomes an Error the views show.
-async function ask(name, argument) {
-  let answer;
-  try {
-    answer = await server[name](argument);
-  } catch (error) {
-    throw new Error("the server did not answer; is it still running?");
-  }
-  if (answer && answer.error) {
-    if (name !== "query_key") alert(answer.error);  // the query/key view shows its own message
-    throw new Error(answer.error);
-  }
-  return answer.value;
-}
-
-function share(state, changed) {  // tell the other hosts of the group what changed here
-  if (!props.sync || ![...changed].some((key) => SHARED.includes(key))) return;
-  const detail = { group: props.sync, source: props.id_prefix,
-                   state: Object.fromEntries(SHARED.map((key) => [key, state[key]])) };
-  window.dispatchEvent(new CustomEvent("bertviz-sync", { detail }));
-}
-
-window.addEventListener("bertviz-sync", (event) => {
-  const { group, source, state } = event.detail;
-  if (viewer && group === props.sync && source !== props.id_prefix) viewer.selection.set(state);  // no echo: an
-});                                                                                // unchanged state calls nobody
-
-async function show() {
-  const value = props.value;
-  if (!value || !value.payload) return;
-  // A new input keeps every choice but the token (its index means another token now); the first one comes from
-  // the address.
-  const wanted = viewer ? { ...viewer.selection.get(), token: null, silenced: [] } : fromAddress();
-  if (unsubscribe) unsubscribe();
-  if (viewer) viewer.destroy();
-  viewer = await (await library()).mount(host, value.payload, {
-    showTitle: false,
-    idPrefix: props.id_prefix || "",
-    selection: Object.fromEntries(Object.entries(wanted).filter(([, v]) => v !== undefined)),
-    loadQueryKey: () => ask("query_key", value.key),
-    offlineHtml: () => ask("offline_page", value.key),
-    exportCsv: (s) => ask("attention_csv", { key: value.key, matrix: s.matrix, layer: s.layer, head: s.head }),
-    onSilence: props.silence ? async (heads) => { trigger("submit", { key: value.key, heads }); } : undefined,
-  });
-  unsubscribe = viewer.selection.subscribe((state, changed) => { toAddress(value, state); share(state, changed); });
-  toAddress(value, viewer.selection.get());
-}
-show();
-watch("value", show);
+  window.BertvizViews.gradioHost({ element, props, server, trigger, watch });
+})();
 """
 
 

@@ -95,7 +95,8 @@ def inline_modules(sources: dict[str, str], entry: str, global_name: str = GLOBA
 
 @lru_cache(maxsize=1)
 def bundle_js() -> str:
-    """The views as one classic script defining `window.BertvizViews` (`mount`, `mountPage`; see main.mjs)."""
+    """The views as one classic script defining `window.BertvizViews` (`mount`, `mountPage`, `decode`, `gradioHost`;
+    see main.mjs)."""
     sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(JS_DIR.glob("*.mjs"))}
     return inline_modules(sources, ENTRY)
 

@@ -3,14 +3,18 @@
 //   const viewer = await BertvizViews.mount(container, payload, options);
 //
 //   container  an element to fill (its children are replaced)
-//   payload    the attention payload: Uint8Array, ArrayBuffer or base64 string (bertviz_app.views.encode_payload)
+//   payload    the attention payload: Uint8Array, ArrayBuffer or base64 string (bertviz_app.views.encode_payload),
+//              or one decoded already (decodePayload's object, see decode.mjs: tokens, length, layers, heads,
+//              segments, special, words, sets of 8-bit codes): a page that computes attention itself builds that
+//              and never encodes it
 //   options    queryKey        the query/key blob now (bytes or base64), or
 //              loadQueryKey    async () => bytes or base64: called the first time the query/key view opens
 //              offlineHtml     a string, or (async) () => string: the offline page the "Save page" button saves;
 //                              without it the button is not shown
 //              exportCsv       async (selection state) => CSV text of the numbers on screen; adds a "Save CSV" button
 //              showTitle       false leaves out the title and model line (a host that shows the text already)
-//              selection       initial state (see selection.mjs), e.g. { layer: 2, head: "all", view: "matrix" }
+//              selection       initial state (see selection.mjs), e.g. { layer: 2, head: "all", view: "matrix" };
+//                              without a layer and a head, the views open on an informative head (guide.mjs)
 //              idPrefix        prefix for the element ids when one page holds several viewers (default "")
 //              maxHeight       the tallest a view box may be, in pixels (default: what the window leaves)
 //              onSilence       async (heads) => anything: heads = [[layer, head], ...] picked to silence (the
@@ -20,43 +24,38 @@
 //                              settles; a rejection's message is shown in the pane) and "Clear picks"; without it
 //                              (a standalone page has no server) none of this appears.
 //
+//   BertvizViews.decode(bytes or base64) -> the decoded payload that mount also takes
+//
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
 //   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the view on screen; viewer.destroy()
 //
-// A Gradio host (tried with Gradio 6.31; the app's own module comes with the app package): one gr.HTML whose
-// value is the payload as base64, `html_template="<div class='bv-host'></div>"` (never ${value}: 2 MB of text in
-// the DOM), `apply_default_css=False` (Gradio's prose styles would restyle our selects), the views' script once in
-// the page's head (`launch(head=script_element())`: in js_on_load, gradio would make every quoted word of it an
-// attribute of the component), and
-//   js_on_load = `
-//     const host = element.querySelector(".bv-host"); let viewer = null;
-//     async function show() {
-//       if (!props.value) return;
-//       const keep = viewer ? viewer.selection.get() : {};   // a new input keeps layer, head and view
-//       viewer = await BertvizViews.mount(host, props.value, { selection: { layer: keep.layer, head: keep.head,
-//         view: keep.view }, loadQueryKey: () => server.query_key(viewer.payload.key) });
-//     }
-//     show(); watch("value", show);`
-// with server_functions=[query_key]: a Python function from the payload's key (views.run_key) to the base64 query/key
-// blob of that Run, kept server-side by key. offlineHtml: () => server.offline_page(key) the same way, returning
-// standalone_html(payload, query_key). Moving through layers, heads and tokens then never calls the server.
+// The app's host is gradio-host.mjs (exported here as gradioHost): each gr.HTML of bertviz_app/app/views_host.py
+// waits for this script in the page's head and calls BertvizViews.gradioHost({ element, props, server, trigger,
+// watch }); it mounts the views on every new value and answers loadQueryKey, offlineHtml and exportCsv with the
+// host's server functions. A page that runs the model itself calls mount() the same way with the payload it made.
 //
 // Ids (prefixed): attention-view (the root), view-layer, view-head, view-all-heads, view-token, view-direction,
 // view-matrix, view-units, view-segments, view-hide-special, view-renormalize, view-scale, view-zoom,
 // view-qk-expand, view-tab-lines|matrix|overview|qk, view-export-png|svg|html; with onSilence view-silence-pick,
-// view-silence-run, view-silence-clear, view-silence-note.
+// view-silence-run, view-silence-clear, view-silence-note; with a token selected, view-find (the heads where it
+// attends most, one button each) and view-find-to.
 
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { download, el } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
+import { startGradioHost } from "./gradio-host.mjs";
+import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
+import { withSelection } from "./offline.mjs";
+import { formatWeight } from "./scale.mjs";
 import { createSelection, VIEWS } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
 import * as lines from "./view-lines.mjs";
 import * as matrix from "./view-matrix.mjs";
 import * as overview from "./view-overview.mjs";
 import * as qk from "./view-qk.mjs";
+import { mountView } from "./view-shell.mjs";
 
 const TABS = { lines: "Lines", matrix: "Matrix", overview: "All heads", qk: "Query \u00d7 key" };
 const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
@@ -67,7 +66,8 @@ export async function mount(container, payloadInput, options = {}) {
   injectStyle(container.getRootNode() === doc ? doc : container.getRootNode());
   let payload;
   try {
-    payload = await decodePayload(payloadInput);
+    payload = payloadInput && payloadInput.sets && payloadInput.tokens ? payloadInput
+      : await decodePayload(payloadInput);
     if (options.queryKey) payload.queryKey = await decodeQueryKey(options.queryKey, payload);
   } catch (error) {
     const why = typeof DecompressionStream === "undefined"
@@ -102,9 +102,15 @@ export async function mount(container, payloadInput, options = {}) {
     const top = Math.max(0, panes.getBoundingClientRect().top + window.scrollY);
     return Math.max(300, window.innerHeight - top - 100);
   };
-  const selection = createSelection(payload, { zoom: defaultZoom(payload.length, maxHeight() - 40),
-    ...(options.selection || {}) });
+  // Without a layer and head asked for, the page opens on a head that shows something (guide.mjs), not on
+  // layer 0, head 0.
+  const asked = options.selection || {};
+  const opening = asked.layer === undefined && asked.head === undefined ? informativeHead(payload) : {};
+  const selection = createSelection(payload, { zoom: defaultZoom(payload.length, maxHeight() - 40), ...opening,
+    ...asked });
   const inputs = buildControls(controls, payload, selection, id);
+  const finder = buildFinder(payload, selection, id, () => detailView);
+  controls.after(finder.box);
 
   let detailView = ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : "lines";
   const loadQueryKey = options.loadQueryKey ? async () => {
@@ -130,7 +136,7 @@ export async function mount(container, payloadInput, options = {}) {
     }
   };
   showPanes(selection.get());
-  for (const name of VIEWS) views[name] = modules[name].draw(paneOf[name], payload, selection, env);
+  for (const name of VIEWS) views[name] = mountView(paneOf[name], modules[name], { payload, selection, env });
 
   const title = () => {
     const s = selection.get();
@@ -173,7 +179,8 @@ export async function mount(container, payloadInput, options = {}) {
     exports.append(el("button", { type: "button", id: id("view-export-html"),
       title: "Save a page with these views that opens offline, with no server",
       onclick: async () => {
-        const html = typeof options.offlineHtml === "function" ? await options.offlineHtml() : options.offlineHtml;
+        const page = typeof options.offlineHtml === "function" ? await options.offlineHtml() : options.offlineHtml;
+        const html = withSelection(page, selection.get()); // it opens where the visitor is now
         download(new Blob([html], { type: "text/html" }), "bertviz-attention.html");
       } }, "Save page"));
   }
@@ -182,9 +189,20 @@ export async function mount(container, payloadInput, options = {}) {
     if (["lines", "matrix"].includes(state.view)) detailView = state.view;
     if (changed.has("view")) showPanes(state);
     inputs.sync(state);
+    finder.sync(state);
   });
   inputs.sync(selection.get());
+  finder.sync(selection.get());
   return api;
+}
+
+/** decodePayload (decode.mjs), for a host that decodes, or builds the same object, before it mounts. */
+export const decode = decodePayload;
+
+/** The app's host (gradio-host.mjs) with this page's mount, address and history. */
+export function gradioHost(context) {
+  return startGradioHost(context, { mount, location: window.location, history: window.history,
+    alert: (text) => window.alert(text) });
 }
 
 /** The offline page's start: payload and query/key blob from script elements, the page itself to save. */
@@ -195,6 +213,46 @@ export function mountPage(doc = document) {
   const extra = JSON.parse(text("bertviz-options") || "{}");
   return mount(doc.getElementById("bertviz-root"), text("bertviz-payload"),
     { ...extra, queryKey: text("bertviz-query-key"), offlineHtml: page });
+}
+
+/**
+ * "Where it attends most": for the selected token, the heads where it attends most strongly (to any ordinary
+ * token, or to one chosen token), each a button that opens that head.
+ */
+function buildFinder(payload, selection, id, detailView) {
+  const to = el("select", { id: id("view-find-to"), onchange: () => sync(selection.get()) });
+  to.append(new Option("any token", ""));
+  payload.tokens.forEach((t, i) => to.append(new Option(`${i}: ${t}`, String(i))));
+  const title = el("span", { class: "bv-finder-title" });
+  const list = el("span", { class: "bv-finder-list", id: id("view-find") });
+  const box = el("div", { class: "bv-finder", role: "group", "aria-label": "Heads where the token attends most" },
+    title, el("label", { class: "bv-field" }, el("span", {}, "to"), to), list);
+  let shownFor = null;
+  function sync(state) {
+    box.hidden = state.token === null;
+    if (state.token === null) { shownFor = null; return; }
+    const wanted = `${state.token}|${to.value}`;
+    if (shownFor !== wanted) {
+      shownFor = wanted;
+      const target = to.value === "" ? null : Number(to.value);
+      const found = strongestHeads(payload, state.token, { to: target, count: 5 });
+      title.textContent = `Where \u201c${payload.tokens[state.token]}\u201d attends most:`;
+      // On a phone "3.1 -> animal 0.45": five buttons in two rows instead of five.
+      const wide = (text) => el("span", { class: "bv-wide" }, text);
+      list.replaceChildren(...found.map((f) => el("button", { type: "button", "data-layer": String(f.layer),
+        "data-head": String(f.head), title: `Open layer ${f.layer}, head ${f.head}`,
+        "aria-label": `layer ${f.layer}, head ${f.head} \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`,
+        onclick: () => selection.set({ layer: f.layer, head: f.head, direction: "from",
+          view: ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : detailView() }) },
+      wide("layer "), `${f.layer}`, wide(", head "), el("span", { class: "bv-narrow" }, "."), `${f.head}`,
+      ` \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`)));
+    }
+    for (const b of list.children) {
+      const on = Number(b.dataset.layer) === state.layer && Number(b.dataset.head) === state.head;
+      b.setAttribute("aria-pressed", String(on));
+    }
+  }
+  return { box, sync };
 }
 
 function buildControls(parent, payload, selection, id) {

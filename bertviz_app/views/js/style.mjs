@@ -59,6 +59,14 @@ export const CSS = `
 .bv-root .bv-tooltip { position: absolute; z-index: 5; pointer-events: none; max-width: min(420px, 90%);
   padding: 6px 9px; background: rgba(20, 24, 28, 0.92); color: #fff; border-radius: 5px; font-size: 14px; }
 .bv-root .bv-tip-title { font-weight: 600; overflow-wrap: anywhere; }
+.bv-root .bv-finder { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 8px; margin: 0 0 8px;
+  font-size: 15px; }
+.bv-root .bv-finder-title { font-weight: 600; overflow-wrap: anywhere; }
+.bv-root .bv-finder-list { display: flex; flex-wrap: wrap; gap: 4px 6px; }
+.bv-root .bv-finder-list button { padding: 3px 8px; border: 1px solid #aab4be; border-radius: 5px; background: #fff;
+  color: #111; cursor: pointer; overflow-wrap: anywhere; text-align: left; }
+.bv-root .bv-finder-list button[aria-pressed=true] { background: #e3eef9; border-color: #2171b5; }
+.bv-root .bv-finder .bv-narrow { display: none; }
 .bv-root .bv-more { flex-basis: 100%; }
 .bv-root .bv-more > summary { display: none; }
 .bv-root .bv-more > .bv-controls { margin: 0; }
@@ -67,6 +75,9 @@ export const CSS = `
   .bv-root .bv-more > .bv-controls { margin-top: 6px; }
   .bv-root .bv-tabs button { padding: 6px 9px; font-size: 15px; }
   .bv-root input[type=range] { width: 120px; }
+  .bv-root .bv-finder .bv-wide { display: none; }
+  .bv-root .bv-finder .bv-narrow { display: inline; }
+  .bv-root .bv-finder-list button { padding: 2px 6px; font-size: 14px; }
 }
 .bv-root .bv-error { padding: 10px; border: 1px solid #d62728; color: #8b1a1a; }
 .bv-root [hidden] { display: none !important; }

@@ -1,14 +1,16 @@
 // Matrix view: one row per attending token, one column per attended token, one pixel of a bitmap per cell
 // (a 512 x 512 head is a single ImageData blit), scaled to the zoom; labels stay at the edges while it scrolls.
+// Pure layout / paint / hit functions; view-shell.mjs mounts them.
 
-import { createCache, shownBlocks } from "./data.mjs";
+import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
-import { createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
 import { LABEL_FONT_PX, LABEL_PITCH, thinLabels, truncate, visibleRange } from "./layout.mjs";
 import { ATTENTION_STOPS, BOUNDARY_COLOR, formatShare, formatWeight, makeLUT, paintValues,
   SELECTED_COLOR } from "./scale.mjs";
 
 export const NAME = "matrix";
+export const LABEL = "Attention matrix";
+export const BITMAP = true; // the SVG export says that the cells are an embedded bitmap
 const FONT = `${LABEL_FONT_PX}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
 const BOLD = `bold ${FONT}`;
 const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
@@ -17,273 +19,214 @@ const MAX_LABEL_CHARS = 14;
 const MAX_CELL = 32;
 const LUT = makeLUT(ATTENTION_STOPS);
 
-/** draw(container, payload, selection, { maxHeight }) -> { render, scene(), destroy() } */
-export function draw(container, payload, selection, options = {}) {
-  const root = el("div", { class: "bv-view bv-matrix" });
-  container.append(root);
-  const surface = createSurface(root, { paint, onPointer, label: "Attention matrix" });
-  const tooltip = createTooltip(root);
-  const caption = el("p", { class: "bv-caption" });
-  root.append(caption);
-  const cache = createCache();
-  const bitmap = document.createElement("canvas");
-  let shown = null;
-  let block = null;
-  let layout = null;
-  let hover = null; // { row, col } in block indices; either may be -1 over a label band
+/** Layout of the heatmap for a selection state in a box: cell size, label bands, and its bitmap (one pixel a cell). */
+export function layout(data, state, size) {
+  const { payload, cache } = data;
+  const shown = shownBlocks(payload, state, cache, false);
+  const block = shown.blocks[0];
+  const { rows, cols } = shown.axes;
+  const nr = Math.max(rows.length, 1), nc = Math.max(cols.length, 1);
+  const labelW = cache.get(`matrix-labelw|${state.units}`, () => Math.ceil(Math.max(...shown.units.labels.map(
+    (t) => size.measure(BOLD, truncate(t, MAX_LABEL_CHARS))))));
+  const left = labelW + 14, top = labelW + 14;
+  const fit = Math.min(MAX_CELL, (size.width - left - PAD) / nc, (size.maxHeight - top - PAD) / nr);
+  const cell = state.zoom === "labels" ? Math.max(fit, LABEL_PITCH)
+    : state.zoom === "2" || state.zoom === "4" ? fit * Number(state.zoom) : fit;
+  const width = left + nc * cell + PAD, height = top + nr * cell + PAD;
+  // One bitmap pixel per cell, kept with the block: the canvas scales it, so zooming and scrolling never rebuild it.
+  const pixels = cache.get(`matrix-pixels|${state.matrix}|${state.layer}|${state.head}|${state.units}|`
+    + `${state.segments}|${state.hideSpecial}|${state.renormalize}|${state.scale}`, () => {
+    const data = new Uint8ClampedArray(cols.length * rows.length * 4);
+    if (rows.length && cols.length) paintValues(data, block.values, LUT, state.scale);
+    return { width: cols.length, height: rows.length, data };
+  });
+  return { shown, block, state, left, top, cell, nr, nc, width, height, pixels,
+    boxHeight: Math.min(height, size.maxHeight), locked: selectedIndex(shown, state),
+    caption: describe(state, shown, payload), drawn: drawnKey(state), geometry: { left, top, cell } };
+}
 
-  function update(state, changed) {
-    shown = shownBlocks(payload, state, cache, false);
-    block = shown.blocks[0];
-    const { rows, cols } = shown.axes;
-    const nr = Math.max(rows.length, 1), nc = Math.max(cols.length, 1);
-    const labelW = cache.get(`labelw|${state.units}`, () => Math.ceil(Math.max(...shown.units.labels.map(
-      (t) => measureText(BOLD, truncate(t, MAX_LABEL_CHARS))))));
-    const left = labelW + 14, top = labelW + 14;
-    const maxHeight = options.maxHeight ? options.maxHeight() : 600;
-    const boxWidth = root.clientWidth || 600;
-    const fit = Math.min(MAX_CELL, (boxWidth - left - PAD) / nc, (maxHeight - top - PAD) / nr);
-    const cell = state.zoom === "labels" ? Math.max(fit, LABEL_PITCH)
-      : state.zoom === "2" || state.zoom === "4" ? fit * Number(state.zoom) : fit;
-    const width = left + nc * cell + PAD, height = top + nr * cell + PAD;
-    layout = { left, top, cell, nr, nc, width, height };
-    surface.setSize(width, height, Math.min(height, maxHeight));
-    if (!changed || ["matrix", "layer", "head", "units", "segments", "hideSpecial", "renormalize", "scale"]
-      .some((k) => changed.has(k))) {
-      // One bitmap pixel per cell; the canvas scales it, so zooming and scrolling never rebuild it.
-      bitmap.width = nc;
-      bitmap.height = nr;
-      if (rows.length && cols.length) {
-        const image = new ImageData(nc, nr);
-        paintValues(image.data, block.values, LUT, state.scale);
-        bitmap.getContext("2d").putImageData(image, 0, 0);
-      }
-    }
-    caption.textContent = describe(state, shown, payload);
-    root.dataset.drawn = drawnKey(state);
-    surface.scroller.dataset.geometry = JSON.stringify({ left, top, cell });
-    surface.redraw();
-  }
-
-  function paint(ctx, v) {
-    if (!layout || !block) return;
-    const state = selection.get();
-    const { left, top, cell, width, height } = layout;
-    const { rows, cols } = shown.axes;
-    const units = shown.units;
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, 0, v.width, v.height);
-    if (!rows.length || !cols.length) {
-      ctx.font = FONT;
-      ctx.fillStyle = "#333";
-      ctx.textAlign = "left";
-      ctx.textBaseline = "middle";
-      ctx.fillText("Nothing to show: this filter leaves no rows or no columns (a single sentence has no B).", PAD, 30);
-      return;
-    }
-    // The cells, clipped to the area right of and below the sticky label bands.
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(left, top, v.width - left, v.height - top);
-    ctx.clip();
-    ctx.translate(-v.x, -v.y);
-    ctx.imageSmoothingEnabled = cell * (window.devicePixelRatio || 1) < 1; // magnified cells stay crisp squares
-    ctx.drawImage(bitmap, 0, 0, cols.length, rows.length, left, top, cols.length * cell, rows.length * cell);
-    ctx.imageSmoothingEnabled = true;
-    paintMarks(ctx, state);
-    ctx.restore();
-    paintLabels(ctx, v, state, units);
-  }
-
-  function paintMarks(ctx, state) {
-    const { left, top, cell } = layout;
-    const { rows, cols } = shown.axes;
-    const w = cols.length * cell, h = rows.length * cell;
-    const units = shown.units;
-    // Where sentence B starts, on each axis that shows both sentences.
-    ctx.strokeStyle = BOUNDARY_COLOR;
-    ctx.lineWidth = 2;
-    ctx.setLineDash([6, 4]);
-    const rb = firstOfB(rows, units), cb = firstOfB(cols, units);
-    ctx.beginPath();
-    if (rb > 0) { ctx.moveTo(left, top + rb * cell); ctx.lineTo(left + w, top + rb * cell); }
-    if (cb > 0) { ctx.moveTo(left + cb * cell, top); ctx.lineTo(left + cb * cell, top + h); }
-    ctx.stroke();
-    ctx.setLineDash([]);
-    // The selected token's row (what it attends to) or column (what attends to it).
-    const sel = selectedIndex(state);
-    if (sel) {
-      ctx.strokeStyle = SELECTED_COLOR;
-      ctx.lineWidth = 2.5;
-      if (sel.axis === "row") ctx.strokeRect(left - 1, top + sel.index * cell - 1, w + 2, cell + 2);
-      else ctx.strokeRect(left + sel.index * cell - 1, top - 1, cell + 2, h + 2);
-    }
-    if (hover && hover.row >= 0 && hover.col >= 0) {
-      ctx.strokeStyle = "#111";
-      ctx.lineWidth = 1.5;
-      ctx.strokeRect(left + hover.col * cell - 1, top + hover.row * cell - 1, cell + 2, cell + 2);
-    }
-  }
-
-  function paintLabels(ctx, v, state, units) {
-    const { left, top, cell } = layout;
-    const { rows, cols } = shown.axes;
-    const sel = selectedIndex(state);
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, 0, left, v.height);
-    ctx.fillRect(0, 0, v.width, top);
-    ctx.textBaseline = "middle";
-    // Rows, at the left edge.
-    const [r0, r1] = visibleRange(v.y, v.height, top, cell, rows.length);
-    const rowPriority = [hover?.row >= 0 ? hover.row : null, sel?.axis === "row" ? sel.index : null];
-    const rowLabels = thinLabels(r0, r1, cell, LABEL_PITCH, rowPriority);
-    for (const r of rowLabels) {
-      const y = top + (r + 0.5) * cell - v.y;
-      if (y < top) continue;
-      const strong = rowPriority.includes(r);
-      ctx.font = strong ? BOLD : FONT;
-      ctx.fillStyle = units.special[rows[r]] ? "#6b6b6b" : "#111";
-      ctx.textAlign = "right";
-      ctx.fillText(truncate(units.labels[rows[r]], MAX_LABEL_CHARS), left - 8, y);
-      if (block.flagged[r]) {
-        ctx.fillStyle = "#7a5c00";
-        ctx.textAlign = "left";
-        ctx.fillText("\u2205", 2, y);
-      }
-    }
-    // Columns, along the top edge, reading upwards.
-    const [c0, c1] = visibleRange(v.x, v.width, left, cell, cols.length);
-    const colPriority = [hover?.col >= 0 ? hover.col : null, sel?.axis === "col" ? sel.index : null];
-    const colLabels = thinLabels(c0, c1, cell, LABEL_PITCH, colPriority);
-    root.dataset.labels = String(rowLabels.length + colLabels.length);
-    for (const c of colLabels) {
-      const x = left + (c + 0.5) * cell - v.x;
-      if (x < left) continue;
-      ctx.save();
-      ctx.translate(x, top - 8);
-      ctx.rotate(-Math.PI / 2);
-      ctx.font = colPriority.includes(c) ? BOLD : FONT;
-      ctx.fillStyle = units.special[cols[c]] ? "#6b6b6b" : "#111";
-      ctx.textAlign = "left";
-      ctx.fillText(truncate(units.labels[cols[c]], MAX_LABEL_CHARS), 0, 0);
-      ctx.restore();
-    }
-    paintKey(ctx, state);
-  }
-
-  /** The color key, in the empty corner above the row labels. */
-  function paintKey(ctx, state) {
-    const { left, top } = layout;
-    const x = 8, y = 10, w = Math.min(left - 24, 110), h = 12;
-    if (w < 40) return;
-    const stops = 32;
-    for (let k = 0; k < stops; k++) {
-      const t = k / (stops - 1);
-      const value = state.scale === "sqrt" ? t * t : t;
-      const index = Math.round((state.scale === "sqrt" ? Math.sqrt(value) : value) * 255) * 4;
-      ctx.fillStyle = `rgb(${LUT[index]},${LUT[index + 1]},${LUT[index + 2]})`;
-      ctx.fillRect(x + (k * w) / stops, y, w / stops + 0.5, h);
-    }
-    ctx.strokeStyle = "#999";
-    ctx.lineWidth = 1;
-    ctx.strokeRect(x, y, w, h);
-    ctx.font = SMALL;
+export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
+  const { left, top, cell, shown, state } = layout;
+  const { rows, cols } = shown.axes;
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, v.width, v.height);
+  if (!rows.length || !cols.length) {
+    ctx.font = FONT;
     ctx.fillStyle = "#333";
-    ctx.textBaseline = "top";
     ctx.textAlign = "left";
-    ctx.fillText("0", x, y + h + 3);
-    ctx.textAlign = "center";
-    if (state.scale === "sqrt" && w >= 80) ctx.fillText("0.25", x + w / 2, y + h + 3); // narrow: its label collides
+    ctx.textBaseline = "middle";
+    ctx.fillText("Nothing to show: this filter leaves no rows or no columns (a single sentence has no B).", PAD, 30);
+    return { labels: 0 };
+  }
+  // The cells, clipped to the area right of and below the sticky label bands.
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(left, top, v.width - left, v.height - top);
+  ctx.clip();
+  ctx.translate(-v.x, -v.y);
+  ctx.imageSmoothingEnabled = cell * (v.dpr || 1) < 1; // magnified cells stay crisp squares
+  ctx.drawImage(image(layout.pixels), 0, 0, cols.length, rows.length, left, top, cols.length * cell,
+    rows.length * cell);
+  ctx.imageSmoothingEnabled = true;
+  paintMarks(ctx, layout, focus.hover);
+  ctx.restore();
+  return { labels: paintLabels(ctx, layout, v, focus.hover) };
+}
+
+function paintMarks(ctx, layout, hover) {
+  const { left, top, cell, shown } = layout;
+  const { rows, cols } = shown.axes;
+  const w = cols.length * cell, h = rows.length * cell;
+  const units = shown.units;
+  // Where sentence B starts, on each axis that shows both sentences.
+  ctx.strokeStyle = BOUNDARY_COLOR;
+  ctx.lineWidth = 2;
+  ctx.setLineDash([6, 4]);
+  const rb = firstOfB(rows, units), cb = firstOfB(cols, units);
+  ctx.beginPath();
+  if (rb > 0) { ctx.moveTo(left, top + rb * cell); ctx.lineTo(left + w, top + rb * cell); }
+  if (cb > 0) { ctx.moveTo(left + cb * cell, top); ctx.lineTo(left + cb * cell, top + h); }
+  ctx.stroke();
+  ctx.setLineDash([]);
+  // The selected token's row (what it attends to) or column (what attends to it).
+  const sel = layout.locked;
+  if (sel) {
+    ctx.strokeStyle = SELECTED_COLOR;
+    ctx.lineWidth = 2.5;
+    if (sel.axis === "row") ctx.strokeRect(left - 1, top + sel.index * cell - 1, w + 2, cell + 2);
+    else ctx.strokeRect(left + sel.index * cell - 1, top - 1, cell + 2, h + 2);
+  }
+  if (hover && hover.row >= 0 && hover.col >= 0) {
+    ctx.strokeStyle = "#111";
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(left + hover.col * cell - 1, top + hover.row * cell - 1, cell + 2, cell + 2);
+  }
+}
+
+function paintLabels(ctx, layout, v, hover) {
+  const { left, top, cell, shown, block, state } = layout;
+  const { rows, cols } = shown.axes;
+  const units = shown.units;
+  const sel = layout.locked;
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, left, v.height);
+  ctx.fillRect(0, 0, v.width, top);
+  ctx.textBaseline = "middle";
+  // Rows, at the left edge.
+  const [r0, r1] = visibleRange(v.y, v.height, top, cell, rows.length);
+  const rowPriority = [hover?.row >= 0 ? hover.row : null, sel?.axis === "row" ? sel.index : null];
+  const rowLabels = thinLabels(r0, r1, cell, LABEL_PITCH, rowPriority);
+  for (const r of rowLabels) {
+    const y = top + (r + 0.5) * cell - v.y;
+    if (y < top) continue;
+    ctx.font = rowPriority.includes(r) ? BOLD : FONT;
+    ctx.fillStyle = units.special[rows[r]] ? "#6b6b6b" : "#111";
     ctx.textAlign = "right";
-    ctx.fillText("1", x + w, y + h + 3);
+    ctx.fillText(truncate(units.labels[rows[r]], MAX_LABEL_CHARS), left - 8, y);
+    if (block.flagged[r]) {
+      ctx.fillStyle = "#7a5c00";
+      ctx.textAlign = "left";
+      ctx.fillText("\u2205", 2, y);
+    }
+  }
+  // Columns, along the top edge, reading upwards.
+  const [c0, c1] = visibleRange(v.x, v.width, left, cell, cols.length);
+  const colPriority = [hover?.col >= 0 ? hover.col : null, sel?.axis === "col" ? sel.index : null];
+  const colLabels = thinLabels(c0, c1, cell, LABEL_PITCH, colPriority);
+  for (const c of colLabels) {
+    const x = left + (c + 0.5) * cell - v.x;
+    if (x < left) continue;
+    ctx.save();
+    ctx.translate(x, top - 8);
+    ctx.rotate(-Math.PI / 2);
+    ctx.font = colPriority.includes(c) ? BOLD : FONT;
+    ctx.fillStyle = units.special[cols[c]] ? "#6b6b6b" : "#111";
     ctx.textAlign = "left";
-    if (top > y + h + 40) ctx.fillText(state.scale === "sqrt" ? "square-root scale" : "linear scale", x, y + h + 20);
+    ctx.fillText(truncate(units.labels[cols[c]], MAX_LABEL_CHARS), 0, 0);
+    ctx.restore();
   }
+  paintKey(ctx, layout, state);
+  return rowLabels.length + colLabels.length;
+}
 
-  function selectedIndex(state) {
-    if (state.token === null || !shown) return null;
-    const unit = shown.units.tokenUnit[state.token];
-    const axis = state.direction === "from" ? "row" : "col";
-    const index = (axis === "row" ? shown.axes.rows : shown.axes.cols).indexOf(unit);
-    return index < 0 ? null : { axis, index };
+/** The color key, in the empty corner above the row labels. */
+function paintKey(ctx, layout, state) {
+  const { left, top } = layout;
+  const x = 8, y = 10, w = Math.min(left - 24, 110), h = 12;
+  if (w < 40) return;
+  const stops = 32;
+  for (let k = 0; k < stops; k++) {
+    const t = k / (stops - 1);
+    const value = state.scale === "sqrt" ? t * t : t;
+    const index = Math.round((state.scale === "sqrt" ? Math.sqrt(value) : value) * 255) * 4;
+    ctx.fillStyle = `rgb(${LUT[index]},${LUT[index + 1]},${LUT[index + 2]})`;
+    ctx.fillRect(x + (k * w) / stops, y, w / stops + 0.5, h);
   }
+  ctx.strokeStyle = "#999";
+  ctx.lineWidth = 1;
+  ctx.strokeRect(x, y, w, h);
+  ctx.font = SMALL;
+  ctx.fillStyle = "#333";
+  ctx.textBaseline = "top";
+  ctx.textAlign = "left";
+  ctx.fillText("0", x, y + h + 3);
+  ctx.textAlign = "center";
+  if (state.scale === "sqrt" && w >= 80) ctx.fillText("0.25", x + w / 2, y + h + 3); // narrow: its label collides
+  ctx.textAlign = "right";
+  ctx.fillText("1", x + w, y + h + 3);
+  ctx.textAlign = "left";
+  if (top > y + h + 40) ctx.fillText(state.scale === "sqrt" ? "square-root scale" : "linear scale", x, y + h + 20);
+}
 
-  function hit(p) {
-    if (!layout || !block) return null;
-    const { left, top, cell } = layout;
-    const row = p.vy < top ? -1 : Math.floor((p.y - top) / cell);
-    const col = p.vx < left ? -1 : Math.floor((p.x - left) / cell);
-    if (row >= shown.axes.rows.length || col >= shown.axes.cols.length || (row < 0 && col < 0)) return null;
-    return { row, col };
+/** The selected token's row (direction "from") or column ("to") among those shown, or null. */
+export function selectedIndex(shown, state) {
+  if (state.token === null) return null;
+  const unit = shown.units.tokenUnit[state.token];
+  const axis = state.direction === "from" ? "row" : "col";
+  const index = (axis === "row" ? shown.axes.rows : shown.axes.cols).indexOf(unit);
+  return index < 0 ? null : { axis, index };
+}
+
+/** { row, col } of the cell under (x, y); col -1 over the row labels, row -1 over the column labels; else null. */
+export function hit(layout, x, y, viewport = { x: 0, y: 0 }) {
+  const { left, top, cell, shown } = layout;
+  const row = y - viewport.y < top ? -1 : Math.floor((y - top) / cell);
+  const col = x - viewport.x < left ? -1 : Math.floor((x - left) / cell);
+  if (row >= shown.axes.rows.length || col >= shown.axes.cols.length || (row < 0 && col < 0)) return null;
+  return { row, col };
+}
+
+/** A cell or a row label selects the row's token (what it attends to); a column label, what attends to it. */
+export function click(layout, target) {
+  const { shown } = layout;
+  const pick = target.row >= 0 ? { unit: shown.axes.rows[target.row], direction: "from" }
+    : { unit: shown.axes.cols[target.col], direction: "to" };
+  return { patch: { token: shown.units.first[pick.unit], direction: pick.direction } };
+}
+
+export function tooltip(layout, { row, col }) {
+  const { shown, block } = layout;
+  const units = shown.units;
+  const { rows, cols } = shown.axes;
+  const name = (u) => `\u201c${units.labels[u]}\u201d (${units.mode === "words" ? "word" : "token"} ${u})`;
+  if (col < 0) return [`${name(rows[row])} attends from this row`, "click to select it"];
+  if (row < 0) return [`${name(cols[col])}: attention to it in this column`, "click to select it"];
+  const lines = [`${name(rows[row])} \u2192 ${name(cols[col])}`];
+  if (block.flagged[row]) {
+    lines.push(`only ${formatShare(block.mass[row])} of this row's attention is on the tokens shown: too little`
+      + " to renormalize honestly");
+  } else if (block.renormalized) {
+    const value = block.values[row * cols.length + col];
+    lines.push(`${formatWeight(value)} of what is left (raw weight ${formatWeight(value * block.mass[row])})`);
+  } else {
+    lines.push(`weight ${formatWeight(block.values[row * cols.length + col])}`);
   }
+  return lines;
+}
 
-  function onPointer(event, p) {
-    const h = event.type === "pointerleave" ? null : hit(p);
-    if (event.type === "click") {
-      if (!h) return;
-      const units = shown.units;
-      // A cell or a row label selects the row's token (what it attends to); a column label, what attends to it.
-      const pick = h.row >= 0 ? { unit: shown.axes.rows[h.row], direction: "from" }
-        : { unit: shown.axes.cols[h.col], direction: "to" };
-      selection.set({ token: units.first[pick.unit], direction: pick.direction });
-      return;
-    }
-    if (JSON.stringify(h) !== JSON.stringify(hover)) {
-      hover = h;
-      surface.redraw();
-    }
-    if (!h) { tooltip.hide(); return; }
-    tooltip.show(tooltipLines(h), p.vx, p.vy);
-  }
-
-  function tooltipLines({ row, col }) {
-    const units = shown.units;
-    const { rows, cols } = shown.axes;
-    const name = (u) => `\u201c${units.labels[u]}\u201d (${units.mode === "words" ? "word" : "token"} ${u})`;
-    if (col < 0) return [`${name(rows[row])} attends from this row`, "click to select it"];
-    if (row < 0) return [`${name(cols[col])}: attention to it in this column`, "click to select it"];
-    const lines = [`${name(rows[row])} \u2192 ${name(cols[col])}`];
-    if (block.flagged[row]) {
-      lines.push(`only ${formatShare(block.mass[row])} of this row's attention is on the tokens shown: too little`
-        + " to renormalize honestly");
-    } else if (block.renormalized) {
-      const value = block.values[row * cols.length + col];
-      lines.push(`${formatWeight(value)} of what is left (raw weight ${formatWeight(value * block.mass[row])})`);
-    } else {
-      lines.push(`weight ${formatWeight(block.values[row * cols.length + col])}`);
-    }
-    return lines;
-  }
-
-  let dirty = true;
-  const render = (state, changed) => {
-    if (state.view !== NAME) { dirty = true; return; }
-    update(state, dirty ? null : changed);
-    dirty = false;
-  };
-  let pendingChanges = new Set();
-  const scheduled = everyFrame((state) => { const c = pendingChanges; pendingChanges = new Set(); render(state, c); });
-  const unsubscribe = selection.subscribe((state, changed) => {
-    for (const k of changed) pendingChanges.add(k);
-    scheduled(state);
-  });
-  const resize = new ResizeObserver(() => {
-    if (selection.get().view === NAME && !dirty) update(selection.get(), new Set());
-  });
-  resize.observe(root);
-  render(selection.get(), null);
-
-  return {
-    name: NAME,
-    refresh: () => { dirty = true; render(selection.get(), null); },
-    scene() {
-      const v = surface.viewport();
-      const state = selection.get();
-      return { width: v.width, height: v.height, paint: (ctx) => paint(ctx, v), bitmap: true,
-        name: `matrix-layer${state.layer}-${state.head === "all" ? "mean" : `head${state.head}`}` };
-    },
-    destroy() { unsubscribe(); resize.disconnect(); root.remove(); },
-  };
+export function fileName(layout) {
+  const { state } = layout;
+  return `matrix-layer${state.layer}-${state.head === "all" ? "mean" : `head${state.head}`}`;
 }
 
 /** Index of the first unit of sentence B on an axis that also shows sentence A, else -1. */

@@ -6,13 +6,17 @@
 // a click on a tile toggles that head in the selection's `silenced` instead of opening it, and a click on a layer
 // label or a head number toggles the whole row or column; "Silence N heads and predict" hands the picks to the
 // host, which runs the forward pass without them and shows the predictions elsewhere on the page.
+// Pure layout / paint / hit functions; view-shell.mjs mounts them, with the statistics, the silence tools and the
+// keyboard as the view's extras.
 
 import { headStatistics, poolMax } from "./data.mjs";
-import { createSurface, el, everyFrame } from "./dom.mjs";
+import { el } from "./dom.mjs";
 import { ATTENTION_STOPS, formatNumber, formatShare, makeLUT, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 import { isPicked, toggleHeads } from "./selection.mjs";
 
 export const NAME = "overview";
+export const LABEL = "Every head of every layer. Arrow keys move between heads, Enter opens one (or, while picking "
+  + "heads to silence, picks it).";
 const FONT = `14px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
 const BOLD = `bold ${FONT}`;
 const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
@@ -32,7 +36,7 @@ export function buildAtlas(payload, scale) {
   const T = payload.length, L = payload.layers, H = payload.heads;
   const size = Math.min(T, 64);
   const set = payload.sets.attention;
-  const atlas = new ImageData(H * size, L * size);
+  const atlas = { width: H * size, height: L * size, data: new Uint8ClampedArray(H * size * L * size * 4) };
   const colors = new Uint8Array(256); // code -> table index for this scale, so the loop below only looks up
   for (let c = 0; c < 256; c++) colors[c] = weightIndex((c + 0.5) / 255, scale);
   for (let l = 0; l < L; l++) {
@@ -141,42 +145,174 @@ export function describePicks(list) {
 /** "1 head", "3 heads" */
 const countHeads = (n) => `${n} head${n === 1 ? "" : "s"}`;
 
-/** draw(container, payload, selection, { maxHeight, detailView, onSilence, idPrefix }) -> { scene(), destroy() } */
-export function draw(container, payload, selection, options = {}) {
-  const root = el("div", { class: "bv-view bv-overview" });
-  container.append(root);
+/** Where a tile is in the picture: [x, y] of its top-left corner. */
+export function tileOrigin(layout, layer, head) {
+  return [LEFT + GAP + head * (layout.tile + GAP), TOP + layer * (layout.tile + CAPTION + GAP)];
+}
+
+/** Layout of the tiles for a box: the tile size follows the box's width, within [MIN_TILE, MAX_TILE]. */
+export function layout(data, state, size) {
+  const { payload, cache } = data;
+  const H = payload.heads, L = payload.layers;
+  const tile = Math.max(MIN_TILE, Math.min(MAX_TILE, Math.floor((size.width - LEFT - GAP) / H - GAP)));
+  const width = LEFT + H * (tile + GAP) + GAP;
+  const height = TOP + L * (tile + CAPTION + GAP) + GAP;
+  // Built once per payload and color scale: it reads every code of every head.
+  const atlas = cache.get(`atlas|${state.scale}`, () => buildAtlas(payload, state.scale));
+  return {
+    payload, state, tile, width, height, atlas, silence: Boolean(data.silence), locked: null,
+    boxHeight: Math.min(height, Math.max(size.maxHeight, 260)),
+    drawn: `layer=${state.layer} head=${state.head} scale=${state.scale} silenced=`
+      + state.silenced.map(([l, h]) => `${l}.${h}`).join(","),
+    geometry: { left: LEFT + GAP, top: TOP, tile, gap: GAP, rowPitch: tile + CAPTION + GAP },
+    caption: "Every head of every layer, each drawn as a thumbnail of its attention matrix (rows: "
+      + "attending tokens, columns: attended ones; a thumbnail pixel shows the strongest weight in its patch). "
+      + "The label under a tile names the head's habit when over half its attention goes one way: [CLS], [SEP], "
+      + "self, prev (the token before), next; broad means spread out, mixed means no single habit. "
+      + (data.silence ? "Hover a head for its statistics, click it to open it (or, while picking, to pick it)."
+        : "Hover a head for its statistics, click it to open it."),
+  };
+}
+
+/**
+ * The place the overview points at: the pointer's, else the keyboard cursor while the picture has the focus.
+ * Labels (whole rows and columns) count only while picking heads to silence.
+ */
+export function pointedAt(focus) {
+  const ui = focus.ui || {};
+  const t = focus.active || (ui.focused ? ui.cursor : null);
+  return t && (t.layer < 0 || t.head < 0) && !ui.picking ? null : t;
+}
+
+export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
+  const { payload, state, tile, atlas } = layout;
+  const picking = Boolean(focus.ui?.picking);
+  const size = atlas.size;
+  const drawable = image(atlas.image);
+  ctx.save();
+  ctx.translate(-v.x, -v.y);
+  ctx.imageSmoothingEnabled = false;
+  for (let l = 0; l < payload.layers; l++) {
+    for (let h = 0; h < payload.heads; h++) {
+      const [x, y] = tileOrigin(layout, l, h);
+      if (x > v.x + v.width || x + tile < v.x || y > v.y + v.height || y + tile + CAPTION < v.y) continue;
+      ctx.drawImage(drawable, h * size, l * size, size, size, x, y, tile, tile);
+      ctx.strokeStyle = "#bbb";
+      ctx.lineWidth = 1;
+      ctx.strokeRect(x - 0.5, y - 0.5, tile + 1, tile + 1);
+      const label = payload.dominant ? SHORT[payload.dominant[l][h]] || payload.dominant[l][h] : "";
+      ctx.font = SMALL;
+      ctx.fillStyle = label === "broad" || label === "mixed" ? "#777" : "#123a66";
+      ctx.textAlign = "center";
+      ctx.textBaseline = "top";
+      ctx.fillText(label, x + tile / 2, y + tile + 4);
+    }
+  }
+  ctx.imageSmoothingEnabled = true;
+  if (layout.silence) for (const [l, h] of state.silenced) veil(ctx, ...tileOrigin(layout, l, h), tile);
+  const mark = (layer, head, color, width, dash = []) => {
+    const [x, y] = tileOrigin(layout, layer, head);
+    ctx.strokeStyle = color;
+    ctx.lineWidth = width;
+    ctx.setLineDash(dash);
+    ctx.strokeRect(x - 3, y - 3, tile + 6, tile + 6);
+    ctx.setLineDash([]);
+  };
+  if (state.head === "all") for (let h = 0; h < payload.heads; h++) mark(state.layer, h, SELECTED_COLOR, 2);
+  else mark(state.layer, state.head, SELECTED_COLOR, 3.5);
+  const pointed = pointedAt(focus);
+  if (pointed) {
+    const dash = pointed === focus.hover ? [] : [5, 3]; // the keyboard's cursor is dashed
+    for (const [l, h] of targetHeads(pointed, payload.layers, payload.heads)) mark(l, h, "#111", 2, dash);
+  }
+  ctx.restore();
+  // Sticky axis labels: layers on the left, heads on top.
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, LEFT, v.height);
+  ctx.fillRect(0, 0, v.width, TOP);
+  // While picking, the labels pick whole rows and columns: drawn as links, underlined under the pointer.
+  const labelColor = picking ? "#0b5cad" : "#222";
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
+  for (let l = 0; l < payload.layers; l++) {
+    const y = tileOrigin(layout, l, 0)[1] + tile / 2 - v.y;
+    if (y < TOP || y > v.height) continue;
+    ctx.font = l === state.layer ? BOLD : FONT;
+    ctx.fillStyle = labelColor;
+    ctx.fillText(`layer ${l}`, 6, y);
+    if (picking && pointed && pointed.head < 0 && pointed.layer === l) {
+      ctx.fillRect(6, y + 9, ctx.measureText(`layer ${l}`).width, 1.5);
+    }
+  }
+  ctx.textAlign = "center";
+  for (let h = 0; h < payload.heads; h++) {
+    const x = tileOrigin(layout, 0, h)[0] + tile / 2 - v.x;
+    if (x < LEFT || x > v.width) continue;
+    const text = h === 0 ? "head 0" : String(h);
+    ctx.font = h === state.head ? BOLD : FONT;
+    ctx.fillStyle = labelColor;
+    ctx.fillText(text, x, TOP / 2);
+    if (picking && pointed && pointed.layer < 0 && pointed.head === h) {
+      const w = ctx.measureText(text).width;
+      ctx.fillRect(x - w / 2, TOP / 2 + 9, w, 1.5);
+    }
+  }
+  return {};
+}
+
+/** The tile under a point, or a label: { layer, head: -1 } left of the tiles, { layer: -1, head } above them. */
+export function hit(layout, x, y, viewport = { x: 0, y: 0 }) {
+  const { payload, tile } = layout;
+  const vx = x - viewport.x, vy = y - viewport.y;
+  if (vx < LEFT && vy < TOP) return null;
+  const head = vx < LEFT ? -1 : Math.floor((x - LEFT - GAP / 2) / (tile + GAP));
+  const layer = vy < TOP ? -1 : Math.floor((y - TOP + GAP / 2) / (tile + CAPTION + GAP));
+  if ((vx >= LEFT && head < 0) || head >= payload.heads || layer >= payload.layers) return null;
+  return { layer, head };
+}
+
+/**
+ * What a click or Enter on a place does: while picking, toggle its heads among those to silence; otherwise a
+ * tile opens its head in the detail view (env.detailView(), lines by default).
+ */
+export function activate(layout, target, state, { picking = false, detailView = "lines" } = {}) {
+  const { payload } = layout;
+  if (picking) return { patch: { silenced: toggleHeads(state.silenced, targetHeads(target, payload.layers,
+    payload.heads)) } };
+  if (target.layer >= 0 && target.head >= 0) return { patch: { layer: target.layer, head: target.head,
+    view: detailView } };
+  return null;
+}
+
+/** A click on a place, with the shell's ui (picking mode) and env (the detail view to open). */
+export function click(layout, target, state, { ui = {}, env = {} } = {}) {
+  return activate(layout, target, state, { picking: Boolean(ui.picking),
+    detailView: env.detailView ? env.detailView() : "lines" });
+}
+
+export const fileName = () => "overview";
+export const BITMAP = true;
+
+/** The statistics line, the silence tools and the keyboard: the overview's DOM beyond its picture. */
+export function extras(root, shell) {
+  const { selection, payload, env, ui } = shell;
+  ui.picking = false;
+  ui.busy = false; // onSilence has not settled yet
+  ui.cursor = null;
+  ui.focused = false;
+  const silence = typeof env.onSilence === "function" ? silenceTools() : null;
   // The silence tools come first: the statistics below them change height with the pointer, and buttons must not
   // move away from it.
-  const silence = typeof options.onSilence === "function" ? silenceTools() : null;
   const stats = el("div", { class: "bv-stats", "aria-live": "polite" });
-  root.append(stats);
-  const surface = createSurface(root, { paint, onPointer,
-    label: "Every head of every layer. Arrow keys move between heads, Enter opens one"
-      + (silence ? " (or picks it while picking heads to silence)." : ".") });
-  if (silence) {
-    silence.note = el("p", { class: "bv-note", id: `${options.idPrefix || ""}view-silence-note` },
-      "Silencing: a silenced head's attention output is set to zero in this forward pass; the predictions below "
-      + "show what changes.");
-    root.append(silence.note);
-  }
-  const caption = el("p", { class: "bv-caption" });
-  root.append(caption);
-  const atlasCanvas = document.createElement("canvas");
-  let atlasScale = null;
-  let layout = null;
-  let hover = null; // under the pointer: { layer, head }, head -1 for a layer's label, layer -1 for a head number
-  let cursor = null; // the keyboard's place, the same way
-  let focused = false;
-  let picking = false; // clicks pick heads to silence instead of opening them
-  let busy = false; // onSilence has not settled yet
-  let dirty = true;
+  const note = silence ? el("p", { class: "bv-note", id: `${env.idPrefix || ""}view-silence-note` },
+    "Silencing: a silenced head's attention output is set to zero in this forward pass; the predictions below "
+    + "show what changes.") : null;
 
-  /** The pick, run and clear buttons, a status line and an error line, above the picture. */
   function silenceTools() {
-    const id = (name) => `${options.idPrefix || ""}${name}`;
+    const id = (name) => `${env.idPrefix || ""}${name}`;
     const pick = el("button", { type: "button", class: "bv-toggle bv-pick", id: id("view-silence-pick"),
       "aria-pressed": "false", title: "While this is on, a click on a head picks it to silence instead of opening it",
-      onclick: () => setPicking(!picking) }, "Pick heads to silence");
+      onclick: () => setPicking(!ui.picking) }, "Pick heads to silence");
     const run = el("button", { type: "button", class: "bv-primary", id: id("view-silence-run"), disabled: true,
       onclick: () => runSilenced() });
     const clear = el("button", { type: "button", id: id("view-silence-clear"), disabled: true,
@@ -184,38 +320,35 @@ export function draw(container, payload, selection, options = {}) {
     const status = el("span", { class: "bv-muted", role: "status" });
     const error = el("p", { class: "bv-error", role: "alert", hidden: true });
     const tools = el("div", { class: "bv-tools bv-silence" }, pick, run, clear, status);
-    root.append(tools, error);
     return { tools, pick, run, clear, status, error };
   }
 
   function syncSilence(state) {
     if (!silence) return;
     const n = state.silenced.length;
-    silence.pick.setAttribute("aria-pressed", String(picking));
-    silence.run.textContent = busy ? "Predicting\u2026" : `Silence ${countHeads(n)} and predict`;
-    silence.run.disabled = busy || n === 0;
-    silence.tools.setAttribute("aria-busy", String(busy));
+    silence.pick.setAttribute("aria-pressed", String(ui.picking));
+    silence.run.textContent = ui.busy ? "Predicting\u2026" : `Silence ${countHeads(n)} and predict`;
+    silence.run.disabled = ui.busy || n === 0;
+    silence.tools.setAttribute("aria-busy", String(ui.busy));
     silence.clear.disabled = n === 0;
-    root.dataset.picking = String(picking);
+    root.dataset.picking = String(ui.picking);
   }
 
   function setPicking(on) {
-    picking = on;
-    if (!on && cursor) cursor = { layer: Math.max(cursor.layer, 0), head: Math.max(cursor.head, 0) };
-    syncSilence(selection.get());
-    showStats(selection.get());
-    surface.redraw();
+    ui.picking = on;
+    if (!on && ui.cursor) ui.cursor = { layer: Math.max(ui.cursor.layer, 0), head: Math.max(ui.cursor.head, 0) };
+    shell.redraw();
   }
 
   async function runSilenced() {
     const heads = selection.get().silenced.map(([l, h]) => [l, h]);
-    if (busy || heads.length === 0) return;
-    busy = true;
+    if (ui.busy || heads.length === 0) return;
+    ui.busy = true;
     silence.error.hidden = true;
     silence.status.textContent = `Predicting with ${countHeads(heads.length)} silenced\u2026`;
     syncSilence(selection.get());
     try {
-      await options.onSilence(heads);
+      await env.onSilence(heads);
       silence.status.textContent = `Last run silenced ${describePicks(heads)}.`;
     } catch (error) {
       silence.status.textContent = "";
@@ -223,54 +356,13 @@ export function draw(container, payload, selection, options = {}) {
         + `${error && error.message ? error.message : String(error)}`;
       silence.error.hidden = false;
     } finally {
-      busy = false;
+      ui.busy = false;
       syncSilence(selection.get());
     }
   }
 
-  function update(state) {
-    if (atlasScale !== state.scale) {
-      const { image } = buildAtlas(payload, state.scale);
-      atlasCanvas.width = image.width;
-      atlasCanvas.height = image.height;
-      atlasCanvas.getContext("2d").putImageData(image, 0, 0);
-      atlasScale = state.scale;
-    }
-    const H = payload.heads, L = payload.layers;
-    const boxWidth = root.clientWidth || 600;
-    const tile = Math.max(MIN_TILE, Math.min(MAX_TILE, Math.floor((boxWidth - LEFT - GAP) / H - GAP)));
-    const width = LEFT + H * (tile + GAP) + GAP;
-    const height = TOP + L * (tile + CAPTION + GAP) + GAP;
-    layout = { tile, width, height };
-    // The silence tools, an error and the silencing caption take their height from the box, so that the caption
-    // stays on the screen.
-    const extra = silence ? silence.tools.offsetHeight + silence.error.offsetHeight + silence.note.offsetHeight + 12
-      : 0;
-    const maxHeight = (options.maxHeight ? options.maxHeight() : 600) - extra;
-    surface.setSize(width, height, Math.min(height, Math.max(maxHeight, 260)));
-    showStats(state);
-    syncSilence(state);
-    root.dataset.drawn = `layer=${state.layer} head=${state.head} scale=${state.scale} silenced=`
-      + state.silenced.map(([l, h]) => `${l}.${h}`).join(",");
-    surface.scroller.dataset.geometry = JSON.stringify({ left: LEFT + GAP, top: TOP, tile, gap: GAP,
-      rowPitch: tile + CAPTION + GAP });
-    caption.textContent = "Every head of every layer, each drawn as a thumbnail of its attention matrix (rows: "
-      + "attending tokens, columns: attended ones; a thumbnail pixel shows the strongest weight in its patch). "
-      + "The label under a tile names the head's habit when over half its attention goes one way: [CLS], [SEP], "
-      + "self, prev (the token before), next; broad means spread out, mixed means no single habit. "
-      + (silence ? "Hover a head for its statistics, click it to open it (or, while picking, to pick it)."
-        : "Hover a head for its statistics, click it to open it.");
-    surface.redraw();
-  }
-
-  /** Where the pointer is, else the keyboard cursor while the picture has the focus; labels count only while picking. */
-  function target() {
-    const t = hover || (focused ? cursor : null);
-    return t && (t.layer < 0 || t.head < 0) && !picking ? null : t;
-  }
-
-  function showStats(state) {
-    const pointed = target();
+  function showStats(state, focus) {
+    const pointed = pointedAt(focus);
     let lines;
     if (pointed && (pointed.layer < 0 || pointed.head < 0)) {
       const group = targetHeads(pointed, payload.layers, payload.heads);
@@ -279,7 +371,7 @@ export function draw(container, payload, selection, options = {}) {
       lines = [`${what[0].toUpperCase()}${what.slice(1)} (${countHeads(group.length)}).`,
         all ? "All of them are picked: click or press Enter to put them all back."
           : "Click or press Enter to pick all of them to silence."];
-    } else if (!pointed && picking) {
+    } else if (!pointed && ui.picking) {
       lines = ["Picking heads to silence.",
         "Click a tile to pick or unpick that head; click a layer label (left) or a head number (top) for the whole "
           + "row or column.",
@@ -290,185 +382,76 @@ export function draw(container, payload, selection, options = {}) {
       if (!pointed && state.head === "all") lines[0] = `Layer ${state.layer}: all heads selected. ${lines[0]}`;
       // On the first line, so that the statistics keep their height.
       if (silence && isPicked(state.silenced, t.layer, t.head)) {
-        lines[0] += picking ? " Picked to silence: click or press Enter to put it back." : " Picked to silence.";
-      } else if (silence && picking) {
+        lines[0] += ui.picking ? " Picked to silence: click or press Enter to put it back." : " Picked to silence.";
+      } else if (silence && ui.picking) {
         lines[0] += " Click or press Enter to pick it to silence.";
       }
     }
     stats.replaceChildren(...lines.map((line, k) => el(k === 0 ? "strong" : "span", {}, line)));
   }
 
-  const tileOrigin = (layer, head) => [LEFT + GAP + head * (layout.tile + GAP),
-    TOP + layer * (layout.tile + CAPTION + GAP)];
-
-  function paint(ctx, v) {
-    if (!layout) return;
-    const state = selection.get();
-    const { tile } = layout;
-    const size = Math.min(payload.length, 64);
-    ctx.save();
-    ctx.translate(-v.x, -v.y);
-    ctx.imageSmoothingEnabled = false;
-    for (let l = 0; l < payload.layers; l++) {
-      for (let h = 0; h < payload.heads; h++) {
-        const [x, y] = tileOrigin(l, h);
-        if (x > v.x + v.width || x + tile < v.x || y > v.y + v.height || y + tile + CAPTION < v.y) continue;
-        ctx.drawImage(atlasCanvas, h * size, l * size, size, size, x, y, tile, tile);
-        ctx.strokeStyle = "#bbb";
-        ctx.lineWidth = 1;
-        ctx.strokeRect(x - 0.5, y - 0.5, tile + 1, tile + 1);
-        const label = payload.dominant ? SHORT[payload.dominant[l][h]] || payload.dominant[l][h] : "";
-        ctx.font = SMALL;
-        ctx.fillStyle = label === "broad" || label === "mixed" ? "#777" : "#123a66";
-        ctx.textAlign = "center";
-        ctx.textBaseline = "top";
-        ctx.fillText(label, x + tile / 2, y + tile + 4);
-      }
-    }
-    ctx.imageSmoothingEnabled = true;
-    if (silence) for (const [l, h] of state.silenced) veil(ctx, ...tileOrigin(l, h), tile);
-    const mark = (layer, head, color, width, dash = []) => {
-      const [x, y] = tileOrigin(layer, head);
-      ctx.strokeStyle = color;
-      ctx.lineWidth = width;
-      ctx.setLineDash(dash);
-      ctx.strokeRect(x - 3, y - 3, tile + 6, tile + 6);
-      ctx.setLineDash([]);
-    };
-    if (state.head === "all") for (let h = 0; h < payload.heads; h++) mark(state.layer, h, SELECTED_COLOR, 2);
-    else mark(state.layer, state.head, SELECTED_COLOR, 3.5);
-    const pointed = target();
-    if (pointed) {
-      const dash = pointed === hover ? [] : [5, 3]; // the keyboard's cursor is dashed
-      for (const [l, h] of targetHeads(pointed, payload.layers, payload.heads)) mark(l, h, "#111", 2, dash);
-    }
-    ctx.restore();
-    // Sticky axis labels: layers on the left, heads on top.
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, 0, LEFT, v.height);
-    ctx.fillRect(0, 0, v.width, TOP);
-    // While picking, the labels pick whole rows and columns: drawn as links, underlined under the pointer.
-    const labelColor = picking ? "#0b5cad" : "#222";
-    ctx.textBaseline = "middle";
-    ctx.textAlign = "left";
-    for (let l = 0; l < payload.layers; l++) {
-      const y = tileOrigin(l, 0)[1] + tile / 2 - v.y;
-      if (y < TOP || y > v.height) continue;
-      ctx.font = l === state.layer ? BOLD : FONT;
-      ctx.fillStyle = labelColor;
-      ctx.fillText(`layer ${l}`, 6, y);
-      if (picking && pointed && pointed.head < 0 && pointed.layer === l) {
-        ctx.fillRect(6, y + 9, ctx.measureText(`layer ${l}`).width, 1.5);
-      }
-    }
-    ctx.textAlign = "center";
-    for (let h = 0; h < payload.heads; h++) {
-      const x = tileOrigin(0, h)[0] + tile / 2 - v.x;
-      if (x < LEFT || x > v.width) continue;
-      const text = h === 0 ? "head 0" : String(h);
-      ctx.font = h === state.head ? BOLD : FONT;
-      ctx.fillStyle = labelColor;
-      ctx.fillText(text, x, TOP / 2);
-      if (picking && pointed && pointed.layer < 0 && pointed.head === h) {
-        const w = ctx.measureText(text).width;
-        ctx.fillRect(x - w / 2, TOP / 2 + 9, w, 1.5);
-      }
-    }
-  }
-
-  /** The tile under a point, or a label: { layer, head: -1 } left of the tiles, { layer: -1, head } above them. */
-  function hit(p) {
-    if (!layout || (p.vx < LEFT && p.vy < TOP)) return null;
-    const head = p.vx < LEFT ? -1 : Math.floor((p.x - LEFT - GAP / 2) / (layout.tile + GAP));
-    const layer = p.vy < TOP ? -1 : Math.floor((p.y - TOP + GAP / 2) / (layout.tile + CAPTION + GAP));
-    if ((p.vx >= LEFT && head < 0) || head >= payload.heads || layer >= payload.layers) return null;
-    return { layer, head };
-  }
-
-  /** A click or Enter on a place: picks while picking, otherwise opens a tile's head. */
-  function activate(t) {
-    if (picking) {
-      selection.set({ silenced: toggleHeads(selection.get().silenced, targetHeads(t, payload.layers, payload.heads)) });
-    } else if (t.layer >= 0 && t.head >= 0) {
-      selection.set({ layer: t.layer, head: t.head, view: options.detailView ? options.detailView() : "lines" });
-    }
-  }
-
-  function onPointer(event, p) {
-    const h = event.type === "pointerleave" ? null : hit(p);
-    if (event.type === "click") {
-      if (h) activate(h);
-      return;
-    }
-    surface.scroller.style.cursor = h && (picking || (h.layer >= 0 && h.head >= 0)) ? "pointer" : "";
-    if (JSON.stringify(h) !== JSON.stringify(hover)) {
-      hover = h;
-      showStats(selection.get());
-      surface.redraw();
-    }
-  }
-
   /** Scrolls the picture so that the cursor's tile (or row, or column) is in sight, clear of the sticky labels. */
   function reveal(t) {
-    const v = surface.viewport();
-    const [x, y] = tileOrigin(Math.max(t.layer, 0), Math.max(t.head, 0));
+    const layout = shell.layout();
+    const v = shell.viewport();
+    const [x, y] = tileOrigin(layout, Math.max(t.layer, 0), Math.max(t.head, 0));
     let { x: sx, y: sy } = v;
     if (t.head >= 0 && x - GAP < sx + LEFT) sx = x - GAP - LEFT;
     else if (t.head >= 0 && x + layout.tile + GAP > sx + v.width) sx = x + layout.tile + GAP - v.width;
     if (t.layer >= 0 && y - GAP < sy + TOP) sy = y - GAP - TOP;
     else if (t.layer >= 0 && y + layout.tile + CAPTION > sy + v.height) sy = y + layout.tile + CAPTION - v.height;
-    if (sx !== v.x || sy !== v.y) surface.scrollTo(Math.max(0, sx), Math.max(0, sy));
+    if (sx !== v.x || sy !== v.y) shell.scrollTo(Math.max(0, sx), Math.max(0, sy));
   }
 
-  const moved = () => { showStats(selection.get()); surface.redraw(); };
-  surface.scroller.addEventListener("focus", () => {
-    const s = selection.get();
-    focused = true;
-    cursor ||= { layer: s.layer, head: s.head === "all" ? 0 : s.head };
-    moved();
-  });
-  surface.scroller.addEventListener("blur", () => { focused = false; moved(); });
-  surface.scroller.addEventListener("keydown", (event) => {
-    if (!cursor || event.altKey || event.ctrlKey || event.metaKey) return;
-    const next = moveCursor(cursor, event.key, payload.layers, payload.heads, picking);
-    if (next) {
-      cursor = next;
-      hover = null; // the keyboard's place wins until the pointer moves again
-      reveal(cursor);
-      moved();
-    } else if (event.key === "Enter" || event.key === " ") {
-      activate(cursor);
-    } else if (event.key === "Escape" && picking) {
-      setPicking(false);
-    } else {
-      return;
-    }
-    event.preventDefault(); // the arrows move the cursor, not the scroll bars; the space bar does not page down
-  });
+  // The keyboard, on the picture's scroller (made by the shell after these extras: wired on the first refresh).
+  let wired = false;
+  function wire() {
+    const scroller = root.querySelector(".bv-scroller");
+    if (wired || !scroller) return;
+    wired = true;
+    scroller.addEventListener("focus", () => {
+      const s = selection.get();
+      ui.focused = true;
+      ui.cursor ||= { layer: s.layer, head: s.head === "all" ? 0 : s.head };
+      shell.redraw();
+    });
+    scroller.addEventListener("blur", () => { ui.focused = false; shell.redraw(); });
+    scroller.addEventListener("keydown", (event) => {
+      if (!ui.cursor || event.altKey || event.ctrlKey || event.metaKey) return;
+      const next = moveCursor(ui.cursor, event.key, payload.layers, payload.heads, ui.picking);
+      if (next) {
+        ui.cursor = next;
+        reveal(next);
+        shell.setHover(null); // the keyboard's place wins until the pointer moves again
+      } else if (event.key === "Enter" || event.key === " ") {
+        const answer = activate(shell.layout(), ui.cursor, selection.get(),
+          { picking: ui.picking, detailView: env.detailView ? env.detailView() : "lines" });
+        if (answer) selection.set(answer.patch);
+      } else if (event.key === "Escape" && ui.picking) {
+        setPicking(false);
+      } else {
+        return;
+      }
+      event.preventDefault(); // the arrows move the cursor, not the scroll bars; the space bar does not page down
+    });
+  }
 
-  const render = (state) => {
-    if (state.view !== NAME) { dirty = true; return; }
-    dirty = false;
-    update(state);
-  };
-  const stopDrawing = selection.subscribe(everyFrame(render));
   // An error was about the heads picked then: other picks make it stale.
   const stopError = selection.subscribe((state, changed) => {
-    if (silence && !busy && changed.has("silenced")) silence.error.hidden = true;
+    if (silence && !ui.busy && changed.has("silenced")) silence.error.hidden = true;
   });
-  const unsubscribe = () => { stopDrawing(); stopError(); };
   syncSilence(selection.get());
-  const resize = new ResizeObserver(() => { if (selection.get().view === NAME && !dirty) update(selection.get()); });
-  resize.observe(root);
-  render(selection.get());
-
   return {
-    name: NAME,
-    refresh: () => render(selection.get()),
-    scene() {
-      const v = surface.viewport();
-      return { width: v.width, height: v.height, paint: (ctx) => paint(ctx, v), bitmap: true, name: "overview" };
+    before: [...(silence ? [silence.tools, silence.error] : []), stats],
+    after: note ? [note] : [],
+    // The silence tools, an error and the silencing note take their height from the box, so that the caption
+    // stays on the screen.
+    reserve: () => (silence ? silence.tools.offsetHeight + silence.error.offsetHeight + note.offsetHeight + 12 : 0),
+    refresh(layout, state, focus) {
+      wire();
+      showStats(state, focus);
+      syncSilence(state);
     },
-    destroy() { unsubscribe(); resize.disconnect(); root.remove(); },
+    destroy: stopError,
   };
 }

@@ -1,0 +1,132 @@
+// The app's host: what each gr.HTML of bertviz_app/app/views_host.py runs. Its js_on_load is three lines that wait
+// for this bundle (in the page's head, once) and call BertvizViews.gradioHost({ element, props, server, trigger,
+// watch }) with what Gradio gives a js_on_load. The props:
+//   value       { payload: base64, key, a, b, model } of one analysis (never in the template: megabytes of text)
+//   id_prefix   element ids, unique per host
+//   permalink   this host writes the address (?a=&b=&model=&layer=&head=&token=&tab=) and opens where it says
+//   sync        hosts with the same sync name follow each other's layer, head, token, view and filters
+//   silence     offer picking heads to silence in the overview; the picks go to Python as a `submit` event
+// server.query_key / offline_page / attention_csv (key or request) answer { value } or { error: a sentence }.
+//
+// Hosts of one page find each other through this module (one bundle per page), never through window events.
+
+export const URL_KEYS = ["layer", "head", "token", "tab"];
+const TABS = { lines: "lines", matrix: "matrix", overview: "overview", query_key: "qk" };
+export const SHARED = ["layer", "head", "token", "view", "matrix", "units", "segments", "hideSpecial", "renormalize",
+  "scale", "direction"];
+
+/** The view a permalink asks for (layer, head, token, view), from an address's query string; the views clamp it. */
+export function fromAddress(search) {
+  const q = new URLSearchParams(search);
+  const int = (name) => (q.has(name) && /^\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
+  const out = { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
+    view: TABS[q.get("tab")] };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+}
+
+/** The query string that reopens `value` (the input) at `state` (the view), keeping any other parameters. */
+export function toAddress(search, value, state) {
+  const q = new URLSearchParams(search);
+  for (const name of ["a", "b", "model", ...URL_KEYS]) q.delete(name);
+  q.set("a", value.a);
+  if (value.b) q.set("b", value.b);
+  q.set("model", value.model);
+  q.set("layer", state.layer);
+  q.set("head", state.head);
+  if (state.token !== null && state.token !== undefined) q.set("token", state.token);
+  q.set("tab", { qk: "query_key" }[state.view] || state.view);
+  return q.toString();
+}
+
+/**
+ * Groups of hosts that follow each other: join(group, member) -> leave(); member = { selection() -> a selection or
+ * null }. share(group, from, state, changed) sets the SHARED keys that changed on every other member; their own
+ * changes come back here, but an unchanged state calls nobody, so nothing echoes.
+ */
+export function createGroups() {
+  const groups = new Map();
+  return {
+    join(group, member) {
+      if (!groups.has(group)) groups.set(group, new Set());
+      groups.get(group).add(member);
+      return () => groups.get(group)?.delete(member);
+    },
+    share(group, from, state, changed) {
+      if (!group || ![...changed].some((key) => SHARED.includes(key))) return;
+      const patch = Object.fromEntries(SHARED.map((key) => [key, state[key]]));
+      for (const member of groups.get(group) || []) if (member !== from) member.selection()?.set(patch);
+    },
+  };
+}
+
+const groups = createGroups();
+
+/** A server function's answer as a value, or an Error with its sentence (shown by the views or in an alert). */
+export async function ask(server, name, argument, alert = () => {}) {
+  let answer;
+  try {
+    answer = await server[name](argument);
+  } catch {
+    throw new Error("the server did not answer; is it still running?");
+  }
+  if (answer && answer.error) {
+    if (name !== "query_key") alert(answer.error); // the query/key view shows its own message
+    throw new Error(answer.error);
+  }
+  return answer.value;
+}
+
+/**
+ * Runs one host: mounts the views on its element for every new value. deps: { mount, location, history, alert,
+ * groups } (the page's own by default; tests hand in stand-ins). Returns { viewer(), destroy() }.
+ */
+export function startGradioHost({ element, props, server, trigger, watch }, deps) {
+  const { mount, location, history, alert = () => {}, groups: registry = groups } = deps;
+  const host = element.querySelector(".bv-host");
+  let viewer = null;
+  let unsubscribe = null;
+  let showing = Promise.resolve();
+  const member = { selection: () => viewer?.selection || null };
+  const leave = registry.join(props.sync || "", member);
+
+  async function show() {
+    const value = props.value;
+    if (!value || !value.payload) return;
+    // A new input keeps every choice but the token (its index means another token now) and the picks; the first
+    // one comes from the address.
+    const wanted = viewer ? { ...viewer.selection.get(), token: null, silenced: [] }
+      : props.permalink ? fromAddress(location.search) : {};
+    if (unsubscribe) unsubscribe();
+    if (viewer) viewer.destroy();
+    viewer = null;
+    const next = await mount(host, value.payload, {
+      showTitle: false,
+      idPrefix: props.id_prefix || "",
+      selection: wanted,
+      loadQueryKey: () => ask(server, "query_key", value.key, alert),
+      offlineHtml: () => ask(server, "offline_page", value.key, alert),
+      exportCsv: (s) => ask(server, "attention_csv", { key: value.key, matrix: s.matrix, layer: s.layer, head: s.head },
+        alert),
+      onSilence: props.silence ? async (heads) => { trigger("submit", { key: value.key, heads }); } : undefined,
+    });
+    viewer = next;
+    const write = (state) => {
+      if (!props.permalink) return;
+      history.replaceState(history.state, "", `${location.pathname}?${toAddress(location.search, value, state)}`);
+    };
+    unsubscribe = viewer.selection.subscribe((state, changed) => {
+      write(state);
+      if (props.sync) registry.share(props.sync, member, state, changed);
+    });
+    write(viewer.selection.get());
+  }
+  // One mount at a time: a value that arrives while the last one mounts waits for it.
+  const queue = () => { showing = showing.then(show, show); return showing; };
+  queue();
+  watch("value", queue);
+  return {
+    viewer: () => viewer,
+    ready: () => showing,
+    destroy() { leave(); if (unsubscribe) unsubscribe(); if (viewer) viewer.destroy(); },
+  };
+}

@@ -1,0 +1,162 @@
+// The one mount shell every view runs in. A view module is pure functions (the CircuitsVis habit: data and
+// selection in, picture out):
+//
+//   layout(data, state, size) -> layout   what to draw where, for a selection state in a box; no DOM.
+//       data = { payload, cache, silence }   cache memoizes per payload (createCache); silence: a host offers it
+//       size = { width, maxHeight, measure(font, text) -> px }
+//       The layout carries width, height (the whole picture), boxHeight (the part on screen), caption, drawn (a
+//       string a test waits for), geometry (where rows and cells are, for automation) and `locked`: the target the
+//       selection keeps (the selected token), or null. hidden: true leaves the picture out (nothing to draw yet).
+//   paint(ctx, layout, viewport, focus, image) -> { labels }   onto a canvas context or the SVG recorder.
+//       viewport = { x, y, width, height, dpr }: the visible part, in picture pixels
+//       focus = { hover, locked, active, ui }: active is hover-or-locked, decided here once for every view
+//       image(pixels) -> something drawImage takes, for { width, height, data } bitmaps the layout built
+//   hit(layout, x, y, viewport) -> target | null   what is under picture point (x, y); viewport tells the sticky
+//       bands (labels that stay at the box's edge) from the scrolled part. A target with hover: false (a button
+//       in the picture) is clicked but never hovered.
+//   click(layout, target, state, { ui, env }) -> { patch } (a selection change) | { lock } (kept by the view) | null
+//   tooltip(layout, target) -> lines | null;  reveal(layout, before) -> { x, y } | null: where to scroll on a
+//   new layout;  fileName(layout);  NAME, LABEL, BITMAP (the SVG export says cells are a bitmap)
+//   extras(root, shell) -> { before, after, refresh(layout, state, focus), reserve() }   optional DOM of a view
+//       beyond its picture (the overview's silence tools, the query/key view's notice); reserve(): pixels of it
+//       that the box gives up, so that the caption stays on the screen.
+//
+// The shell owns the DOM around them: the scrolling surface, subscription to the selection (redrawing once per
+// frame, only while the view is shown), hover and a view's own lock, the tooltip, resizing and teardown.
+
+import { createCache } from "./data.mjs";
+import { createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
+
+/** Hover-or-locked: what a view highlights. The pointer wins; without it, what was clicked. */
+export function activeTarget(hover, locked) {
+  return hover ?? locked ?? null;
+}
+
+/** A view's own lock (a clicked key row) holds only while the layout it was made in shows the same thing. */
+export function currentLock(lock, layout) {
+  return lock && layout && lock.scope === layout.lockScope ? lock.target : null;
+}
+
+/**
+ * mountView(container, view, { payload, selection, env }) -> { name, scene(), refresh(), destroy() }
+ * env: { maxHeight() -> px, detailView() -> "lines" | "matrix", onSilence, loadQueryKey, idPrefix }
+ */
+export function mountView(container, view, { payload, selection, env = {} }) {
+  const root = el("div", { class: `bv-view bv-${view.NAME}` });
+  container.append(root);
+  const data = { payload, cache: createCache(), silence: typeof env.onSilence === "function" };
+  const ui = {}; // a view's interaction state beyond hover (the overview's keyboard cursor, picking mode)
+  let layout = null;
+  let hover = null;
+  let lock = null;
+  let dirty = true; // the selection changed while the view was hidden
+
+  const focus = () => {
+    const locked = currentLock(lock, layout) ?? layout?.locked ?? null;
+    return { hover, locked, active: activeTarget(hover, locked), ui };
+  };
+  const images = new WeakMap();
+  const image = (pixels) => { // one canvas per bitmap the layout built; the layout's cache keeps the bitmap alive
+    if (!images.has(pixels)) {
+      const canvas = document.createElement("canvas");
+      canvas.width = pixels.width;
+      canvas.height = pixels.height;
+      if (pixels.width && pixels.height) {
+        canvas.getContext("2d").putImageData(new ImageData(pixels.data, pixels.width, pixels.height), 0, 0);
+      }
+      images.set(pixels, canvas);
+    }
+    return images.get(pixels);
+  };
+  const dpr = () => window.devicePixelRatio || 1;
+
+  const shell = {
+    root, ui, selection, payload, env,
+    layout: () => layout,
+    focus,
+    redraw: () => { surface.redraw(); extra?.refresh?.(layout, selection.get(), focus()); },
+    refresh: () => render(selection.get()),
+    setHover(target) { hover = target; shell.redraw(); },
+    scrollTo: (x, y) => surface.scrollTo(x, y),
+    viewport: () => surface.viewport(),
+  };
+  const extra = view.extras ? view.extras(root, shell) : null;
+  if (extra?.before) root.append(...extra.before);
+  const surface = createSurface(root, {
+    paint(ctx, v) {
+      if (!layout || layout.hidden) return;
+      const done = view.paint(ctx, layout, { ...v, dpr: dpr() }, focus(), image);
+      if (done && done.labels !== undefined) root.dataset.labels = String(done.labels);
+    },
+    onPointer,
+    label: view.LABEL,
+  });
+  const tooltip = view.tooltip ? createTooltip(root) : null;
+  const caption = el("p", { class: "bv-caption" });
+  root.append(...(extra?.after || []), caption);
+
+  function onPointer(event, p) {
+    if (!layout || layout.hidden) return;
+    const viewport = { x: p.x - p.vx, y: p.y - p.vy };
+    const target = event.type === "pointerleave" ? null : view.hit(layout, p.x, p.y, viewport);
+    if (event.type === "click") {
+      const answer = target && view.click ? view.click(layout, target, selection.get(), { ui, env }) : null;
+      if (answer?.lock !== undefined) { lock = { target: answer.lock, scope: layout.lockScope }; shell.redraw(); }
+      if (answer?.patch) selection.set(answer.patch); // the hover stays while the pointer does
+      return;
+    }
+    const next = target && target.hover !== false ? target : null;
+    surface.scroller.style.cursor = target && view.click ? "pointer" : "";
+    if (JSON.stringify(next) !== JSON.stringify(hover)) {
+      hover = next;
+      shell.redraw();
+    }
+    if (tooltip) {
+      const lines = next ? view.tooltip(layout, next) : null;
+      if (lines) tooltip.show(lines, p.vx, p.vy); else tooltip.hide();
+    }
+  }
+
+  function update(state) {
+    const before = layout;
+    const reserve = extra?.reserve ? extra.reserve() : 0;
+    layout = view.layout(data, state, { width: root.clientWidth || 600,
+      maxHeight: (env.maxHeight ? env.maxHeight() : 600) - reserve, measure: measureText });
+    surface.box.hidden = Boolean(layout.hidden);
+    if (!layout.hidden) surface.setSize(layout.width, layout.height, layout.boxHeight);
+    caption.textContent = layout.caption || "";
+    if (layout.drawn !== undefined) root.dataset.drawn = layout.drawn;
+    if (layout.geometry) surface.scroller.dataset.geometry = JSON.stringify(layout.geometry);
+    const to = view.reveal && !layout.hidden ? view.reveal(layout, before, surface.viewport()) : null;
+    if (to) surface.scrollTo(to.x, to.y);
+    extra?.refresh?.(layout, state, focus());
+    surface.redraw();
+  }
+
+  function render(state) {
+    if (state.view !== view.NAME) { dirty = true; return; }
+    dirty = false;
+    update(state);
+  }
+
+  const unsubscribe = selection.subscribe(everyFrame((state) => render(state)));
+  const resize = new ResizeObserver(() => {
+    if (selection.get().view === view.NAME && !dirty) update(selection.get());
+  });
+  resize.observe(root);
+  render(selection.get());
+
+  return {
+    name: view.NAME,
+    refresh: () => render(selection.get()),
+    /** What is on screen now, for the PNG and SVG exports; null when there is no picture. */
+    scene() {
+      if (!layout || layout.hidden) return null;
+      const v = { ...surface.viewport(), dpr: 2 };
+      const f = focus();
+      return { width: v.width, height: v.height, paint: (ctx) => view.paint(ctx, layout, v, f, image),
+        bitmap: Boolean(view.BITMAP), name: view.fileName ? view.fileName(layout) : view.NAME };
+    },
+    destroy() { unsubscribe(); resize.disconnect(); extra?.destroy?.(); root.remove(); },
+  };
+}

@@ -1,0 +1,162 @@
+// The pieces around the views: the head a page opens on and the heads a token attends from most (guide.mjs), the
+// saved page's opening view (offline.mjs), and the app's host (gradio-host.mjs) with stand-ins for Gradio and mount.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import { decodePayload } from "../../bertviz_app/views/js/decode.mjs";
+import { layerMatrix } from "../../bertviz_app/views/js/data.mjs";
+import { createGroups, fromAddress, startGradioHost,
+  toAddress } from "../../bertviz_app/views/js/gradio-host.mjs";
+import { attentionRow, informativeHead, strongestHeads } from "../../bertviz_app/views/js/guide.mjs";
+import { pageOptions, withSelection } from "../../bertviz_app/views/js/offline.mjs";
+import { createSelection } from "../../bertviz_app/views/js/selection.mjs";
+import { close, payloadBytes } from "./helpers.mjs";
+
+test("a row of one head is that row of its matrix", async () => {
+  const p = await decodePayload(payloadBytes());
+  const m = layerMatrix(p.sets.attention, 9, 3, 1, 2);
+  close(attentionRow(p, 1, 2, 4), m.subarray(4 * 9, 5 * 9), 1e-7);
+});
+
+test("the heads where a token attends most: strongest first, never to itself, a neighbor, [CLS] or [SEP]",
+  async () => {
+  const p = await decodePayload(payloadBytes());
+  const found = strongestHeads(p, 4, { count: 6 });
+  assert.equal(found.length, 6);
+  for (let k = 1; k < found.length; k++) assert.ok(found[k - 1].weight >= found[k].weight);
+  for (const f of found) {
+    assert.ok(Math.abs(f.to - 4) > 1 && !p.special[f.to], `${JSON.stringify(f)}`);
+    const row = attentionRow(p, f.layer, f.head, 4);
+    const ordinary = [...row].filter((_, j) => Math.abs(j - 4) > 1 && !p.special[j]);
+    assert.equal(f.weight, Math.max(...ordinary)); // each head's strongest ordinary link
+  }
+  // A pair: the heads ranked by that one weight.
+  const pair = strongestHeads(p, 4, { to: 6, count: 6 });
+  assert.ok(pair.every((f) => f.to === 6));
+  const weights = [];
+  for (let l = 0; l < 2; l++) for (let h = 0; h < 3; h++) weights.push(attentionRow(p, l, h, 4)[6]);
+  assert.equal(pair[0].weight, Math.max(...weights));
+  assert.equal(strongestHeads(p, 4).length, 5);
+});
+
+test("the opening head is the one most on other ordinary tokens and least spread out", async () => {
+  const p = await decodePayload(payloadBytes());
+  const s = p.statistics;
+  const score = (k) => (1 - s.cls[k] - s.sep[k] - s.self[k] - s.previous[k] - s.next[k])
+    * (1 - Math.min(1, s.entropy[k] / Math.log(9)));
+  const { layer, head } = informativeHead(p);
+  for (let k = 0; k < 6; k++) assert.ok(score(layer * 3 + head) >= score(k) - 1e-9);
+  assert.notDeepEqual({ layer, head }, { layer: 1, head: 0 }); // not the [SEP] head
+  assert.deepEqual(informativeHead({ ...p, statistics: null }), { layer: 0, head: 0 });
+});
+
+// A page as standalone_html writes it, with this very module inlined in its script: the script holds the same
+// words as the options element and the root, inside its lines.
+const SCRIPT = readFileSync(new URL("../../bertviz_app/views/js/offline.mjs", import.meta.url), "utf-8");
+const PAGE = "<!DOCTYPE html>\n<html>\n<body>\n<div id=\"bertviz-root\"></div>\n"
+  + "<script type=\"application/octet-stream\" id=\"bertviz-payload\">AAAA</script>\n"
+  + "<script type=\"application/json\" id=\"bertviz-options\">{\"selection\":{\"view\":\"qk\"},\"keep\":1}</script>\n"
+  + `<script>${SCRIPT}</script>\n</body>\n</html>\n`;
+
+test("a saved page opens on the view on screen, its script untouched", () => {
+  const state = { view: "matrix", layer: 4, head: 2, token: 5, direction: "to", silenced: [[0, 1]], zoom: "2" };
+  const saved = withSelection(PAGE, state);
+  assert.deepEqual(pageOptions(saved), { keep: 1, selection: { view: "matrix", layer: 4, head: 2, token: 5,
+    direction: "to", zoom: "2" } }); // other options kept, picks to silence left out
+  const count = (html) => html.match(/id="bertviz-options"/g).length;
+  assert.equal(count(saved), count(PAGE)); // one element for one: the words in the script stay as they were
+  assert.ok(saved.includes(`<script>${SCRIPT}</script>`));
+  assert.equal(withSelection(saved, { ...state, layer: 1 }).length, saved.length); // replaced, not added
+  assert.equal(pageOptions(withSelection(saved, { layer: 1 })).selection.layer, 1);
+  // Nothing in the options can close their element.
+  assert.ok(!withSelection(PAGE, { view: "</script><b>" }).includes("</script><b>"));
+  assert.throws(() => withSelection("<p>not ours</p>", state), /not a page of the attention views/);
+});
+
+test("a permalink's address round-trips the view, and keeps other parameters", () => {
+  const value = { a: "The cat sat.", b: "", model: "default" };
+  const q = toAddress("?x=1&layer=9", value, { layer: 2, head: "all", token: 3, view: "qk" });
+  const read = new URLSearchParams(q);
+  assert.equal(read.get("x"), "1");
+  assert.equal(read.get("a"), "The cat sat.");
+  assert.equal(read.has("b"), false);
+  assert.deepEqual(fromAddress(`?${q}`), { layer: 2, head: "all", token: 3, view: "qk" });
+  assert.deepEqual(fromAddress("?layer=x&head=-1&tab=nope"), {}); // what does not parse is left to the defaults
+});
+
+/** A stand-in for mount: a selection over a payload of 4 layers x 12 heads x 10 tokens, no DOM. */
+function fakeMount(log) {
+  const payload = { layers: 4, heads: 12, length: 10, sets: { attention: {} } };
+  return async (host, data, options) => {
+    const selection = createSelection(payload, options.selection);
+    const viewer = { selection, destroyed: false, options, destroy() { viewer.destroyed = true; } };
+    log.push(viewer);
+    return viewer;
+  };
+}
+
+function fakeGradio(props) {
+  const watchers = [];
+  const calls = [];
+  return {
+    context: {
+      element: { querySelector: () => ({}) }, props,
+      server: { query_key: async (key) => ({ value: `qk of ${key}` }), offline_page: async () => ({ error: "gone" }) },
+      trigger: (name, data) => calls.push([name, data]), watch: (name, fn) => watchers.push(fn),
+    },
+    watchers, calls,
+  };
+}
+
+test("the app's host mounts each value, writes the address, keeps the view for a new input", async () => {
+  const log = [];
+  const location = { pathname: "/", search: "?a=old&layer=2&head=5&tab=matrix" };
+  const history = { state: null, replaceState(_, __, url) { location.search = url.slice(url.indexOf("?")); } };
+  const props = { value: { payload: "P1", key: "k1", a: "one", b: "", model: "m" }, id_prefix: "", permalink: true,
+    silence: true };
+  const g = fakeGradio(props);
+  const host = startGradioHost(g.context, { mount: fakeMount(log), location, history, groups: createGroups() });
+  await host.ready();
+  assert.equal(log.length, 1);
+  assert.deepEqual(log[0].options.selection, { layer: 2, head: 5, view: "matrix" }); // from the address
+  assert.match(location.search, /a=one/);
+  log[0].selection.set({ token: 4 });
+  assert.match(location.search, /token=4/);
+  assert.equal(await log[0].options.loadQueryKey(), "qk of k1");
+  await assert.rejects(log[0].options.offlineHtml(), /gone/);
+  await log[0].options.onSilence([[1, 2]]);
+  assert.deepEqual(g.calls, [["submit", { key: "k1", heads: [[1, 2]] }]]);
+  // A new value: the old viewer goes, the view stays, the token does not.
+  props.value = { payload: "P2", key: "k2", a: "two", b: "", model: "m" };
+  await g.watchers[0]();
+  assert.equal(log.length, 2);
+  assert.ok(log[0].destroyed);
+  assert.equal(log[1].options.selection.layer, 2);
+  assert.equal(log[1].options.selection.token, null);
+  host.destroy();
+});
+
+test("hosts of one group follow each other without window events, and do not echo", async () => {
+  const groups = createGroups();
+  const log = [];
+  const deps = { mount: fakeMount(log), location: { pathname: "/", search: "" }, history: {}, groups };
+  const value = { payload: "P", key: "k", a: "a", b: "", model: "m" };
+  const left = startGradioHost(fakeGradio({ value, id_prefix: "l-", sync: "pair" }).context, deps);
+  const right = startGradioHost(fakeGradio({ value, id_prefix: "r-", sync: "pair" }).context, deps);
+  const alone = startGradioHost(fakeGradio({ value, id_prefix: "x-", sync: "other" }).context, deps);
+  await Promise.all([left.ready(), right.ready(), alone.ready()]);
+  let calls = 0;
+  right.viewer().selection.subscribe(() => { calls++; });
+  left.viewer().selection.set({ layer: 3, head: 7, view: "matrix" });
+  assert.deepEqual([right.viewer().selection.get().layer, right.viewer().selection.get().head], [3, 7]);
+  assert.equal(right.viewer().selection.get().view, "matrix");
+  assert.equal(calls, 1); // once: its own change came back to the left one and stopped there
+  assert.equal(alone.viewer().selection.get().layer, 0); // another group
+  left.viewer().selection.set({ silenced: [[0, 1]] }); // not shared
+  assert.deepEqual(right.viewer().selection.get().silenced, []);
+  right.destroy();
+  left.viewer().selection.set({ layer: 1 });
+  assert.equal(right.viewer().selection.get().layer, 3); // gone from the group
+});

@@ -1,0 +1,190 @@
+// Every view's layout, paint and hit functions, called with chosen inputs: the fixture payload (2 layers x 3 heads,
+// 9 tokens, sentence B from token 6), a selection state, a box size. Paint goes through the SVG recorder, so a test
+// reads what was drawn as SVG elements.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { createCache } from "../../bertviz_app/views/js/data.mjs";
+import { decodePayload, decodeQueryKey } from "../../bertviz_app/views/js/decode.mjs";
+import { constrain } from "../../bertviz_app/views/js/selection.mjs";
+import { headColor, SELECTED_COLOR } from "../../bertviz_app/views/js/scale.mjs";
+import { createSvgContext } from "../../bertviz_app/views/js/svg.mjs";
+import * as lines from "../../bertviz_app/views/js/view-lines.mjs";
+import * as matrix from "../../bertviz_app/views/js/view-matrix.mjs";
+import * as overview from "../../bertviz_app/views/js/view-overview.mjs";
+import * as qk from "../../bertviz_app/views/js/view-qk.mjs";
+import { activeTarget, currentLock } from "../../bertviz_app/views/js/view-shell.mjs";
+import { payloadBytes, queryKeyBytes } from "./helpers.mjs";
+
+const measure = (font, text) => text.length * 8;
+const size = (width, maxHeight = 600) => ({ width, maxHeight, measure });
+const box = (l) => ({ x: 0, y: 0, width: Math.min(l.width, 1280), height: l.boxHeight, dpr: 1 });
+const focus = (l, hover = null, ui = {}) => ({ hover, locked: l.locked, active: activeTarget(hover, l.locked), ui });
+
+async function fixture({ queryKey = false } = {}) {
+  const payload = await decodePayload(payloadBytes());
+  if (queryKey) payload.queryKey = await decodeQueryKey(queryKeyBytes(), payload);
+  return { payload, cache: createCache(), silence: false };
+}
+const state = (data, patch = {}) => constrain({ zoom: "labels", ...patch }, data.payload);
+
+function record(view, l, f, v = box(l)) {
+  const ctx = createSvgContext(v.width, v.height, { measure, imageUrl: () => "data:image/png;base64," });
+  const done = view.paint(ctx, l, v, f);
+  return { svg: ctx.toString(), done };
+}
+const strokes = (svg) => [...svg.matchAll(/<path d="[^"]*" fill="none" stroke="([^"]+)"/g)].map((m) => m[1]);
+const texts = (svg) => [...svg.matchAll(/<text [^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+
+test("the shell decides hover-or-locked once: the pointer wins, a view's lock holds for its own row", () => {
+  assert.deepEqual(activeTarget({ key: 2 }, { key: 5 }), { key: 2 });
+  assert.deepEqual(activeTarget(null, { key: 5 }), { key: 5 });
+  assert.equal(activeTarget(null, null), null);
+  const lock = { target: { key: 3 }, scope: "0|1|4" };
+  assert.deepEqual(currentLock(lock, { lockScope: "0|1|4" }), { key: 3 });
+  assert.equal(currentLock(lock, { lockScope: "1|1|4" }), null); // another query row: the lock is gone
+});
+
+test("lines: the two columns stay a few hundred pixels apart in a wide box, centered; a phone gets what is left",
+  async () => {
+    const data = await fixture();
+    const wide = lines.layout(data, state(data), size(1280));
+    assert.ok(wide.xR - wide.xL <= lines.MAX_GAP, `gap ${wide.xR - wide.xL}`);
+    assert.ok(wide.xR - wide.xL >= 300);
+    assert.equal(wide.width, 1280);
+    assert.ok(Math.abs(wide.xL + wide.xR - wide.width) < 1e-9); // as far from either edge
+    const phone = lines.layout(data, state(data), size(360));
+    assert.ok(phone.xR - phone.xL < lines.MAX_GAP && phone.xR - phone.xL >= 120);
+    assert.ok(phone.width <= 360 || phone.xR - phone.xL === 120);
+    assert.equal(phone.height, 44 + 9 * phone.pitch + 8);
+    assert.deepEqual(wide.geometry, { top: 44, pitch: wide.pitch, left: wide.xL, right: wide.xR });
+    assert.match(wide.caption, /Each line joins a token/);
+  });
+
+test("lines: one head is one color, whatever its number; all heads color each head", async () => {
+  const data = await fixture();
+  for (const head of [0, 2]) {
+    const l = lines.layout(data, state(data, { head }), size(900));
+    const { svg } = record(lines, l, focus(l));
+    const colors = new Set(strokes(svg));
+    assert.deepEqual([...colors], [lines.LINE_COLOR], `head ${head}: ${[...colors]}`);
+  }
+  const all = lines.layout(data, state(data, { head: "all" }), size(900));
+  const colors = new Set(strokes(record(lines, all, focus(all)).svg));
+  assert.deepEqual([...colors].sort(), [0, 1, 2].map(headColor).sort());
+  assert.equal(lines.lineColor({ head: 7 }, { head: 7 }), lines.LINE_COLOR); // head 7's key color is gray
+});
+
+test("lines: a selected token draws only its lines, its label marked and the far side's weights written",
+  async () => {
+    const data = await fixture();
+    const l = lines.layout(data, state(data, { head: 1, token: 4 }), size(900));
+    assert.deepEqual(l.locked, { side: "left", index: 4 });
+    const { svg, done } = record(lines, l, focus(l));
+    const drawn = [...svg.matchAll(/<path d="([^"]*)" fill="none"/g)].map((m) => m[1]).join("");
+    const starts = [...drawn.matchAll(/M([\d.]+) ([\d.]+)/g)].map((m) => Number(m[2]));
+    assert.ok(starts.length > 0 && starts.every((y) => Math.abs(y - (44 + 4.5 * l.pitch)) < 0.01)); // all from row 4
+    assert.ok(svg.includes(`fill="${SELECTED_COLOR}"`));
+    assert.ok(texts(svg).includes("&lt;b&gt;")); // the token, as text
+    assert.ok(texts(svg).some((t) => /^0\.\d\d$/.test(t))); // weights beside the attended labels
+    assert.equal(done.labels, 18); // every label of both columns fits
+    // Hover wins over the lock: hovering row 2 on the right draws lines into row 2.
+    const hovered = record(lines, l, focus(l, { side: "right", index: 2 })).svg;
+    const ends = [...hovered.matchAll(/L([\d.]+) ([\d.]+)/g)].map((m) => Number(m[2]));
+    assert.ok(ends.length > 0 && ends.every((y) => Math.abs(y - (44 + 2.5 * l.pitch)) < 0.01));
+  });
+
+test("lines: hit finds the token row on either side, the head key in the band, nothing in between", async () => {
+  const data = await fixture();
+  const l = lines.layout(data, state(data), size(900));
+  const y = (i) => 44 + (i + 0.5) * l.pitch;
+  assert.deepEqual(lines.hit(l, l.xL - 20, y(4)), { side: "left", index: 4 });
+  assert.deepEqual(lines.hit(l, l.xR + 20, y(7)), { side: "right", index: 7 });
+  assert.equal(lines.hit(l, l.xL - 20, y(9)), null); // below the last row
+  assert.equal(lines.hit(l, l.xL - 20, 10), null); // the band, one head: no key
+  const all = lines.layout(data, state(data, { head: "all" }), size(900));
+  const key = lines.legendKeys(all)[2];
+  assert.deepEqual(lines.hit(all, key.x + 3, 17), { legend: 2, hover: false });
+  // Scrolled down by 100 px, the band still sits at the box's top.
+  assert.deepEqual(lines.hit(all, key.x + 3, 117, { x: 0, y: 100 }), { legend: 2, hover: false });
+  assert.deepEqual(lines.click(all, { legend: 2, hover: false }, all.state), { patch: { head: 2 } });
+  const s = state(data);
+  assert.deepEqual(lines.click(l, { side: "right", index: 7 }, s), { patch: { token: 7, direction: "to" } });
+  assert.deepEqual(lines.click(l, { side: "left", index: 4 }, { ...s, token: 4, direction: "from" }),
+    { patch: { token: null } }); // a second click lets go
+});
+
+test("matrix: cells fit the box, the bitmap has one pixel a cell, hit and click pick a row's token", async () => {
+  const data = await fixture();
+  const l = matrix.layout(data, state(data, { zoom: "fit", head: 0 }), size(700, 500));
+  assert.ok(l.cell <= 32 && l.top + 9 * l.cell + 8 <= 500 + 1e-9);
+  assert.equal(l.pixels.width, 9);
+  assert.equal(l.pixels.data.length, 9 * 9 * 4);
+  const { svg } = record(matrix, l, focus(l, { row: 6, col: 2 }));
+  assert.match(svg, /<image width="9" height="9"/);
+  assert.match(svg, /stroke-dasharray="6 4"/); // where sentence B starts
+  assert.match(svg, /stroke="#111"/); // the hovered cell
+  assert.deepEqual(matrix.hit(l, l.left + 2.5 * l.cell, l.top + 6.5 * l.cell), { row: 6, col: 2 });
+  assert.deepEqual(matrix.hit(l, 5, l.top + 3.5 * l.cell), { row: 3, col: -1 }); // a row label
+  assert.equal(matrix.hit(l, 5, 5), null); // the corner
+  assert.deepEqual(matrix.click(l, { row: 6, col: 2 }), { patch: { token: 6, direction: "from" } });
+  assert.deepEqual(matrix.click(l, { row: -1, col: 3 }), { patch: { token: 3, direction: "to" } });
+  assert.match(matrix.tooltip(l, { row: 6, col: 2 })[1], /^weight 0\.\d\d/);
+  const picked = matrix.layout(data, state(data, { token: 4, direction: "to" }), size(700));
+  assert.deepEqual(picked.locked, { axis: "col", index: 4 });
+  assert.ok(record(matrix, picked, focus(picked)).svg.includes(`stroke="${SELECTED_COLOR}"`));
+});
+
+test("overview: one tile per head, hit over tiles and labels, a click opens a head or picks it", async () => {
+  const data = await fixture();
+  const s = state(data, { layer: 1, head: 2 });
+  const l = overview.layout(data, s, size(700));
+  assert.equal(l.tile, 104); // capped: 3 heads in 700 px
+  const [x, y] = overview.tileOrigin(l, 1, 2);
+  assert.deepEqual(overview.hit(l, x + 10, y + 10), { layer: 1, head: 2 });
+  assert.deepEqual(overview.hit(l, 10, y + 10), { layer: 1, head: -1 }); // the layer's label
+  assert.deepEqual(overview.hit(l, x + 10, 5), { layer: -1, head: 2 }); // the head number
+  assert.equal(overview.hit(l, 5, 5), null);
+  assert.deepEqual(overview.click(l, { layer: 0, head: 1 }, s, { env: { detailView: () => "matrix" } }),
+    { patch: { layer: 0, head: 1, view: "matrix" } });
+  assert.equal(overview.click(l, { layer: 0, head: -1 }, s), null); // a label opens nothing
+  assert.deepEqual(overview.click(l, { layer: 0, head: -1 }, s, { ui: { picking: true } }),
+    { patch: { silenced: [[0, 0], [0, 1], [0, 2]] } });
+  const { svg } = record(overview, l, focus(l, { layer: 0, head: 0 }));
+  assert.equal((svg.match(/<image /g) || []).length, 6); // every tile, from one atlas
+  assert.ok(svg.includes(`stroke="${SELECTED_COLOR}" stroke-width="3.5"`)); // the selected head
+  assert.ok(texts(svg).includes("layer 1") && texts(svg).includes("head 0"));
+  // The keyboard cursor counts only while the picture has the focus; labels only while picking.
+  assert.equal(overview.pointedAt({ active: null, ui: { cursor: { layer: 1, head: 1 } } }), null);
+  assert.deepEqual(overview.pointedAt({ active: null, ui: { focused: true, cursor: { layer: 1, head: 1 } } }),
+    { layer: 1, head: 1 });
+  assert.equal(overview.pointedAt({ active: { layer: 1, head: -1 }, ui: {} }), null);
+});
+
+test("query/key: hidden until the vectors are there; then the strongest key is explained until one is clicked",
+  async () => {
+    const bare = await fixture();
+    assert.equal(qk.layout(bare, state(bare), size(900)).hidden, true);
+    const data = await fixture({ queryKey: true });
+    const l = qk.layout(data, state(data, { layer: 1, head: 2, token: 4 }), size(900));
+    assert.equal(l.row.token, 4);
+    const strongest = l.row.weights.indexOf(Math.max(...l.row.weights));
+    assert.deepEqual(l.locked, { key: strongest });
+    assert.equal(l.lockScope, "1|2|4");
+    assert.equal(l.drawn, "layer=1 head=2 query=4");
+    const y = (j) => 86 + (j + 0.5) * l.pitch;
+    assert.deepEqual(qk.hit(l, 100, y(3)), { key: 3 });
+    assert.equal(qk.hit(l, 100, 20), null); // the header
+    assert.deepEqual(qk.click(l, { key: 3 }), { lock: { key: 3 } });
+    const { svg, done } = record(qk, l, focus(l));
+    assert.ok(texts(svg).some((t) => t.startsWith("query q of \u201c&lt;b&gt;\u201d")));
+    assert.equal(done.labels, 9);
+    assert.match(qk.explain(l, 3)[0], /^Query \u201c<b>\u201d \(token 4\) and key \u201c##able\u201d \(token 3\):$/);
+    // No token selected: the first ordinary token's query.
+    assert.equal(qk.queryToken(data.payload, state(data)), 1);
+    // A new row scrolls to its strongest key when it is out of sight; the same row does not move.
+    assert.equal(qk.reveal(l, l, { x: 0, y: 0, width: 900, height: 300 }), null);
+    const far = qk.reveal(l, null, { x: 0, y: 5000, width: 900, height: 300 });
+    assert.ok(far && far.y < 5000);
+  });
