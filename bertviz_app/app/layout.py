@@ -47,8 +47,18 @@ PRESENTER_JS = """() => {
   const on = document.body.classList.toggle("bv-presenter");
   const button = document.querySelector("#presenter");
   if (button) button.textContent = on ? "Leave presenter mode" : "Presenter mode";
-  // large type leaves room for one row of controls: the others fold under "More options"
-  document.querySelectorAll("#attention-view .bv-more").forEach((more) => { more.open = !on; });
+  // large type leaves room for one row of controls: the others fold under "More options", also in the views a new
+  // input mounts afresh
+  const fold = () => document.querySelectorAll("#attention-host .bv-more").forEach((more) => {
+    more.open = !document.body.classList.contains("bv-presenter"); });
+  fold();
+  if (!window.bvPresenterObserver) {
+    window.bvPresenterObserver = new MutationObserver((changes) => {
+      if (changes.some((c) => [...c.addedNodes].some((n) => n.querySelector && n.querySelector(".bv-more")))) fold();
+    });
+    const host = document.querySelector("#attention-host");
+    if (host) window.bvPresenterObserver.observe(host, { childList: true, subtree: true });
+  }
 }"""
 
 # On a phone the input fills the first screen: after Analyze the page scrolls to the picture the visitor asked for.
