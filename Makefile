@@ -15,6 +15,7 @@ app: $(VENV)/.app
 notebook: $(VENV)/.notebook
 	$(BIN)/jupyter lab $(ARGS)
 
+# make test ARGS="-m 'not slow'": the quick loop without the few tests over half a minute (CI runs them all).
 test: $(VENV)/.test system-packages
 	node --test tests/js/
 	$(BIN)/python -m pytest $(ARGS)

@@ -287,8 +287,10 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
         v.page.close()
 
 
-def test_a_refused_input_leaves_a_tidy_page(visitor, tmp_path):
+def test_a_refused_input_leaves_a_tidy_page(browser, server, tmp_path):
+    visitor = AppPage(browser, server)  # its own tab: the visitor's input is what later tests read
     page = visitor.page
+    visitor.views_drawn("lines")
     visitor.analyze("The cat sat on the mat.")
     page.locator("#sentence-a textarea").fill("")
     page.click("#analyze")
@@ -304,6 +306,7 @@ def test_a_refused_input_leaves_a_tidy_page(visitor, tmp_path):
     visitor.analyze("The cat sat on the mat again.")
     assert float(page.eval_on_selector("#attention-host", "e => getComputedStyle(e).opacity")) == 1
     assert "tokens ·" in page.locator("#notice").inner_text()
+    page.close()
 
 
 @pytest.mark.parametrize("tab, figure", [("Tokens", None), ("Embeddings", "embedding-parts"),
@@ -463,6 +466,7 @@ def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
         v.page.close()
 
 
+@pytest.mark.slow  # 80 s each on two shared cores: every tab's figures of a 512-token input
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["projector", "phone"])
 def test_nothing_is_cut_off_at_512_tokens(browser, server, tmp_path, size):
     """512 tokens: the views draw and stay usable, and every figure of every tab fits or scrolls in its own box

@@ -88,6 +88,7 @@ def test_an_untrusted_notebook_still_shows_a_picture_and_how_to_get_the_views(br
         page.close()
 
 
+@pytest.mark.slow  # a kernel that imports torch, 20 s
 def test_plot_figures_survive_an_html_export_offline_with_plotly_js_once(browser, tiny_mlm_folder, tmp_path):
     nbformat = pytest.importorskip("nbformat", reason="the test extra installs nbformat")
     nbclient = pytest.importorskip("nbclient", reason="nbconvert (the test extra) brings nbclient")
