@@ -47,8 +47,8 @@ PRESENTER_JS = """() => {
   const on = document.body.classList.toggle("bv-presenter");
   const button = document.querySelector("#presenter");
   if (button) button.textContent = on ? "Leave presenter mode" : "Presenter mode";
-  // large type leaves room for one row of controls: the others fold under "More options", also in the views a new
-  // input mounts afresh
+  // the picture gets the screen: one row of controls, the others folded under "More options", also in the views
+  // that a new input mounts afresh
   const fold = () => document.querySelectorAll("#attention-host .bv-more").forEach((more) => {
     more.open = !document.body.classList.contains("bv-presenter"); });
   fold();
