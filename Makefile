@@ -5,11 +5,17 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: app test bench setup setup-test system-packages clean
+.PHONY: app notebook test bench setup setup-test system-packages clean
 
+# make app ARGS="--port 7990 --threads 1": any option of `bertviz-app --help`.
 app: $(VENV)/.app
 	$(BIN)/bertviz-app $(ARGS)
 
+# JupyterLab in the same .venv, for run.show() and run.plot.* in a notebook.
+notebook: $(VENV)/.notebook
+	$(BIN)/jupyter lab $(ARGS)
+
+# make test ARGS="-m 'not slow'": the quick loop without the few tests over half a minute (CI runs them all).
 test: $(VENV)/.test system-packages
 	node --test tests/js/
 	$(BIN)/python -m pytest $(ARGS)
@@ -31,6 +37,7 @@ setup: $(VENV)/.app
 setup-test: $(VENV)/.test
 
 $(VENV)/.app: pyproject.toml
+	@echo "Installing bertviz-app and PyTorch into $(VENV) (once; a few minutes, quiet until done)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e .
@@ -39,7 +46,13 @@ $(VENV)/.app: pyproject.toml
 	touch $@
 
 $(VENV)/.test: $(VENV)/.app
+	@echo "Installing the test extras into $(VENV) (once)..."
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test]"
+	touch $@
+
+$(VENV)/.notebook: $(VENV)/.app
+	@echo "Installing JupyterLab into $(VENV) (once)..."
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[notebook]"
 	touch $@
 
 clean:

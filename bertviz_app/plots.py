@@ -3,10 +3,23 @@ shows, and hands arrays and labels to a builder of `bertviz_app.figures`. Number
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from . import analysis, figures
+
+
+def figures_survive_export() -> None:
+    """In a Jupyter kernel plotly picks the renderer 'plotly_mimetype', an output that only a front end with plotly's
+    extension draws: an nbconvert HTML export shows nothing. Plotly's 'plotly_mimetype+notebook' adds HTML that
+    draws offline, with plotly.js inlined once per kernel (in the first figure's cell), not in every figure. Only
+    plotly's own automatic choice is changed: a renderer set by the user (pio.renderers.default, PLOTLY_RENDERER)
+    stays."""
+    if pio.renderers.default == "plotly_mimetype" and "PLOTLY_RENDERER" not in os.environ:
+        pio.renderers.default = "plotly_mimetype+notebook"
 
 
 class RunPlots:
@@ -15,6 +28,7 @@ class RunPlots:
 
     def __init__(self, run):
         self._run = run
+        figures_survive_export()
 
     # --- attention ---------------------------------------------------------------------------------------------
     def attention(self, layer: int = 0, head: int | None = 0, *, hide_special: bool = False,

@@ -539,9 +539,55 @@ def test_silencing_heads_in_words(explorers):
     explorer = explorers[DEFAULT]
     run = explorer.run("The capital of France is [MASK].", "It is a large city.")
     text = app.attention.ablation_view(explorer, run, [(2, 10), (1, 3)])
-    assert text.startswith("**Silenced 2 of 72 heads** (layer.head: 1.3, 2.10)")
+    assert "\n**Silenced 2 of 72 heads** (layer.head: 1.3, 2.10)" in text
     before = explorer.fill_mask("The capital of France is [MASK].", "It is a large city.", top_k=1)[0][0][0]
     assert "| 1 (token 6) |" in text and f"**{before}**" in text and "P(B follows A):" in text
     assert app.attention.ablation_view(explorer, run, []) == app.attention.SILENCE_HINT
     plain = explorer.run("Nothing to predict here.")
     assert "asks for no prediction" in app.attention.ablation_view(explorer, plain, [(0, 0)])
+
+
+def test_a_truncation_says_which_limit_and_how_to_raise_it(client):
+    # all-MiniLM-L6-v2 reads 512 tokens; this server was started with --max-tokens 128
+    notice = analyze(client, BAD_TEXTS["long"])[1]
+    assert "this server reads at most 128" in notice and "--max-tokens 512" in notice
+    assert "the model reads at most 128" not in notice
+
+
+def test_compare_starts_from_the_input_just_analyzed_until_the_visitor_types():
+    from bertviz_app.app.compare import prefill_values
+    first = {"model": MODEL, "text": "The cat sat.", "pair": "It slept."}
+    a, b, prefilled = prefill_values(first, "", "", None)
+    assert (a, b) == ("The cat sat.", "It slept.")
+    # a new analysis (one sentence) replaces the prefill, sentence B included: no leftover B makes a pair
+    second = {"model": MODEL, "text": "The keys are here.", "pair": ""}
+    assert prefill_values(second, a, b, prefilled)[:2] == ("The keys are here.", "")
+    # what the visitor typed stays
+    kept = prefill_values(second, "The keys is here.", b, prefilled)
+    assert kept[0] == kept[1] == {"__type__": "update"} and kept[2] == prefilled
+
+
+def test_compare_without_a_head_by_head_difference_says_why_and_hides_the_empty_results(demo):
+    (compare,) = [f.fn for f in demo.fns.values() if f.api_name == "compare"]
+    session = {"model": DEFAULT, "text": "The keys to the cabinet are on the table.", "pair": ""}
+    message, left, right, change, table, results = compare(session, "The keys to the cabinet is on the table.",
+                                                           "It was late.", DEFAULT)
+    assert "no head-by-head difference" in message and "the right input is a pair" in message
+    assert "It was late." in message and change is None and results["visible"] is False
+    out = compare(session, "The keys to the cabinet is on the table.", "", DEFAULT)
+    assert len(out[4]) and out[5]["visible"] is True and "pair" not in out[0]
+
+
+def test_the_words_about_silenced_heads_follow_the_sign():
+    from bertviz_app.ablation import HeadRanking
+    from bertviz_app.app.beyond import _top_heads
+    from bertviz_app.targets import Target
+    target = Target("is_next", 0)
+    effects = np.zeros((2, 3), dtype=np.float32)
+    effects[1, 2] = 2.0  # silencing head 1.2 raises the IsNext logit: the head works against IsNext
+    effects[0, 1] = -1.0  # silencing head 0.1 lowers it: the head supports IsNext
+    text = _top_heads(HeadRanking(["[CLS]"], target, "ablation", 3.0, effects))
+    assert "it rises without 1.2 (→ 99.3%), a head that works against it" in text
+    assert "it falls without 0.1 (→ 88.1%), a head that supports it" in text
+    assert "needs" not in text
+    assert "leaves it at 95.3%" in _top_heads(HeadRanking(["[CLS]"], target, "ablation", 3.0, np.zeros((2, 3))))

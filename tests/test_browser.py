@@ -239,6 +239,79 @@ def test_presenter_mode_keeps_the_input_and_the_picture(visitor, tmp_path):
     assert page.locator("#tabs").is_visible()
 
 
+PAIR = ("The animal didn't cross the street because it was tired.", "It slept all day.")  # 21 tokens
+
+
+def picture(page) -> dict:
+    """The lines view's picture on screen: its top and height, and how many token rows are in sight (inside the
+    picture's box and the window, not scrolled away)."""
+    return page.evaluate("""() => {
+      const surface = document.querySelector('#view-pane-lines .bv-surface');
+      const box = surface.getBoundingClientRect();
+      const scroller = surface.querySelector('.bv-scroller');
+      const g = JSON.parse(scroller.dataset.geometry);
+      const bottom = Math.min(box.bottom, window.innerHeight);
+      const first = box.top + g.top - scroller.scrollTop;
+      const rows = Math.max(0, Math.floor((bottom - first) / g.pitch));
+      return { top: box.top, bottom: box.bottom, height: box.height, rows, pitch: g.pitch,
+               tokens: document.querySelectorAll('#view-token option').length - 1 };
+    }""")
+
+
+@pytest.mark.parametrize("mode, size", [("projector", (1280, 720)), ("presenter", (1280, 720)), ("phone", (390, 844))])
+def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, size):
+    v = AppPage(browser, server, size=size)
+    try:
+        v.views_drawn("lines")
+        if mode == "presenter":
+            v.page.click("#presenter")
+            v.page.wait_for_function("() => document.body.classList.contains('bv-presenter')")
+        v.analyze(*PAIR)
+        v.views_drawn("lines")
+        v.page.wait_for_timeout(300)  # the phone's scroll to the picture
+        shoot(v.page, tmp_path, f"20-picture-{mode}")
+        seen = picture(v.page)
+        assert seen["tokens"] == 21 and v.no_sideways_scroll() and v.errors == []
+        if mode == "projector":  # under the input and the controls, whole on the first screen
+            assert seen["top"] < 330 and seen["height"] >= 290 and seen["bottom"] <= 720, seen
+        elif mode == "presenter":  # most of the screen, every token of the pair in sight
+            assert seen["top"] < 220 and seen["height"] >= 0.55 * 720 and seen["bottom"] <= 720, seen
+            assert seen["rows"] >= 21, seen
+            box = v.page.locator("#sentence-a textarea").bounding_box()
+            assert box["height"] <= 50 and box["y"] < 40, box  # the input row, one line at the top
+            font = v.page.eval_on_selector("#sentence-a textarea", "e => parseFloat(getComputedStyle(e).fontSize)")
+            assert font >= 20
+            buttons = v.page.locator("#presenter").bounding_box()
+            assert buttons["y"] >= seen["bottom"] and buttons["x"] + buttons["width"] <= 1280, buttons
+            assert not v.page.locator("#tabs").is_visible()
+        else:  # a phone: after Analyze the picture is on the screen, a good part of it
+            assert 0 <= seen["top"] < 844 * 0.6 and min(seen["bottom"], 844) - seen["top"] >= 250, seen
+    finally:
+        v.page.close()
+
+
+def test_a_refused_input_leaves_a_tidy_page(browser, server, tmp_path):
+    visitor = AppPage(browser, server)  # its own tab: the visitor's input is what later tests read
+    page = visitor.page
+    visitor.views_drawn("lines")
+    visitor.analyze("The cat sat on the mat.")
+    page.locator("#sentence-a textarea").fill("")
+    page.click("#analyze")
+    page.wait_for_function("() => document.querySelector('#notice')?.innerText.includes('still the last one')")
+    notice = page.locator("#notice").inner_text()
+    assert "Sentence A is empty" in notice and "The cat sat on the mat." in notice and "tokens ·" not in notice
+    # no red "Error" pills over the controls; the last good picture stays, dimmed
+    assert page.locator("#notice .error, #attention-host .error, #token-table .error").evaluate_all(
+        "es => es.filter(e => e.offsetParent !== null && getComputedStyle(e.closest('.wrap') || e).opacity !== '0')"
+        ".length") == 0
+    assert float(page.eval_on_selector("#attention-host", "e => getComputedStyle(e).opacity")) < 0.6
+    shoot(page, tmp_path, "21-refused-input")
+    visitor.analyze("The cat sat on the mat again.")
+    assert float(page.eval_on_selector("#attention-host", "e => getComputedStyle(e).opacity")) == 1
+    assert "tokens ·" in page.locator("#notice").inner_text()
+    page.close()
+
+
 @pytest.mark.parametrize("tab, figure", [("Tokens", None), ("Embeddings", "embedding-parts"),
                                          ("Hidden states", "hidden-norms"), ("Next sentence", None),
                                          ("Model", None)])
@@ -349,7 +422,10 @@ def test_silencing_heads_picked_in_the_overview_changes_the_predictions(browser,
         v.page.wait_for_function("() => document.querySelector('#ablation-result')?.innerText.includes('Silenced 2')")
         text = v.page.locator("#ablation-result").inner_text()
         assert "layer.head: 1.3, 2.10" in text and "paris" in text
-        v.page.locator("#ablation-result").scroll_into_view_if_needed()
+        # the result is on the screen where the button was pressed, without scrolling, and leaves the button free
+        result, button = (v.page.locator(s).bounding_box() for s in ("#ablation-result", "#view-silence-run"))
+        assert result["y"] < 720 and result["y"] + result["height"] <= 721, result
+        assert button["y"] + button["height"] <= result["y"] and 0 <= button["y"], (button, result)
         shoot(v.page, tmp_path, "14-silenced-heads")
         assert v.errors == []
     finally:
@@ -395,6 +471,7 @@ def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
         v.page.close()
 
 
+@pytest.mark.slow  # 80 s each on two shared cores: every tab's figures of a 512-token input
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["projector", "phone"])
 def test_nothing_is_cut_off_at_512_tokens(browser, server, tmp_path, size):
     """512 tokens: the views draw and stay usable, and every figure of every tab fits or scrolls in its own box
@@ -405,6 +482,8 @@ def test_nothing_is_cut_off_at_512_tokens(browser, server, tmp_path, size):
         v.analyze(LONG)
         assert len(v.tokens()) == 512
         v.views_drawn("lines")
+        # the truncation is said once, in the notice the next input replaces: no toast piles up over the model picker
+        assert "truncated" in v.page.locator("#notice").inner_text() and v.page.locator(".toast-body").count() == 0
         v.set_input("#view-layer", 4)
         v.views_drawn("lines", "layer=4")
         v.page.click("#view-tab-matrix")

@@ -28,7 +28,9 @@ def ablation_view(explorer, run: Run, heads) -> str:
         return f"Silencing heads changes what the model predicts, and this input asks for no prediction: {needs}."
     result = explorer.ablate(run.encoding, heads, top_k=5)
     names = ", ".join(f"{layer}.{head}" for layer, head in sorted(result.heads))
-    lines = [f"**Silenced {len(result.heads)} of {run.num_layers * run.num_heads} heads** (layer.head: {names}). "
+    # the wrapper lets the page's CSS bring a result (not the hint) into sight under the overview's buttons
+    lines = ["<div class='bv-ablation'>", "",
+             f"**Silenced {len(result.heads)} of {run.num_layers * run.num_heads} heads** (layer.head: {names}). "
              "Their attention output is set to zero in this forward pass; the rest of the model runs as before."]
     if result.masks:
         lines += ["", "| [MASK] | before | after | top word before: probability |", "|---|---|---|---|"]
@@ -40,7 +42,7 @@ def ablation_view(explorer, run: Run, heads) -> str:
                          f"{percent(m.probability_before)} → {percent(m.probability_after)} ({moved}) |")
     if result.is_next_before is not None:
         lines += ["", f"P(B follows A): {percent(result.is_next_before)} → **{percent(result.is_next_after)}**"]
-    return "\n".join(lines)
+    return "\n".join(lines + ["", "</div>"])
 
 
 class AttentionSection:

@@ -49,7 +49,7 @@ def explain_view(explorer, run: Run, target: str, token: str, steps: int):
                f"**{percent(ig.target.probability(ig.f_input))}**. Integrated gradients shares out the change from a "
                f"blank input ({percent(ig.target.probability(ig.f_baseline))}) over the words in {ig.steps} steps; "
                f"the shares add up to that change within {ig.relative_delta:.1e} of it (the convergence check). "
-               f"Silencing the heads one at a time, {_top_heads(ranking)}")
+               f"{_top_heads(ranking)}")
     table = faith.table.astype(float).round(2).reset_index().rename(columns={"index": "attention measure"})
     return (message,
             figures.attribution_figure(faith.tokens, {"integrated gradients": ig.scores, "blank-out": blank.scores},
@@ -59,10 +59,25 @@ def explain_view(explorer, run: Run, target: str, token: str, steps: int):
 
 
 def _top_heads(ranking) -> str:
-    top = ranking.ranking().head(3)
-    heads = ", ".join(f"{int(r.layer)}.{int(r.head)} ({percent(r.probability_after)})" for r in top.itertuples())
-    return (f"the ones it needs most are (layer.head, the probability without it): {heads}. Pick them in **All "
-            "heads** of the attention views to silence them together.")
+    """The three heads whose silencing moves the prediction most, in words that follow the sign: a head without
+    which the probability falls supports the prediction; one without which it rises works against it."""
+    top = list(ranking.ranking().head(3).itertuples())
+    before = percent(ranking.target.probability(ranking.f_input))
+
+    def heads(rows, one: str, many: str) -> str:
+        names = ", ".join(f"{int(r.layer)}.{int(r.head)} (→ {percent(r.probability_after)})" for r in rows)
+        return f"{names}, {one if len(rows) == 1 else many}"
+
+    falls, rises = [r for r in top if r.effect < 0], [r for r in top if r.effect > 0]
+    said = []
+    if falls:
+        said.append(f"it falls without {heads(falls, 'a head that supports it', 'heads that support it')}")
+    if rises:
+        said.append(f"it rises without {heads(rises, 'a head that works against it', 'heads that work against it')}")
+    if not said:
+        return f"Silencing any one head leaves it at {before}."
+    return (f"Silencing the heads one at a time (from {before}; layer.head → the probability without it): "
+            f"{'; '.join(said)}. Pick them in **All heads** of the attention views to silence them together.")
 
 
 class BeyondTab:

@@ -30,21 +30,22 @@ class CompareTab:
             self.other_model = gr.Dropdown(page.models.names, value=page.models.names[-1], label="Its model",
                                            scale=2, min_width=200, elem_id="compare-model")
             self.button = gr.Button("Compare", variant="primary", scale=1, elem_id="compare")
+        self.prefilled = gr.State(None)  # the (a, b) prefill last put in the boxes: while they hold it, untouched
         self.message = gr.Markdown(elem_id="compare-message")
         with gr.Row(equal_height=False):
             self.left = host.component("compare-left", id_prefix="cmp-a-", sync="compare")
             self.right = host.component("compare-right", id_prefix="cmp-b-", sync="compare")
-        with gr.Row():
+        # shown only when the two sides can be compared head by head (the message says why not)
+        with gr.Row(visible=False) as self.results:
             self.change = gr.Plot(label="How much each head changed", elem_id="compare-change")
             self.table = gr.Dataframe(interactive=False, label="The heads that changed most", max_height=420,
                                       elem_id="compare-table")
 
     @user_errors
-    def prefill(self, session, other_a, other_b):
-        """The analyzed input as the starting point of the second one, while the visitor has typed none."""
-        if (other_a or "").strip() or not isinstance(session, dict):  # typed already, or nothing analyzed
-            return gr.update(), gr.update()
-        return session["text"], session["pair"] or ""
+    def prefill(self, session, other_a, other_b, prefilled):
+        """The analyzed input as the starting point of the second one, for every new analysis, until the visitor
+        types in the boxes (then theirs stays)."""
+        return prefill_values(session, other_a, other_b, prefilled)
 
     @user_errors
     def compare(self, session, other_a, other_b, other_model):
@@ -56,12 +57,15 @@ class CompareTab:
         run_b = explorer_b.run(other_a, other_b or None)
         left, right = self.host.value(session["model"], run_a), self.host.value(other_model, run_b)
         same_model = explorer_a.name == explorer_b.name
+        pairs = _pairs(run_a, run_b)
         if run_a.attentions.shape != run_b.attentions.shape:
             why = ("the two inputs have different numbers of tokens" if len(run_a) != len(run_b)
                    else "the two models have different numbers of layers or heads")
-            return (f"Side by side below; no head-by-head difference: {why} ({len(run_a)} against {len(run_b)} tokens, "
-                    f"{run_a.num_layers}x{run_a.num_heads} against {run_b.num_layers}x{run_b.num_heads} heads).",
-                    left, right, None, pd.DataFrame())
+            return (f"**Side by side below, but no head-by-head difference:** {why} ({len(run_a)} against "
+                    f"{len(run_b)} tokens, {run_a.num_layers}x{run_a.num_heads} against "
+                    f"{run_b.num_layers}x{run_b.num_heads} heads): a head can be compared only between inputs of "
+                    f"as many tokens (change one word for one word).{pairs}",
+                    left, right, None, pd.DataFrame(), gr.update(visible=False))
         difference = run_a.compare(run_b)
         ranking = difference.ranking().head(12).astype({"change": float, "max_difference": float}).round(3)
         if same_model:
@@ -72,14 +76,38 @@ class CompareTab:
         top = ranking.iloc[0]
         message = (f"Compared: {what}. The head that changed most is layer {int(top['layer'])}, head "
                    f"{int(top['head'])} (change {top['change']:.2f}); the layer that changed most is layer "
-                   f"{int(difference.layer_change.argmax())}.")
+                   f"{int(difference.layer_change.argmax())}.{pairs}")
         return (message, left, right, figures.attention_change_figure(difference.head_change),
-                ranking)
+                ranking, gr.update(visible=True))
 
     def wire(self) -> None:
         self.button.click(self.compare, [self.page.session, self.other_a, self.other_b, self.other_model],
-                          [self.message, self.left, self.right, self.change, self.table], **self.page.api("compare"))
+                          [self.message, self.left, self.right, self.change, self.table, self.results],
+                          **self.page.api("compare"))
 
     def after_analysis(self, event, public: bool):
-        return event.then(self.prefill, [self.page.session, self.other_a, self.other_b],
-                          [self.other_a, self.other_b], **api("compare_prefill", False), queue=False)
+        return event.then(self.prefill, [self.page.session, self.other_a, self.other_b, self.prefilled],
+                          [self.other_a, self.other_b, self.prefilled], **api("compare_prefill", False), queue=False)
+
+
+def prefill_values(session, other_a, other_b, prefilled):
+    """(sentence A, sentence B, prefilled) of the second input after an analysis: the analyzed input while the boxes
+    are empty or still hold the last prefill, whatever the visitor typed otherwise."""
+    if not isinstance(session, dict):  # nothing analyzed (a refused first input)
+        return gr.update(), gr.update(), prefilled
+    typed = (other_a or "", other_b or "")
+    if typed[0].strip() and (prefilled is None or typed != tuple(prefilled)):
+        return gr.update(), gr.update(), prefilled
+    new = (session["text"], session["pair"] or "")
+    return new[0], new[1], list(new)
+
+
+def _pairs(run_a, run_b) -> str:
+    """A sentence when one side is a pair and the other not: a sentence B left in a box changes every head."""
+    a, b = run_a.encoding, run_b.encoding
+    if a.is_pair == b.is_pair:
+        return ""
+    pair, single = ("right", "left") if b.is_pair else ("left", "right")
+    which = b if b.is_pair else a
+    return (f" Note: the {pair} input is a pair (its sentence B: “{plain(which.text_pair[:80])}”) and the {single} "
+            "one a single sentence; empty sentence B to compare single sentences.")

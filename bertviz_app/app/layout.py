@@ -17,7 +17,7 @@ from ..explorer import Explorer, load
 from . import gradio_internals
 from .attention import AttentionSection
 from .beyond import BeyondTab
-from .common import MAX_CHARS, Models, Page, api, check_inputs, refuse, text_value, user_errors
+from .common import MAX_CHARS, Models, Page, api, check_inputs, plain, refuse, text_value, user_errors
 from .compare import CompareTab
 from .embeddings import EmbeddingsTab
 from .hidden import HiddenTab
@@ -47,8 +47,25 @@ PRESENTER_JS = """() => {
   const on = document.body.classList.toggle("bv-presenter");
   const button = document.querySelector("#presenter");
   if (button) button.textContent = on ? "Leave presenter mode" : "Presenter mode";
-  // large type leaves room for one row of controls: the others fold under "More options"
-  document.querySelectorAll("#attention-view .bv-more").forEach((more) => { more.open = !on; });
+  // the picture gets the screen: one row of controls, the others folded under "More options", also in the views
+  // that a new input mounts afresh
+  const fold = () => document.querySelectorAll("#attention-host .bv-more").forEach((more) => {
+    more.open = !document.body.classList.contains("bv-presenter"); });
+  fold();
+  if (!window.bvPresenterObserver) {
+    window.bvPresenterObserver = new MutationObserver((changes) => {
+      if (changes.some((c) => [...c.addedNodes].some((n) => n.querySelector && n.querySelector(".bv-more")))) fold();
+    });
+    const host = document.querySelector("#attention-host");
+    if (host) window.bvPresenterObserver.observe(host, { childList: true, subtree: true });
+  }
+}"""
+
+# On a phone the input fills the first screen: after Analyze the page scrolls to the picture the visitor asked for.
+SHOW_PICTURE_JS = """() => {
+  if (window.innerWidth > 700) return;
+  const host = document.querySelector("#attention-host");
+  if (host) host.scrollIntoView({ block: "start" });
 }"""
 
 
@@ -88,6 +105,7 @@ class InputArea:
                                        label="Examples", scale=2, min_width=150, elem_id="example")
             self.button = gr.Button("Analyze", variant="primary", scale=1, min_width=110, elem_id="analyze")
         self.notice = gr.Markdown(elem_id="notice")
+        self._refusals: dict[str | None, str] = {}  # session hash -> the sentence its last refused input got
 
     def pick_example(self, index):
         """The chosen example's sentences into the boxes."""
@@ -101,7 +119,7 @@ class InputArea:
         attention views' payload."""
 
         @user_errors
-        def analyze(model, text, text_pair, request: gr.Request = None):
+        def checked(model, text, text_pair, request):
             gradio_internals.forget_replaced_components(demo, request)
             explorer = self.models.get(model)
             text, text_pair = text_value(text, "Sentence A"), text_value(text_pair, "Sentence B")
@@ -109,14 +127,39 @@ class InputArea:
                 raise refuse("Sentence A is empty: type a sentence (sentence B is optional).")
             run = explorer.run(text, text_pair or None)
             notice = f"{len(run)} tokens · forward pass {run.seconds * 1000:.0f} ms on {explorer.device}"
-            if run.encoding.truncation is not None:
-                gr.Warning(f"Input truncated: {run.encoding.truncation}.")
-                notice += f" · **truncated:** {run.encoding.truncation}"
+            if run.encoding.truncation is not None:  # in the notice, which the next input replaces: no toasts
+                notice += f" · **truncated:** {truncation_notice(explorer, run.encoding.truncation)}"
             return ({"model": model, "text": text, "pair": text_pair}, run.token_table(), notice,
                     attention.first_paint(model, run))
 
+        def analyze(model, text, text_pair, request: gr.Request = None):
+            try:
+                return checked(model, text, text_pair, request)
+            except gr.Error as err:
+                self._refused(request, err.message)
+                raise
+
         return dict(fn=analyze, inputs=[self.model, self.sentence_a, self.sentence_b],
-                    outputs=[page.session, token_table, self.notice, attention.view])
+                    outputs=[page.session, token_table, self.notice, attention.view],
+                    # gradio's progress tracker would leave a red "Error" pill on every output of a refused input
+                    show_progress="hidden")
+
+    def _refused(self, request, message: str) -> None:
+        """Remember why this visitor's input was refused, for `stale_notice` (a failure listener gets no error)."""
+        self._refusals[getattr(request, "session_hash", None)] = message
+        while len(self._refusals) > 1000:
+            self._refusals.pop(next(iter(self._refusals)))
+
+    def stale_notice(self, session, request: gr.Request = None) -> str:
+        """After a refused input: why, and that the picture below is still the last good one (the page's CSS dims
+        it while this notice is up), or that there is none yet."""
+        why = self._refusals.pop(getattr(request, "session_hash", None), "The input was not analyzed.")
+        if not isinstance(session, dict):
+            return f"<span class='bv-stale'>**{plain(why)}**</span>"
+        last = session["text"] if not session["pair"] else f"{session['text']} | {session['pair']}"
+        last = last if len(last) <= 80 else last[:79] + "…"
+        return (f"<span class='bv-stale'>**{plain(why)}** The picture below is still the last one analyzed: "
+                f"“{plain(last)}”</span>")
 
     def restore(self, request: gr.Request):
         """The input a permalink carries (?a=...&b=...&model=...), before the first analysis; what it lacks or
@@ -182,8 +225,12 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
                                        **api("pick_example", False), queue=False)
         inputs.presenter.click(None, js=PRESENTER_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.
-        follow(gr.on([inputs.button.click, inputs.sentence_a.submit, inputs.sentence_b.submit, inputs.model.input],
-                     **page.api("analyze"), **analysis), public=True)
+        analyzed = gr.on([inputs.button.click, inputs.sentence_a.submit, inputs.sentence_b.submit,
+                          inputs.model.input], **page.api("analyze"), **analysis)
+        analyzed.failure(inputs.stale_notice, [page.session], [inputs.notice], **api("stale_notice", False),
+                         queue=False)
+        analyzed.success(None, js=SHOW_PICTURE_JS)
+        follow(analyzed, public=True)
         first = demo.load(inputs.restore, None, [inputs.sentence_a, inputs.sentence_b, inputs.model],
                           **api("restore", False), queue=False)
         follow(first.then(**page.api("analyze", False), **analysis), public=False)
@@ -192,6 +239,19 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, co
     # Every event's values are checked in words before gradio processes them, however the demo is launched.
     gradio_internals.check_inputs_first(demo, check_inputs)
     return demo
+
+
+def truncation_notice(explorer: Explorer, cut) -> str:
+    """A Truncation in words, naming what set the limit: the model's positions, or the server's --max-tokens (and how
+    to raise it)."""
+    removed = " and ".join(f"{n} from sentence {name}" for n, name in ((cut.removed_a, "A"), (cut.removed_b, "B")) if n)
+    model_limit = explorer.config.max_position_embeddings
+    if cut.max_tokens < model_limit:
+        limit = (f"this server reads at most {cut.max_tokens} (its `--max-tokens`; the model itself reads up to "
+                 f"{model_limit}: start the server with `--max-tokens {model_limit}` to read more)")
+    else:
+        limit = f"the model reads at most {cut.max_tokens}"
+    return f"the input has {cut.original_length} tokens and {limit}; removed {removed}"
 
 
 def _example_label(a: str, b: str) -> str:

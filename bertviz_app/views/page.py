@@ -14,8 +14,14 @@ import base64
 import html
 import json
 import re
+import struct
+import zlib
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
+
+from .payload import decode_payload
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 ENTRY = "main.mjs"
@@ -157,11 +163,67 @@ def notebook_html(payload: bytes, query_key: bytes | None = None, title: str = "
                   height: int = 760, view: str | None = None) -> str:
     """The standalone page inside an <iframe srcdoc>: each output is its own document, so several outputs in one
     notebook cannot clash on ids or styles, and no front end's require.js or CSP for inline modules is involved.
-    The sandbox allows scripts and downloads (the export buttons) but gives the frame no access to the notebook."""
+    The sandbox allows scripts and downloads (the export buttons) but gives the frame no access to the notebook.
+
+    A notebook JupyterLab does not trust (run elsewhere, or received) shows its outputs through a sanitizer that
+    removes iframes and <style> elements but keeps images and text: for it a static picture of every head follows
+    the frame, with how to get the interactive views. Everywhere else the <style> before it hides it."""
     page = standalone_html(payload, query_key, title, view)
-    return (f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" title=\"{html.escape(title, quote=True)}\" "
+    image, caption = static_picture(payload)
+    return (f"<div class=\"bertviz-output\"><style>.bertviz-static {{ display: none; }}</style>"
+            f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" title=\"{html.escape(title, quote=True)}\" "
             f"sandbox=\"allow-scripts allow-downloads\" style=\"width: 100%; height: {int(height)}px; border: 0;\">"
-            "</iframe>")
+            "</iframe>"
+            "<div class=\"bertviz-static\"><p><b>A static picture of the attention views.</b> This notebook is not "
+            "trusted, so its interactive views are not drawn: run this cell again, or trust the notebook (JupyterLab: "
+            "the command palette's <i>Trust Notebook</i>).</p>"
+            f"<img src=\"data:image/png;base64,{base64.b64encode(image).decode('ascii')}\" "
+            f"alt=\"{html.escape(caption, quote=True)}\" style=\"max-width: 100%; image-rendering: pixelated;\">"
+            f"<p>{html.escape(caption)}</p></div></div>")
+
+
+def static_picture(payload: bytes, width: int = 720, gap: int = 4) -> tuple[bytes, str]:
+    """(PNG, caption) of every head of a payload as a grid of thumbnails (rows: layers, columns: heads), each its
+    attention matrix on the views' square-root scale, about `width` pixels wide: a picture that needs no script."""
+    decoded = decode_payload(payload)
+    attention = decoded.values("attention")  # (L, h, T, T)
+    layers, heads, n = attention.shape[0], attention.shape[1], attention.shape[-1]
+    tile = min(max(width // heads - gap, 24), 160)
+    if n <= tile:  # each token a square of whole pixels
+        size = n * max(1, tile // n)
+        thumbs = np.repeat(np.repeat(attention, size // n, axis=-1), size // n, axis=-2)
+    else:  # blocks of tokens averaged to one pixel
+        size = tile
+        edges = np.linspace(0, n, tile + 1).astype(int)[:-1]
+        thumbs = np.add.reduceat(np.add.reduceat(attention, edges, axis=-1), edges, axis=-2)
+        thumbs /= np.maximum(thumbs.max(axis=(-2, -1), keepdims=True), 1e-12)
+    shade = np.sqrt(np.clip(thumbs, 0.0, 1.0))  # (L, h, size, size)
+    pitch = size + gap
+    grid = np.zeros((layers * pitch - gap, heads * pitch - gap), dtype=np.float32)
+    for layer in range(layers):
+        for head in range(heads):
+            grid[layer * pitch:layer * pitch + size, head * pitch:head * pitch + size] = shade[layer, head]
+    white, ink = np.array([255.0, 255.0, 255.0]), np.array([8.0, 48.0, 107.0])  # the views' darkest blue
+    rgb = (white + grid[..., None] * (ink - white)).round().astype(np.uint8)
+    tokens = decoded.header["tokens"]
+    shown = " ".join(tokens[:60]) + (" …" if len(tokens) > 60 else "")
+    caption = (f"Every head: {layers} layers (rows, 0 at the top) x {heads} heads (columns, 0 at the left); each tile "
+               f"is one head's attention over the {n} tokens (attending token down, attended token across; darker is "
+               f"more). Tokens: {shown}")
+    return _png(rgb), caption
+
+
+def _png(rgb: np.ndarray) -> bytes:
+    """An (H, W, 3) uint8 image as PNG bytes (no imaging library needed)."""
+    height, width, _ = rgb.shape
+    rows = np.concatenate([np.zeros((height, 1), dtype=np.uint8), rgb.reshape(height, width * 3)], axis=1)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 9))
+            + chunk(b"IEND", b""))
 
 
 class NotebookView:
