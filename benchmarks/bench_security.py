@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_security.py [--seconds 20] [--threads 1] [--clients 30]
 
 `bertviz-app serve --device cpu --auth USER:PASSWORD` (the built-in models, 256 tokens at most) runs as its own
-process on 127.0.0.1; this process logs in and then, against that one server:
+process on 127.0.0.1; this process logs in and then, against that one server (in this order: per-session first, on a fresh heap):
 
 1. exports: 20 threads ask the views' server functions for the largest exports there are, without pause, for
    `--seconds`: the CSV of every head of a layer (at 256 tokens, as the audit asked, and at 147 tokens, the longest
@@ -233,6 +233,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="how long the exports go on")
     parser.add_argument("--threads", type=int, default=1, help="the server's --threads")
     parser.add_argument("--clients", type=int, default=30, help="visitors for the memory per session")
+    parser.add_argument("--phases", default="per-session,exports,sessions,logins",
+                        help="which of per-session, exports, sessions, logins to run (comma-separated)")
     args = parser.parse_args()
     from bertviz_app.app import free_port
 
@@ -249,10 +251,15 @@ def main() -> None:
                 config = http.get("config").json()
             rows.append(("server", f"`bertviz-app serve --device cpu --threads {args.threads} --max-tokens "
                                    f"{MAX_TOKENS} --auth ...`; RSS at the start {rss_mib(proc.pid):.0f} MiB"))
-            rows += exports(url, cookies, config, proc.pid, args)
-            rows += sessions(url, cookies, config, proc.pid)
-            rows += per_session(url, cookies, config, proc.pid, args.clients)
-            rows += logins(url)
+            # memory per session first, on a fresh heap: later, sessions would fill memory the attacks freed
+            if "per-session" in args.phases:
+                rows += per_session(url, cookies, config, proc.pid, args.clients)
+            if "exports" in args.phases:
+                rows += exports(url, cookies, config, proc.pid, args)
+            if "sessions" in args.phases:
+                rows += sessions(url, cookies, config, proc.pid)
+            if "logins" in args.phases:
+                rows += logins(url)
             rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
         finally:
             stop_server(proc)
