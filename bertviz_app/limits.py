@@ -6,7 +6,7 @@ server share."""
 CACHE_MB = 256
 MAX_TOKENS = 256
 # A session holds the page's component configuration, not the answers sent to it (gradio_internals keeps those out):
-# measured by benchmarks/bench_security.py, see the README's "Security and limits".
+# 0.4 MB each measured by benchmarks/bench_security.py (1.9 MB at 256 tokens while it kept them), ~200 MB at most.
 MAX_SESSIONS = 500
 SESSION_MINUTES = 60
 # New sessions one client address may hold: past this, that address's least recently used session goes, not anyone
