@@ -1,21 +1,22 @@
 """The audit of issue #20, repeated against a served app (not a test: prints a Markdown table).
 
-    .venv/bin/python benchmarks/bench_security.py [--seconds 20] [--threads 1] [--clients 30]
+    .venv/bin/python benchmarks/bench_security.py [--seconds 20] [--threads 1] [--clients 30] [--phases ...]
 
 `bertviz-app serve --device cpu --auth USER:PASSWORD` (the built-in models, 256 tokens at most) runs as its own
-process on 127.0.0.1; this process logs in and then, against that one server (in this order: per-session first, on a fresh heap):
+process on 127.0.0.1; this process logs in and then, against that one server, in this order:
 
-1. exports: 20 threads ask the views' server functions for the largest exports there are, without pause, for
+1. per-session (first, on a fresh heap: later ones would fill memory the attacks freed): `--clients` visitors each
+   analyze the same 5 inputs of 256 tokens (the Run cache holds them after the first visitor, so what grows is the
+   sessions); (RSS after - RSS after the first visitor) / the rest;
+2. exports: 20 threads ask the views' server functions for the largest exports there are, without pause, for
    `--seconds`: the CSV of every head of a layer (at 256 tokens, as the audit asked, and at 147 tokens, the longest
    input whose all-heads CSV is still given), and the offline page at 256 tokens; from 10 sessions of one address.
    Meanwhile a visitor analyzes new sentences one after another. Reported: what the exports were answered, the
    server's resident memory (VmRSS sampled every 50 ms: before, peak, 3 s after) and the visitor's latency, against
    the same visitor alone just before;
-2. sessions: a visitor (from 127.0.0.2) analyzes, then one address (127.0.0.1) sends 600 calls with random session hashes (300 to the server
-   functions, 300 to an event outside the queue); reported: whether the visitor's analysis is still theirs, and
-   the server's memory;
-3. memory per session: `--clients` visitors each analyze the same 5 inputs of 256 tokens (the Run cache holds them
-   after the first visitor, so what grows is the sessions); (RSS after - RSS after the first visitor) / the rest;
+3. sessions: a visitor (from 127.0.0.2) analyzes, then one address (127.0.0.1) sends 600 calls with random session
+   hashes (300 to the server functions, 300 to an event outside the queue); reported: whether the visitor's
+   analysis is still theirs, and the server's memory;
 4. logins (last: it locks the user name out): 120 wrong passwords, each request naming a fresh address in
    X-Forwarded-For; reported: how many reached the password check, and what the right password then got.
 The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
@@ -167,7 +168,8 @@ def exports(url, cookies, config, pid, args) -> list[tuple[str, str]]:
     total = sum(answers.values())
     return [("exports: 20 threads for", f"{elapsed:.0f} s, {total} calls: " + ", ".join(
                 f"{n} {kind}" for kind, n in sorted(answers.items(), key=lambda kv: -kv[1]))),
-            ("exports: server RSS before / peak / 3 s after", f"{memory.before:.0f} / {memory.peak:.0f} / {after:.0f} MiB"),
+            ("exports: server RSS before / peak / 3 s after",
+             f"{memory.before:.0f} / {memory.peak:.0f} / {after:.0f} MiB"),
             ("a new 12-token analysis alone: median (max)", f"{statistics.median(alone):.2f} s ({max(alone):.2f} s)"),
             ("the same during the exports: median (max), n", f"{statistics.median(during):.2f} s "
                                                              f"({max(during):.2f} s), {len(during)}")]

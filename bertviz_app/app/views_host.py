@@ -17,7 +17,6 @@ below layer, head, token and tab. Not `view`: Gradio's own page reads that param
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import functools
 import hashlib
@@ -267,8 +266,6 @@ class ExportLane:
         self._queued += 1
         try:
             return await anyio.to_thread.run_sync(in_words(work), session, limiter=self._limiter)
-        except asyncio.CancelledError:
-            raise
         finally:
             self._queued -= 1
 
