@@ -768,3 +768,18 @@ def test_gradio_internals_sessions_are_kept_as_expected(served):
     holder = demo.state_holder
     assert isinstance(holder.session_data, dict) and isinstance(holder.time_last_used, dict)
     assert hasattr(holder.lock, "acquire") and holder.capacity == app.server.MAX_SESSIONS
+
+
+def test_gradio_internals_sessions_values_and_requests_are_where_the_bounds_reach(served):
+    """bound_new_sessions, keep_values_out_of_sessions and current_session_hash reach into gradio's StateHolder,
+    Blocks.pre/postprocess_data and its request context variable; if gradio moves them, this fails."""
+    _, demo = served
+    from gradio.context import LocalContext
+
+    assert type(demo.state_holder).__name__ == "BoundedStateHolder"
+    assert isinstance(type(demo.state_holder).bounded_by, guards.SessionBudget)
+    for name in ("preprocess_data", "postprocess_data"):
+        assert getattr(getattr(demo, name), "keeps_values_out", False), name
+        assert {"block_fn", "state"} <= set(inspect.signature(getattr(gr.Blocks, name)).parameters)
+    assert getattr(demo.preprocess_data, "checks_inputs_first", False)  # both wrappers, neither lost
+    assert LocalContext.request.get(None) is None and app.gradio_internals.current_session_hash() is None
