@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import socket
+import threading
 import time
 import tracemalloc
 import uuid
@@ -432,17 +433,19 @@ def test_the_server_functions_wait_in_a_lane_of_their_own(served, model_name, mo
     make only so many calls a minute."""
     url, demo = served
     running, most = [0], [0]
+    gate = threading.Event()  # the exports wait here until every request has arrived
     original = views_host.csv_of
 
-    def slow_csv(*args):
+    def held_csv(*args):
         running[0] += 1
         most[0] = max(most[0], running[0])
-        time.sleep(0.3)
+        gate.wait(60)
         running[0] -= 1
         return original(*args)
 
-    monkeypatch.setattr(views_host, "csv_of", slow_csv)
+    monkeypatch.setattr(views_host, "csv_of", held_csv)
     visitors = [analyzed(url, model_name, f"Export number {i} please.") for i in range(12)]
+    admitted = limits.EXPORTS_AT_ONCE + limits.EXPORTS_WAITING
 
     def export(visitor):
         session, key = visitor
@@ -450,10 +453,15 @@ def test_the_server_functions_wait_in_a_lane_of_their_own(served, model_name, mo
                                                                 "head": "all"})
 
     with concurrent.futures.ThreadPoolExecutor(len(visitors)) as pool:
-        answers = list(pool.map(export, visitors))
+        futures = [pool.submit(export, visitor) for visitor in visitors]
+        deadline = time.monotonic() + 60
+        while sum(f.done() for f in futures) < len(visitors) - admitted and time.monotonic() < deadline:
+            time.sleep(0.05)  # the ones past the lane's room are answered at once
+        gate.set()
+        answers = [f.result() for f in futures]
     assert most[0] == limits.EXPORTS_AT_ONCE
     busy = [a for a in answers if "busy" in a.get("error", "")]
-    assert len(busy) >= len(visitors) - limits.EXPORTS_AT_ONCE - limits.EXPORTS_WAITING
+    assert len(busy) == len(visitors) - admitted
     assert all("value" in a for a in answers if a not in busy)
     session, key = visitors[0]
     answers = [host_call(url, demo, session, "query_key", key) for _ in range(limits.EXPORTS_PER_MINUTE + 1)]
@@ -783,3 +791,33 @@ def test_gradio_internals_sessions_values_and_requests_are_where_the_bounds_reac
         assert {"block_fn", "state"} <= set(inspect.signature(getattr(gr.Blocks, name)).parameters)
     assert getattr(demo.preprocess_data, "checks_inputs_first", False)  # both wrappers, neither lost
     assert LocalContext.request.get(None) is None and app.gradio_internals.current_session_hash() is None
+
+
+def test_a_large_server_function_answer_gives_its_memory_back():
+    """After an answer over 1 MiB (an offline page, a CSV) the freed memory goes back to the system: 20 exports left
+    a server at 2.1 GB that had been at 0.9."""
+    released = []
+
+    async def gradio_route(scope, receive, send):
+        assert (await receive())["body"].startswith(b"{")  # the body, read by the guard, comes again
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"x" * size})
+
+    async def call():
+        body = json.dumps({"session_hash": "s", "component_id": 1, "fn_name": "f", "data": None}).encode()
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive():
+            return messages.pop() if messages else {"type": "http.disconnect"}
+
+        async def send(message):
+            pass
+
+        guard = guards.ServerFunctions(gradio_route, session_exists=lambda s: True,
+                                       release=lambda: released.append(size))
+        await guard({"type": "http", "method": "POST", "path": "/gradio_api/component_server", "headers": []},
+                    receive, send)
+
+    for size in (1000, 2 * MIB):
+        asyncio.run(call())
+    assert released == [2 * MIB]

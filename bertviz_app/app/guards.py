@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
@@ -491,8 +492,8 @@ class ServerFunctions:
                 await answer(send, 404, {"error": "This page has no component with that id; reload the page."})
         finally:
             CALLER.reset(token)
-            if sent > self.LARGE:
-                self.release()
+        if sent > self.LARGE:  # in a worker thread: a trim of a large heap can take tens of milliseconds
+            await anyio.to_thread.run_sync(self.release)
 
 
 class CallErrors:
