@@ -55,7 +55,13 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                         "query/key view need no new forward pass (least recently used out first); one 512-token "
                         "input of the default model weighs 55-61 MB, a sentence well under 1 MB")
     p.add_argument("--max-sessions", type=int, default=limits.MAX_SESSIONS,
-                   help="visitor sessions kept (about 0.2 MB each); past this the least recently used is forgotten")
+                   help="visitor sessions kept; past this the least recently used is forgotten")
+    p.add_argument("--sessions-per-address", type=int, default=limits.SESSIONS_PER_ADDRESS,
+                   help="sessions one client address may hold (a class behind one address shares them); past this "
+                        "that address's least recently used is forgotten, no one else's")
+    p.add_argument("--behind-proxy", action="store_true",
+                   help="a reverse proxy on this machine forwards the visitors: take their address from its "
+                        "X-Forwarded-For (otherwise that header is ignored, since anyone can write it)")
     p.add_argument("--session-minutes", type=float, default=limits.SESSION_MINUTES,
                    help="a session idle for this long is forgotten (its visitor analyzes again when back)")
     p.set_defaults(handler=run_serve)
@@ -203,6 +209,8 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError("--cache-mb must be a number of megabytes, 0 or more (0 keeps only the latest input)")
     if args.max_sessions < 1:
         raise UsageError("--max-sessions must be at least 1")
+    if args.sessions_per_address < 1:
+        raise UsageError("--sessions-per-address must be at least 1")
     if not 0 < args.session_minutes < float("inf"):
         raise UsageError("--session-minutes must be a number of minutes, more than 0")
     auth = parse_auth(args.auth)
@@ -228,7 +236,8 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     demo = app.build_demo(explorers, concurrency=args.concurrency)
     app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth, max_sessions=args.max_sessions,
-              session_idle_s=args.session_minutes * 60)
+              session_idle_s=args.session_minutes * 60, sessions_per_address=args.sessions_per_address,
+              behind_proxy=args.behind_proxy)
     return 0
 
 

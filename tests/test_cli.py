@@ -20,7 +20,8 @@ def test_help_lists_the_launch_options(capsys):
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
     for option in ("serve", "--model", "--device", "--host", "--port", "--share", "--auth", "--max-tokens",
-                   "--concurrency", "--threads", "--cache-mb", "--max-sessions", "--session-minutes"):
+                   "--concurrency", "--threads", "--cache-mb", "--max-sessions", "--session-minutes",
+                   "--sessions-per-address", "--behind-proxy"):
         assert option in out
 
 
@@ -69,11 +70,12 @@ def fake_app(monkeypatch):
 def test_serve_passes_the_options_on(fake_app, capsys):
     assert cli.main(["--model", "m1", "--model", "m2", "--device", "cpu", "--port", "8123", "--max-tokens", "64",
                      "--concurrency", "3", "--auth", "u:p", "--cache-mb", "32", "--max-sessions", "40",
-                     "--session-minutes", "1.5"]) == 0
+                     "--session-minutes", "1.5", "--sessions-per-address", "7", "--behind-proxy"]) == 0
     assert fake_app["load"] == (["m1", "m2"], {"device": "cpu", "max_tokens": 64, "cache_mb": 32})
     assert fake_app["build"] == {"concurrency": 3}
     assert fake_app["serve"] == {"host": "127.0.0.1", "port": 8123, "share": False, "auth": [("u", "p")],
-                                 "max_sessions": 40, "session_idle_s": 90}
+                                 "max_sessions": 40, "session_idle_s": 90, "sessions_per_address": 7,
+                                 "behind_proxy": True}
     assert capsys.readouterr().err == ""
 
 
@@ -129,6 +131,7 @@ def test_threads_sets_torch_threads(fake_app):
                                            (["--auth", "nocolon"], "USER:PASSWORD"),
                                            (["--cache-mb", "-1"], "0 or more"), (["--cache-mb", "inf"], "0 or more"),
                                            (["--cache-mb", "nan"], "0 or more"), (["--max-sessions", "0"], "at least 1"),
+                                           (["--sessions-per-address", "0"], "at least 1"),
                                            (["--session-minutes", "0"], "more than 0"),
                                            (["--session-minutes", "nan"], "more than 0")])
 def test_bad_options_exit_2_in_words(fake_app, capsys, argv, message):

@@ -18,6 +18,7 @@ from ..run import Run
 log = logging.getLogger("bertviz_app.app")
 
 MAX_CHARS = 20_000  # per box; the tokenizer is fast, but a pasted book should not reach it
+MAX_CHOICE_CHARS = 500  # a dropdown's value: a model name, a token, a word to explain
 
 
 def user_errors(fn: Callable) -> Callable:
@@ -133,6 +134,15 @@ def input_problem(component, value) -> str | None:
             return None
         if value is not None and not isinstance(value, (str, int, float)):
             return f"must be one of its choices, not {_kind(value)}."
+        if isinstance(value, str) and len(value) > MAX_CHOICE_CHARS:
+            return f"must be one of its choices, not {len(value):,} characters of text."
+        # Gradio's own check says the same, but echoes the value (any size) and logs a traceback with it. The page's
+        # choices are the session's too: only dropdowns that take custom values get new choices from a handler.
+        if value is not None and not getattr(component, "allow_custom_value", True):
+            choices = [c[1] if isinstance(c, (tuple, list)) else c for c in getattr(component, "choices", None) or []]
+            if value not in choices:
+                shown = ", ".join(str(c) for c in choices[:10])
+                return f"must be one of its choices ({shown}{', ...' if len(choices) > 10 else ''})."
     elif isinstance(component, gr.Dataframe):
         if value is not None and not isinstance(value, dict):
             return f"must be a table (an object with headers and data), not {_kind(value)}."

@@ -5,7 +5,10 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
 - forget_replaced_components: sessions no longer grow with every analysis;
 - check_inputs_first: every event's values are checked, in words that name the field, before gradio processes them;
 - strip_api_info: the login page does not carry the API description;
-- expire_idle_sessions: sessions idle for long are forgotten.
+- expire_idle_sessions: sessions idle for long are forgotten;
+- bound_new_sessions: new sessions are bounded per client address (guards.SessionBudget decides);
+- keep_values_out_of_sessions: a session does not keep a copy of what each event sent to the page;
+- current_session_hash: the session of the event being answered.
 
 Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
 and `queue()` arguments or plain ASGI middleware (guards.py).
@@ -14,8 +17,10 @@ and `queue()` arguments or plain ASGI middleware (guards.py).
 from __future__ import annotations
 
 import datetime
+import functools
 import inspect
 import re
+import threading
 
 import gradio as gr
 
@@ -77,8 +82,9 @@ def check_inputs_first(demo: gr.Blocks, check) -> None:
         check(components, list(values) if isinstance(values, (list, tuple)) else [])
         try:
             return await original(*args, **kwargs)
-        except gr.Error:
-            raise
+        except gr.Error as err:  # gradio's own words: without the traceback gradio would log, and kept short
+            message = str(err.message)
+            raise gr.Error(message if len(message) <= 300 else message[:299] + "…", print_exception=False) from None
         except Exception as err:  # noqa: BLE001 - gradio's processing of a visitor's value: say which one
             found = _INDEX.search(str(err))
             index = int(found.group(1)) if found else None
@@ -126,3 +132,91 @@ def expire_idle_sessions(demo: gr.Blocks, idle_seconds: float) -> int:
             holder.session_data.pop(session, None)
             holder.time_last_used.pop(session, None)
     return len(idle)
+
+
+def session_exists(demo: gr.Blocks, session_hash: str) -> bool:
+    return session_hash in demo.state_holder.session_data
+
+
+# --- new sessions ---------------------------------------------------------------------------------------------------
+# StateHolder.__getitem__(session_hash) creates a session for any hash it has not seen, on every route that carries
+# one (queue/join, run/predict, component_server). The running app's holder becomes an instance of a subclass that
+# first asks `budget.admit(hash, last_used)` which sessions to forget (or raises, where none may be created).
+def bound_new_sessions(demo: gr.Blocks, budget) -> None:
+    """Make every session gradio creates from now on pass `budget.admit` first (demo must be launched). Raises
+    AttributeError/TypeError at once if gradio's StateHolder no longer has the expected shape."""
+    holder = demo.state_holder
+    base = type(holder)
+    if getattr(base, "bounded_by", None) is not None:
+        base.bounded_by = budget
+        return
+    for name in ("session_data", "time_last_used", "lock"):
+        getattr(holder, name)
+    lock = threading.Lock()
+
+    class BoundedStateHolder(base):
+        bounded_by = budget
+
+        def __getitem__(self, session_id):
+            if session_id not in self.session_data:
+                with lock:
+                    gone = self.bounded_by.admit(session_id, lambda s: self.time_last_used.get(s)
+                                                 if s in self.session_data else None)
+                with self.lock:
+                    for session in gone:
+                        self.session_data.pop(session, None)
+                        self.time_last_used.pop(session, None)
+            return super().__getitem__(session_id)
+
+    holder.__class__ = BoundedStateHolder
+
+
+# --- what each event sent to the page -------------------------------------------------------------------------------
+# Before and after each event's function, gradio writes the values it received and returned into the session's
+# `config_values` (Blocks.preprocess_data / postprocess_data -> SessionState._update_value_in_config), where only its
+# deep-link route (which this app does not offer) reads them. Each analysis left the views' payload there (2.9 MB at
+# 256 tokens), and figures and tables beside it: a session weighed what its last answers did, 500 of them ~1.4 GB.
+def keep_values_out_of_sessions(demo: gr.Blocks) -> None:
+    """After gradio has stored an event's input and output values in the session, drop them again. Raises TypeError at
+    once if gradio's preprocess_data / postprocess_data no longer take (block_fn, ..., state)."""
+    for name, which in (("preprocess_data", "inputs"), ("postprocess_data", "outputs")):
+        original = getattr(demo, name)
+        if getattr(original, "keeps_values_out", False):
+            continue
+        # the class's method: `original` may be a wrapper (check_inputs_first's) that takes (*args, **kwargs)
+        signature = inspect.signature(getattr(type(demo), name).__get__(demo))
+        if not {"block_fn", "state"} <= set(signature.parameters):
+            raise TypeError(f"gradio's Blocks.{name}{signature} no longer takes (block_fn, ..., state)")
+
+        def wrap(original, signature, which):
+            @functools.wraps(original)
+            async def without_values(*args, **kwargs):
+                result = await original(*args, **kwargs)
+                arguments = signature.bind(*args, **kwargs).arguments
+                forget_values(arguments.get("state"), getattr(arguments["block_fn"], which, None) or [])
+                return result
+
+            without_values.keeps_values_out = True
+            return without_values
+
+        setattr(demo, name, wrap(original, signature, which))
+
+
+def forget_values(state, blocks) -> None:
+    config_values = getattr(state, "config_values", None)
+    if not isinstance(config_values, dict):
+        return
+    for block in blocks:
+        props = (config_values.get(getattr(block, "_id", None)) or {}).get("props")
+        if isinstance(props, dict) and props.get("value") is not None:
+            props["value"] = None
+
+
+# --- the session of the event being answered -------------------------------------------------------------------------
+def current_session_hash() -> str | None:
+    """The session hash of the event whose function is running (gradio sets the request in a context variable before
+    calling it), or None outside an event."""
+    from gradio.context import LocalContext
+
+    request = LocalContext.request.get(None)
+    return getattr(request, "session_hash", None)

@@ -8,13 +8,19 @@ page embeds the API description) comes in as a function from gradio_internals.
 - NoUploads: this app has no file input; gradio's upload routes would store any file, so they answer 403.
 - LoginRequired (with --auth): every route but those that draw the login page needs a login; the login page itself
   no longer embeds the API description (endpoint names, model names, examples).
-- LoginThrottle (with --auth): failed logins are limited per client address.
+- LoginThrottle (with --auth): failed logins are limited per client address, per user name and for the server.
+- ClientSessions, SessionBudget: new sessions are bounded per client address (gradio_internals.bound_new_sessions
+  asks the budget whenever gradio is about to create one).
+- ServerFunctions: the views' server-function route answers only existing sessions, in words.
 - CallErrors: the curl-style `/gradio_api/call/v2/...` route answers a missing or unknown argument in words (422)
   instead of a 500 and a traceback in the log.
 """
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
+import ipaddress
 import json
 import math
 import time
@@ -22,7 +28,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio
 from starlette.datastructures import Headers
+from starlette.requests import Request
+
+from .. import limits
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -204,39 +214,58 @@ class LoginRequired:
 
 
 class LoginThrottle:
-    """With --auth: at most `max_failures` failed logins per client address in any `window_s` seconds; past that,
-    POST /login answers 429 (with Retry-After) without trying the password, the right one included, until the oldest
-    failure is `window_s` old. A class behind one school address shares the budget, hence a generous default.
+    """With --auth: failed logins are counted per client address, per user name and for the whole server, each over
+    `window_s` seconds; once any count the attempt belongs to is full, POST /login answers 429 (with Retry-After)
+    without trying the password, the right one included, until that count's oldest failure is `window_s` old.
+
+    Why three: a guesser with many addresses (IPv6, or a proxy that passes on any X-Forwarded-For) meets the per-name
+    and server-wide counts; and every visitor through a --share tunnel or a proxy on this machine arrives from
+    127.0.0.1, so a loopback address has no count of its own (one guesser there would lock the class out of it)
+    and meets only the other two. The price of any such count: a guesser can keep new logins out for a while;
+    visitors already logged in are not affected.
 
     Every attempt counts from the moment it arrives and is taken back when the password was right: guesses sent all
     at once cannot slip past the limit while the first ones are being checked.
 
-    The address is the client's as uvicorn reports it: behind a proxy on this machine (trusted by uvicorn's default
-    FORWARDED_ALLOW_IPS, 127.0.0.1), the one that proxy names in X-Forwarded-For."""
+    The address is the client's as uvicorn reports it: the connection's, unless the server was started with
+    --behind-proxy (then uvicorn takes a proxy's X-Forwarded-For; see server.serve)."""
 
     PATHS = {"/login", "/login/"}
+    ALL = ("all",)
 
-    def __init__(self, app: ASGIApp, max_failures: int = 20, window_s: float = 300, max_clients: int = 10_000,
+    def __init__(self, app: ASGIApp, max_failures: int = limits.LOGIN_FAILURES_PER_ADDRESS,
+                 window_s: float = limits.LOGIN_WINDOW_S, max_per_name: int = limits.LOGIN_FAILURES_PER_NAME,
+                 max_all: int = limits.LOGIN_FAILURES_ALL, max_clients: int = 10_000,
                  clock: Callable[[], float] = time.monotonic):
         self.app = app
         self.max_failures = max_failures
         self.window_s = window_s
+        self.max_per_name = max_per_name
+        self.max_all = max_all
         self.max_clients = max_clients
         self.clock = clock
-        self.failures: dict[str, deque[float]] = {}
+        self.failures: dict[Any, deque[float]] = {}
 
     def client(self, scope: Scope) -> str:
         return (scope.get("client") or ("?", 0))[0]
 
-    def recent(self, key: str, now: float) -> deque[float]:
+    def counts(self, address: str, name: str) -> list[tuple[Any, int, str]]:
+        """(key, limit, whose) of every count an attempt from `address` for user `name` belongs to."""
+        counts = [(("name", name[:100]), self.max_per_name, "for this user name"),
+                  (self.ALL, self.max_all, "on this server")]
+        if not is_loopback(address):
+            counts.insert(0, (address, self.max_failures, "from your address"))
+        return counts
+
+    def recent(self, key, now: float) -> deque[float]:
         times = self.failures.get(key, deque())
         while times and now - times[0] >= self.window_s:
             times.popleft()
         return times
 
-    def record_failure(self, key: str, now: float) -> None:
+    def record_failure(self, key, now: float) -> None:
         if key not in self.failures and len(self.failures) >= self.max_clients:
-            for other in list(self.failures):  # forget addresses whose failures are all old, else the oldest entry
+            for other in list(self.failures):  # forget counts whose failures are all old, else the oldest entry
                 if not self.recent(other, now):
                     del self.failures[other]
             if len(self.failures) >= self.max_clients:
@@ -245,7 +274,7 @@ class LoginThrottle:
         times.append(now)
         self.failures[key] = times
 
-    def take_back(self, key: str, when: float) -> None:
+    def take_back(self, key, when: float) -> None:
         times = self.failures.get(key)
         if times and when in times:
             times.remove(when)
@@ -254,14 +283,21 @@ class LoginThrottle:
         if scope["type"] != "http" or scope["method"] != "POST" or route_path(scope) not in self.PATHS:
             await self.app(scope, receive, send)
             return
-        key, now = self.client(scope), self.clock()
-        times = self.recent(key, now)
-        if len(times) >= self.max_failures:
-            wait = max(1, math.ceil(times[0] + self.window_s - now))
-            await answer(send, 429, {"detail": f"Too many failed logins from your address; try again in {wait} s."},
-                         [(b"retry-after", str(wait).encode())])
+        body = await read_body(receive)
+        if body is None:  # the client went away
             return
-        self.record_failure(key, now)
+        receive = replay(body, receive)
+        counts = self.counts(self.client(scope), await user_name(scope, body))
+        now = self.clock()
+        for key, limit, whose in counts:
+            times = self.recent(key, now)
+            if len(times) >= limit:
+                wait = max(1, math.ceil(times[0] + self.window_s - now))
+                await answer(send, 429, {"detail": f"Too many failed logins {whose}; try again in {wait} s."},
+                             [(b"retry-after", str(wait).encode())])
+                return
+        for key, _, _ in counts:
+            self.record_failure(key, now)
         status = 0
 
         async def watched_send(message: Message) -> None:
@@ -274,7 +310,190 @@ class LoginThrottle:
             await self.app(scope, receive, watched_send)
         finally:
             if status not in (400, 401, 403):  # not a wrong password (gradio answers one with 400): not a failure
-                self.take_back(key, now)
+                for key, _, _ in counts:
+                    self.take_back(key, now)
+
+
+def is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+async def read_body(receive: Receive) -> bytes | None:
+    """The whole request body (BodyLimit, outside, has bounded it), or None if the client disconnected."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives `body` again, then whatever the connection says next (a disconnect)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+async def user_name(scope: Scope, body: bytes) -> str:
+    """The `username` field of a login form (urlencoded or multipart, as gradio's /login takes it); "" if none."""
+    try:
+        form = await Request(scope, replay(body, _disconnected)).form()
+        name = form.get("username")
+        await form.close()
+    except Exception:  # noqa: BLE001 - a malformed form: gradio refuses it; here it has no name
+        return ""
+    return name if isinstance(name, str) else ""
+
+
+async def _disconnected() -> Message:
+    return {"type": "http.disconnect"}
+
+
+# --- sessions, and the views' server functions ----------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who is asking, for the code that runs while a request is answered: the client address, whether this route may
+    create a session, and (on the server-function route) the session that calls."""
+
+    address: str
+    may_create_session: bool = True
+    session: str | None = None
+
+
+CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("bertviz_caller", default=None)
+
+
+def calling_session() -> str | None:
+    """The session of the server-function call being answered (None outside one)."""
+    caller = CALLER.get()
+    return caller.session if caller else None
+
+
+class SessionRefused(Exception):
+    """A session this route may not create (the server functions answer only sessions that exist)."""
+
+
+SESSION_GONE = ("This page's session has ended on the server (it was idle, or the server restarted): reload the page "
+                "and analyze again.")
+
+
+class SessionBudget:
+    """New sessions per client address: gradio creates a session for any new session hash a request carries, so 600
+    requests with random hashes pushed every visitor out of the 500 sessions kept. Here each address holds at most
+    `per_address` sessions; a new one past that replaces that address's least recently used one, no one else's.
+    `admit` is called (gradio_internals.bound_new_sessions) whenever gradio is about to create a session."""
+
+    def __init__(self, per_address: int = limits.SESSIONS_PER_ADDRESS, max_addresses: int = 10_000):
+        self.per_address = per_address
+        self.max_addresses = max_addresses
+        self.sessions: dict[str, dict[str, None]] = {}  # address -> its sessions, oldest first
+
+    def admit(self, session: str, last_used: Callable[[str], Any]) -> list[str]:
+        """The sessions to forget so that `session` can be created (`last_used(s)`: when s was last used, None once
+        gradio no longer keeps it); raises SessionRefused where the route may create none."""
+        caller = CALLER.get()
+        if caller is None:  # gradio's own work between requests (the queue restoring a session): not a visitor
+            return []
+        if not caller.may_create_session:
+            raise SessionRefused(SESSION_GONE)
+        mine = {s: None for s in self.sessions.pop(caller.address, {}) if last_used(s) is not None}
+        self.sessions[caller.address] = mine  # the most recent address last
+        gone = []
+        while len(mine) >= self.per_address:
+            oldest = min(mine, key=last_used)
+            del mine[oldest]
+            gone.append(oldest)
+        mine[session] = None
+        while len(self.sessions) > self.max_addresses:  # only the bookkeeping of the oldest address goes
+            del self.sessions[next(iter(self.sessions))]
+        return gone
+
+
+class ClientSessions:
+    """Tells the code below who is asking (CALLER): the client's address, and whether the route may create a session
+    (every route but the server functions')."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        address = (scope.get("client") or ("?", 0))[0]
+        token = CALLER.set(Caller(address, route_path(scope) not in ServerFunctions.PATHS))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CALLER.reset(token)
+
+
+class ServerFunctions:
+    """gradio's /gradio_api/component_server (the views' server functions) outside the queue: it answered any session
+    hash by creating a session, and an unknown component id with a bare 500 and a traceback. Here only a session that
+    exists is answered (the page is told in words to reload otherwise: `{"error": ...}`, as our server functions
+    answer), the calling session is known to the function (CALLER), an unknown component id is answered in words
+    (404), and after a large answer `release()` gives the freed memory back."""
+
+    PATHS = {f"{API}/component_server", f"{API}/component_server/"}
+    LARGE = 2**20
+
+    def __init__(self, app: ASGIApp, session_exists: Callable[[str], bool], release: Callable[[], None]):
+        self.app = app
+        self.session_exists = session_exists
+        self.release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or route_path(scope) not in self.PATHS:
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        if body is None:
+            return
+        try:
+            call = json.loads(body)
+        except ValueError:
+            call = None
+        session = call.get("session_hash") if isinstance(call, dict) else None
+        if not isinstance(session, str) or not self.session_exists(session):
+            await answer(send, 200, {"error": SESSION_GONE})
+            return
+        caller = CALLER.get() or Caller("?")
+        token = CALLER.set(dataclasses.replace(caller, may_create_session=False, session=session))
+        started, sent = False, 0
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started, sent
+            started = True
+            sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, replay(body, receive), watched_send)
+        except (KeyError, SessionRefused) as err:
+            if started:
+                raise
+            if isinstance(err, SessionRefused):
+                await answer(send, 200, {"error": SESSION_GONE})
+            else:
+                await answer(send, 404, {"error": "This page has no component with that id; reload the page."})
+        finally:
+            CALLER.reset(token)
+        if sent > self.LARGE:  # in a worker thread: a trim of a large heap can take tens of milliseconds
+            await anyio.to_thread.run_sync(self.release)
 
 
 class CallErrors:

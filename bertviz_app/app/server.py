@@ -7,10 +7,15 @@ What is bounded, and how (the README's "Security and limits" says it for operato
 - the model: every event that runs it goes through the queue (`queue(api_open=False)`: gradio's direct
   /gradio_api/run/ route refuses queued events), at most `max_queue` waiting; `concurrency` forward passes at once;
 - uploads: refused (the app has no file input; guards.NoUploads), and gradio's own cap set as well;
-- sessions: at most `max_sessions` (gradio's `state_session_capacity`), and those idle for `session_idle_s` are
-  forgotten (gradio_internals.expire_idle_sessions, every minute);
+- sessions: at most `max_sessions` (gradio's `state_session_capacity`), at most `sessions_per_address` per client
+  address (a new one past that replaces that address's least recently used; guards.SessionBudget), those idle for
+  `session_idle_s` forgotten (gradio_internals.expire_idle_sessions, every minute), and none keeps a copy of what
+  its events sent to the page (gradio_internals.keep_values_out_of_sessions);
+- the views' server functions (outside the queue): only for a session that exists and only on its own analyses, in
+  a lane of their own with a rate per session (views_host.ExportLane; guards.ServerFunctions);
+- client addresses: the connection's; a proxy's X-Forwarded-For only with `behind_proxy`;
 - with `auth`: every route but the login page's needs a login, the login page does not embed the API description,
-  failed logins are limited per address (guards.LoginRequired, guards.LoginThrottle);
+  failed logins are limited per address, per user name and in all (guards.LoginRequired, guards.LoginThrottle);
 - event values: checked before gradio processes them, refused in words that name the field
   (common.check_inputs through gradio_internals.check_inputs_first, installed by build_demo).
 The Run cache is bounded by bytes in the Explorer (`cache_mb`, `--cache-mb`).
@@ -22,6 +27,7 @@ import asyncio
 import contextlib
 import io
 import logging
+import os
 import socket
 import sys
 
@@ -30,6 +36,7 @@ from starlette.middleware import Middleware
 
 from .. import limits, views
 from ..catalog import ASSETS
+from ..explorer import _release_freed_memory
 from . import gradio_internals, guards
 
 log = logging.getLogger("bertviz_app.app")
@@ -84,39 +91,70 @@ def session_janitor(demo: gr.Blocks, idle_s: float, every_s: float):
     return lifespan
 
 
-def middleware(max_body_bytes: int, auth: bool) -> list[Middleware]:
-    """The guards, outermost first: the body limit before anything reads a body."""
-    stack = [Middleware(guards.BodyLimit, max_bytes=max_body_bytes), Middleware(guards.NoUploads)]
+def middleware(demo: gr.Blocks, max_body_bytes: int, auth: bool) -> list[Middleware]:
+    """The guards, outermost first: the body limit before anything reads a body, the login before the server
+    functions."""
+    stack = [Middleware(guards.BodyLimit, max_bytes=max_body_bytes), Middleware(guards.NoUploads),
+             Middleware(guards.ClientSessions)]
     if auth:
         stack += [Middleware(guards.LoginRequired, strip_api_info=gradio_internals.strip_api_info),
                   Middleware(guards.LoginThrottle)]
-    return stack + [Middleware(guards.CallErrors)]
+    return stack + [Middleware(guards.ServerFunctions,
+                               session_exists=lambda session: gradio_internals.session_exists(demo, session),
+                               release=_release_freed_memory),
+                    Middleware(guards.CallErrors)]
+
+
+@contextlib.contextmanager
+def forwarded_headers(trusted: bool):
+    """uvicorn takes the client address from X-Forwarded-For when the connection comes from FORWARDED_ALLOW_IPS
+    (127.0.0.1 by default), which it reads when gradio's launch() configures it. Without `trusted` that list is empty
+    while launch() runs: anyone on this machine, or any visitor through a --share tunnel, could otherwise name any
+    address and get a fresh login budget with each."""
+    if trusted:
+        yield
+        return
+    before = os.environ.get("FORWARDED_ALLOW_IPS")
+    os.environ["FORWARDED_ALLOW_IPS"] = ""
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("FORWARDED_ALLOW_IPS", None)
+        else:
+            os.environ["FORWARDED_ALLOW_IPS"] = before
 
 
 def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
           auth: list[tuple[str, str]] | None = None, block: bool = True, max_queue: int = MAX_QUEUE,
           max_body_bytes: int = MAX_BODY_BYTES, max_sessions: int = MAX_SESSIONS,
-          session_idle_s: float = SESSION_IDLE_S) -> str:
+          session_idle_s: float = SESSION_IDLE_S, sessions_per_address: int = limits.SESSIONS_PER_ADDRESS,
+          behind_proxy: bool = False) -> str:
     """Launch `demo` with safe defaults and return the local URL; with `block`, serve until Ctrl-C.
 
     Safe defaults: bound to 127.0.0.1 unless told otherwise; no run history (gradio 6 would otherwise record
     every call in the visitor's browser and offer a /gradio_api/runs page), no monitoring page, no MCP server,
     no extra file paths (gradio serves only its own cache of files our handlers return, and we return none), no
-    OpenAPI page of gradio's routes. The bounds are listed in this module's docstring.
+    OpenAPI page of gradio's routes. The bounds are listed in this module's docstring. `behind_proxy`: take the
+    client address from X-Forwarded-For when a proxy on this machine sends it (uvicorn's FORWARDED_ALLOW_IPS).
     A --share link that cannot be made (offline) is reported in one clear line while the local server goes on."""
     # api_open=False: gradio's /gradio_api/run/<name> (and /api/<name>) no longer run queued events directly, which
     # skipped the queue, its size limit and the model's concurrency limit. Every event that runs the model is queued.
     demo.queue(max_size=max_queue, default_concurrency_limit=4, api_open=False)
-    app_kwargs = {"middleware": middleware(max_body_bytes, bool(auth)), "openapi_url": None,
+    gradio_internals.keep_values_out_of_sessions(demo)
+    app_kwargs = {"middleware": middleware(demo, max_body_bytes, bool(auth)), "openapi_url": None,
                   "lifespan": session_janitor(demo, session_idle_s, every_s=min(60.0, session_idle_s / 4))}
     captured = io.StringIO()
-    with contextlib.redirect_stdout(captured):  # gradio's banner and its long share advice: we say it shorter
+    budget = guards.SessionBudget(sessions_per_address)
+    # gradio's banner and its long share advice: we say it shorter
+    with contextlib.redirect_stdout(captured), forwarded_headers(behind_proxy):
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
                     css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None,
                     head=views.script_element(),
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
+    gradio_internals.bound_new_sessions(demo, budget)
     log.debug("gradio said: %s", captured.getvalue())
     url = demo.local_url
     print(f"bertviz-app: {listening_line(host, demo.server_port)} (Ctrl-C stops)", flush=True)

@@ -5,7 +5,10 @@ view opens), an offline copy of the page, or a CSV of exact numbers, each read f
 never with a forward pass.
 
 One `ViewsHost` serves every host of the page (the analysis under the input, the two sides of compare mode): it
-remembers which input each payload came from, so that a server function finds its Run by the payload's key.
+remembers which Run each value's key stands for and which session it was made for. The server functions run outside
+gradio's queue, so they are bounded here: a key is a keyed hash (a secret of this process) of the session and the
+input, so nobody can derive it from a text; only the session that made it is answered; and every call waits in a
+small lane of its own (`ExportLane`: a few at once, a few more waiting, a rate per session).
 
 Permalinks (the main host only): the address follows the visitor
 (`?a=...&b=...&model=...&layer=2&head=5&token=3&tab=matrix`); layout.py restores a, b and model from it, the
@@ -17,19 +20,29 @@ from __future__ import annotations
 
 import base64
 import functools
-from collections import OrderedDict
+import hashlib
+import hmac
+import io
+import json
+import secrets
+import threading
+import time
+import weakref
+from collections import OrderedDict, deque
+from dataclasses import dataclass
 
+import anyio
 import gradio as gr
 import numpy as np
-import pandas as pd
 
-from .. import views
+from .. import limits, views
 from ..run import Run
+from . import gradio_internals, guards
 from .common import Models, index_value, refuse, user_errors
 
-# A CSV larger than this is refused: one head of a 512-token input is 262,144 rows; all 12 heads of a layer at
-# 512 tokens would be 3 million rows (about 100 MB), more than a browser download should carry.
-MAX_CSV_ROWS = 1_000_000
+# A CSV larger than this is refused (choose one head): all 12 heads of a layer at 256 tokens are 786,432 rows, 24 MB
+# of text (20 such requests at once took a server from 0.9 GB to 2.5 GB when each built a pandas DataFrame).
+MAX_CSV_ROWS = limits.MAX_CSV_ROWS
 MATRIX_SETS = ("attention", "rollout", "value_weighted")
 
 # The script of a host is bertviz_app/views/js/gradio-host.mjs, part of the views' script that app.serve puts in
@@ -52,59 +65,128 @@ const host = element.querySelector(".bv-host");
 """
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What a host's key stands for: the session it was made for, the model, and the Run while the explorer's cache
+    keeps it (a weak reference: the registry never keeps a Run alive)."""
+
+    session: str | None
+    model: str
+    run: weakref.ref
+
+
 class ViewsHost:
     """The registry and server functions behind every views host of one page."""
 
-    def __init__(self, models: Models):
+    def __init__(self, models: Models, lane: "ExportLane | None" = None):
         self.models = models
-        # run key -> (model, text, pair) of recent analyses: the server functions find their Run by it. Strings only,
-        # a few hundred bytes each; the Runs stay in the explorers' caches (bounded by bytes).
-        self._analyses: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
+        self.lane = lane or ExportLane()
+        self._secret = secrets.token_bytes(32)  # per process: keys cannot be made, or recognized, from a text
+        self._analyses: OrderedDict[str, Analysis] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def key(self, session: str | None, model: str, run: Run) -> str:
+        text = json.dumps([session, model, run.encoding.text, run.encoding.text_pair], ensure_ascii=False)
+        return hmac.new(self._secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
 
     def value(self, model: str, run: Run) -> dict:
-        """A host's value for `run`: its payload (base64) and what a permalink needs."""
-        key = views.run_key(run.model_name, run.tokens)
-        self._analyses[key] = (model, run.encoding.text, run.encoding.text_pair)
-        self._analyses.move_to_end(key)
-        while len(self._analyses) > 4096:
-            self._analyses.popitem(last=False)
+        """A host's value for `run`: its payload (base64) and what a permalink needs; its key is the visitor's
+        session's alone (the session of the event that calls this)."""
+        session = gradio_internals.current_session_hash()
+        key = self.key(session, model, run)
+        with self._lock:
+            self._analyses[key] = Analysis(session, model, weakref.ref(run))
+            self._analyses.move_to_end(key)
+            while len(self._analyses) > 4096:
+                self._analyses.popitem(last=False)
         return {"payload": base64.b64encode(run.views_payload()).decode("ascii"), "key": key,
                 "a": run.encoding.text, "b": run.encoding.text_pair or "", "model": model}
 
-    def run_for(self, key) -> tuple[str, Run]:
-        """(model name, Run) of a payload's key, from the cache; a sentence for the visitor when it is gone."""
-        found = self._analyses.get(key) if isinstance(key, str) else None
-        run = self.models.get(found[0]).cached_run(found[1], found[2]) if found else None
+    def run_for(self, key, session: str | None) -> tuple[str, Run]:
+        """(model name, Run) of a value's key for the session that asks, from the cache; a sentence for the visitor
+        when it is gone, or was never this session's (the same sentence: it does not tell whether the key exists)."""
+        with self._lock:
+            found = self._analyses.get(key) if isinstance(key, str) else None
+        run = found.run() if found is not None and session is not None and found.session == session else None
         if run is None:
             raise refuse("This analysis is no longer in the server's memory; press Analyze to compute it again.")
-        return found[0], run
+        return found.model, run
 
     def component(self, elem_id: str, *, id_prefix: str = "", permalink: bool = False, sync: str = "",
                   silence: bool = False) -> gr.HTML:
         """A host: the views of whatever value it is given (see HOST_SCRIPT for the props)."""
-        run_for = self.run_for
+        run_for, lane = self.run_for, self.lane
 
         # Plain functions, not methods: gradio marks each server function with an attribute. Gradio answers an
         # exception in one with a bare 500, so each answers {"value": ...} or {"error": a sentence} instead.
-        @in_words
-        def query_key(key):
-            return base64.b64encode(run_for(key)[1].query_key_payload()).decode("ascii")
+        # Coroutines: gradio awaits them on its event loop, and the work itself waits in the lane.
+        async def query_key(key):
+            return await lane.call(lambda session: base64.b64encode(
+                run_for(key, session)[1].query_key_payload()).decode("ascii"))
 
-        @in_words
-        def offline_page(key):
-            run = run_for(key)[1]
-            return views.standalone_html(run.views_payload(), run.query_key_payload(), title=run._title())
+        async def offline_page(key):
+            def page(session):
+                run = run_for(key, session)[1]
+                return views.standalone_html(run.views_payload(), run.query_key_payload(), title=run._title())
+            return await lane.call(page)
 
-        @in_words
-        def attention_csv(request):
+        async def attention_csv(request):
             request = request if isinstance(request, dict) else {}
-            return csv_of(run_for(request.get("key"))[1], request.get("matrix"), request.get("layer"),
-                          request.get("head"))
+            return await lane.call(lambda session: csv_of(run_for(request.get("key"), session)[1],
+                                                          request.get("matrix"), request.get("layer"),
+                                                          request.get("head")))
 
         return gr.HTML(value=None, html_template="<div class='bv-host'></div>",
                        js_on_load=HOST_SCRIPT, apply_default_css=False, elem_id=elem_id,
                        server_functions=[query_key, offline_page, attention_csv], id_prefix=id_prefix,
                        permalink=permalink, sync=sync, silence=silence)
+
+
+class ExportLane:
+    """Where the server functions' work waits: at most `at_once` calls run (in worker threads of the lane's own, not
+    gradio's 40), at most `waiting` more wait (past that: "busy", in words), and one session may make at most
+    `per_minute` calls a minute. Each answers {"value": ...} or {"error": a sentence}."""
+
+    def __init__(self, at_once: int = limits.EXPORTS_AT_ONCE, waiting: int = limits.EXPORTS_WAITING,
+                 per_minute: int = limits.EXPORTS_PER_MINUTE, clock=time.monotonic):
+        self.at_once, self.waiting, self.per_minute, self.clock = at_once, waiting, per_minute, clock
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._queued = 0
+        self._calls: OrderedDict[str, deque[float]] = OrderedDict()  # session -> times of its calls in the minute
+
+    def allow(self, session: str) -> float:
+        """0 if `session` may call now (and count it), else the seconds until it may."""
+        now = self.clock()
+        times = self._calls.pop(session, deque())
+        while times and now - times[0] >= 60:
+            times.popleft()
+        self._calls[session] = times
+        while len(self._calls) > 4096:
+            self._calls.popitem(last=False)
+        if len(times) >= self.per_minute:
+            return times[0] + 60 - now
+        times.append(now)
+        return 0.0
+
+    async def call(self, work) -> dict:
+        """`work(session)` in the lane for the calling session (guards.calling_session)."""
+        session = guards.calling_session()
+        if session is None:
+            return {"error": "This view's server functions answer only through bertviz_app.app.serve, which knows "
+                             "whose page asks; serve the app with it (or the bertviz-app command)."}
+        wait = self.allow(session)
+        if wait:
+            return {"error": f"This page asked the server for more than {self.per_minute} exports in a minute; "
+                             f"try again in {max(1, round(wait))} s."}
+        if self._queued >= self.at_once + self.waiting:
+            return {"error": "The server is busy with other visitors' exports; try again in a moment."}
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.at_once)
+        self._queued += 1
+        try:
+            return await anyio.to_thread.run_sync(in_words(work), session, limiter=self._limiter)
+        finally:
+            self._queued -= 1
 
 
 def in_words(fn):
@@ -128,24 +210,30 @@ def csv_of(run: Run, matrix, layer, head) -> str:
         raise refuse(f"Unknown matrix {str(matrix)[:40]!r}; choose one of: {', '.join(MATRIX_SETS)}.")
     layer = index_value(layer, run.num_layers, "Layer")
     if matrix == "rollout":
-        return _tidy(run.rollout(layer)[None], run.tokens, layer, ["rollout"]).to_csv(index=False, float_format="%.6g")
+        return csv_rows(run.rollout(layer)[None], run.tokens, layer, ["rollout"], "weight")
     heads = list(range(run.num_heads)) if head == "all" else [index_value(head, run.num_heads, "Head")]
     if len(heads) * len(run) ** 2 > MAX_CSV_ROWS:
         raise refuse(f"All {len(heads)} heads of this {len(run)}-token input are {len(heads) * len(run) ** 2:,} "
-                     "rows; choose one head for the CSV.")
+                     f"rows, more than the {MAX_CSV_ROWS:,} a CSV from this server carries; choose one head.")
     if matrix == "value_weighted":
         weights = np.stack([run.value_weighted_attention(layer, h) for h in heads])  # (n, T, T)
-        frame = _tidy(weights, run.tokens, layer, heads).rename(columns={"weight": "norm"})
-    else:
-        frame = run.attention_frame(layers=[layer], heads=heads)
-    return frame.to_csv(index=False, float_format="%.6g")
+        return csv_rows(weights, run.tokens, layer, heads, "norm")
+    return csv_rows(run.attentions[layer, heads], run.tokens, layer, heads, "weight")
 
 
-def _tidy(weights: np.ndarray, tokens, layer: int, heads) -> pd.DataFrame:
-    """(n, T, T) matrices as rows layer, head, from, to, from_token, to_token, weight."""
-    n, t, _ = weights.shape
-    which, src, dst = np.meshgrid(np.arange(n), np.arange(t), np.arange(t), indexing="ij")
-    tokens = np.asarray(list(tokens), dtype=object)
-    return pd.DataFrame({"layer": layer, "head": np.asarray(heads, dtype=object)[which.ravel()],
-                         "from": src.ravel(), "to": dst.ravel(), "from_token": tokens[src.ravel()],
-                         "to_token": tokens[dst.ravel()], "weight": weights.astype(np.float32).ravel()})
+def csv_rows(weights: np.ndarray, tokens, layer: int, heads, value: str) -> str:
+    """(n, T, T) matrices as CSV rows layer, head, from, to, from_token, to_token, `value` (6 significant digits),
+    written a row of the matrix at a time: no table of every row in between."""
+    names = [_csv_field(str(token)) for token in tokens]
+    out = io.StringIO()
+    out.write(f"layer,head,from,to,from_token,to_token,{value}\n")
+    for head, matrix in zip(heads, weights):
+        for i, row in enumerate(np.asarray(matrix, dtype=np.float32).tolist()):
+            start = f"{layer},{head},{i},"
+            out.write("".join(f"{start}{j},{names[i]},{names[j]},{w:.6g}\n" for j, w in enumerate(row)))
+    return out.getvalue()
+
+
+def _csv_field(text: str) -> str:
+    """`text` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break (a token may)."""
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\r\n') else text

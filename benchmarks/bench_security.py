@@ -1,0 +1,275 @@
+"""The audit of issue #20, repeated against a served app (not a test: prints a Markdown table).
+
+    .venv/bin/python benchmarks/bench_security.py [--seconds 20] [--threads 1] [--clients 30] [--phases ...]
+
+`bertviz-app serve --device cpu --auth USER:PASSWORD` (the built-in models, 256 tokens at most) runs as its own
+process on 127.0.0.1; this process logs in and then, against that one server, in this order:
+
+1. per-session (first, on a fresh heap: later ones would fill memory the attacks freed): `--clients` visitors each
+   analyze the same 5 inputs of 256 tokens (the Run cache holds them after the first visitor, so what grows is the
+   sessions); (RSS after - RSS after the first visitor) / the rest;
+2. exports: 20 threads ask the views' server functions for the largest exports there are, without pause, for
+   `--seconds`: the CSV of every head of a layer (at 256 tokens, as the audit asked, and at 147 tokens, the longest
+   input whose all-heads CSV is still given), and the offline page at 256 tokens; from 10 sessions of one address.
+   Meanwhile a visitor analyzes new sentences one after another. Reported: what the exports were answered, the
+   server's resident memory (VmRSS sampled every 50 ms: before, peak, 3 s after) and the visitor's latency, against
+   the same visitor alone just before;
+3. sessions: a visitor (from 127.0.0.2) analyzes, then one address (127.0.0.1) sends 600 calls with random session
+   hashes (300 to the server functions, 300 to an event outside the queue); reported: whether the visitor's
+   analysis is still theirs, and the server's memory;
+4. logins (last: it locks the user name out): 120 wrong passwords, each request naming a fresh address in
+   X-Forwarded-For; reported: how many reached the password check, and what the right password then got.
+The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import concurrent.futures
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_app import WORDS, rss_mib, start_server, stop_server  # noqa: E402
+
+USER, PASSWORD = "teacher", "a long class password"
+MAX_TOKENS = 256
+
+
+def text_of(tokens: int, tag: str) -> str:
+    """About `tokens` word pieces, `tag` first (so that it survives truncation)."""
+    return f"{tag} " + " ".join(WORDS[k % len(WORDS)] for k in range(tokens - 3))
+
+
+class Visitor:
+    """One logged-in browser: its cookies and session hash, calling events through the queue and the views' server
+    functions as the page does."""
+
+    def __init__(self, url: str, cookies, config: dict, address: str = "127.0.0.1"):
+        self.url, self.config = url, config
+        # another loopback address is another client address to the server (Linux answers all of 127.0.0.0/8)
+        self.http = httpx.Client(base_url=url, cookies=cookies, timeout=300,
+                                 transport=httpx.HTTPTransport(local_address=address))
+        self.session = uuid.uuid4().hex[:11]
+        self.events = {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+        self.hosts = {c["props"].get("elem_id"): c["id"] for c in config["components"]}
+        self.model = next(c["props"]["value"] for c in config["components"] if c["props"].get("elem_id") == "model")
+
+    def event(self, name: str, data: list) -> dict:
+        joined = self.http.post("gradio_api/queue/join", json={
+            "data": data, "fn_index": self.events[name], "session_hash": self.session, "event_data": None,
+            "trigger_id": None})
+        joined.raise_for_status()
+        with self.http.stream("GET", f"gradio_api/queue/data?session_hash={self.session}") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:") and '"process_completed"' in line:
+                    message = json.loads(line[5:])
+                    if not message.get("success"):
+                        raise RuntimeError(message.get("output"))
+                    return message["output"]
+        raise RuntimeError("the event stream ended without a result")
+
+    def analyze(self, text: str) -> str:
+        """The views' key of a new analysis."""
+        data = self.event("analyze", [self.model, text, ""])["data"]
+        return next(d["key"] for d in data if isinstance(d, dict) and "key" in d)
+
+    def server_function(self, name: str, data, session: str | None = None) -> dict:
+        answer = self.http.post("gradio_api/component_server", json={
+            "session_hash": session or self.session, "component_id": self.hosts["attention-host"], "fn_name": name,
+            "data": data})
+        answer.raise_for_status()
+        return answer.json()
+
+
+class Sampler:
+    """The server's VmRSS every 50 ms, in a thread, while in a `with`."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+
+    def __enter__(self):
+        self.before = rss_mib(self.pid)
+        self.peak = self.before
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, rss_mib(self.pid))
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def latencies(visitor: Visitor, count: int, tag: str, stop: threading.Event | None = None) -> list[float]:
+    """Seconds per new 12-token analysis, `count` of them (or until `stop`)."""
+    times = []
+    for i in range(count):
+        if stop is not None and stop.is_set():
+            break
+        start = time.perf_counter()
+        visitor.analyze(f"{tag} {i}: the cat sat on the mat near the door.")
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def exports(url, cookies, config, pid, args) -> list[tuple[str, str]]:
+    attackers = [Visitor(url, cookies, config) for _ in range(10)]
+    keys = []
+    for attacker in attackers:
+        keys.append((attacker, attacker.analyze(text_of(MAX_TOKENS, "long")),
+                     attacker.analyze(text_of(147, "capped"))))
+    victim = Visitor(url, cookies, config, address="127.0.0.2")
+    alone = latencies(victim, 8, "alone")
+    answers: dict[str, int] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def attack(n: int):
+        attacker, long_key, capped_key = keys[n % len(keys)]
+        calls = [("attention_csv", {"key": long_key, "matrix": "attention", "layer": 0, "head": "all"}),
+                 ("attention_csv", {"key": capped_key, "matrix": "attention", "layer": 0, "head": "all"}),
+                 ("offline_page", long_key)]
+        k = n
+        while not stop.is_set():
+            name, data = calls[k % len(calls)]
+            k += 1
+            answer = attacker.server_function(name, data)
+            error = answer.get("error", "")
+            kind = ("answered" if "value" in answer else "busy" if "busy" in error
+                    else "rate-limited" if "in a minute" in error else "refused: choose one head" if "one head" in error
+                    else f"error: {error[:40]}")
+            with lock:
+                answers[kind] = answers.get(kind, 0) + 1
+
+    with Sampler(pid) as memory:
+        with concurrent.futures.ThreadPoolExecutor(21) as pool:
+            started = time.perf_counter()
+            for n in range(20):
+                pool.submit(attack, n)
+            during = pool.submit(latencies, victim, 10_000, "during", stop)
+            time.sleep(args.seconds)
+            stop.set()
+            during = during.result()
+            elapsed = time.perf_counter() - started
+        time.sleep(3)
+        after = rss_mib(pid)
+    total = sum(answers.values())
+    return [("exports: 20 threads for", f"{elapsed:.0f} s, {total} calls: " + ", ".join(
+                f"{n} {kind}" for kind, n in sorted(answers.items(), key=lambda kv: -kv[1]))),
+            ("exports: server RSS before / peak / 3 s after",
+             f"{memory.before:.0f} / {memory.peak:.0f} / {after:.0f} MiB"),
+            ("a new 12-token analysis alone: median (max)", f"{statistics.median(alone):.2f} s ({max(alone):.2f} s)"),
+            ("the same during the exports: median (max), n", f"{statistics.median(during):.2f} s "
+                                                             f"({max(during):.2f} s), {len(during)}")]
+
+
+def sessions(url, cookies, config, pid) -> list[tuple[str, str]]:
+    victim = Visitor(url, cookies, config, address="127.0.0.2")
+    victim.analyze("The visitor who should stay.")
+    attacker = Visitor(url, cookies, config)
+    before, start = rss_mib(pid), time.perf_counter()
+    answers: dict[int, int] = {}
+    for i in range(300):
+        answer = attacker.server_function("query_key", "k", session=uuid.uuid4().hex[:11])
+        answers["reload" in answer.get("error", "")] = answers.get("reload" in answer.get("error", ""), 0) + 1
+        attacker.http.post("gradio_api/run/predict", json={"data": [], "fn_index": attacker.events["_restore"],
+                                                             "session_hash": uuid.uuid4().hex[:11]})
+    elapsed = time.perf_counter() - start
+    try:
+        victim.event("token_similarity", [None, 1])
+        kept = "yes: their next view drew from it"
+    except RuntimeError as err:
+        kept = f"no: {str(err)[:80]}"
+    return [("600 random-session calls from one address", f"{elapsed:.1f} s; {answers.get(True, 0)} of 300 server-"
+                                                          "function calls told to reload the page"),
+            ("the visitor's analysis afterwards still theirs", kept),
+            ("server RSS before / after the 600 calls", f"{before:.0f} / {rss_mib(pid):.0f} MiB")]
+
+
+def per_session(url, cookies, config, pid, clients: int) -> list[tuple[str, str]]:
+    texts = [text_of(MAX_TOKENS, f"session{i}") for i in range(5)]
+    first = Visitor(url, cookies, config)
+    for text in texts:
+        first.analyze(text)
+    before = rss_mib(pid)
+    for _ in range(clients - 1):
+        visitor = Visitor(url, cookies, config)
+        for text in texts:
+            visitor.analyze(text)
+    after = rss_mib(pid)
+    return [(f"{clients} visitors x 5 analyses at {MAX_TOKENS} tokens: RSS after the first / after all",
+             f"{before:.0f} / {after:.0f} MiB"),
+            ("memory per session", f"{(after - before) / (clients - 1) * 1024:.0f} kB")]
+
+
+def logins(url: str) -> list[tuple[str, str]]:
+    statuses = []
+    start = time.perf_counter()
+    for i in range(120):
+        statuses.append(httpx.post(url + "login", data={"username": USER, "password": f"guess {i}"},
+                                   headers={"x-forwarded-for": f"203.0.{i // 250}.{i % 250 + 1}"}).status_code)
+    elapsed = time.perf_counter() - start
+    right = httpx.post(url + "login", data={"username": USER, "password": PASSWORD},
+                       headers={"x-forwarded-for": "198.51.100.200"})
+    return [("120 wrong passwords, a fresh X-Forwarded-For each", f"{statuses.count(400)} checked, "
+                                                                  f"{statuses.count(429)} refused untried "
+                                                                  f"({elapsed:.1f} s)"),
+            ("then the right password", f"{right.status_code}" + (f": {right.json().get('detail', '')}"
+                                                                  if right.status_code == 429 else ""))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20, help="how long the exports go on")
+    parser.add_argument("--threads", type=int, default=1, help="the server's --threads")
+    parser.add_argument("--clients", type=int, default=30, help="visitors for the memory per session")
+    parser.add_argument("--phases", default="per-session,exports,sessions,logins",
+                        help="which of per-session, exports, sessions, logins to run (comma-separated)")
+    args = parser.parse_args()
+    from bertviz_app.app import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    rows = []
+    with tempfile.NamedTemporaryFile("w+", prefix="bench-security-", suffix=".log", delete=False) as log:
+        proc = start_server(port, args.threads, 1, log,
+                            extra=("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}"))
+        try:
+            with httpx.Client(base_url=url) as http:
+                assert http.post("login", data={"username": USER, "password": PASSWORD}).status_code == 200
+                cookies = http.cookies
+                config = http.get("config").json()
+            rows.append(("server", f"`bertviz-app serve --device cpu --threads {args.threads} --max-tokens "
+                                   f"{MAX_TOKENS} --auth ...`; RSS at the start {rss_mib(proc.pid):.0f} MiB"))
+            # memory per session first, on a fresh heap: later, sessions would fill memory the attacks freed
+            if "per-session" in args.phases:
+                rows += per_session(url, cookies, config, proc.pid, args.clients)
+            if "exports" in args.phases:
+                rows += exports(url, cookies, config, proc.pid, args)
+            if "sessions" in args.phases:
+                rows += sessions(url, cookies, config, proc.pid)
+            if "logins" in args.phases:
+                rows += logins(url)
+            rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
+        finally:
+            stop_server(proc)
+        print(f"server log: {log.name}", file=sys.stderr)
+    print("| measure | value |\n|---|---|")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+if __name__ == "__main__":
+    main()
