@@ -207,7 +207,7 @@ def test_a_body_under_the_limit_still_reaches_gradio(server, events, model_name)
 # input into Compare, put back the silencing hint, and the two buttons done in the browser (copy link, presenter).
 UNQUEUED = {"load_example", "load_example_1", "_next_seed", "_pick_example", "_restore", "_compare_prefill",
             "_compare_prefill_1", "_compare_prefill_2", "_clear_ablation", "_clear_ablation_1", "_clear_ablation_2",
-            "js_fn", "js_fn_1"}
+            "_stale_notice", "js_fn", "js_fn_1", "js_fn_2"}
 
 
 def test_every_event_that_can_run_the_model_is_queued(server):
@@ -217,9 +217,9 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 
 
 # Handlers that never run a forward pass: fill in an example or the seed, fill the boxes from a permalink or Compare's
-# from the analysis, put back a hint, fit a slider to a table, show the model's facts, and the browser-only buttons.
+# from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons.
 NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
-                   "_lens_range", "_show", "js_fn"}
+                   "_lens_range", "_show", "_stale_notice", "js_fn"}
 
 
 def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
