@@ -158,18 +158,33 @@ def head_statistics(attentions: np.ndarray, special_mask) -> HeadStatistics:
                           dominant=dominant, **f32)
 
 
+def tidy_frame(matrices: np.ndarray, tokens, layers, heads, *, value: str = "weight",
+               precision: str | None = None) -> pd.DataFrame:
+    """(l', h', T, T) matrices as a tidy table, one row per (layer, head, from, to): columns layer, head, from, to,
+    from_token, to_token, `value`, precision. `layers` and `heads` label the first two axes (a head may be a word,
+    such as "rollout"); precision names the dtype of the attention the numbers come from (default: the matrices'
+    own), so that a CSV says whether it holds the model's float32 or a cache's float16."""
+    matrices = np.asarray(matrices)
+    n_layers, n_heads, t, _ = matrices.shape
+    if (len(layers), len(heads)) != (n_layers, n_heads):
+        raise ValueError(f"{len(layers)} layers and {len(heads)} heads label matrices of shape {matrices.shape}")
+    lay, hed, src, dst = np.meshgrid(np.arange(n_layers), np.arange(n_heads), np.arange(t), np.arange(t),
+                                     indexing="ij")
+    tokens = np.asarray(list(tokens), dtype=object)
+    frame = pd.DataFrame({"layer": np.asarray(layers)[lay.ravel()], "head": np.asarray(heads)[hed.ravel()],
+                          "from": src.ravel(), "to": dst.ravel(), "from_token": tokens[src.ravel()],
+                          "to_token": tokens[dst.ravel()], value: matrices.ravel()})
+    frame["precision"] = precision or matrices.dtype.name
+    return frame
+
+
 def attention_frame(attentions: np.ndarray, tokens, layers=None, heads=None) -> pd.DataFrame:
-    """Attention as a tidy table, one row per (layer, head, from, to): columns layer, head, from, to, from_token,
-    to_token, weight. attentions: (L, h, T, T); layers/heads: indices to keep (default all)."""
+    """Attention as a tidy table (`tidy_frame`), one row per (layer, head, from, to), weights in the precision the
+    attentions hold. attentions: (L, h, T, T); layers/heads: indices to keep (default all)."""
     n_layers, n_heads, t, _ = attentions.shape
     layers = list(range(n_layers)) if layers is None else [check_index("layer", l, n_layers) for l in layers]
     heads = list(range(n_heads)) if heads is None else [check_index("head", h, n_heads) for h in heads]
-    block = attentions[np.ix_(layers, heads)]  # (l', h', T, T)
-    lay, hed, src, dst = np.meshgrid(layers, heads, np.arange(t), np.arange(t), indexing="ij")
-    tokens = np.asarray(list(tokens), dtype=object)
-    return pd.DataFrame({"layer": lay.ravel(), "head": hed.ravel(), "from": src.ravel(), "to": dst.ravel(),
-                         "from_token": tokens[src.ravel()], "to_token": tokens[dst.ravel()],
-                         "weight": block.astype(np.float32).ravel()})
+    return tidy_frame(attentions[np.ix_(layers, heads)], tokens, layers, heads)  # (l', h', T, T)
 
 
 @dataclass

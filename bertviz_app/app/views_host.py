@@ -19,17 +19,13 @@ import functools
 from collections import OrderedDict
 
 import gradio as gr
-import numpy as np
-import pandas as pd
-
 from .. import views
-from ..run import Run
+from ..run import MATRICES, Run
 from .common import Models, index_value, refuse, user_errors
 
 # A CSV larger than this is refused: one head of a 512-token input is 262,144 rows; all 12 heads of a layer at
 # 512 tokens would be 3 million rows (about 100 MB), more than a browser download should carry.
 MAX_CSV_ROWS = 1_000_000
-MATRIX_SETS = ("attention", "rollout", "value_weighted")
 
 # The script of a host. Its props: value {"payload": base64, "key", "a", "b", "model"} (the template never holds
 # it: megabytes of text in the DOM), id_prefix (element ids, unique per host), permalink (write the address),
@@ -174,7 +170,7 @@ class ViewsHost:
         @in_words
         def offline_page(key):
             run = run_for(key)[1]
-            return views.standalone_html(run.views_payload(), run.query_key_payload(), title=run._title())
+            return views.standalone_html(run.views_payload(), run.query_key_payload(), title=run.title)
 
         @in_words
         def attention_csv(request):
@@ -204,29 +200,15 @@ def in_words(fn):
 
 def csv_of(run: Run, matrix, layer, head) -> str:
     """The exact numbers behind the matrix on screen, one row per (layer, head, from, to): one head, all heads of a
-    layer, the layer's rollout, or value-weighted attention (its norms, before the views scale rows to one)."""
-    if not isinstance(matrix, str) or matrix not in MATRIX_SETS:  # the browser's raw JSON: any type can come
-        raise refuse(f"Unknown matrix {str(matrix)[:40]!r}; choose one of: {', '.join(MATRIX_SETS)}.")
+    layer, the layer's rollout, or value-weighted attention (its norms, before the views scale rows to one); the
+    `precision` column says whether the server keeps attention in float32 or float16 (`--cache-dtype`)."""
+    if not isinstance(matrix, str) or matrix not in MATRICES:  # the browser's raw JSON: any type can come
+        raise refuse(f"Unknown matrix {str(matrix)[:40]!r}; choose one of: {', '.join(MATRICES)}.")
     layer = index_value(layer, run.num_layers, "Layer")
-    if matrix == "rollout":
-        return _tidy(run.rollout(layer)[None], run.tokens, layer, ["rollout"]).to_csv(index=False, float_format="%.6g")
-    heads = list(range(run.num_heads)) if head == "all" else [index_value(head, run.num_heads, "Head")]
-    if len(heads) * len(run) ** 2 > MAX_CSV_ROWS:
+    heads = list(range(run.num_heads)) if head == "all" or matrix == "rollout" else [
+        index_value(head, run.num_heads, "Head")]
+    if matrix != "rollout" and len(heads) * len(run) ** 2 > MAX_CSV_ROWS:
         raise refuse(f"All {len(heads)} heads of this {len(run)}-token input are {len(heads) * len(run) ** 2:,} "
                      "rows; choose one head for the CSV.")
-    if matrix == "value_weighted":
-        weights = np.stack([run.value_weighted_attention(layer, h) for h in heads])  # (n, T, T)
-        frame = _tidy(weights, run.tokens, layer, heads).rename(columns={"weight": "norm"})
-    else:
-        frame = run.attention_frame(layers=[layer], heads=heads)
-    return frame.to_csv(index=False, float_format="%.6g")
-
-
-def _tidy(weights: np.ndarray, tokens, layer: int, heads) -> pd.DataFrame:
-    """(n, T, T) matrices as rows layer, head, from, to, from_token, to_token, weight."""
-    n, t, _ = weights.shape
-    which, src, dst = np.meshgrid(np.arange(n), np.arange(t), np.arange(t), indexing="ij")
-    tokens = np.asarray(list(tokens), dtype=object)
-    return pd.DataFrame({"layer": layer, "head": np.asarray(heads, dtype=object)[which.ravel()],
-                         "from": src.ravel(), "to": dst.ravel(), "from_token": tokens[src.ravel()],
-                         "to_token": tokens[dst.ravel()], "weight": weights.astype(np.float32).ravel()})
+    # float32 written in full (shortest round trip, 8-9 digits), float16 at its own 4-5: as exact as the Run
+    return run.attention_frame([layer], heads, matrix).to_csv(index=False)
