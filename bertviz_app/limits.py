@@ -1,9 +1,13 @@
 """What a served app holds at most, by default: one home for the numbers that the command line, the explorer and the
 server share."""
 
-# A Run of the default model weighs about 0.2 MB at 32 tokens and 55-61 MB at 512 (attention grows with the square of
-# the length): 256 MB per model keeps hundreds of sentences, or the last few long documents.
+# A Run of the default model weighs 1.5 MB at 32 tokens, 30 MB at 256 and 98 MB at 512 in float32 (attention grows
+# with the square of the length; benchmarks/bench_cache.py): 256 MB per model keeps 168 sentences, or the last two
+# long documents.
 CACHE_MB = 256
+# float32, the model's own numbers: float16 attention would fit 10% more 32-token Runs in CACHE_MB (186 against 168),
+# 30% more at 128 tokens (33 against 25), 2x only at 512 (4 against 2): a class's sentences gain little from it.
+CACHE_DTYPE = "float32"
 MAX_TOKENS = 256
 MAX_SESSIONS = 500  # ~0.2 MB each (219 kB measured through the queue): ~110 MB at most
 SESSION_MINUTES = 60

@@ -52,12 +52,13 @@ PRESENTER_JS = """() => {
 }"""
 
 
-def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None
-                ) -> dict[str, Explorer]:
+def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None,
+                cache_dtype: str | None = None) -> dict[str, Explorer]:
     """Load every model the operator named, once, keyed by the name the model picker shows (None: the default).
     Raises ValueError (CheckpointError, a missing GPU...) with a message for the command line."""
     explorers: dict[str, Explorer] = {}
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+    extra.update({} if cache_dtype is None else {"cache_dtype": cache_dtype})
     for source in sources:
         explorer = load(source, device=device, max_tokens=max_tokens, **extra)
         explorers.setdefault(explorer.name, explorer)  # the same model named twice is offered once
