@@ -45,11 +45,11 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                    help="require a login; repeat for several users, or name a file with one USER:PASSWORD a line")
     p.add_argument("--max-tokens", type=int, default=limits.MAX_TOKENS,
                    help="longer inputs are truncated to this many tokens (and never beyond the model's limit)")
-    p.add_argument("--concurrency", type=int, default=1,
+    p.add_argument("--concurrency", type=int, default=limits.CONCURRENCY,
                    help="forward passes that may run at the same time; more requests wait in a queue")
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for PyTorch (default: PyTorch's choice); 1 keeps the app responsive on a "
-                        "small machine that also runs other work")
+    p.add_argument("--threads", type=int, default=limits.THREADS,
+                   help="CPU threads for PyTorch, per forward pass; 1 keeps the app responsive on a machine that "
+                        "also runs other work, more may serve one visitor's long inputs faster on idle cores")
     p.add_argument("--cache-mb", type=float, default=limits.CACHE_MB,
                    help="megabytes of analyzed inputs each model keeps, so that the other tabs, exports and the "
                         "query/key view need no new forward pass (least recently used out first); one 512-token "
@@ -202,7 +202,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError("--max-tokens must be at least 8")
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
-    if args.threads is not None and args.threads < 1:
+    if args.threads < 1:
         raise UsageError("--threads must be at least 1")
     if not 0 <= args.cache_mb < float("inf"):  # written so that nan fails too
         raise UsageError("--cache-mb must be a number of megabytes, 0 or more (0 keeps only the latest input)")
@@ -218,14 +218,13 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"bertviz-app: warning: listening on {args.host} without --auth: anyone who can reach this machine "
               "can use the app", file=sys.stderr)
 
+    import torch
+
     from . import app  # gradio is slow to import: only after the arguments are known to be good
     from .catalog import builtin_models
 
-    if args.threads is not None:
-        import torch
-
-        # OpenMP threads that outnumber free cores spin against each other: a 25 ms pass became 600 ms here.
-        torch.set_num_threads(args.threads)
+    # OpenMP threads that outnumber free cores spin against each other: a 25 ms pass became 600 ms here.
+    torch.set_num_threads(args.threads)
     try:
         models = getattr(args, "model", None) or list(builtin_models())
         explorers = app.load_models(models, device=args.device, max_tokens=args.max_tokens, cache_mb=args.cache_mb,

@@ -13,3 +13,9 @@ MAX_SESSIONS = 500  # ~0.2 MB each (219 kB measured through the queue): ~110 MB 
 SESSION_MINUTES = 60
 MAX_QUEUE = 64
 MAX_BODY_BYTES = 2**20  # the largest request the page sends is two full text boxes: 20,000 characters each, ~0.5 MB
+# The served model's CPU work: one PyTorch thread per forward pass, two passes at once. With two busy processes beside
+# the server on two cores, a new 32-token input took 98-100 ms on one thread against 1.3-1.4 s on two (OpenMP threads
+# that outnumber free cores spin against each other); 50 visitors x 3 new inputs at once had a p95 of 3.5-4.7 s with
+# two passes at once against 6.2-7.1 s with one, and 4.6-5.1 s with four (benchmarks/bench_app.py; README, Speed).
+THREADS = 1
+CONCURRENCY = 2

@@ -88,6 +88,7 @@ def test_the_defaults_are_the_library_s():
         limits.CACHE_MB, limits.MAX_SESSIONS, limits.SESSION_MINUTES, limits.MAX_TOKENS) == (256, 500, 60, 256)
     assert explorer.DEFAULT_CACHE_MB == limits.CACHE_MB and server.SESSION_IDLE_S == 60 * limits.SESSION_MINUTES
     assert args.cache_dtype == limits.CACHE_DTYPE == "float32"
+    assert (args.threads, args.concurrency) == (limits.THREADS, limits.CONCURRENCY) == (1, 2)
 
 
 @pytest.mark.parametrize("host, warns", [("0.0.0.0", True), ("::", True), ("192.0.2.7", True), ("127.0.0.1", False),

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import gradio as gr
 
+from .. import limits
 from ..catalog import builtin_models, read_examples
 from ..explorer import Explorer, load
 from . import gradio_internals
@@ -135,7 +136,8 @@ class InputArea:
         return text("a"), b, model if model in self.models.names else gr.update()
 
 
-def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, concurrency: int = 1,
+def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
+               concurrency: int = limits.CONCURRENCY,
                examples: tuple[list[list[str]], list[str]] | None = None) -> gr.Blocks:
     """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these);
     one Explorer; or None for the built-in models on the best device. `concurrency`: forward passes at once."""
