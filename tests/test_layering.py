@@ -4,6 +4,7 @@ only. Every import statement is read, wherever it stands; a module missing from 
 stays current (docs/ARCHITECTURE.md draws the same floors)."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -165,3 +166,13 @@ def test_a_run_holds_numbers_and_imports_no_plotting():
             "assert not heavy, heavy\n"
             "assert not hasattr(bertviz_app.run.Run, 'plot')\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent, timeout=120)
+
+
+def test_the_architecture_page_draws_the_same_floors():
+    """docs/ARCHITECTURE.md's module table gives every unit the floor FLOORS gives it, and no other unit."""
+    page = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    drawn = {}
+    for floor, modules in re.findall(r"^\| (\d+) \| ([^|]+) \|", page, flags=re.MULTILINE):
+        for name in re.findall(r"`([\w/.]+)`", modules):
+            drawn[name.removesuffix(".py").rstrip("/")] = int(floor)
+    assert drawn == FLOORS
