@@ -5,7 +5,7 @@ attention views are `run.show()` and `run.save_html(path)`.
 
 Attention is kept in float32 by default, the model's own numbers: rows sum to 1 within 1e-6 and every weight equals
 transformers' within 1e-5. A server may ask its explorer for float16 (`cache_dtype`) to keep twice as many long
-inputs in its cache (a 512-token Run of the default model: 76 MB of attention in float32, 38 MB in float16); each
+inputs in its cache (a 512-token Run of the default model: 72 MiB of attention in float32, 36 in float16); each
 weight is then within 2**-11 of itself, and the tables say so (their `precision` column). Analyses that sum or
 multiply many weights (rollout, head statistics, value-weighted attention) compute in float32 or float64 either way.
 """
