@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._threads import single_threaded_blas
 from .attention import check_index
 
 
@@ -53,7 +54,8 @@ def value_weighted_attention(attentions: np.ndarray, value_grams: np.ndarray, la
         norms = value_norms(grams[None])[0, head]  # (T,) ||f_head(x_j)||
         return (alpha[head] * norms[None, :]).astype(np.float32)
     # alpha_ij^T G_j alpha_ij for every (i, j): sum over heads h, g of alpha^h_ij G_j[h, g] alpha^g_ij.
-    squared = np.einsum("hij,jhg,gij->ij", alpha, grams, alpha, optimize=True)  # (T, T)
+    with single_threaded_blas():  # optimize=True may hand the contraction to BLAS, whose threads fight busy cores
+        squared = np.einsum("hij,jhg,gij->ij", alpha, grams, alpha, optimize=True)  # (T, T)
     return np.sqrt(np.clip(squared, 0.0, None)).astype(np.float32)
 
 
