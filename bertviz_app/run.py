@@ -1,7 +1,7 @@
 """A `Run`: one input and the numbers one forward pass computed for it, as numpy arrays on the CPU, with the analyses
 of `bertviz_app.analysis` as methods. A Run holds numbers and draws nothing (the TransformerLens ActivationCache
-habit): its plotly pictures are `run.plot.<view>(...)`, added above this module (plots.py); the interactive
-attention views are `run.show()` and `run.save_html(path)`.
+habit): its plotly pictures are `run.plot.<view>(...)`, added above this module by plots.py to the Runs an Explorer
+makes (`RunPlots(run)` draws any other); the interactive attention views are `run.show()` and `run.save_html(path)`.
 
 Attention is kept in float32 by default, the model's own numbers: rows sum to 1 within 1e-6 and every weight equals
 transformers' within 1e-5. A server may ask its explorer for float16 (`cache_dtype`) to keep twice as many long
