@@ -25,6 +25,7 @@ from gradio_client.exceptions import AppError
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, app
 from bertviz_app import explorer as explorer_module
+from bertviz_app import limits
 from bertviz_app.app import common, guards
 from bertviz_app.catalog import minilm_path
 
@@ -227,7 +228,7 @@ def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
         if re.sub(r"_\d+$", "", fn.api_name) not in NO_FORWARD_PASS:
             lanes[fn.api_name] = (fn.queue, fn.concurrency_id, fn.concurrency_limit)
     assert {"analyze", "hidden_states", "embeddings", "next_sentence", "corrupt", "_mask_token"} <= set(lanes)
-    assert {name: lane for name, lane in lanes.items() if lane != (True, "model", 1)} == {}
+    assert {name: lane for name, lane in lanes.items() if lane != (True, "model", limits.CONCURRENCY)} == {}
 
 
 def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, model_name, monkeypatch):
