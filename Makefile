@@ -33,6 +33,7 @@ bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_attribution.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_security.py
+	$(BIN)/python benchmarks/bench_cache.py
 
 setup: $(VENV)/.app
 setup-test: $(VENV)/.test

@@ -1,5 +1,6 @@
 """The public entry: `load()` gives an `Explorer` (model + tokenizer + device); `Explorer.run(text, text_pair)` gives a
-`Run` (run.py), one forward pass with everything the views need, cached by input in a cache bounded by bytes."""
+`Run` (run.py, with its pictures from plots.py), one forward pass with everything the views need, cached by input in a
+cache bounded by bytes."""
 
 from __future__ import annotations
 
@@ -16,20 +17,30 @@ from . import ablation, attribution, catalog, limits, masked_lm
 from .checkpoint import CheckpointError, load_model
 from .device import resolve_device
 from .model import BertForPreTraining
+from .plots import PlottedRun
 from .run import ModelTables, Run
 from .tokenizer import Encoding, Tokenizer, TokenizerError
 
 DEFAULT_CACHE_MB = limits.CACHE_MB
+CACHE_DTYPES = ("float32", "float16")
 
 
 class Explorer:
     """A loaded model with its tokenizer, on one device. Thread-safe; Runs are cached, least recently used first
-    out once they weigh more than `cache_mb` megabytes together (the newest Run always stays)."""
+    out once they weigh more than `cache_mb` megabytes together (the newest Run always stays).
+
+    `cache_dtype` is the precision a Run keeps its attention in: "float32" (the default) is the model's own numbers,
+    equal to transformers within 1e-5; "float16" halves the attention (a 512-token Run of the default model weighs
+    62 MB instead of 98; a server's choice, to keep more long inputs in `cache_mb`) and keeps each weight within
+    2**-11 of itself, rows summing to 1 within ~1e-3."""
 
     def __init__(self, model: BertForPreTraining, tokenizer: Tokenizer, device: torch.device, name: str,
-                 max_tokens: int | None = None, cache_mb: float = DEFAULT_CACHE_MB):
+                 max_tokens: int | None = None, cache_mb: float = DEFAULT_CACHE_MB, cache_dtype: str = "float32"):
         if not 0 <= cache_mb < float("inf"):  # written so that nan fails too
             raise ValueError(f"cache_mb must be a number of megabytes, zero or more, got {cache_mb}")
+        if cache_dtype not in CACHE_DTYPES:
+            raise ValueError(f"cache_dtype must be one of {', '.join(CACHE_DTYPES)}, got {cache_dtype!r}")
+        self.cache_dtype = cache_dtype
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.config = model.config
@@ -48,7 +59,8 @@ class Explorer:
     def __repr__(self) -> str:
         c = self.config
         return (f"Explorer({self.name!r}: {c.num_hidden_layers} layers, {c.num_attention_heads} heads, hidden "
-                f"{c.hidden_size}, on {self.device}; MLM head: {self.has_mlm_head}, NSP head: {self.has_nsp_head})")
+                f"{c.hidden_size}, on {self.device}, attention kept in {self.cache_dtype}; MLM head: {self.has_mlm_head}, "
+                f"NSP head: {self.has_nsp_head})")
 
     @property
     def has_mlm_head(self) -> bool:
@@ -68,7 +80,7 @@ class Explorer:
         text, text_pair = _check_text(text, text_pair)
         return self.tokenizer.encode(text, text_pair, max_tokens=self.max_tokens)
 
-    def run(self, text: str, text_pair: str | None = None) -> Run:
+    def run(self, text: str, text_pair: str | None = None) -> PlottedRun:
         """One forward pass over `text` (and `text_pair`), cached: the same input twice costs one pass."""
         text, text_pair = _check_text(text, text_pair)
         key = (text, text_pair)
@@ -89,7 +101,7 @@ class Explorer:
             _release_freed_memory()
         return run
 
-    def cached_run(self, text: str, text_pair: str | None = None) -> Run | None:
+    def cached_run(self, text: str, text_pair: str | None = None) -> PlottedRun | None:
         """The Run of this input if the cache still holds it, else None (never a forward pass)."""
         with self._lock:
             return self._cache.get((text, text_pair or None))
@@ -169,18 +181,19 @@ class Explorer:
 
         def stack(xs, dtype=torch.float32) -> np.ndarray:
             # each layer converted before stacking: no float32 copy of all the layers' attention (75 MB at 512 tokens)
+            # when a float16 Run is asked for
             return torch.stack([x[0].to(dtype) for x in xs]).cpu().numpy()
 
         def first(x) -> np.ndarray:
             return x[0].float().cpu().numpy()
 
         parts = out.embedding_parts
-        run = Run(encoding=encoding, model_name=self.name, config=self.config,
-                  hidden_states=stack(out.hidden_states), attentions=stack(out.attentions, torch.float16),
-                  queries=stack(out.queries), keys=stack(out.keys), value_grams=stack(out.value_grams),
-                  token_embeddings=first(parts.token),
-                  segment_embeddings=first(parts.segment), position_embeddings=first(parts.position),
-                  tables=self.tables)
+        run = PlottedRun(encoding=encoding, model_name=self.name, config=self.config,
+                         hidden_states=stack(out.hidden_states),
+                         attentions=stack(out.attentions, getattr(torch, self.cache_dtype)),
+                         queries=stack(out.queries), keys=stack(out.keys), value_grams=stack(out.value_grams),
+                         token_embeddings=first(parts.token), segment_embeddings=first(parts.segment),
+                         position_embeddings=first(parts.position), tables=self.tables)
         if out.pooler_output is not None:
             run.pooler_output = first(out.pooler_output)
         if self.model.has_nsp_head:
@@ -223,10 +236,13 @@ def _check_text(text, text_pair) -> tuple[str, str | None]:
 
 
 def load(model: str | Path | None = None, device: str | torch.device = "auto", max_tokens: int | None = None,
-         name: str | None = None, cache_mb: float = DEFAULT_CACHE_MB) -> Explorer:
+         name: str | None = None, cache_mb: float = DEFAULT_CACHE_MB, cache_dtype: str = "float32") -> Explorer:
     """Load a BERT checkpoint with its tokenizer onto `device` ('auto', 'cpu', 'cuda'). `model`: None for the default
     model, a built-in name (`catalog.builtin_models()`: 'minilm-l6-mlm-nsp-en', 'all-MiniLM-L6-v2'), a Hugging Face
-    format folder, or a hub id. `cache_mb`: what the cached Runs may weigh together."""
+    format folder, or a hub id. `cache_mb`: what the cached Runs may weigh together; `cache_dtype`: "float32" (exact,
+    the default) or "float16" for the attention the Runs keep (see Explorer)."""
+    if cache_dtype not in CACHE_DTYPES:  # before reading any weights
+        raise ValueError(f"cache_dtype must be one of {', '.join(CACHE_DTYPES)}, got {cache_dtype!r}")
     start = time.perf_counter()
     resolved_device = resolve_device(device)  # fail on a bad device before reading any weights
     try:
@@ -242,7 +258,8 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
         raise CheckpointError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's vocabulary only "
                               f"{bert.config.vocab_size}; the tokenizer files belong to another model")
     display = name or str(model if model is not None else catalog.default_model_name())
-    explorer = Explorer(bert, tokenizer, resolved_device, display, max_tokens=max_tokens, cache_mb=cache_mb)
+    explorer = Explorer(bert, tokenizer, resolved_device, display, max_tokens=max_tokens, cache_mb=cache_mb,
+                        cache_dtype=cache_dtype)
     if resolved_device.type == "cuda":
         # The first forward pass on a GPU loads kernels and creates cuBLAS handles (about a second). Pay for it here,
         # so that it is not the first visitor, and everyone queued behind them, who waits.

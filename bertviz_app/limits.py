@@ -1,9 +1,13 @@
 """What a served app holds at most, by default: one home for the numbers that the command line, the explorer and the
 server share."""
 
-# A Run of the default model weighs about 0.2 MB at 32 tokens and 55-61 MB at 512 (attention grows with the square of
-# the length): 256 MB per model keeps hundreds of sentences, or the last few long documents.
+# A Run of the default model weighs 1.5 MB at 32 tokens, 30 MB at 256 and 98 MB at 512 in float32 (attention grows
+# with the square of the length; benchmarks/bench_cache.py): 256 MB per model keeps 168 sentences, or the last two
+# long documents.
 CACHE_MB = 256
+# float32, the model's own numbers: float16 attention would fit 10% more 32-token Runs in CACHE_MB (186 against 168),
+# 30% more at 128 tokens (33 against 25), 2x only at 512 (4 against 2): a class's sentences gain little from it.
+CACHE_DTYPE = "float32"
 MAX_TOKENS = 256
 # A session holds the page's component configuration, not the answers sent to it (gradio_internals keeps those out):
 # 0.4 MB each measured by benchmarks/bench_security.py (1.9 MB at 256 tokens while it kept them), ~200 MB at most.
@@ -29,3 +33,9 @@ LOGIN_WINDOW_S = 300
 LOGIN_FAILURES_PER_ADDRESS = 20
 LOGIN_FAILURES_PER_NAME = 30
 LOGIN_FAILURES_ALL = 100
+# The served model's CPU work: one PyTorch thread per forward pass, two passes at once. With two busy processes beside
+# the server on two cores, a new 32-token input took 98-100 ms on one thread against 1.3-1.4 s on two (OpenMP threads
+# that outnumber free cores spin against each other); 50 visitors x 3 new inputs at once had a p95 of 3.5-4.7 s with
+# two passes at once against 6.2-7.1 s with one, and 4.6-5.1 s with four (benchmarks/bench_app.py; README, Speed).
+THREADS = 1
+CONCURRENCY = 2

@@ -1,15 +1,59 @@
 """`run.plot`: the plotly figures of a Run. Each method takes the Run's numbers (run.py), picks the slice the view
-shows, and hands arrays and labels to a builder of `bertviz_app.figures`. Numbers stay on the Run; this is glue."""
+shows, and hands arrays and labels to a builder of `bertviz_app.figures`. Numbers stay on the Run; this is glue.
+
+It lives above run.py: a `Run` holds numbers only and imports no plotting (the TransformerLens ActivationCache
+habit). `PlottedRun` is the Run that `Explorer.run` gives, a Run with `.plot`; figures (and with them plotly) are
+imported with the first picture, not with the package."""
 
 from __future__ import annotations
 
 import os
+import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
-import plotly.graph_objects as go
-import plotly.io as pio
 
-from . import analysis, figures
+from . import analysis
+from .run import Run
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+
+def _figures():
+    from . import figures  # plotly (~0.5 s to import) only once a picture is asked for
+
+    return figures
+
+
+class PlottedRun(Run):
+    """A `Run` with its pictures: `run.plot.attention(layer=2, head=3)`, `run.plot.head_overview()`, ..."""
+
+    @property
+    def plot(self) -> RunPlots:
+        # A new (stateless, tiny) RunPlots each time, not one cached on the Run: a cached one would close a reference
+        # cycle (Run -> RunPlots -> Run), and a Run in a cycle outlives its eviction from the cache until the cyclic
+        # garbage collector happens to run, which counts objects, not bytes. A server then held every 512-token Run
+        # it had ever drawn (~55 MB each) and grew past 4 GB in 100 inputs.
+        return RunPlots(self)
+
+    def __getattr__(self, name: str):
+        # The figure methods lived on Run itself before `run.plot`; the README promised them, so they still answer.
+        if name in _FIGURE_ALIASES:
+            warnings.warn(f"Run.{name} is deprecated; use run.plot.{_FIGURE_ALIASES[name]}", DeprecationWarning,
+                          stacklevel=2)
+            return getattr(self.plot, _FIGURE_ALIASES[name])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+# Run.<old name> -> run.plot.<new name>
+_FIGURE_ALIASES = {"attention_figure": "attention", "head_overview_figure": "head_overview",
+                   "token_attention_figure": "token_attention", "rollout_figure": "rollout",
+                   "head_map_figure": "head_map", "query_key_figure": "query_key",
+                   "embedding_figure": "embedding_parts", "position_similarity_figure": "position_similarity",
+                   "position_path_figure": "position_path", "segment_figure": "segment_comparison",
+                   "hidden_norms_figure": "hidden_norms", "layer_similarity_figure": "layer_similarity",
+                   "token_similarity_figure": "token_similarity", "hidden_projection_figure": "hidden_projection"}
 
 
 def figures_survive_export() -> None:
@@ -18,15 +62,16 @@ def figures_survive_export() -> None:
     draws offline, with plotly.js inlined once per kernel (in the first figure's cell), not in every figure. Only
     plotly's own automatic choice is changed: a renderer set by the user (pio.renderers.default, PLOTLY_RENDERER)
     stays."""
+    import plotly.io as pio
+
     if pio.renderers.default == "plotly_mimetype" and "PLOTLY_RENDERER" not in os.environ:
         pio.renderers.default = "plotly_mimetype+notebook"
 
 
 class RunPlots:
-    """The figures of one Run (run.py; not imported here: the Run holds its RunPlots, not the other way round).
-    Layers and heads count from 0; bad indices raise ValueError with the valid range."""
+    """The figures of one Run. Layers and heads count from 0; bad indices raise ValueError with the valid range."""
 
-    def __init__(self, run):
+    def __init__(self, run: Run):
         self._run = run
         figures_survive_export()
 
@@ -36,15 +81,13 @@ class RunPlots:
         """Heatmap of one head (or of the mean over the layer's heads when head is None). hide_special drops
         [CLS]/[SEP] rows and columns; segments is one of 'all', 'A->A', 'A->B', 'B->A', 'B->B'."""
         matrix = self._run.attention(layer, head)
-        which = "mean over heads" if head is None else f"head {head}"
-        suffix = "" if segments == "all" else f", {segments}"
-        return self._block(matrix, f"Attention, layer {layer}, {which}{suffix}", hide_special, segments)
+        return self._block(matrix, _figures().attention_title(layer, head, segments), hide_special, segments)
 
     def rollout(self, layer: int | None = None, *, hide_special: bool = False, segments: str = "all") -> go.Figure:
         """Attention rollout through layers 0..layer (default: all) as a heatmap."""
         last = self._run.num_layers - 1 if layer is None else layer
-        return self._block(self._run.rollout(layer), f"Attention rollout through layers 0-{last} "
-                           "(residual as 0.5·A + 0.5·I)", hide_special, segments, colorbar_title="share")
+        return self._block(self._run.rollout(layer), _figures().rollout_title(last), hide_special, segments,
+                           colorbar_title="share")
 
     def _block(self, matrix: np.ndarray, title: str, hide_special: bool, segments: str,
                colorbar_title: str = "weight") -> go.Figure:
@@ -61,66 +104,60 @@ class RunPlots:
             b = np.flatnonzero(seg[index] == 1)
             return int(b[0]) if len(b) and b[0] > 0 else None
 
-        return figures.attention_heatmap(matrix[np.ix_(rows, cols)], list(tokens[rows]), list(tokens[cols]),
+        return _figures().attention_heatmap(matrix[np.ix_(rows, cols)], list(tokens[rows]), list(tokens[cols]),
                                          row_positions=rows, col_positions=cols, row_boundary=boundary(rows),
                                          col_boundary=boundary(cols), title=title, colorbar_title=colorbar_title)
 
     def head_overview(self) -> go.Figure:
         """Every layer x head as one tiled image; hover a tile for that head's statistics."""
-        return figures.head_overview_figure(self._run.attentions, self._run.head_statistics().summaries())
+        return _figures().head_overview_figure(self._run.attentions, self._run.head_statistics().summaries())
 
     def token_attention(self, layer: int = 0, token: int = 0) -> go.Figure:
         """What `token` attends to and what attends to it, in every head of `layer`."""
         from_w, to_w = self._run.token_attention(layer, token)
-        return figures.token_attention_figure(from_w, to_w, self._run.tokens, token, layer=layer)
+        return _figures().token_attention_figure(from_w, to_w, self._run.tokens, token, layer=layer)
 
     def head_map(self, statistic: str = "entropy") -> go.Figure:
         """Layers x heads colored by `statistic` (one of analysis.HEAD_STATISTICS), labeled by behavior."""
         stats = self._run.head_statistics()
-        return figures.head_map_figure(stats.as_dict(), stats.dominant, statistic)
+        return _figures().head_map_figure(stats.as_dict(), stats.dominant, statistic)
 
     def query_key(self, layer: int = 0, head: int = 0, token: int = 0) -> go.Figure:
         """How one attention row is made from the query of `token` and every key."""
         run = self._run
         qk = run.query_key(layer, head, token)
-        return figures.query_key_figure(qk.query, qk.keys, qk.scores, qk.weights, run.tokens, qk.token,
-                                        scale=qk.scale, title=f"Layer {qk.layer}, head {qk.head}: query of "
-                                        f"{figures.escape_label(run.tokens[qk.token])} ({qk.token}) against every key")
+        return _figures().query_key_figure(qk.query, qk.keys, qk.scores, qk.weights, run.tokens, qk.token,
+                                           scale=qk.scale, layer=qk.layer, head=qk.head)
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> go.Figure:
-        return figures.embedding_parts_figure(self._run.embedding_parts())
+        return _figures().embedding_parts_figure(self._run.embedding_parts())
 
     def position_similarity(self, n: int | None = None) -> go.Figure:
         """n positions means positions 0 .. n-1, as in `Run.position_similarity`."""
-        sim = self._run.position_similarity(n)
-        return figures.position_similarity_figure(sim, title=f"Cosine similarity of the first {len(sim)} learned "
-                                                  f"position embeddings (positions 0–{len(sim) - 1})")
+        return _figures().position_similarity_figure(self._run.position_similarity(n))
 
     def position_path(self, n: int | None = None) -> go.Figure:
         xy, explained = self._run.position_path(n)
-        n = len(xy)
-        return figures.position_path_figure(xy, explained=explained,
-                                            title=f"Path through the first {n} position embeddings (positions "
-                                            f"0–{n - 1}; PCA of unit-length vectors)")
+        return _figures().position_path_figure(xy, explained=explained)
 
     def segment_comparison(self) -> go.Figure:
         vectors = dict(self._run.segment_vectors())
         if "B" in vectors:
             vectors["B − A"] = vectors["B"] - vectors["A"]
-        return figures.segment_comparison_figure(vectors, cosine=self._run.segment_comparison()["cosine"])
+        return _figures().segment_comparison_figure(vectors, cosine=self._run.segment_comparison()["cosine"])
 
     # --- hidden states -----------------------------------------------------------------------------------------
     def hidden_norms(self) -> go.Figure:
-        return figures.hidden_norms_figure(self._run.hidden_norms(), self._run.tokens)
+        return _figures().hidden_norms_figure(self._run.hidden_norms(), self._run.tokens)
 
     def layer_similarity(self) -> go.Figure:
-        return figures.layer_similarity_figure(self._run.layer_similarity(), self._run.tokens)
+        return _figures().layer_similarity_figure(self._run.layer_similarity(), self._run.tokens)
 
     def token_similarity(self, layer: int | None = None) -> go.Figure:
         layer = self._run.num_layers if layer is None else layer
-        return figures.token_similarity_figure(self._run.token_similarity(layer), self._run.tokens, layer=layer)
+        return _figures().token_similarity_figure(self._run.token_similarity(layer), self._run.tokens, layer=layer)
 
     def hidden_projection(self) -> go.Figure:
         xy, explained = self._run.hidden_projection()
-        return figures.hidden_projection_figure(xy, self._run.tokens, explained=explained)
+        return _figures().hidden_projection_figure(xy, self._run.tokens, explained=explained)

@@ -1,15 +1,18 @@
 """A `Run`: one input and the numbers one forward pass computed for it, as numpy arrays on the CPU, with the analyses
-of `bertviz_app.analysis` as methods. Pictures of a Run are `run.plot.<view>(...)` (see plots.py); the interactive
-attention views are `run.show()` and `run.save_html(path)`.
+of `bertviz_app.analysis` as methods. A Run holds numbers and draws nothing (the TransformerLens ActivationCache
+habit): its plotly pictures are `run.plot.<view>(...)`, added above this module by plots.py to the Runs an Explorer
+makes (`RunPlots(run)` draws any other); the interactive attention views are `run.show()` and `run.save_html(path)`.
 
-Attention is kept in float16: a Run of 512 tokens holds 72 heads x 512 x 512 weights, 38 MB in float16 against 75 MB
-in float32, and three significant digits are more than a picture or a CSV of weights needs. Analyzes that sum or
-multiply many weights (rollout, head statistics) upcast first; the query/key view recomputes its row in float32.
+Attention is kept in float32 by default, the model's own numbers: rows sum to 1 within 1e-6 and every weight equals
+transformers' within 1e-5. A server may ask its explorer for float16 (`cache_dtype`) to keep twice as many long
+inputs in its cache (a 512-token Run of the default model: 72 MiB of attention in float32, 36 in float16); each
+weight is then within 2**-11 of itself, and the tables say so (their `precision` column). Analyses that sum or
+multiply many weights (rollout, head statistics, value-weighted attention) compute in float32 or float64 either way.
 """
 
 from __future__ import annotations
 
-import warnings
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,11 +21,12 @@ import numpy as np
 
 from . import analysis, views
 from .config import BertConfig
-from .plots import RunPlots
 from .tokenizer import Encoding
 
 if TYPE_CHECKING:
     import pandas as pd
+
+MATRICES = ("attention", "rollout", "value_weighted")  # what attention_frame can tabulate
 
 
 @dataclass(eq=False)
@@ -46,7 +50,8 @@ class Run:
     """One input and everything the model computed for it. L layers, h heads, T tokens, H hidden size, d head size.
 
     hidden_states: (L + 1, T, H) float32, the embedding output first
-    attentions: (L, h, T, T) float16, row i = how token i distributes its attention
+    attentions: (L, h, T, T) float32 (float16 when the explorer's cache_dtype asks), row i = how token i distributes
+        its attention
     queries, keys: (L, h, T, d) float32, before the 1/sqrt(d) scaling
     token_embeddings, segment_embeddings, position_embeddings: (T, H) float32, summed then LayerNorm-ed into
         hidden_states[0]
@@ -104,23 +109,6 @@ class Run:
         derived = self.__dict__.get("_derived_nbytes", 0)
         return sum(a.nbytes for a in arrays if a is not None) + derived
 
-    @property
-    def plot(self) -> RunPlots:
-        """The figures of this Run: `run.plot.attention(layer=2, head=3)`, `run.plot.head_overview()`, ..."""
-        # A new (stateless, tiny) RunPlots each time, not one cached on the Run: a cached one would close a reference
-        # cycle (Run -> RunPlots -> Run), and a Run in a cycle outlives its eviction from the cache until the cyclic
-        # garbage collector happens to run, which counts objects, not bytes. A server then held every 512-token Run
-        # it had ever drawn (~55 MB each) and grew past 4 GB in 100 inputs.
-        return RunPlots(self)
-
-    def __getattr__(self, name: str):
-        # The figure methods lived on Run itself before `run.plot`; the README promised them, so they still answer.
-        if name in _FIGURE_ALIASES:
-            warnings.warn(f"Run.{name} is deprecated; use run.plot.{_FIGURE_ALIASES[name]}", DeprecationWarning,
-                          stacklevel=2)
-            return getattr(self.plot, _FIGURE_ALIASES[name])
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     # --- tokens ------------------------------------------------------------------------------------------------
     @property
     def segment_ids(self) -> np.ndarray:
@@ -144,16 +132,45 @@ class Run:
             return self.attentions[layer].astype(np.float32).mean(axis=0)
         return self.attentions[layer, analysis.check_index("head", head, self.num_heads)].astype(np.float32)
 
-    def attention_frame(self, layers=None, heads=None) -> "pd.DataFrame":
-        """Tidy attention: one row per (layer, head, from, to) with from_token, to_token and weight."""
-        return analysis.attention_frame(self.attentions, self.tokens, layers, heads)
+    def attention_frame(self, layers=None, heads=None, matrix: str = "attention") -> "pd.DataFrame":
+        """A tidy table, one row per (layer, head, from, to) with from_token, to_token, the number and `precision`
+        (the dtype this Run keeps attention in). matrix: "attention" (column weight), "rollout" (weight; head
+        "rollout", one per layer) or "value_weighted" (column norm, ||alpha_ij f(x_j)|| of each head)."""
+        matrices, layers, heads, value = self._tidy(layers, heads, matrix)
+        return analysis.tidy_frame(matrices, self.tokens, layers, heads, value=value,
+                                   precision=self.attentions.dtype.name)
 
-    def attention_csv(self, path: str | Path, layers=None, heads=None) -> Path:
-        """Write `attention_frame(layers, heads)` to a CSV file; returns the path."""
+    def attention_csv(self, path: str | Path | None = None, layers=None, heads=None,
+                      matrix: str = "attention") -> Path | str:
+        """`attention_frame(layers, heads, matrix)` as CSV, every number as exactly as the Run holds it (its
+        `precision` column says float32 or float16), written row by row without building the table: to `path`
+        (returned), or returned as text when path is None."""
+        matrices, layers, heads, value = self._tidy(layers, heads, matrix)
+        parts = (matrices, self.tokens, layers, heads)
+        if path is None:
+            out = io.StringIO()
+            analysis.write_tidy_csv(out, *parts, value=value, precision=self.attentions.dtype.name)
+            return out.getvalue()
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.attention_frame(layers, heads).to_csv(path, index=False)
+        with path.open("w", encoding="utf-8", newline="") as out:
+            analysis.write_tidy_csv(out, *parts, value=value, precision=self.attentions.dtype.name)
         return path
+
+    def _tidy(self, layers, heads, matrix: str):
+        """(matrices (l', h', T, T), layer labels, head labels, value column) of what attention_frame tabulates."""
+        if matrix not in MATRICES:
+            raise ValueError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
+        layers = list(range(self.num_layers)) if layers is None else [
+            analysis.check_index("layer", layer, self.num_layers) for layer in layers]
+        if matrix == "rollout":
+            return self.rollouts()[layers][:, None], layers, ["rollout"], "weight"
+        heads = list(range(self.num_heads)) if heads is None else [
+            analysis.check_index("head", head, self.num_heads) for head in heads]
+        if matrix == "attention":
+            return self.attentions[np.ix_(layers, heads)], layers, heads, "weight"  # (l', h', T, T)
+        norms = np.stack([[self.value_weighted_attention(layer, head) for head in heads] for layer in layers])
+        return norms, layers, heads, "norm"
 
     def token_attention(self, layer: int, token: int) -> tuple[np.ndarray, np.ndarray]:
         """(from (h, T), to (h, T)): what `token` attends to, and how much every token attends to it, per head."""
@@ -270,18 +287,18 @@ class Run:
     def show(self, view: str | None = None, height: int = 760) -> "views.NotebookView":
         """The interactive attention views, inline in Jupyter, VS Code or Colab (offline, no widgets to install):
         make it the last line of a cell. view: 'lines' (default), 'matrix', 'overview' or 'query_key'."""
-        return views.NotebookView(self.views_payload(), self.query_key_payload(), title=self._title(),
+        return views.NotebookView(self.views_payload(), self.query_key_payload(), title=self.title,
                                   height=height, view=view)
 
     def save_html(self, path: str | Path, view: str | None = None) -> Path:
         """The interactive attention views as one self-contained HTML file that opens offline; returns the path."""
-        return views.NotebookView(self.views_payload(), self.query_key_payload(), title=self._title(),
+        return views.NotebookView(self.views_payload(), self.query_key_payload(), title=self.title,
                                   view=view).save(path)
 
-    def _title(self) -> str:
-        enc = self.encoding
-        text = enc.text if enc.text_pair is None else f"{enc.text} | {enc.text_pair}"
-        return f"{text[:60]}{'…' if len(text) > 60 else ''} · {self.model_name}"
+    @property
+    def title(self) -> str:
+        """The input, shortened, and the model: what a page of this Run's views is called."""
+        return views.input_title(self.encoding, self.model_name)
 
     # --- derived numbers, computed once per Run ----------------------------------------------------------------
     def _derived(self, name: str, compute):
@@ -302,13 +319,3 @@ def _nbytes(value) -> int:
     if hasattr(value, "__dict__"):
         return sum(_nbytes(v) for v in vars(value).values())
     return 0
-
-
-# Run.<old name> -> run.plot.<new name>
-_FIGURE_ALIASES = {"attention_figure": "attention", "head_overview_figure": "head_overview",
-                   "token_attention_figure": "token_attention", "rollout_figure": "rollout",
-                   "head_map_figure": "head_map", "query_key_figure": "query_key",
-                   "embedding_figure": "embedding_parts", "position_similarity_figure": "position_similarity",
-                   "position_path_figure": "position_path", "segment_figure": "segment_comparison",
-                   "hidden_norms_figure": "hidden_norms", "layer_similarity_figure": "layer_similarity",
-                   "token_similarity_figure": "token_similarity", "hidden_projection_figure": "hidden_projection"}

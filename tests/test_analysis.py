@@ -64,9 +64,25 @@ def test_shapes_follow_the_config(run_and_explorer):
 def test_attention_rows_sum_to_one_over_unmasked_keys(run_and_explorer):
     run, _ = run_and_explorer
     mask = np.asarray(run.encoding.attention_mask, dtype=bool)
-    # A Run keeps attention in float16: each weight w within w * 2**-11 of the model's, so a row's sum within 2**-11.
-    assert run.attentions.dtype == np.float16
-    np.testing.assert_allclose(run.attentions[..., mask].astype(np.float64).sum(-1), 1.0, atol=2**-11)
+    # A Run keeps the model's float32 attention by default
+    assert run.attentions.dtype == np.float32
+    np.testing.assert_allclose(run.attentions[..., mask].astype(np.float64).sum(-1), 1.0, atol=1e-6)
+
+
+def test_a_float16_cache_is_an_explicit_choice_and_says_so(explorers, tmp_path):
+    default = explorers["default"]
+    half = Explorer(default.model, default.tokenizer, default.device, "half", cache_dtype="float16")
+    exact, small = default.run(TEXT_A, TEXT_B), half.run(TEXT_A, TEXT_B)
+    assert small.attentions.dtype == np.float16 and "float16" in repr(half)
+    # each weight within half a float16 step (2**-11 relative) of itself, so a row's sum within 2**-11
+    np.testing.assert_allclose(small.attentions, exact.attentions, rtol=2**-11, atol=2**-24)
+    np.testing.assert_allclose(small.attentions.astype(np.float64).sum(-1), 1.0, atol=2**-11)
+    assert small.nbytes < exact.nbytes - exact.attentions.nbytes / 2 + 1
+    for run, precision in ((exact, "float32"), (small, "float16")):
+        back = pd.read_csv(run.attention_csv(tmp_path / f"{precision}.csv", layers=[0]), keep_default_na=False)
+        assert set(back.precision) == {precision}
+    with pytest.raises(ValueError, match="cache_dtype must be one of float32, float16"):
+        Explorer(default.model, default.tokenizer, default.device, "bad", cache_dtype="bfloat16")
 
 
 def test_rollout_rows_sum_to_one_and_follow_the_recipe(run_and_explorer):
@@ -74,7 +90,7 @@ def test_rollout_rows_sum_to_one_and_follow_the_recipe(run_and_explorer):
     rollout = analysis.attention_rollout(run.attentions)
     np.testing.assert_allclose(rollout.sum(-1), 1.0, atol=1e-5)
     assert (rollout >= 0).all()
-    # the first layer alone is 0.5 * mean head + 0.5 * I, rows renormalized (float16 rows sum to 1 within 2**-11)
+    # the first layer alone is 0.5 * mean head + 0.5 * I, rows renormalized
     expected = 0.5 * run.attentions[0].astype(np.float64).mean(0) + 0.5 * np.eye(len(run))
     expected /= expected.sum(-1, keepdims=True)
     np.testing.assert_allclose(rollout[0], expected, atol=1e-5)
@@ -130,13 +146,13 @@ def test_head_statistics_recognize_synthetic_heads():
 def test_query_key_reproduces_the_attention_row(run_and_explorer):
     run, explorer = run_and_explorer
     L, h = run.num_layers, run.num_heads
-    with torch.no_grad():  # the model's own float32 attention (a Run keeps float16)
+    with torch.no_grad():  # the model's own attention, computed again
         exact = explorer.model.bert(torch.tensor([run.encoding.ids]), torch.tensor([run.encoding.segment_ids]),
                                     output_attentions=True).attentions
     for layer, head, token in ((0, 0, 0), (L - 1, h - 1, len(run) - 1), (L // 2, h // 2, 3)):
         qk = run.query_key(layer, head, token)
         np.testing.assert_allclose(qk.weights, exact[layer][0, head, token].numpy(), atol=2e-6, rtol=1e-4)
-        np.testing.assert_allclose(qk.weights, run.attentions[layer, head, token], atol=2**-11, rtol=2**-10)
+        np.testing.assert_allclose(qk.weights, run.attentions[layer, head, token], atol=2e-6, rtol=1e-4)
         np.testing.assert_allclose(qk.products.sum(-1), qk.dots, rtol=1e-4, atol=1e-4)
         assert qk.scale == pytest.approx(1 / np.sqrt(explorer.config.hidden_size // h))
 
@@ -217,14 +233,21 @@ def test_token_table(run):
 
 def test_attention_frame_and_csv(run, tmp_path):
     frame = run.attention_frame(layers=[1], heads=[2, 3])
-    assert list(frame.columns) == ["layer", "head", "from", "to", "from_token", "to_token", "weight"]
+    assert list(frame.columns) == ["layer", "head", "from", "to", "from_token", "to_token", "weight", "precision"]
     pick = frame[(frame["head"] == 3) & (frame["from"] == 2) & (frame.to == 5)]
     assert pick.weight.item() == pytest.approx(float(run.attentions[1, 3, 2, 5]))
     assert pick.from_token.item() == run.tokens[2]
     path = run.attention_csv(tmp_path / "att.csv", layers=[0])
     back = pd.read_csv(path, keep_default_na=False)
     assert len(back) == run.num_heads * len(run) ** 2
-    np.testing.assert_allclose(back.groupby(["head", "from"]).weight.sum(), 1.0, atol=2**-11)  # float16 weights
+    np.testing.assert_allclose(back.groupby(["head", "from"]).weight.sum(), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(back.weight.to_numpy(np.float32), run.attentions[0].ravel())  # every digit kept
+    assert set(back.precision) == {"float32"}
+    rollout = run.attention_frame(layers=[2], matrix="rollout")
+    assert set(rollout["head"]) == {"rollout"} and rollout.weight.to_numpy().reshape(len(run), -1).sum(-1) == (
+        pytest.approx(1.0, abs=1e-5))
+    norms = run.attention_frame(layers=[1], heads=[4], matrix="value_weighted")
+    np.testing.assert_array_equal(norms.norm.to_numpy().reshape(len(run), -1), run.value_weighted_attention(1, 4))
 
 
 @pytest.mark.parametrize("call, message", [

@@ -70,8 +70,10 @@ def fake_app(monkeypatch):
 def test_serve_passes_the_options_on(fake_app, capsys):
     assert cli.main(["--model", "m1", "--model", "m2", "--device", "cpu", "--port", "8123", "--max-tokens", "64",
                      "--concurrency", "3", "--auth", "u:p", "--cache-mb", "32", "--max-sessions", "40",
-                     "--session-minutes", "1.5", "--sessions-per-address", "7", "--behind-proxy"]) == 0
-    assert fake_app["load"] == (["m1", "m2"], {"device": "cpu", "max_tokens": 64, "cache_mb": 32})
+                     "--session-minutes", "1.5", "--sessions-per-address", "7", "--behind-proxy",
+                     "--cache-dtype", "float16"]) == 0
+    assert fake_app["load"] == (["m1", "m2"], {"device": "cpu", "max_tokens": 64, "cache_mb": 32,
+                                               "cache_dtype": "float16"})
     assert fake_app["build"] == {"concurrency": 3}
     assert fake_app["serve"] == {"host": "127.0.0.1", "port": 8123, "share": False, "auth": [("u", "p")],
                                  "max_sessions": 40, "session_idle_s": 90, "sessions_per_address": 7,
@@ -88,6 +90,8 @@ def test_the_defaults_are_the_library_s():
     assert (args.cache_mb, args.max_sessions, args.session_minutes, args.max_tokens) == (
         limits.CACHE_MB, limits.MAX_SESSIONS, limits.SESSION_MINUTES, limits.MAX_TOKENS) == (256, 500, 60, 256)
     assert explorer.DEFAULT_CACHE_MB == limits.CACHE_MB and server.SESSION_IDLE_S == 60 * limits.SESSION_MINUTES
+    assert args.cache_dtype == limits.CACHE_DTYPE == "float32"
+    assert (args.threads, args.concurrency) == (limits.THREADS, limits.CONCURRENCY) == (1, 2)
 
 
 @pytest.mark.parametrize("host, warns", [("0.0.0.0", True), ("::", True), ("192.0.2.7", True), ("127.0.0.1", False),

@@ -4,6 +4,9 @@ only. Every import statement is read, wherever it stands; a module missing from 
 stays current (docs/ARCHITECTURE.md draws the same floors)."""
 
 import ast
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,9 @@ FLOORS = {
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,
     "analysis": 4, "figures": 4,
-    "plots": 5, "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
-    "run": 6,
+    "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
+    "run": 6,  # numbers only: no plotting below it
+    "plots": 7,  # run.plot, above the Run it draws
     "masked_lm": 7,
     "targets": 8,  # the one number an attribution or an ablation explains
     "attribution": 9, "ablation": 9,
@@ -153,3 +157,22 @@ def test_the_checker_sees_every_import(tmp_path, monkeypatch):
     assert external(sample) == {"torch", "gradio", "bertviz_app"}
     assert {m for m, _ in imports_of(sample)} == {"torch.nn", "gradio.Blocks", "bertviz_app.app.sibling",
                                                   "bertviz_app.run.Run", "bertviz_app.explorer"}
+
+
+def test_a_run_holds_numbers_and_imports_no_plotting():
+    """A Run (and the package face) import neither plotly nor gradio: pictures come with the first `run.plot`."""
+    code = ("import sys, bertviz_app, bertviz_app.run, bertviz_app.explorer\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('plotly', 'gradio'))\n"
+            "assert not heavy, heavy\n"
+            "assert not hasattr(bertviz_app.run.Run, 'plot')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent, timeout=120)
+
+
+def test_the_architecture_page_draws_the_same_floors():
+    """docs/ARCHITECTURE.md's module table gives every unit the floor FLOORS gives it, and no other unit."""
+    page = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    drawn = {}
+    for floor, modules in re.findall(r"^\| (\d+) \| ([^|]+) \|", page, flags=re.MULTILINE):
+        for name in re.findall(r"`([\w/.]+)`", modules):
+            drawn[name.removesuffix(".py").rstrip("/")] = int(floor)
+    assert drawn == FLOORS

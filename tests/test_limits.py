@@ -231,7 +231,7 @@ def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
         if re.sub(r"_\d+$", "", fn.api_name) not in NO_FORWARD_PASS:
             lanes[fn.api_name] = (fn.queue, fn.concurrency_id, fn.concurrency_limit)
     assert {"analyze", "hidden_states", "embeddings", "next_sentence", "corrupt", "_mask_token"} <= set(lanes)
-    assert {name: lane for name, lane in lanes.items() if lane != (True, "model", 1)} == {}
+    assert {name: lane for name, lane in lanes.items() if lane != (True, "model", limits.CONCURRENCY)} == {}
 
 
 def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, model_name, monkeypatch):

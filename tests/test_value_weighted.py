@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers
 
-from bertviz_app.analysis.value_weighted import value_norms, value_weighted_attention
+from bertviz_app.analysis.value_weighted import value_norms, value_weighted_attention, value_weighted_shares
 from bertviz_app.catalog import ENGLISH_MLM_PATH
 from oracle_models import oracle_pair
 
@@ -109,6 +109,7 @@ def test_invariants(pair, encoded):
     model, _, _ = pair
     attentions, grams = ours_stacked(model, *encoded)
     norms = value_norms(grams)  # (L, h, T)
+    shares = value_weighted_shares(attentions, grams)  # what the views draw: each head's rows scaled to one
     L, h, T, _ = attentions.shape
     assert norms.shape == (L, h, T) and (norms >= 0).all()
     for layer in range(L):
@@ -120,6 +121,8 @@ def test_invariants(pair, encoded):
         # The norm of a sum is at most the sum of the norms, and the bound is not met in general.
         assert (summed <= per_head.sum(0) + 1e-5).all()
         assert (summed < per_head.sum(0) - 1e-4).any()
+        np.testing.assert_allclose(shares[layer], per_head / per_head.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(shares.sum(-1), 1.0, atol=1e-6)
 
 
 def test_shape_and_index_errors(pair, encoded):

@@ -2,19 +2,22 @@
 takes numpy arrays (or an `Encoding`) and returns numpy arrays, dataclasses or pandas tables."""
 
 from .attention import (HEAD_STATISTICS, SEGMENT_FILTERS, HeadStatistics, QueryKey, attention_frame,
-                        attention_rollout, check_index, head_statistics, query_key, segment_block, token_attention)
+                        attention_rollout, check_index, head_statistics, query_key, segment_block, tidy_frame,
+                        write_tidy_csv,
+                        token_attention)
 from .compare import AttentionDifference, compare_attentions
 from .embeddings import (embedding_parts, first_positions, pca_2d, position_path, position_similarity,
                          segment_comparison)
 from .faithfulness import average_ranks, faithfulness_table, spearman
 from .hidden import hidden_norms, hidden_projection, layer_similarity, token_similarity
 from .tokens import token_table
-from .value_weighted import value_norms, value_weighted_attention
+from .value_weighted import value_norms, value_weighted_attention, value_weighted_shares
 from .words import Words, group_words, word_attention
 
 __all__ = ["AttentionDifference", "HEAD_STATISTICS", "HeadStatistics", "QueryKey", "SEGMENT_FILTERS", "Words",
            "attention_frame", "attention_rollout", "average_ranks", "check_index", "compare_attentions",
            "embedding_parts", "faithfulness_table", "first_positions", "group_words", "head_statistics",
            "hidden_norms", "hidden_projection", "layer_similarity", "pca_2d", "position_path",
-           "position_similarity", "query_key", "segment_block", "segment_comparison", "spearman", "token_attention",
-           "token_similarity", "token_table", "value_norms", "value_weighted_attention", "word_attention"]
+           "position_similarity", "query_key", "segment_block", "segment_comparison", "spearman", "tidy_frame", "write_tidy_csv",
+           "token_attention", "token_similarity", "token_table", "value_norms", "value_weighted_attention",
+           "value_weighted_shares", "word_attention"]

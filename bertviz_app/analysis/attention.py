@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ._threads import single_threaded_blas
+
 SEGMENT_FILTERS = ("all", "A->A", "A->B", "B->A", "B->B")
 HEAD_STATISTICS = ("entropy", "distance", "cls", "sep", "self", "previous", "next")
 SHARE_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "self": "self", "previous": "previous token", "next": "next token"}
@@ -68,9 +70,10 @@ def attention_rollout(attentions: np.ndarray, residual: float = 0.5) -> np.ndarr
     mixed /= mixed.sum(axis=-1, keepdims=True)
     out = np.empty_like(mixed)
     current = np.eye(t)
-    for layer in range(mixed.shape[0]):
-        current = mixed[layer] @ current
-        out[layer] = current
+    with single_threaded_blas():  # see _threads.py: BLAS threads on busy cores wait on each other
+        for layer in range(mixed.shape[0]):
+            current = mixed[layer] @ current
+            out[layer] = current
     return out.astype(np.float32)
 
 
@@ -122,18 +125,21 @@ def head_statistics(attentions: np.ndarray, special_mask) -> HeadStatistics:
     is_cls[0] = special[0]
     is_sep = special & ~is_cls
     index = np.arange(t)
-    columns = np.stack([is_cls, is_sep], axis=1).astype(np.float32)  # (T, 2): which keys are [CLS], [SEP]
+    cls_keys, sep_keys = np.flatnonzero(is_cls), np.flatnonzero(is_sep)
     distance_of = np.abs(index[:, None] - index[None, :]).astype(np.float32)  # (T, T) |i - j|
     out = {name: np.zeros((n_layers, n_heads), dtype=np.float64) for name in ("entropy", "distance", *SHARE_LABELS)}
     # One layer at a time, in float32: a 512-token input has 18.9 M weights, and a float64 copy of all of them
-    # (with a clipped copy for the logarithm) took over a second; the means below need no more than float32.
+    # (with a clipped copy for the logarithm) took over a second; the means below need no more than float32. No BLAS
+    # product either: the shares to [CLS] and [SEP] are sums over a few columns, and a (T, T) @ (T, 2) product on
+    # numpy's BLAS threads took 1.3 s for all layers at 512 tokens on two busy cores, against 0.24 s on one thread.
     for layer in range(n_layers):
-        a = attentions[layer].astype(np.float32)  # (h, T, T)
-        logs = np.log(np.maximum(a, np.float32(1e-12)))
+        a = np.asarray(attentions[layer], dtype=np.float32)  # (h, T, T); a float32 Run's layer is not copied
+        logs = np.maximum(a, np.float32(1e-12))
+        np.log(logs, out=logs)
         out["entropy"][layer] = -np.einsum("hij,hij->hi", a, logs).mean(-1)
         out["distance"][layer] = np.einsum("hij,ij->hi", a, distance_of).mean(-1)
-        shares = a @ columns  # (h, T, 2): each row's weight on [CLS], on the [SEP]s
-        out["cls"][layer], out["sep"][layer] = shares.mean(1).T
+        out["cls"][layer] = a[:, :, cls_keys].sum(-1).mean(-1)  # each row's weight on [CLS], averaged over rows
+        out["sep"][layer] = a[:, :, sep_keys].sum(-1).mean(-1)
         out["self"][layer] = np.diagonal(a, axis1=-2, axis2=-1).mean(-1)
         if t > 1:  # offset diagonals: entry i is the weight from token i+1 to i (previous), from i to i+1 (next)
             out["previous"][layer] = np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(-1)
@@ -158,18 +164,59 @@ def head_statistics(attentions: np.ndarray, special_mask) -> HeadStatistics:
                           dominant=dominant, **f32)
 
 
+def tidy_frame(matrices: np.ndarray, tokens, layers, heads, *, value: str = "weight",
+               precision: str | None = None) -> pd.DataFrame:
+    """(l', h', T, T) matrices as a tidy table, one row per (layer, head, from, to): columns layer, head, from, to,
+    from_token, to_token, `value`, precision. `layers` and `heads` label the first two axes (a head may be a word,
+    such as "rollout"); precision names the dtype of the attention the numbers come from (default: the matrices'
+    own), so that a CSV says whether it holds the model's float32 or a cache's float16."""
+    matrices = np.asarray(matrices)
+    n_layers, n_heads, t, _ = matrices.shape
+    if (len(layers), len(heads)) != (n_layers, n_heads):
+        raise ValueError(f"{len(layers)} layers and {len(heads)} heads label matrices of shape {matrices.shape}")
+    lay, hed, src, dst = np.meshgrid(np.arange(n_layers), np.arange(n_heads), np.arange(t), np.arange(t),
+                                     indexing="ij")
+    tokens = np.asarray(list(tokens), dtype=object)
+    frame = pd.DataFrame({"layer": np.asarray(layers)[lay.ravel()], "head": np.asarray(heads)[hed.ravel()],
+                          "from": src.ravel(), "to": dst.ravel(), "from_token": tokens[src.ravel()],
+                          "to_token": tokens[dst.ravel()], value: matrices.ravel()})
+    frame["precision"] = precision or matrices.dtype.name
+    return frame
+
+
+def write_tidy_csv(out, matrices: np.ndarray, tokens, layers, heads, *, value: str = "weight",
+                   precision: str | None = None) -> None:
+    """`tidy_frame(...)` as CSV text written to `out` (a text file), a row of one matrix at a time: no table of every
+    row in between (at 256 tokens, all heads of a layer are 786,432 rows; a DataFrame of them took several times the
+    CSV's 24 MB). Numbers are written with as many digits as their precision needs to read back exactly: 9 for
+    float32, 5 for float16."""
+    matrices = np.asarray(matrices)
+    n_layers, n_heads, t, _ = matrices.shape
+    if (len(layers), len(heads)) != (n_layers, n_heads):
+        raise ValueError(f"{len(layers)} layers and {len(heads)} heads label matrices of shape {matrices.shape}")
+    precision = precision or matrices.dtype.name
+    digits = 5 if matrices.dtype == np.float16 else 9
+    names = [_csv_field(str(token)) for token in tokens]
+    out.write(f"layer,head,from,to,from_token,to_token,{value},precision\n")
+    for layer, per_layer in zip(layers, matrices):
+        for head, matrix in zip(heads, per_layer):
+            for i, row in enumerate(matrix.astype(np.float64).tolist()):
+                start, end = f"{layer},{head},{i},", f",{precision}\n"
+                out.write("".join(f"{start}{j},{names[i]},{names[j]},{w:.{digits}g}{end}" for j, w in enumerate(row)))
+
+
+def _csv_field(text: str) -> str:
+    """`text` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break (a token may)."""
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\r\n') else text
+
+
 def attention_frame(attentions: np.ndarray, tokens, layers=None, heads=None) -> pd.DataFrame:
-    """Attention as a tidy table, one row per (layer, head, from, to): columns layer, head, from, to, from_token,
-    to_token, weight. attentions: (L, h, T, T); layers/heads: indices to keep (default all)."""
+    """Attention as a tidy table (`tidy_frame`), one row per (layer, head, from, to), weights in the precision the
+    attentions hold. attentions: (L, h, T, T); layers/heads: indices to keep (default all)."""
     n_layers, n_heads, t, _ = attentions.shape
     layers = list(range(n_layers)) if layers is None else [check_index("layer", l, n_layers) for l in layers]
     heads = list(range(n_heads)) if heads is None else [check_index("head", h, n_heads) for h in heads]
-    block = attentions[np.ix_(layers, heads)]  # (l', h', T, T)
-    lay, hed, src, dst = np.meshgrid(layers, heads, np.arange(t), np.arange(t), indexing="ij")
-    tokens = np.asarray(list(tokens), dtype=object)
-    return pd.DataFrame({"layer": lay.ravel(), "head": hed.ravel(), "from": src.ravel(), "to": dst.ravel(),
-                         "from_token": tokens[src.ravel()], "to_token": tokens[dst.ravel()],
-                         "weight": block.astype(np.float32).ravel()})
+    return tidy_frame(attentions[np.ix_(layers, heads)], tokens, layers, heads)  # (l', h', T, T)
 
 
 @dataclass

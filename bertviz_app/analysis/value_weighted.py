@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._threads import single_threaded_blas
 from .attention import check_index
 
 
@@ -50,8 +51,17 @@ def value_weighted_attention(attentions: np.ndarray, value_grams: np.ndarray, la
     grams = value_grams[layer].astype(np.float64)  # (T, h, h)
     if head is not None:
         head = check_index("head", head, n_heads)
-        norms = np.sqrt(np.clip(grams[:, head, head], 0.0, None))  # (T,) ||f_head(x_j)||
+        norms = value_norms(grams[None])[0, head]  # (T,) ||f_head(x_j)||
         return (alpha[head] * norms[None, :]).astype(np.float32)
     # alpha_ij^T G_j alpha_ij for every (i, j): sum over heads h, g of alpha^h_ij G_j[h, g] alpha^g_ij.
-    squared = np.einsum("hij,jhg,gij->ij", alpha, grams, alpha, optimize=True)  # (T, T)
+    with single_threaded_blas():  # optimize=True may hand the contraction to BLAS, whose threads fight busy cores
+        squared = np.einsum("hij,jhg,gij->ij", alpha, grams, alpha, optimize=True)  # (T, T)
     return np.sqrt(np.clip(squared, 0.0, None)).astype(np.float32)
+
+
+def value_weighted_shares(attentions: np.ndarray, value_grams: np.ndarray) -> np.ndarray:
+    """(L, h, T, T) value-weighted attention of every head, alpha_ij ||f_h(x_j)||, each row scaled to sum to one:
+    the share of what reaches token i through a head that comes from token j (the views draw it like attention)."""
+    _check_shapes(attentions, value_grams)
+    weighted = attentions.astype(np.float32) * value_norms(value_grams)[:, :, None, :]  # (L, h, T, T)
+    return weighted / np.maximum(weighted.sum(-1, keepdims=True), 1e-12)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import gradio as gr
 
+from .. import limits
 from ..catalog import builtin_models, read_examples
 from ..explorer import Explorer, load
 from . import gradio_internals
@@ -69,12 +70,13 @@ SHOW_PICTURE_JS = """() => {
 }"""
 
 
-def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None
-                ) -> dict[str, Explorer]:
+def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None,
+                cache_dtype: str | None = None) -> dict[str, Explorer]:
     """Load every model the operator named, once, keyed by the name the model picker shows (None: the default).
     Raises ValueError (CheckpointError, a missing GPU...) with a message for the command line."""
     explorers: dict[str, Explorer] = {}
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+    extra.update({} if cache_dtype is None else {"cache_dtype": cache_dtype})
     for source in sources:
         explorer = load(source, device=device, max_tokens=max_tokens, **extra)
         explorers.setdefault(explorer.name, explorer)  # the same model named twice is offered once
@@ -177,7 +179,8 @@ class InputArea:
         return text("a"), b, model if model in self.models.names else gr.update()
 
 
-def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *, concurrency: int = 1,
+def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
+               concurrency: int = limits.CONCURRENCY,
                examples: tuple[list[list[str]], list[str]] | None = None) -> gr.Blocks:
     """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these);
     one Explorer; or None for the built-in models on the best device. `concurrency`: forward passes at once."""

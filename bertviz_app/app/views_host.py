@@ -22,7 +22,6 @@ import base64
 import functools
 import hashlib
 import hmac
-import io
 import json
 import secrets
 import threading
@@ -33,17 +32,15 @@ from dataclasses import dataclass
 
 import anyio
 import gradio as gr
-import numpy as np
 
 from .. import limits, views
-from ..run import Run
+from ..run import MATRICES, Run
 from . import gradio_internals, guards
 from .common import Models, index_value, refuse, user_errors
 
 # A CSV larger than this is refused (choose one head): all 12 heads of a layer at 256 tokens are 786,432 rows, 24 MB
 # of text (20 such requests at once took a server from 0.9 GB to 2.5 GB when each built a pandas DataFrame).
 MAX_CSV_ROWS = limits.MAX_CSV_ROWS
-MATRIX_SETS = ("attention", "rollout", "value_weighted")
 
 # The script of a host is bertviz_app/views/js/gradio-host.mjs, part of the views' script that app.serve puts in
 # the page's <head> once (three hosts carried 430 kB of it in the page's config when it was in every js_on_load, and
@@ -127,7 +124,7 @@ class ViewsHost:
         async def offline_page(key):
             def page(session):
                 run = run_for(key, session)[1]
-                return views.standalone_html(run.views_payload(), run.query_key_payload(), title=run._title())
+                return views.standalone_html(run.views_payload(), run.query_key_payload(), title=run.title)
             return await lane.call(page)
 
         async def attention_csv(request):
@@ -205,35 +202,15 @@ def in_words(fn):
 
 def csv_of(run: Run, matrix, layer, head) -> str:
     """The exact numbers behind the matrix on screen, one row per (layer, head, from, to): one head, all heads of a
-    layer, the layer's rollout, or value-weighted attention (its norms, before the views scale rows to one)."""
-    if not isinstance(matrix, str) or matrix not in MATRIX_SETS:  # the browser's raw JSON: any type can come
-        raise refuse(f"Unknown matrix {str(matrix)[:40]!r}; choose one of: {', '.join(MATRIX_SETS)}.")
+    layer, the layer's rollout, or value-weighted attention (its norms, before the views scale rows to one); the
+    `precision` column says whether the server keeps attention in float32 or float16 (`--cache-dtype`)."""
+    if not isinstance(matrix, str) or matrix not in MATRICES:  # the browser's raw JSON: any type can come
+        raise refuse(f"Unknown matrix {str(matrix)[:40]!r}; choose one of: {', '.join(MATRICES)}.")
     layer = index_value(layer, run.num_layers, "Layer")
-    if matrix == "rollout":
-        return csv_rows(run.rollout(layer)[None], run.tokens, layer, ["rollout"], "weight")
-    heads = list(range(run.num_heads)) if head == "all" else [index_value(head, run.num_heads, "Head")]
-    if len(heads) * len(run) ** 2 > MAX_CSV_ROWS:
+    heads = list(range(run.num_heads)) if head == "all" or matrix == "rollout" else [
+        index_value(head, run.num_heads, "Head")]
+    if matrix != "rollout" and len(heads) * len(run) ** 2 > MAX_CSV_ROWS:
         raise refuse(f"All {len(heads)} heads of this {len(run)}-token input are {len(heads) * len(run) ** 2:,} "
                      f"rows, more than the {MAX_CSV_ROWS:,} a CSV from this server carries; choose one head.")
-    if matrix == "value_weighted":
-        weights = np.stack([run.value_weighted_attention(layer, h) for h in heads])  # (n, T, T)
-        return csv_rows(weights, run.tokens, layer, heads, "norm")
-    return csv_rows(run.attentions[layer, heads], run.tokens, layer, heads, "weight")
-
-
-def csv_rows(weights: np.ndarray, tokens, layer: int, heads, value: str) -> str:
-    """(n, T, T) matrices as CSV rows layer, head, from, to, from_token, to_token, `value` (6 significant digits),
-    written a row of the matrix at a time: no table of every row in between."""
-    names = [_csv_field(str(token)) for token in tokens]
-    out = io.StringIO()
-    out.write(f"layer,head,from,to,from_token,to_token,{value}\n")
-    for head, matrix in zip(heads, weights):
-        for i, row in enumerate(np.asarray(matrix, dtype=np.float32).tolist()):
-            start = f"{layer},{head},{i},"
-            out.write("".join(f"{start}{j},{names[i]},{names[j]},{w:.6g}\n" for j, w in enumerate(row)))
-    return out.getvalue()
-
-
-def _csv_field(text: str) -> str:
-    """`text` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break (a token may)."""
-    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\r\n') else text
+    # written a matrix row at a time (no table of every row), float32 with every digit it needs, float16 with its own
+    return run.attention_csv(None, [layer], heads, matrix)

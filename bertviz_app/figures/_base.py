@@ -175,6 +175,27 @@ def _sized_token_axes(row_labels: Sequence[str], col_labels: Sequence[str], row_
     return dict(xaxis, _margin=margin), yaxis, max(width, 520), max(height, 360)
 
 
+def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | None, colorscale,
+                title: str, zmin: float | None = None, zmax: float | None = None) -> go.Figure:
+    """A layers x heads heatmap, layer 0 at the top, every cell hoverable."""
+    n_layers, n_heads = values.shape
+    heat = dict(type="heatmap", z=_f32(values), x=np.arange(n_heads), y=np.arange(n_layers), colorscale=colorscale,
+                zmid=zmid, zmin=zmin, zmax=zmax, colorbar=_colorbar(colorbar), xgap=2, ygap=2,
+                hovertemplate="layer %{y}, head %{x}: " + hover + "<extra></extra>")
+    layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), title=dict(text="head"),
+                             showgrid=False, zeroline=False),
+                  yaxis=dict(tickmode="array", tickvals=list(range(n_layers)), range=[n_layers - 0.5, -0.5],
+                             ticktext=[f"layer {l}" for l in range(n_layers)], showgrid=False, zeroline=False))
+    return _figure([heat], layout, title, width=max(640, 170 + 56 * n_heads), height=max(340, 170 + 42 * n_layers))
+
+
+def pca_axes(explained: Sequence[float] | None = None) -> dict:
+    """The x and y axes of a 2-D PCA picture, each titled with the share of variance its component explains."""
+    ex = list(explained) if explained is not None else None
+    return dict(xaxis=dict(title=dict(text="PC 1" + (f" ({ex[0]:.0%} of variance)" if ex else ""))),
+                yaxis=dict(title=dict(text="PC 2" + (f" ({ex[1]:.0%} of variance)" if ex else ""))))
+
+
 def save_html(fig: go.Figure, path: str | Path) -> Path:
     """Write `fig` as one self-contained HTML file (plotly.js inlined, no CDN, no MathJax): it opens offline."""
     path = Path(path)

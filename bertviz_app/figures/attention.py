@@ -15,6 +15,17 @@ from plotly.colors import sample_colorscale
 from ._base import (ATTENTION_COLORSCALE, BOUNDARY_LINE, MAX_CELL_HOVER, SIMILARITY_COLORSCALE, _colorbar,
                     _escape_all, _f32, _figure, _grid, _sized_token_axes, _token_axis, escape_label)
 
+def attention_title(layer: int, head: int | None, segments: str = "all") -> str:
+    """The title of one head's heatmap, or of a layer's mean over heads (head None), with its segment filter."""
+    which = "mean over heads" if head is None else f"head {head}"
+    return f"Attention, layer {layer}, {which}" + ("" if segments == "all" else f", {segments}")
+
+
+def rollout_title(last_layer: int, residual: float = 0.5) -> str:
+    """The title of a rollout heatmap through layers 0..last_layer (residual as in analysis.attention_rollout)."""
+    return (f"Attention rollout through layers 0-{last_layer} (residual as {1 - residual:g}·A + {residual:g}·I)")
+
+
 def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *,
                       row_positions: Sequence[int] | None = None, col_positions: Sequence[int] | None = None,
                       row_boundary: int | None = None, col_boundary: int | None = None, title: str = "Attention",
@@ -244,10 +255,11 @@ def head_map_figure(stats: Mapping[str, np.ndarray], dominant: np.ndarray, stati
 
 
 def query_key_figure(query: np.ndarray, keys: np.ndarray, scores: np.ndarray, weights: np.ndarray,
-                     labels: Sequence[str], token: int, *, scale: float, title: str | None = None) -> go.Figure:
+                     labels: Sequence[str], token: int, *, scale: float, layer: int | None = None,
+                     head: int | None = None, title: str | None = None) -> go.Figure:
     """How one attention row is made: the query q (d,), every key k_j (T, d), their elementwise products q*k_j,
     the scaled dot products s_j = q·k_j * scale and the softmax of s (the attention row).
-    scores, weights: (T,); labels: T tokens; token: the query's position."""
+    scores, weights: (T,); labels: T tokens; token: the query's position; layer, head: named in the title."""
     query, keys = np.asarray(query), np.asarray(keys)
     n, d = keys.shape
     products = query[None, :] * keys  # (T, d)
@@ -291,7 +303,8 @@ def query_key_figure(query: np.ndarray, keys: np.ndarray, scores: np.ndarray, we
     layout["shapes"] = [dict(type="rect", xref=f"{x} domain", yref=y, x0=0, x1=1, y0=token - 0.5, y1=token + 0.5,
                              line=dict(color="#2ca02c", width=2)) for x, y in ((xk, yk), (xp, yp), (xs, ys), (xw, yw))]
     height = int(min(1100, max(500, 230 + 14 * n)))
-    return _figure(data, layout, title or f"Query of {esc[token]} ({token}) against every key", width=1250,
+    where = f"Layer {layer}, head {head}: query" if layer is not None and head is not None else "Query"
+    return _figure(data, layout, title or f"{where} of {esc[token]} ({token}) against every key", width=1250,
                    height=height)
 
 

@@ -1,6 +1,6 @@
 """Figures beyond raw attention: what a prediction depends on (integrated gradients and blank-out as colored
 tokens), how well attention-based scores agree with that (the faithfulness chart), each head's effect on the
-prediction when silenced, and how much each head changed between two inputs or two models."""
+prediction when silenced (compare.py draws how much each head changed between two inputs or two models)."""
 
 from __future__ import annotations
 
@@ -10,25 +10,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _sized_token_axes, escape_label
+from ._base import _colorbar, _escape_all, _f32, _figure, _heads_grid, escape_label
 
 # Blue where a token raises the prediction, red where it lowers it (the attention views' blue is "more").
 SIGNED_COLORSCALE = [[0.0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7f7"], [0.75, "#67a9cf"], [1.0, "#2166ac"]]
 REFERENCE_COLORS = {"integrated gradients": "#2166ac", "blank-out": "#f4a582"}
-
-
-def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | None, colorscale,
-                title: str, zmin: float | None = None, zmax: float | None = None) -> go.Figure:
-    """A layers x heads heatmap, layer 0 at the top, every cell hoverable."""
-    n_layers, n_heads = values.shape
-    heat = dict(type="heatmap", z=_f32(values), x=np.arange(n_heads), y=np.arange(n_layers), colorscale=colorscale,
-                zmid=zmid, zmin=zmin, zmax=zmax, colorbar=_colorbar(colorbar), xgap=2, ygap=2,
-                hovertemplate="layer %{y}, head %{x}: " + hover + "<extra></extra>")
-    layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), title=dict(text="head"),
-                             showgrid=False, zeroline=False),
-                  yaxis=dict(tickmode="array", tickvals=list(range(n_layers)), range=[n_layers - 0.5, -0.5],
-                             ticktext=[f"layer {l}" for l in range(n_layers)], showgrid=False, zeroline=False))
-    return _figure([heat], layout, title, width=max(640, 170 + 56 * n_heads), height=max(340, 170 + 42 * n_layers))
 
 
 def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], fixed=None, *, per_line: int = 16,
@@ -109,27 +95,3 @@ def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
     return _heads_grid(effects, hover="%{z:+.3f}", colorbar="change when silenced", zmid=0,
                        colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
                        title=title or f"Silencing one head at a time: how {escape_label(target)} changes")
-
-
-def attention_change_figure(head_change: np.ndarray, *, title: str = "How much each head changed") -> go.Figure:
-    """(L, h) total variation between two runs' attention rows, per head (0 = the same, 1 = disjoint)."""
-    values = np.asarray(head_change, dtype=np.float32)
-    return _heads_grid(values, hover="changed %{z:.3f}", colorbar="change (total variation)", zmid=None,
-                       colorscale="Reds", zmin=0, zmax=max(float(values.max()), 1e-6), title=title)
-
-
-def attention_difference_figure(difference: np.ndarray, tokens: Sequence[str], *,
-                                title: str = "Attention B minus A") -> go.Figure:
-    """(T, T) one head's B - A on a diverging scale centered at 0."""
-    difference = np.asarray(difference, dtype=np.float32)
-    span = float(max(np.abs(difference).max(), 1e-6))
-    n = len(tokens)
-    esc = _escape_all(tokens)
-    heat = dict(type="heatmap", z=_f32(difference), x=np.arange(n), y=np.arange(n), colorscale=SIMILARITY_COLORSCALE,
-                zmid=0, zmin=-span, zmax=span, colorbar=_colorbar("B − A"),
-                text=[[f"{esc[i]} ({i}) → {esc[j]} ({j})" for j in range(n)] for i in range(n)] if n <= 64 else None,
-                hovertemplate=("%{text}" if n <= 64 else "%{y} → %{x}") + ": %{z:+.3f}<extra></extra>")
-    xaxis, yaxis, width, height = _sized_token_axes(list(tokens), list(tokens), "attending (query)",
-                                                    "attended to (key)")
-    return _figure([heat], dict(xaxis=xaxis, yaxis=yaxis, margin=xaxis.pop("_margin")), title, width=width,
-                   height=height)

@@ -10,16 +10,16 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ._base import (SIMILARITY_COLORSCALE, _colorbar, cosine_colors, _escape_all, _f32, _figure, _grid, _token_axis, escape_label,
-                    similarity_heatmap)
+                    pca_axes, similarity_heatmap)
 
-def position_similarity_figure(similarity: np.ndarray, *,
-                               title: str = "Cosine similarity of learned position embeddings") -> go.Figure:
+def position_similarity_figure(similarity: np.ndarray, *, title: str | None = None) -> go.Figure:
     """(N, N) similarity between the first N position embeddings, positions 0 .. N-1. Up to 64 positions every one
     is labeled; beyond, plotly picks numeric ticks on axes that span exactly 0 .. N-1."""
     similarity = np.asarray(similarity)
     if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
         raise ValueError(f"similarity must be a square (N, N) matrix, got shape {similarity.shape}")
     n = similarity.shape[0]
+    title = title or f"Cosine similarity of the first {n} learned position embeddings (positions 0–{n - 1})"
     if n <= 64:
         return similarity_heatmap(similarity, [str(p) for p in range(n)], title=title, axis_title="position")
     heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), **cosine_colors(similarity),
@@ -32,11 +32,13 @@ def position_similarity_figure(similarity: np.ndarray, *,
 
 
 def position_path_figure(xy: np.ndarray, *, explained: Sequence[float] | None = None,
-                         title: str = "Position embeddings, first two principal components") -> go.Figure:
+                         title: str | None = None) -> go.Figure:
     """The 2-D PCA path through consecutive position embeddings 0..N-1. xy: (N, 2); explained: the variance
     fraction of each component (shown on the axes)."""
     xy = np.asarray(xy)
     n = xy.shape[0]
+    title = title or (f"Path through the first {n} position embeddings (positions 0–{n - 1}; PCA of unit-length "
+                      "vectors)")
     positions = np.arange(n)
     step = max(1, n // 16)
     labels = [str(p) if p % step == 0 or p == n - 1 else "" for p in positions]
@@ -46,9 +48,7 @@ def position_path_figure(xy: np.ndarray, *, explained: Sequence[float] | None = 
                  marker=dict(size=7, color=positions, colorscale="Viridis", showscale=True,
                              colorbar=_colorbar("position")),
                  hovertemplate="position %{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>", showlegend=False)]
-    ex = list(explained) if explained is not None else None
-    layout = dict(xaxis=dict(title=dict(text="PC 1" + (f" ({ex[0]:.0%} of variance)" if ex else ""))),
-                  yaxis=dict(title=dict(text="PC 2" + (f" ({ex[1]:.0%} of variance)" if ex else ""))))
+    layout = pca_axes(explained)
     return _figure(data, layout, title, width=860, height=660)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import (SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _tick_font_size, _token_axis,
-                    similarity_heatmap)
+                    pca_axes, similarity_heatmap)
 
 def _layers_by_tokens(z: np.ndarray, labels: Sequence[str], row_names: Sequence[str], *, title: str,
                       colorscale: str, colorbar: str, zmin: float | None = None, zmax: float | None = None,
@@ -71,9 +71,7 @@ def hidden_projection_figure(xy: np.ndarray, labels: Sequence[str], *, explained
             dict(type="scatter", x=_f32(xy[-1, :, 0]), y=_f32(xy[-1, :, 1]), mode="text", text=esc,
                  textposition="top center", textfont=dict(size=_tick_font_size(n) + 1), hoverinfo="skip",
                  showlegend=False)]
-    ex = list(explained) if explained is not None else None
-    layout = dict(xaxis=dict(title=dict(text="PC 1" + (f" ({ex[0]:.0%} of variance)" if ex else ""))),
-                  yaxis=dict(title=dict(text="PC 2" + (f" ({ex[1]:.0%} of variance)" if ex else ""))))
+    layout = pca_axes(explained)
     return _figure(data, layout, title, width=920, height=740)
 
 

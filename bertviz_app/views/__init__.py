@@ -15,8 +15,8 @@ see js/main.mjs for the options (the query/key blob can be handed over later).
 
 from .page import NotebookView, bundle_js, notebook_html, script_element, standalone_html
 from .payload import (PayloadError, decode, decode_payload, decode_query_key, encode_payload, encode_query_key,
-                      payload_from_run, query_key_from_run, run_key, wordpiece_word_ids)
+                      input_text, input_title, payload_from_run, query_key_from_run, run_key, wordpiece_word_ids)
 
 __all__ = ["NotebookView", "PayloadError", "bundle_js", "decode", "decode_payload", "decode_query_key",
-           "encode_payload", "encode_query_key", "notebook_html", "payload_from_run", "query_key_from_run",
-           "run_key", "script_element", "standalone_html", "wordpiece_word_ids"]
+           "encode_payload", "encode_query_key", "input_text", "input_title", "notebook_html", "payload_from_run",
+           "query_key_from_run", "run_key", "script_element", "standalone_html", "wordpiece_word_ids"]

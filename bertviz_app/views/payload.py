@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import analysis
+
 MAGIC = b"BVIZ"
 VERSION = 1
 _PREFIX = struct.Struct("<4sB3xI")  # magic, version, 3 reserved bytes, header length
@@ -289,32 +291,31 @@ def decode_query_key(blob: bytes) -> Decoded:
 VALUE_WEIGHTED_MAX_TOKENS = 256
 
 
-def value_weighted_rows(attentions: np.ndarray, value_grams: np.ndarray) -> np.ndarray:
-    """(L, h, T, T) value-weighted attention of every head, alpha_ij ||f_h(x_j)||, each row scaled to sum to one so
-    that the views draw it like attention: the share of what reaches token i that comes from token j."""
-    norms = np.sqrt(np.clip(np.diagonal(value_grams, axis1=-2, axis2=-1), 0.0, None))  # (L, T, h)
-    weighted = attentions.astype(np.float32) * norms.transpose(0, 2, 1)[:, :, None, :]  # (L, h, T, T)
-    return weighted / np.maximum(weighted.sum(-1, keepdims=True), 1e-12)
-
-
 def payload_from_run(run, *, title: str | None = None, rollout: bool = True) -> bytes:
     """`encode_payload` for a `Run` (read through its public attributes; nothing here imports torch)."""
     stats = run.head_statistics()
     names = ("entropy", "distance", "cls", "sep", "self", "previous", "next")
-    encoding = run.encoding
-    text = encoding.text if encoding.text_pair is None else f"{encoding.text} | {encoding.text_pair}"
+    text = input_text(run.encoding)
     return encode_payload(run.tokens, run.segment_ids, run.special_mask, run.attentions,
                           rollout=run.rollouts() if rollout else None,
-                          value_weighted=(value_weighted_rows(run.attentions, run.value_grams)
+                          value_weighted=(analysis.value_weighted_shares(run.attentions, run.value_grams)
                                           if run.value_grams is not None and len(run) <= VALUE_WEIGHTED_MAX_TOKENS
                                           else None),
                           statistics={n: getattr(stats, n) for n in names}, dominant=stats.dominant,
                           model=run.model_name, text=text,
-                          title=title if title is not None else _shorten(text, 100))
+                          title=title if title is not None else input_title(run.encoding))
 
 
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
+def input_text(encoding) -> str:
+    """The input as one line: sentence A, or "A | B" for a pair."""
+    return encoding.text if encoding.text_pair is None else f"{encoding.text} | {encoding.text_pair}"
+
+
+def input_title(encoding, model: str = "", limit: int = 100) -> str:
+    """The title of an input's views: its text shortened to `limit` characters, then " · model" when given."""
+    text = input_text(encoding)
+    text = text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
+    return f"{text} · {model}" if model else text
 
 
 def query_key_from_run(run) -> bytes:

@@ -1,0 +1,35 @@
+"""Figures of two runs side by side, mirroring analysis/compare.py: how much each head changed, and one head's
+attention of B minus A."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _heads_grid, _sized_token_axes
+
+
+def attention_change_figure(head_change: np.ndarray, *, title: str = "How much each head changed") -> go.Figure:
+    """(L, h) total variation between two runs' attention rows, per head (0 = the same, 1 = disjoint)."""
+    values = np.asarray(head_change, dtype=np.float32)
+    return _heads_grid(values, hover="changed %{z:.3f}", colorbar="change (total variation)", zmid=None,
+                       colorscale="Reds", zmin=0, zmax=max(float(values.max()), 1e-6), title=title)
+
+
+def attention_difference_figure(difference: np.ndarray, tokens: Sequence[str], *,
+                                title: str = "Attention B minus A") -> go.Figure:
+    """(T, T) one head's B - A on a diverging scale centered at 0."""
+    difference = np.asarray(difference, dtype=np.float32)
+    span = float(max(np.abs(difference).max(), 1e-6))
+    n = len(tokens)
+    esc = _escape_all(tokens)
+    heat = dict(type="heatmap", z=_f32(difference), x=np.arange(n), y=np.arange(n), colorscale=SIMILARITY_COLORSCALE,
+                zmid=0, zmin=-span, zmax=span, colorbar=_colorbar("B − A"),
+                text=[[f"{esc[i]} ({i}) → {esc[j]} ({j})" for j in range(n)] for i in range(n)] if n <= 64 else None,
+                hovertemplate=("%{text}" if n <= 64 else "%{y} → %{x}") + ": %{z:+.3f}<extra></extra>")
+    xaxis, yaxis, width, height = _sized_token_axes(list(tokens), list(tokens), "attending (query)",
+                                                    "attended to (key)")
+    return _figure([heat], dict(xaxis=xaxis, yaxis=yaxis, margin=xaxis.pop("_margin")), title, width=width,
+                   height=height)
