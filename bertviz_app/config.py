@@ -26,12 +26,15 @@ SIZE_LIMITS = {
     "num_attention_heads": 256,  # BERT-Large 16, Megatron-BERT 3.9B 40
     "intermediate_size": 65_536,  # 4 x hidden_size in BERT: room for 4 x the hidden_size limit
     "max_position_embeddings": 65_536,  # BERT 512; long-input BERTs 4096 or 8192
-    "type_vocab_size": 1024,
+    "type_vocab_size": 1024,  # 2 (sentence A / sentence B) in BERT; a row each, so a generous bound costs nothing
+    "num_labels": 100_000,  # classifiers have 2 to a few thousand classes; this is extreme multi-label territory
+}
+# The same for the sizes only the family has.
+FAMILY_LIMITS = {
     "embedding_size": 16_384,  # ALBERT 128, ELECTRA-small 128: never wider than the hidden size in practice
     "num_hidden_groups": 256,  # ALBERT: 1 (every layer shares one set of weights)
     "position_buckets": 65_536,  # DeBERTa v3: 256 buckets of relative distance
-    "max_relative_positions": 65_536,  # DeBERTa: up to max_position_embeddings  # 2 (sentence A / sentence B) in BERT; a row each, so a generous bound costs nothing
-    "num_labels": 100_000,  # classifiers have 2 to a few thousand classes; this is extreme multi-label territory
+    "max_relative_positions": 65_536,  # DeBERTa: up to max_position_embeddings
 }
 # The model_type values of config.json that we read (transformers' names), each with a word for people.
 FAMILIES = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT", "albert": "ALBERT",
@@ -135,8 +138,9 @@ class BertConfig:
             if not _is_int(value) or value <= 0:
                 what = "a positive integer" if name in positive else f"a positive integer or {optional[name]}"
                 raise ConfigError(f"{name} must be {what}, got {_show(value)}")
-            if value > SIZE_LIMITS[name]:
-                raise ConfigError(f"{name} is {_show(value)}, above the limit of {SIZE_LIMITS[name]:,} (far above any "
+            limit = SIZE_LIMITS.get(name) or FAMILY_LIMITS[name]
+            if value > limit:
+                raise ConfigError(f"{name} is {_show(value)}, above the limit of {limit:,} (far above any "
                                   f"real BERT); check {name} in config.json")
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
@@ -194,8 +198,8 @@ class BertConfig:
                               f"{_show(self.pos_att_type)}")
         for name in ("position_buckets", "max_relative_positions"):
             value = getattr(self, name)
-            if not _is_int(value) or not (value == -1 or 0 < value <= SIZE_LIMITS[name]):
-                raise ConfigError(f"{name} must be -1 (off) or a positive integer up to {SIZE_LIMITS[name]:,}, got "
+            if not _is_int(value) or not (value == -1 or 0 < value <= FAMILY_LIMITS[name]):
+                raise ConfigError(f"{name} must be -1 (off) or a positive integer up to {FAMILY_LIMITS[name]:,}, got "
                                   f"{_show(value)}")
         if self.position_buckets > 0 and self.relative_attention:
             if self.position_buckets < 4 or (self.max_relative_positions != -1
@@ -222,7 +226,7 @@ class BertConfig:
         layer = 4 * (h * h + h) + layer_norm + (h * i + i) + (i * h + h) + layer_norm  # q, k, v, out; the MLP
         pooler = h * h + h
         mlm = (h * e + e) + 2 * e + v + (0 if self.tie_word_embeddings else v * e)  # transform, bias, decoder
-        discriminator = h * h + h + h + 1  # ELECTRA's replaced-token head
+        discriminator = h * h + h + h + 1 if self.model_type == "electra" else 0  # the replaced-token head
         heads = mlm + (2 * h + 2) + discriminator + (self.num_labels * h + self.num_labels)  # + NSP + classifier
         return embeddings + project + relative + self.num_weight_layers * layer + pooler + heads
 
@@ -247,7 +251,7 @@ class BertConfig:
                 f"this checkpoint is a {_show(model_type)} model; bertviz-app reads BERT and its family, whose "
                 f"config.json says model_type {', '.join(repr(t) for t in FAMILIES)}")
         if data.get("is_decoder") or data.get("add_cross_attention"):
-            raise ConfigError("decoder/cross-attention variants are not supported; use an encoder checkpoint")
+            raise ConfigError("decoder/cross-attention BERT variants are not supported; use an encoder checkpoint")
         data = _FAMILY_ADAPTERS.get(model_type, _bert_fields)(data)
         position_type = data.get("position_embedding_type", "absolute")
         if position_type != "absolute":

@@ -81,10 +81,13 @@ def unigram(specials: list[str], single: str, pair: str, lowercase: bool) -> Tok
 
 
 # --- the family ----------------------------------------------------------------------------------------------------
-def _save(model, tokenizer: Tokenizer, folder: Path, specials: dict, extra_config: dict | None = None) -> Path:
+def _save(model, tokenizer: Tokenizer, folder: Path, specials: dict) -> Path:
     model.save_pretrained(folder)
     tokenizer.save(str(folder / "tokenizer.json"))
     (folder / "tokenizer_config.json").write_text(json.dumps({**specials, "model_max_length": 46}), encoding="utf-8")
+    # Saved again by transformers, which writes what its own classes change (ALBERT's and DeBERTa's [MASK] takes the
+    # space before it, ALBERT strips accents): the files a real checkpoint of the family holds.
+    transformers.AutoTokenizer.from_pretrained(folder).save_pretrained(folder)
     return folder
 
 
