@@ -110,6 +110,23 @@ def truncate_longest_first(len_a: int, len_b: int | None, budget: int) -> tuple[
     return rest // 2, first + rest - rest // 2
 
 
+def truncate_like_tokenizers(len_a: int, len_b: int | None, budget: int) -> tuple[int, int]:
+    """`truncate_longest_first` as the `tokenizers` library does it (so as transformers' fast tokenizers, which every
+    family checkpoint's tokenizer.json is): the shorter sentence keeps what it can up to half the budget, and when
+    both are cut, the longer one keeps the odd token (the reference BERT tokenizer gives it to sentence A)."""
+    if len_b is None:
+        return max(0, len_a - budget), 0
+    if len_a + len_b <= budget:
+        return 0, 0
+    short, long = sorted((len_a, len_b))
+    keep_long = short if short > budget else max(short, budget - short)
+    keep_short = short
+    if keep_short + keep_long > budget:
+        keep_short, keep_long = budget // 2, budget // 2 + budget % 2
+    keep_a, keep_b = (keep_short, keep_long) if len_a <= len_b else (keep_long, keep_short)
+    return len_a - min(keep_a, len_a), len_b - min(keep_b, len_b)
+
+
 # --- BERT's basic tokenization, with offsets ------------------------------------------------------------------------
 # Character classes exactly as the reference defines them, through Python's unicodedata (see the module docstring).
 
@@ -570,7 +587,8 @@ class FamilyTokenizer:
             out.append(text[pos:match.start()])
             origin.extend(range(pos, match.start()))
             out.append(self.mask_token)
-            origin.extend([match.start()] * len(self.mask_token))
+            # Its first character stands for the start of [MASK], the others for its end: a span stays whole.
+            origin.extend([match.start()] + [match.end() - 1] * (len(self.mask_token) - 1))
             pos = match.end()
         out.append(text[pos:])
         origin.extend(range(pos, len(text) + 1))
@@ -607,7 +625,7 @@ class FamilyTokenizer:
         n_special = len(seq_ids) - len_a - (len_b or 0)
         if add_special_tokens and max_tokens <= n_special:
             raise ValueError(f"max_tokens must be more than {n_special} to leave room for the sentence")
-        cut_a, cut_b = truncate_longest_first(len_a, len_b, max_tokens - n_special)
+        cut_a, cut_b = truncate_like_tokenizers(len_a, len_b, max_tokens - n_special)
         truncation = None
         keep = list(range(len(seq_ids)))
         if cut_a or cut_b:
