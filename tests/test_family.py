@@ -277,3 +277,23 @@ def test_saving_refuses_a_family_model(tmp_path):
     from bertviz_app.checkpoint import save_pretrained
     with pytest.raises(CheckpointError, match="save_pretrained writes BERT checkpoints; a DistilBERT model"):
         save_pretrained(explorer.model, tmp_path / "out")
+
+
+@pytest.mark.parametrize("builder", ["albert", "deberta-v2"])
+def test_silencing_heads_layer_by_layer_agrees_with_a_whole_forward_pass(tmp_path, builder):
+    """The ablation ranking restarts each layer from a stored hidden state: it must reach ALBERT's shared weights and
+    DeBERTa's relative positions as the whole forward pass does."""
+    from bertviz_app.targets import forward_ids
+
+    family_models.build(builder, tmp_path)
+    explorer = load(tmp_path, device="cpu")
+    text = "The cat [MASK] on the mat."
+    ranking = explorer.rank_heads(text, method="ablation")
+    model, config = explorer.model, explorer.config
+    encoding = explorer.encode(text)
+    for layer, head in [(1, 0), (config.num_hidden_layers - 1, config.num_attention_heads - 1)]:
+        mask = torch.ones(config.num_hidden_layers, config.num_attention_heads)
+        mask[layer, head] = 0.0
+        with torch.no_grad():
+            silenced = float(ranking.target.value(model, forward_ids(model, encoding, head_mask=mask))[0])
+        assert ranking.effects[layer, head] == pytest.approx(silenced - ranking.f_input, abs=1e-4)
