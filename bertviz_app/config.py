@@ -97,6 +97,12 @@ class BertConfig:
         return self.embedding_size or self.hidden_size
 
     @property
+    def projects_embeddings(self) -> bool:
+        """Whether a linear layer takes the embeddings up to the hidden size: ALBERT always has one, ELECTRA when its
+        embeddings are narrower."""
+        return self.model_type == "albert" or self.embedding_width != self.hidden_size
+
+    @property
     def num_weight_layers(self) -> int:
         """Distinct layers in the checkpoint: num_hidden_groups for ALBERT, one per layer otherwise."""
         return self.num_hidden_groups or self.num_hidden_layers
@@ -221,7 +227,7 @@ class BertConfig:
         h, i, v, e = self.hidden_size, self.intermediate_size, self.vocab_size, self.embedding_width
         layer_norm = 2 * h
         embeddings = (v + self.max_position_embeddings + self.type_vocab_size) * e + 2 * e
-        project = e * h + h if e != h else 0  # ALBERT, ELECTRA: embeddings up to the hidden size
+        project = e * h + h if self.projects_embeddings else 0  # ALBERT, ELECTRA: embeddings up to the hidden size
         relative = (2 * self.relative_span * h + layer_norm) if self.relative_attention else 0  # DeBERTa
         layer = 4 * (h * h + h) + layer_norm + (h * i + i) + (i * h + h) + layer_norm  # q, k, v, out; the MLP
         pooler = h * h + h

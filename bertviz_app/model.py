@@ -470,8 +470,8 @@ class BertModel(BertPreTrainedModel):
         self.config = config
         self.embeddings = BertEmbeddings(config)
         # ALBERT, ELECTRA: narrow embeddings projected up to the hidden size (ELECTRA's key name; ALBERT's renamed).
-        self.embeddings_project = (nn.Linear(config.embedding_width, config.hidden_size)
-                                   if config.embedding_width != config.hidden_size else None)
+        self.embeddings_project = nn.Linear(config.embedding_width, config.hidden_size) \
+            if config.projects_embeddings else None
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.init_weights()
@@ -561,7 +561,8 @@ class BertLMPredictionHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, hidden: Tensor) -> Tensor:
-        return self.decoder(self.transform(hidden)) + self.bias  # (..., vocab)
+        # One pass over the (..., vocab) logits: the bias goes in with the product.
+        return F.linear(self.transform(hidden), self.decoder.weight, self.bias)  # (..., vocab)
 
 
 class ReplacedTokenHead(nn.Module):
