@@ -168,6 +168,9 @@ def test_the_explorer_runs_every_family_with_what_the_views_need(family):
     if not config.position_biased_input:
         assert not run.position_embeddings.any()
     assert (run.is_next_probability is not None) == ours.has_nsp_head
+    # The views tell A from B by where the tokens came from, even where the model reads one segment (RoBERTa).
+    first_b = run.encoding.sequence_ids.index(1)
+    assert run.segment_ids.tolist() == [0] * first_b + [1] * (T - first_b)
     assert explorer.family.lacks or name == "bert"
 
 
