@@ -34,15 +34,19 @@ class EmbeddingsTab:
         plot = run.plot
         segments = plot.segment_comparison() if explorer.config.type_vocab_size >= 2 else None
         if not explorer.config.position_biased_input:  # DeBERTa v3: no table to compare (the note says why)
-            return family_note(explorer), plot.embedding_parts(), segments, None, None
+            return plot.embedding_parts(), segments, None, None
         n = max(index_value(positions, len(run.position_table()), "Positions") + 1, 2)
-        return (family_note(explorer), plot.embedding_parts(), segments, plot.position_similarity(n),
-                plot.position_path(n))
+        return plot.embedding_parts(), segments, plot.position_similarity(n), plot.position_path(n)
+
+    @user_errors
+    def note_of(self, session):
+        return family_note(self.page.models.run_of(session)[0])
 
     def wire(self) -> None:
-        self.positions.release(self.draw, [self.page.session, self.positions], [self.note, *self.outputs],
+        self.positions.release(self.draw, [self.page.session, self.positions], self.outputs,
                                **self.page.api("draw", False))
 
     def after_analysis(self, event, public: bool):
-        return event.then(self.draw, [self.page.session, self.positions], [self.note, *self.outputs],
-                          **self.page.api("embeddings", public))
+        return (event.then(self.note_of, [self.page.session], [self.note], **self.page.api("embeddings_note", False))
+                .then(self.draw, [self.page.session, self.positions], self.outputs,
+                      **self.page.api("embeddings", public)))

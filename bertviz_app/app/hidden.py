@@ -35,11 +35,14 @@ class HiddenTab:
 
     @user_errors
     def draw(self, session, layer):
-        explorer, run = self.page.models.run_of(session)
+        _, run = self.page.models.run_of(session)
         layer = index_value(layer, run.num_layers + 1, "Layer")
         plot = run.plot
-        return (shared_layers_note(explorer), plot.hidden_norms(), plot.layer_similarity(),
-                plot.token_similarity(layer), plot.hidden_projection())
+        return plot.hidden_norms(), plot.layer_similarity(), plot.token_similarity(layer), plot.hidden_projection()
+
+    @user_errors
+    def note_of(self, session):
+        return shared_layers_note(self.page.models.run_of(session)[0])
 
     @user_errors
     def draw_similarity(self, session, layer):
@@ -52,6 +55,7 @@ class HiddenTab:
 
     def after_analysis(self, event, public: bool):
         inputs = [self.page.session, self.layer]
-        outputs = [self.note, self.norms_plot, self.layer_plot, self.similarity_plot, self.projection_plot]
+        outputs = [self.norms_plot, self.layer_plot, self.similarity_plot, self.projection_plot]
         return (event.then(self.layer_range, inputs, [self.layer], **self.page.api("layer_range", False))
+                .then(self.note_of, [self.page.session], [self.note], **self.page.api("hidden_note", False))
                 .then(self.draw, inputs, outputs, **self.page.api("hidden_states", public)))
