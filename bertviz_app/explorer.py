@@ -65,7 +65,8 @@ class Explorer:
     @property
     def family(self) -> FamilyNotes:
         """Which member of the BERT family this is, and what it lacks or brings, in words."""
-        return notes(self.config.model_type)
+        return notes(self.config.model_type, positions=self.config.position_biased_input,
+                     segments=self.config.type_vocab_size >= 2)
 
     def replaced(self, text: str, text_pair: str | None = None) -> list[tuple[str, float]]:
         """ELECTRA: each token of the input with the discriminator's probability that it was replaced (from the

@@ -9,6 +9,7 @@ applied in order to every key; BERT's own keys pass unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -120,11 +121,20 @@ NOTES = {
         "generator replaced it; the 'replaced?' view shows that probability.",
         "ELECTRA has no next-sentence head."), None),
     "deberta-v2": FamilyNotes("DeBERTa", (
-        "DeBERTa has no absolute position embedding in its input (v3): position enters every attention score "
-        "instead, as content-to-position and position-to-content terms.",
-        "DeBERTa has no segment embeddings and no next-sentence head."), None),
+        "DeBERTa has no absolute position embedding in its input (v3): position enters the attention scores "
+        "instead.",
+        "DeBERTa's attention score adds content-to-position and position-to-content terms to query x key "
+        "(explorer.score_terms splits them).",
+        "DeBERTa has no segment embeddings.",
+        "DeBERTa has no next-sentence head."), None),
 }
 
 
-def notes(model_type: str) -> FamilyNotes:
-    return NOTES.get(model_type, NOTES["bert"])
+def notes(model_type: str, positions: bool = True, segments: bool = True) -> FamilyNotes:
+    """The notes of `model_type`; for DeBERTa, whose v2 and v3 differ, only the lines true of this checkpoint."""
+    found = NOTES.get(model_type, NOTES["bert"])
+    if model_type != "deberta-v2":
+        return found
+    lines = tuple(line for line in found.lacks if not (positions and "absolute position" in line)
+                  and not (segments and "segment" in line))
+    return dataclasses.replace(found, lacks=lines)
