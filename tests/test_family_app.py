@@ -96,3 +96,12 @@ def test_electra_replaced_view_lists_every_token(explorers):
     expected = [p for _, p in electra.replaced("The cat drank the mat.")]
     assert [float(p) for p in table["P(replaced)"]] == pytest.approx(expected, rel=1e-2)
     assert replaced_view(explorers["roberta"][1], run)[0] == ""
+
+
+def test_compare_puts_two_families_side_by_side(client, explorers):
+    roberta, _ = explorers["roberta"]
+    albert, _ = explorers["albert"]
+    client.predict(roberta, *PAIR, api_name="/analyze")
+    message, left, right, change, _ = client.predict(*PAIR, albert, api_name="/compare")
+    assert left["payload"] and right["payload"] and change is None
+    assert "RoBERTa (left) and ALBERT (right) each split the input with their own tokenizer" in message
