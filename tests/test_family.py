@@ -302,3 +302,12 @@ def test_silencing_heads_layer_by_layer_agrees_with_a_whole_forward_pass(tmp_pat
         with torch.no_grad():
             silenced = float(ranking.target.value(model, forward_ids(model, encoding, head_mask=mask))[0])
         assert ranking.effects[layer, head] == pytest.approx(silenced - ranking.f_input, abs=1e-4)
+
+
+def test_the_parameter_bound_covers_every_family_model(family):
+    """config.max_num_parameters is what bounds a config.json before anything is allocated: it must not undercount
+    a family's model (narrow embeddings, projections, shared layers, relative positions, extra heads)."""
+    _, _, hf, ours, _ = family
+    estimate = ours.config.max_num_parameters()
+    assert estimate >= ours.num_parameters()
+    assert estimate >= sum(p.numel() for p in hf.parameters())
