@@ -311,3 +311,11 @@ def test_the_parameter_bound_covers_every_family_model(family):
     estimate = ours.config.max_num_parameters()
     assert estimate >= ours.num_parameters()
     assert estimate >= sum(p.numel() for p in hf.parameters())
+
+
+def test_pretraining_refuses_to_start_from_a_family_checkpoint(tmp_path):
+    from bertviz_app.pretraining.objective import build_model
+
+    family_models.build("distilbert", tmp_path)
+    with pytest.raises(ValueError, match="is a DistilBERT checkpoint; pretraining continues BERT checkpoints only"):
+        build_model(str(tmp_path), load_tokenizer(tmp_path, "distilbert"))
