@@ -190,7 +190,7 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
     consecutive groups, each growing the same way."""
     config = model.config
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
-    layers = model.bert.encoder.layer
+    encoder = model.bert.encoder
     plain = forward_ids(model, encoding, output_hidden_states=True)
     f_input = float(target.value(model, plain)[0])
     examples = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]  # in layer order
@@ -206,7 +206,7 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
             mask = torch.ones(len(hidden), n_heads, device=hidden.device)  # (n, h)
             rows = [row for row, (layer, _) in enumerate(group) if layer == index]
             mask[rows, [group[row][1] for row in rows]] = 0.0  # each joining example silences its head here
-            hidden = layers[index](hidden, None, mask)[0]
+            hidden = encoder.apply_layer(index, hidden, None, mask)  # ALBERT's shared weights, DeBERTa's positions
         values.append(target.value(model, _finish(model, hidden)).double().cpu().numpy())
     return f_input, np.concatenate(values).reshape(n_layers, n_heads) - f_input
 

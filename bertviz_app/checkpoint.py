@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from .config import BertConfig, ConfigError
+from .family import to_bert_key
 from .files import read_json, regular_file
 from .model import BertForPreTraining, BertForQuestionAnswering, BertModel, BertPreTrainedModel
 
@@ -37,6 +38,7 @@ TIED_DECODER_KEY = "cls.predictions.decoder.weight"
 DERIVED_KEYS = (*BUFFER_KEYS, TIED_DECODER_KEY)
 # Fine-tuning heads that may sit in a checkpoint; a model without them ignores them and says so.
 HEAD_PREFIXES = {"cls.predictions.": "masked-LM head", "cls.seq_relationship.": "next-sentence head",
+                 "cls.discriminator.": "replaced-token head",
                  "classifier.": "classification head", "qa_outputs.": "question-answering head"}
 # What a fine-tuning model may start without: its head, and the pooler (absent from masked-LM checkpoints), both
 # newly initialized and listed in the report, as transformers does.
@@ -215,14 +217,16 @@ def _read_file(path: Path, shapes_only: bool = False) -> dict[str, Tensor] | dic
     return {key: value.shape for key, value in state.items()} if shapes_only else state
 
 
-def normalize_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
-    """Bring every key into the BertForPreTraining layout: `bert.` prefix on the encoder, `weight`/`bias` for the
-    legacy TensorFlow-port `gamma`/`beta`, and the MLM bias under `cls.predictions.bias`.
+def normalize_keys(state: dict[str, Tensor], model_type: str = "bert") -> dict[str, Tensor]:
+    """Bring every key into the BertForPreTraining layout: a family's names renamed (family.py), `bert.` prefix on the
+    encoder, `weight`/`bias` for the legacy TensorFlow-port `gamma`/`beta`, and the MLM bias under
+    `cls.predictions.bias`.
 
     Where a checkpoint holds both `cls.predictions.decoder.bias` and `cls.predictions.bias`, the decoder's wins: it is
     the one transformers adds to the logits (the two are one tensor when the decoder is tied, and differ otherwise)."""
     out: dict[str, Tensor] = {}
     for key, value in state.items():
+        key = to_bert_key(key, model_type)
         key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
         if key.startswith(("embeddings.", "encoder.", "pooler.")):
             key = "bert." + key
@@ -254,20 +258,21 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
         where = str(folder / "config.json")
         raise CheckpointError(str(err) if str(err).startswith(where) else f"{where}: {err}") from None
     shapes, weights_file = read_shapes(folder)
-    keys = normalize_keys(shapes)
+    keys = normalize_keys(shapes, config.model_type)
 
     def build() -> BertPreTrainedModel:
         if model_class is BertForPreTraining:
             nsp = any(k.startswith("cls.seq_relationship.") for k in keys)
             # With a next-sentence head the pooler is needed: if the checkpoint lacks it, it is reported as missing.
             return BertForPreTraining(config, mlm_head=any(k.startswith("cls.predictions.") for k in keys),
-                                      nsp_head=nsp, pooler=nsp or any(k.startswith("bert.pooler.") for k in keys))
+                                      nsp_head=nsp, pooler=nsp or any(k.startswith("bert.pooler.") for k in keys),
+                                      replaced_head=any(k.startswith("cls.discriminator.") for k in keys))
         if model_class is BertModel:
             return BertModel(config, add_pooling_layer=any(k.startswith("bert.pooler.") for k in keys))
         return model_class(config)
 
     strict_heads = model_class is BertForPreTraining
-    if _config_disagreements(config, keys) or any(key not in keys for _, key, _, _ in SIZED_BY):
+    if _config_disagreements(config, keys) or any(key not in keys for _, key, _, _ in _sized_by(config)):
         # Refused before allocating, with the same listing as below, from a skeleton that has shapes and no storage.
         # Only on this path: the first meta-device model in a process costs ~1 s (torch imports torch._dynamo for it).
         with torch.device("meta"):
@@ -277,10 +282,11 @@ def load_model(source: str | os.PathLike, model_class: type[BertPreTrainedModel]
     # From here on the config agrees with the weights in every size, so the model is as big as the checkpoint itself.
     model = build()
     report = LoadReport(str(source), folder, weights_file, type(model).__name__, num_tensors=len(shapes))
-    _copy_weights(model, normalize_keys(read_state_dict(folder)[0]), report, strict_heads)
+    _copy_weights(model, normalize_keys(read_state_dict(folder)[0], config.model_type), report, strict_heads)
     if isinstance(model, BertForPreTraining):
+        sentence_head = "sentence-order head" if config.model_type == "albert" else "next-sentence head"
         report.absent_heads = [name for present, name in ((model.has_mlm_head, "masked-LM head"),
-                                                          (model.has_nsp_head, "next-sentence head")) if not present]
+                                                          (model.has_nsp_head, sentence_head)) if not present]
     model.eval()
     report.seconds = time.perf_counter() - start
     return model, report
@@ -336,10 +342,24 @@ SIZED_BY = (("vocab_size", "bert.embeddings.word_embeddings.weight", 0, "rows"),
 LAYER_KEY = re.compile(r"^bert\.encoder\.layer\.(\d+)\.")
 
 
+def _sized_by(config: BertConfig) -> list[tuple[str, str, int, str]]:
+    """SIZED_BY for this config: tables the family does not have are left out, and the embedding tables' width is
+    embedding_size where the family has one (ALBERT, ELECTRA)."""
+    out = []
+    for name, key, dim, unit in SIZED_BY:
+        if (name == "max_position_embeddings" and not config.position_biased_input) or \
+                (name == "type_vocab_size" and not config.type_vocab_size):
+            continue
+        if name == "hidden_size" and config.embedding_size is not None:
+            name = "embedding_size"
+        out.append((name, key, dim, unit))
+    return out
+
+
 def _config_disagreements(config: BertConfig, shapes: dict[str, torch.Size]) -> list[str]:
     """The config.json fields that contradict the weights, each with the tensor that shows it."""
     found = []
-    for name, key, dim, unit in SIZED_BY:
+    for name, key, dim, unit in _sized_by(config):
         shape = shapes.get(key)
         if shape is None:
             continue  # the comparison lists it as missing
@@ -348,9 +368,10 @@ def _config_disagreements(config: BertConfig, shapes: dict[str, torch.Size]) -> 
         elif shape[dim] != getattr(config, name):
             found.append(f"{name} is {getattr(config, name)} but {key} has {shape[dim]} {unit}")
     layers = sorted({int(m.group(1)) for key in shapes if (m := LAYER_KEY.match(key))})
-    if len(layers) != config.num_hidden_layers:
+    if len(layers) != config.num_weight_layers:
         held = f"{len(layers)} layers (bert.encoder.layer.{layers[0]} to {layers[-1]})" if layers else "no layers"
-        found.append(f"num_hidden_layers is {config.num_hidden_layers} but the weights hold {held}")
+        field_name = "num_hidden_groups" if config.num_hidden_groups is not None else "num_hidden_layers"
+        found.append(f"{field_name} is {config.num_weight_layers} but the weights hold {held}")
     return found
 
 
@@ -403,6 +424,9 @@ def save_pretrained(model: BertPreTrainedModel, folder: str | os.PathLike, token
     `transformers` can load the folder; with a tokenizer, its files too."""
     from safetensors.torch import save_file
 
+    if model.config.model_type != "bert":
+        raise CheckpointError(f"save_pretrained writes BERT checkpoints; a {model.config.family} model is read from "
+                              "its own checkpoint folder, which needs no saving")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     architecture = _architecture(model)

@@ -1,4 +1,8 @@
-"""BERT hyper-parameters: one typed dataclass, named presets, and the adapter from Hugging Face `config.json`."""
+"""BERT hyper-parameters: one typed dataclass, named presets, and the adapter from Hugging Face `config.json`.
+
+The BERT family (RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa v2/v3) is read into the same dataclass: each member is
+BERT with a few named differences (narrower embeddings, positions counted from an offset, shared layers, relative
+attention), each a field below, so the model has one encoder and reads the fields."""
 
 from __future__ import annotations
 
@@ -25,6 +29,18 @@ SIZE_LIMITS = {
     "type_vocab_size": 1024,  # 2 (sentence A / sentence B) in BERT; a row each, so a generous bound costs nothing
     "num_labels": 100_000,  # classifiers have 2 to a few thousand classes; this is extreme multi-label territory
 }
+# The same for the sizes only the family has.
+FAMILY_LIMITS = {
+    "embedding_size": 16_384,  # ALBERT 128, ELECTRA-small 128: never wider than the hidden size in practice
+    "num_hidden_groups": 256,  # ALBERT: 1 (every layer shares one set of weights)
+    "position_buckets": 65_536,  # DeBERTa v3: 256 buckets of relative distance
+    "max_relative_positions": 65_536,  # DeBERTa: up to max_position_embeddings
+}
+# The model_type values of config.json that we read (transformers' names), each with a word for people.
+FAMILIES = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT", "albert": "ALBERT",
+            "electra": "ELECTRA", "deberta-v2": "DeBERTa v2/v3"}
+# DeBERTa's two position terms of the attention score, as config.json spells them.
+POSITION_TERMS = ("c2p", "p2c")
 # Parameters of the largest model a config may describe: 16 GB in float32, the dtype we load into. The largest
 # published BERT-style encoder (Megatron-BERT, 3.9 billion) fits; a config that asks for more is a mistake.
 MAX_PARAMETERS = 4_000_000_000
@@ -55,6 +71,18 @@ class BertConfig:
     # The MLM decoder reuses the word-embedding matrix. A few checkpoints train their own (config.json says false);
     # then the decoder weight is a tensor of its own in the checkpoint, and loading must not replace it.
     tie_word_embeddings: bool = True
+    # --- the family's differences from BERT (BERT's values by default) ---
+    model_type: str = "bert"  # one of FAMILIES; checkpoint keys are renamed into BERT's layout by family.py
+    embedding_size: int | None = None  # ALBERT, ELECTRA: embeddings this wide, projected up to hidden_size; None = H
+    num_hidden_groups: int | None = None  # ALBERT: layers share this many weight sets; None = each its own
+    position_offset: int = 0  # RoBERTa: positions count from pad_token_id + 1 (padding sits at pad_token_id)
+    position_biased_input: bool = True  # False (DeBERTa v3): no absolute position embedding is added to the input
+    head_act: str | None = None  # the masked-LM head's activation where the family fixes it (RoBERTa, ELECTRA: gelu)
+    relative_attention: bool = False  # DeBERTa: scores gain content-to-position and position-to-content terms
+    pos_att_type: tuple[str, ...] = ()  # DeBERTa: which of POSITION_TERMS the score has
+    position_buckets: int = -1  # DeBERTa: relative distances in this many log buckets; -1 = exact distances
+    max_relative_positions: int = -1  # DeBERTa: -1 = max_position_embeddings
+    norm_rel_ebd: bool = False  # DeBERTa: LayerNorm over the relative position embeddings
 
     def __post_init__(self) -> None:
         self.validate()
@@ -63,23 +91,74 @@ class BertConfig:
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
+    @property
+    def embedding_width(self) -> int:
+        """Width of the embedding tables (and of the masked-LM decoder's input)."""
+        return self.embedding_size or self.hidden_size
+
+    @property
+    def projects_embeddings(self) -> bool:
+        """Whether a linear layer takes the embeddings up to the hidden size: ALBERT always has one, ELECTRA when its
+        embeddings are narrower."""
+        return self.model_type == "albert" or self.embedding_width != self.hidden_size
+
+    @property
+    def num_weight_layers(self) -> int:
+        """Distinct layers in the checkpoint: num_hidden_groups for ALBERT, one per layer otherwise."""
+        return self.num_hidden_groups or self.num_hidden_layers
+
+    def weights_of_layer(self, index: int) -> int:
+        """Which set of weights layer `index` applies (ALBERT spreads its groups evenly over the stack)."""
+        if self.num_hidden_groups is None:
+            return index
+        return int(index / (self.num_hidden_layers / self.num_hidden_groups))
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input: RoBERTa's first positions are taken by its padding offset."""
+        return self.max_position_embeddings - self.position_offset
+
+    @property
+    def relative_span(self) -> int:
+        """DeBERTa: relative position embeddings on each side of zero (the table has twice as many rows)."""
+        if self.position_buckets > 0:
+            return self.position_buckets
+        return self.max_relative_positions if self.max_relative_positions > 0 else self.max_position_embeddings
+
+    @property
+    def family(self) -> str:
+        return FAMILIES.get(self.model_type, self.model_type)
+
     def validate(self) -> None:
+        if not isinstance(self.model_type, str) or self.model_type not in FAMILIES:
+            raise ConfigError(f"model_type {_show(self.model_type)} is not one we read; bertviz-app reads "
+                              f"{', '.join(FAMILIES)}")
         positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                    "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_labels")
-        for name in positive:
+                    "intermediate_size", "max_position_embeddings", "num_labels")
+        # type_vocab_size 0: no segment embedding at all (DistilBERT, DeBERTa); the others may be left out (None).
+        optional = {"type_vocab_size": 0, "embedding_size": None, "num_hidden_groups": None}
+        for name in (*positive, *optional):
             value = getattr(self, name)
+            if name in optional and value == optional[name] and (value is None or _is_int(value)):
+                continue
             if not _is_int(value) or value <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {_show(value)}")
-            if value > SIZE_LIMITS[name]:
-                raise ConfigError(f"{name} is {_show(value)}, above the limit of {SIZE_LIMITS[name]:,} (far above any "
+                what = "a positive integer" if name in positive else f"a positive integer or {optional[name]}"
+                raise ConfigError(f"{name} must be {what}, got {_show(value)}")
+            limit = SIZE_LIMITS.get(name) or FAMILY_LIMITS[name]
+            if value > limit:
+                raise ConfigError(f"{name} is {_show(value)}, above the limit of {limit:,} (far above any "
                                   f"real BERT); check {name} in config.json")
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
                 f"({self.num_attention_heads})")
-        if not isinstance(self.hidden_act, str) or self.hidden_act not in SUPPORTED_ACTIVATIONS:
-            raise ConfigError(f"hidden_act {_show(self.hidden_act)} is not supported; use one of "
-                              f"{', '.join(SUPPORTED_ACTIVATIONS)}")
+        for name in ("hidden_act", "head_act"):
+            value = getattr(self, name)
+            if (value is not None or name == "hidden_act") and (not isinstance(value, str)
+                                                                or value not in SUPPORTED_ACTIVATIONS):
+                raise ConfigError(f"{name} {_show(value)} is not supported; use one of "
+                                  f"{', '.join(SUPPORTED_ACTIVATIONS)}")
+        self._validate_family()
         if not _is_number(self.layer_norm_eps) or not self.layer_norm_eps > 0:
             raise ConfigError(f"layer_norm_eps must be a positive number, got {_show(self.layer_norm_eps)}")
         if not self.layer_norm_eps < 1:  # an epsilon this large swamps the variance it protects (BERT: 1e-12)
@@ -110,18 +189,52 @@ class BertConfig:
         if not isinstance(self.tie_word_embeddings, bool):
             raise ConfigError(f"tie_word_embeddings must be true or false, got {_show(self.tie_word_embeddings)}")
 
+    def _validate_family(self) -> None:
+        if self.num_hidden_groups is not None and self.num_hidden_layers % self.num_hidden_groups:
+            raise ConfigError(f"num_hidden_groups ({self.num_hidden_groups}) must divide num_hidden_layers "
+                              f"({self.num_hidden_layers}): ALBERT shares each group's weights over equal runs of layers")
+        if not _is_int(self.position_offset) or not 0 <= self.position_offset < self.max_position_embeddings:
+            raise ConfigError(f"position_offset must be an integer from 0 below max_position_embeddings, got "
+                              f"{_show(self.position_offset)}")
+        for name in ("position_biased_input", "relative_attention", "norm_rel_ebd"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {_show(getattr(self, name))}")
+        if not isinstance(self.pos_att_type, tuple) or any(t not in POSITION_TERMS for t in self.pos_att_type):
+            raise ConfigError(f"pos_att_type must list some of {', '.join(POSITION_TERMS)}, got "
+                              f"{_show(self.pos_att_type)}")
+        for name in ("position_buckets", "max_relative_positions"):
+            value = getattr(self, name)
+            if not _is_int(value) or not (value == -1 or 0 < value <= FAMILY_LIMITS[name]):
+                raise ConfigError(f"{name} must be -1 (off) or a positive integer up to {FAMILY_LIMITS[name]:,}, got "
+                                  f"{_show(value)}")
+        if self.position_buckets > 0 and self.relative_attention:
+            if self.position_buckets < 4 or (self.max_relative_positions != -1
+                                             and self.max_relative_positions <= self.position_buckets // 2):
+                # The log-bucket formula divides by log((max_relative_positions - 1) / (buckets / 2)).
+                raise ConfigError("position_buckets must be at least 4, and max_relative_positions (when set) above "
+                                  f"half of it; got {self.position_buckets} and {self.max_relative_positions}")
+        if not self.position_biased_input and not self.relative_attention:
+            raise ConfigError("a model with neither absolute positions (position_biased_input) nor relative attention "
+                              "cannot tell word order; check config.json")
+        if self.model_type == "deberta-v2" and self.embedding_width != self.hidden_size:
+            raise ConfigError("a DeBERTa with embedding_size different from hidden_size is not supported (no "
+                              "published v2/v3 checkpoint has one)")
+
     def max_num_parameters(self) -> int:
         """Parameters of the largest model this config builds (encoder, pooler, masked-LM head with an untied decoder,
         next-sentence head and a classifier), computed without allocating anything; tests/test_config.py checks it
         against the models themselves."""
-        h, i, v = self.hidden_size, self.intermediate_size, self.vocab_size
+        h, i, v, e = self.hidden_size, self.intermediate_size, self.vocab_size, self.embedding_width
         layer_norm = 2 * h
-        embeddings = (v + self.max_position_embeddings + self.type_vocab_size) * h + layer_norm
+        embeddings = (v + self.max_position_embeddings + self.type_vocab_size) * e + 2 * e
+        project = e * h + h if self.projects_embeddings else 0  # ALBERT, ELECTRA: embeddings up to the hidden size
+        relative = (2 * self.relative_span * h + layer_norm) if self.relative_attention else 0  # DeBERTa
         layer = 4 * (h * h + h) + layer_norm + (h * i + i) + (i * h + h) + layer_norm  # q, k, v, out; the MLP
         pooler = h * h + h
-        mlm = (h * h + h) + layer_norm + v + (0 if self.tie_word_embeddings else v * h)  # transform, bias, decoder
-        heads = mlm + (2 * h + 2) + (self.num_labels * h + self.num_labels)  # + next-sentence + classifier
-        return embeddings + self.num_hidden_layers * layer + pooler + heads
+        mlm = (h * e + e) + 2 * e + v + (0 if self.tie_word_embeddings else v * e)  # transform, bias, decoder
+        discriminator = h * h + h + h + 1 if self.model_type == "electra" else 0  # the replaced-token head
+        heads = mlm + (2 * h + 2) + discriminator + (self.num_labels * h + self.num_labels)  # + NSP + classifier
+        return embeddings + project + relative + self.num_weight_layers * layer + pooler + heads
 
     # --- presets -------------------------------------------------------------------------------
     @classmethod
@@ -139,18 +252,20 @@ class BertConfig:
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object (a dict), got {type(data).__name__}")
         model_type = data.get("model_type", "bert")
-        if model_type != "bert":
+        if not isinstance(model_type, str) or model_type not in FAMILIES:
             raise ConfigError(
-                f"this checkpoint is a {_show(model_type)} model, not BERT (model_type must be 'bert'); "
-                "bertviz-app only loads BERT checkpoints")
+                f"this checkpoint is a {_show(model_type)} model; bertviz-app reads BERT and its family, whose "
+                f"config.json says model_type {', '.join(repr(t) for t in FAMILIES)}")
+        if data.get("is_decoder") or data.get("add_cross_attention"):
+            raise ConfigError("decoder/cross-attention BERT variants are not supported; use an encoder checkpoint")
+        data = _FAMILY_ADAPTERS.get(model_type, _bert_fields)(data)
         position_type = data.get("position_embedding_type", "absolute")
         if position_type != "absolute":
             raise ConfigError(f"position_embedding_type {_show(position_type)} is not supported; only learned "
                               "absolute positions are")
-        if data.get("is_decoder") or data.get("add_cross_attention"):
-            raise ConfigError("decoder/cross-attention BERT variants are not supported; use an encoder checkpoint")
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known and k != "num_labels"}
+        kwargs["model_type"] = model_type
         if "id2label" in data:  # transformers stores the label count this way
             if not isinstance(data["id2label"], dict):
                 raise ConfigError(f"id2label must be a JSON object (label id -> name), got {_show(data['id2label'])}")
@@ -170,7 +285,12 @@ class BertConfig:
         return cls.from_hf_dict(data)
 
     def to_hf_dict(self, architectures: list[str] | None = None) -> dict:
+        if self.model_type != "bert":
+            raise ConfigError(f"saving writes BERT checkpoints; this is a {self.family} model, whose own "
+                              "checkpoint folder already holds its config.json")
         data = dataclasses.asdict(self)
+        for name in FAMILY_FIELDS:  # BERT's values: transformers' BertConfig has no such fields
+            data.pop(name)
         num_labels = data.pop("num_labels")
         if data["problem_type"] is None:  # transformers leaves it out too
             del data["problem_type"]
@@ -179,6 +299,85 @@ class BertConfig:
         data.update(model_type="bert", position_embedding_type="absolute",
                     architectures=architectures or ["BertForPreTraining"])
         return data
+
+
+# --- config.json of each family, brought to BertConfig's field names -------------------------------------------------
+FAMILY_FIELDS = ("model_type", "embedding_size", "num_hidden_groups", "position_offset", "position_biased_input",
+                 "head_act", "relative_attention", "pos_att_type", "position_buckets", "max_relative_positions",
+                 "norm_rel_ebd")
+
+
+def _bert_fields(data: dict) -> dict:
+    """BERT's own config.json: the family's fields are not its to set."""
+    return {k: v for k, v in data.items() if k not in FAMILY_FIELDS}
+
+
+def _roberta(data: dict) -> dict:
+    out = _bert_fields(data)
+    pad = data.get("pad_token_id", 1)
+    # Positions are counted from pad_token_id + 1 (transformers' create_position_ids_from_input_ids).
+    out["position_offset"] = pad + 1 if _is_int(pad) else pad
+    out["head_act"] = "gelu"  # RobertaLMHead applies gelu whatever hidden_act says
+    return out
+
+
+def _distilbert(data: dict) -> dict:
+    names = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+             "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
+             "attention_dropout": "attention_probs_dropout_prob"}
+    out = {names.get(k, k): v for k, v in _bert_fields(data).items() if k not in names.values()}
+    out.update(type_vocab_size=0, layer_norm_eps=1e-12)  # no segments; transformers fixes the epsilon
+    out["head_act"] = out.get("hidden_act", "gelu")  # vocab_transform uses config.activation
+    return out
+
+
+def _albert(data: dict) -> dict:
+    out = _bert_fields(data)
+    inner = data.get("inner_group_num", 1)
+    if inner != 1:
+        raise ConfigError(f"inner_group_num {_show(inner)} is not supported; only ALBERTs with one layer per group "
+                          "(every published checkpoint) are")
+    out.update(embedding_size=data.get("embedding_size", 128), num_hidden_groups=data.get("num_hidden_groups", 1))
+    out.setdefault("hidden_act", "gelu_new")
+    return out
+
+
+def _electra(data: dict) -> dict:
+    out = _bert_fields(data)
+    out.update(embedding_size=data.get("embedding_size", 128), head_act="gelu")  # the generator head's gelu
+    return out
+
+
+def _deberta_v2(data: dict) -> dict:
+    out = _bert_fields(data)
+    if data.get("conv_kernel_size", 0):
+        raise ConfigError("DeBERTa's convolution layer (conv_kernel_size, DeBERTa v2 xlarge and xxlarge) is not "
+                          "supported; DeBERTa v3 checkpoints have none")
+    relative = data.get("relative_attention", False)
+    if relative and not data.get("share_att_key", False):
+        raise ConfigError("DeBERTa with separate position projections (share_att_key false) is not supported; "
+                          "v2 and v3 checkpoints share them")
+    head_size = data.get("attention_head_size")
+    if head_size is not None and _is_int(data.get("hidden_size")) and _is_int(data.get("num_attention_heads")) \
+            and head_size * data["num_attention_heads"] != data["hidden_size"]:
+        raise ConfigError("attention_head_size x num_attention_heads must equal hidden_size")
+    terms = data.get("pos_att_type") or ()
+    if isinstance(terms, str):  # older configs: "p2c|c2p"
+        terms = [t.strip() for t in terms.lower().split("|") if t.strip()]
+    norm = data.get("norm_rel_ebd", "none")
+    out.update(relative_attention=relative, pos_att_type=tuple(terms) if isinstance(terms, list) else terms,
+               position_buckets=data.get("position_buckets", -1),
+               max_relative_positions=data.get("max_relative_positions", -1),
+               norm_rel_ebd="layer_norm" in [x.strip() for x in norm.lower().split("|")] if isinstance(norm, str)
+               else norm, position_biased_input=data.get("position_biased_input", True),
+               type_vocab_size=data.get("type_vocab_size", 0), layer_norm_eps=data.get("layer_norm_eps", 1e-7))
+    if data.get("embedding_size") is not None:
+        out["embedding_size"] = data["embedding_size"]
+    return out
+
+
+_FAMILY_ADAPTERS = {"roberta": _roberta, "distilbert": _distilbert, "albert": _albert, "electra": _electra,
+                    "deberta-v2": _deberta_v2}
 
 
 def _is_int(value) -> bool:

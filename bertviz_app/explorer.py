@@ -16,10 +16,11 @@ import torch
 from . import ablation, attribution, catalog, limits, masked_lm
 from .checkpoint import CheckpointError, load_model
 from .device import resolve_device
+from .family import FamilyNotes, notes
 from .model import BertForPreTraining
 from .plots import PlottedRun
 from .run import ModelTables, Run
-from .tokenizer import Encoding, Tokenizer, TokenizerError
+from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
 DEFAULT_CACHE_MB = limits.CACHE_MB
 CACHE_DTYPES = ("float32", "float16")
@@ -46,12 +47,10 @@ class Explorer:
         self.config = model.config
         self.device = device
         self.name = name
-        limit = model.config.max_position_embeddings
+        limit = model.config.max_tokens
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
-        emb = self.model.bert.embeddings
-        self.tables = ModelTables(emb.position_embeddings.weight.detach().float().cpu().numpy(),
-                                  emb.token_type_embeddings.weight.detach().float().cpu().numpy())
+        self.tables = _model_tables(self.model)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
@@ -68,7 +67,31 @@ class Explorer:
 
     @property
     def has_nsp_head(self) -> bool:
+        """True for BERT's next-sentence head and for ALBERT's sentence-order head (see `family.sentence_head`)."""
         return self.model.has_nsp_head
+
+    @property
+    def has_replaced_head(self) -> bool:
+        return getattr(self.model, "has_replaced_head", False)
+
+    @property
+    def family(self) -> FamilyNotes:
+        """Which member of the BERT family this is, and what it lacks or brings, in words."""
+        return notes(self.config.model_type, positions=self.config.position_biased_input,
+                     segments=self.config.type_vocab_size >= 2)
+
+    def replaced(self, text: str, text_pair: str | None = None) -> list[tuple[str, float]]:
+        """ELECTRA: each token of the input with the discriminator's probability that it was replaced (from the
+        input's Run: no second forward pass)."""
+        run = self.run(text, text_pair)
+        probabilities = masked_lm.replaced_probabilities(self.model, run.hidden_states[-1])
+        return list(zip(run.tokens, probabilities.tolist()))
+
+    def score_terms(self, text: str, text_pair: str | None = None, layer: int = 0) -> np.ndarray:
+        """DeBERTa: layer `layer`'s attention scores split into content-to-content, content-to-position and
+        position-to-content, (3, heads, T, T), from the input's Run."""
+        run = self.run(text, text_pair)
+        return masked_lm.score_terms(self.model, run.hidden_states[layer], layer)
 
     @property
     def cached_bytes(self) -> int:
@@ -202,6 +225,20 @@ class Explorer:
         return run
 
 
+def _model_tables(model: BertForPreTraining) -> ModelTables:
+    """The position table as positions 0, 1, ... of an input read it (RoBERTa's starts past its padding offset), and
+    the segment table; a family without one gets a single row of zeros (its notes say so in words)."""
+    emb = model.bert.embeddings
+    width = model.config.embedding_width
+
+    def table(embedding, skip: int = 0) -> np.ndarray:
+        if embedding is None:
+            return np.zeros((1, width), dtype=np.float32)
+        return embedding.weight[skip:].detach().float().cpu().numpy()
+
+    return ModelTables(table(emb.position_embeddings, model.config.position_offset), table(emb.token_type_embeddings))
+
+
 def _release_freed_memory() -> None:
     """Ask the C allocator to give freed memory back to the system (glibc's malloc_trim; elsewhere nothing happens).
     A Run's arrays of a few MB (hidden states, queries, keys at 512 tokens) come from glibc's heaps, one per thread
@@ -251,10 +288,11 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
         raise CheckpointError(str(err)) from None
     bert, report = load_model(source)
     try:
-        tokenizer = Tokenizer.from_folder(report.folder, max_tokens=bert.config.max_position_embeddings)
+        tokenizer = load_tokenizer(report.folder, bert.config.model_type, max_tokens=bert.config.max_tokens)
     except TokenizerError as err:
         raise CheckpointError(str(err)) from None
     if tokenizer.vocab_size > bert.config.vocab_size:
+        # A smaller tokenizer is fine (DeBERTa v3's config has spare rows); a larger one would index past the table.
         raise CheckpointError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's vocabulary only "
                               f"{bert.config.vocab_size}; the tokenizer files belong to another model")
     display = name or str(model if model is not None else catalog.default_model_name())

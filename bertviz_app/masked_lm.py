@@ -8,6 +8,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -63,7 +64,7 @@ def encode_input(model: BertForPreTraining, tokenizer: Tokenizer, text: str | En
     if text_pair is not None and not (isinstance(text_pair, str) and text_pair.strip()):
         text_pair = None
     # The caller's limit (the explorer's --max-tokens) keeps token indices the same as in its Run.
-    limit = min(max_tokens or model.config.max_position_embeddings, model.config.max_position_embeddings)
+    limit = min(max_tokens or model.config.max_tokens, model.config.max_tokens)
     return tokenizer.encode(normalize_mask(text), None if text_pair is None else normalize_mask(text_pair),
                             max_tokens=limit)
 
@@ -128,6 +129,31 @@ def is_next_probability(model: BertForPreTraining, pooler_output: Tensor) -> flo
     """P(IsNext) from the next-sentence head, given the pooler output (1, H) of a pair."""
     logits = model.cls.seq_relationship(pooler_output)[0]  # (2,), index 0 = IsNext
     return float(logits.float().softmax(-1)[0])
+
+
+def replaced_probabilities(model: BertForPreTraining, last_hidden_state: np.ndarray | Tensor) -> np.ndarray:
+    """ELECTRA: for each token, the discriminator's probability that it was replaced (T,), from the encoder's last
+    hidden state (T, H), e.g. a Run's `hidden_states[-1]`: no second forward pass."""
+    if not getattr(model, "has_replaced_head", False):
+        raise ValueError("this model has no replaced-token head; only an ELECTRA discriminator checkpoint has one")
+    with _predicting(model):
+        hidden = torch.as_tensor(last_hidden_state, dtype=torch.float32, device=model.device)
+        return torch.sigmoid(model.cls.discriminator(hidden).float()).cpu().numpy()
+
+
+def score_terms(model: BertForPreTraining, layer_input: np.ndarray | Tensor, layer: int) -> np.ndarray:
+    """DeBERTa: layer `layer`'s pre-softmax attention scores split into content-to-content, content-to-position and
+    position-to-content, (3, h, T, T), from that layer's input (T, H) (a Run's `hidden_states[layer]`)."""
+    if not model.config.relative_attention:
+        raise ValueError(f"only DeBERTa splits its attention scores into content and position terms; this is a "
+                         f"{model.config.family} model, whose scores are the query x key product alone")
+    if not 0 <= layer < model.config.num_hidden_layers:
+        raise ValueError(f"layer must be from 0 to {model.config.num_hidden_layers - 1}, got {layer}")
+    with _predicting(model):
+        hidden = torch.as_tensor(layer_input, dtype=torch.float32, device=model.device)[None]  # (1, T, H)
+        encoder = model.bert.encoder
+        rel = encoder.relative_positions(hidden.shape[1], hidden.device)
+        return encoder.layer_module(layer).attention.self.score_terms(hidden, rel)[0].float().cpu().numpy()
 
 
 def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str,

@@ -6,6 +6,16 @@ embeddings (token + segment + position) -> N x [self-attention -> add & LayerNor
 Attribute names follow the Hugging Face checkpoint keys (`embeddings.word_embeddings`, `encoder.layer.0.attention.self
 .query`, `cls.predictions.transform.LayerNorm`, ...) so that checkpoints load with almost no renaming.
 
+The BERT family is the same encoder with a few named differences, each read from the config (config.py):
+- embeddings: no segment table (DistilBERT, DeBERTa: type_vocab_size 0), no absolute positions (DeBERTa v3),
+  positions counted from an offset (RoBERTa), narrower tables projected up to the hidden size (ALBERT, ELECTRA);
+- attention scores: DeBERTa adds content-to-position and position-to-content terms (`RelativePositions`);
+- layer sharing: ALBERT applies a few layers' weights over and over (`BertEncoder.layer_module`);
+- heads: ALBERT's sentence-order head sits where BERT's next-sentence head does, ELECTRA's discriminator
+  (`ReplacedTokenHead`) says which tokens were replaced.
+Checkpoint keys of each family are renamed into BERT's layout when loading (family.py), so the attribute names here
+stay BERT's.
+
 Beyond the usual outputs, the model returns what the views need, on request: attention probabilities, queries and keys
 of every layer, the three embedding parts before they are summed, and the Gram matrices of each token's per-head
 transformed values (for value-weighted attention). Word embeddings may be given directly (`inputs_embeds`), so that
@@ -40,7 +50,8 @@ ACTIVATIONS = {
 # ------------------------------------------------------------------------------------------------------------------
 @dataclass
 class EmbeddingParts:
-    """The three embeddings of each token before they are summed. All (B, T, H)."""
+    """The three embeddings of each token before they are summed. All (B, T, E), E the embedding width (the hidden
+    size but for ALBERT and ELECTRA). A family without segments or absolute positions has zeros there."""
 
     token: Tensor
     segment: Tensor
@@ -65,6 +76,8 @@ class BertModelOutput:
     value_grams: L tensors (B, T, h, h), entry [b, j, h, g] = f_h(x_j) · f_g(x_j), where f_h(x_j) is token j's value
         in head h carried through that head's columns of the attention output projection (its bias left out, as it
         belongs to no token); with output_value_grams. See `BertAttention.value_grams`.
+    score_terms: DeBERTa only, L tensors (B, 3, h, T, T): the pre-softmax score split into content-to-content,
+        content-to-position and position-to-content (a term the model lacks is zeros); with output_score_terms.
     """
 
     last_hidden_state: Tensor
@@ -75,15 +88,17 @@ class BertModelOutput:
     keys: tuple[Tensor, ...] | None = None
     embedding_parts: EmbeddingParts | None = None
     value_grams: tuple[Tensor, ...] | None = None
+    score_terms: tuple[Tensor, ...] | None = None
 
 
 @dataclass
 class BertPreTrainingOutput(BertModelOutput):
-    """prediction_logits: (B, T, vocab), None without an MLM head; seq_relationship_logits: (B, 2), index 0 = IsNext,
-    None without a next-sentence head; loss = mlm_loss + nsp_loss when labels are given."""
+    """prediction_logits: (B, T, vocab), None without an MLM head; seq_relationship_logits: (B, 2), index 0 = IsNext
+    (for ALBERT's sentence-order head: index 0 = in order), None without such a head; loss = mlm_loss + nsp_loss when labels are given."""
 
     prediction_logits: Tensor | None = None
     seq_relationship_logits: Tensor | None = None
+    replaced_logits: Tensor | None = None  # (B, T) ELECTRA: logit that each token was replaced
     loss: Tensor | None = None
     mlm_loss: Tensor | None = None
     nsp_loss: Tensor | None = None
@@ -112,11 +127,14 @@ class QuestionAnsweringOutput(BertModelOutput):
 class BertEmbeddings(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        width = config.embedding_width  # ALBERT, ELECTRA: narrower than hidden_size, projected up by BertModel
+        self.word_embeddings = nn.Embedding(config.vocab_size, width, padding_idx=config.pad_token_id)
+        self.position_embeddings = (nn.Embedding(config.max_position_embeddings, width)
+                                    if config.position_biased_input else None)  # DeBERTa v3: relative only
+        self.token_type_embeddings = (nn.Embedding(config.type_vocab_size, width)
+                                      if config.type_vocab_size else None)  # DistilBERT, DeBERTa: no segments
         # Named LayerNorm, not layer_norm, because that is the checkpoint key.
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: Tensor | None, token_type_ids: Tensor, position_ids: Tensor,
@@ -124,17 +142,59 @@ class BertEmbeddings(nn.Module):
                 ) -> tuple[Tensor, EmbeddingParts | None]:
         """inputs_embeds (B, T, H) replaces the word-embedding look-up of input_ids (give one of the two); the segment
         and position embeddings are added to it as usual."""
-        token = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, H)
-        segment = self.token_type_embeddings(token_type_ids)  # (B, T, H)
-        position = self.position_embeddings(position_ids)  # (B or 1, T, H)
-        embeddings = self.dropout(self.LayerNorm(token + segment + position))
-        parts = EmbeddingParts(token, segment, position.expand_as(token)) if return_parts else None
+        token = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, E)
+        total = token
+        segment = position = None
+        if self.position_embeddings is not None:
+            position = self.position_embeddings(position_ids)  # (B or 1, T, E)
+        if self.token_type_embeddings is not None:
+            segment = self.token_type_embeddings(token_type_ids)  # (B, T, E)
+        # BERT's order of addition (token + segment + position), so that its numbers stay bit for bit the same.
+        for part in (segment, position):
+            if part is not None:
+                total = total + part
+        embeddings = self.dropout(self.LayerNorm(total))
+        parts = None
+        if return_parts:
+            zeros = torch.zeros_like(token)  # a part the family does not have adds nothing
+            parts = EmbeddingParts(token, zeros if segment is None else segment,
+                                   zeros if position is None else position.expand_as(token))
         return embeddings, parts
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Self-attention
 # ------------------------------------------------------------------------------------------------------------------
+@dataclass
+class RelativePositions:
+    """DeBERTa's relative positions for one input, shared by every layer.
+
+    embeddings: (2 * span, H) relative position embeddings (LayerNorm-ed when the config says so)
+    index: (T, T) long, row of `embeddings` for query i and key j: the (log-bucketed) distance i - j moved to
+        0 .. 2 * span - 1"""
+
+    embeddings: Tensor
+    index: Tensor
+
+
+def relative_position_index(T: int, config: BertConfig, device: torch.device) -> Tensor:
+    """(T, T) rows of the relative embedding table for query i and key j (DeBERTa's build_relative_position)."""
+    positions = torch.arange(T, device=device)
+    relative = positions[:, None] - positions[None, :]  # (T, T) i - j
+    buckets, limit = config.position_buckets, config.max_relative_positions
+    if buckets > 0:
+        limit = limit if limit > 0 else config.max_position_embeddings
+        # Exact distances below half the buckets, then logarithmic steps up to `limit`, as DeBERTa does.
+        mid = buckets // 2
+        sign = torch.sign(relative)
+        near = (relative < mid) & (relative > -mid)
+        distance = torch.where(near, torch.tensor(mid - 1, device=device), relative.abs())
+        log_pos = torch.ceil(torch.log(distance / mid) / torch.log(torch.tensor((limit - 1) / mid)) * (mid - 1)) + mid
+        relative = torch.where(distance <= mid, relative.to(log_pos.dtype), log_pos * sign).long()
+    span = config.relative_span
+    return (relative + span).clamp(0, 2 * span - 1)  # (T, T)
+
+
 class BertSelfAttention(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -144,26 +204,63 @@ class BertSelfAttention(nn.Module):
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        # DeBERTa: each position term is one more dot product of the same size, so the scale grows with their number.
+        self.position_terms = config.pos_att_type if config.relative_attention else ()
+        self.scale = (self.head_dim * (1 + len(self.position_terms))) ** -0.5
 
     def _split_heads(self, x: Tensor) -> Tensor:
-        B, T, _ = x.shape
-        return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, h, T, d)
+        *lead, T, _ = x.shape
+        return x.view(*lead, T, self.num_heads, self.head_dim).transpose(-3, -2)  # (B, h, T, d), or (h, T, d)
+
+    def position_scores(self, q: Tensor, k: Tensor, rel: RelativePositions) -> tuple[Tensor, Tensor]:
+        """DeBERTa's content-to-position (query i with the embedding of distance i - j through the key projection)
+        and position-to-content (key j with that embedding through the query projection) terms, both (B, h, T, T)
+        and scaled; a term the config leaves out is a zero scalar. q, k: (B, h, T, d)."""
+        B, h, T, _ = q.shape
+        index = rel.index.expand(B, h, T, T)  # (B, h, T, T)
+        c2p = p2c = torch.zeros((), dtype=q.dtype, device=q.device)
+        if "c2p" in self.position_terms:
+            pos_k = self._split_heads(self.key(rel.embeddings))  # (h, 2 span, d)
+            c2p = torch.gather(q @ pos_k.transpose(-1, -2), -1, index) * self.scale  # (B, h, T, T)
+        if "p2c" in self.position_terms:
+            pos_q = self._split_heads(self.query(rel.embeddings))  # (h, 2 span, d)
+            # by_key[b, h, j, r] = k_j . pos_q[r]; entry (i, j) wants r = index[i, j], gathered on the key's row.
+            by_key = k @ pos_q.transpose(-1, -2)  # (B, h, T, 2 span)
+            p2c = torch.gather(by_key, -1, index.transpose(-1, -2)).transpose(-1, -2) * self.scale  # (B, h, T, T)
+        return c2p, p2c
+
+    def score_terms(self, hidden: Tensor, rel: RelativePositions) -> Tensor:
+        """(B, 3, h, T, T): content-to-content, content-to-position and position-to-content parts of the pre-softmax
+        score (their sum, plus the padding bias, is what the softmax sees). hidden: the layer's input (B, T, H)."""
+        q = self._split_heads(self.query(hidden))  # (B, h, T, d)
+        k = self._split_heads(self.key(hidden))  # (B, h, T, d)
+        c2c = (q @ k.transpose(-1, -2)) * self.scale  # (B, h, T, T)
+        c2p, p2c = self.position_scores(q, k, rel)
+        return torch.stack(torch.broadcast_tensors(c2c, c2p, p2c), dim=1)  # (B, 3, h, T, T)
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
-                output_attentions: bool = False) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+                output_attentions: bool = False, rel: RelativePositions | None = None
+                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
         """attention_bias: (B, 1, 1, T) additive, 0 for real tokens and a large negative number for padding.
         head_mask: (h,) or (B, h), multiplies each head's attention probabilities (0 silences a head).
+        rel: DeBERTa's relative positions (None for the rest of the family).
         Returns the context (B, T, H), the probabilities (B, h, T, T) or None, queries and keys (B, h, T, d)."""
         B, T, H = hidden.shape
         q = self._split_heads(self.query(hidden))  # (B, h, T, d)
         k = self._split_heads(self.key(hidden))  # (B, h, T, d)
         v = self._split_heads(self.value(hidden))  # (B, h, T, d)
         mask = None if head_mask is None else head_mask.to(hidden.dtype).view(-1, self.num_heads, 1, 1)  # (B|1, h, 1, 1)
+        if rel is not None and self.position_terms:
+            # The position terms do not depend on the softmax: they join the padding bias as one additive term, and
+            # the fused kernel still runs.
+            c2p, p2c = self.position_scores(q, k, rel)
+            position = c2p + p2c  # (B, h, T, T)
+            attention_bias = position if attention_bias is None else position + attention_bias
 
         if output_attentions:
             # Scaled and masked in place on the fresh product: each extra (B, h, T, T) tensor costs a pass and an
             # allocation (the matmul's backward does not need its output, so training is unaffected).
-            scores = (q @ k.transpose(-1, -2)).mul_(self.head_dim ** -0.5)  # (B, h, T, T)
+            scores = (q @ k.transpose(-1, -2)).mul_(self.scale)  # (B, h, T, T)
             if attention_bias is not None:
                 scores.add_(attention_bias)
             probs = scores.softmax(dim=-1)
@@ -173,7 +270,8 @@ class BertSelfAttention(nn.Module):
         else:
             probs = None
             context = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=attention_bias, dropout_p=self.dropout.p if self.training else 0.0)
+                q, k, v, attn_mask=attention_bias, dropout_p=self.dropout.p if self.training else 0.0,
+                scale=self.scale)
             if mask is not None:
                 # Scaling a head's probabilities scales its context by the same factor: (p * m) @ v == m * (p @ v).
                 context = context * mask
@@ -200,8 +298,9 @@ class BertAttention(nn.Module):
         self.output = BertSelfOutput(config)
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
-                output_attentions: bool) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
-        context, probs, q, k = self.self(hidden, attention_bias, head_mask, output_attentions)
+                output_attentions: bool, rel: RelativePositions | None = None
+                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        context, probs, q, k = self.self(hidden, attention_bias, head_mask, output_attentions, rel)
         return self.output(context, hidden), probs, q, k
 
     def value_grams(self, hidden: Tensor) -> Tensor:
@@ -254,28 +353,59 @@ class BertLayer(nn.Module):
         self.output = BertOutput(config)
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
-                output_attentions: bool = False) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
-        attended, probs, q, k = self.attention(hidden, attention_bias, head_mask, output_attentions)
+                output_attentions: bool = False, rel: RelativePositions | None = None
+                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        attended, probs, q, k = self.attention(hidden, attention_bias, head_mask, output_attentions, rel)
         return self.output(self.intermediate(attended), attended), probs, q, k
 
 
 class BertEncoder(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        self.config = config
+        # ALBERT: fewer weight sets than layers (config.weights_of_layer says which set each layer applies).
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_weight_layers))
+        if config.relative_attention:  # DeBERTa: one table of relative position embeddings for every layer
+            self.rel_embeddings = nn.Embedding(2 * config.relative_span, config.hidden_size)
+            self.LayerNorm = (nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+                              if config.norm_rel_ebd else None)
+
+    def layer_module(self, index: int) -> BertLayer:
+        """The module that computes layer `index` (for ALBERT, the same module for several layers)."""
+        return self.layer[self.config.weights_of_layer(index)]
+
+    def relative_positions(self, T: int, device: torch.device) -> RelativePositions | None:
+        """DeBERTa's relative positions for T tokens; None for the rest of the family."""
+        if not self.config.relative_attention:
+            return None
+        table = self.rel_embeddings.weight  # (2 span, H)
+        if self.LayerNorm is not None:
+            table = self.LayerNorm(table)
+        return RelativePositions(table, relative_position_index(T, self.config, device))
+
+    def apply_layer(self, index: int, hidden: Tensor, attention_bias: Tensor | None = None,
+                    head_mask: Tensor | None = None) -> Tensor:
+        """Layer `index` alone on `hidden` (B, T, H), e.g. from a stored hidden state, with what it needs."""
+        return self.layer_module(index)(hidden, attention_bias, head_mask, False,
+                                        self.relative_positions(hidden.shape[1], hidden.device))[0]
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
                 output_attentions: bool, output_hidden_states: bool, output_qk: bool,
-                output_value_grams: bool = False) -> BertModelOutput:
+                output_value_grams: bool = False, output_score_terms: bool = False) -> BertModelOutput:
         all_hidden = [hidden] if output_hidden_states else None
         all_probs, all_q, all_k = ([] if output_attentions else None), ([] if output_qk else None), \
             ([] if output_qk else None)
         all_grams = [] if output_value_grams else None
-        for i, layer in enumerate(self.layer):
+        rel = self.relative_positions(hidden.shape[1], hidden.device)
+        all_terms = [] if output_score_terms and rel is not None else None
+        for i in range(self.config.num_hidden_layers):
+            layer = self.layer_module(i)
             if output_value_grams:
                 all_grams.append(layer.attention.value_grams(hidden))
+            if all_terms is not None:
+                all_terms.append(layer.attention.self.score_terms(hidden, rel))
             hidden, probs, q, k = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
-                                        output_attentions)
+                                        output_attentions, rel)
             if output_hidden_states:
                 all_hidden.append(hidden)
             if output_attentions:
@@ -285,7 +415,7 @@ class BertEncoder(nn.Module):
                 all_k.append(k)
         as_tuple = lambda xs: None if xs is None else tuple(xs)  # noqa: E731
         return BertModelOutput(hidden, None, as_tuple(all_hidden), as_tuple(all_probs), as_tuple(all_q),
-                               as_tuple(all_k), value_grams=as_tuple(all_grams))
+                               as_tuple(all_k), value_grams=as_tuple(all_grams), score_terms=as_tuple(all_terms))
 
 
 class BertPooler(nn.Module):
@@ -339,6 +469,9 @@ class BertModel(BertPreTrainedModel):
         super().__init__()
         self.config = config
         self.embeddings = BertEmbeddings(config)
+        # ALBERT, ELECTRA: narrow embeddings projected up to the hidden size (ELECTRA's key name; ALBERT's renamed).
+        self.embeddings_project = nn.Linear(config.embedding_width, config.hidden_size) \
+            if config.projects_embeddings else None
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.init_weights()
@@ -347,7 +480,7 @@ class BertModel(BertPreTrainedModel):
                 attention_mask: Tensor | None = None, position_ids: Tensor | None = None,
                 head_mask: Tensor | None = None, output_attentions: bool = False, output_hidden_states: bool = False,
                 output_qk: bool = False, output_embedding_parts: bool = False, output_value_grams: bool = False,
-                inputs_embeds: Tensor | None = None) -> BertModelOutput:
+                inputs_embeds: Tensor | None = None, output_score_terms: bool = False) -> BertModelOutput:
         """input_ids, token_type_ids, attention_mask: (B, T); attention_mask 1 for tokens, 0 for padding.
         head_mask: (L, h) or (L, B, h), 1 keeps a head and 0 silences it (any value scales it; differentiable).
         inputs_embeds: (B, T, H) word embeddings given directly instead of input_ids (segment and position embeddings
@@ -355,8 +488,8 @@ class BertModel(BertPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("give either input_ids or inputs_embeds, not both and not neither")
         if inputs_embeds is not None:
-            if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.hidden_size:
-                raise ValueError(f"inputs_embeds must have shape (batch, tokens, {self.config.hidden_size}), "
+            if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.embedding_width:
+                raise ValueError(f"inputs_embeds must have shape (batch, tokens, {self.config.embedding_width}), "
                                  f"got {tuple(inputs_embeds.shape)}")
             source, shape, device = "inputs_embeds' (batch, tokens)", inputs_embeds.shape[:2], inputs_embeds.device
         elif input_ids.dim() != 2:
@@ -367,19 +500,21 @@ class BertModel(BertPreTrainedModel):
         for name, tensor in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
             if tensor is not None and tensor.shape != shape:
                 raise ValueError(f"{name} must have the shape of {source} {tuple(shape)}, got {tuple(tensor.shape)}")
-        if T > self.config.max_position_embeddings:
+        if T > self.config.max_tokens:
             raise ValueError(f"the input has {T} tokens but this model accepts at most "
-                             f"{self.config.max_position_embeddings}; truncate it")
+                             f"{self.config.max_tokens}; truncate it")
         if token_type_ids is None:
             token_type_ids = torch.zeros(shape, dtype=torch.long, device=device)
         if position_ids is None:
-            position_ids = torch.arange(T, device=device).unsqueeze(0)  # (1, T)
+            position_ids = self._position_ids(input_ids, T, device)
         if head_mask is not None and head_mask.shape[0] != self.config.num_hidden_layers:
             raise ValueError(f"head_mask must have one row per layer ({self.config.num_hidden_layers}), "
                              f"got shape {tuple(head_mask.shape)}")
 
         hidden, parts = self.embeddings(input_ids, token_type_ids, position_ids, output_embedding_parts,
                                         inputs_embeds=inputs_embeds)
+        if self.embeddings_project is not None:
+            hidden = self.embeddings_project(hidden)  # (B, T, H)
         bias = None
         # A mask without padding changes nothing: skipping it saves a (B, h, T, T) addition per layer and lets the
         # fused kernel run unmasked. bool() costs one host sync per forward on CUDA.
@@ -387,10 +522,18 @@ class BertModel(BertPreTrainedModel):
             # (B, 1, 1, T): broadcast over heads and query positions; padded keys get the most negative value.
             bias = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
         out = self.encoder(hidden, bias, head_mask, output_attentions, output_hidden_states, output_qk,
-                           output_value_grams)
+                           output_value_grams, output_score_terms)
         out.pooler_output = self.pooler(out.last_hidden_state) if self.pooler is not None else None
         out.embedding_parts = parts
         return out
+
+    def _position_ids(self, input_ids: Tensor | None, T: int, device: torch.device) -> Tensor:
+        offset = self.config.position_offset
+        if not offset or input_ids is None:
+            return torch.arange(offset, offset + T, device=device).unsqueeze(0)  # (1, T)
+        # RoBERTa: real tokens count up from pad_token_id + 1 and padding keeps pad_token_id, as transformers does.
+        real = input_ids.ne(self.config.pad_token_id).long()  # (B, T)
+        return torch.cumsum(real, dim=1) * real + self.config.pad_token_id  # (B, T)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -399,9 +542,10 @@ class BertModel(BertPreTrainedModel):
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = ACTIVATIONS[config.hidden_act]
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        # Down to the embedding width (ALBERT, ELECTRA), where the tied decoder reads from.
+        self.dense = nn.Linear(config.hidden_size, config.embedding_width)
+        self.act = ACTIVATIONS[config.head_act or config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.embedding_width, eps=config.layer_norm_eps)
 
     def forward(self, hidden: Tensor) -> Tensor:
         return self.LayerNorm(self.act(self.dense(hidden)))
@@ -413,35 +557,53 @@ class BertLMPredictionHead(nn.Module):
         self.transform = BertPredictionHeadTransform(config)
         # The decoder's weight is the word-embedding matrix (tied by the owner, unless config.tie_word_embeddings is
         # False); the bias is kept apart as `bias`, not `decoder.bias`, because that is the checkpoint key.
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.decoder = nn.Linear(config.embedding_width, config.vocab_size, bias=False)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, hidden: Tensor) -> Tensor:
-        return self.decoder(self.transform(hidden)) + self.bias  # (..., vocab)
+        # One pass over the (..., vocab) logits: the bias goes in with the product.
+        return F.linear(self.transform(hidden), self.decoder.weight, self.bias)  # (..., vocab)
+
+
+class ReplacedTokenHead(nn.Module):
+    """ELECTRA's discriminator: one logit per token that it was replaced by the generator."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.dense_prediction = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.dense_prediction(self.act(self.dense(hidden))).squeeze(-1)  # (B, T)
 
 
 class BertPreTrainingHeads(nn.Module):
-    """Either head may be absent: a checkpoint without MLM or NSP weights gets None, never random noise."""
+    """Each head may be absent: a checkpoint without its weights gets None, never random noise. seq_relationship is
+    BERT's next-sentence head or ALBERT's sentence-order head (the same shape, on the pooler); discriminator is
+    ELECTRA's."""
 
-    def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True):
+    def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True, replaced: bool = False):
         super().__init__()
         self.predictions = BertLMPredictionHead(config) if mlm else None
         self.seq_relationship = nn.Linear(config.hidden_size, 2) if nsp else None
+        self.discriminator = ReplacedTokenHead(config) if replaced else None
 
 
 class BertForPreTraining(BertPreTrainedModel):
     """BERT with its pretraining heads: masked LM over every position and next-sentence prediction from the pooler.
 
-    `mlm_head`/`nsp_head` False builds the model without that head (as when a checkpoint lacks it);
-    `has_mlm_head` and `has_nsp_head` tell the views which predictions are real."""
+    `mlm_head`/`nsp_head`/`replaced_head` False builds the model without that head (as when a checkpoint lacks it);
+    `has_mlm_head`, `has_nsp_head` and `has_replaced_head` tell the views which predictions are real."""
 
-    def __init__(self, config: BertConfig, mlm_head: bool = True, nsp_head: bool = True, pooler: bool = True):
+    def __init__(self, config: BertConfig, mlm_head: bool = True, nsp_head: bool = True, pooler: bool = True,
+                 replaced_head: bool = False):
         super().__init__()
         if nsp_head and not pooler:
             raise ValueError("the next-sentence head reads the pooler output: it needs pooler=True")
         self.config = config
         self.bert = BertModel(config, add_pooling_layer=pooler)
-        self.cls = BertPreTrainingHeads(config, mlm=mlm_head, nsp=nsp_head)
+        self.cls = BertPreTrainingHeads(config, mlm=mlm_head, nsp=nsp_head, replaced=replaced_head)
         self.init_weights()
         self.tie_weights()
 
@@ -457,6 +619,10 @@ class BertForPreTraining(BertPreTrainedModel):
     @property
     def has_nsp_head(self) -> bool:
         return self.cls.seq_relationship is not None
+
+    @property
+    def has_replaced_head(self) -> bool:
+        return self.cls.discriminator is not None
 
     def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None, labels: Tensor | None = None,
@@ -474,6 +640,8 @@ class BertForPreTraining(BertPreTrainedModel):
             out.seq_relationship_logits = self.cls.seq_relationship(base.pooler_output)
             if next_sentence_label is not None:
                 out.nsp_loss = F.cross_entropy(out.seq_relationship_logits.float(), next_sentence_label.flatten())
+        if self.cls.discriminator is not None:
+            out.replaced_logits = self.cls.discriminator(base.last_hidden_state)
         losses = [x for x in (out.mlm_loss, out.nsp_loss) if x is not None]
         out.loss = sum(losses) if losses else None
         return out

@@ -112,8 +112,12 @@ class Run:
     # --- tokens ------------------------------------------------------------------------------------------------
     @property
     def segment_ids(self) -> np.ndarray:
-        """(T,) 0 for [CLS], sentence A and the first [SEP]; 1 for sentence B and the last [SEP]."""
-        return np.asarray(self.encoding.segment_ids)
+        """(T,) 0 for [CLS], sentence A and the separator(s) after it; 1 for sentence B and the last separator. Read
+        from which sentence each token came from, not from the model's token_type_ids: RoBERTa gives both sentences
+        segment 0 (it has one segment row), and the views still need to tell A from B."""
+        sequence = self.encoding.sequence_ids
+        first_b = next((i for i, seq in enumerate(sequence) if seq == 1), len(sequence))
+        return (np.arange(len(sequence)) >= first_b).astype(np.asarray(self.encoding.segment_ids).dtype)
 
     @property
     def special_mask(self) -> np.ndarray:

@@ -505,9 +505,10 @@ def test_folder_without_config(tmp_path, pretraining_folder):
 def test_non_bert_config(tmp_path, pretraining_folder):
     folder = copy_folder(pretraining_folder[0], tmp_path / "ckpt")
     config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
-    with pytest.raises(CheckpointError, match=r"config.json: this checkpoint is a 'roberta' model, not BERT "
-                                              r"\(model_type must be 'bert'\); bertviz-app only loads BERT") as err:
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "xlnet"}))
+    with pytest.raises(CheckpointError, match=r"config.json: this checkpoint is a 'xlnet' model; bertviz-app reads "
+                                              r"BERT and its family, whose config.json says model_type 'bert', "
+                                              r"'roberta', 'distilbert', 'albert', 'electra', 'deberta-v2'") as err:
         load_model(folder)
     one_line(err)
 

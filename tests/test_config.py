@@ -71,8 +71,9 @@ def test_to_hf_dict_round_trips():
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"model_type": "roberta"}, r"is a 'roberta' model, not BERT \(model_type must be 'bert'\)"),
-    ({"model_type": "distilbert"}, r"'distilbert' model, not BERT"),
+    ({"model_type": "gpt2"}, r"is a 'gpt2' model; bertviz-app reads BERT and its family, whose config.json says "
+                             r"model_type 'bert', 'roberta', 'distilbert', 'albert', 'electra', 'deberta-v2'"),
+    ({"model_type": "deberta"}, r"'deberta' model; bertviz-app reads BERT and its family"),
     ({"position_embedding_type": "relative_key"},
      r"position_embedding_type 'relative_key' is not supported; only learned absolute positions are"),
     ({"position_embedding_type": "relative_key_query"}, r"'relative_key_query' is not supported"),
@@ -83,7 +84,7 @@ def test_to_hf_dict_round_trips():
     ({"hidden_act": {"name": "gelu"}}, r"hidden_act \{'name': 'gelu'\} is not supported"),
     ({"vocab_size": 0}, r"vocab_size must be a positive integer, got 0"),
     ({"num_hidden_layers": "12"}, r"num_hidden_layers must be a positive integer, got '12'"),
-    ({"type_vocab_size": True}, r"type_vocab_size must be a positive integer, got True"),
+    ({"type_vocab_size": True}, r"type_vocab_size must be a positive integer or 0, got True"),
     ({"layer_norm_eps": 0}, r"layer_norm_eps must be a positive number, got 0"),
     ({"layer_norm_eps": "1e-12"}, r"layer_norm_eps must be a positive number, got '1e-12'"),
     ({"hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be a probability between 0 and 1, got 1.5"),
@@ -185,7 +186,7 @@ def test_parameter_estimate_matches_the_models(preset, overrides):
     ({"initializer_range": -1}, r"initializer_range .* got -1"),
     ({"id2label": 5}, r"id2label must be a JSON object \(label id -> name\), got 5"),
     ({"id2label": ["a", "b"]}, r"id2label must be a JSON object .*, got \['a', 'b'\]"),
-    ({"model_type": ["bert"]}, r"this checkpoint is a \['bert'\] model, not BERT"),
+    ({"model_type": ["bert"]}, r"this checkpoint is a \['bert'\] model; bertviz-app reads BERT"),
     ({"hidden_act": "x" * 10**6}, r"hidden_act 'x+\.\.\.x+' is not supported"),
     ({"hidden_dropout_prob": None}, r"hidden_dropout_prob must be a probability between 0 and 1, got None"),
     ({"pad_token_id": 1.5}, r"pad_token_id must be an index into the vocabulary"),

@@ -61,6 +61,10 @@ class CompareTab:
         if run_a.attentions.shape != run_b.attentions.shape:
             why = ("the two inputs have different numbers of tokens" if len(run_a) != len(run_b)
                    else "the two models have different numbers of layers or heads")
+            family_a, family_b = explorer_a.family.name, explorer_b.family.name
+            if family_a != family_b:  # BERT beside RoBERTa: each reads the input with its own tokenizer
+                why = (f"{why}: {family_a} (left) and {family_b} (right) each split the input with their own "
+                       "tokenizer, so their tokens need not line up")
             return (f"**Side by side below, but no head-by-head difference:** {why} ({len(run_a)} against "
                     f"{len(run_b)} tokens, {run_a.num_layers}x{run_a.num_heads} against "
                     f"{run_b.num_layers}x{run_b.num_heads} heads): a head can be compared only between inputs of "

@@ -8,10 +8,17 @@ import gradio as gr
 from .common import Page, index_value, user_errors
 
 
+def family_note(explorer) -> str:
+    """What this family's embeddings lack, in words (empty for BERT)."""
+    lines = [line for line in explorer.family.lacks if "segment" in line or "position" in line or "embed" in line]
+    return "\n".join(f"**{line}**" if i == 0 else line for i, line in enumerate(lines))
+
+
 class EmbeddingsTab:
     def __init__(self, page: Page):
         self.page = page
-        max_positions = page.models.first.config.max_position_embeddings
+        max_positions = page.models.first.config.max_tokens
+        self.note = gr.Markdown(family_note(page.models.first), elem_id="embeddings-family-note")
         self.parts_plot = gr.Plot(label="Token + segment + position", elem_id="embedding-parts")
         self.segment_plot = gr.Plot(label="Segment embeddings", elem_id="segment-embeddings")
         self.positions = gr.Slider(2, max_positions, value=min(128, max_positions), step=1,
@@ -23,15 +30,23 @@ class EmbeddingsTab:
 
     @user_errors
     def draw(self, session, positions):
-        _, run = self.page.models.run_of(session)
-        n = max(index_value(positions, len(run.position_table()), "Positions") + 1, 2)
+        explorer, run = self.page.models.run_of(session)
         plot = run.plot
-        return plot.embedding_parts(), plot.segment_comparison(), plot.position_similarity(n), plot.position_path(n)
+        segments = plot.segment_comparison() if explorer.config.type_vocab_size >= 2 else None
+        if not explorer.config.position_biased_input:  # DeBERTa v3: no table to compare (the note says why)
+            return plot.embedding_parts(), segments, None, None
+        n = max(index_value(positions, len(run.position_table()), "Positions") + 1, 2)
+        return plot.embedding_parts(), segments, plot.position_similarity(n), plot.position_path(n)
+
+    @user_errors
+    def note_of(self, session):
+        return family_note(self.page.models.run_of(session)[0])
 
     def wire(self) -> None:
         self.positions.release(self.draw, [self.page.session, self.positions], self.outputs,
                                **self.page.api("draw", False))
 
     def after_analysis(self, event, public: bool):
-        return event.then(self.draw, [self.page.session, self.positions], self.outputs,
-                          **self.page.api("embeddings", public))
+        return (event.then(self.note_of, [self.page.session], [self.note], **self.page.api("embeddings_note", False))
+                .then(self.draw, [self.page.session, self.positions], self.outputs,
+                      **self.page.api("embeddings", public)))

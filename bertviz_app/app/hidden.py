@@ -8,10 +8,18 @@ import gradio as gr
 from .common import Page, index_value, user_errors
 
 
+def shared_layers_note(explorer) -> str:
+    """ALBERT: layers compared here apply the same weights again (empty for the others)."""
+    if not explorer.family.shared_layers:
+        return ""
+    return next(f"**{line}**" for line in explorer.family.lacks if "share" in line)
+
+
 class HiddenTab:
     def __init__(self, page: Page):
         self.page = page
         layers = page.models.first.config.num_hidden_layers
+        self.note = gr.Markdown(shared_layers_note(page.models.first), elem_id="hidden-family-note")
         self.norms_plot = gr.Plot(label="Norms", elem_id="hidden-norms")
         self.layer_plot = gr.Plot(label="Layer-to-layer change", elem_id="layer-similarity")
         self.layer = gr.Slider(0, layers, value=layers, step=1, label="Layer for token similarity (0 = embeddings)",
@@ -33,6 +41,10 @@ class HiddenTab:
         return plot.hidden_norms(), plot.layer_similarity(), plot.token_similarity(layer), plot.hidden_projection()
 
     @user_errors
+    def note_of(self, session):
+        return shared_layers_note(self.page.models.run_of(session)[0])
+
+    @user_errors
     def draw_similarity(self, session, layer):
         _, run = self.page.models.run_of(session)
         return run.plot.token_similarity(index_value(layer, run.num_layers + 1, "Layer"))
@@ -45,4 +57,5 @@ class HiddenTab:
         inputs = [self.page.session, self.layer]
         outputs = [self.norms_plot, self.layer_plot, self.similarity_plot, self.projection_plot]
         return (event.then(self.layer_range, inputs, [self.layer], **self.page.api("layer_range", False))
+                .then(self.note_of, [self.page.session], [self.note], **self.page.api("hidden_note", False))
                 .then(self.draw, inputs, outputs, **self.page.api("hidden_states", public)))

@@ -26,6 +26,8 @@ def mlm_status(explorer: Explorer, alternatives: Sequence[str] = ()) -> str:
     """What the tab says about this model's head; without one, the models of the page that have it."""
     if not explorer.has_mlm_head:
         other = f" Pick **{plain(alternatives[0])}** in the model list to see its guesses." if alternatives else ""
+        if getattr(explorer, "has_replaced_head", False):  # ELECTRA: its family never had one
+            return f"**{plain(explorer.name)}: {explorer.family.lacks[0]}**{other}"
         return NO_MLM_HEAD.format(name=plain(explorer.name), other=other)
     return (f"{plain(explorer.name)} has a masked-LM head: it guesses the token hidden behind each [MASK], the task "
             "BERT was pre-trained on.")
@@ -104,6 +106,21 @@ def corruption_view(explorer, run: Run, seed: int):
             table, figure)
 
 
+def replaced_view(explorer, run: Run) -> tuple[str, pd.DataFrame]:
+    """ELECTRA's "replaced?" view: (message, one row per token with the discriminator's P(replaced))."""
+    empty = pd.DataFrame(columns=["position", "token", "P(replaced)"])
+    if not getattr(explorer, "has_replaced_head", False):
+        return "", empty
+    probabilities = explorer.replaced(run.encoding.text, run.encoding.text_pair)
+    rows = [(i, token, significant(p)) for i, (token, p) in enumerate(probabilities)]
+    flagged = [f"**{plain(token)}** ({percent(p)})" for token, p in probabilities if p >= 0.5]
+    summary = ("It flags " + ", ".join(flagged) + " as replaced." if flagged
+               else "It flags no token as replaced (every probability is below 50%).")
+    return (f"**Replaced?** {plain(explorer.name)}'s discriminator gives every token the probability that it is not "
+            f"the original word but one a generator put there. {summary} Type a sentence with a wrong word to watch "
+            "it light up.", pd.DataFrame(rows, columns=["position", "token", "P(replaced)"]))
+
+
 # --- the tab -------------------------------------------------------------------------------------------------------
 class MaskedLMTab:
     """Built inside `with gr.Tab(...)`; `wire()` connects its own controls, `after_analysis()` its steps after a new
@@ -114,6 +131,11 @@ class MaskedLMTab:
         first = page.models.first
         self.alternatives = [name for name, e in page.models.explorers.items() if e.has_mlm_head]
         self.explainer = gr.Markdown(mlm_status(first, self.alternatives), elem_id="mlm-explainer")
+        with gr.Column(visible=first.has_replaced_head, elem_id="replaced-views") as self.replaced_views:
+            self.replaced_out = [
+                gr.Markdown(elem_id="replaced-message"),
+                gr.Dataframe(interactive=False, datatype="str", label="Replaced? (per token)", max_height=300,
+                             elem_id="replaced-table", headers=["position", "token", "P(replaced)"])]
         # Hidden for a model without the head: its explainer above says why, instead of empty views.
         with gr.Column(visible=first.has_mlm_head, elem_id="mlm-views") as self.views:
             gr.Markdown("### Fill in [MASK]")
@@ -192,6 +214,11 @@ class MaskedLMTab:
         return corruption_view(explorer, run, index_value(seed if seed is not None else 0, 2**31, "Sample"))
 
     @user_errors
+    def replaced(self, session):
+        explorer, run = self.page.models.run_of(session)
+        return (gr.update(visible=explorer.has_replaced_head), *replaced_view(explorer, run))
+
+    @user_errors
     def new_analysis(self, session):
         """This model's explainer and views, and the new input's tokens to choose from."""
         explorer, run = self.page.models.run_of(session)
@@ -225,4 +252,6 @@ class MaskedLMTab:
                       **page.api("new_analysis", False))
                 .then(self.mask_token, [session, self.mask_choice, self.top_k], self.masked_out,
                       **page.api("mask_token", False))
+                .then(self.replaced, [session], [self.replaced_views, *self.replaced_out],
+                      **page.api("replaced", False))
                 .then(self.corrupt, [session, self.seed], self.corruption_out, **page.api("corrupt", public)))

@@ -20,8 +20,13 @@ def model_text(explorer: Explorer) -> str:
             f"| device | `{explorer.device}` |\n"
             f"| load time | {explorer.load_seconds:.2f} s |\n"
             f"| masked-LM head | {'yes' if explorer.has_mlm_head else 'no'} |\n"
-            f"| next-sentence head | {'yes' if explorer.has_nsp_head else 'no'} |\n"
+            f"| family | {explorer.family.name} |\n"
+            f"| {explorer.family.sentence_head or 'next-sentence prediction'} head | "
+            f"{'yes' if explorer.has_nsp_head else 'no'} |\n"
+            f"| replaced-token head (ELECTRA) | {'yes' if explorer.has_replaced_head else 'no'} |\n"
             f"| longest input | {explorer.max_tokens} tokens (longer inputs are truncated) |\n\n"
+            + ("#### What this family does differently from BERT\n\n" if explorer.family.lacks else "")
+            + "".join(f"- {line}\n" for line in explorer.family.lacks) + "\n"
             f"#### Configuration\n\n| field | value |\n|---|---|\n{rows}\n")
 
 

@@ -16,9 +16,21 @@ NO_NSP_HEAD = ("**{name} has no next-sentence head.** BERT was also trained to g
 
 def next_sentence_view(explorer, run: Run, alternatives: Sequence[str] = ()) -> tuple[str, dict | None]:
     """(message, {label: probability} for gr.Label or None); alternatives: models of the page with the head."""
+    family = getattr(explorer, "family", None)
     if not explorer.has_nsp_head:
         other = f" Pick **{plain(alternatives[0])}** in the model list to see its answer." if alternatives else ""
+        said = [line for line in (family.lacks if family else ()) if "next-sentence" in line]
+        if said:  # a family that never had the head (RoBERTa, DistilBERT, ELECTRA, DeBERTa) says so, not "left out"
+            return f"**{said[0]}**{other}", None
         return NO_NSP_HEAD.format(name=plain(explorer.name), other=other), None
+    if family is not None and family.sentence_head == "sentence-order prediction":
+        if not run.encoding.is_pair:
+            return ("**A pair is needed:** type a sentence B as well (and press Analyze); ALBERT's sentence-order "
+                    "head judges whether A and B are in their original order."), None
+        p = run.is_next_probability
+        return (f"**P(A then B is the original order) = {p:.1%}** according to {plain(explorer.name)}'s "
+                "sentence-order head (ALBERT predicts sentence order, not whether B follows A at all: swap the two "
+                "sentences to see it change).", {"In order": p, "Swapped": 1 - p})
     if not run.encoding.is_pair:
         return ("**A pair is needed:** type a sentence B as well (and press Analyze); the next-sentence head judges "
                 "whether B follows A."), None

@@ -45,6 +45,8 @@ def build_model(init: str, tokenizer: Tokenizer, preset: str = "mini", max_token
         return model, ["all (scratch)"]
     source, _ = load_model(init)
     config = source.config
+    if config.model_type != "bert":  # refused now, not when the trained model cannot be saved
+        raise ValueError(f"{init} is a {config.family} checkpoint; pretraining continues BERT checkpoints only")
     if tokenizer.vocab_size > config.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but {init} only {config.vocab_size}")
     if max_tokens > config.max_position_embeddings:

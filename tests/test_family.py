@@ -1,0 +1,321 @@
+"""The BERT family against the oracle: for each member, a checkpoint built by transformers itself (random weights,
+small unusual sizes, a tokenizer trained by `tokenizers` and saved by transformers; tests/family_models.py) loaded into
+our one encoder, then hidden states, attentions and head outputs compared at 1e-5, and tokenization compared token for
+token with transformers' tokenizer of the same folder.
+
+Inputs are a padded batch of two (different lengths), so the padding paths are compared too; padded positions are
+left out where their values mean nothing (transformers' DeBERTa even gives padded queries a uniform row)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+import family_models
+from bertviz_app import load
+from bertviz_app.checkpoint import CheckpointError, load_model
+from bertviz_app.config import BertConfig, ConfigError
+from bertviz_app.explorer import Explorer
+from bertviz_app.tokenizer import FamilyTokenizer, load_tokenizer
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+# Each variant: the builder, its overrides, and what our loader must find in the checkpoint.
+VARIANTS = {
+    "roberta": ("roberta", {}, dict(mlm=True, nsp=False, replaced=False)),
+    "distilbert": ("distilbert", {}, dict(mlm=True, nsp=False, replaced=False)),
+    "albert": ("albert", {}, dict(mlm=True, nsp=True, replaced=False)),
+    # ALBERT projects its embeddings even when they are as wide as the hidden states.
+    "albert-square": ("albert", dict(embedding_size=36, num_hidden_groups=1), dict(mlm=True, nsp=True, replaced=False)),
+    "electra": ("electra", {}, dict(mlm=False, nsp=False, replaced=True)),
+    "electra-generator": ("electra-generator", {}, dict(mlm=True, nsp=False, replaced=False)),
+    "deberta-v3": ("deberta-v2", {}, dict(mlm=True, nsp=False, replaced=False)),
+    # DeBERTa v2's other settings: absolute positions too, exact (unbucketed) distances, segments, the newer head.
+    "deberta-v2": ("deberta-v2", dict(position_biased_input=True, position_buckets=-1, max_relative_positions=12,
+                                      type_vocab_size=2, norm_rel_ebd="none", legacy=False),
+                   dict(mlm=True, nsp=False, replaced=False)),
+}
+TEXTS = [("The cat sat on the mat.", None),
+         ("Paris is the [MASK] of France!", "Dogs bark, cats purr."),
+         ("  héllo   wörld 42 -- naïve café ", "x"),
+         ("Numbers like 1999 appear too.", "They walked home slowly through the rain, and the keys were lost.")]
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def family(request, tmp_path_factory):
+    """(name, folder, transformers' model, our model, our load report) for one variant, built once per module."""
+    builder, overrides, _ = VARIANTS[request.param]
+    folder = tmp_path_factory.mktemp(request.param)
+    hf = family_models.build(builder, folder, seed=len(request.param), **overrides)
+    ours, report = load_model(folder)
+    return request.param, folder, hf, ours.eval(), report
+
+
+def _batch(config: BertConfig, seed: int = 0) -> dict:
+    """Two inputs of 13 and 9 real tokens, the second padded, with segments where the family has them."""
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, config.vocab_size, (2, 13), generator=gen)
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = 0
+    ids[1, 9:] = config.pad_token_id
+    batch = dict(input_ids=ids, attention_mask=mask)
+    if config.type_vocab_size >= 2:
+        types = torch.zeros_like(ids)
+        types[:, 6:] = 1
+        types[1, 9:] = 0
+        batch["token_type_ids"] = types
+    return batch
+
+
+def _real(x: torch.Tensor, b: int) -> torch.Tensor:
+    return x[b, :(13 if b == 0 else 9)]
+
+
+def test_the_checkpoint_loads_with_its_own_heads(family):
+    name, _, _, ours, report = family
+    expected = VARIANTS[name][2]
+    assert (ours.has_mlm_head, ours.has_nsp_head, ours.has_replaced_head) == \
+        (expected["mlm"], expected["nsp"], expected["replaced"])
+    assert report.initialized == [] and report.ignored == []
+
+
+def test_hidden_states_attentions_and_heads_match_transformers(family):
+    name, _, hf, ours, _ = family
+    batch = _batch(ours.config)
+    with torch.no_grad():
+        mine = ours(**batch, output_attentions=True, output_hidden_states=True)
+        theirs = hf(**batch, output_attentions=True, output_hidden_states=True)
+    assert len(mine.hidden_states) == len(theirs.hidden_states) == ours.config.num_hidden_layers + 1
+    assert len(mine.attentions) == len(theirs.attentions)
+    for b in range(2):
+        for layer, (a, e) in enumerate(zip(mine.hidden_states, theirs.hidden_states)):
+            torch.testing.assert_close(_real(a, b), _real(e, b), **TOL, msg=lambda m: f"hidden {layer}: {m}")
+        for layer, (a, e) in enumerate(zip(mine.attentions, theirs.attentions)):
+            n = 13 if b == 0 else 9
+            torch.testing.assert_close(a[b, :, :n, :n], e[b, :, :n, :n], **TOL, msg=lambda m: f"attn {layer}: {m}")
+            assert float(a[b, :, :n, n:].abs().sum()) == 0.0  # padded keys get nothing
+        if ours.has_mlm_head:
+            logits = theirs.prediction_logits if name.startswith("albert") else theirs.logits
+            torch.testing.assert_close(_real(mine.prediction_logits, b), _real(logits, b), **TOL)
+        if ours.has_replaced_head:
+            torch.testing.assert_close(_real(mine.replaced_logits, b), _real(theirs.logits, b), **TOL)
+    if ours.has_nsp_head:  # ALBERT's sentence-order head
+        torch.testing.assert_close(mine.seq_relationship_logits, theirs.sop_logits, **TOL)
+
+
+def test_the_fused_path_gives_the_same_numbers(family):
+    _, _, _, ours, _ = family
+    batch = _batch(ours.config, seed=3)
+    with torch.no_grad():
+        explicit = ours.bert(**batch, output_attentions=True).last_hidden_state
+        fused = ours.bert(**batch).last_hidden_state
+    for b in range(2):
+        torch.testing.assert_close(_real(fused, b), _real(explicit, b), **TOL)
+
+
+def test_tokenization_matches_transformers(family):
+    name, folder, _, ours, _ = family
+    tokenizer = load_tokenizer(folder, ours.config.model_type, max_tokens=512)  # the reference does not truncate
+    assert isinstance(tokenizer, FamilyTokenizer)
+    reference = transformers.AutoTokenizer.from_pretrained(folder)
+    assert tokenizer.vocab_size == len(reference)
+    for text, pair in TEXTS:
+        typed = text.replace("[MASK]", reference.mask_token)
+        encoding = tokenizer.encode(text, pair)  # [MASK] written as BERT writes it, whatever the family's spelling
+        expected = reference(typed, pair, return_offsets_mapping=True, return_token_type_ids=True,
+                             return_special_tokens_mask=True)
+        assert encoding.ids == expected["input_ids"], (text, encoding.tokens, expected.tokens())
+        assert encoding.tokens == expected.tokens()
+        assert encoding.segment_ids == expected["token_type_ids"]
+        assert encoding.special_tokens_mask == expected["special_tokens_mask"]
+        assert encoding.offsets == [tuple(o) for o in expected["offset_mapping"]]
+        for i, seq in enumerate(encoding.sequence_ids):  # offsets point into the sentence the token came from
+            assert seq == expected.sequence_ids()[i] if expected["special_tokens_mask"][i] == 0 else seq is None
+
+
+@pytest.mark.parametrize("max_tokens", [9, 14, 15, 30])
+def test_truncation_matches_transformers_longest_first(family, max_tokens):
+    name, folder, _, ours, _ = family
+    tokenizer = load_tokenizer(folder, ours.config.model_type)
+    reference = transformers.AutoTokenizer.from_pretrained(folder)
+    text, pair = TEXTS[3]
+    encoding = tokenizer.encode(text, pair, max_tokens=max_tokens)
+    expected = reference(text, pair, truncation="longest_first", max_length=max_tokens)
+    assert encoding.ids == expected["input_ids"]
+    full = tokenizer.encode(text, pair)
+    assert encoding.truncation.original_length == len(full)
+    assert encoding.truncation.removed_a + encoding.truncation.removed_b == len(full) - max_tokens
+
+
+def test_the_explorer_runs_every_family_with_what_the_views_need(family):
+    name, folder, _, ours, _ = family
+    explorer = load(folder, device="cpu")
+    run = explorer.run("The cat sat on the mat.", "Dogs bark, cats purr.")
+    config = ours.config
+    T = len(run)
+    assert run.attentions.shape == (config.num_hidden_layers, config.num_attention_heads, T, T)
+    assert run.hidden_states.shape == (config.num_hidden_layers + 1, T, config.hidden_size)
+    assert run.queries.shape == run.keys.shape == (config.num_hidden_layers, config.num_attention_heads, T,
+                                                   config.head_dim)
+    np.testing.assert_allclose(run.attentions.astype(np.float32).sum(-1), 1.0, atol=2e-3)
+    assert run.token_embeddings.shape == (T, config.embedding_width)
+    # The parts sum to the pre-LayerNorm embedding; a part the family lacks is zero.
+    if not config.type_vocab_size:
+        assert not run.segment_embeddings.any()
+    if not config.position_biased_input:
+        assert not run.position_embeddings.any()
+    assert (run.is_next_probability is not None) == ours.has_nsp_head
+    # The views tell A from B by where the tokens came from, even where the model reads one segment (RoBERTa).
+    first_b = run.encoding.sequence_ids.index(1)
+    assert run.segment_ids.tolist() == [0] * first_b + [1] * (T - first_b)
+    assert explorer.family.lacks or name == "bert"
+
+
+def test_electra_says_which_tokens_were_replaced(tmp_path):
+    family_models.build("electra", tmp_path, seed=5)
+    explorer = load(tmp_path, device="cpu")
+    rows = explorer.replaced("The cat sat on the mat.")
+    run = explorer.run("The cat sat on the mat.")
+    assert [token for token, _ in rows] == run.tokens
+    hf = transformers.ElectraForPreTraining.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        expected = torch.sigmoid(hf(torch.tensor([run.encoding.ids])).logits[0]).numpy()
+    np.testing.assert_allclose([p for _, p in rows], expected, atol=1e-5)
+    family_models.build("roberta", tmp_path / "roberta")
+    with pytest.raises(ValueError, match="only an ELECTRA discriminator checkpoint has one"):
+        load(tmp_path / "roberta", device="cpu").replaced("a")
+
+
+def test_albert_layers_share_their_weights(tmp_path):
+    family_models.build("albert", tmp_path)
+    model, _ = load_model(tmp_path)
+    encoder = model.bert.encoder
+    assert len(encoder.layer) == 2 and model.config.num_hidden_layers == 4
+    assert encoder.layer_module(0) is encoder.layer_module(1) and encoder.layer_module(2) is encoder.layer_module(3)
+    assert encoder.layer_module(1) is not encoder.layer_module(2)
+
+
+def test_deberta_score_terms_add_up_to_its_attention(tmp_path):
+    family_models.build("deberta-v2", tmp_path)
+    explorer = load(tmp_path, device="cpu")
+    text = "The keys to the cabinet were lost yesterday!"
+    run = explorer.run(text)
+    for layer in range(run.num_layers):
+        terms = explorer.score_terms(text, layer=layer)  # (3, h, T, T)
+        assert terms.shape == (3, run.num_heads, len(run), len(run))
+        assert np.abs(terms[1]).max() > 1e-3 and np.abs(terms[2]).max() > 1e-3  # both position terms are there
+        probs = torch.tensor(terms.sum(0)).softmax(-1).numpy()
+        np.testing.assert_allclose(probs, run.attentions[layer].astype(np.float32), atol=1e-3)  # float16 in a Run
+    with pytest.raises(ValueError, match="only DeBERTa splits its attention scores"):
+        family_models.build("roberta", tmp_path / "r")
+        load(tmp_path / "r", device="cpu").score_terms("a b")
+
+
+# --- bad input ------------------------------------------------------------------------------------------------------
+def test_an_unknown_model_type_names_the_families_we_read(tmp_path):
+    with pytest.raises(ConfigError, match=r"this checkpoint is a 'gpt2' model; bertviz-app reads BERT and its family, "
+                                          r"whose config.json says model_type 'bert', 'roberta', 'distilbert', "
+                                          r"'albert', 'electra', 'deberta-v2'"):
+        BertConfig.from_hf_dict({"model_type": "gpt2"})
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"model_type": "albert", "inner_group_num": 2}, r"inner_group_num 2 is not supported"),
+    ({"model_type": "albert", "num_hidden_layers": 12, "num_hidden_groups": 5},
+     r"num_hidden_groups \(5\) must divide num_hidden_layers \(12\)"),
+    ({"model_type": "albert", "embedding_size": 10**6}, r"embedding_size is 1000000, above the limit of 16,384"),
+    ({"model_type": "deberta-v2", "conv_kernel_size": 3}, r"convolution layer \(conv_kernel_size"),
+    ({"model_type": "deberta-v2", "relative_attention": True, "share_att_key": False}, r"share_att_key false"),
+    ({"model_type": "deberta-v2", "relative_attention": True, "share_att_key": True, "pos_att_type": ["c2c"]},
+     r"pos_att_type must list some of c2p, p2c"),
+    ({"model_type": "deberta-v2", "relative_attention": True, "share_att_key": True, "position_buckets": 10**6},
+     r"position_buckets must be -1 \(off\) or a positive integer up to 65,536"),
+    ({"model_type": "deberta-v2", "position_biased_input": False}, r"cannot tell word order"),
+    ({"model_type": "distilbert", "n_layers": 10**4}, r"num_hidden_layers is 10000, above the limit of 256"),
+    ({"model_type": "roberta", "pad_token_id": 600}, r"position_offset must be an integer from 0 below"),
+])
+def test_family_configs_are_bounded(data, message):
+    with pytest.raises(ConfigError, match=message):
+        BertConfig.from_hf_dict(data)
+
+
+def test_a_config_that_contradicts_the_weights_is_refused_before_allocating(tmp_path, monkeypatch):
+    family_models.build("electra", tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "embedding_size": 28}))
+    import bertviz_app.checkpoint as checkpoint
+
+    def read_state_dict(folder):  # the weights themselves are never read: the headers' shapes are enough to refuse
+        raise AssertionError("the tensors were read")
+
+    monkeypatch.setattr(checkpoint, "read_state_dict", read_state_dict)
+    with pytest.raises(CheckpointError, match=r"embedding_size is 28 but bert.embeddings.word_embeddings.weight has "
+                                              r"20 columns"):
+        load_model(tmp_path)
+
+
+def test_a_tokenizer_larger_than_the_vocabulary_says_so(tmp_path):
+    family_models.build("roberta", tmp_path)
+    tokens = load_tokenizer(tmp_path, "roberta").vocab_size
+    config = transformers.RobertaConfig.from_pretrained(tmp_path)
+    config.vocab_size = 100
+    transformers.RobertaForMaskedLM(config).save_pretrained(tmp_path)
+    with pytest.raises(CheckpointError, match=rf"the tokenizer has {tokens} tokens but the model's vocabulary only "
+                                              r"100; the tokenizer files belong to another model"):
+        load(tmp_path, device="cpu")
+
+
+def test_a_family_checkpoint_without_tokenizer_json_says_how_to_make_one(tmp_path):
+    family_models.build("albert", tmp_path)
+    (tmp_path / "tokenizer.json").unlink()
+    with pytest.raises(CheckpointError, match=r"has no tokenizer.json; this family's tokenizer is read from it"):
+        load(tmp_path, device="cpu")
+
+
+def test_saving_refuses_a_family_model(tmp_path):
+    family_models.build("distilbert", tmp_path)
+    model, _ = load_model(tmp_path)
+    explorer = Explorer(model, load_tokenizer(tmp_path, "distilbert"), torch.device("cpu"), "d")
+    from bertviz_app.checkpoint import save_pretrained
+    with pytest.raises(CheckpointError, match="save_pretrained writes BERT checkpoints; a DistilBERT model"):
+        save_pretrained(explorer.model, tmp_path / "out")
+
+
+@pytest.mark.parametrize("builder", ["albert", "deberta-v2"])
+def test_silencing_heads_layer_by_layer_agrees_with_a_whole_forward_pass(tmp_path, builder):
+    """The ablation ranking restarts each layer from a stored hidden state: it must reach ALBERT's shared weights and
+    DeBERTa's relative positions as the whole forward pass does."""
+    from bertviz_app.targets import forward_ids
+
+    family_models.build(builder, tmp_path)
+    explorer = load(tmp_path, device="cpu")
+    text = "The cat [MASK] on the mat."
+    ranking = explorer.rank_heads(text, method="ablation")
+    model, config = explorer.model, explorer.config
+    encoding = explorer.encode(text)
+    for layer, head in [(1, 0), (config.num_hidden_layers - 1, config.num_attention_heads - 1)]:
+        mask = torch.ones(config.num_hidden_layers, config.num_attention_heads)
+        mask[layer, head] = 0.0
+        with torch.no_grad():
+            silenced = float(ranking.target.value(model, forward_ids(model, encoding, head_mask=mask))[0])
+        assert ranking.effects[layer, head] == pytest.approx(silenced - ranking.f_input, abs=1e-4)
+
+
+def test_the_parameter_bound_covers_every_family_model(family):
+    """config.max_num_parameters is what bounds a config.json before anything is allocated: it must not undercount
+    a family's model (narrow embeddings, projections, shared layers, relative positions, extra heads)."""
+    _, _, hf, ours, _ = family
+    estimate = ours.config.max_num_parameters()
+    assert estimate >= ours.num_parameters()
+    assert estimate >= sum(p.numel() for p in hf.parameters())
+
+
+def test_pretraining_refuses_to_start_from_a_family_checkpoint(tmp_path):
+    from bertviz_app.pretraining.objective import build_model
+
+    family_models.build("distilbert", tmp_path)
+    with pytest.raises(ValueError, match="is a DistilBERT checkpoint; pretraining continues BERT checkpoints only"):
+        build_model(str(tmp_path), load_tokenizer(tmp_path, "distilbert"))

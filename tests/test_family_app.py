@@ -1,0 +1,107 @@
+"""The app with the BERT family: one server for the module offering a RoBERTa, DistilBERT, ALBERT, ELECTRA and
+DeBERTa checkpoint built by transformers (tests/family_models.py), driven through gradio_client as a visitor's page
+drives it; and the family's words and extras (sentence order, "replaced?") from the tabs' view functions."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from gradio_client import Client
+
+import family_models
+from bertviz_app import app, views
+from bertviz_app.app.embeddings import family_note
+from bertviz_app.app.hidden import shared_layers_note
+from bertviz_app.app.masked_lm import mlm_status, replaced_view
+from bertviz_app.app.model_info import model_text
+from bertviz_app.app.next_sentence import next_sentence_view
+
+FAMILIES = ("roberta", "distilbert", "albert", "electra", "deberta-v2")
+PAIR = ("The cat sat on the mat.", "Dogs bark, cats purr.")
+
+
+@pytest.fixture(scope="module")
+def explorers(tmp_path_factory):
+    folders = []
+    for name in FAMILIES:
+        folder = tmp_path_factory.mktemp(name)
+        family_models.build(name, folder)
+        folders.append(str(folder))
+    loaded = app.load_models(folders, device="cpu")
+    return {explorer.config.model_type: (name, explorer) for name, explorer in loaded.items()}
+
+
+@pytest.fixture(scope="module")
+def client(explorers):
+    demo = app.build_demo({name: explorer for name, explorer in explorers.values()})
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield Client(url, verbose=False)
+    demo.close()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_is_analyzed_and_drawn(client, explorers, family):
+    name, explorer = explorers[family]
+    out = client.predict(name, *PAIR, api_name="/analyze")
+    table = out[0]
+    tokens = [row[table["headers"].index("token")] for row in table["data"]]
+    assert tokens == explorer.encode(*PAIR).tokens
+    decoded = views.decode_payload(base64.b64decode(out[2]["payload"]))
+    assert decoded.header["tokens"] == tokens
+    config = explorer.config
+    assert decoded.values("attention").shape == (config.num_hidden_layers, config.num_attention_heads, len(tokens),
+                                                 len(tokens))
+    embeddings = client.predict(20, api_name="/embeddings")
+    drawn = [figure for figure in embeddings if figure is not None]
+    # DeBERTa v3 has no position table, DistilBERT and DeBERTa no second segment: those figures are left out
+    expected = 4 - (0 if config.position_biased_input else 2) - (0 if config.type_vocab_size >= 2 else 1)
+    assert len(drawn) == expected and all(f["type"] == "plotly" for f in drawn)
+    hidden = client.predict(2, api_name="/hidden_states")
+    assert all(f["type"] == "plotly" and len(f["plot"]) > 1000 for f in hidden)
+
+
+def test_each_family_says_what_it_lacks(explorers):
+    roberta, distilbert, albert, electra, deberta = (explorers[f][1] for f in FAMILIES)
+    assert "RoBERTa has no segment B embedding" in family_note(roberta)
+    assert "no segment embeddings at all" in family_note(distilbert)
+    assert "no absolute position embedding" in family_note(deberta)
+    assert "layer 3' is the same weights as layer 1 applied a third time" in shared_layers_note(albert)
+    assert shared_layers_note(roberta) == ""
+    for explorer in (roberta, distilbert, albert, electra, deberta):
+        assert "What this family does differently from BERT" in model_text(explorer)
+    run = roberta.run(*PAIR)
+    message, label = next_sentence_view(roberta, run)
+    assert label is None and "RoBERTa dropped next-sentence prediction" in message
+    message, label = next_sentence_view(distilbert, distilbert.run(*PAIR))
+    assert label is None and "DistilBERT has no next-sentence prediction" in message
+    assert "ELECTRA's discriminator has no masked-LM head" in mlm_status(electra)
+
+
+def test_albert_shows_sentence_order_where_bert_shows_next_sentence(explorers):
+    albert = explorers["albert"][1]
+    run = albert.run(*PAIR)
+    message, label = next_sentence_view(albert, run)
+    assert "P(A then B is the original order)" in message and set(label) == {"In order", "Swapped"}
+    assert label["In order"] == pytest.approx(run.is_next_probability)
+    message, label = next_sentence_view(albert, albert.run(PAIR[0]))
+    assert label is None and "sentence-order head" in message
+
+
+def test_electra_replaced_view_lists_every_token(explorers):
+    electra = explorers["electra"][1]
+    run = electra.run("The cat drank the mat.")
+    message, table = replaced_view(electra, run)
+    assert message.startswith("**Replaced?**") and list(table["token"]) == run.tokens
+    expected = [p for _, p in electra.replaced("The cat drank the mat.")]
+    assert [float(p) for p in table["P(replaced)"]] == pytest.approx(expected, rel=1e-2)
+    assert replaced_view(explorers["roberta"][1], run)[0] == ""
+
+
+def test_compare_puts_two_families_side_by_side(client, explorers):
+    roberta, _ = explorers["roberta"]
+    albert, _ = explorers["albert"]
+    client.predict(roberta, *PAIR, api_name="/analyze")
+    message, left, right, change, _ = client.predict(*PAIR, albert, api_name="/compare")
+    assert left["payload"] and right["payload"] and change is None
+    assert "RoBERTa (left) and ALBERT (right) each split the input with their own tokenizer" in message

@@ -1,0 +1,74 @@
+"""The app in Debian's headless Chromium with the BERT family: a server offering a RoBERTa and an ELECTRA checkpoint
+built by transformers (tests/family_models.py), opened and driven as a visitor does: the attention views draw the
+family's tokens, the tabs say what each family lacks, and ELECTRA's "replaced?" table lists every token."""
+
+from __future__ import annotations
+
+import pytest
+
+import family_models
+from bertviz_app import app
+from test_browser import TIMEOUT_MS, AppPage, shoot, wait_for_rows
+
+pytestmark = [pytest.mark.browser]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    out = {}
+    for name in ("roberta", "electra"):
+        out[name] = tmp_path_factory.mktemp(name)
+        family_models.build(name, out[name])
+    return out
+
+
+@pytest.fixture(scope="module")
+def explorers(folders):
+    return app.load_models([str(folders["roberta"]), str(folders["electra"])], device="cpu")
+
+
+@pytest.fixture(scope="module")
+def visitor(browser, explorers):
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    v = AppPage(browser, url)
+    yield v
+    v.page.close()
+    demo.close()
+
+
+def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers, folders, tmp_path):
+    roberta = explorers[str(folders["roberta"])]
+    visitor.analyze("The cat sat on the mat.", "Dogs bark, cats purr.")
+    visitor.views_drawn("lines")
+    assert visitor.tokens() == roberta.encode("The cat sat on the mat.", "Dogs bark, cats purr.").tokens
+    page = visitor.page
+    visitor.open_tab("Embeddings")
+    page.wait_for_function("() => document.querySelector('#embeddings-family-note')?.innerText"
+                           ".includes('RoBERTa has no segment B embedding')", timeout=TIMEOUT_MS)
+    visitor.open_tab("Next sentence")
+    page.wait_for_function("() => document.querySelector('#next-sentence')?.innerText"
+                           ".includes('RoBERTa dropped next-sentence prediction')", timeout=TIMEOUT_MS)
+    visitor.open_tab("Model")
+    assert "What this family does differently from BERT" in page.locator("#model-info").inner_text()
+    assert not visitor.errors
+    shoot(page, tmp_path, "family-roberta")
+
+
+def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path):
+    electra_name = str(folders["electra"])
+    page = visitor.page
+    page.locator("#model input").click()
+    page.get_by_role("option", name=electra_name).click()
+    visitor.analyze("The cat drank the mat.")
+    visitor.views_drawn("lines")
+    tokens = explorers[electra_name].encode("The cat drank the mat.").tokens
+    assert visitor.tokens() == tokens
+    visitor.open_tab("Masked LM")
+    page.wait_for_function("() => document.querySelector('#replaced-message')?.innerText.startsWith('Replaced?')",
+                           timeout=TIMEOUT_MS)
+    wait_for_rows(page, "replaced-table", len(tokens))
+    assert "ELECTRA's discriminator has no masked-LM head" in page.locator("#mlm-explainer").inner_text()
+    assert not page.locator("#mask-predict").is_visible()
+    assert not visitor.errors
+    shoot(page, tmp_path, "family-electra")
