@@ -19,7 +19,7 @@ FLOORS = {
     "checkpoint": 3, "masking": 3,
     "analysis": 4, "figures": 4,
     "plots": 5, "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
-    "run": 6,
+    "run": 6, "static": 6,  # the page that runs the model itself: ONNX export, runtime, the views beside it
     "masked_lm": 7,
     "targets": 8,  # the one number an attribution or an ablation explains
     "attribution": 9, "ablation": 9,
