@@ -49,15 +49,20 @@ class _PageModel(nn.Module):
         return attentions, mlm, nsp, queries, keys
 
 
-def export_onnx(model, path: str | Path) -> Path:
-    """Write `model` (a BertForPreTraining with both heads) as the page's ONNX graph to `path`."""
-    import onnx  # an export extra: only this command needs it
-
+def require_heads(model) -> None:
+    """ExportError unless `model` has both pretraining heads (the page shows their predictions)."""
     if not (model.has_mlm_head and model.has_nsp_head):
         raise ExportError("the page shows fill-mask and next-sentence predictions, so the model needs both "
                           "pretraining heads; this one lacks "
                           + " and ".join(n for n, has in (("the masked-LM head", model.has_mlm_head),
                                                           ("the next-sentence head", model.has_nsp_head)) if not has))
+
+
+def export_onnx(model, path: str | Path) -> Path:
+    """Write `model` (a BertForPreTraining with both heads) as the page's ONNX graph to `path`."""
+    import onnx  # an export extra: only this command needs it
+
+    require_heads(model)
     path = Path(path)
     wrapper = _PageModel(model).float().eval().cpu()
     ids = torch.tensor([[101, 7592, 2088, 102, 2009, 102]], dtype=torch.long)  # any ids: shapes only

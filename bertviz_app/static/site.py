@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..views.page import _script_text, bundle_js, inline_modules
 from . import runtime
-from .onnx_export import export_onnx
+from .onnx_export import export_onnx, require_heads
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 PART_BYTES = 4 << 20
@@ -59,7 +59,8 @@ def _tokenizer_settings(tokenizer) -> dict:
 def export_static(folder: str | Path, model, tokenizer, name: str, example: tuple[str, str] | None = None) -> Path:
     """Write the static page of `model` (a BertForPreTraining with both heads) and `tokenizer` into `folder`
     (created; files of an earlier export there are replaced). Returns the folder."""
-    ort_dir = runtime.runtime_dir()  # before the slow export: a missing runtime fails at once
+    ort_dir = runtime.runtime_dir()  # before the slow export: a missing runtime or head fails at once
+    require_heads(model)
     folder = Path(folder)
     data = folder / "data"
     if data.exists():

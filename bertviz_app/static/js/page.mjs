@@ -13,6 +13,7 @@ import { encodePayload, encodeQueryKey } from "./payload.mjs";
 import { createTokenizer } from "./wordpiece.mjs";
 
 const PART_TIMEOUT_MS = 120000;
+const MASK_SPELLING = /\[\s*mask\s*\]/gi;
 
 function base64ToBytes(text) {
   if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(text);
@@ -164,6 +165,7 @@ export function start(doc = document) {
     },
     async fillMask(text, k = 5) {
       checkText(text);
+      text = text.replace(MASK_SPELLING, "[MASK]"); // every spelling of the mask, as masked_lm.normalize_mask
       const enc = tokenizer.encode(text, null, model.maxTokens);
       const positions = enc.tokens.flatMap((t, i) => (t === "[MASK]" ? [i] : []));
       if (!positions.length) throw new Error("put [MASK] where a word should be predicted");
@@ -206,6 +208,7 @@ export function start(doc = document) {
       $("truncated").textContent = r.truncated
         ? `The input was longer than ${model.maxTokens} tokens: ${r.truncated} were left out.` : "";
       timings.showSeconds = (performance.now() - t0) / 1000;
+      api.last = r; // what is on screen, for scripts and tests
       return r;
     },
   };
