@@ -157,7 +157,6 @@ class Explorer:
         return attribution.faithfulness(self.model, self.tokenizer, text, text_pair, mask_index, token, steps,
                                         baseline, target, max_tokens=self.max_tokens)
 
-    @torch.inference_mode()
     def export_static(self, folder: str | Path) -> Path:
         """Write a folder whose page runs this model in the browser (bertviz_app.static): the views, fill-mask and
         next sentence, for any static host or file://. Needs both pretraining heads."""
@@ -165,6 +164,7 @@ class Explorer:
 
         return export_static(folder, self.model, self.tokenizer, self.name)
 
+    @torch.inference_mode()
     def _forward(self, encoding: Encoding) -> Run:
         start = time.perf_counter()
         ids = torch.tensor([encoding.ids], device=self.device)
