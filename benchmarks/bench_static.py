@@ -54,7 +54,7 @@ def serve(folder: Path, isolated: bool):
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
-def in_chromium(url: str, folder: Path, pairs: dict, repeat: int) -> dict:
+def in_chromium(url: str, folder: Path, pairs: dict, repeat: int, query: str = "") -> dict:
     from playwright.sync_api import sync_playwright
 
     out = {}
@@ -65,12 +65,12 @@ def in_chromium(url: str, folder: Path, pairs: dict, repeat: int) -> dict:
         read = []
         page.on("requestfinished", lambda r: read.append(r.url))
         start = time.perf_counter()
-        page.goto(url)
+        page.goto(url + query)
         page.wait_for_function("window.bertvizPage && bertvizPage.last && document.querySelector('#attention-view')",
                                timeout=300_000)
         out["first_picture_s"] = time.perf_counter() - start
-        out["read_mb"] = sum((folder / u.removeprefix(url).split("?")[0]).stat().st_size
-                             for u in read if u.startswith(url) and not u.endswith("/")) / 1e6
+        files = [u.removeprefix(url).split("?")[0] or "index.html" for u in read if u.startswith(url)]
+        out["read_mb"] = sum((folder / f).stat().st_size for f in files) / 1e6
         out["threads"] = page.evaluate("bertvizPage.timings.threads")
         out["isolated"] = page.evaluate("window.crossOriginIsolated")
         for tokens, (a, b) in pairs.items():
@@ -123,7 +123,7 @@ def main() -> None:
         for isolated in (False, True):
             server, url = serve(folder, isolated)
             try:
-                rows[isolated] = in_chromium(url + ("?threads=2" if isolated else ""), folder, pairs, args.repeat)
+                rows[isolated] = in_chromium(url, folder, pairs, args.repeat, "?threads=2" if isolated else "")
             finally:
                 server.shutdown()
     server_ms = None if args.no_server else server_round_trip(pairs, args.repeat)

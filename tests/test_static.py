@@ -15,6 +15,7 @@ import torch
 
 import bertviz_app
 from bertviz_app import cli
+from bertviz_app.analysis import attention_rollout
 from bertviz_app.checkpoint import load_model
 from bertviz_app.static import ExportError, RuntimeMissing, export_onnx, export_static, runtime
 from bertviz_app.tokenizer import Tokenizer
@@ -46,6 +47,7 @@ def _check_graph(path, model, tokenizer, inputs):
         np.testing.assert_allclose(got[2], want[2], rtol=0, atol=ATOL_LOGITS, err_msg="next-sentence logits")
         np.testing.assert_allclose(got[3], want[3], rtol=0, atol=ATOL_LOGITS, err_msg="queries")
         np.testing.assert_allclose(got[4], want[4], rtol=0, atol=ATOL_LOGITS, err_msg="keys")
+        np.testing.assert_allclose(got[5], attention_rollout(want[0]), rtol=0, atol=1e-5, err_msg="rollout")
 
 
 def test_tiny_model_graph_matches_pytorch(tiny_mlm_folder, tmp_path):

@@ -8,11 +8,14 @@ moved attention weights by up to 0.5, which no picture of attention may do.
     inputs   input_ids, token_type_ids: int64 (1, T); mlm_positions: int64 (M,), M >= 1 (pass [0] when no
              [MASK] is asked about: the graph always computes M rows of logits)
     outputs  attentions: float32 (L, h, T, T); mlm_logits: float32 (M, vocab); nsp_logits: float32 (2,);
-             queries, keys: float32 (L, h, T, d), before the 1/sqrt(d) scaling (the query/key view)
+             queries, keys: float32 (L, h, T, d), before the 1/sqrt(d) scaling (the query/key view);
+             rollout: float32 (L, T, T), analysis.attention_rollout in float32 (in JavaScript the 6 products of
+             512 x 512 matrices took 3 s of a 5 s show; here they are a few MatMuls)
 """
 
 from __future__ import annotations
 
+import logging
 import warnings
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import torch
 from torch import nn
 
 INPUTS = ("input_ids", "token_type_ids", "mlm_positions")
-OUTPUTS = ("attentions", "mlm_logits", "nsp_logits", "queries", "keys")
+OUTPUTS = ("attentions", "mlm_logits", "nsp_logits", "queries", "keys", "rollout")
 OPSET = 18
 # Tensors smaller than this stay float32 (biases, LayerNorm): they weigh nothing, and a cast each costs a node.
 _HALF_MIN_ELEMENTS = 4096
@@ -46,7 +49,20 @@ class _PageModel(nn.Module):
         hidden = out.last_hidden_state[0].index_select(0, mlm_positions)  # (M, H)
         mlm = self.model.cls.predictions(hidden)  # (M, vocab)
         nsp = self.model.cls.seq_relationship(out.pooler_output)[0]  # (2,)
-        return attentions, mlm, nsp, queries, keys
+        return attentions, mlm, nsp, queries, keys, _rollout(attentions)
+
+
+def _rollout(attentions):
+    """(L, T, T) attention rollout as analysis.attention_rollout (residual 0.5), from (L, h, T, T)."""
+    index = torch.arange(attentions.shape[-1], device=attentions.device)
+    eye = (index[:, None] == index[None, :]).to(attentions.dtype)  # (T, T); torch.eye would fix T in the graph
+    mixed = 0.5 * attentions.mean(dim=1) + 0.5 * eye  # (L, T, T)
+    mixed = mixed / mixed.sum(dim=-1, keepdim=True)
+    current, layers = eye, []
+    for layer in range(mixed.shape[0]):
+        current = mixed[layer] @ current
+        layers.append(current)
+    return torch.stack(layers)  # (L, T, T)
 
 
 def require_heads(model) -> None:
@@ -70,6 +86,8 @@ def export_onnx(model, path: str | Path) -> Path:
     positions = torch.tensor([1], dtype=torch.long)
     tokens = torch.export.Dim("tokens", min=2, max=model.config.max_position_embeddings)
     masks = torch.export.Dim("masks", min=1, max=model.config.max_position_embeddings)
+    # The exporter logs a warning per torchvision operator it cannot register; we use none of them.
+    logging.getLogger("torch.onnx._internal.exporter._registration").setLevel(logging.ERROR)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(

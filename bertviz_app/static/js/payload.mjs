@@ -1,7 +1,8 @@
 // The views' payload (the container bertviz_app/views/payload.py documents) written in the page from the model's
 // float32 outputs, so that the views' own decoder and mount take it as they take the server's. Sections are stored
 // uncompressed (codec "none"): nothing travels, and deflating 19 M codes at 512 tokens would only cost time. The
-// numbers are those of payload.py: floor 8-bit codes, rollout and head statistics as in analysis/attention.py.
+// numbers are those of payload.py: floor 8-bit codes, head statistics as in analysis/attention.py (rollout comes
+// from the graph, onnx_export.py).
 
 const SHARES = { cls: "[CLS]", sep: "[SEP]", self: "self", previous: "previous token", next: "next token" };
 const DOMINANT_SHARE = 0.5;
@@ -15,43 +16,6 @@ export function quantizeFloor8(values) {
   for (let i = 0; i < values.length; i++) {
     const c = Math.floor(values[i] * 255);
     out[i] = c < 0 ? 0 : c > 255 ? 255 : c;
-  }
-  return out;
-}
-
-/** (L, T, T) attention rollout from (L, h, T, T) attention (analysis.attention_rollout, residual 0.5), float64
- *  inside as there. */
-export function rollout(att, L, H, T) {
-  const out = new Float32Array(L * T * T);
-  let current = new Float64Array(T * T);
-  for (let i = 0; i < T; i++) current[i * T + i] = 1;
-  const mixed = new Float64Array(T * T);
-  for (let l = 0; l < L; l++) {
-    mixed.fill(0);
-    for (let h = 0; h < H; h++) {
-      const base = (l * H + h) * T * T;
-      for (let k = 0; k < T * T; k++) mixed[k] += att[base + k];
-    }
-    for (let i = 0; i < T; i++) {
-      let sum = 0;
-      for (let j = 0; j < T; j++) {
-        const v = 0.5 * (mixed[i * T + j] / H) + (i === j ? 0.5 : 0);
-        mixed[i * T + j] = v;
-        sum += v;
-      }
-      for (let j = 0; j < T; j++) mixed[i * T + j] /= sum;
-    }
-    const next = new Float64Array(T * T);
-    for (let i = 0; i < T; i++) {
-      for (let k = 0; k < T; k++) {
-        const m = mixed[i * T + k];
-        if (m === 0) continue;
-        const row = k * T;
-        for (let j = 0; j < T; j++) next[i * T + j] += m * current[row + j];
-      }
-    }
-    current = next;
-    for (let k = 0; k < T * T; k++) out[l * T * T + k] = current[k];
   }
   return out;
 }
@@ -133,7 +97,8 @@ function container(header, sections) {
 }
 
 /** The attention payload of one input: encodePayload({tokens, segments, special, attention (Float32Array
- *  (L, h, T, T)), layers, heads, model, title, text, key}) -> Uint8Array. */
+ *  (L, h, T, T)), rollout (Float32Array (L, T, T): the graph computes it), layers, heads, model, title, text,
+ *  key}) -> Uint8Array. */
 export function encodePayload(input) {
   const { tokens, segments, special, attention, layers: L, heads: H } = input;
   const T = tokens.length;
@@ -147,7 +112,7 @@ export function encodePayload(input) {
     { name: "special", dtype: "u8", shape: [T], data: Uint8Array.from(special) },
     { name: "words", dtype: "i32", shape: [T], data: Int32Array.from(wordIds(tokens, special)) },
     { name: "attention", dtype: "u8", shape: [L, H, T, T], data: quantizeFloor8(attention), quant },
-    { name: "rollout", dtype: "u8", shape: [L, T, T], data: quantizeFloor8(rollout(attention, L, H, T)), quant },
+    { name: "rollout", dtype: "u8", shape: [L, T, T], data: quantizeFloor8(input.rollout), quant },
     { name: "statistics", dtype: "f32", shape: [names.length, L, H], data: stacked },
   ];
   const header = { kind: "attention", key: input.key || "", model: input.model || "", title: input.title || "",
