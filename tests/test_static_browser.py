@@ -170,6 +170,25 @@ def test_fill_mask_and_next_sentence_equal_pythons(served, explorer):
     served.page.wait_for_function("document.querySelector('#fill-out').textContent.includes('[MASK] where')")
 
 
+def test_query_key_view_gets_the_pages_queries_and_keys(served, explorer):
+    page = served.page
+    page.click("#view-tab-qk")
+    page.wait_for_function("bertvizPage.viewer.payload.queryKey !== null")
+    # the blob's int8 codes times their scales give our queries within half a step
+    got = page.evaluate("""() => { const qk = bertvizPage.viewer.payload.queryKey;
+        return {q: Array.from(qk.queries.subarray(0, qk.length * qk.headSize)), scale: qk.queryScale[0],
+                T: qk.length, d: qk.headSize}; }""")
+    tokens = page.evaluate("bertvizPage.last.tokens")
+    enc = explorer.tokenizer.encode(page.input_value("#text-a"), page.input_value("#text-b") or None)
+    assert enc.tokens == tokens
+    with torch.no_grad():
+        out = explorer.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]), output_qk=True)
+    want = out.queries[0][0, 0].numpy()  # layer 0, head 0: (T, d)
+    q = np.array(got["q"], dtype=np.float32).reshape(got["T"], got["d"]) * got["scale"]
+    assert np.abs(q - want).max() <= got["scale"] / 2 + 1e-4
+    page.click("#view-tab-lines")
+
+
 def test_empty_input_is_refused_in_words(served):
     served.page.fill("#text-a", "   ")
     served.page.click("#analyze")
