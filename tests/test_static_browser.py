@@ -5,7 +5,10 @@ tokens, fill-mask and next-sentence answers are compared with our PyTorch model 
 from __future__ import annotations
 
 import base64
+import functools
+import http.server
 import random
+import threading
 import unicodedata
 import socket
 import subprocess
@@ -235,6 +238,39 @@ def test_presenter_mode_enlarges_the_views(served):
     assert served.page.evaluate("getComputedStyle(document.querySelector('#views')).zoom") != before
     assert served.page.text_content("#presenter") == "Leave presenter mode"
     served.page.click("#presenter")
+
+
+class _IsolatingHandler(http.server.SimpleHTTPRequestHandler):
+    """A static host that sends the cross-origin isolation headers, under which the page may use threads."""
+
+    def end_headers(self):
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_threads_where_the_host_isolates_the_page(browser, site, explorer):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_IsolatingHandler,
+                                                                                directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    try:
+        opened = Opened(browser, url + "?threads=2", url)
+        try:
+            assert opened.page.evaluate("[window.crossOriginIsolated, bertvizPage.timings.threads]") == [True, 2]
+            assert "2 threads" in opened.page.text_content("#load-note")
+            tokens, got = opened.analyze("Two threads, the same numbers.", "Or so we hope.")
+            want_tokens, want = _torch_attention(explorer, "Two threads, the same numbers.", "Or so we hope.")
+            assert tokens == want_tokens and np.abs(got - want).max() <= 1e-4
+            assert opened.outside == [] and opened.errors == []
+        finally:
+            opened.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_opened_from_file_with_no_request_outside_the_folder(browser, site, explorer):
