@@ -230,6 +230,13 @@ def test_permalink_restores_input_layer_head_token_and_tab(browser, server, expl
         assert opened.outside == [] and opened.errors == []
     finally:
         opened.close()
+    # a link without b is one sentence, whatever the page would otherwise put in the second box
+    opened = Opened(browser, f"{server}?{urllib.parse.urlencode({'a': 'Only one.', 'tab': 'lines'})}", server)
+    try:
+        assert opened.page.input_value("#text-b") == ""
+        assert opened.page.evaluate("bertvizPage.last.tokens") == ["[CLS]", "only", "one", ".", "[SEP]"]
+    finally:
+        opened.close()
 
 
 def test_presenter_mode_enlarges_the_views(served):

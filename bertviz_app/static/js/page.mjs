@@ -265,8 +265,10 @@ export function start(doc = document) {
     say("nsp-out", `P(B follows A) = ${(100 * p).toFixed(1)} %`);
   }));
 
-  $("text-a").value = link.a ?? $("text-a").value;
-  if (link.b !== null) $("text-b").value = link.b;
+  if (link.a !== null) { // a link holds the whole input: no B in it means a single sentence
+    $("text-a").value = link.a;
+    $("text-b").value = link.b ?? "";
+  }
   ready.then(() => api.show($("text-a").value, $("text-b").value.trim() ? $("text-b").value : null,
     link.selection)).then(() => { timings.firstPictureSeconds = performance.now() / 1000; },
     (error) => say("input-error", error.message || String(error)));
