@@ -1,6 +1,7 @@
 """The static page in Debian's headless Chromium: exported once, served by a plain static server (python's
-http.server, no special headers) with every other host blocked, and opened from file://. The page's attention,
-tokens, fill-mask and next-sentence answers are compared with our PyTorch model and Python tokenizer."""
+http.server, no special headers: one thread) with every other host blocked, by one that sends the cross-origin
+isolation headers (two threads), and opened from file://. The page's attention, tokens, fill-mask and
+next-sentence answers are compared with our PyTorch model and Python tokenizer."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import base64
 import functools
 import http.server
 import random
-import threading
-import unicodedata
 import socket
 import subprocess
 import sys
+import threading
 import time
+import unicodedata
 import urllib.parse
 from pathlib import Path
 
@@ -81,7 +82,9 @@ class Opened:
         r = self.page.evaluate(f"""async ([a, b]) => {{ const r = await {source};
             const bytes = new Uint8Array(r.attention.buffer, r.attention.byteOffset, r.attention.byteLength);
             let text = "";
-            for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+            for (let i = 0; i < bytes.length; i += 0x8000) {{
+              text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+            }}
             return {{tokens: r.tokens, shape: [r.layers, r.heads, r.length], attention: btoa(text)}}; }}""", [a, b])
         L, H, T = r["shape"]
         return r["tokens"], np.frombuffer(base64.b64decode(r["attention"]), dtype="<f4").reshape(L, H, T, T)
@@ -284,8 +287,9 @@ def test_opened_from_file_with_no_request_outside_the_folder(browser, site, expl
     folder = site.resolve().as_uri() + "/"
     opened = Opened(browser, folder + "index.html", folder)
     try:
-        tokens, got = opened.analyze("Ünïcödé and 中文 in one 👍🏽 sentence.", "Then another.")
-        want_tokens, want = _torch_attention(explorer, "Ünïcödé and 中文 in one 👍🏽 sentence.", "Then another.")
+        pair = ("Ünïcödé and 中文 in one 👍🏽 sentence.", "Then another.")
+        tokens, got = opened.analyze(*pair)
+        want_tokens, want = _torch_attention(explorer, *pair)
         assert tokens == want_tokens and np.abs(got - want).max() <= 1e-4
         note = opened.page.text_content("#load-note")
         assert "runs in this page" in note and "1 thread" in note  # file:// is not cross-origin isolated
