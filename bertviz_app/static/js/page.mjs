@@ -202,8 +202,11 @@ export function start(doc = document) {
         key);
       const keep = selection || (viewer ? viewer.selection.get() : {});
       viewer?.destroy();
+      // Only what is known: without a layer and a head the views pick an informative one to open on.
+      const start = Object.fromEntries(["layer", "head", "token", "view"].filter((k) => keep[k] !== undefined)
+        .map((k) => [k, keep[k]]));
       viewer = await window.BertvizViews.mount($("views"), payload, { loadQueryKey, showTitle: false,
-        selection: { layer: keep.layer, head: keep.head, token: keep.token, view: keep.view } });
+        selection: start });
       current = { a, b };
       viewer.selection.subscribe(() => updateLink());
       updateLink();
