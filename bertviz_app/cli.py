@@ -99,6 +99,34 @@ def add_evaluate_command(commands) -> argparse.ArgumentParser:
     return p
 
 
+def add_export_static_command(commands) -> argparse.ArgumentParser:
+    p = commands.add_parser(
+        "export-static", help="write a folder that runs the model in the browser, for any static host or file://",
+        description="Write DIR: a page with the attention views, fill-mask and next sentence whose model runs "
+                    "in the visitor's browser (ONNX under onnxruntime-web). Serve DIR with any static web server, "
+                    "or open DIR/index.html from a disk: no server and no network are needed afterwards.")
+    p.add_argument("dir", metavar="DIR", help="the folder to write (created; an earlier export there is replaced)")
+    p.add_argument("--model", default=None, metavar="NAME_OR_DIR",
+                   help="a built-in name or a checkpoint folder with both pretraining heads "
+                        "(default: minilm-l6-mlm-nsp-en)")
+    p.set_defaults(handler=run_export_static)
+    return p
+
+
+def run_export_static(args: argparse.Namespace) -> int:
+    from .explorer import load
+    from .static import ExportError, RuntimeMissing
+
+    try:
+        explorer = load(args.model, device="cpu")
+        folder = explorer.export_static(args.dir)
+    except (ExportError, RuntimeMissing, ValueError, OSError) as err:
+        raise UsageError(str(err)) from None
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    print(f"wrote {folder} ({size / 1e6:.1f} MB): open {folder / 'index.html'} or serve the folder")
+    return 0
+
+
 def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
     try:
         job(args)
@@ -109,7 +137,8 @@ def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namesp
 
 # Subcommands in the order `--help` lists them: name -> the function that adds its parser.
 COMMANDS: dict[str, Callable[..., argparse.ArgumentParser]] = {
-    "serve": add_serve_command, "pretrain": add_pretrain_command, "evaluate": add_evaluate_command}
+    "serve": add_serve_command, "pretrain": add_pretrain_command, "evaluate": add_evaluate_command,
+    "export-static": add_export_static_command}
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

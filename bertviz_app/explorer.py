@@ -192,6 +192,13 @@ class Explorer:
         return attribution.faithfulness(self.model, self.tokenizer, text, text_pair, mask_index, token, steps,
                                         baseline, target, max_tokens=self.max_tokens)
 
+    def export_static(self, folder: str | Path) -> Path:
+        """Write a folder whose page runs this model in the browser (bertviz_app.static): the views, fill-mask and
+        next sentence, for any static host or file://. Needs both pretraining heads."""
+        from .static import export_static  # onnx is an export extra: imported only here
+
+        return export_static(folder, self.model, self.tokenizer, self.name)
+
     @torch.inference_mode()
     def _forward(self, encoding: Encoding) -> Run:
         start = time.perf_counter()

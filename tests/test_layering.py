@@ -25,6 +25,7 @@ FLOORS = {
     "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
     "run": 6,  # numbers only: no plotting below it
     "plots": 7,  # run.plot, above the Run it draws
+    "static": 6,  # the page that runs the model itself: ONNX export, runtime, the views beside it
     "masked_lm": 7,
     "targets": 8,  # the one number an attribution or an ablation explains
     "attribution": 9, "ablation": 9,

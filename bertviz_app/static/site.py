@@ -1,0 +1,162 @@
+"""`export_static`: a folder that any static host, or a USB stick opened from file://, serves as the whole page.
+
+    index.html            the page: input, the views, fill-mask, next sentence, link, presenter mode
+    views.js, page.js     our JavaScript as two classic scripts (the views' bundle; the page's glue, its tokenizer
+                          and its payload writer from static/js)
+    runtime/              onnxruntime-web's classic-script API and its MIT license
+    data/manifest.js      the model's sizes, the tokenizer's vocabulary and settings, the parts below
+    data/model-NN.js      the ONNX graph (onnx_export.py), data/wasm-NN.js the WebAssembly binary, data/glue-NN.js
+                          its JavaScript glue: base64 in parts of 4 MiB, each a classic script
+
+Why parts in scripts: a page opened from file:// may not fetch or import anything, only run <script src> of its
+folder; one code path serves http and file:// alike, and each part is a step of the progress bar.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import shutil
+from pathlib import Path
+
+from ..views.page import _script_text, bundle_js, inline_modules
+from . import runtime
+from .onnx_export import export_onnx, require_heads
+
+JS_DIR = Path(__file__).resolve().parent / "js"
+PART_BYTES = 4 << 20
+NEEDS_SERVER = ("Integrated gradients and blank-out, silencing heads, comparing two inputs or two models, the "
+                "embeddings and hidden-state tabs, and fine-tuning need the server: "
+                "pip install bertviz-app, then bertviz-app serve (see the project's README).")
+
+
+def page_js() -> str:
+    """The page's own modules (static/js) as one classic script defining `window.BertvizStatic`."""
+    sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(JS_DIR.glob("*.mjs"))}
+    return inline_modules(sources, "page.mjs", "BertvizStatic")
+
+
+def _write_parts(folder: Path, name: str, data: bytes) -> dict:
+    count = max(1, -(-len(data) // PART_BYTES))
+    for i in range(count):
+        text = base64.b64encode(data[i * PART_BYTES:(i + 1) * PART_BYTES]).decode("ascii")
+        (folder / f"{name}-{i:02d}.js").write_text(f'bertvizStatic.part("{name}",{i},"{text}");\n',
+                                                  encoding="ascii")
+    return {"parts": count, "bytes": len(data)}
+
+
+def _tokenizer_settings(tokenizer) -> dict:
+    vocab = [""] * tokenizer.vocab_size
+    for token, index in tokenizer.vocab.items():
+        vocab[index] = token
+    model = tokenizer._wordpiece.model
+    return {"vocab": vocab, "lowercase": tokenizer.do_lower_case, "stripAccents": tokenizer.strip_accents,
+            "chineseChars": tokenizer.tokenize_chinese_chars, "unkToken": model.unk_token,
+            "prefix": model.continuing_subword_prefix, "maxInputCharsPerWord": model.max_input_chars_per_word}
+
+
+def export_static(folder: str | Path, model, tokenizer, name: str, example: tuple[str, str] | None = None) -> Path:
+    """Write the static page of `model` (a BertForPreTraining with both heads) and `tokenizer` into `folder`
+    (created; files of an earlier export there are replaced). Returns the folder."""
+    ort_dir = runtime.runtime_dir()  # before the slow export: a missing runtime or head fails at once
+    require_heads(model)
+    folder = Path(folder)
+    data = folder / "data"
+    if data.exists():
+        shutil.rmtree(data)
+    data.mkdir(parents=True)
+    (folder / "runtime").mkdir(exist_ok=True)
+    onnx_path = export_onnx(model, data / "model.onnx")
+    files = {"model": _write_parts(data, "model", onnx_path.read_bytes())}
+    onnx_path.unlink()
+    files["wasm"] = _write_parts(data, "wasm", (ort_dir / "ort-wasm-simd-threaded.wasm").read_bytes())
+    files["glue"] = _write_parts(data, "glue", (ort_dir / "ort-wasm-simd-threaded.mjs").read_bytes())
+    for f in ("ort.wasm.min.js", "LICENSE"):
+        shutil.copyfile(ort_dir / f, folder / "runtime" / f)
+    c = model.config
+    manifest = {
+        "model": {"name": name, "layers": c.num_hidden_layers, "heads": c.num_attention_heads,
+                  "headSize": c.head_dim, "hidden": c.hidden_size, "maxTokens": c.max_position_embeddings},
+        "files": files, "tokenizer": _tokenizer_settings(tokenizer),
+        "runtime": {"name": runtime.PACKAGE, "version": runtime.VERSION, "license": runtime.LICENSE},
+    }
+    (data / "manifest.js").write_text(
+        f"window.bertvizManifest = {json.dumps(manifest, ensure_ascii=True, separators=(',', ':'))};\n",
+        encoding="ascii")
+    (folder / "views.js").write_text(bundle_js(), encoding="utf-8")
+    (folder / "page.js").write_text(page_js(), encoding="utf-8")
+    a, b = example or ("The cat sat on the mat.", "It was tired.")
+    (folder / "index.html").write_text(index_html(name, a, b), encoding="utf-8")
+    return folder
+
+
+_CSS = """
+html, body { margin: 0; background: #fff; color: #222; font: 15px system-ui, -apple-system, "Segoe UI", Roboto,
+  Arial, sans-serif; }
+body { padding: 10px 16px; }
+h1 { font-size: 20px; margin: 0 0 6px; }
+#input-row { display: flex; gap: 8px; flex-wrap: wrap; align-items: end; }
+#input-row label { display: flex; flex-direction: column; font-size: 13px; flex: 1 1 260px; }
+#input-row input[type=text] { font-size: 15px; padding: 5px 6px; }
+button { font-size: 14px; padding: 5px 10px; cursor: pointer; }
+#load-note { font-size: 13px; color: #444; margin: 6px 0; }
+#load-progress { width: 240px; }
+.error { color: #a50f15; }
+#link-out { width: 100%; font-size: 12px; }
+section.extra { border-top: 1px solid #ddd; margin-top: 14px; padding-top: 6px; }
+section.extra h2 { font-size: 16px; margin: 4px 0; }
+#server-note { font-size: 13px; color: #555; margin-top: 16px; }
+body.bv-presenter { font-size: 19px; }
+body.bv-presenter #server-note, body.bv-presenter section.extra, body.bv-presenter #load-note { display: none; }
+body.bv-presenter #views { zoom: 1.25; }
+"""
+
+
+def index_html(name: str, a: str, b: str) -> str:
+    esc = html.escape
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>BERT attention, in your browser: {esc(name)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>BERT attention, computed in this page <small>({esc(name)})</small></h1>
+<div id="input-row">
+  <label>Sentence A <input type="text" id="text-a" value="{esc(a, quote=True)}"></label>
+  <label>Sentence B (optional) <input type="text" id="text-b" value="{esc(b, quote=True)}"></label>
+  <button type="button" id="analyze">Analyze</button>
+  <button type="button" id="copy-link" title="An address that reopens this input and view">Copy link</button>
+  <button type="button" id="presenter">Presenter mode</button>
+</div>
+<input type="text" id="link-out" readonly hidden>
+<p id="load-note" role="status">Loading\u2026</p>
+<progress id="load-progress" value="0" max="1"></progress>
+<p id="input-error" class="error" role="alert"></p>
+<p id="truncated"></p>
+<div id="views"></div>
+<section class="extra" id="fill-mask">
+  <h2>Fill the mask</h2>
+  <input type="text" id="fill-text" size="60" value="The capital of France is [MASK].">
+  <button type="button" id="fill">Predict</button>
+  <ol id="fill-out"></ol>
+</section>
+<section class="extra" id="next-sentence">
+  <h2>Next sentence</h2>
+  <input type="text" id="nsp-a" size="40" value="He opened the door.">
+  <input type="text" id="nsp-b" size="40" value="The room was dark.">
+  <button type="button" id="nsp">Does B follow A?</button>
+  <p id="nsp-out"></p>
+</section>
+<p id="server-note">{esc(NEEDS_SERVER)}</p>
+<script src="views.js"></script>
+<script src="runtime/ort.wasm.min.js"></script>
+<script src="data/manifest.js"></script>
+<script src="page.js"></script>
+<script>{_script_text("BertvizStatic.start(document);")}</script>
+</body>
+</html>
+"""

@@ -1,0 +1,158 @@
+"""The static page's model and folder without a browser: the exported ONNX graph under onnxruntime (CPU) against our
+PyTorch model, the folder's contents, the runtime's pin, and the command line. The page itself: test_static_browser."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+import bertviz_app
+from bertviz_app import cli
+from bertviz_app.analysis import attention_rollout
+from bertviz_app.checkpoint import load_model
+from bertviz_app.static import ExportError, RuntimeMissing, export_onnx, export_static, runtime
+from bertviz_app.tokenizer import Tokenizer
+
+ATOL_ATTENTION = 1e-4  # the issue's bound; measured 2e-6 to 7e-6
+ATOL_LOGITS = 1e-3  # logits are O(10): float32 sums over 384 or 1536 terms in another order
+
+
+def _reference(model, ids, segments, positions):
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), torch.tensor([segments]), output_attentions=True, output_qk=True)
+    stack = lambda xs: torch.stack([x[0] for x in xs]).numpy()  # noqa: E731
+    return (stack(out.attentions), out.prediction_logits[0, positions].numpy(), out.seq_relationship_logits[0].numpy(),
+            stack(out.queries), stack(out.keys))
+
+
+def _check_graph(path, model, tokenizer, inputs):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for a, b in inputs:
+        enc = tokenizer.encode(a, b, max_tokens=model.config.max_position_embeddings)
+        positions = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"] or [0]
+        got = session.run(None, {"input_ids": np.array([enc.ids]), "token_type_ids": np.array([enc.segment_ids]),
+                                 "mlm_positions": np.array(positions)})
+        want = _reference(model, enc.ids, enc.segment_ids, positions)
+        assert got[0].shape == want[0].shape == (model.config.num_hidden_layers, model.config.num_attention_heads,
+                                                 len(enc), len(enc))
+        np.testing.assert_allclose(got[0], want[0], rtol=0, atol=ATOL_ATTENTION, err_msg=f"attention, {len(enc)}")
+        np.testing.assert_allclose(got[1], want[1], rtol=0, atol=ATOL_LOGITS, err_msg="masked-LM logits")
+        np.testing.assert_allclose(got[2], want[2], rtol=0, atol=ATOL_LOGITS, err_msg="next-sentence logits")
+        np.testing.assert_allclose(got[3], want[3], rtol=0, atol=ATOL_LOGITS, err_msg="queries")
+        np.testing.assert_allclose(got[4], want[4], rtol=0, atol=ATOL_LOGITS, err_msg="keys")
+        np.testing.assert_allclose(got[5], attention_rollout(want[0]), rtol=0, atol=1e-5, err_msg="rollout")
+
+
+def test_tiny_model_graph_matches_pytorch(tiny_mlm_folder, tmp_path):
+    model, _ = load_model(tiny_mlm_folder)
+    model.eval()
+    tokenizer = Tokenizer.from_folder(tiny_mlm_folder)
+    path = export_onnx(model, tmp_path / "tiny.onnx")
+    _check_graph(path, model, tokenizer, [("a", None), ("The cat sat on the [MASK].", "It was [MASK] tired."),
+                                          ("word " * 60, "other " * 50)])
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return bertviz_app.load(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def default_onnx(explorer, tmp_path_factory):
+    return export_onnx(explorer.model, tmp_path_factory.mktemp("onnx") / "model.onnx")
+
+
+@pytest.mark.real_weights
+def test_default_model_graph_matches_pytorch_at_several_lengths(explorer, default_onnx):
+    long_a = " ".join(["the quick brown fox jumps over the lazy dog"] * 40)
+    _check_graph(default_onnx, explorer.model, explorer.tokenizer, [
+        ("Hi.", None),  # 4 tokens
+        ("The capital of France is [MASK].", "It is a [MASK] city."),  # a pair with two masks
+        ("café naïve 中文 👍🏽 unaffable", "ΟΔΟΣ ΣΟΦΟΣ"),
+        (long_a, long_a),  # truncated to 512: the longest the model takes
+    ])
+
+
+@pytest.mark.real_weights
+def test_weights_are_stored_as_float16_and_computed_in_float32(default_onnx):
+    proto = onnx.load(str(default_onnx))
+    types = {onnx.TensorProto.DataType.Name(i.data_type) for i in proto.graph.initializer if np.prod(i.dims) >= 4096}
+    assert types == {"FLOAT16"}  # never int8: quantized attention was off by 0.5
+    casts = [n for n in proto.graph.node if n.op_type == "Cast" and n.input[0].endswith("__f16")]
+    assert casts and all(next(a.i for a in n.attribute if a.name == "to") == onnx.TensorProto.FLOAT for n in casts)
+    assert not any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "MatMulInteger") for n in proto.graph.node)
+    assert 40e6 < default_onnx.stat().st_size < 50e6  # 22.7 M parameters at two bytes each
+
+
+def test_a_model_without_pretraining_heads_is_refused_in_words(tmp_path):
+    model = bertviz_app.model.BertForPreTraining(bertviz_app.BertConfig.preset("tiny"), nsp_head=False)
+    with pytest.raises(ExportError, match="needs both pretraining heads; this one lacks the next-sentence head"):
+        export_onnx(model, tmp_path / "x.onnx")
+
+
+def test_runtime_integrity_is_checked():
+    with pytest.raises(RuntimeError, match="does not match its pinned sha512 integrity"):
+        runtime._check(b"not the tarball")
+
+
+def test_export_without_the_runtime_says_how_to_fetch_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runtime, "RUNTIME_DIR", tmp_path / "missing")
+    with pytest.raises(RuntimeMissing, match=r"python -m bertviz_app.static.runtime"):
+        runtime.runtime_dir()
+    assert cli.main(["export-static", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert "bertviz-app: error: onnxruntime-web 1.30.0 is not in the package yet" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "site").exists()  # refused before anything was written
+
+
+def _part_bytes(folder, name, spec):
+    data = b""
+    for i in range(spec["parts"]):
+        text = (folder / "data" / f"{name}-{i:02d}.js").read_text()
+        match = re.fullmatch(rf'bertvizStatic\.part\("{name}",{i},"([A-Za-z0-9+/=]*)"\);\n', text)
+        assert match, f"{name}-{i:02d}.js is not one part call"
+        data += base64.b64decode(match.group(1))
+    return data
+
+
+@pytest.mark.real_weights
+def test_the_folder_holds_page_runtime_model_and_tokenizer(explorer, tmp_path, default_onnx):
+    folder = explorer.export_static(tmp_path / "site")
+    names = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert {"index.html", "views.js", "page.js", "runtime/ort.wasm.min.js", "runtime/LICENSE",
+            "data/manifest.js"} <= names
+    manifest = json.loads((folder / "data/manifest.js").read_text().removeprefix("window.bertvizManifest = ")
+                          .removesuffix(";\n"))
+    assert manifest["runtime"] == {"name": "onnxruntime-web", "version": runtime.VERSION, "license": "MIT"}
+    assert manifest["model"] == {"name": "minilm-l6-mlm-nsp-en", "layers": 6, "heads": 12, "headSize": 32,
+                                 "hidden": 384, "maxTokens": 512}
+    # the parts join to the runtime's binary and to a graph equal to a fresh export
+    wasm = _part_bytes(folder, "wasm", manifest["files"]["wasm"])
+    assert wasm == (runtime.runtime_dir() / "ort-wasm-simd-threaded.wasm").read_bytes()
+    model = _part_bytes(folder, "model", manifest["files"]["model"])
+    assert len(model) == manifest["files"]["model"]["bytes"] == default_onnx.stat().st_size
+    vocab = manifest["tokenizer"]["vocab"]
+    assert len(vocab) == explorer.tokenizer.vocab_size and vocab[explorer.tokenizer.mask_token_id] == "[MASK]"
+    assert manifest["tokenizer"]["lowercase"] is True and manifest["tokenizer"]["prefix"] == "##"
+    # nothing in the page reaches outside its folder
+    page = (folder / "index.html").read_text()
+    assert not re.search(r"(src|href)=\"(https?:)?//", page)
+    assert "bertviz-app serve" in page  # the note on what needs the server
+
+
+@pytest.mark.real_weights
+def test_command_line_writes_the_folder(tmp_path, capsys):
+    assert cli.main(["export-static", str(tmp_path / "site"), "--model", "minilm-l6-mlm-nsp-en"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert (tmp_path / "site" / "index.html").exists()
+    assert cli.main(["export-static", str(tmp_path / "other"), "--model", "all-MiniLM-L6-v2"]) == 2
+    assert "needs both pretraining heads" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()
