@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from bertviz_app.catalog import ENGLISH_MLM_PATH
+from bertviz_app.catalog import ASSETS, ENGLISH_MLM_PATH, read_example_notes, read_examples
 from bertviz_app.checkpoint import load_model
+from bertviz_app.masked_lm import fill_mask
 from bertviz_app.pretraining.probes import PROBES_PATH, load_probes, run_probes, summarize
 from bertviz_app.tokenizer import Tokenizer
 
@@ -69,3 +70,27 @@ def test_a_model_that_knows_no_english_misses_the_floors(tiny_mlm_folder, tokeni
     missed = clears_floors(summary)
     assert any(line.startswith("fact top-5") for line in missed), summary
     assert any(line.startswith("grammar top-5") for line in missed), summary
+
+
+@pytest.mark.real_weights
+def test_the_example_notes_say_what_the_shipped_model_does(tokenizer):
+    """The Masked LM tab shows one example the default model gets right and one it gets instructively wrong, each
+    with a note; each note is about the model's first answer, which must still be the one it names."""
+    masked = json.loads((ASSETS / "examples.json").read_text())["masked"]
+    noted = [m for m in masked if isinstance(m, dict)]
+    assert {m["note"].split(".")[0] for m in noted} == {"right", "instructively wrong"}
+    assert read_example_notes() == {m["text"]: m["note"] for m in noted}
+    assert all(isinstance(m, str) for m in read_examples()[1])
+    model, _ = load_model(ENGLISH_MLM_PATH)
+    for m in noted:
+        first = fill_mask(model.eval(), tokenizer, m["text"], top_k=1)[0][0][0]
+        assert first == m["top1"], (m["text"], first)
+
+
+def test_the_masked_lm_tab_shows_the_notes_under_its_examples(tiny_mlm_folder):
+    from bertviz_app import app
+
+    demo = app.build_demo(app.load_models([tiny_mlm_folder], device="cpu", max_tokens=128))
+    (notes,) = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "mask-example-notes"]
+    assert "Bees make [MASK]" in notes.value and "instructively wrong" in notes.value
+    assert notes.value.count("\n- ") == len(read_example_notes()) - 1
