@@ -54,7 +54,7 @@ def measure(folder: Path, corpus: Path, pairs: int) -> dict[str, float]:
     for key, value in summarize(run_probes(model, tokenizer, load_probes(tokenizer))).items():
         out[f"probes {key} top-1"] = value["top1"]
         out[f"probes {key} top-5"] = value["top5"]
-    out["float16 MB"] = sum(p.numel() for p in model.state_dict().values() if p.is_floating_point()) * 2 / 1e6
+    out["float16 MB"] = sum(p.numel() for p in model.parameters()) * 2 / 1e6  # parameters(): the tied decoder once
     return out
 
 
