@@ -82,9 +82,19 @@ def read_examples(path: Path = ASSETS / "examples.json") -> tuple[list[list[str]
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         pairs = [[str(p["a"]), str(p.get("b") or "")] for p in doc["pairs"]]
-        masked = [str(m) for m in doc.get("masked", [])]
+        masked = [str(m["text"]) if isinstance(m, dict) else str(m) for m in doc.get("masked", [])]
     except (OSError, ValueError, KeyError, TypeError) as err:
         log.warning("could not read the examples in %s (%s); using one built-in example", path, err)
         pairs, masked = [], []
     return (pairs or [["The cat sat on the mat.", "It was tired."]],
             masked or ["The capital of France is [MASK]."])
+
+
+def read_example_notes(path: Path = ASSETS / "examples.json") -> dict[str, str]:
+    """{masked example: the sentence saying what the default model does with it and why}, for the examples that
+    carry a note; empty when the file is absent or unreadable (read_examples warns about that)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return {str(m["text"]): str(m["note"]) for m in doc.get("masked", []) if isinstance(m, dict) and m.get("note")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}

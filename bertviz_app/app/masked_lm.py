@@ -9,6 +9,7 @@ import gradio as gr
 import pandas as pd
 
 from .. import figures
+from ..catalog import read_example_notes
 from ..explorer import Explorer
 from ..masked_lm import normalize_mask
 from ..run import Run
@@ -147,6 +148,10 @@ class MaskedLMTab:
                                            elem_id="top-k")
                     self.predict = gr.Button("Predict", variant="primary", elem_id="mask-predict")
             gr.Examples([[m] for m in masked_examples], [self.mask_text], label="Masked examples")
+            notes = read_example_notes()
+            if any(m in notes for m in masked_examples):
+                gr.Markdown("\n".join(f"- {plain(m)}: {notes[m]}" for m in masked_examples if m in notes),
+                            elem_id="mask-example-notes")
             with gr.Column(elem_id="mask-results"):
                 message = gr.Markdown(elem_id="mask-message")
                 bars = gr.Plot(label="Top predictions per mask", elem_id="mask-bars")
