@@ -100,7 +100,9 @@ export async function mount(container, payloadInput, options = {}) {
   const maxHeight = () => {
     if (options.maxHeight) return options.maxHeight;
     const top = Math.max(0, panes.getBoundingClientRect().top + window.scrollY);
-    return Math.max(300, window.innerHeight - top - 100);
+    // the room kept under the box: its caption, unless a host hides it (presenter mode sets --bv-room-below)
+    const below = parseFloat(getComputedStyle(root).getPropertyValue("--bv-room-below"));
+    return Math.max(300, window.innerHeight - top - (Number.isFinite(below) ? below : 100));
   };
   // Without a layer and head asked for, the page opens on a head that shows something (guide.mjs), not on
   // layer 0, head 0.
