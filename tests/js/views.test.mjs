@@ -133,6 +133,11 @@ test("labels grow with presenter mode's larger type and the room the rows have, 
   assert.equal(small.type.px, 15);
   assert.ok(big.type.px > 15 && big.cell >= big.type.pitch, `${big.type.px} in cells of ${big.cell}`);
   assert.ok(big.top + 9 * big.cell + 8 <= 500 + 1e-9);
+  const vectors = await fixture({ queryKey: true });
+  const qkState = state(vectors, { layer: 1, head: 2, token: 4 });
+  assert.equal(qk.layout(vectors, qkState, size(900, 500)).type.px, 15);
+  const grown = qk.layout(vectors, qkState, { ...size(900, 500), labelMax: 28 });
+  assert.ok(grown.type.px > 15 && grown.pitch >= grown.type.pitch && grown.height <= 500, `${grown.type.px}`);
 });
 
 /** The rectangles of the texts an SVG recording holds: plain or rotated a quarter turn (the column labels). */
