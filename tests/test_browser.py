@@ -229,14 +229,28 @@ def test_exports_through_the_server_give_files_that_open(browser, visitor, tmp_p
 
 def test_presenter_mode_keeps_the_input_and_the_picture(visitor, tmp_path):
     page = visitor.page
+    label_px = "v => JSON.parse(document.querySelector(`#view-pane-${v} .bv-scroller`).dataset.geometry).labelPx"
+    assert page.evaluate(label_px, "matrix") == 15  # the view the tests above left on screen
+    page.select_option("#view-token", "")  # no token: no list of its heads above the picture, which gets the room
+    visitor.views_drawn("matrix", "token=null")
     page.click("#presenter")
     page.wait_for_function("() => document.body.classList.contains('bv-presenter')")
-    assert not page.locator("#tabs").is_visible() and page.locator("#attention-view").is_visible()
-    assert "Leave" in page.locator("#presenter").inner_text()
-    shoot(page, tmp_path, "05-presenter")
-    page.click("#presenter")
+    try:
+        assert not page.locator("#tabs").is_visible() and page.locator("#attention-view").is_visible()
+        assert "Leave" in page.locator("#presenter").inner_text()
+        # the picture on screen follows: its labels grow with the room that the hidden caption leaves to the rows
+        page.wait_for_function(f"() => ({label_px})('matrix') > 15")
+        shoot(page, tmp_path, "05-presenter-matrix")
+        page.click("#view-tab-lines")
+        page.wait_for_function(f"() => ({label_px})('lines') > 15")
+        shoot(page, tmp_path, "05-presenter")
+        page.click("#view-tab-matrix")
+    finally:
+        page.click("#presenter")
     page.wait_for_function("() => !document.body.classList.contains('bv-presenter')")
     assert page.locator("#tabs").is_visible()
+    page.wait_for_function(f"() => ({label_px})('matrix') === 15")
+    page.select_option("#view-token", "6")
 
 
 PAIR = ("The animal didn't cross the street because it was tired.", "It slept all day.")  # 21 tokens
@@ -253,7 +267,7 @@ def picture(page) -> dict:
       const bottom = Math.min(box.bottom, window.innerHeight);
       const first = box.top + g.top - scroller.scrollTop;
       const rows = Math.max(0, Math.floor((bottom - first) / g.pitch));
-      return { top: box.top, bottom: box.bottom, height: box.height, rows, pitch: g.pitch,
+      return { top: box.top, bottom: box.bottom, height: box.height, rows, pitch: g.pitch, labelPx: g.labelPx,
                tokens: document.querySelectorAll('#view-token option').length - 1 };
     }""")
 
@@ -272,11 +286,15 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
         shoot(v.page, tmp_path, f"20-picture-{mode}")
         seen = picture(v.page)
         assert seen["tokens"] == 21 and v.no_sideways_scroll() and v.errors == []
+        if mode != "presenter":
+            assert seen["labelPx"] == 15, seen  # the type grows only when presenter mode asks
         if mode == "projector":  # under the input and the controls, whole on the first screen
             assert seen["top"] < 330 and seen["height"] >= 290 and seen["bottom"] <= 720, seen
         elif mode == "presenter":  # most of the screen, every token of the pair in sight
             assert seen["top"] < 220 and seen["height"] >= 0.55 * 720 and seen["bottom"] <= 720, seen
             assert seen["rows"] >= 21, seen
+            # readable from the back of the room: the labels grow with the rows (15 px, 18 apart, before)
+            assert seen["labelPx"] >= 18 and seen["pitch"] >= 21, seen
             box = v.page.locator("#sentence-a textarea").bounding_box()
             assert box["height"] <= 50 and box["y"] < 40, box  # the input row, one line at the top
             font = v.page.eval_on_selector("#sentence-a textarea", "e => parseFloat(getComputedStyle(e).fontSize)")
@@ -284,6 +302,10 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
             buttons = v.page.locator("#presenter").bounding_box()
             assert buttons["y"] >= seen["bottom"] and buttons["x"] + buttons["width"] <= 1280, buttons
             assert not v.page.locator("#tabs").is_visible()
+            # a taller window (the projector's full screen) gives the rows, and their type, what it adds
+            v.page.set_viewport_size({"width": 1280, "height": 900})
+            v.page.wait_for_function("px => JSON.parse(document.querySelector('#view-pane-lines .bv-scroller')"
+                                     ".dataset.geometry).labelPx > px", arg=seen["labelPx"])
         else:  # a phone: after Analyze the picture is on the screen, a good part of it
             assert 0 <= seen["top"] < 844 * 0.6 and min(seen["bottom"], 844) - seen["top"] >= 250, seen
     finally:

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { defaultZoom, LABEL_PITCH, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from
+import { defaultZoom, LABEL_PITCH, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from
   "../../bertviz_app/views/js/layout.mjs";
 
 test("pitch: fit the box, zoom by a factor, or make room for every label", () => {
@@ -51,4 +51,13 @@ test("the weight floor keeps at most the budget of lines", () => {
   const kept = values.filter((v) => v >= floor).length;
   assert.ok(kept <= 1000 && kept >= 800, `kept ${kept} at floor ${floor}`);
   assert.equal(weightFloor(Float32Array.from([0.5, 0.2]), 10, 0.05), 0.05);
+});
+
+test("label type: the base size unless a host asks for more; then it grows with the rows, never past them", () => {
+  assert.equal(labelType(40).px, 15); // rows 40 apart, no wish for larger type: as before
+  assert.equal(labelType(22, 28).px, 19);
+  assert.equal(labelType(22, 28).pitch, 22);
+  assert.equal(labelType(60, 28).px, 28);
+  assert.equal(labelType(8, 28).px, 15); // crowded rows keep the base size (and thin their labels)
+  assert.match(labelType(22, 28).bold, /^bold 19px /);
 });

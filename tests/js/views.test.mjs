@@ -58,7 +58,7 @@ test("lines: the two columns stay a few hundred pixels apart in a wide box, cent
     assert.ok(phone.xR - phone.xL < lines.MAX_GAP && phone.xR - phone.xL >= 120);
     assert.ok(phone.width <= 360 || phone.xR - phone.xL === 120);
     assert.equal(phone.height, 44 + 9 * phone.pitch + 8);
-    assert.deepEqual(wide.geometry, { top: 44, pitch: wide.pitch, left: wide.xL, right: wide.xR });
+    assert.deepEqual(wide.geometry, { top: 44, pitch: wide.pitch, left: wide.xL, right: wide.xR, labelPx: 15 });
     assert.match(wide.caption, /Each line joins a token/);
   });
 
@@ -113,6 +113,69 @@ test("lines: hit finds the token row on either side, the head key in the band, n
   assert.deepEqual(lines.click(l, { side: "right", index: 7 }, s), { patch: { token: 7, direction: "to" } });
   assert.deepEqual(lines.click(l, { side: "left", index: 4 }, { ...s, token: 4, direction: "from" }),
     { patch: { token: null } }); // a second click lets go
+});
+
+test("labels grow with presenter mode's larger type and the room the rows have, never past the rows", async () => {
+  const data = await fixture();
+  const tall = { ...size(1280, 500), labelMax: 28 };
+  const normal = lines.layout(data, state(data), size(1280, 500));
+  const presenter = lines.layout(data, state(data), tall);
+  assert.equal(normal.type.px, 15); // without the host asking, the type stays where it was
+  assert.ok(presenter.type.px >= 24 && presenter.type.px <= 28, `${presenter.type.px}`);
+  assert.ok(presenter.pitch >= presenter.type.pitch && presenter.labelW > normal.labelW);
+  const drawn = record(lines, presenter, focus(presenter)).svg;
+  assert.match(drawn, new RegExp(`font-size="${presenter.type.px}"`));
+  assert.ok(presenter.height <= 500); // every row still in the box
+  const short = lines.layout(data, state(data), { ...size(1280, 44 + 9 * 18 + 8), labelMax: 28 }); // no room: 15 px
+  assert.equal(short.type.px, 15);
+  const small = matrix.layout(data, state(data), size(700, 500));
+  const big = matrix.layout(data, state(data), { ...size(700, 500), labelMax: 28 });
+  assert.equal(small.type.px, 15);
+  assert.ok(big.type.px > 15 && big.cell >= big.type.pitch, `${big.type.px} in cells of ${big.cell}`);
+  assert.ok(big.top + 9 * big.cell + 8 <= 500 + 1e-9);
+  const vectors = await fixture({ queryKey: true });
+  const qkState = state(vectors, { layer: 1, head: 2, token: 4 });
+  assert.equal(qk.layout(vectors, qkState, size(900, 500)).type.px, 15);
+  const grown = qk.layout(vectors, qkState, { ...size(900, 500), labelMax: 28 });
+  assert.ok(grown.type.px > 15 && grown.pitch >= grown.type.pitch && grown.height <= 500, `${grown.type.px}`);
+});
+
+/** The rectangles of the texts an SVG recording holds: plain or rotated a quarter turn (the column labels). */
+function textBoxes(svg) {
+  const text = new RegExp('<text x="([^"]+)" y="([^"]+)" font-size="([^"]+)"( transform="matrix\\(([^)]+)\\)")?[^>]*'
+    + 'text-anchor="(\\w+)"( dominant-baseline="(\\w+)")?[^>]*>([^<]*)</text>', "g");
+  return [...svg.matchAll(text)].map((m) => {
+    const [x, y, px] = [m[1], m[2], m[3]].map(Number);
+    const w = measure("", m[9]);
+    const baseline = m[8] || "alphabetic";
+    const top = baseline === "central" ? -px / 2 : baseline === "hanging" ? 0 : -px;
+    const start = m[6] === "end" ? -w : m[6] === "middle" ? -w / 2 : 0;
+    if (m[5]) { // matrix(0 -1 1 0 tx ty): the text runs upwards from (tx, ty)
+      const [, , , , tx, ty] = m[5].split(" ").map(Number);
+      return { text: m[9], x: tx + y + top, y: ty - x - start - w, width: px, height: w };
+    }
+    return { text: m[9], x: x + start, y: y + top, width: w, height: px };
+  });
+}
+const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+
+test("matrix: the color key never overlaps a token label, whatever the label band and the type", async () => {
+  const data = await fixture();
+  for (const [width, labelMax] of [[700, undefined], [1280, undefined], [360, undefined], [1280, 28]]) {
+    for (const scale of ["sqrt", "linear"]) {
+      const l = matrix.layout(data, state(data, { scale }), { ...size(width, 500), labelMax });
+      const { svg } = record(matrix, l, focus(l));
+      const boxes = textBoxes(svg);
+      const key = boxes.filter((b) => /^(0|0\.25|1|square-root|scale|square-root scale|linear|linear scale)$/
+        .test(b.text));
+      const labels = boxes.filter((b) => data.payload.tokens.includes(b.text));
+      assert.ok(key.length >= 2 && labels.length >= 9, `${width} ${scale}: ${key.length} key texts`);
+      if (l.key) key.push({ text: "bar", x: l.key.x, y: l.key.y, width: l.key.w, height: l.key.h });
+      for (const k of key) {
+        for (const label of labels) assert.ok(!overlaps(k, label), `${width} ${scale}: ${k.text} over ${label.text}`);
+      }
+    }
+  }
 });
 
 test("matrix: cells fit the box, the bitmap has one pixel a cell, hit and click pick a row's token", async () => {

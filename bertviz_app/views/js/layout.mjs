@@ -3,6 +3,17 @@
 export const ZOOMS = ["fit", "2", "4", "labels"];
 export const LABEL_FONT_PX = 15; // tokens must be read from the back of a classroom
 export const LABEL_PITCH = LABEL_FONT_PX + 3; // the smallest row that still carries its own label
+const FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif';
+
+/**
+ * The token labels' type for rows (or cells) `pitch` pixels apart: LABEL_FONT_PX, grown with the rows up to
+ * `largest` px (a host's presenter mode asks for more, through the CSS variable --bv-label-max; by default the type
+ * never grows). { px, pitch: the smallest row that carries such a label, font, bold }.
+ */
+export function labelType(pitch, largest = LABEL_FONT_PX) {
+  const px = Math.max(LABEL_FONT_PX, Math.min(largest, Math.floor(pitch) - 3));
+  return { px, pitch: px + 3, font: `${px}px ${FAMILY}`, bold: `bold ${px}px ${FAMILY}` };
+}
 
 /**
  * Pixels per row (or cell) for n rows in `available` pixels. 'fit': everything in the box (at least `min`);

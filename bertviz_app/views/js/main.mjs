@@ -42,7 +42,7 @@
 // attends most, one button each) and view-find-to.
 
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
-import { download, el } from "./dom.mjs";
+import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
 import { startGradioHost } from "./gradio-host.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
@@ -100,7 +100,9 @@ export async function mount(container, payloadInput, options = {}) {
   const maxHeight = () => {
     if (options.maxHeight) return options.maxHeight;
     const top = Math.max(0, panes.getBoundingClientRect().top + window.scrollY);
-    return Math.max(300, window.innerHeight - top - 100);
+    // the room kept under the box: its caption, unless a host hides it (presenter mode sets --bv-room-below)
+    const below = parseFloat(getComputedStyle(root).getPropertyValue("--bv-room-below"));
+    return Math.max(300, window.innerHeight - top - (Number.isFinite(below) ? below : 100));
   };
   // Without a layer and head asked for, the page opens on a head that shows something (guide.mjs), not on
   // layer 0, head 0.
@@ -144,6 +146,10 @@ export async function mount(container, payloadInput, options = {}) {
     const model = payload.model ? `${payload.model}, ` : "";
     return `${payload.title || "attention"} \u2014 ${model}layer ${s.layer}, ${head}`;
   };
+  // A box is as tall as the window leaves it (maxHeight): a taller window, or a host giving the views more of it
+  // (presenter mode sends a resize), sizes the view on screen again; the others follow when they are shown.
+  const onResize = everyFrame(() => views[selection.get().view].refresh());
+  window.addEventListener("resize", onResize);
   const scene = () => views[selection.get().view].scene();
   const api = {
     selection, payload,
@@ -153,7 +159,12 @@ export async function mount(container, payloadInput, options = {}) {
     },
     exportPNG: () => { const s = scene(); return s ? scenePNG(s, title()) : Promise.resolve(null); },
     exportSVG: () => { const s = scene(); return s ? sceneSVG(s, title()) : null; },
-    destroy() { for (const v of Object.values(views)) v.destroy(); unsubscribe(); root.remove(); },
+    destroy() {
+      for (const v of Object.values(views)) v.destroy();
+      unsubscribe();
+      window.removeEventListener("resize", onResize);
+      root.remove();
+    },
   };
   exports.append(
     el("button", { type: "button", id: id("view-export-png"), title: "Save the view on screen as a PNG image",

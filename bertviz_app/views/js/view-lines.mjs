@@ -4,13 +4,12 @@
 
 import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
-import { LABEL_FONT_PX, LABEL_PITCH, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
+import { LABEL_FONT_PX, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
 import { formatWeight, headColor, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 
 export const NAME = "lines";
 export const LABEL = "Attention lines between tokens";
-const FONT = `${LABEL_FONT_PX}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
-const BOLD = `bold ${FONT}`;
+const BOLD = labelType(0).bold; // labels are measured at the base size, then scaled with the type
 const SMALL = `13px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
 const HEADER = 34; // the sticky band with the column titles and, for all heads, the color key
 const TOP = HEADER + 10; // the first row's label clear of the band
@@ -37,12 +36,15 @@ export function layout(data, state, size) {
   const shown = shownBlocks(payload, state, cache, true);
   const { units, axes } = shown;
   const n = Math.max(axes.rows.length, axes.cols.length, 1);
-  const labelW = cache.get(`lines-labelw|${units.mode}`, () => {
+  const labelW15 = cache.get(`lines-labelw|${units.mode}`, () => {
     let w = 0;
     for (const label of units.labels) w = Math.max(w, size.measure(BOLD, truncate(label, MAX_LABEL_CHARS)));
-    return Math.ceil(w);
+    return w;
   });
-  const pitch = pitchFor(n, size.maxHeight - TOP - PAD, state.zoom, { min: 1, max: 26 });
+  const largest = size.labelMax ?? LABEL_FONT_PX;
+  const pitch = pitchFor(n, size.maxHeight - TOP - PAD, state.zoom, { min: 1, max: Math.max(26, largest + 3) });
+  const type = labelType(pitch, largest);
+  const labelW = Math.ceil((labelW15 * type.px) / LABEL_FONT_PX);
   const side = PAD + labelW + GUTTER; // a label column and its margins
   const gap = Math.max(MIN_GAP, Math.min(MAX_GAP, size.width - 2 * side));
   const width = Math.max(size.width, 2 * side + gap);
@@ -57,12 +59,12 @@ export function layout(data, state, size) {
     if (index >= 0) locked = { side: where, index };
   }
   return {
-    shown, state, heads: payload.heads, n, pitch, labelW, width, height, x0, xL, xR, locked,
+    shown, state, heads: payload.heads, n, pitch, type, labelW, width, height, x0, xL, xR, locked,
     boxHeight: Math.min(height, size.maxHeight),
     caption: describe(state, shown, payload),
     drawn: drawnKey(state),
     // Where the rows are, for automation (tests click tokens on the canvas with it).
-    geometry: { top: TOP, pitch, left: xL, right: xR },
+    geometry: { top: TOP, pitch, left: xL, right: xR, labelPx: type.px },
   };
 }
 
@@ -144,7 +146,7 @@ export function farWeights(layout, act) {
 }
 
 function paintLabels(ctx, layout, r0, r1, act, locked) {
-  const { shown, pitch, labelW, xL, xR, x0 } = layout;
+  const { shown, pitch, labelW, xL, xR, x0, type } = layout;
   const { rows, cols } = shown.axes;
   const units = shown.units;
   const weights = farWeights(layout, act);
@@ -159,7 +161,7 @@ function paintLabels(ctx, layout, r0, r1, act, locked) {
     const axis = side === "left" ? rows : cols;
     const isActiveSide = act && act.side === side;
     const priority = isActiveSide ? [act.index] : act ? strongest : [];
-    const shownLabels = thinLabels(r0, Math.min(r1, axis.length - 1), pitch, LABEL_PITCH, priority);
+    const shownLabels = thinLabels(r0, Math.min(r1, axis.length - 1), pitch, type.pitch, priority);
     count += shownLabels.length;
     for (const i of shownLabels) {
       const unit = axis[i];
@@ -168,7 +170,7 @@ function paintLabels(ctx, layout, r0, r1, act, locked) {
       const isActive = isActiveSide && act.index === i;
       const w = act && !isActiveSide ? weights[i] : 0;
       const boxX = side === "left" ? x0 + PAD : xR + GUTTER;
-      const boxH = Math.min(Math.max(pitch, LABEL_PITCH), LABEL_PITCH);
+      const boxH = type.pitch;
       if (isActive) {
         ctx.fillStyle = SELECTED_COLOR;
         ctx.globalAlpha = locked ? 0.35 : 0.22;
@@ -180,11 +182,11 @@ function paintLabels(ctx, layout, r0, r1, act, locked) {
         ctx.fillRect(boxX - 4, y - boxH / 2, labelW + 8, boxH);
         ctx.globalAlpha = 1;
       }
-      ctx.font = isActive ? BOLD : FONT;
+      ctx.font = isActive ? type.bold : type.font;
       ctx.fillStyle = units.special[unit] ? "#6b6b6b" : "#111";
       ctx.textAlign = side === "left" ? "right" : "left";
       ctx.fillText(text, side === "left" ? xL - GUTTER : xR + GUTTER, y);
-      if (w >= 0.01 && pitch >= LABEL_PITCH - 1) {
+      if (w >= 0.01 && pitch >= type.pitch - 1) {
         ctx.font = SMALL;
         ctx.fillStyle = "#0b3d75";
         ctx.textAlign = side === "left" ? "left" : "right";

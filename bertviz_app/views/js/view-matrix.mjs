@@ -4,15 +4,14 @@
 
 import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
-import { LABEL_FONT_PX, LABEL_PITCH, thinLabels, truncate, visibleRange } from "./layout.mjs";
+import { LABEL_FONT_PX, labelType, thinLabels, truncate, visibleRange } from "./layout.mjs";
 import { ATTENTION_STOPS, BOUNDARY_COLOR, formatShare, formatWeight, makeLUT, paintValues,
   SELECTED_COLOR } from "./scale.mjs";
 
 export const NAME = "matrix";
 export const LABEL = "Attention matrix";
 export const BITMAP = true; // the SVG export says that the cells are an embedded bitmap
-const FONT = `${LABEL_FONT_PX}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
-const BOLD = `bold ${FONT}`;
+const BASE = labelType(0); // labels are measured at the base size, then scaled with the type
 const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
 const PAD = 8;
 const MAX_LABEL_CHARS = 14;
@@ -26,11 +25,19 @@ export function layout(data, state, size) {
   const block = shown.blocks[0];
   const { rows, cols } = shown.axes;
   const nr = Math.max(rows.length, 1), nc = Math.max(cols.length, 1);
-  const labelW = cache.get(`matrix-labelw|${state.units}`, () => Math.ceil(Math.max(...shown.units.labels.map(
-    (t) => size.measure(BOLD, truncate(t, MAX_LABEL_CHARS))))));
-  const left = labelW + 14, top = labelW + 14;
-  const fit = Math.min(MAX_CELL, (size.width - left - PAD) / nc, (size.maxHeight - top - PAD) / nr);
-  const cell = state.zoom === "labels" ? Math.max(fit, LABEL_PITCH)
+  const labelW = cache.get(`matrix-labelw|${state.units}`, () => Math.max(...shown.units.labels.map(
+    (t) => size.measure(BASE.bold, truncate(t, MAX_LABEL_CHARS)))));
+  // Larger type (a host's presenter mode) widens the label bands, which narrows the cells it grows with: the type
+  // is chosen for the cells that the base size leaves, then kept only as large as the cells that remain.
+  const fitFor = (px) => {
+    const band = Math.ceil((labelW * px) / LABEL_FONT_PX) + 14;
+    return [band, Math.min(MAX_CELL, (size.width - band - PAD) / nc, (size.maxHeight - band - PAD) / nr)];
+  };
+  const largest = size.labelMax ?? LABEL_FONT_PX;
+  const type = labelType(fitFor(labelType(fitFor(LABEL_FONT_PX)[1], largest).px)[1], largest);
+  const [band, fit] = fitFor(type.px);
+  const left = band, top = band;
+  const cell = state.zoom === "labels" ? Math.max(fit, type.pitch)
     : state.zoom === "2" || state.zoom === "4" ? fit * Number(state.zoom) : fit;
   const width = left + nc * cell + PAD, height = top + nr * cell + PAD;
   // One bitmap pixel per cell, kept with the block: the canvas scales it, so zooming and scrolling never rebuild it.
@@ -40,9 +47,10 @@ export function layout(data, state, size) {
     if (rows.length && cols.length) paintValues(data, block.values, LUT, state.scale);
     return { width: cols.length, height: rows.length, data };
   });
-  return { shown, block, state, left, top, cell, nr, nc, width, height, pixels,
+  return { shown, block, state, left, top, cell, type, nr, nc, width, height, pixels,
+    key: keyLayout(left, top, cell, type, state.scale, size.measure),
     boxHeight: Math.min(height, size.maxHeight), locked: selectedIndex(shown, state),
-    caption: describe(state, shown, payload), drawn: drawnKey(state), geometry: { left, top, cell } };
+    caption: describe(state, shown, payload), drawn: drawnKey(state), geometry: { left, top, cell, labelPx: type.px } };
 }
 
 export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
@@ -51,7 +59,7 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, v.width, v.height);
   if (!rows.length || !cols.length) {
-    ctx.font = FONT;
+    ctx.font = layout.type.font;
     ctx.fillStyle = "#333";
     ctx.textAlign = "left";
     ctx.textBaseline = "middle";
@@ -104,7 +112,7 @@ function paintMarks(ctx, layout, hover) {
 }
 
 function paintLabels(ctx, layout, v, hover) {
-  const { left, top, cell, shown, block, state } = layout;
+  const { left, top, cell, shown, block, type } = layout;
   const { rows, cols } = shown.axes;
   const units = shown.units;
   const sel = layout.locked;
@@ -115,11 +123,11 @@ function paintLabels(ctx, layout, v, hover) {
   // Rows, at the left edge.
   const [r0, r1] = visibleRange(v.y, v.height, top, cell, rows.length);
   const rowPriority = [hover?.row >= 0 ? hover.row : null, sel?.axis === "row" ? sel.index : null];
-  const rowLabels = thinLabels(r0, r1, cell, LABEL_PITCH, rowPriority);
+  const rowLabels = thinLabels(r0, r1, cell, type.pitch, rowPriority);
   for (const r of rowLabels) {
     const y = top + (r + 0.5) * cell - v.y;
     if (y < top) continue;
-    ctx.font = rowPriority.includes(r) ? BOLD : FONT;
+    ctx.font = rowPriority.includes(r) ? type.bold : type.font;
     ctx.fillStyle = units.special[rows[r]] ? "#6b6b6b" : "#111";
     ctx.textAlign = "right";
     ctx.fillText(truncate(units.labels[rows[r]], MAX_LABEL_CHARS), left - 8, y);
@@ -132,33 +140,50 @@ function paintLabels(ctx, layout, v, hover) {
   // Columns, along the top edge, reading upwards.
   const [c0, c1] = visibleRange(v.x, v.width, left, cell, cols.length);
   const colPriority = [hover?.col >= 0 ? hover.col : null, sel?.axis === "col" ? sel.index : null];
-  const colLabels = thinLabels(c0, c1, cell, LABEL_PITCH, colPriority);
+  const colLabels = thinLabels(c0, c1, cell, type.pitch, colPriority);
   for (const c of colLabels) {
     const x = left + (c + 0.5) * cell - v.x;
     if (x < left) continue;
     ctx.save();
     ctx.translate(x, top - 8);
     ctx.rotate(-Math.PI / 2);
-    ctx.font = colPriority.includes(c) ? BOLD : FONT;
+    ctx.font = colPriority.includes(c) ? type.bold : type.font;
     ctx.fillStyle = units.special[cols[c]] ? "#6b6b6b" : "#111";
     ctx.textAlign = "left";
     ctx.fillText(truncate(units.labels[cols[c]], MAX_LABEL_CHARS), 0, 0);
     ctx.restore();
   }
-  paintKey(ctx, layout, state);
+  paintKey(ctx, layout.key);
   return rowLabels.length + colLabels.length;
 }
 
-/** The color key, in the empty corner above the row labels. */
-function paintKey(ctx, layout, state) {
-  const { left, top } = layout;
-  const x = 8, y = 10, w = Math.min(left - 24, 110), h = 12;
-  if (w < 40) return;
+/**
+ * The color key, in the empty corner above the row labels and left of the column labels: the first column's label
+ * is a rotated line of type centered on its cell, so the key ends half a type size before that cell's middle, and
+ * its name takes a line a word when one line is too wide (a long label band is narrow and tall). null: no room.
+ */
+export function keyLayout(left, top, cell, type, scale, measure) {
+  const x = 8, y = 10, h = 12;
+  const right = left + cell / 2 - type.px / 2 - 6;
+  const w = Math.min(right - x, 110);
+  if (w < 40) return null;
+  const name = scale === "sqrt" ? "square-root scale" : "linear scale";
+  const oneLine = measure(SMALL, name) <= right - x;
+  let lines = oneLine ? [name] : name.split(" ");
+  if (lines.some((line) => measure(SMALL, line) > right - x) || y + h + 20 + 15 * lines.length > top - 4) lines = [];
+  const bottom = lines.length ? y + h + 20 + 15 * lines.length : y + h + 18;
+  return { x, y, w, h, scale, lines, ticks: scale === "sqrt" && w >= 80 ? ["0", "0.25", "1"] : ["0", "1"],
+    rect: { x, y, width: Math.max(w, ...lines.map((line) => measure(SMALL, line))), height: bottom - y } };
+}
+
+function paintKey(ctx, key) {
+  if (!key) return;
+  const { x, y, w, h, scale } = key;
   const stops = 32;
   for (let k = 0; k < stops; k++) {
     const t = k / (stops - 1);
-    const value = state.scale === "sqrt" ? t * t : t;
-    const index = Math.round((state.scale === "sqrt" ? Math.sqrt(value) : value) * 255) * 4;
+    const value = scale === "sqrt" ? t * t : t;
+    const index = Math.round((scale === "sqrt" ? Math.sqrt(value) : value) * 255) * 4;
     ctx.fillStyle = `rgb(${LUT[index]},${LUT[index + 1]},${LUT[index + 2]})`;
     ctx.fillRect(x + (k * w) / stops, y, w / stops + 0.5, h);
   }
@@ -171,11 +196,11 @@ function paintKey(ctx, layout, state) {
   ctx.textAlign = "left";
   ctx.fillText("0", x, y + h + 3);
   ctx.textAlign = "center";
-  if (state.scale === "sqrt" && w >= 80) ctx.fillText("0.25", x + w / 2, y + h + 3); // narrow: its label collides
+  if (key.ticks.length === 3) ctx.fillText("0.25", x + w / 2, y + h + 3); // narrow: its label collides
   ctx.textAlign = "right";
   ctx.fillText("1", x + w, y + h + 3);
   ctx.textAlign = "left";
-  if (top > y + h + 40) ctx.fillText(state.scale === "sqrt" ? "square-root scale" : "linear scale", x, y + h + 20);
+  key.lines.forEach((line, k) => ctx.fillText(line, x, y + h + 20 + 15 * k));
 }
 
 /** The selected token's row (direction "from") or column ("to") among those shown, or null. */

@@ -4,14 +4,13 @@
 
 import { layerMatrix, queryKeyRow } from "./data.mjs";
 import { el } from "./dom.mjs";
-import { LABEL_FONT_PX, LABEL_PITCH, pitchFor, thinLabels, truncate, visibleRange } from "./layout.mjs";
+import { LABEL_FONT_PX, labelType, pitchFor, thinLabels, truncate, visibleRange } from "./layout.mjs";
 import { DIVERGING_STOPS, formatNumber, formatWeight, lutColor, makeLUT, SELECTED_COLOR,
   signedIndex } from "./scale.mjs";
 
 export const NAME = "qk";
 export const LABEL = "Query and key arithmetic";
-const FONT = `${LABEL_FONT_PX}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
-const BOLD = `bold ${FONT}`;
+const BOLD = labelType(0).bold; // labels are measured at the base size, then scaled with the type
 const SMALL = `13px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
 const LUT = makeLUT(DIVERGING_STOPS);
 const HEADER = 78; // column titles, then the query vector above the key columns
@@ -39,9 +38,12 @@ export function layout(data, state, size) {
   for (const x of row.q) limit = Math.max(limit, Math.abs(x));
   for (const x of row.keys) limit = Math.max(limit, Math.abs(x));
   for (const x of row.products) productLimit = Math.max(productLimit, Math.abs(x));
-  const labelW = cache.get("qk-labelw", () => Math.ceil(Math.max(...payload.tokens.map(
-    (t) => size.measure(BOLD, truncate(t, MAX_LABEL_CHARS))))));
-  const pitch = pitchFor(T, size.maxHeight - TOP - PAD, state.zoom, { min: 2, max: 24 });
+  const labelW15 = cache.get("qk-labelw", () => Math.max(...payload.tokens.map(
+    (t) => size.measure(BOLD, truncate(t, MAX_LABEL_CHARS)))));
+  const largest = size.labelMax ?? LABEL_FONT_PX;
+  const pitch = pitchFor(T, size.maxHeight - TOP - PAD, state.zoom, { min: 2, max: Math.max(24, largest + 3) });
+  const type = labelType(pitch, largest);
+  const labelW = Math.ceil((labelW15 * type.px) / LABEL_FONT_PX);
   const blocks = state.expand ? 2 : 1;
   const fixed = PAD + labelW + GAP + blocks * GAP + 2 * NUMBER_W + GAP + BAR_W + PAD;
   const cw = Math.max(6, Math.min(18, (size.width - fixed) / (row.d * blocks))); // narrower: scroll sideways
@@ -54,7 +56,7 @@ export function layout(data, state, size) {
   const height = TOP + T * pitch + PAD;
   const strongest = row.weights.indexOf(Math.max(...row.weights));
   return {
-    payload, state, row, model, pitch, cw, labelW, xKeys, xProducts, xDot, xScore, xBar, width, height, limit,
+    payload, state, row, model, pitch, type, cw, labelW, xKeys, xProducts, xDot, xScore, xBar, width, height, limit,
     productLimit, token, head, layer: state.layer, expand: state.expand,
     boxHeight: Math.min(height, size.maxHeight),
     // Until a key row is clicked (a lock that holds for this query row only), the strongest key is the one explained.
@@ -103,15 +105,15 @@ export function paint(ctx, layout, v, focus) {
     ctx.fillRect(xBar, y + inset, Math.max(row.weights[j] * (BAR_W - 44), row.weights[j] > 0.001 ? 1 : 0),
       cellH - inset);
   }
-  const labels = thinLabels(r0, r1, pitch, LABEL_PITCH, [picked, row.token]);
+  const labels = thinLabels(r0, r1, pitch, layout.type.pitch, [picked, row.token]);
   ctx.textBaseline = "middle";
   for (const j of labels) {
     const y = rowY(layout, j);
-    ctx.font = j === row.token || j === picked ? BOLD : FONT;
+    ctx.font = j === row.token || j === picked ? layout.type.bold : layout.type.font;
     ctx.fillStyle = payload.special[j] ? "#6b6b6b" : "#111";
     ctx.textAlign = "right";
     ctx.fillText(truncate(payload.tokens[j], MAX_LABEL_CHARS), xKeys - GAP, y);
-    if (pitch >= LABEL_PITCH - 2) {
+    if (pitch >= layout.type.pitch - 2) {
       ctx.font = SMALL;
       ctx.fillStyle = "#222";
       ctx.fillText(formatNumber(row.dots[j], 1), xDot + NUMBER_W - 8, y);

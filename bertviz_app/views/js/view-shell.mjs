@@ -3,7 +3,8 @@
 //
 //   layout(data, state, size) -> layout   what to draw where, for a selection state in a box; no DOM.
 //       data = { payload, cache, silence }   cache memoizes per payload (createCache); silence: a host offers it
-//       size = { width, maxHeight, measure(font, text) -> px }
+//       size = { width, maxHeight, measure(font, text) -> px, labelMax: the largest label type in px, when a host
+//       asks labels to grow with their rows (CSS --bv-label-max) }
 //       The layout carries width, height (the whole picture), boxHeight (the part on screen), caption, drawn (a
 //       string a test waits for), geometry (where rows and cells are, for automation) and `locked`: the target the
 //       selection keeps (the selected token), or null. hidden: true leaves the picture out (nothing to draw yet).
@@ -69,6 +70,8 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     return images.get(pixels);
   };
   const dpr = () => window.devicePixelRatio || 1;
+  // The host's wish for larger type (presenter mode sets it in CSS): labels grow up to it when the rows have room.
+  const labelMax = () => parseFloat(getComputedStyle(root).getPropertyValue("--bv-label-max")) || undefined;
 
   const shell = {
     root, ui, selection, payload, env,
@@ -121,7 +124,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     const before = layout;
     const reserve = extra?.reserve ? extra.reserve() : 0;
     layout = view.layout(data, state, { width: root.clientWidth || 600,
-      maxHeight: (env.maxHeight ? env.maxHeight() : 600) - reserve, measure: measureText });
+      maxHeight: (env.maxHeight ? env.maxHeight() : 600) - reserve, measure: measureText, labelMax: labelMax() });
     surface.box.hidden = Boolean(layout.hidden);
     if (!layout.hidden) surface.setSize(layout.width, layout.height, layout.boxHeight);
     caption.textContent = layout.caption || "";
