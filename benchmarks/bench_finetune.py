@@ -80,7 +80,9 @@ def child(side: str, args) -> dict:
         import transformers
 
         transformers.logging.set_verbosity_error()
-        model = transformers.BertForSequenceClassification.from_pretrained(default_model_path(), num_labels=2)
+        # float32 as ours: the shipped weights are float16, and transformers 5 keeps a checkpoint's dtype by default
+        model = transformers.BertForSequenceClassification.from_pretrained(default_model_path(), num_labels=2,
+                                                                           dtype=torch.float32)
         model.train()
         optimizer = configure_optimizer(model, args.lr, 0.01)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(0, total))
