@@ -3,6 +3,7 @@
 from .checkpoint import CheckpointError, load_model, save_pretrained
 from .config import BertConfig, ConfigError
 from .explorer import Explorer, load
+from .finetuning import finetune
 from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenceClassification,
                     BertForTokenClassification, BertModel)
 from .run import Run
@@ -11,4 +12,4 @@ from .tokenizer import Encoding, Tokenizer
 __version__ = "0.1.0"
 __all__ = ["BertConfig", "BertForPreTraining", "BertForQuestionAnswering", "BertForSequenceClassification",
            "BertForTokenClassification", "BertModel", "CheckpointError", "ConfigError", "Encoding", "Explorer",
-           "Run", "Tokenizer", "load", "load_model", "save_pretrained"]
+           "Run", "Tokenizer", "finetune", "load", "load_model", "save_pretrained"]

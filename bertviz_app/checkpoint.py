@@ -26,7 +26,8 @@ from torch import Tensor
 from .config import BertConfig, ConfigError
 from .family import to_bert_key
 from .files import read_json, regular_file
-from .model import BertForPreTraining, BertForQuestionAnswering, BertModel, BertPreTrainedModel
+from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenceClassification,
+                    BertForTokenClassification, BertModel, BertPreTrainedModel)
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
@@ -401,6 +402,56 @@ def _copy_weights(model: BertPreTrainedModel, state: dict[str, Tensor], report: 
 def _derived_keys(model: BertPreTrainedModel) -> tuple[str, ...]:
     """Keys that are not read from (nor written to) a checkpoint for this model."""
     return DERIVED_KEYS if model.config.tie_word_embeddings else BUFFER_KEYS
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Which fine-tuning head a checkpoint carries
+# ------------------------------------------------------------------------------------------------------------------
+# Task name -> the model class of its head, and the `architectures` names transformers writes for them.
+TASK_MODELS: dict[str, type[BertPreTrainedModel]] = {
+    "text-classification": BertForSequenceClassification, "token-classification": BertForTokenClassification,
+    "question-answering": BertForQuestionAnswering}
+TASK_OF_ARCHITECTURE = {cls.__name__: task for task, cls in TASK_MODELS.items()}
+
+
+@dataclass
+class TaskHead:
+    """A fine-tuned checkpoint's task, the class to load it into, and its label names in id order ([] for QA)."""
+
+    task: str
+    model_class: type[BertPreTrainedModel]
+    labels: list[str]
+
+
+def task_head(source: str | os.PathLike) -> TaskHead | None:
+    """The fine-tuning head of a checkpoint (ours or one transformers saved), or None for a pretraining or bare
+    encoder checkpoint. config.json's `architectures` decides; without it, the weights do (qa_outputs: question
+    answering; a classifier with a pooler: sequence classification, without one: token classification)."""
+    folder = resolve_source(source)
+    data = read_json(folder / "config.json", CheckpointError, advice="re-save the checkpoint's config.json")
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{folder / 'config.json'} must hold a JSON object")
+    architectures = data.get("architectures") if isinstance(data.get("architectures"), list) else []
+    task = next((TASK_OF_ARCHITECTURE[a] for a in architectures if a in TASK_OF_ARCHITECTURE), None)
+    if task is None and not architectures:
+        keys = normalize_keys(read_shapes(folder)[0])
+        if any(k.startswith("qa_outputs.") for k in keys):
+            task = "question-answering"
+        elif any(k.startswith("classifier.") for k in keys):
+            pooled = any(k.startswith("bert.pooler.") for k in keys)
+            task = "text-classification" if pooled else "token-classification"
+    if task is None:
+        return None
+    labels: list[str] = []
+    if task != "question-answering":
+        id2label = data.get("id2label")
+        try:
+            named = {int(k): str(v) for k, v in id2label.items()} if isinstance(id2label, dict) else {}
+        except ValueError:  # a key that is not a number: fall back to the generic names
+            named = {}
+        count = len(named) or int(data.get("num_labels", 2))
+        labels = [named.get(i, f"LABEL_{i}") for i in range(count)]
+    return TaskHead(task, TASK_MODELS[task], labels)
 
 
 # ------------------------------------------------------------------------------------------------------------------

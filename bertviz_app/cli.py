@@ -127,6 +127,32 @@ def run_export_static(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_finetune_command(commands) -> argparse.ArgumentParser:
+    from .finetuning import recipes
+    from .finetuning.training import add_finetune_arguments
+
+    p = commands.add_parser(
+        "finetune", help="fine-tune BERT for a task (classification, tagging, question answering)",
+        description="Fine-tune BERT on labelled data and write a Hugging Face folder (config.json with the labels, "
+                    "model.safetensors, tokenizer files) plus metrics.json. Built-in recipes fetch real data on first "
+                    f"use: {', '.join(f'{n} ({r.task})' for n, r in recipes.RECIPES.items())}. Under torchrun: "
+                    "`torchrun --nproc_per_node 2 -m bertviz_app.finetuning TASK ...`.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_finetune_arguments(p)
+
+    def handler(args: argparse.Namespace) -> int:
+        from .finetuning import run_finetune
+
+        try:
+            run_finetune(args)
+        except RuntimeError as err:  # a loss that became NaN: the message says what to change
+            raise UsageError(str(err)) from None
+        return 0
+
+    p.set_defaults(handler=lambda args: _in_words(handler, args))
+    return p
+
+
 def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
     try:
         job(args)
@@ -138,7 +164,7 @@ def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namesp
 # Subcommands in the order `--help` lists them: name -> the function that adds its parser.
 COMMANDS: dict[str, Callable[..., argparse.ArgumentParser]] = {
     "serve": add_serve_command, "pretrain": add_pretrain_command, "evaluate": add_evaluate_command,
-    "export-static": add_export_static_command}
+    "export-static": add_export_static_command, "finetune": add_finetune_command}
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

@@ -14,10 +14,11 @@ import numpy as np
 import torch
 
 from . import ablation, attribution, catalog, limits, masked_lm
-from .checkpoint import CheckpointError, load_model
+from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, task_head
 from .device import resolve_device
 from .family import FamilyNotes, notes
-from .model import BertForPreTraining
+from .finetuning import tasks as finetuning_tasks
+from .model import BertForPreTraining, BertPreTrainedModel
 from .plots import PlottedRun
 from .run import ModelTables, Run
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
@@ -36,12 +37,17 @@ class Explorer:
     2**-11 of itself, rows summing to 1 within ~1e-3."""
 
     def __init__(self, model: BertForPreTraining, tokenizer: Tokenizer, device: torch.device, name: str,
-                 max_tokens: int | None = None, cache_mb: float = DEFAULT_CACHE_MB, cache_dtype: str = "float32"):
+                 max_tokens: int | None = None, cache_mb: float = DEFAULT_CACHE_MB, cache_dtype: str = "float32",
+                 task_model: BertPreTrainedModel | None = None, task: TaskHead | None = None):
         if not 0 <= cache_mb < float("inf"):  # written so that nan fails too
             raise ValueError(f"cache_mb must be a number of megabytes, zero or more, got {cache_mb}")
         if cache_dtype not in CACHE_DTYPES:
             raise ValueError(f"cache_dtype must be one of {', '.join(CACHE_DTYPES)}, got {cache_dtype!r}")
         self.cache_dtype = cache_dtype
+        # A fine-tuned model: its head model shares the encoder with `model`, so every view sees the fine-tuned
+        # encoder and `predict` gives the task's answer.
+        self.task = task
+        self.task_model = task_model.to(device).eval() if task_model is not None else None
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.config = model.config
@@ -57,9 +63,10 @@ class Explorer:
 
     def __repr__(self) -> str:
         c = self.config
+        task = f"; fine-tuned for {self.task.task}" if self.task is not None else ""
         return (f"Explorer({self.name!r}: {c.num_hidden_layers} layers, {c.num_attention_heads} heads, hidden "
                 f"{c.hidden_size}, on {self.device}, attention kept in {self.cache_dtype}; MLM head: {self.has_mlm_head}, "
-                f"NSP head: {self.has_nsp_head})")
+                f"NSP head: {self.has_nsp_head}{task})")
 
     @property
     def has_mlm_head(self) -> bool:
@@ -128,6 +135,23 @@ class Explorer:
         """The Run of this input if the cache still holds it, else None (never a forward pass)."""
         with self._lock:
             return self._cache.get((text, text_pair or None))
+
+    # --- a fine-tuned head (see finetuning/tasks.py) ---------------------------------------------------------------
+    @property
+    def labels(self) -> list[str]:
+        """The fine-tuned head's label (or tag) names in id order; [] without one, or for question answering."""
+        return list(self.task.labels) if self.task is not None else []
+
+    def predict(self, text: str, text_pair: str | None = None):
+        """The fine-tuned task's answer: a ClassPrediction (`.label`, `.probabilities` for every label), a
+        TagPrediction (a tag per word with its probability) or an AnswerPrediction (the span of `text_pair`, the
+        context, that answers `text`, the question, with its start and end probabilities)."""
+        if self.task is None:
+            raise ValueError(f"{self.name} has no fine-tuned head (classification, tagging or question answering); "
+                             "load a folder that `bertviz-app finetune` wrote, or a fine-tuned checkpoint")
+        text, text_pair = _check_text(text, text_pair)
+        return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels, text,
+                                        text_pair, self.max_tokens)
 
     # --- the pretraining heads (see masked_lm.py); each raises ValueError in words when the head is absent -------
     def fill_mask(self, text: str, text_pair: str | None = None, top_k: int = 10, max_masks: int | None = None):
@@ -293,7 +317,21 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
         source = catalog.resolve(model)
     except catalog.MissingModelError as err:
         raise CheckpointError(str(err)) from None
-    bert, report = load_model(source)
+    folder = resolve_source(source)
+    head = task_head(folder)
+    task_model = None
+    if head is None:
+        bert, report = load_model(folder)
+    else:
+        task_model, report = load_model(folder, head.model_class)
+        if report.initialized:
+            raise CheckpointError(f"{report.folder} says it is a {type(task_model).__name__} but lacks the weights "
+                                  f"of {', '.join(report.initialized)}; the checkpoint is incomplete")
+        # The views read a BertForPreTraining: one without heads, around the fine-tuned encoder itself (shared).
+        bert = BertForPreTraining(task_model.config, mlm_head=False, nsp_head=False,
+                                  pooler=task_model.bert.pooler is not None)
+        bert.bert = task_model.bert
+        bert.eval()
     try:
         tokenizer = load_tokenizer(report.folder, bert.config.model_type, max_tokens=bert.config.max_tokens)
     except TokenizerError as err:
@@ -304,7 +342,7 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
                               f"{bert.config.vocab_size}; the tokenizer files belong to another model")
     display = name or str(model if model is not None else catalog.default_model_name())
     explorer = Explorer(bert, tokenizer, resolved_device, display, max_tokens=max_tokens, cache_mb=cache_mb,
-                        cache_dtype=cache_dtype)
+                        cache_dtype=cache_dtype, task_model=task_model, task=head)
     if resolved_device.type == "cuda":
         # The first forward pass on a GPU loads kernels and creates cuBLAS handles (about a second). Pay for it here,
         # so that it is not the first visitor, and everyone queued behind them, who waits.

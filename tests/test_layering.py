@@ -22,6 +22,7 @@ FLOORS = {
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,
     "analysis": 4, "figures": 4,
+    "training": 4,  # the one training loop that pretraining and fine-tuning share
     "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
     "run": 6,  # numbers only: no plotting below it
     "plots": 7,  # run.plot, above the Run it draws
@@ -29,6 +30,7 @@ FLOORS = {
     "masked_lm": 7,
     "targets": 8,  # the one number an attribution or an ablation explains
     "attribution": 9, "ablation": 9,
+    "finetuning": 9,  # below explorer, whose predict() gives a fine-tuned head's answer
     "explorer": 10, "pretraining": 10,
     "__init__": 11,  # the package face: what `import bertviz_app` gives
     "app": 12,

@@ -25,6 +25,7 @@ from .hidden import HiddenTab
 from .masked_lm import MaskedLMTab
 from .model_info import ModelTab
 from .next_sentence import NextSentenceTab
+from .task import TaskTab
 from .views_host import ViewsHost
 
 TITLE = "bertviz-app: see inside BERT"
@@ -207,6 +208,8 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                 masked_lm = MaskedLMTab(page, masked_examples)
             with gr.Tab("Next sentence", id="nsp-tab"):
                 next_sentence = NextSentenceTab(page)
+            with gr.Tab("Task", id="task-tab"):
+                task = TaskTab(page)
             with gr.Tab("Beyond attention", id="beyond-tab"):
                 beyond = BeyondTab(page)
             with gr.Tab("Compare", id="compare-tab"):
@@ -214,7 +217,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
             with gr.Tab("Model", id="model-tab"):
                 model_tab = ModelTab(page)
         # The order of the steps after an analysis: the cheap ones first, heavy figures last.
-        tabs = [attention, masked_lm, next_sentence, beyond, compare, model_tab, embeddings, hidden]
+        tabs = [attention, masked_lm, next_sentence, task, beyond, compare, model_tab, embeddings, hidden]
         analysis = inputs.analysis(demo, page, attention, token_table)
 
         def follow(event, public: bool) -> None:

@@ -1,6 +1,7 @@
-"""The training loop: AdamW with warmup and linear decay, gradient clipping, mixed precision on GPU, one process or
-`torchrun` DistributedDataParallel (gloo on CPU, nccl on GPU), a CSV log, and checkpoints in Hugging Face format with
-the optimizer state beside them, so that a run can stop at any time and resume where it stopped."""
+"""Pretraining on the shared loop (bertviz_app.training: AdamW, warmup and linear decay, clipping, mixed precision on
+GPU, one process or `torchrun` DDP, a clean stop on Ctrl-C): what is its own here is the data for each step, a CSV
+log, held-out evaluations, and checkpoints in Hugging Face format with the optimizer state beside them, so that a run
+can stop at any time and resume where it stopped."""
 
 from __future__ import annotations
 
@@ -11,72 +12,26 @@ import shutil
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from torch import nn
 
 from ..catalog import default_model_path
 from ..checkpoint import load_model, save_pretrained
-from ..device import resolve_device
 from ..masking import random_token_ids
 from ..model import BertForPreTraining
 from ..tokenizer import Tokenizer
+from ..training import (Distributed, Trainer, configure_optimizer, fit, linear_schedule, say_above_progress,
+                        setup_distributed)
 from .data import SentencePairDataset, collate
 from .evaluation import add_evaluate_arguments, evaluate, run_evaluate
 from .objective import PretrainingObjective, build_model, token_counts, unigram_log_prior
 
+__all__ = ["TRAINER_STATE", "add_pretrain_arguments", "configure_optimizer", "latest_checkpoint", "linear_schedule",
+           "main", "run_pretrain", "setup_distributed"]
+
 TRAINER_STATE = "trainer_state.pt"
-
-
-@dataclass
-class Distributed:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-
-def setup_distributed(device: str) -> tuple[Distributed, torch.device]:
-    """One process, or the process group that `torchrun` describes in the environment (gloo on CPU, nccl on GPU)."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size <= 1:
-        return Distributed(), resolve_device(device)
-    info = Distributed(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
-    use_cuda = torch.cuda.is_available() and device in ("auto", "cuda")
-    if use_cuda:
-        torch.cuda.set_device(info.local_rank)
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if use_cuda else "gloo")
-    return info, torch.device("cuda", info.local_rank) if use_cuda else torch.device("cpu")
-
-
-def linear_schedule(warmup: int, total: int):
-    """Learning-rate factor: linear warmup from 0 to 1 over `warmup` steps, then linear decay to 0 at `total`."""
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / max(1, warmup)
-        return max(0.0, (total - step) / max(1, total - warmup))
-    return factor
-
-
-def configure_optimizer(model: nn.Module, lr: float, weight_decay: float, new_parameters: set[str] = frozenset(),
-                        new_lr_scale: float = 1.0, fused: bool = False) -> torch.optim.AdamW:
-    """AdamW with BERT's parameter groups: no weight decay on biases and LayerNorm weights; parameters named in
-    `new_parameters` (heads newly initialized) learn `new_lr_scale` times faster."""
-    groups: dict[tuple[bool, bool], list] = {}
-    for name, p in model.named_parameters():
-        no_decay = name.endswith("bias") or "LayerNorm" in name
-        groups.setdefault((no_decay, name in new_parameters), []).append(p)
-    return torch.optim.AdamW(
-        [{"params": ps, "weight_decay": 0.0 if no_decay else weight_decay, "lr": lr * (new_lr_scale if new else 1.0)}
-         for (no_decay, new), ps in groups.items()],
-        lr=lr, betas=(0.9, 0.999), eps=1e-6, fused=fused)
 
 
 def latest_checkpoint(out: Path) -> Path | None:
@@ -129,21 +84,6 @@ class CsvLog:
 
 def _fmt(value) -> str:
     return f"{value:.5g}" if isinstance(value, float) else str(value)
-
-
-@dataclass
-class Trainer:
-    """Everything a training run holds between steps; `step` counts optimizer steps done."""
-
-    model: BertForPreTraining
-    objective: PretrainingObjective
-    runner: nn.Module  # the objective, wrapped in DistributedDataParallel under torchrun
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
-    scaler: torch.amp.GradScaler | None
-    amp_dtype: torch.dtype | None
-    new_parameters: set[str]
-    step: int = 0
 
 
 def _save_checkpoint(trainer: Trainer, tokenizer: Tokenizer, out: Path, keep: int) -> Path:
@@ -240,21 +180,10 @@ def _build_trainer(args: argparse.Namespace, tokenizer: Tokenizer, train_data: S
                              log_prior=unigram_log_prior(train_data, tokenizer.vocab_size))
     say(f"model: {model.num_parameters() / 1e6:.1f} M parameters; newly initialized: "
         f"{', '.join(new) if new else 'nothing'}")
-    model.to(device).train()
-    optimizer = configure_optimizer(model, args.lr, args.weight_decay, set(new), args.head_lr_scale,
-                                    fused=device.type == "cuda")
     warmup = args.warmup if args.warmup is not None else max(1, int(0.06 * args.steps))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup, args.steps))
-    amp_dtype = None
-    if device.type == "cuda":
-        amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
-    objective = PretrainingObjective(model)
-    runner: nn.Module = objective
-    if dist_info.world_size > 1:
-        runner = nn.parallel.DistributedDataParallel(
-            objective, device_ids=[device.index] if device.type == "cuda" else None)
-    return Trainer(model, objective, runner, optimizer, scheduler, scaler, amp_dtype, set(new))
+    return Trainer.create(model, PretrainingObjective(model), lr=args.lr, weight_decay=args.weight_decay,
+                          total_steps=args.steps, warmup=warmup, device=device, dist_info=dist_info,
+                          new_parameters=set(new), new_lr_scale=args.head_lr_scale)
 
 
 def _freeze_encoder(trainer: Trainer, frozen: bool) -> None:
@@ -262,32 +191,6 @@ def _freeze_encoder(trainer: Trainer, frozen: bool) -> None:
     trainer.objective.encoder_frozen = frozen
     for name, p in trainer.model.named_parameters():
         p.requires_grad_(not frozen or name in trainer.new_parameters)
-
-
-def _train_step(trainer: Trainer, batch, clip: float) -> dict:
-    """One optimizer step on `batch`; returns the objective's outputs."""
-    with torch.autocast(batch.input_ids.device.type, dtype=trainer.amp_dtype, enabled=trainer.amp_dtype is not None):
-        result = trainer.runner(batch)
-    loss = result["loss"]
-    if not torch.isfinite(loss):
-        raise RuntimeError(f"the loss became {float(loss)} at step {trainer.step}; lower --lr or check the corpus")
-    scaler, optimizer = trainer.scaler, trainer.optimizer
-    if scaler is not None:
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-    else:
-        loss.backward()
-    if clip > 0:
-        nn.utils.clip_grad_norm_(trainer.model.parameters(), clip)
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    trainer.scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
-    trainer.step += 1
-    return result
 
 
 class _Progress:
@@ -347,7 +250,7 @@ def run_pretrain(args: argparse.Namespace) -> BertForPreTraining:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if dist_info.is_main else (lambda *a: None)
+    say = say_above_progress if dist_info.is_main else (lambda *a: None)
     tokenizer = _load_tokenizer(args)
     train_data, heldout = _read_corpus(args, tokenizer, say)
     trainer = _build_trainer(args, tokenizer, train_data, dist_info, device, say)
@@ -368,7 +271,8 @@ def run_pretrain(args: argparse.Namespace) -> BertForPreTraining:
 
 def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePairDataset,
            heldout: SentencePairDataset | None, dist_info: Distributed, out: Path, say) -> None:
-    """The loop: from trainer.step to --steps, with logging, checkpoints and held-out evaluations as `args` say."""
+    """From trainer.step to --steps on the shared loop, with logging, checkpoints and held-out evaluations as `args`
+    say. Ctrl-C finishes the step under way, saves a checkpoint there and returns (the same command resumes)."""
     device = trainer.model.device
     counts = token_counts(train_data, tokenizer.vocab_size)
     progress = _Progress(CsvLog(out / "log.csv") if dist_info.is_main else None, say)
@@ -384,19 +288,26 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
                            mlm_top5=result.mlm_top5, nsp_accuracy=result.nsp_accuracy,
                            elapsed_s=time.perf_counter() - progress.started)
 
-    rand_ids = random_token_ids(tokenizer)
-    last_save = time.perf_counter()
-    while trainer.step < args.steps:
+    def set_phase() -> None:
         frozen = trainer.step < args.freeze_encoder_steps
         if frozen != trainer.objective.encoder_frozen:
             _freeze_encoder(trainer, frozen)
             say(f"step {trainer.step}: {'training only the new heads' if frozen else 'training the whole model'}")
+
+    rand_ids = random_token_ids(tokenizer)
+
+    def batch_at(step: int):
         # The batch of (step, rank) is fixed by the seed: resuming replays exactly the data not yet seen.
-        base = (trainer.step * dist_info.world_size + dist_info.rank) * args.batch_size
+        base = (step * dist_info.world_size + dist_info.rank) * args.batch_size
         items = [train_data[base + i] for i in range(args.batch_size)]
-        generator = torch.Generator().manual_seed(args.seed * 1_000_003 + trainer.step * 131 + dist_info.rank)
-        batch = collate(items, tokenizer, rand_ids, generator, args.mlm_probability, args.whole_word).to(device)
-        progress.add(_train_step(trainer, batch, args.clip))
+        generator = torch.Generator().manual_seed(args.seed * 1_000_003 + step * 131 + dist_info.rank)
+        return collate(items, tokenizer, rand_ids, generator, args.mlm_probability, args.whole_word).to(device)
+
+    last_save = time.perf_counter()
+
+    def after_step(result: dict) -> None:
+        nonlocal last_save
+        progress.add(result)
         step = trainer.step
         if step % args.log_every == 0 or step == args.steps:
             progress.report(step, args.steps, trainer.scheduler.get_last_lr()[0])
@@ -409,6 +320,14 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
                 evaluate_now()
         if args.eval_every and step % args.eval_every == 0:
             evaluate_now()
+        set_phase()
+
+    set_phase()
+    finished = fit(trainer, batch_at, args.steps, clip=args.clip, after_step=after_step, description="pretraining")
+    if not finished:
+        if dist_info.is_main:
+            say(f"stopped at step {trainer.step}; saved {_save_checkpoint(trainer, tokenizer, out, args.keep)} "
+                "(run the same command to resume)")
 
 
 def main(argv: list[str] | None = None) -> None:

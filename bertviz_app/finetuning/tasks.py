@@ -1,0 +1,508 @@
+"""The three fine-tuning tasks, each as the field does it: examples -> model inputs (features), the loss, held-out
+metrics, and the answer for one input (`predict`, which `Explorer.predict` calls).
+
+- text-classification: `[CLS] text [SEP] (text_pair [SEP])`, a label per input from the pooler (accuracy);
+- token-classification: each word's pieces, the tag on the first piece and the others ignored (-100) (accuracy over
+  words, and entity F1 when the tags are BIO);
+- question-answering: `[CLS] question [SEP] context window [SEP]`, long contexts in overlapping windows, the answer's
+  first and last token (or [CLS] when the window does not hold it) (SQuAD exact match and F1).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import string
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..checkpoint import TASK_MODELS
+from ..model import BertForQuestionAnswering, BertPreTrainedModel
+from ..tokenizer import Tokenizer
+from .data import DataError, QAExample, TaggedExample, TextExample
+
+TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING = ("text-classification", "token-classification",
+                                                                  "question-answering")
+TASKS = tuple(TASK_MODELS)
+IGNORE = -100
+MAX_QUESTION_TOKENS = 64
+MAX_ANSWER_TOKENS = 30
+
+
+@dataclass
+class Feature:
+    """One model input. label: a class id, or a tag id per token (IGNORE where nothing is scored). For QA:
+    start/end token of the answer (0, 0: not in this window), offsets of the context tokens in the context, and the
+    position of the window's first context token."""
+
+    ids: list[int]
+    segment_ids: list[int]
+    example: int  # index of the example it came from
+    label: int | list[int] | None = None
+    start: int = 0
+    end: int = 0
+    context_start: int = 0
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+    word_starts: list[int] = field(default_factory=list)  # tagging: each word's first piece, -1 if not in the input
+
+
+@dataclass
+class Batch:
+    """input_ids, segment_ids, attention_mask: (B, T); labels: (B,) or (B, T); start/end_positions: (B,)."""
+
+    input_ids: Tensor
+    segment_ids: Tensor
+    attention_mask: Tensor
+    labels: Tensor | None = None
+    start_positions: Tensor | None = None
+    end_positions: Tensor | None = None
+
+    def to(self, device: torch.device) -> "Batch":
+        return Batch(*(None if (v := getattr(self, f)) is None else v.to(device, non_blocking=True)
+                       for f in self.__dataclass_fields__))
+
+
+def collate(features: list[Feature], pad_id: int, task: str) -> Batch:
+    """Pad to the longest feature of the batch (not to --max-length: sentences are short, and padding costs as much as
+    text)."""
+    T = max(len(f.ids) for f in features)
+    B = len(features)
+    ids = torch.full((B, T), pad_id, dtype=torch.long)
+    segments = torch.zeros((B, T), dtype=torch.long)
+    mask = torch.zeros((B, T), dtype=torch.long)
+    labels = torch.full((B, T), IGNORE, dtype=torch.long) if task == TOKEN_CLASSIFICATION else None
+    for row, f in enumerate(features):
+        n = len(f.ids)
+        ids[row, :n] = torch.tensor(f.ids)
+        segments[row, :n] = torch.tensor(f.segment_ids)
+        mask[row, :n] = 1
+        if labels is not None and f.label is not None:
+            labels[row, :n] = torch.tensor(f.label)
+    batch = Batch(ids, segments, mask, labels)
+    if task == TEXT_CLASSIFICATION and features[0].label is not None:
+        batch.labels = torch.tensor([f.label for f in features])
+    if task == QUESTION_ANSWERING:
+        batch.start_positions = torch.tensor([f.start for f in features])
+        batch.end_positions = torch.tensor([f.end for f in features])
+    return batch
+
+
+class TaskObjective(nn.Module):
+    """The model's own loss for the task (what transformers computes too), as a module that DDP can wrap."""
+
+    def __init__(self, model: BertPreTrainedModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: Batch) -> dict[str, Tensor]:
+        return {"loss": forward(self.model, batch).loss}
+
+
+def forward(model: BertPreTrainedModel, batch: Batch):
+    """The model's output on a batch, with its loss where the batch has targets."""
+    if isinstance(model, BertForQuestionAnswering):
+        return model(batch.input_ids, batch.segment_ids, batch.attention_mask,
+                     start_positions=batch.start_positions, end_positions=batch.end_positions)
+    return model(batch.input_ids, batch.segment_ids, batch.attention_mask, labels=batch.labels)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Examples -> features
+# ------------------------------------------------------------------------------------------------------------------
+def encode(task: str, examples: list, tokenizer: Tokenizer, max_length: int, labels: list[str] | None = None,
+           stride: int = 128) -> list[Feature]:
+    """Features of `examples` for `task`; `labels`: the label (or tag) names, in id order."""
+    label_id = {name: i for i, name in enumerate(labels or [])}
+    if task == TEXT_CLASSIFICATION:
+        return _encode_text(examples, tokenizer, max_length, label_id)
+    if task == TOKEN_CLASSIFICATION:
+        return _encode_tagged(examples, tokenizer, max_length, label_id)
+    return _encode_qa(examples, tokenizer, max_length, stride)
+
+
+def _encode_text(examples: list[TextExample], tokenizer: Tokenizer, max_length: int,
+                 label_id: dict[str, int]) -> list[Feature]:
+    pairs = [e.text_pair for e in examples] if any(e.text_pair is not None for e in examples) else None
+    encodings = tokenizer.encode_batch([e.text for e in examples], pairs, max_tokens=max_length)
+    return [Feature(enc.ids, enc.segment_ids, i, label_id.get(e.label))
+            for i, (e, enc) in enumerate(zip(examples, encodings))]
+
+
+def word_pieces(words: list[str], tokenizer: Tokenizer) -> list[list[int]]:
+    """The piece ids of each word, as the reference tokenizer splits a word given on its own."""
+    return [enc.ids for enc in tokenizer.encode_batch(words, add_special_tokens=False)] if words else []
+
+
+def _encode_tagged(examples: list[TaggedExample], tokenizer: Tokenizer, max_length: int,
+                   label_id: dict[str, int]) -> list[Feature]:
+    flat = [w for e in examples for w in e.words]
+    pieces = iter(word_pieces(flat, tokenizer))
+    features = []
+    for i, e in enumerate(examples):
+        ids, labels, starts = [tokenizer.cls_token_id], [IGNORE], []
+        for tag in e.tags:
+            word = next(pieces)
+            if not word or len(ids) + len(word) > max_length - 1:
+                starts.append(-1)  # a word of no pieces (only control characters), or past the length: not scored
+                continue
+            starts.append(len(ids))
+            ids += word
+            labels += [label_id.get(tag, IGNORE)] + [IGNORE] * (len(word) - 1)
+        ids.append(tokenizer.sep_token_id)
+        labels.append(IGNORE)
+        features.append(Feature(ids, [0] * len(ids), i, labels, word_starts=starts))
+    return features
+
+
+def _encode_qa(examples: list[QAExample], tokenizer: Tokenizer, max_length: int, stride: int) -> list[Feature]:
+    questions = tokenizer.encode_batch([e.question for e in examples], add_special_tokens=False)
+    contexts = _unique_contexts(examples, tokenizer)
+    features = []
+    for i, (e, q) in enumerate(zip(examples, questions)):
+        q_ids = q.ids[:MAX_QUESTION_TOKENS]
+        c_ids, c_offsets = contexts[e.context]
+        budget = max_length - len(q_ids) - 3
+        if budget < 8:
+            raise DataError(f"--max-length {max_length} leaves no room for the context after the question; use 128 "
+                            "or more")
+        step = max(1, budget - min(stride, budget // 2))  # windows overlap by `stride` tokens at most
+        answer = e.answers[0] if e.answers else None
+        start = 0
+        while True:
+            end = min(start + budget, len(c_ids))
+            ids = [tokenizer.cls_token_id, *q_ids, tokenizer.sep_token_id, *c_ids[start:end], tokenizer.sep_token_id]
+            segments = [0] * (len(q_ids) + 2) + [1] * (end - start + 1)
+            f = Feature(ids, segments, i, context_start=len(q_ids) + 2, offsets=c_offsets[start:end])
+            if answer is not None:
+                f.start, f.end = _answer_tokens(answer, c_offsets, start, end, f.context_start)
+            features.append(f)
+            if end >= len(c_ids):
+                break
+            start += step
+    return features
+
+
+def _unique_contexts(examples: list[QAExample], tokenizer: Tokenizer) -> dict[str, tuple[list[int], list]]:
+    """SQuAD asks several questions about each paragraph: tokenize each paragraph once."""
+    unique = list(dict.fromkeys(e.context for e in examples))
+    return {text: (enc.ids, enc.offsets) for text, enc in
+            zip(unique, tokenizer.encode_batch(unique, add_special_tokens=False))}
+
+
+def _answer_tokens(answer: tuple[str, int], offsets, start: int, end: int, context_start: int) -> tuple[int, int]:
+    text, char_start = answer
+    char_end = char_start + len(text)
+    inside = [k for k in range(start, end) if offsets[k][1] > char_start and offsets[k][0] < char_end]
+    first_all = next((k for k, (s, e) in enumerate(offsets) if e > char_start), None)
+    last_all = max((k for k, (s, e) in enumerate(offsets) if s < char_end), default=None)
+    if not inside or first_all is None or first_all < start or last_all >= end:
+        return 0, 0  # the answer is not (wholly) in this window: point at [CLS]
+    return context_start + first_all - start, context_start + last_all - start
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Evaluation
+# ------------------------------------------------------------------------------------------------------------------
+@torch.no_grad()
+def logits_of(model: BertPreTrainedModel, features: list[Feature], pad_id: int, task: str, batch_size: int = 64,
+              device: torch.device | str = "cpu") -> tuple[list, float]:
+    """Per feature: class logits (C,), token logits (T, C), or (start, end) logits (T,) each, as float32 numpy;
+    and the mean loss."""
+    was_training = model.training
+    model.eval()
+    loss_sum, count = 0.0, 0
+    # Longest first in batches of similar length: less padding, and the same numbers whatever the order.
+    order = sorted(range(len(features)), key=lambda k: -len(features[k].ids))
+    by_index: dict[int, object] = {}
+    for begin in range(0, len(order), batch_size):
+        chunk = [features[k] for k in order[begin:begin + batch_size]]
+        batch = collate(chunk, pad_id, task).to(torch.device(device))
+        if not _has_targets(chunk, task):
+            batch.labels = None
+        out = forward(model, batch)
+        if out.loss is not None:
+            loss_sum += float(out.loss) * len(chunk)
+            count += len(chunk)
+        if task == QUESTION_ANSWERING:
+            for row, k in enumerate(order[begin:begin + batch_size]):
+                n = len(features[k].ids)
+                by_index[k] = (out.start_logits[row, :n].float().cpu().numpy(),
+                               out.end_logits[row, :n].float().cpu().numpy())
+        else:
+            logits = out.logits.float().cpu().numpy()
+            for row, k in enumerate(order[begin:begin + batch_size]):
+                by_index[k] = logits[row] if task == TEXT_CLASSIFICATION else logits[row, :len(features[k].ids)]
+    model.train(was_training)
+    outputs = [by_index[k] for k in range(len(features))]
+    return outputs, (loss_sum / count if count else float("nan"))
+
+
+def _has_targets(chunk: list[Feature], task: str) -> bool:
+    return task == QUESTION_ANSWERING or all(f.label is not None for f in chunk)
+
+
+def evaluate(task: str, model: BertPreTrainedModel, tokenizer: Tokenizer, examples: list, features: list[Feature],
+             labels: list[str] | None, batch_size: int = 64, device: torch.device | str = "cpu"
+             ) -> tuple[dict, list[dict]]:
+    """Held-out metrics and one row per example (text, gold, prediction, confidence, loss) for the held-out table."""
+    outputs, loss = logits_of(model, features, tokenizer.pad_token_id, task, batch_size, device)
+    if task == TEXT_CLASSIFICATION:
+        return _evaluate_text(examples, features, outputs, labels, loss)
+    if task == TOKEN_CLASSIFICATION:
+        return _evaluate_tags(examples, features, outputs, labels, loss)
+    return _evaluate_qa(examples, features, outputs, loss)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _evaluate_text(examples, features, outputs, labels, loss):
+    rows, correct = [], 0
+    for e, logits in zip(examples, outputs):
+        p = _softmax(logits)
+        k = int(p.argmax())
+        gold = labels.index(e.label)
+        correct += k == gold
+        rows.append({"text": e.text, "text_pair": e.text_pair, "gold": e.label, "prediction": labels[k],
+                     "confidence": float(p[k]), "loss": float(-math.log(max(p[gold], 1e-45)))})
+    return {"accuracy": correct / len(examples), "loss": loss}, rows
+
+
+def _evaluate_tags(examples, features, outputs, labels, loss):
+    rows, correct, total = [], 0, 0
+    gold_all, pred_all = [], []
+    index = {name: k for k, name in enumerate(labels)}
+    for e, f, logits in zip(examples, features, outputs):
+        p = _softmax(logits)  # (T, tags)
+        # A word that is not in the input (cut by the length limit, or of no pieces) counts as wrong: "".
+        predicted = [labels[int(p[t].argmax())] if t >= 0 else "" for t in f.word_starts]
+        hits = sum(g == q for g, q in zip(e.tags, predicted))
+        correct += hits
+        total += len(e.tags)
+        gold_all.append(e.tags)
+        pred_all.append(predicted)
+        gold_p = [p[t, index[g]] for t, g in zip(f.word_starts, e.tags) if t >= 0]
+        confidence = [p[t].max() for t in f.word_starts if t >= 0]
+        rows.append({"text": " ".join(e.words), "gold": " ".join(e.tags), "prediction": " ".join(predicted),
+                     "confidence": float(np.mean(confidence)) if confidence else 0.0,
+                     "loss": -float(np.mean(np.log(np.maximum(gold_p, 1e-45)))) if gold_p else 0.0,
+                     "accuracy": hits / max(len(e.tags), 1)})
+    metrics = {"accuracy": correct / max(total, 1), "loss": loss, "words": total}
+    if is_bio(labels):
+        metrics.update(entity_scores(gold_all, pred_all))
+    return metrics, rows
+
+
+def is_bio(labels: list[str]) -> bool:
+    """True for IOB/BIO tags (O, B-PER, I-PER, ...): then entity F1 is the measure the field reports."""
+    return "O" in labels and all(t == "O" or re.match(r"^[BI]-.+", t) for t in labels) and len(labels) > 1
+
+
+def _entities(tags: list[str]) -> set[tuple[int, int, str]]:
+    """(start, end, type) of every entity, as conlleval reads them: an I- after O or another type starts one."""
+    found, start, kind = set(), None, None
+    for i, tag in enumerate([*tags, "O"]):
+        prefix, _, typ = tag.partition("-")
+        if start is not None and (prefix in ("B", "O", "") or typ != kind):
+            found.add((start, i, kind))
+            start = None
+        if prefix in ("B", "I") and start is None:
+            start, kind = i, typ
+    return found
+
+
+def entity_scores(gold: list[list[str]], predicted: list[list[str]]) -> dict:
+    tp = n_gold = n_pred = 0
+    for g, p in zip(gold, predicted):
+        eg, ep = _entities(g), _entities(p)
+        tp += len(eg & ep)
+        n_gold += len(eg)
+        n_pred += len(ep)
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def best_span(start_logits: np.ndarray, end_logits: np.ndarray, context_start: int, n_context: int,
+              max_answer_tokens: int = MAX_ANSWER_TOKENS, top: int = 20) -> tuple[float, int, int] | None:
+    """(score, start, end) of the best answer inside the context tokens (start <= end, at most max_answer_tokens),
+    score = start logit + end logit; None if the window has no context."""
+    if n_context <= 0:
+        return None
+    lo, hi = context_start, context_start + n_context
+    starts = np.argsort(start_logits[lo:hi])[::-1][:top] + lo
+    ends = np.argsort(end_logits[lo:hi])[::-1][:top] + lo
+    best = None
+    for s in starts:
+        for e in ends:
+            if s <= e < s + max_answer_tokens:
+                score = float(start_logits[s] + end_logits[e])
+                if best is None or score > best[0]:
+                    best = (score, int(s), int(e))
+    return best
+
+
+def _evaluate_qa(examples, features, outputs, loss):
+    by_example: dict[int, tuple] = {}
+    for f, (s, e) in zip(features, outputs):
+        span = best_span(s, e, f.context_start, len(f.offsets))
+        if span is not None and (f.example not in by_example or span[0] > by_example[f.example][0][0]):
+            by_example[f.example] = (span, f)
+    rows, em, f1 = [], 0.0, 0.0
+    for i, ex in enumerate(examples):
+        answer, confidence = "", 0.0
+        if i in by_example:
+            (score, s, e), f = by_example[i]
+            answer = ex.context[f.offsets[s - f.context_start][0]:f.offsets[e - f.context_start][1]]
+        golds = [text for text, _ in ex.answers]
+        this_em = max(float(normalize_answer(answer) == normalize_answer(g)) for g in golds)
+        this_f1 = max(answer_f1(answer, g) for g in golds)
+        em += this_em
+        f1 += this_f1
+        rows.append({"text": ex.question, "text_pair": ex.context, "gold": golds[0], "prediction": answer,
+                     "confidence": confidence, "loss": 1.0 - this_f1})
+    n = max(len(examples), 1)
+    return {"exact_match": em / n, "f1": f1 / n, "loss": loss}, rows
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalization: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def answer_f1(prediction: str, gold: str) -> float:
+    p, g = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    common = sum((collections.Counter(p) & collections.Counter(g)).values())
+    if not p or not g:
+        return float(p == g)
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def main_metric(task: str, labels: list[str] | None) -> str:
+    """The number that picks the best epoch."""
+    if task == QUESTION_ANSWERING:
+        return "f1"
+    if task == TOKEN_CLASSIFICATION and labels and is_bio(labels):
+        return "f1"
+    return "accuracy"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# One input's answer
+# ------------------------------------------------------------------------------------------------------------------
+@dataclass
+class ClassPrediction:
+    """The predicted label, and every label's probability (in the model's label order)."""
+
+    label: str
+    probability: float
+    probabilities: dict[str, float]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.probability:.3f})"
+
+
+@dataclass
+class WordTag:
+    word: str
+    tag: str
+    probability: float
+    start: int  # character span of the word in the text
+    end: int
+
+
+@dataclass
+class TagPrediction:
+    """A tag per word (the tag of its first piece, as in training), with its probability."""
+
+    words: list[WordTag]
+
+    @property
+    def tags(self) -> list[str]:
+        return [w.tag for w in self.words]
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([vars(w) for w in self.words])
+
+    def __str__(self) -> str:
+        return " ".join(f"{w.word}/{w.tag}" for w in self.words)
+
+
+@dataclass
+class AnswerPrediction:
+    """The answer span in the context (characters start:end), with the probabilities of its first and last token
+    (softmax over the tokens of the window that holds it)."""
+
+    answer: str
+    start: int
+    end: int
+    start_probability: float
+    end_probability: float
+    score: float  # start logit + end logit
+
+    def __str__(self) -> str:
+        return f"{self.answer!r} (start {self.start_probability:.3f}, end {self.end_probability:.3f})"
+
+
+@torch.no_grad()
+def predict(model: BertPreTrainedModel, tokenizer: Tokenizer, task: str, labels: list[str] | None, text: str,
+            text_pair: str | None = None, max_tokens: int = 512):
+    """The task's answer for one input: ClassPrediction, TagPrediction or AnswerPrediction (for QA, `text` is the
+    question and `text_pair` the context)."""
+    device = next(model.parameters()).device
+    if task == TEXT_CLASSIFICATION:
+        enc = tokenizer.encode(text, text_pair, max_tokens=max_tokens)
+        logits = model(torch.tensor([enc.ids], device=device), torch.tensor([enc.segment_ids], device=device)).logits
+        p = F.softmax(logits[0].float(), -1).cpu().numpy()
+        k = int(p.argmax())
+        return ClassPrediction(labels[k], float(p[k]), {name: float(v) for name, v in zip(labels, p)})
+    if task == TOKEN_CLASSIFICATION:
+        if text_pair:
+            raise ValueError("a tagger reads one text; leave the second sentence empty")
+        enc = tokenizer.encode(text, max_tokens=max_tokens)
+        logits = model(torch.tensor([enc.ids], device=device), torch.tensor([enc.segment_ids], device=device)).logits
+        p = F.softmax(logits[0].float(), -1).cpu().numpy()
+        words: list[WordTag] = []
+        for i, token in enumerate(enc.tokens):
+            if enc.sequence_ids[i] is None:
+                continue
+            start, end = enc.offsets[i]
+            if token.startswith("##") and words:  # a continuation piece: extends the word, its tag is ignored
+                words[-1].end = end
+                words[-1].word = text[words[-1].start:end]
+                continue
+            k = int(p[i].argmax())
+            words.append(WordTag(text[start:end], labels[k], float(p[i, k]), start, end))
+        return TagPrediction(words)
+    if not text_pair or not text_pair.strip():
+        raise ValueError("question answering needs a question (sentence A) and a context to find the answer in "
+                         "(sentence B)")
+    example = QAExample("input", text, text_pair)
+    features = _encode_qa([example], tokenizer, min(max_tokens, 384), stride=128)
+    best = None
+    for f in features:
+        out = model(torch.tensor([f.ids], device=device), torch.tensor([f.segment_ids], device=device))
+        s, e = out.start_logits[0].float().cpu().numpy(), out.end_logits[0].float().cpu().numpy()
+        span = best_span(s, e, f.context_start, len(f.offsets))
+        if span is not None and (best is None or span[0] > best[0][0]):
+            best = (span, f, _softmax(s), _softmax(e))
+    if best is None:
+        return AnswerPrediction("", 0, 0, 0.0, 0.0, float("-inf"))
+    (score, s, e), f, ps, pe = best
+    char_start, char_end = f.offsets[s - f.context_start][0], f.offsets[e - f.context_start][1]
+    return AnswerPrediction(text_pair[char_start:char_end], char_start, char_end, float(ps[s]), float(pe[e]), score)

