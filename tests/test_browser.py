@@ -56,10 +56,10 @@ class AppPage:
         self.page.goto(url)
 
     def views_drawn(self, view: str = "lines", contains: str = "") -> str:
-        self.page.wait_for_function(
+        # One check that also gives the value: a new payload remounts the view, so a second look may find none.
+        return self.page.wait_for_function(
             "([v, s]) => { const d = document.querySelector(`#view-pane-${v} .bv-view`)?.dataset.drawn;"
-            " return d !== undefined && d.includes(s); }", arg=[view, contains])
-        return self.page.evaluate("v => document.querySelector(`#view-pane-${v} .bv-view`).dataset.drawn", view)
+            " return d !== undefined && d.includes(s) && d; }", arg=[view, contains]).json_value()
 
     def settle(self, quiet_ms: int = 1500) -> None:
         """Wait until the page has asked the server nothing for `quiet_ms`: a new input's chained steps (the other
@@ -74,6 +74,18 @@ class AppPage:
         """The analyzed tokens as the views list them (their token choices, as text)."""
         return self.page.eval_on_selector_all("#view-token option", "os => os.slice(1).map(o => o.textContent"
                                                                     ".split(': ').slice(1).join(': '))")
+
+    def wait_for_tokens(self, tokens: list[str]) -> list[str]:
+        """The views' token list once it is `tokens`: a new payload is decoded and listed a moment after the
+        analysis answers, and until then the list (and the drawn mark) is the previous input's."""
+        expected = [f"{i}: {t}" for i, t in enumerate(tokens)]
+        try:
+            self.page.wait_for_function("want => { const got = [...document.querySelectorAll('#view-token option')]"
+                                        ".slice(1).map(o => o.textContent); return JSON.stringify(got) === "
+                                        "JSON.stringify(want); }", arg=expected, timeout=TIMEOUT_MS)
+        except Exception:
+            pass  # the assertion that follows shows what the page lists instead
+        return self.tokens()
 
     def analyze(self, a: str, b: str = "") -> None:
         before = self.page.evaluate("() => document.querySelector('#attention-view')?.dataset.key || ''")

@@ -41,7 +41,8 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
     roberta = explorers[str(folders["roberta"])]
     visitor.analyze("The cat sat on the mat.", "Dogs bark, cats purr.")
     visitor.views_drawn("lines")
-    assert visitor.tokens() == roberta.encode("The cat sat on the mat.", "Dogs bark, cats purr.").tokens
+    expected = roberta.encode("The cat sat on the mat.", "Dogs bark, cats purr.").tokens
+    assert visitor.wait_for_tokens(expected) == expected
     page = visitor.page
     visitor.open_tab("Embeddings")
     page.wait_for_function("() => document.querySelector('#embeddings-family-note')?.innerText"
@@ -63,7 +64,7 @@ def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path
     visitor.analyze("The cat drank the mat.")
     visitor.views_drawn("lines")
     tokens = explorers[electra_name].encode("The cat drank the mat.").tokens
-    assert visitor.tokens() == tokens
+    assert visitor.wait_for_tokens(tokens) == tokens
     visitor.open_tab("Masked LM")
     page.wait_for_function("() => document.querySelector('#replaced-message')?.innerText.startsWith('Replaced?')",
                            timeout=TIMEOUT_MS)

@@ -231,8 +231,10 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                                        **api("pick_example", False), queue=False)
         inputs.presenter.click(None, js=PRESENTER_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.
+        # always_last: a press of Analyze while an analysis is under way (the one a model switch started, say) runs
+        # when that one ends; gradio's default for a click, "once", dropped it and left the previous input on screen.
         analyzed = gr.on([inputs.button.click, inputs.sentence_a.submit, inputs.sentence_b.submit,
-                          inputs.model.input], **page.api("analyze"), **analysis)
+                          inputs.model.input], **page.api("analyze"), **analysis, trigger_mode="always_last")
         analyzed.failure(inputs.stale_notice, [page.session], [inputs.notice], **api("stale_notice", False),
                          queue=False)
         analyzed.success(None, js=SHOW_PICTURE_JS)
