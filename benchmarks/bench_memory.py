@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import WORDS, make_client, rss_mib, start_server  # noqa: E402  (as the page's benchmark does)
+from bench_app import WORDS, make_client, rss_mib, start_server, stop_server  # noqa: E402
 
 MIB = 2**20
 
@@ -178,11 +177,7 @@ def main() -> None:
                 rows.append(("5 MB `POST /gradio_api/upload`", upload(url, 5 * MIB)))
                 rows.append(("server RSS at the end", f"{rss_mib(proc.pid):.0f} MiB"))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_server(proc)
         print(f"server log: {log.name}", file=sys.stderr)
     print("| measure | value |\n|---|---|")
     for name, value in rows:

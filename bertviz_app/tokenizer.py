@@ -272,7 +272,32 @@ class _BasicTokenizer:
         return spans
 
 
-class Tokenizer:
+class _Vocabulary:
+    """Id <-> token lookups shared by `Tokenizer` and `FamilyTokenizer`; each sets `vocab` (token -> id),
+    `_id_to_token`, `_tk` (the `tokenizers` pipeline) and `unk_token`."""
+
+    vocab: dict[str, int]
+    unk_token: str
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows an embedding matrix needs: one past the highest id."""
+        return max(self.vocab.values()) + 1
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.vocab.get(token)
+
+    def id_to_token(self, index: int) -> str:
+        return self._id_to_token.get(int(index), self.unk_token)
+
+    def convert_ids_to_tokens(self, ids) -> list[str]:
+        return [self.id_to_token(i) for i in ids]
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        return self._tk.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
+
+
+class Tokenizer(_Vocabulary):
     """A BERT WordPiece tokenizer. Build it with `from_folder`, `from_tokenizer_json` or `from_vocab`."""
 
     def __init__(self, backend: HFTokenizer, max_tokens: int = 512, do_lower_case: bool = True,
@@ -292,7 +317,7 @@ class Tokenizer:
             raise TokenizerError(f"the vocabulary has no {', '.join(missing)}; it is not a BERT vocabulary")
         self.cls_token_id = self.vocab["[CLS]"]
         self.sep_token_id = self.vocab["[SEP]"]
-        self.unk_token_id = self.vocab["[UNK]"]
+        self.unk_token, self.unk_token_id = "[UNK]", self.vocab["[UNK]"]
         self.pad_token_id = self.vocab.get("[PAD]", 0)
         self.mask_token_id = self.vocab.get("[MASK]")
         self.special_ids = {self.vocab[t] for t in SPECIAL_TOKENS if t in self.vocab}
@@ -463,24 +488,6 @@ class Tokenizer:
         """WordPiece tokens of `text`, without special tokens."""
         return self._pieces([text])[0][0]
 
-    # --- vocabulary ---------------------------------------------------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        """Rows an embedding matrix needs: one past the highest id."""
-        return max(self.vocab.values()) + 1
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def id_to_token(self, index: int) -> str:
-        return self._id_to_token.get(int(index), "[UNK]")
-
-    def convert_ids_to_tokens(self, ids) -> list[str]:
-        return [self.id_to_token(i) for i in ids]
-
-    def decode(self, ids, skip_special_tokens: bool = True) -> str:
-        return self._tk.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
-
     # --- saving -------------------------------------------------------------------------------------------------
     def save(self, folder: str | os.PathLike) -> None:
         """tokenizer.json, vocab.txt and tokenizer_config.json, readable by us and by transformers."""
@@ -527,7 +534,7 @@ _SPECIAL_GUESSES = {"cls_token": ("[CLS]", "<s>"), "sep_token": ("[SEP]", "</s>"
                     "pad_token": ("[PAD]", "<pad>"), "unk_token": ("[UNK]", "<unk>")}
 
 
-class FamilyTokenizer:
+class FamilyTokenizer(_Vocabulary):
     """A family member's own `tokenizer.json` (byte-level BPE for RoBERTa, WordPiece for DistilBERT and ELECTRA,
     SentencePiece unigram for ALBERT and DeBERTa v3) run whole through `tokenizers`: its normalizer, pre-tokenizer,
     model and pair template (`<s> A </s></s> B </s>`, `[CLS] A [SEP] B [SEP]`). The interface is `Tokenizer`'s, so
@@ -556,6 +563,7 @@ class FamilyTokenizer:
         self.mask_token_id = ids.get("mask_token")
         self.pad_token_id = ids.get("pad_token") if ids.get("pad_token") is not None else 0
         self.mask_token = specials.get("mask_token") if self.mask_token_id is not None else None
+        self.unk_token = specials["unk_token"]
         added = {t.content for t in backend.get_added_tokens_decoder().values() if t.special}
         self.special_ids = {self.vocab[t] for t in (*added, *(v for v in specials.values() if v)) if t in self.vocab}
         self._id_to_token = {i: t for t, i in self.vocab.items()}
@@ -659,24 +667,6 @@ class FamilyTokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         return self._tk.encode(self._with_mask_token(text)[0], add_special_tokens=False).tokens
-
-    # --- vocabulary ---------------------------------------------------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        """Rows an embedding matrix needs: one past the highest id."""
-        return max(self.vocab.values()) + 1
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def id_to_token(self, index: int) -> str:
-        return self._id_to_token.get(int(index), self.specials["unk_token"])
-
-    def convert_ids_to_tokens(self, ids) -> list[str]:
-        return [self.id_to_token(i) for i in ids]
-
-    def decode(self, ids, skip_special_tokens: bool = True) -> str:
-        return self._tk.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
 
     def save(self, folder: str | os.PathLike) -> None:
         folder = Path(folder)
