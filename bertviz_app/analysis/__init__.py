@@ -1,10 +1,8 @@
 """Pure functions from the arrays of a `Run` to the numbers the views show. No plotting, no model: every function
 takes numpy arrays (or an `Encoding`) and returns numpy arrays, dataclasses or pandas tables."""
 
-from .attention import (HEAD_STATISTICS, SEGMENT_FILTERS, HeadStatistics, QueryKey, attention_frame,
-                        attention_rollout, check_index, head_statistics, query_key, segment_block, tidy_frame,
-                        write_tidy_csv,
-                        token_attention)
+from .attention import (HEAD_STATISTICS, SEGMENT_FILTERS, HeadStatistics, QueryKey, attention_rollout, check_index,
+                        head_statistics, query_key, segment_block, tidy_frame, token_attention, write_tidy_csv)
 from .compare import AttentionDifference, compare_attentions
 from .embeddings import (embedding_parts, first_positions, pca_2d, position_path, position_similarity,
                          segment_comparison)
@@ -15,9 +13,9 @@ from .value_weighted import value_norms, value_weighted_attention, value_weighte
 from .words import Words, group_words, word_attention
 
 __all__ = ["AttentionDifference", "HEAD_STATISTICS", "HeadStatistics", "QueryKey", "SEGMENT_FILTERS", "Words",
-           "attention_frame", "attention_rollout", "average_ranks", "check_index", "compare_attentions",
+           "attention_rollout", "average_ranks", "check_index", "compare_attentions",
            "embedding_parts", "faithfulness_table", "first_positions", "group_words", "head_statistics",
            "hidden_norms", "hidden_projection", "layer_similarity", "pca_2d", "position_path",
-           "position_similarity", "query_key", "segment_block", "segment_comparison", "spearman", "tidy_frame", "write_tidy_csv",
+           "position_similarity", "query_key", "segment_block", "segment_comparison", "spearman", "tidy_frame",
            "token_attention", "token_similarity", "token_table", "value_norms", "value_weighted_attention",
-           "value_weighted_shares", "word_attention"]
+           "value_weighted_shares", "word_attention", "write_tidy_csv"]

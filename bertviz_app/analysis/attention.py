@@ -170,10 +170,8 @@ def tidy_frame(matrices: np.ndarray, tokens, layers, heads, *, value: str = "wei
     from_token, to_token, `value`, precision. `layers` and `heads` label the first two axes (a head may be a word,
     such as "rollout"); precision names the dtype of the attention the numbers come from (default: the matrices'
     own), so that a CSV says whether it holds the model's float32 or a cache's float16."""
-    matrices = np.asarray(matrices)
+    matrices = _labelled(matrices, layers, heads)
     n_layers, n_heads, t, _ = matrices.shape
-    if (len(layers), len(heads)) != (n_layers, n_heads):
-        raise ValueError(f"{len(layers)} layers and {len(heads)} heads label matrices of shape {matrices.shape}")
     lay, hed, src, dst = np.meshgrid(np.arange(n_layers), np.arange(n_heads), np.arange(t), np.arange(t),
                                      indexing="ij")
     tokens = np.asarray(list(tokens), dtype=object)
@@ -184,16 +182,21 @@ def tidy_frame(matrices: np.ndarray, tokens, layers, heads, *, value: str = "wei
     return frame
 
 
+def _labelled(matrices, layers, heads) -> np.ndarray:
+    """`matrices` (l', h', T, T) as an array, once `layers` and `heads` are checked to label its first two axes."""
+    matrices = np.asarray(matrices)
+    if (len(layers), len(heads)) != matrices.shape[:2]:
+        raise ValueError(f"{len(layers)} layers and {len(heads)} heads label matrices of shape {matrices.shape}")
+    return matrices
+
+
 def write_tidy_csv(out, matrices: np.ndarray, tokens, layers, heads, *, value: str = "weight",
                    precision: str | None = None) -> None:
     """`tidy_frame(...)` as CSV text written to `out` (a text file), a row of one matrix at a time: no table of every
     row in between (at 256 tokens, all heads of a layer are 786,432 rows; a DataFrame of them took several times the
     CSV's 24 MB). Numbers are written with as many digits as their precision needs to read back exactly: 9 for
     float32, 5 for float16."""
-    matrices = np.asarray(matrices)
-    n_layers, n_heads, t, _ = matrices.shape
-    if (len(layers), len(heads)) != (n_layers, n_heads):
-        raise ValueError(f"{len(layers)} layers and {len(heads)} heads label matrices of shape {matrices.shape}")
+    matrices = _labelled(matrices, layers, heads)
     precision = precision or matrices.dtype.name
     digits = 5 if matrices.dtype == np.float16 else 9
     names = [_csv_field(str(token)) for token in tokens]
@@ -208,15 +211,6 @@ def write_tidy_csv(out, matrices: np.ndarray, tokens, layers, heads, *, value: s
 def _csv_field(text: str) -> str:
     """`text` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break (a token may)."""
     return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\r\n') else text
-
-
-def attention_frame(attentions: np.ndarray, tokens, layers=None, heads=None) -> pd.DataFrame:
-    """Attention as a tidy table (`tidy_frame`), one row per (layer, head, from, to), weights in the precision the
-    attentions hold. attentions: (L, h, T, T); layers/heads: indices to keep (default all)."""
-    n_layers, n_heads, t, _ = attentions.shape
-    layers = list(range(n_layers)) if layers is None else [check_index("layer", l, n_layers) for l in layers]
-    heads = list(range(n_heads)) if heads is None else [check_index("head", h, n_heads) for h in heads]
-    return tidy_frame(attentions[np.ix_(layers, heads)], tokens, layers, heads)  # (l', h', T, T)
 
 
 @dataclass
