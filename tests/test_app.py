@@ -522,16 +522,18 @@ def test_explaining_needs_something_to_explain(client):
 
 def test_comparing_a_minimal_pair_and_two_models(client):
     analyze(client, "The keys to the cabinet are on the table.", model=DEFAULT)
-    message, left, right, change, table = client.predict("The keys to the cabinet is on the table.", "",
-                                                          DEFAULT, api_name="/compare")
+    message, left, right, change, table, layers = client.predict("The keys to the cabinet is on the table.", "",
+                                                                  DEFAULT, api_name="/compare")
     assert "differ at are → is" in message and change["type"] == "plotly"
     assert left["key"] != right["key"] and views.decode_payload(base64.b64decode(right["payload"])).header[
         "tokens"][6] == "is"
     assert [r[table["headers"].index("rank")] for r in table["data"]][:3] == [1, 2, 3]
+    assert layers["type"] == "plotly"
     message = client.predict("The keys to the cabinet are on the table.", "", MODEL, api_name="/compare")[0]
     assert "minilm-l6-mlm-nsp-en (left) against all-MiniLM-L6-v2 (right)" in message
+    assert "Change per layer, first to last: attention" in message and "; weights " in message  # two models
     # different lengths: both views, no head-by-head difference, said in words
-    message, left, right, change, _ = client.predict("Keys.", "", DEFAULT, api_name="/compare")
+    message, left, right, change, _, _ = client.predict("Keys.", "", DEFAULT, api_name="/compare")
     assert "different numbers of tokens" in message and change is None and right["payload"]
 
 

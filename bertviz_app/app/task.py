@@ -28,14 +28,17 @@ HELDOUT_ROWS = 2000
 MAIN_VIEWS = "attention-host"
 
 # Tokens and label names reach the page through Handlebars' {{ }}, which escapes them: text, never markup.
-TOKENS_TEMPLATE = ("{{#if value.tokens}}<div class='bv-task-tokens'>{{#each value.tokens}}<span class='bv-task-token' "
-                   "style='background:{{this.color}}' title='{{this.score}}'>{{this.token}}</span> {{/each}}</div>"
+TOKENS_TEMPLATE = ("{{#if value.tokens}}<div class='bv-task-tokens' style='font-size:1.25em;line-height:1.9'>"
+                   "{{#each value.tokens}}<span style='background:{{this.color}};padding:1px 3px;border-radius:3px' "
+                   "title='{{this.score}}'>{{this.token}}</span> {{/each}}</div>"
                    "<p class='bv-task-legend'><span style='background:rgba(26,152,80,.6)'>green</span> raises "
                    "{{value.what}}, <span style='background:rgba(215,48,39,.6)'>red</span> lowers it; the deeper, "
                    "the more.</p>{{/if}}")
 HEADS_TEMPLATE = ("{{#if value.heads}}<p>{{value.intro}}</p><ol class='bv-task-heads'>{{#each value.heads}}<li>"
-                  "<button class='bv-open-head' data-layer='{{this.layer}}' data-head='{{this.head}}'>layer "
-                  "{{this.layer}}, head {{this.head}}</button> {{this.words}}</li>{{/each}}</ol>{{/if}}")
+                  "<button class='bv-open-head' data-layer='{{this.layer}}' data-head='{{this.head}}' "
+                  "style='font:inherit;padding:1px 10px;margin:2px 0;border:1px solid #b5b5bd;border-radius:6px;"
+                  "background:#f4f4f5;cursor:pointer'>layer {{this.layer}}, head {{this.head}}</button> "
+                  "{{this.words}}</li>{{/each}}</ol>{{/if}}")
 OPEN_HEAD_JS = f"""
 element.addEventListener("click", (event) => {{
   const button = event.target.closest("button.bv-open-head");
@@ -178,8 +181,15 @@ def heldout_frame(explorer: Explorer) -> pd.DataFrame:
     return frame.sort_values("loss", ascending=False, kind="mergesort").reset_index(drop=True)
 
 
+def heldout_table(frame: pd.DataFrame) -> gr.Dataframe:
+    """The table with its columns' widths, in pixels: a phone scrolls it sideways rather than squeezing each column
+    to a letter's width (gradio reads a percentage as one of the screen's width)."""
+    texts = 2 if "sentence B" in frame.columns else 1
+    return gr.Dataframe(frame, column_widths=[f"{560 // texts}px"] * texts + ["100px", "110px", "110px", "80px"])
+
+
 def _number(value) -> float:
-    return round(float(value), 4) if isinstance(value, (int, float)) and math.isfinite(value) else float("nan")
+    return round(float(value), 3) if isinstance(value, (int, float)) and math.isfinite(value) else float("nan")
 
 
 def heldout_note(explorer: Explorer, shown: int) -> str:
@@ -188,7 +198,7 @@ def heldout_note(explorer: Explorer, shown: int) -> str:
     if not shown:
         return f"{plain(explorer.name)}'s folder has no held-out predictions (heldout_predictions.jsonl)."
     return (f"**The held-out set** ({shown} examples the model never trained on), the most wrong first: click a row "
-            "to analyze it; click a column's name to sort by it.")
+            "to analyze it; sort by any column from the ⋮ beside its name.")
 
 
 def picked_example(row, columns) -> tuple[str, str]:
@@ -235,7 +245,7 @@ class TaskTab:
         table = info = gr.update()
         if heldout_of != session["model"]:
             frame = heldout_frame(explorer)
-            table, info = frame, heldout_note(explorer, len(frame))
+            table, info = heldout_table(frame), heldout_note(explorer, len(frame))
         hint = EXPLAIN_HINT if explorer.task is not None else ""
         return (message, bars, gr.update(choices=labels, value=predicted if not words else None),
                 gr.update(choices=words, value=words[0][1] if words else None, visible=bool(words)), hint, {}, {},
