@@ -184,7 +184,7 @@ def test_the_heldout_table_sorts_by_loss_and_a_row_gives_its_input(classifier, f
     assert len(frame) == len(rows) == metrics["examples"]["validation"]
     assert list(frame.columns) == ["text", "gold", "prediction", "confidence", "loss"]
     assert frame["loss"].is_monotonic_decreasing and frame["loss"].iloc[0] == pytest.approx(
-        max(r["loss"] for r in rows), abs=1e-4)
+        max(r["loss"] for r in rows), abs=1e-3)  # shown to 3 decimals
     assert task.picked_example(frame.iloc[2].tolist(), list(frame.columns)) == (frame["text"].iloc[2], "")
     with pytest.raises(Exception, match="Click a row"):
         task.picked_example(["only one cell"], list(frame.columns))
