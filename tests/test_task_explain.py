@@ -139,6 +139,10 @@ def test_tagger_and_reader_targets_add_up(tmp_path):
     assert ig.relative_delta < 1e-3
     with pytest.raises(ValueError, match="not a word of the input"):
         tagger.task_target("mary sat there", position=0)
+    run = tagger.run("mary sat there")
+    assert task.word_choices(tagger, run) == [("mary (token 1)", 1), ("sat (token 2)", 2), ("there (token 3)", 3)]
+    message, tokens, heads = task.explain_view(tagger, run, None, 2, steps=16)  # the tab: a word, its predicted tag
+    assert " at token 2)**" in message and len(tokens["tokens"]) == 5 and heads["heads"]
     reader = bertviz_app.load(tmp_path / "qa", device="cpu")
     question, context = "where did mary sit ?", "mary sat on the mat ."
     span = reader.task_target(question, context)
@@ -147,6 +151,8 @@ def test_tagger_and_reader_targets_add_up(tmp_path):
     assert enc.offsets[span.position][0] == answer.start and enc.offsets[span.end][1] == answer.end
     ig = reader.attribute(question, context, target=span, steps=32)
     assert ig.relative_delta < 1e-3
+    message = task.explain_view(reader, reader.run(question, context), steps=16)[0]
+    assert f"P(answer = tokens {span.position} to {span.end})" in message
     assert reader.rank_heads(question, context, target=span).effects.shape == (2, 4)
 
 
