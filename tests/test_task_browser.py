@@ -32,6 +32,7 @@ def test_explain_open_a_head_pick_a_heldout_row_and_compare_with_the_base(browse
     page.goto(server + "?a=the+movie+was+%3Cb%3Egreat%3C%2Fb%3E")
     page.wait_for_selector("#view-pane-lines .bv-view[data-drawn]")
     page.get_by_role("tab", name="Task", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#task')?.textContent.includes('according to')")  # shown
     page.click("#task-explain")
     page.wait_for_selector("#task-heads button.bv-open-head")
     shown = page.eval_on_selector_all("#task-attribution .bv-task-tokens span", "s => s.map(e => e.textContent)")
@@ -59,4 +60,22 @@ def test_explain_open_a_head_pick_a_heldout_row_and_compare_with_the_base(browse
     assert "(left) against" in message and "Change per layer, first to last" in message and "weights" in message
     assert page.input_value("#compare-a textarea") == worst
     assert errors == []
+    page.close()
+
+
+def test_on_a_phone_the_task_tab_never_scrolls_the_page_sideways(browser, server):
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + "?a=the+movie+was+great+and+good")
+    page.wait_for_selector("#view-pane-lines .bv-view[data-drawn]")
+    page.click("#tabs [aria-label='More tabs']")
+    page.locator("#tabs .overflow-dropdown button", has_text="Task").click()
+    page.wait_for_function("() => document.querySelector('#task')?.textContent.includes('according to')")  # shown
+    page.click("#task-explain")
+    page.wait_for_selector("#task-heads button.bv-open-head")
+    page.wait_for_function("() => [...document.querySelectorAll('#task-heldout td')].some((td) => td.offsetParent "
+                           "&& td.textContent.trim())")
+    # the held-out table is wider than a phone: it scrolls in its own box, never the page
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
     page.close()

@@ -7,6 +7,7 @@ without a fine-tuned head says how to make one."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import gradio as gr
 import pandas as pd
@@ -154,16 +155,10 @@ def base_name(explorer: Explorer, names: dict[str, Explorer]) -> tuple[str | Non
                       "metrics.json or `_name_or_path`); start the app with that model too to compare them.")
     for name, other in names.items():
         if other is not explorer and (name == base or (other.folder is not None and other.folder.resolve() ==
-                                                       _resolved(base))):
+                                                       Path(base).expanduser().resolve())):
             return name, ""
     return None, (f"The model before fine-tuning, **{plain(base)}**, is not loaded in this app (it could not be "
                   "found or read); start the app with `--model` naming it too.")
-
-
-def _resolved(source: str):
-    from pathlib import Path
-
-    return Path(source).expanduser().resolve()
 
 
 def heldout_frame(explorer: Explorer) -> pd.DataFrame:
