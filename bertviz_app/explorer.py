@@ -149,9 +149,7 @@ class Explorer:
         """The fine-tuned task's answer: a ClassPrediction (`.label`, `.probabilities` for every label), a
         TagPrediction (a tag per word with its probability) or an AnswerPrediction (the span of `text_pair`, the
         context, that answers `text`, the question, with its start and end probabilities)."""
-        if self.task is None:
-            raise ValueError(f"{self.name} has no fine-tuned head (classification, tagging or question answering); "
-                             "load a folder that `bertviz-app finetune` wrote, or a fine-tuned checkpoint")
+        self._require_task()
         text, text_pair = _check_text(text, text_pair)
         return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels, text,
                                         text_pair, self.max_tokens)
@@ -161,11 +159,15 @@ class Explorer:
         """What `attribute` and `rank_heads` explain for the fine-tuned head: log P(label) (default the predicted
         one; for a tagger, the tag of token `position`), or for question answering log P of the predicted span.
         `text` may be a Run's encoding."""
-        if self.task is None:
-            self.predict(text, text_pair)  # raises: the sentence that says how to get a fine-tuned model
+        self._require_task()
         encoding = text if isinstance(text, Encoding) else self.encode(text, text_pair)
         return finetuning_tasks.explain_target(self.task_model, self.task.task, self.labels, encoding, label,
                                                position)
+
+    def _require_task(self) -> None:
+        if self.task is None:
+            raise ValueError(f"{self.name} has no fine-tuned head (classification, tagging or question answering); "
+                             "load a folder that `bertviz-app finetune` wrote, or a fine-tuned checkpoint")
 
     @property
     def base_model(self) -> str | None:
@@ -238,8 +240,7 @@ class Explorer:
     def _model_for(self, target) -> BertPreTrainedModel:
         """The fine-tuned head model for a task target (it shares the encoder), the pretraining model otherwise."""
         if isinstance(target, Target) and target.kind in TASK_TARGETS:
-            if self.task_model is None:
-                raise ValueError(f"{self.name} has no fine-tuned head to explain")
+            self._require_task()
             return self.task_model
         return self.model
 

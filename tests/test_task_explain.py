@@ -72,9 +72,14 @@ def test_integrated_gradients_match_transformers_and_add_up(classifier, finetune
     assert np.abs(ig.scores[1:-1]).max() > 1e-3
 
 
-def test_a_label_the_model_does_not_have_is_one_sentence(classifier):
+def test_a_label_the_model_does_not_have_is_one_sentence(classifier, tiny_mlm_folder):
     with pytest.raises(ValueError, match="is not one of the model's labels"):
         classifier.task_target(TEXT, label="neutral")
+    pretrained = bertviz_app.load(tiny_mlm_folder, device="cpu")
+    with pytest.raises(ValueError, match="has no fine-tuned head"):
+        pretrained.task_target(pretrained.encode(TEXT))
+    with pytest.raises(ValueError, match="has no fine-tuned head"):
+        pretrained.attribute(TEXT, target=Target("label", 0, 1, "positive"))
 
 
 def test_the_heads_ranked_by_silencing_match_a_forward_pass_without_each(classifier):
