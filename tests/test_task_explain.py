@@ -14,7 +14,6 @@ import torch
 import bertviz_app
 from bertviz_app.ablation import HeadRanking
 from bertviz_app.app import task
-from bertviz_app.attribution import integration_points
 from bertviz_app.targets import Target
 
 TEXT = "the movie was great and good"

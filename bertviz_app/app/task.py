@@ -214,8 +214,8 @@ class TaskTab:
         self.label = gr.Label(label="Probability of each label", elem_id="task-label")
         with gr.Row(equal_height=True):
             # custom values allowed: the choices change with the model and the input, and explain checks them
-            self.explain_label = gr.Dropdown([], value=None, label="Label to explain", allow_custom_value=True,
-                                             scale=3, elem_id="task-explain-label")
+            self.explain_label = gr.Dropdown([], value=None, label="Label to explain (empty: the predicted one)",
+                                             allow_custom_value=True, scale=3, elem_id="task-explain-label")
             self.word = gr.Dropdown([], value=None, label="Word (a tagger's)", allow_custom_value=True, scale=3,
                                     visible=False, elem_id="task-word")
             self.explain_button = gr.Button("Explain", variant="primary", scale=1, elem_id="task-explain")
