@@ -137,8 +137,9 @@ def heads_value(ranking, what: str, top: int = TOP_HEADS) -> dict:
             f"leaves {what} at {percent(before)}"
         heads.append({"layer": int(row.layer), "head": int(row.head),
                       "words": f"silencing it {moved} ({(after - before) * 100:+.2f} points)"})
-    intro = (f"Each head silenced alone, the {len(heads)} that move {what} most (a head whose silencing lowers it "
-             "supports the answer). Click one to open it in the attention views above.")
+    intro = (f"Each head silenced alone, the {len(heads)} that move {what} most: a head whose silencing lowers it "
+             "supports it, one whose silencing raises it works against it. Click one to open it in the attention "
+             "views above.")
     return {"heads": heads, "intro": intro}
 
 
