@@ -222,17 +222,20 @@ def _gradient_effects(model: BertForPreTraining, encoding, target: Target) -> tu
 
 
 def rank_heads(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-               mask_index: int = 0, token: str | int | None = None, target: str = "mask", method: str = "ablation",
-               memory_budget: int | None = None, max_tokens: int | None = None) -> HeadRanking:
+               mask_index: int = 0, token: str | int | None = None, target: str | Target = "mask",
+               method: str = "ablation", memory_budget: int | None = None,
+               max_tokens: int | None = None) -> HeadRanking:
     """Every head ranked by its effect on log P(`token` at the `mask_index`-th [MASK]) (default: the top
-    prediction), or on the IsNext logit (target='is_next'). method 'ablation' silences each head in turn (exact;
+    prediction), on the IsNext logit (target='is_next'), or on a fine-tuned head's `Target` (`model` the head
+    model). method 'ablation' silences each head in turn (exact;
     batched, one forward pass per head from its own layer on); 'gradient' estimates all of them from one backward
     pass, a fast first pass."""
     if method not in RANKING_METHODS:
         raise ValueError(f"unknown method {method!r}; choose 'ablation' (silence each head: exact) or 'gradient' "
                          "(one backward pass: a first-order estimate)")
     encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
-    resolved = resolve_target(model, tokenizer, encoding, target, mask_index, token)
+    resolved = target if isinstance(target, Target) else resolve_target(model, tokenizer, encoding, target,
+                                                                        mask_index, token)
     with evaluating(model):
         if method == "gradient":
             f_input, effects = _gradient_effects(model, encoding, resolved)

@@ -200,17 +200,20 @@ def _target_function(model: BertForPreTraining, encoding: Encoding, target: Targ
 
 def _prepare(model, tokenizer, text, text_pair, target, mask_index, token, max_tokens):
     encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
-    resolved = resolve_target(model, tokenizer, encoding, target, mask_index, token)
+    # A Target already pinned down (a fine-tuned head's, see finetuning.tasks.explain_target) is taken as it is.
+    resolved = target if isinstance(target, Target) else resolve_target(model, tokenizer, encoding, target,
+                                                                        mask_index, token)
     return encoding, resolved, _fixed_positions(tokenizer, encoding)
 
 
 def attribute(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
               mask_index: int = 0, token: str | int | None = None, steps: int = 50, baseline: str = "pad",
-              target: str = "mask", method: str = "gauss-legendre", memory_budget: int | None = None,
+              target: str | Target = "mask", method: str = "gauss-legendre", memory_budget: int | None = None,
               max_tokens: int | None = None) -> Attribution:
     """Integrated gradients on the word embeddings for log P(`token` at the `mask_index`-th [MASK]) (token: a word
     piece or id; default the model's top prediction there), or with target='is_next' for the IsNext logit of a
-    sentence pair. One score per input token; [CLS], [SEP] and the [MASK]s are kept in the baseline (score 0).
+    sentence pair, or a `Target` of a fine-tuned head (then `model` is the head model). One score per input token;
+    [CLS], [SEP] and the [MASK]s are kept in the baseline (score 0).
 
     steps: path points (50 keeps the convergence delta within a few percent of |f(x) - f(x')| on the default model);
     baseline: 'pad', 'mask' or 'zero' word embeddings in place of every other token; method: 'gauss-legendre' or

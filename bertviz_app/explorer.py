@@ -18,9 +18,11 @@ from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, t
 from .device import resolve_device
 from .family import FamilyNotes, notes
 from .finetuning import tasks as finetuning_tasks
+from .finetuning.training import base_model, read_heldout
 from .model import BertForPreTraining, BertPreTrainedModel
 from .plots import PlottedRun
 from .run import ModelTables, Run
+from .targets import TASK_TARGETS, Target
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
 DEFAULT_CACHE_MB = limits.CACHE_MB
@@ -56,6 +58,7 @@ class Explorer:
         limit = model.config.max_tokens
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
+        self.folder: Path | None = None  # load() sets it: the checkpoint folder (metrics.json, held-out predictions)
         self.tables = _model_tables(self.model)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
@@ -146,12 +149,41 @@ class Explorer:
         """The fine-tuned task's answer: a ClassPrediction (`.label`, `.probabilities` for every label), a
         TagPrediction (a tag per word with its probability) or an AnswerPrediction (the span of `text_pair`, the
         context, that answers `text`, the question, with its start and end probabilities)."""
-        if self.task is None:
-            raise ValueError(f"{self.name} has no fine-tuned head (classification, tagging or question answering); "
-                             "load a folder that `bertviz-app finetune` wrote, or a fine-tuned checkpoint")
+        self._require_task()
         text, text_pair = _check_text(text, text_pair)
         return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels, text,
                                         text_pair, self.max_tokens)
+
+    def task_target(self, text: str | Encoding, text_pair: str | None = None, label: str | None = None,
+                    position: int | None = None) -> Target:
+        """What `attribute` and `rank_heads` explain for the fine-tuned head: log P(label) (default the predicted
+        one; for a tagger, the tag of token `position`), or for question answering log P of the predicted span.
+        `text` may be a Run's encoding."""
+        self._require_task()
+        encoding = text if isinstance(text, Encoding) else self.encode(text, text_pair)
+        return finetuning_tasks.explain_target(self.task_model, self.task.task, self.labels, encoding, label,
+                                               position)
+
+    def _require_task(self) -> None:
+        if self.task is None:
+            raise ValueError(f"{self.name} has no fine-tuned head (classification, tagging or question answering); "
+                             "load a folder that `bertviz-app finetune` wrote, or a fine-tuned checkpoint")
+
+    @property
+    def base_model(self) -> str | None:
+        """The model this one was fine-tuned from, as its folder records it (metrics.json, else config.json); None
+        when it does not say, or for a model that is not fine-tuned."""
+        return base_model(self.folder) if self.task is not None and self.folder is not None else None
+
+    def heldout(self) -> list[dict]:
+        """The held-out predictions `bertviz-app finetune` wrote (text, text_pair, gold, prediction, confidence,
+        loss per example), [] when the folder has none."""
+        return read_heldout(self.folder) if self.task is not None and self.folder is not None else []
+
+    def layer_change(self, other: "Explorer") -> np.ndarray:
+        """(L,) how far each encoder layer's weights moved from `other`'s: ||W - W_other|| / ||W_other|| over all the
+        layer's parameters (0 = unchanged). Both models must have the same shapes."""
+        return layer_weight_change(other.model.bert.encoder, self.model.bert.encoder)
 
     # --- the pretraining heads (see masked_lm.py); each raises ValueError in words when the head is absent -------
     def fill_mask(self, text: str, text_pair: str | None = None, top_k: int = 10, max_masks: int | None = None):
@@ -190,18 +222,27 @@ class Explorer:
         return ablation.ablate(self.model, self.tokenizer, text, heads, text_pair, top_k, self.max_tokens)
 
     def rank_heads(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
-                   target: str = "mask", method: str = "ablation"):
-        """Every head ranked by its effect on one prediction (log P of a token at a [MASK], or the IsNext logit):
-        'ablation' silences each in turn, 'gradient' estimates all from one backward pass."""
-        return ablation.rank_heads(self.model, self.tokenizer, text, text_pair, mask_index, token, target, method,
-                                   max_tokens=self.max_tokens)
+                   target: str | Target = "mask", method: str = "ablation"):
+        """Every head ranked by its effect on one prediction (log P of a token at a [MASK], the IsNext logit, or a
+        fine-tuned head's `task_target`): 'ablation' silences each in turn, 'gradient' estimates all from one
+        backward pass."""
+        return ablation.rank_heads(self._model_for(target), self.tokenizer, text, text_pair, mask_index, token,
+                                   target, method, max_tokens=self.max_tokens)
 
     def attribute(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
-                  baseline: str = "pad", target: str = "mask"):
+                  baseline: str = "pad", target: str | Target = "mask"):
         """Integrated gradients on the input embeddings for log P(token at the mask_index-th [MASK]) (token: the top
-        prediction by default) or the IsNext logit: one score per token, with the convergence delta."""
-        return attribution.attribute(self.model, self.tokenizer, text, text_pair, mask_index, token, steps, baseline,
-                                     target, max_tokens=self.max_tokens)
+        prediction by default), the IsNext logit, or a fine-tuned head's `task_target`: one score per token, with
+        the convergence delta."""
+        return attribution.attribute(self._model_for(target), self.tokenizer, text, text_pair, mask_index, token,
+                                     steps, baseline, target, max_tokens=self.max_tokens)
+
+    def _model_for(self, target) -> BertPreTrainedModel:
+        """The fine-tuned head model for a task target (it shares the encoder), the pretraining model otherwise."""
+        if isinstance(target, Target) and target.kind in TASK_TARGETS:
+            self._require_task()
+            return self.task_model
+        return self.model
 
     def blank_out(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
                   baseline: str = "pad", target: str = "mask"):
@@ -254,6 +295,20 @@ class Explorer:
             run.is_next_probability = masked_lm.is_next_probability(self.model, out.pooler_output)
         run.seconds = time.perf_counter() - start
         return run
+
+
+def layer_weight_change(before: torch.nn.Module, after: torch.nn.Module) -> np.ndarray:
+    """(L,) ||after - before|| / ||before|| over each layer's parameters of two encoders of the same shapes."""
+    if [p.shape for p in before.parameters()] != [p.shape for p in after.parameters()]:
+        raise ValueError("the two models differ in shape (layers, heads or sizes), so their weights cannot be "
+                         "compared layer by layer")
+    change = []
+    with torch.no_grad():
+        for index in range(before.config.num_hidden_layers):
+            pairs = zip(before.layer_module(index).parameters(), after.layer_module(index).parameters())
+            moved, size = zip(*(((b.float() - a.float()).square().sum(), a.float().square().sum()) for a, b in pairs))
+            change.append(float((sum(moved) / sum(size)).sqrt()))
+    return np.asarray(change, dtype=np.float32)
 
 
 def _model_tables(model: BertForPreTraining) -> ModelTables:
@@ -348,5 +403,6 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
         # so that it is not the first visitor, and everyone queued behind them, who waits.
         explorer._forward(tokenizer.encode("Warm up."))
         torch.cuda.synchronize(resolved_device)
+    explorer.folder = Path(report.folder)
     explorer.load_seconds = time.perf_counter() - start
     return explorer

@@ -1,6 +1,7 @@
-"""The one number an attribution or an ablation explains: log P(a token at a [MASK]) from the masked-LM head, or the
-IsNext log-odds from the next-sentence head. Shared by attribution.py and ablation.py so that both measure exactly
-the same thing; validated here, at the boundary, with messages that say what to do."""
+"""The one number an attribution or an ablation explains: log P(a token at a [MASK]) from the masked-LM head, the
+IsNext log-odds from the next-sentence head, or a fine-tuned head's log-probability (a label, a word's tag, an answer
+span). Shared by attribution.py and ablation.py so that both measure exactly the same thing; validated here, at the
+boundary, with messages that say what to do."""
 
 from __future__ import annotations
 
@@ -15,23 +16,34 @@ from .model import BertForPreTraining, BertModelOutput
 from .tokenizer import Encoding, Tokenizer
 
 TARGETS = ("mask", "is_next")
+TASK_TARGETS = ("label", "tag", "answer")  # read by a fine-tuned head model (finetuning/tasks.py)
 
 
 @dataclass(frozen=True)
 class Target:
     """kind 'mask': f = log P(token at `position`), the `mask_index`-th [MASK] of the input (0 = the first).
     kind 'is_next': f = log P(IsNext) / P(NotNext) = l_IsNext - l_NotNext, the logit of the next-sentence head's
-    IsNext probability; `position` is 0, the [CLS] token the pooler reads."""
+    IsNext probability; `position` is 0, the [CLS] token the pooler reads.
+    Fine-tuned heads (the model given is the head model): kind 'label', f = log P(label `token_id`) of a sequence
+    classifier (`token` its name, `position` 0); 'tag', f = log P(tag `token_id`) at token `position`; 'answer',
+    f = log P(start = `position`) + log P(end = `end`) of a question-answering head."""
 
     kind: str
     position: int
     token_id: int | None = None
     token: str | None = None
     mask_index: int | None = None
+    end: int | None = None
 
     def describe(self) -> str:
         if self.kind == "mask":
             return f"log P({self.token!r}) at [MASK] {self.mask_index + 1} (token {self.position})"
+        if self.kind == "label":
+            return f"log P({self.token})"
+        if self.kind == "tag":
+            return f"log P({self.token}) at token {self.position}"
+        if self.kind == "answer":
+            return f"log P(answer = tokens {self.position} to {self.end})"
         return "IsNext logit, log P(IsNext)/P(NotNext)"
 
     def value(self, model: BertForPreTraining, out: BertModelOutput) -> Tensor:
@@ -40,12 +52,19 @@ class Target:
             # The head at one position only: all T positions would cost a (T, vocab) product per example.
             logits = model.cls.predictions(out.last_hidden_state[:, self.position])  # (B, vocab)
             return logits.float().log_softmax(-1)[:, self.token_id]
+        if self.kind == "label":  # the head's dropout is off: the model is in eval mode whenever a target is read
+            return model.classifier(out.pooler_output).float().log_softmax(-1)[:, self.token_id]
+        if self.kind == "tag":
+            return model.classifier(out.last_hidden_state[:, self.position]).float().log_softmax(-1)[:, self.token_id]
+        if self.kind == "answer":
+            start, end = model.qa_outputs(out.last_hidden_state).float().log_softmax(1).unbind(-1)  # (B, T) each
+            return start[:, self.position] + end[:, self.end]
         logits = model.cls.seq_relationship(out.pooler_output).float()  # (B, 2), index 0 = IsNext
         return logits[:, 0] - logits[:, 1]
 
     def probability(self, value: float) -> float:
         """The probability a target value stands for: exp(log P) or the sigmoid of the IsNext logit."""
-        return math.exp(value) if self.kind == "mask" else 1.0 / (1.0 + math.exp(-value))
+        return 1.0 / (1.0 + math.exp(-value)) if self.kind == "is_next" else math.exp(value)
 
 
 def forward_ids(model: BertForPreTraining, encoding: Encoding, ids: list[int] | None = None,

@@ -67,3 +67,33 @@ def browser(tmp_path_factory):
             yield context
         finally:
             context.close()
+
+
+SENTIMENT = {"positive": ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie",
+                          "great film", "the movie was great", "it was good", "good good movie", "a great great film"],
+             "negative": ["a bad film", "an awful movie", "the film was bad", "bad and boring", "a boring movie",
+                          "awful film", "the movie was awful", "it was bad", "bad bad movie", "a boring boring film"]}
+
+
+@pytest.fixture(scope="session")
+def finetuned_classifier(tmp_path_factory) -> Path:
+    """A tiny random pretraining checkpoint with a vocabulary of these sentences' words, fine-tuned with our own
+    finetune() on them (40 labelled sentences, about 2 s): a real fine-tuned folder whose metrics.json names the
+    base and which wrote heldout_predictions.jsonl. (A tiny model with the 30,522-piece vocabulary does not learn
+    this in seconds.)"""
+    from bertviz_app.finetuning import finetune
+
+    root = tmp_path_factory.mktemp("finetuned")
+    words = sorted({w for texts in SENTIMENT.values() for text in texts for w in text.split()})
+    (root / "base").mkdir()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<", ">", "/", *words]
+    (root / "base" / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = Tokenizer.from_vocab(root / "base" / "vocab.txt")
+    torch.manual_seed(0)
+    save_pretrained(BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size)), root / "base",
+                    tokenizer=tokenizer)
+    rows = [f"{text},{label}" for label, texts in SENTIMENT.items() for text in texts] * 2
+    (root / "train.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    return finetune("text-classification", root / "train.csv", root / "model", model=root / "base", epochs=6,
+                    batch_size=4, learning_rate=5e-3, max_length=32, device="cpu", progress=False,
+                    say=lambda *a: None).output

@@ -522,16 +522,18 @@ def test_explaining_needs_something_to_explain(client):
 
 def test_comparing_a_minimal_pair_and_two_models(client):
     analyze(client, "The keys to the cabinet are on the table.", model=DEFAULT)
-    message, left, right, change, table = client.predict("The keys to the cabinet is on the table.", "",
-                                                          DEFAULT, api_name="/compare")
+    message, left, right, change, table, layers = client.predict("The keys to the cabinet is on the table.", "",
+                                                                  DEFAULT, api_name="/compare")
     assert "differ at are → is" in message and change["type"] == "plotly"
     assert left["key"] != right["key"] and views.decode_payload(base64.b64decode(right["payload"])).header[
         "tokens"][6] == "is"
     assert [r[table["headers"].index("rank")] for r in table["data"]][:3] == [1, 2, 3]
+    assert layers["type"] == "plotly"
     message = client.predict("The keys to the cabinet are on the table.", "", MODEL, api_name="/compare")[0]
     assert "minilm-l6-mlm-nsp-en (left) against all-MiniLM-L6-v2 (right)" in message
+    assert "Change per layer, first to last: attention" in message and "; weights " in message  # two models
     # different lengths: both views, no head-by-head difference, said in words
-    message, left, right, change, _ = client.predict("Keys.", "", DEFAULT, api_name="/compare")
+    message, left, right, change, _, _ = client.predict("Keys.", "", DEFAULT, api_name="/compare")
     assert "different numbers of tokens" in message and change is None and right["payload"]
 
 
@@ -570,12 +572,13 @@ def test_compare_starts_from_the_input_just_analyzed_until_the_visitor_types():
 def test_compare_without_a_head_by_head_difference_says_why_and_hides_the_empty_results(demo):
     (compare,) = [f.fn for f in demo.fns.values() if f.api_name == "compare"]
     session = {"model": DEFAULT, "text": "The keys to the cabinet are on the table.", "pair": ""}
-    message, left, right, change, table, results = compare(session, "The keys to the cabinet is on the table.",
-                                                           "It was late.", DEFAULT)
+    message, left, right, change, table, layers, results = compare(
+        session, "The keys to the cabinet is on the table.", "It was late.", DEFAULT)
     assert "no head-by-head difference" in message and "the right input is a pair" in message
-    assert "It was late." in message and change is None and results["visible"] is False
+    assert "It was late." in message and change is None and layers is None and results["visible"] is False
     out = compare(session, "The keys to the cabinet is on the table.", "", DEFAULT)
-    assert len(out[4]) and out[5]["visible"] is True and "pair" not in out[0]
+    assert len(out[4]) and out[6]["visible"] is True and "pair" not in out[0]
+    assert len(out[5].data[0].y) == 6 and "Change per layer" in out[0]  # one model: the attention's change alone
 
 
 def test_the_words_about_silenced_heads_follow_the_sign():

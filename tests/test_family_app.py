@@ -102,6 +102,6 @@ def test_compare_puts_two_families_side_by_side(client, explorers):
     roberta, _ = explorers["roberta"]
     albert, _ = explorers["albert"]
     client.predict(roberta, *PAIR, api_name="/analyze")
-    message, left, right, change, _ = client.predict(*PAIR, albert, api_name="/compare")
-    assert left["payload"] and right["payload"] and change is None
+    message, left, right, change, _, layers = client.predict(*PAIR, albert, api_name="/compare")
+    assert left["payload"] and right["payload"] and change is None and layers is None
     assert "RoBERTa (left) and ALBERT (right) each split the input with their own tokenizer" in message

@@ -204,10 +204,12 @@ def test_a_body_under_the_limit_still_reaches_gradio(server, events, model_name)
 
 # --- the queue ----------------------------------------------------------------------------------------------------
 # None of these runs the model: fill in an example, add one to the seed, fill the boxes from a permalink, copy the
-# input into Compare, put back the silencing hint, and the two buttons done in the browser (copy link, presenter).
+# input into Compare, put back the silencing hint, put a held-out example in the boxes (the Task tab), and the two
+# buttons done in the browser (copy link, presenter).
 UNQUEUED = {"load_example", "load_example_1", "_next_seed", "_pick_example", "_restore", "_compare_prefill",
-            "_compare_prefill_1", "_compare_prefill_2", "_clear_ablation", "_clear_ablation_1", "_clear_ablation_2",
-            "_stale_notice", "js_fn", "js_fn_1", "js_fn_2"}
+            "_compare_prefill_1", "_compare_prefill_2", "_compare_prefill_3", "_clear_ablation", "_clear_ablation_1",
+            "_clear_ablation_2", "_clear_ablation_3", "_task_pick_heldout", "_stale_notice", "js_fn", "js_fn_1",
+            "js_fn_2"}
 
 
 def test_every_event_that_can_run_the_model_is_queued(server):
@@ -219,7 +221,7 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 # Handlers that never run a forward pass: fill in an example or the seed, fill the boxes from a permalink or Compare's
 # from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons.
 NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
-                   "_lens_range", "_show", "_stale_notice", "js_fn"}
+                   "_lens_range", "_show", "_stale_notice", "_task_pick_heldout", "js_fn"}
 
 
 def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):

@@ -1,7 +1,8 @@
 """The Compare tab: the analyzed input beside a second one (a minimal pair: "The keys to the cabinet is/are ...")
 or beside the same input in a second model (all-MiniLM-L6-v2 before our pretraining, the default model after),
 in two copies of the attention views that follow each other's layer, head and token; under them, how much each
-head changed and the heads that changed most."""
+head changed, the heads that changed most, and each layer's change (with the weights' for two models: fine-tuning
+moves the last layers most)."""
 
 from __future__ import annotations
 
@@ -36,10 +37,15 @@ class CompareTab:
             self.left = host.component("compare-left", id_prefix="cmp-a-", sync="compare")
             self.right = host.component("compare-right", id_prefix="cmp-b-", sync="compare")
         # shown only when the two sides can be compared head by head (the message says why not)
-        with gr.Row(visible=False) as self.results:
-            self.change = gr.Plot(label="How much each head changed", elem_id="compare-change")
-            self.table = gr.Dataframe(interactive=False, label="The heads that changed most", max_height=420,
-                                      elem_id="compare-table")
+        with gr.Column(visible=False) as self.results:
+            with gr.Row():
+                self.change = gr.Plot(label="How much each head changed", elem_id="compare-change")
+                self.table = gr.Dataframe(interactive=False, label="The heads that changed most", max_height=420,
+                                          elem_id="compare-table")
+            self.layers = gr.Plot(label="How much each layer changed", elem_id="compare-layers")
+        # what `against` fills: the second input, its model, and the comparison
+        self.against_outputs = [self.other_a, self.other_b, self.other_model, self.prefilled, self.message,
+                                self.left, self.right, self.change, self.table, self.layers, self.results]
 
     @user_errors
     def prefill(self, session, other_a, other_b, prefilled):
@@ -69,7 +75,7 @@ class CompareTab:
                     f"{len(run_b)} tokens, {run_a.num_layers}x{run_a.num_heads} against "
                     f"{run_b.num_layers}x{run_b.num_heads} heads): a head can be compared only between inputs of "
                     f"as many tokens (change one word for one word).{pairs}",
-                    left, right, None, pd.DataFrame(), gr.update(visible=False))
+                    left, right, None, pd.DataFrame(), None, gr.update(visible=False))
         difference = run_a.compare(run_b)
         ranking = difference.ranking().head(12).astype({"change": float, "max_difference": float}).round(3)
         if same_model:
@@ -78,15 +84,29 @@ class CompareTab:
         else:
             what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right) on one input"
         top = ranking.iloc[0]
+        layers = {"attention on this input (total variation)": difference.layer_change}
+        if not same_model and explorer_a.config.num_hidden_layers == explorer_b.config.num_hidden_layers:
+            try:
+                layers["weights (relative change)"] = explorer_a.layer_change(explorer_b)
+            except ValueError:  # the same numbers of layers and heads, other sizes: no weights to set side by side
+                pass
         message = (f"Compared: {what}. The head that changed most is layer {int(top['layer'])}, head "
                    f"{int(top['head'])} (change {top['change']:.2f}); the layer that changed most is layer "
-                   f"{int(difference.layer_change.argmax())}.{pairs}")
+                   f"{int(difference.layer_change.argmax())}. {_per_layer(layers)}{pairs}")
         return (message, left, right, figures.attention_change_figure(difference.head_change),
-                ranking, gr.update(visible=True))
+                ranking, figures.layer_change_figure(layers), gr.update(visible=True))
+
+    def against(self, session, other_model: str) -> tuple:
+        """The values of `against_outputs`: the analyzed input compared with itself under `other_model`."""
+        if not isinstance(session, dict):
+            raise refuse("Nothing analyzed yet: type a sentence and press Analyze.")
+        a, b = session["text"], session["pair"] or ""
+        return (a, b, other_model, [a, b], *self.compare(session, a, b, other_model))
 
     def wire(self) -> None:
         self.button.click(self.compare, [self.page.session, self.other_a, self.other_b, self.other_model],
-                          [self.message, self.left, self.right, self.change, self.table, self.results],
+                          [self.message, self.left, self.right, self.change, self.table, self.layers,
+                           self.results],
                           **self.page.api("compare"))
 
     def after_analysis(self, event, public: bool):
@@ -104,6 +124,15 @@ def prefill_values(session, other_a, other_b, prefilled):
         return gr.update(), gr.update(), prefilled
     new = (session["text"], session["pair"] or "")
     return new[0], new[1], list(new)
+
+
+def _per_layer(layers: dict) -> str:
+    """Each layer's change, first layer to last, in words."""
+    said = []
+    for name, values in layers.items():
+        percent = "weights" in name
+        said.append(f"{name.split(' (')[0]} " + ", ".join(f"{v:.2%}" if percent else f"{v:.3f}" for v in values))
+    return f"Change per layer, first to last: {'; '.join(said)}."
 
 
 def _pairs(run_a, run_b) -> str:

@@ -73,14 +73,23 @@ SHOW_PICTURE_JS = """() => {
 
 def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None,
                 cache_dtype: str | None = None) -> dict[str, Explorer]:
-    """Load every model the operator named, once, keyed by the name the model picker shows (None: the default).
-    Raises ValueError (CheckpointError, a missing GPU...) with a message for the command line."""
+    """Load every model the operator named, once, keyed by the name the model picker shows (None: the default),
+    then the model each fine-tuned one started from, where its folder names one that can be read (the Task tab
+    compares the two). Raises ValueError (CheckpointError, a missing GPU...) with a message for the command line."""
     explorers: dict[str, Explorer] = {}
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
     extra.update({} if cache_dtype is None else {"cache_dtype": cache_dtype})
     for source in sources:
         explorer = load(source, device=device, max_tokens=max_tokens, **extra)
         explorers.setdefault(explorer.name, explorer)  # the same model named twice is offered once
+    for explorer in list(explorers.values()):
+        if explorer.base_model is not None and explorer.base_model not in explorers:
+            try:
+                base = load(explorer.base_model, device=device, max_tokens=max_tokens, **extra)
+            except ValueError:  # moved or deleted since: the Task tab says it is missing
+                continue
+            if all(other.folder != base.folder for other in explorers.values()):
+                explorers[base.name] = base
     return explorers
 
 
@@ -196,7 +205,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         page = Page(models, gr.State(None), inputs.model, concurrency)
         host = ViewsHost(models)
         attention = AttentionSection(page, host)  # the picture, right under the input; the other views in tabs
-        with gr.Tabs(elem_id="tabs"):
+        with gr.Tabs(elem_id="tabs") as tab_set:
             with gr.Tab("Tokens", id="tokens-tab"):
                 token_table = gr.Dataframe(label="What BERT reads: tokens with their segment and position",
                                            interactive=False, datatype="str", max_height=560, elem_id="token-table")
@@ -244,6 +253,8 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         follow(first.then(**page.api("analyze", False), **analysis), public=False)
         # An example fills the boxes, then analyzes like the button (without a second API name).
         follow(example.success(**page.api("analyze", False), **analysis), public=False)
+        # So does a held-out example clicked in the Task tab, which also leads into Compare.
+        follow(task.link(inputs, compare, tab_set).success(**page.api("analyze", False), **analysis), public=False)
     # Every event's values are checked in words before gradio processes them, however the demo is launched.
     gradio_internals.check_inputs_first(demo, check_inputs)
     return demo

@@ -1,19 +1,52 @@
 """The Task tab: what a fine-tuned model answers for the analyzed input (bars per label, a tag per word, the answer
-marked in its context). A model without a fine-tuned head says how to make one."""
+marked in its context), and why: integrated gradients toward the predicted label (or one the student picks), the
+heads whose silencing moves that label most (a click opens one in the attention views), one click into Compare with
+the model before fine-tuning, and the held-out set as a table whose rows analyze themselves when clicked. A model
+without a fine-tuned head says how to make one."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import gradio as gr
+import pandas as pd
 
 from ..explorer import Explorer
 from ..finetuning import ClassPrediction, TagPrediction
 from ..run import Run
-from .common import Page, plain, user_errors
+from .common import Page, api, percent, plain, refuse, user_errors
 
 NO_TASK = ("**{name} is not fine-tuned for a task.** Fine-tuning teaches BERT one job (a label per sentence, a tag per "
            "word, an answer in a passage) on labelled examples. Make one with `bertviz-app finetune "
            "text-classification --train movie-reviews --output runs/sentiment`, then start the app with `--model "
            "runs/sentiment`.{other}")
+EXPLAIN_HINT = ("Press **Explain** to see which words the answer depends on (integrated gradients) and which heads "
+                "it needs (each head silenced in turn).")
+STEPS = 50  # Gauss-Legendre points: the shares add up to the change within ~1e-6 of it on the default model
+TOP_HEADS = 8
+HELDOUT_ROWS = 2000
+MAIN_VIEWS = "attention-host"
+
+# Tokens and label names reach the page through Handlebars' {{ }}, which escapes them: text, never markup.
+TOKENS_TEMPLATE = ("{{#if value.tokens}}<div class='bv-task-tokens' style='font-size:1.25em;line-height:1.9'>"
+                   "{{#each value.tokens}}<span style='background:{{this.color}};padding:1px 3px;border-radius:3px' "
+                   "title='{{this.score}}'>{{this.token}}</span> {{/each}}</div>"
+                   "<p class='bv-task-legend'><span style='background:rgba(26,152,80,.6)'>green</span> raises "
+                   "{{value.what}}, <span style='background:rgba(215,48,39,.6)'>red</span> lowers it; the deeper, "
+                   "the more.</p>{{/if}}")
+HEADS_TEMPLATE = ("{{#if value.heads}}<p>{{value.intro}}</p><ol class='bv-task-heads'>{{#each value.heads}}<li>"
+                  "<button class='bv-open-head' data-layer='{{this.layer}}' data-head='{{this.head}}' "
+                  "style='font:inherit;padding:1px 10px;margin:2px 0;border:1px solid #b5b5bd;border-radius:6px;"
+                  "background:#f4f4f5;cursor:pointer'>layer {{this.layer}}, head {{this.head}}</button> "
+                  "{{this.words}}</li>{{/each}}</ol>{{/if}}")
+OPEN_HEAD_JS = f"""
+element.addEventListener("click", (event) => {{
+  const button = event.target.closest("button.bv-open-head");
+  if (!button || !window.BertvizViews) return;
+  window.BertvizViews.openHead("{MAIN_VIEWS}", Number(button.dataset.layer), Number(button.dataset.head));
+}});
+"""
 
 
 def task_view(explorer: Explorer, run: Run, alternatives: tuple[str, ...] = ()) -> tuple[str, dict | None]:
@@ -39,19 +72,219 @@ def task_view(explorer: Explorer, run: Run, alternatives: tuple[str, ...] = ()) 
             f"{result.end_probability:.1%})\n\n> {marked}"), None
 
 
+# ------------------------------------------------------------------------------------------------------------------
+# Why: integrated gradients and the heads it needs
+# ------------------------------------------------------------------------------------------------------------------
+def word_choices(explorer: Explorer, run: Run) -> list[tuple[str, int]]:
+    """A tagger's words as (label, token position) choices: each word's first piece."""
+    if explorer.task is None or explorer.task.task != "token-classification":
+        return []
+    return [(f"{run.tokens[i]} (token {i})", i) for i, s in enumerate(run.encoding.sequence_ids)
+            if s is not None and not run.tokens[i].startswith("##")]
+
+
+def explain_view(explorer: Explorer, run: Run, label: str | None = None, position: int | None = None,
+                 steps: int = STEPS) -> tuple[str, dict, dict]:
+    """(Markdown, the tokens' attribution for TOKENS_TEMPLATE, the ranked heads for HEADS_TEMPLATE) of the analyzed
+    input toward `label` (default: the predicted one)."""
+    if explorer.task is None:
+        raise refuse(f"{explorer.name} has no fine-tuned head to explain; pick a fine-tuned model.")
+    target = explorer.task_target(run.encoding, label=label or None, position=position)
+    ig = explorer.attribute(run.encoding, target=target, steps=steps)
+    ranking = explorer.rank_heads(run.encoding, target=target)
+    what = _probability_name(target)
+    order = [i for i in sorted(range(len(ig.tokens)), key=lambda i: -abs(ig.scores[i])) if not ig.fixed[i]][:3]
+    named = ", ".join(f"{plain(ig.tokens[i])} ({ig.scores[i]:+.3f})" for i in order)
+    message = (f"**Integrated gradients toward {plain(what)}** ({percent(target.probability(ig.f_input))} for this "
+               f"input, {percent(target.probability(ig.f_baseline))} for a blank one, every word replaced by "
+               f"[{ig.baseline.upper()}]): the change of log {plain(what)}, {ig.f_input - ig.f_baseline:+.3f}, shared "
+               f"out over the tokens in {ig.steps} steps; the shares add up to it within {ig.relative_delta:.1e} of "
+               f"it (completeness). Largest: {named or 'none'}.")
+    return message, tokens_value(ig.tokens, ig.scores, ig.fixed, what), heads_value(ranking, what)
+
+
+def _probability_name(target) -> str:
+    if target.kind == "answer":
+        return f"P(answer = tokens {target.position} to {target.end})"
+    if target.kind == "tag":
+        return f"P({target.token} at token {target.position})"
+    return f"P({target.token})"
+
+
+def tokens_value(tokens: list[str], scores, fixed, what: str) -> dict:
+    """Each token with a color by the sign of its score (green raises, red lowers), its depth by |score| against
+    the largest; [CLS] and [SEP], kept in the baseline, uncolored."""
+    top = max((abs(float(s)) for s, f in zip(scores, fixed) if not f), default=0.0) or 1.0
+    out = []
+    for token, score, kept in zip(tokens, scores, fixed):
+        depth = 0.0 if kept else 0.75 * abs(float(score)) / top
+        rgb = "26,152,80" if score >= 0 else "215,48,39"
+        out.append({"token": token, "score": f"{float(score):+.4f}", "color": f"rgba({rgb},{depth:.2f})"})
+    return {"tokens": out, "what": what}
+
+
+def heads_value(ranking, what: str, top: int = TOP_HEADS) -> dict:
+    """The `top` heads whose silencing moves the target's probability most (not its log: from 50% to 90% moves it
+    more than to 20%), in words that follow the sign."""
+    before = ranking.target.probability(ranking.f_input)
+    frame = ranking.ranking()
+    frame["moved"] = (frame["probability_after"] - before).abs()
+    heads = []
+    for row in frame.sort_values("moved", ascending=False, kind="mergesort").head(top).itertuples():
+        after = float(row.probability_after)
+        verb = "raises" if row.effect > 0 else "lowers" if row.effect < 0 else "leaves"
+        moved = f"{verb} {what} from {percent(before)} to {percent(after)}" if verb != "leaves" else \
+            f"leaves {what} at {percent(before)}"
+        heads.append({"layer": int(row.layer), "head": int(row.head),
+                      "words": f"silencing it {moved} ({(after - before) * 100:+.2f} points)"})
+    intro = (f"Each head silenced alone, the {len(heads)} that move {what} most: a head whose silencing lowers it "
+             "supports it, one whose silencing raises it works against it. Click one to open it in the attention "
+             "views above.")
+    return {"heads": heads, "intro": intro}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The model before fine-tuning, and the held-out set
+# ------------------------------------------------------------------------------------------------------------------
+def base_name(explorer: Explorer, names: dict[str, Explorer]) -> tuple[str | None, str]:
+    """(the name of the model before fine-tuning among the app's models, or None; a sentence when it is missing)."""
+    base = explorer.base_model
+    if explorer.task is None:
+        return None, f"{plain(explorer.name)} is not fine-tuned, so there is no model before fine-tuning."
+    if base is None:
+        return None, (f"{plain(explorer.name)}'s folder does not say which model it was fine-tuned from (no "
+                      "metrics.json or `_name_or_path`); start the app with that model too to compare them.")
+    for name, other in names.items():
+        if other is not explorer and (name == base or (other.folder is not None and other.folder.resolve() ==
+                                                       Path(base).expanduser().resolve())):
+            return name, ""
+    return None, (f"The model before fine-tuning, **{plain(base)}**, is not loaded in this app (it could not be "
+                  "found or read); start the app with `--model` naming it too.")
+
+
+def heldout_frame(explorer: Explorer) -> pd.DataFrame:
+    """The held-out predictions as a table, the highest loss first (where the model is most wrong)."""
+    rows = explorer.heldout()[:HELDOUT_ROWS]
+    if not rows:
+        return pd.DataFrame(columns=["text", "gold", "prediction", "confidence", "loss"])
+    frame = pd.DataFrame({"text": [r["text"] for r in rows]})
+    if any(r.get("text_pair") for r in rows):
+        frame["sentence B"] = [r.get("text_pair") or "" for r in rows]
+    for column in ("gold", "prediction"):
+        frame[column] = [str(r.get(column, "")) for r in rows]
+    for column in ("confidence", "loss"):
+        frame[column] = [_number(r.get(column)) for r in rows]
+    return frame.sort_values("loss", ascending=False, kind="mergesort").reset_index(drop=True)
+
+
+def heldout_table(frame: pd.DataFrame) -> gr.Dataframe:
+    """The table with its columns' widths, in pixels: a phone scrolls it sideways rather than squeezing each column
+    to a letter's width (gradio reads a percentage as one of the screen's width)."""
+    texts = 2 if "sentence B" in frame.columns else 1
+    return gr.Dataframe(frame, column_widths=[f"{560 // texts}px"] * texts + ["100px", "110px", "110px", "80px"])
+
+
+def _number(value) -> float:
+    return round(float(value), 3) if isinstance(value, (int, float)) and math.isfinite(value) else float("nan")
+
+
+def heldout_note(explorer: Explorer, shown: int) -> str:
+    if explorer.task is None:
+        return ""
+    if not shown:
+        return f"{plain(explorer.name)}'s folder has no held-out predictions (heldout_predictions.jsonl)."
+    return (f"**The held-out set** ({shown} examples the model never trained on), the most wrong first: click a row "
+            "to analyze it; sort by any column from the ⋮ beside its name.")
+
+
+def picked_example(row, columns) -> tuple[str, str]:
+    """(sentence A, sentence B) of a clicked held-out row (its cells in the table's column order)."""
+    if not isinstance(row, (list, tuple)) or len(row) != len(columns):
+        raise refuse("Click a row of the held-out table.")
+    cells = dict(zip(columns, row))
+    text, pair = cells.get("text"), cells.get("sentence B") or ""
+    if not isinstance(text, str) or not text.strip() or not isinstance(pair, str):
+        raise refuse("That row has no text to analyze.")
+    return text, pair
+
+
 class TaskTab:
     def __init__(self, page: Page):
         self.page = page
         self.message = gr.Markdown(elem_id="task")
         self.label = gr.Label(label="Probability of each label", elem_id="task-label")
+        with gr.Row(equal_height=True):
+            # custom values allowed: the choices change with the model and the input, and explain checks them
+            self.explain_label = gr.Dropdown([], value=None, label="Label to explain (empty: the predicted one)",
+                                             allow_custom_value=True, scale=3, elem_id="task-explain-label")
+            self.word = gr.Dropdown([], value=None, label="Word (a tagger's)", allow_custom_value=True, scale=3,
+                                    visible=False, elem_id="task-word")
+            self.explain_button = gr.Button("Explain", variant="primary", scale=1, elem_id="task-explain")
+            self.compare_button = gr.Button("Compare with the model before fine-tuning", scale=2,
+                                            elem_id="task-compare")
+        self.explanation = gr.Markdown(EXPLAIN_HINT, elem_id="task-explanation")
+        self.tokens = gr.HTML(value={}, html_template=TOKENS_TEMPLATE, elem_id="task-attribution")
+        self.heads = gr.HTML(value={}, html_template=HEADS_TEMPLATE, js_on_load=OPEN_HEAD_JS, elem_id="task-heads")
+        self.heldout_info = gr.Markdown(elem_id="task-heldout-note")
+        self.heldout = gr.Dataframe(interactive=False, max_height=420, wrap=True, elem_id="task-heldout",
+                                    label="Held-out examples")
+        self.heldout_of = gr.State(None)  # the model whose held-out table the page shows
 
     @user_errors
-    def show(self, session):
+    def show(self, session, heldout_of):
+        explorer, run = self.page.models.run_of(session)
         alternatives = tuple(name for name, e in self.page.models.explorers.items() if e.task is not None)
-        return task_view(*self.page.models.run_of(session), alternatives)
+        message, bars = task_view(explorer, run, alternatives)
+        labels = explorer.labels if explorer.task is not None and explorer.task.task != "question-answering" else []
+        predicted = max(bars, key=bars.get) if bars else (labels[0] if labels else None)
+        words = word_choices(explorer, run)
+        table = info = gr.update()
+        if heldout_of != session["model"]:
+            frame = heldout_frame(explorer)
+            table, info = heldout_table(frame), heldout_note(explorer, len(frame))
+        hint = EXPLAIN_HINT if explorer.task is not None else ""
+        return (message, bars, gr.update(choices=labels, value=predicted if not words else None),
+                gr.update(choices=words, value=words[0][1] if words else None, visible=bool(words)), hint, {}, {},
+                table, info, session["model"])
+
+    @user_errors
+    def explain(self, session, label, word):
+        explorer, run = self.page.models.run_of(session)
+        if label is not None and not isinstance(label, str):
+            raise refuse("Choose a label from the list.")
+        position = word if isinstance(word, int) and not isinstance(word, bool) else None
+        if explorer.task is not None and explorer.task.task == "token-classification" and position is None:
+            raise refuse("Choose the word whose tag to explain.")
+        return explain_view(explorer, run, label, position)
 
     def wire(self) -> None:
-        pass  # nothing to change here but the input
+        self.explain_button.click(self.explain, [self.page.session, self.explain_label, self.word],
+                                  [self.explanation, self.tokens, self.heads], **self.page.api("task_explain"))
+
+    def link(self, inputs, compare, tabs: gr.Tabs):
+        """The events that leave this tab: one click into Compare with the model before fine-tuning; a held-out row
+        into the input boxes (the returned event, which the page follows with an analysis)."""
+        @user_errors
+        def before(session):
+            explorer, _ = self.page.models.run_of(session)
+            name, why = base_name(explorer, self.page.models.explorers)
+            if name is None:
+                raise refuse(why.replace("**", ""))
+            return (*compare.against(session, name), gr.Tabs(selected="compare-tab"))
+
+        self.compare_button.click(before, [self.page.session], [*compare.against_outputs, tabs],
+                                  **self.page.api("task_compare"))
+
+        def pick(heldout_of, table, event: gr.SelectData):
+            text, pair = picked_example(event.row_value, list(getattr(table, "columns", [])))
+            return text, pair, heldout_of if heldout_of in self.page.models.names else gr.update()
+
+        return self.heldout.select(pick, [self.heldout_of, self.heldout],
+                                   [inputs.sentence_a, inputs.sentence_b, inputs.model],
+                                   **api("task_pick_heldout", False), queue=False)
 
     def after_analysis(self, event, public: bool):
-        return event.then(self.show, [self.page.session], [self.message, self.label], **self.page.api("task", public))
+        return event.then(self.show, [self.page.session, self.heldout_of],
+                          [self.message, self.label, self.explain_label, self.word, self.explanation, self.tokens,
+                           self.heads, self.heldout, self.heldout_info, self.heldout_of],
+                          **self.page.api("task", public))

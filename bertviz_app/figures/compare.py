@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _heads_grid, _sized_token_axes
+from ._base import (SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _grid, _heads_grid,
+                    _sized_token_axes, escape_label)
 
 
 def attention_change_figure(head_change: np.ndarray, *, title: str = "How much each head changed") -> go.Figure:
@@ -33,3 +34,22 @@ def attention_difference_figure(difference: np.ndarray, tokens: Sequence[str], *
                                                     "attended to (key)")
     return _figure([heat], dict(xaxis=xaxis, yaxis=yaxis, margin=xaxis.pop("_margin")), title, width=width,
                    height=height)
+
+
+def layer_change_figure(changes: dict[str, np.ndarray], *, title: str = "How much each layer changed") -> go.Figure:
+    """One panel of bars per measure, each (L,) a change per layer (e.g. the attention's total variation on one
+    input, the weights' relative change): panels side by side, each on its own scale, layers left to right."""
+    # a name's "(unit)" on a line of its own: two panels side by side on a phone are 150 px wide each
+    titles = ["<br>(".join(escape_label(part) for part in name.split(" (", 1)) for name in changes]
+    layout, ref = _grid(1, len(changes), titles=titles, hspace=0.12)
+    data = []
+    for k, (name, values) in enumerate(changes.items(), 1):
+        values = np.asarray(values, dtype=np.float64)
+        x, y = ref(1, k)
+        data.append(dict(type="bar", x=np.arange(len(values)), y=values, xaxis=x, yaxis=y, marker_color="#d62728",
+                         name=escape_label(name), hovertemplate="layer %{x}: %{y:.4f}<extra></extra>"))
+        layout[f"xaxis{'' if k == 1 else k}"].update(title=dict(text="layer"), dtick=1)
+    for note in layout["annotations"]:
+        note["font"] = dict(size=13)
+    layout.update(showlegend=False, margin=dict(l=60, r=20, t=110, b=60))
+    return _figure(data, layout, title, width=None, height=340)

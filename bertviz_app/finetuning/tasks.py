@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from ..checkpoint import TASK_MODELS
 from ..model import BertForQuestionAnswering, BertPreTrainedModel
+from ..targets import Target
 from ..tokenizer import Tokenizer
 from .data import DataError, QAExample, TaggedExample, TextExample
 
@@ -506,3 +507,42 @@ def predict(model: BertPreTrainedModel, tokenizer: Tokenizer, task: str, labels:
     (score, s, e), f, ps, pe = best
     char_start, char_end = f.offsets[s - f.context_start][0], f.offsets[e - f.context_start][1]
     return AnswerPrediction(text_pair[char_start:char_end], char_start, char_end, float(ps[s]), float(pe[e]), score)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What an explanation explains
+# ------------------------------------------------------------------------------------------------------------------
+@torch.no_grad()
+def explain_target(model: BertPreTrainedModel, task: str, labels: list[str] | None, encoding,
+                   label: str | None = None, position: int | None = None) -> Target:
+    """The number that integrated gradients and head ranking explain for one encoded input: log P(`label`) of a
+    classifier (default: the predicted label); log P(`label`) for the tag of token `position` (default: the first
+    word, and its predicted tag); log P(start) + log P(end) of the predicted answer span. Raises ValueError in
+    words when the label or position does not fit."""
+    device = next(model.parameters()).device
+    out = model(torch.tensor([encoding.ids], device=device), torch.tensor([encoding.segment_ids], device=device))
+    if task == QUESTION_ANSWERING:
+        context = [i for i, s in enumerate(encoding.sequence_ids) if s == 1]
+        if not context:
+            raise ValueError("question answering needs a question (sentence A) and a passage (sentence B)")
+        span = best_span(out.start_logits[0].float().cpu().numpy(), out.end_logits[0].float().cpu().numpy(),
+                         context[0], len(context))
+        if span is None:
+            raise ValueError("the model finds no answer span in this passage")
+        return Target("answer", span[1], end=span[2])
+    if task == TOKEN_CLASSIFICATION:
+        words = [i for i, s in enumerate(encoding.sequence_ids) if s is not None]
+        position = words[0] if position is None and words else position
+        if position not in words:
+            raise ValueError(f"token {position!r} is not a word of the input; pick one of its words")
+        logits = out.logits[0, position]
+    else:
+        logits = out.logits[0]
+    if label is None:
+        index = int(logits.argmax())
+    elif label in labels:
+        index = labels.index(label)
+    else:
+        raise ValueError(f"{label!r} is not one of the model's labels ({', '.join(labels[:20])})")
+    kind = "label" if task == TEXT_CLASSIFICATION else "tag"
+    return Target(kind, 0 if kind == "label" else position, index, labels[index])

@@ -7,7 +7,7 @@ import { test } from "node:test";
 
 import { decodePayload } from "../../bertviz_app/views/js/decode.mjs";
 import { layerMatrix } from "../../bertviz_app/views/js/data.mjs";
-import { createGroups, fromAddress, startGradioHost,
+import { createGroups, fromAddress, openHead, startGradioHost,
   toAddress } from "../../bertviz_app/views/js/gradio-host.mjs";
 import { attentionRow, informativeHead, strongestHeads } from "../../bertviz_app/views/js/guide.mjs";
 import { pageOptions, withSelection } from "../../bertviz_app/views/js/offline.mjs";
@@ -159,4 +159,25 @@ test("hosts of one group follow each other without window events, and do not ech
   right.destroy();
   left.viewer().selection.set({ layer: 1 });
   assert.equal(right.viewer().selection.get().layer, 3); // gone from the group
+});
+
+test("a head opened from elsewhere on the page goes to the views inside that element, the overview traded for lines",
+  async () => {
+  const log = [];
+  const deps = { mount: fakeMount(log), location: { pathname: "/", search: "" }, history: {}, groups: createGroups() };
+  const value = { payload: "P", key: "k", a: "a", b: "", model: "m" };
+  const main = fakeGradio({ value }), other = fakeGradio({ value, sync: "pair" });
+  const hosts = [startGradioHost(main.context, deps), startGradioHost(other.context, deps)];
+  await Promise.all(hosts.map((h) => h.ready()));
+  let scrolled = 0;
+  const root = { contains: (el) => el === main.context.element, scrollIntoView: () => { scrolled++; } };
+  const doc = { getElementById: (id) => (id === "attention-host" ? root : null) };
+  hosts[0].viewer().selection.set({ view: "overview" });
+  assert.equal(openHead("attention-host", 3, 7, doc), true);
+  assert.deepEqual(["layer", "head", "view"].map((k) => hosts[0].viewer().selection.get()[k]), [3, 7, "lines"]);
+  assert.equal(hosts[1].viewer().selection.get().layer, 0); // the other host is not inside that element
+  assert.equal(scrolled, 1);
+  assert.equal(openHead("nowhere", 1, 1, doc), false);
+  hosts.forEach((h) => h.destroy());
+  assert.equal(openHead("attention-host", 1, 1, doc), false); // gone with its host
 });

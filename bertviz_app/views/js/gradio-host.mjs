@@ -60,6 +60,25 @@ export function createGroups() {
 }
 
 const groups = createGroups();
+const running = new Set(); // every host of the page: { element, viewer() }, for openHead
+
+/**
+ * Opens one head in the views of the host inside the element with id `rootId` (the app's main views), for a
+ * control elsewhere on the page (the Task tab's ranked heads): its layer and head selected, the overview traded
+ * for the lines view of that one head, the views scrolled into sight. False when no views are there yet.
+ */
+export function openHead(rootId, layer, head, doc = globalThis.document) {
+  const root = doc?.getElementById(rootId);
+  for (const entry of running) {
+    const viewer = entry.viewer();
+    if (!root || !viewer || !root.contains(entry.element)) continue;
+    const view = viewer.selection.get().view;
+    viewer.selection.set({ layer, head, ...(view === "overview" ? { view: "lines" } : {}) });
+    root.scrollIntoView?.({ block: "start" });
+    return true;
+  }
+  return false;
+}
 
 /** A server function's answer as a value, or an Error with its sentence (shown by the views or in an alert). */
 export async function ask(server, name, argument, alert = () => {}) {
@@ -88,6 +107,8 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
   let showing = Promise.resolve();
   const member = { selection: () => viewer?.selection || null };
   const leave = registry.join(props.sync || "", member);
+  const entry = { element, viewer: () => viewer };
+  running.add(entry);
 
   async function show() {
     const value = props.value;
@@ -127,6 +148,6 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
   return {
     viewer: () => viewer,
     ready: () => showing,
-    destroy() { leave(); if (unsubscribe) unsubscribe(); if (viewer) viewer.destroy(); },
+    destroy() { leave(); running.delete(entry); if (unsubscribe) unsubscribe(); if (viewer) viewer.destroy(); },
   };
 }

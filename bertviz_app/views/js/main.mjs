@@ -44,7 +44,7 @@
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
-import { startGradioHost } from "./gradio-host.mjs";
+import { openHead as openHeadIn, startGradioHost } from "./gradio-host.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
 import { withSelection } from "./offline.mjs";
@@ -214,6 +214,11 @@ export const decode = decodePayload;
 export function gradioHost(context) {
   return startGradioHost(context, { mount, location: window.location, history: window.history,
     alert: (text) => window.alert(text) });
+}
+
+/** Open one head in the app's views inside element `rootId` (gradio-host.mjs); false when none are there. */
+export function openHead(rootId, layer, head) {
+  return openHeadIn(rootId, layer, head);
 }
 
 /** The offline page's start: payload and query/key blob from script elements, the page itself to save. */
