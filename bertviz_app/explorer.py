@@ -56,6 +56,7 @@ class Explorer:
         limit = model.config.max_tokens
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
+        self.folder: Path | None = None  # load() sets it: the checkpoint folder read (the app fine-tunes from it)
         self.tables = _model_tables(self.model)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
@@ -349,4 +350,5 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
         explorer._forward(tokenizer.encode("Warm up."))
         torch.cuda.synchronize(resolved_device)
     explorer.load_seconds = time.perf_counter() - start
+    explorer.folder = Path(report.folder)
     return explorer
