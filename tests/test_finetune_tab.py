@@ -76,11 +76,11 @@ def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
     assert name.startswith("reviews.csv fine-tuned") and tab.page.models.names == ["tiny", name]
     # the curve: one point per step (36 training sentences in batches of 8, two epochs), epoch lines at 5
     assert p.steps == list(range(1, 11)) and p.steps_per_epoch == 5 and len(p.losses) == 10
-    status, figure, table, start, cancel, timer, seen, *lists = tab.poll((1, True))
+    status, figure, table, start, cancel, timer, seen, *lists = tab.poll((1, (True, True)))
     assert "joined the model list" in status and "held-out accuracy" in status
     assert list(figure.data[0].x) == p.steps
     assert list(table["epoch"]) == ["before training", "1", "2"] and "held-out accuracy" in table
-    assert seen == (2, False) and all(u["choices"] == ["tiny", name] for u in lists)
+    assert seen == (2, (False, False)) and all(u["choices"] == ["tiny", name] for u in lists)
     assert start.interactive and not cancel.interactive and timer.active is False
     # the picker on the server accepts the new name from now on; the folder is in the user's cache
     assert ("tiny", "tiny") in tab.page.model.choices and (name, name) in tab.page.model.choices
@@ -120,6 +120,9 @@ def test_one_training_at_a_time_and_only_its_page_cancels_it(tab):
     with pytest.raises(gr.Error, match="A training is already running .* one runs at a time"):
         tab.start("reviews.csv", "tiny", 1, "1e-4")
     assert tab.lane.cancel("student") == "Only the page that started this training can cancel it."
+    # only the page that started it has Cancel on
+    student, teacher = (tab.poll(None, request=gr.Request(session_hash=who)) for who in ("student", "teacher"))
+    assert not student[4].interactive and teacher[4].interactive and not teacher[3].interactive
     assert "Cancelling" in tab.cancel(request=gr.Request(session_hash="teacher"))
     assert tab.lane.wait(60) and tab.lane.snapshot().state == "cancelled"
 

@@ -85,7 +85,7 @@ def file_task(path: str | os.PathLike) -> str:
 
 def data_choices(files: Sequence[str | os.PathLike] = ()) -> dict[str, DataChoice]:
     """The recipes, then the operator's files (by name; a second file of the same name gets a number)."""
-    choices = {name: DataChoice(name, f"{name}: {r.description[:1].lower()}{r.description[1:]}", r.task, name)
+    choices = {name: DataChoice(name, f"{name}: {r.description}", r.task, name)
                for name, r in RECIPES.items()}
     for path in files:
         key = Path(path).name
@@ -120,6 +120,7 @@ class TrainingSettings:
 
 
 # --- the lane: one training at a time, in a thread of its own -----------------------------------------------------
+PREPARING = "reading the data and the model, then scoring the held-out examples before training ..."
 @dataclass(frozen=True)
 class Job:
     data: DataChoice
@@ -179,7 +180,7 @@ class TrainingLane:
                                  "here, and start yours when it is done.")
             self._stop.clear()
             self._owner = owner
-            self._progress = Progress("running", job, "Reading the data and the model ...", started=time.time())
+            self._progress = Progress("running", job, PREPARING, started=time.time())
             self._thread = threading.Thread(target=self._run, args=(job, on_trained), name="bertviz-training",
                                             daemon=True)
             self._thread.start()
@@ -195,6 +196,10 @@ class TrainingLane:
             self._progress.state = "cancelling"
             self._progress.message = "Cancelling: the training stops after the step under way."
             return self._progress.message
+
+    def started_by(self, owner: str | None) -> bool:
+        with self._lock:
+            return self._progress.running and owner == self._owner
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the training under way (tests, benchmarks); True once none runs."""
@@ -225,9 +230,11 @@ class TrainingLane:
             self._progress.epochs.append(copy.deepcopy(record))
 
     def _say(self, text: str) -> None:
-        with self._lock:
-            if self._progress.state == "running":
-                self._progress.message = sentence(text)
+        # Only a recipe's first fetch is worth a line here: the others name the server's folders.
+        if text.startswith("fetching"):
+            with self._lock:
+                if self._progress.state == "running":
+                    self._progress.message = text + " (the first use of this recipe)"
 
     def _run(self, job: Job, on_trained: Callable[[Job, Path], str]) -> None:
         _lower_priority(self.nice)
@@ -305,8 +312,8 @@ def status_text(p: Progress) -> str:
     if p.state == "failed":
         return f"**The training could not run.** {plain(p.message)}"
     if p.state == "done":
-        return (f"{what} **joined the model list**: held-out {_score(p.epochs and max_epoch(p.epochs))}, before "
-                f"training {_score(p.before)}, in {p.seconds:.0f} s. Pick it in the model list and press Analyze: "
+        return (f"{what} **joined the model list**: held-out {_score(p.epochs and max_epoch(p.epochs))} "
+                f"({_score(p.before)} before training), in {p.seconds:.0f} s. Pick it in the model list and press Analyze: "
                 "every view shows the fine-tuned encoder, and the Task tab what it predicts.")
     if p.state == "cancelled":
         if p.model is None:
@@ -334,12 +341,12 @@ def epochs_frame(p: Progress) -> pd.DataFrame:
     rows = []
     for label, train_loss, ev in ([("before training", None, p.before)] if p.before else []) + [
             (f"{r['epoch']:g}", r["train_loss"], r["eval"]) for r in p.epochs]:
-        row = {"epoch": label, "training loss": "" if train_loss is None else f"{train_loss:.4f}",
+        row = {"epoch": label, "train loss": "" if train_loss is None else f"{train_loss:.4f}",
                "held-out loss": f"{ev['loss']:.4f}" if "loss" in ev else ""}
         row.update({name: f"{ev[key]:.4f}" for key, name in (("accuracy", "held-out accuracy"), ("f1", "held-out F1"),
                                                              ("exact_match", "exact match")) if key in ev})
         rows.append(row)
-    return pd.DataFrame(rows, columns=None if rows else ["epoch", "training loss", "held-out loss",
+    return pd.DataFrame(rows, columns=None if rows else ["epoch", "train loss", "held-out loss",
                                                          "held-out accuracy"])
 
 
@@ -365,7 +372,9 @@ class FineTuneTab:
         self.choices = data_choices(settings.data_files)
         names = page.models.names
         with gr.Row(equal_height=True, elem_id="finetune-controls"):
-            self.data = gr.Dropdown([(c.label, k) for k, c in self.choices.items()], value=next(iter(self.choices)),
+            # the operator's own file first when there is one: that is why they named it
+            first = list(self.choices)[len(RECIPES)] if settings.data_files else next(iter(self.choices))
+            self.data = gr.Dropdown([(c.label, k) for k, c in self.choices.items()], value=first,
                                     label="Data", scale=4, min_width=240, elem_id="finetune-data")
             self.base = gr.Dropdown(names, value=_default_base(page), label="Start from", scale=2, min_width=180,
                                     elem_id="finetune-base")
@@ -378,9 +387,9 @@ class FineTuneTab:
                                            elem_id="finetune-cancel")
         self.status = gr.Markdown(status_text(Progress()), elem_id="finetune-status")
         with gr.Row(elem_id="finetune-results"):
-            self.curve = gr.Plot(label="Training loss", scale=3, elem_id="finetune-curve")
+            self.curve = gr.Plot(label="Training loss", scale=5, elem_id="finetune-curve")
             self.table = gr.Dataframe(epochs_frame(Progress()), label="Held-out score after each epoch",
-                                      interactive=False, datatype="str", scale=2, elem_id="finetune-epochs-table")
+                                      interactive=False, datatype="str", scale=4, elem_id="finetune-epochs-table")
         self.timer = gr.Timer(POLL_S, active=False)
         self.seen = gr.State((len(names), False))  # what this page shows: (models in its lists, running)
 
@@ -410,18 +419,19 @@ class FineTuneTab:
     def cancel(self, request: gr.Request = None) -> str:
         return f"**{self.lane.cancel(getattr(request, 'session_hash', None))}**"
 
-    def poll(self, seen):
+    def poll(self, seen, request: gr.Request = None):
         """The lane's state for this page; the model lists once a new model has joined; the buttons and the timer
-        when the lane starts or stops. (Each prop update makes gradio build a new component for the session: only
-        what changed is sent.)"""
+        when the lane starts or stops (Cancel only on the page that started it). Each prop update makes gradio build
+        a new component for the session, so only what changed is sent."""
         p = self.lane.snapshot()
+        mine = p.running and self.lane.started_by(getattr(request, "session_hash", None))
         names = self.page.models.names
         models, running = seen if isinstance(seen, tuple) else (None, None)
         lists = ([gr.update(choices=list(names), interactive=len(names) > 1) for _ in self._pickers]
                  if models != len(names) else [gr.skip()] * len(self._pickers))
-        switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=p.running),
-                     gr.Timer(active=p.running)) if running != p.running else (gr.skip(),) * 3)
-        return (status_text(p), curve(p), epochs_frame(p), *switches, (len(names), p.running), *lists)
+        switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
+                    if running != (p.running, mine) else (gr.skip(),) * 3)
+        return (status_text(p), curve(p), epochs_frame(p), *switches, (len(names), (p.running, mine)), *lists)
 
     def _join(self, job: Job, folder: Path) -> str:
         """Load the trained folder as the other models were loaded and offer it in every model list."""
