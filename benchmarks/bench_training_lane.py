@@ -1,7 +1,7 @@
 """Do analyses keep answering while the app fine-tunes? The analyze event's work for a new 32-token input (forward
 pass, token table, the views' payload, as bench_app.py's server-side row) timed in this process, one torch thread as
-served, while nothing trains, while the Fine-tune tab's lane trains (its own thread, one torch thread, nice +10), and
-while the same training runs without those limits (two torch threads, the server's priority), phases alternating so
+served, while nothing trains, while the Fine-tune tab's lane trains (its own thread, one torch thread), and while the
+same training runs with two torch threads, or (lane-nice10) with the lane's thread at nice +10, phases alternating so
 that a neighbour on the machine meets each alike. The training is movie-reviews from the default model, as the tab
 starts it; each training phase begins once its first step is done and ends with Cancel (nothing is kept).
 
@@ -57,6 +57,8 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=40, help="new inputs timed per phase")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--gap", type=float, default=0.2, help="seconds between two inputs")
+    parser.add_argument("--phases", default="lane,plain", help="training phases, each after an idle one: lane (the "
+                        "tab's: 1 thread), lane-nice10 (1 thread at nice +10), plain (2 threads)")
     args = parser.parse_args()
 
     import torch
@@ -68,12 +70,15 @@ def main() -> None:
     explorer = bertviz_app.load(device="cpu")
     counter = itertools.count()
     analyses(explorer, counter, 3, 0)  # warm up
-    lanes = {"lane": TrainingLane(threads=1, nice=10), "plain": TrainingLane(threads=2, nice=0)}
-    times: dict[str, list[float]] = {"idle": [], "lane": [], "plain": []}
-    steps: dict[str, list[float]] = {"lane": [], "plain": []}
+    kinds = {"lane": (1, 0), "lane-nice10": (1, 10), "plain": (2, 0)}
+    phases = args.phases.split(",")
+    lanes = {phase: TrainingLane(*kinds[phase]) for phase in phases}
+    times: dict[str, list[float]] = {phase: [] for phase in ["idle", *phases]}
+    steps: dict[str, list[float]] = {phase: [] for phase in phases}
     for _ in range(args.rounds):
-        for phase in ("idle", "lane", "idle", "plain"):
+        for phase in [p for training in phases for p in ("idle", training)]:
             if phase == "idle":
+                torch.set_num_threads(1)  # MKL's count is the process's: a 2-thread training phase set it to 2
                 times[phase] += analyses(explorer, counter, args.inputs, args.gap)
                 continue
             lane = lanes[phase]
@@ -84,15 +89,16 @@ def main() -> None:
             lane.cancel()
             lane.wait()
     idle = statistics.median(times["idle"])
-    print(f"\nnew 32-token input (forward + token table + views payload), {len(times['idle'])} per phase kind, "
-          f"{args.rounds} rounds\n")
-    print("| while | median | p95 | median / idle | p95 / idle p95 | training s per step |")
-    print("|---|---|---|---|---|---|")
-    names = {"idle": "nothing trains", "lane": "the tab's lane trains (1 thread, nice +10)",
-             "plain": "the same training without limits (2 threads, normal priority)"}
+    print(f"\nnew 32-token input (forward + token table + views payload), {args.inputs} per phase, {args.rounds} "
+          "rounds\n")
+    print("| while | inputs | median | p95 | median / idle | p95 / idle p95 | training s per step |")
+    print("|---|---|---|---|---|---|---|")
+    names = {"idle": "nothing trains", "lane": "the tab's lane trains (its own thread, 1 torch thread)",
+             "lane-nice10": "the same, the lane's thread at nice +10",
+             "plain": "the same training on 2 torch threads"}
     for phase, ms in times.items():
         per_step = f"{statistics.median(steps[phase]):.2f}" if phase in steps else "-"
-        print(f"| {names[phase]} | {statistics.median(ms):.0f} ms | {percentile(ms, 0.95):.0f} ms | "
+        print(f"| {names[phase]} | {len(ms)} | {statistics.median(ms):.0f} ms | {percentile(ms, 0.95):.0f} ms | "
               f"{statistics.median(ms) / idle:.2f} | {percentile(ms, 0.95) / percentile(times['idle'], 0.95):.2f} | "
               f"{per_step} |")
 

@@ -4,8 +4,8 @@ come from short lists. While it trains the page shows the loss of every step and
 it is done the new model joins the model list, so that every view and the Task tab can look inside it at once.
 
 Training runs in a lane of its own, not in the analyses' queue: one training at a time, in a thread of its own, on
-one PyTorch thread and at a lower CPU priority (nice), so that analyses keep answering while it runs
-(benchmarks/bench_training_lane.py measures how much slower they get). The model is written to the user's cache
+one PyTorch thread, so that analyses keep answering while it runs (benchmarks/bench_training_lane.py measures how
+much slower they get). The model is written to the user's cache
 (`finetuned/` beside the recipes' data, see `training_root`), never to a path a visitor chose.
 
 Cancel stops after the step under way. When at least one epoch is complete, the best epoch so far is kept and joins
@@ -43,7 +43,10 @@ EPOCHS = (1, 2, 3, 4, 5)
 LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
 BATCH_SIZE = 32
 MAX_TRAINED = 4  # models fine-tuned in one server's life (each holds its weights in memory, ~90 MB for the default)
-NICE = 10  # added to the training thread's CPU priority: the analyses come first
+# Added to the training thread's nice value (Linux keeps one per thread): 0. At +10 the analyses' p95 was 6.3x its
+# idle value in one run and 1.3x in another (0.5x and 1.0x at 0): a low-priority thread descheduled while it holds
+# Python's GIL keeps the analyses waiting (benchmarks/bench_training_lane.py --phases lane,lane-nice10).
+NICE = 0
 POLL_S = 1.0
 
 
@@ -112,15 +115,18 @@ class TrainingSettings:
         """On where only this machine can reach the server, or where the operator allowed it."""
         if allow or (loopback and not share):
             return cls(True, "", tuple(map(str, data_files)), cache_mb)
-        reach = "a public --share link" if share else f"{host}, an address other machines can reach"
-        return cls(False, f"Fine-tuning is off on this server: it listens on {reach}, and a training takes its "
-                          "processor for minutes while anyone could start one. Whoever runs the server can turn "
-                          "it on with `--allow-training`; on 127.0.0.1 it is on by default.",
+        reach = ("it is open through a public --share link" if share else
+                 f"it listens on {host}, an address other machines can reach")
+        return cls(False, f"Fine-tuning is off on this server: {reach}, a training takes its processor for minutes, "
+                          "and anyone who reaches it could start one. Whoever runs the server can turn it on with "
+                          "`--allow-training`; on 127.0.0.1 it is on by default.",
                    tuple(map(str, data_files)), cache_mb)
 
 
 # --- the lane: one training at a time, in a thread of its own -----------------------------------------------------
 PREPARING = "reading the data and the model, then scoring the held-out examples before training ..."
+
+
 @dataclass(frozen=True)
 class Job:
     data: DataChoice
@@ -130,6 +136,7 @@ class Job:
     learning_rate: float
     name: str  # the new model's name in the list
     output: Path
+    device: str = "cpu"  # where the model it starts from runs (a GPU server trains there too)
 
 
 @dataclass
@@ -145,6 +152,7 @@ class Progress:
     steps_per_epoch: float | None = None
     epochs: list[dict] = field(default_factory=list)
     before: dict | None = None  # held-out metrics before training (known once it is done)
+    best: dict | None = None  # held-out metrics of the epoch the folder keeps
     model: str | None = None  # the name it joined the model list under
     started: float = 0.0
     seconds: float = 0.0
@@ -241,7 +249,7 @@ class TrainingLane:
         try:
             result = finetune(job.data.task, job.data.source, job.output, model=job.base_source,
                               epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
-                              device="cpu", threads=self.threads, progress=False, stop=self._stop,
+                              device=job.device, threads=self.threads, progress=False, stop=self._stop,
                               on_step=self._on_step, on_epoch=self._on_epoch, say=self._say)
             metrics = result.metrics
             del result  # the weights: the model list loads them again from the folder
@@ -252,7 +260,7 @@ class TrainingLane:
                 return
             name = on_trained(job, job.output)
             self._update(state="cancelled" if metrics.get("stopped_early") else "done", model=name,
-                         before=metrics.get("eval_before_training"), message="")
+                         before=metrics.get("eval_before_training"), best=metrics.get("eval"), message="")
         except (ValueError, OSError, RuntimeError) as err:  # bad data, an unreachable recipe, a NaN loss: in words
             shutil.rmtree(job.output, ignore_errors=True)
             self._update(state="failed", message=in_app_words(str(err)))
@@ -283,7 +291,9 @@ def sentence(text: str) -> str:
 
 
 def _lower_priority(nice: int) -> None:
-    """Lower this thread's CPU priority (Linux: a thread's nice value is its own) so that analyses come first."""
+    """Lower this thread's CPU priority by `nice` (Linux: a thread's nice value is its own)."""
+    if not nice:
+        return
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
@@ -312,28 +322,19 @@ def status_text(p: Progress) -> str:
     if p.state == "failed":
         return f"**The training could not run.** {plain(p.message)}"
     if p.state == "done":
-        return (f"{what} **joined the model list**: held-out {_score(p.epochs and max_epoch(p.epochs))} "
-                f"({_score(p.before)} before training), in {p.seconds:.0f} s. Pick it in the model list and press Analyze: "
-                "every view shows the fine-tuned encoder, and the Task tab what it predicts.")
+        return (f"{what} **joined the model list**: held-out {_score(p.best)} ({_score(p.before)} before "
+                f"training), in {p.seconds:.0f} s. Pick it in the model list and press Analyze: every view shows the "
+                "fine-tuned encoder, and the Task tab what it predicts.")
     if p.state == "cancelled":
         if p.model is None:
             return f"Cancelled {what}. {plain(p.message)}"
-        return (f"Cancelled {what}; the best epoch so far (held-out {_score(max_epoch(p.epochs))}) **joined the "
-                "model list**.")
+        return f"Cancelled {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model list**."
     if p.message:
         return f"Training {what}: {plain(p.message)}"
     epoch = p.steps[-1] / p.steps_per_epoch if p.steps and p.steps_per_epoch else 0.0
     last = f"; after epoch {p.epochs[-1]['epoch']}: held-out {_score(p.epochs[-1]['eval'])}" if p.epochs else ""
     return (f"Training {what}: epoch {epoch:.2f} of {job.epochs}, step {p.steps[-1] if p.steps else 0} of {p.total}, "
             f"loss {p.losses[-1] if p.losses else float('nan'):.3f}{last} · {p.seconds:.0f} s")
-
-
-def max_epoch(epochs: list[dict]) -> dict:
-    """The evaluation of the best epoch (the one the folder keeps)."""
-    def score(record):
-        ev = record["eval"]
-        return ev.get("accuracy", ev.get("f1", ev.get("exact_match", 0.0)))
-    return max(epochs, key=score)["eval"]
 
 
 def epochs_frame(p: Progress) -> pd.DataFrame:
@@ -402,7 +403,8 @@ class FineTuneTab:
         if epochs not in EPOCHS or rate not in LEARNING_RATES:
             raise refuse(f"Choose the epochs ({', '.join(map(str, EPOCHS))}) and the learning rate "
                          f"({', '.join(LEARNING_RATES)}) in their lists.")
-        source = self.page.models.get(base).folder  # one of the list's names, or a sentence
+        explorer = self.page.models.get(base)  # one of the list's names, or a sentence
+        source = explorer.folder
         if source is None:
             raise refuse(f"{base} was not loaded from a folder, so it cannot be fine-tuned here; pick another model.")
         if len(self.folders) >= MAX_TRAINED:
@@ -412,7 +414,7 @@ class FineTuneTab:
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
-        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output)
+        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device))
         self.lane.start(job, self._join, owner=getattr(request, "session_hash", None))
         return status_text(self.lane.snapshot()), gr.Timer(active=True)
 
