@@ -354,8 +354,7 @@ def epochs_frame(p: Progress) -> pd.DataFrame:
 def curve(p: Progress):
     if not p.steps:
         return None
-    title = f"Training loss of {p.job.name}" if p.job else "Training loss"
-    return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None, title=title)
+    return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None)
 
 
 # --- the tab -------------------------------------------------------------------------------------------------------
@@ -368,7 +367,7 @@ class FineTuneTab:
         self.folders: dict[str, Path] = {}  # models trained here: name -> folder
         self._pickers: list[gr.Dropdown] = []
         if not settings.enabled:
-            self.off = gr.Markdown(f"**{settings.why_off}**", elem_id="finetune-off")
+            self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
             return
         self.choices = data_choices(settings.data_files)
         names = page.models.names

@@ -14,7 +14,7 @@ MAX_POINTS = 2000  # a long run's steps are thinned to this many points: the pag
 
 
 def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], steps_per_epoch: float | None = None, *,
-                      total: int | None = None, title: str = "Training loss") -> go.Figure:
+                      total: int | None = None, title: str = "Loss at each step (dashed: an epoch ends)") -> go.Figure:
     """steps, losses: (N,) the optimizer step and its loss; `steps_per_epoch` places the epoch lines; `total` fixes the
     x axis to the whole run, so that the curve grows from the left instead of the axis stretching."""
     steps, losses = np.asarray(steps, dtype=np.int64), _f32(losses)
