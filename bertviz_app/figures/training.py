@@ -14,7 +14,7 @@ MAX_POINTS = 2000  # a long run's steps are thinned to this many points: the pag
 
 
 def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], steps_per_epoch: float | None = None, *,
-                      total: int | None = None, title: str = "Loss at each step (dashed: an epoch ends)") -> go.Figure:
+                      total: int | None = None, title: str = "Loss per step") -> go.Figure:
     """steps, losses: (N,) the optimizer step and its loss; `steps_per_epoch` places the epoch lines; `total` fixes the
     x axis to the whole run, so that the curve grows from the left instead of the axis stretching."""
     steps, losses = np.asarray(steps, dtype=np.int64), _f32(losses)
@@ -33,6 +33,8 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], steps_per_e
     end = total or (int(steps[-1]) if len(steps) else 1)
     shapes = []
     if steps_per_epoch:
+        data.append(dict(type="scatter", mode="lines", x=[None], y=[None], name="an epoch ends",  # legend only
+                         line=dict(color="#888", width=1, dash="dash"), hoverinfo="skip"))
         shapes = [dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
                        line=dict(color="#888", width=1, dash="dash"))
                   for x in np.arange(steps_per_epoch, end + 1e-9, steps_per_epoch)[:50]]
