@@ -15,8 +15,7 @@ from bertviz_app import cli
 from bertviz_app.app import build_demo
 from bertviz_app.app import finetune_tab
 from bertviz_app.app.common import Models, Page
-from bertviz_app.app.finetune_tab import (FineTuneTab, TrainingLane, TrainingSettings, data_choices, file_task,
-                                          training_root)
+from bertviz_app.app.finetune_tab import FineTuneTab, TrainingSettings, data_choices, file_task, training_root
 from bertviz_app.app.task import task_view
 from bertviz_app.finetuning import recipes
 
