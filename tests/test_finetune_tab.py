@@ -35,9 +35,11 @@ def write_csv(path: Path, rows, header=("text", "label")) -> Path:
 def files(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("data")
     rows = [(t, "positive") for t in GOOD] * 4 + [(t, "negative") for t in BAD] * 4
+    (folder / "tags.conll").write_text("the DT\ncat NN\n\na X DT\n")
     return {"reviews": write_csv(folder / "reviews.csv", rows),
             "columns": write_csv(folder / "columns.csv", rows, header=("review", "stars")),
-            "single": write_csv(folder / "single.csv", [(t, "positive") for t in GOOD * 2])}
+            "single": write_csv(folder / "single.csv", [(t, "positive") for t in GOOD * 2]),
+            "conll": folder / "tags.conll"}
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +132,7 @@ def test_one_training_at_a_time_and_only_its_page_cancels_it(tab):
     ("columns.csv", "columns.csv has no column 'text', 'label' (its columns: review, stars); the app reads the "
                     "columns text and label"),
     ("single.csv", "has a single label ('positive'); a classifier needs examples of two or more"),
+    ("tags.conll", "tags.conll line 4: 3 columns, expected 2"),
 ])
 def test_bad_data_is_a_sentence_and_leaves_nothing(tab, data, expected):
     p = run(tab, data)
