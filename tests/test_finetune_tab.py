@@ -166,6 +166,11 @@ def test_values_off_the_lists_are_refused(tab, values, expected):
     assert tab.lane.snapshot().state == "idle"
 
 
+def test_the_data_suggests_a_learning_rate(tab):
+    assert [tab.suggest_rate(d) for d in ("movie-reviews", "wsj-pos", "tags.conll")] == ["5e-5", "1e-4", "1e-4"]
+    assert isinstance(tab.suggest_rate("/etc/passwd"), type(gr.skip()))
+
+
 # --- the rule, and the command line -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("argv, enabled", [
     ([], True), (["--host", "localhost"], True), (["--host", "0.0.0.0"], False), (["--share"], False),
