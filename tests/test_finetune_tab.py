@@ -116,8 +116,10 @@ def test_one_training_at_a_time_and_only_its_page_cancels_it(tab):
     started = __import__("threading").Event()
     original = tab.lane._on_step
     tab.lane._on_step = lambda record: (original(record), started.set(), tab.lane._stop.wait(30))
-    tab.start("reviews.csv", "tiny", 1, "1e-4", request=gr.Request(session_hash="teacher"))
-    assert started.wait(60)
+    status, timer, start, cancel = tab.start("reviews.csv", "tiny", 1, "1e-4",
+                                             request=gr.Request(session_hash="teacher"))
+    assert "Training **reviews.csv fine-tuned" in status and timer.active and not start.interactive
+    assert cancel.interactive and started.wait(60)
     with pytest.raises(gr.Error, match="A training is already running .* one runs at a time"):
         tab.start("reviews.csv", "tiny", 1, "1e-4")
     assert tab.lane.cancel("student") == "Only the page that started this training can cancel it."

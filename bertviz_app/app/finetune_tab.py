@@ -418,7 +418,8 @@ class FineTuneTab:
             output = output.with_name(output.name + "-1")
         job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device))
         self.lane.start(job, self._join, owner=getattr(request, "session_hash", None))
-        return status_text(self.lane.snapshot()), gr.Timer(active=True)
+        return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
+                gr.Button(interactive=True))
 
     def suggest_rate(self, data) -> str:
         choice = self.choices.get(data) if isinstance(data, str) else None
@@ -469,7 +470,8 @@ class FineTuneTab:
                    *self._pickers]
         quiet = dict(queue=False, show_progress="hidden")
         self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate],
-                                [self.status, self.timer], **api("finetune_start"), **quiet)
+                                [self.status, self.timer, self.start_button, self.cancel_button],
+                                **api("finetune_start"), **quiet)
         self.cancel_button.click(self.cancel, None, [self.status], **api("finetune_cancel"), **quiet)
         self.data.input(self.suggest_rate, [self.data], [self.rate], **api("finetune_rate", False), **quiet)
         self.timer.tick(self.poll, [self.seen], outputs, **api("finetune_progress"), **quiet)
