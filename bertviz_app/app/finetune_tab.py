@@ -32,7 +32,7 @@ import gradio as gr
 import pandas as pd
 
 from .. import limits
-from ..explorer import load
+from ..explorer import _release_freed_memory, load
 from ..figures.training import loss_curve_figure
 from ..finetuning import RECIPES, cache_dir, finetune
 from .common import Page, api, plain, refuse, user_errors
@@ -272,6 +272,10 @@ class TrainingLane:
             shutil.rmtree(job.output, ignore_errors=True)
             self._update(state="failed", message="Something went wrong on the server while training; the details "
                                                  "are in the server's log.")
+        finally:
+            # The optimizer's state, the gradients and the activations were freed, but glibc keeps the pages: a
+            # server went from 456 MiB to 1432 after a short training of the default model, and to 644 with this.
+            _release_freed_memory()
 
 
 # The readers' advice names `finetune`'s options; the app reads a --data file with the default columns.
