@@ -69,6 +69,13 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                         "X-Forwarded-For (otherwise that header is ignored, since anyone can write it)")
     p.add_argument("--session-minutes", type=float, default=limits.SESSION_MINUTES,
                    help="a session idle for this long is forgotten (its visitor analyzes again when back)")
+    p.add_argument("--allow-training", action="store_true",
+                   help="let visitors fine-tune in the Fine-tune tab on a server others can reach (--host other than "
+                        "127.0.0.1, or --share); on 127.0.0.1 it is on without this")
+    p.add_argument("--data", action="append", metavar="FILE", default=[],
+                   help="a labelled file the Fine-tune tab offers beside the built-in recipes (CSV/TSV/JSONL with "
+                        "text and label columns, CoNLL, SQuAD JSON); repeat for several. Visitors pick it by name, "
+                        "never send a file")
     p.set_defaults(handler=run_serve)
     return p
 
@@ -256,6 +263,22 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
 
 
+def training_settings(args: argparse.Namespace):
+    """The Fine-tune tab's rule: on where only this machine reaches the server, else only with --allow-training;
+    the --data files checked before anything loads."""
+    from .app.finetune_tab import TrainingSettings, file_task
+
+    for name in args.data:
+        if not Path(name).expanduser().is_file():
+            raise UsageError(f"--data {name}: no such file")
+        try:
+            file_task(Path(name).expanduser())
+        except (ValueError, OSError) as err:
+            raise UsageError(str(err)) from None
+    return TrainingSettings.for_server(args.host, is_loopback(args.host), args.share, args.allow_training,
+                                       [str(Path(n).expanduser().resolve()) for n in args.data], args.cache_mb)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a port number (0 to 65535)")
@@ -286,6 +309,8 @@ def run_serve(args: argparse.Namespace) -> int:
     from . import app  # gradio is slow to import: only after the arguments are known to be good
     from .catalog import builtin_models
 
+    training = training_settings(args)  # a missing --data file is said before the models load
+
     # OpenMP threads that outnumber free cores spin against each other: a 25 ms pass became 600 ms here.
     torch.set_num_threads(args.threads)
     try:
@@ -294,7 +319,7 @@ def run_serve(args: argparse.Namespace) -> int:
                                     cache_dtype=args.cache_dtype)
     except (ValueError, OSError) as err:  # CheckpointError, ConfigError, a missing GPU, a disk: all say what to do
         raise UsageError(str(err)) from None
-    demo = app.build_demo(explorers, concurrency=args.concurrency)
+    demo = app.build_demo(explorers, concurrency=args.concurrency, training=training)
     app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth, max_sessions=args.max_sessions,
               session_idle_s=args.session_minutes * 60, sessions_per_address=args.sessions_per_address,
               behind_proxy=args.behind_proxy)

@@ -58,7 +58,8 @@ class Explorer:
         limit = model.config.max_tokens
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
-        self.folder: Path | None = None  # load() sets it: the checkpoint folder (metrics.json, held-out predictions)
+        # load() sets it: the checkpoint folder (metrics.json, held-out predictions; the app fine-tunes from it)
+        self.folder: Path | None = None
         self.tables = _model_tables(self.model)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
@@ -405,4 +406,5 @@ def load(model: str | Path | None = None, device: str | torch.device = "auto", m
         torch.cuda.synchronize(resolved_device)
     explorer.folder = Path(report.folder)
     explorer.load_seconds = time.perf_counter() - start
+    explorer.folder = Path(report.folder)
     return explorer

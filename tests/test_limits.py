@@ -95,8 +95,10 @@ def explorers(tiny_mlm_folder):
 
 @pytest.fixture(scope="module")
 def served(explorers):
-    """(url, demo) of the app as `bertviz-app serve` runs it, without --auth."""
-    demo = app.build_demo(explorers)
+    """(url, demo) of the app as `bertviz-app serve` runs it, without --auth (on 127.0.0.1: the Fine-tune tab on)."""
+    from bertviz_app.app.finetune_tab import TrainingSettings
+
+    demo = app.build_demo(explorers, training=TrainingSettings(True))
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url, demo
     demo.close()
@@ -203,13 +205,17 @@ def test_a_body_under_the_limit_still_reaches_gradio(server, events, model_name)
 
 
 # --- the queue ----------------------------------------------------------------------------------------------------
+# The Fine-tune tab's: start a training in its own lane (a thread, one at a time), cancel it, read its progress, suggest
+# a learning rate. None runs the model in the event; the lane's thread trains and loads the result.
+FINE_TUNE_EVENTS = {"finetune_start", "finetune_cancel", "finetune_progress", "_finetune_progress",
+                    "_finetune_progress_load", "_finetune_rate"}
 # None of these runs the model: fill in an example, add one to the seed, fill the boxes from a permalink, copy the
 # input into Compare, put back the silencing hint, put a held-out example in the boxes (the Task tab), and the two
 # buttons done in the browser (copy link, presenter).
 UNQUEUED = {"load_example", "load_example_1", "_next_seed", "_pick_example", "_restore", "_compare_prefill",
             "_compare_prefill_1", "_compare_prefill_2", "_compare_prefill_3", "_clear_ablation", "_clear_ablation_1",
             "_clear_ablation_2", "_clear_ablation_3", "_task_pick_heldout", "_stale_notice", "js_fn", "js_fn_1",
-            "js_fn_2"}
+            "js_fn_2", *FINE_TUNE_EVENTS}
 
 
 def test_every_event_that_can_run_the_model_is_queued(server):
@@ -221,7 +227,7 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 # Handlers that never run a forward pass: fill in an example or the seed, fill the boxes from a permalink or Compare's
 # from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons.
 NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
-                   "_lens_range", "_show", "_stale_notice", "_task_pick_heldout", "js_fn"}
+                   "_lens_range", "_show", "_stale_notice", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS}
 
 
 def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):

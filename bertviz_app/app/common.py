@@ -195,6 +195,12 @@ class Models:
             raise ValueError("the app needs at least one model")
         self.names = list(self.explorers)
 
+    def add(self, name: str, explorer: Explorer) -> None:
+        """A model made while the app runs (the Fine-tune tab's), offered from now on."""
+        self.explorers[name] = explorer
+        if name not in self.names:
+            self.names.append(name)
+
     @property
     def first(self) -> Explorer:
         return self.explorers[self.names[0]]

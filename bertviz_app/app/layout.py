@@ -21,6 +21,7 @@ from .beyond import BeyondTab
 from .common import MAX_CHARS, Models, Page, api, check_inputs, plain, refuse, text_value, user_errors
 from .compare import CompareTab
 from .embeddings import EmbeddingsTab
+from .finetune_tab import FineTuneTab, TrainingSettings
 from .hidden import HiddenTab
 from .masked_lm import MaskedLMTab
 from .model_info import ModelTab
@@ -191,9 +192,12 @@ class InputArea:
 
 def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                concurrency: int = limits.CONCURRENCY,
-               examples: tuple[list[list[str]], list[str]] | None = None) -> gr.Blocks:
-    """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these);
-    one Explorer; or None for the built-in models on the best device. `concurrency`: forward passes at once."""
+               examples: tuple[list[list[str]], list[str]] | None = None,
+               training: TrainingSettings | None = None) -> gr.Blocks:
+    """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these,
+    and the models fine-tuned in the app once they are done); one Explorer; or None for the built-in models on the
+    best device. `concurrency`: forward passes at once. `training`: whether the Fine-tune tab may train (off unless
+    given; `TrainingSettings.for_server` applies the command line's rule)."""
     if explorers is None:
         explorers = load_models(list(builtin_models()))
     elif isinstance(explorers, Explorer):
@@ -219,6 +223,8 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                 next_sentence = NextSentenceTab(page)
             with gr.Tab("Task", id="task-tab"):
                 task = TaskTab(page)
+            with gr.Tab("Fine-tune", id="finetune-tab") as finetune_item:
+                finetune = FineTuneTab(page, training or TrainingSettings())
             with gr.Tab("Beyond attention", id="beyond-tab"):
                 beyond = BeyondTab(page)
             with gr.Tab("Compare", id="compare-tab"):
@@ -235,6 +241,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
 
         for tab in tabs:  # before `follow`: an endpoint is named after its first, public use
             tab.wire()
+        finetune.wire(finetune_item, [inputs.model, compare.other_model])
         inputs.copy_link.click(None, js=COPY_LINK_JS)
         example = inputs.example.input(inputs.pick_example, [inputs.example], [inputs.sentence_a, inputs.sentence_b],
                                        **api("pick_example", False), queue=False)
@@ -251,6 +258,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         first = demo.load(inputs.restore, None, [inputs.sentence_a, inputs.sentence_b, inputs.model],
                           **api("restore", False), queue=False)
         follow(first.then(**page.api("analyze", False), **analysis), public=False)
+        finetune.on_load(demo)
         # An example fills the boxes, then analyzes like the button (without a second API name).
         follow(example.success(**page.api("analyze", False), **analysis), public=False)
         # So does a held-out example clicked in the Task tab, which also leads into Compare.

@@ -55,13 +55,14 @@ def finetune(task: str, train: str | os.PathLike, output: str | os.PathLike, *, 
              weight_decay: float = 0.01, clip: float = 1.0, validation_fraction: float = 0.1,
              eval_batch_size: int = 64, stride: int = 128, device: str = "auto", threads: int | None = None,
              progress: bool | None = None, stop: threading.Event | None = None,
-             on_epoch: Callable[[dict], None] | None = None, say: Callable[[str], None] | None = None
-             ) -> FineTuneResult:
+             on_epoch: Callable[[dict], None] | None = None, on_step: Callable[[dict], None] | None = None,
+             say: Callable[[str], None] | None = None) -> FineTuneResult:
     """Fine-tune `model` (default: the default model) for `task` ('text-classification', 'token-classification',
     'question-answering') on `train` (a file, or a recipe name: 'movie-reviews', 'wsj-pos') and write the result to
     `output`. Without `validation`, a seeded `validation_fraction` of `train` is held out. `stop` (an event) ends the
     run after the step under way, keeping the best epoch so far, as Ctrl-C does; `on_epoch` receives each epoch's
-    record. Returns the output folder and the metrics."""
+    record, `on_step` each step's {step, total, epoch (a fraction), loss} (the app draws its loss curve from them).
+    Returns the output folder and the metrics."""
     dist_info, torch_device = setup_distributed(device)
     say = say or (say_above_progress if dist_info.is_main else (lambda *a: None))
     _check_settings(task, epochs, batch_size, learning_rate, max_length, warmup_ratio, validation_fraction, clip,
@@ -148,6 +149,9 @@ def finetune(task: str, train: str | os.PathLike, output: str | os.PathLike, *, 
 
     def after_step(result: dict) -> None:
         losses.append(float(result["loss"].detach()))
+        if on_step is not None:
+            on_step({"step": trainer.step, "total": total, "epoch": trainer.step / steps_per_epoch,
+                     "loss": losses[-1]})
         if trainer.step % steps_per_epoch == 0:
             evaluate_now(trainer.step // steps_per_epoch)
 

