@@ -92,7 +92,7 @@ class Explorer:
         input's Run: no second forward pass)."""
         run = self.run(text, text_pair)
         probabilities = masked_lm.replaced_probabilities(self.model, run.hidden_states[-1])
-        return list(zip(run.tokens, probabilities.tolist()))
+        return list(zip(run.labels, probabilities.tolist()))
 
     def score_terms(self, text: str, text_pair: str | None = None, layer: int = 0) -> np.ndarray:
         """DeBERTa: layer `layer`'s attention scores split into content-to-content, content-to-position and

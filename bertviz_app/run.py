@@ -84,7 +84,13 @@ class Run:
 
     @property
     def tokens(self) -> list[str]:
+        """The tokenizer's own pieces ('Ġcat' for RoBERTa, '▁cat' for ALBERT), as in its vocabulary."""
         return self.encoding.tokens
+
+    @property
+    def labels(self) -> list[str]:
+        """The tokens as a person reads them ('cat', '##s'): what tables and pictures show (`Encoding.labels`)."""
+        return self.encoding.labels
 
     @property
     def num_layers(self) -> int:
@@ -141,7 +147,7 @@ class Run:
         (the dtype this Run keeps attention in). matrix: "attention" (column weight), "rollout" (weight; head
         "rollout", one per layer) or "value_weighted" (column norm, ||alpha_ij f(x_j)|| of each head)."""
         matrices, layers, heads, value = self._tidy(layers, heads, matrix)
-        return analysis.tidy_frame(matrices, self.tokens, layers, heads, value=value,
+        return analysis.tidy_frame(matrices, self.labels, layers, heads, value=value,
                                    precision=self.attentions.dtype.name)
 
     def attention_csv(self, path: str | Path | None = None, layers=None, heads=None,
@@ -150,7 +156,7 @@ class Run:
         `precision` column says float32 or float16), written row by row without building the table: to `path`
         (returned), or returned as text when path is None."""
         matrices, layers, heads, value = self._tidy(layers, heads, matrix)
-        parts = (matrices, self.tokens, layers, heads)
+        parts = (matrices, self.labels, layers, heads)
         if path is None:
             out = io.StringIO()
             analysis.write_tidy_csv(out, *parts, value=value, precision=self.attentions.dtype.name)
@@ -200,13 +206,13 @@ class Run:
     def word_attention(self, layer: int, head: int | None = None) -> tuple[list[str], np.ndarray]:
         """(words, (W, W) matrix): attention between whole words, as Clark et al. (2019) merge word pieces: the
         attention to a word is the sum over its pieces, from a word the mean over its pieces; rows still sum to 1."""
-        words = analysis.group_words(self.tokens, self.special_mask)
+        words = analysis.group_words(self.labels, self.special_mask, self.encoding.word_ids)
         return words.words, analysis.word_attention(self.attention(layer, head), words)
 
     def compare(self, other: "Run") -> "analysis.AttentionDifference":
         """Attention of `other` minus this Run's, head by head, with the heads ranked by how much they changed: two
         inputs of the same length (a minimal pair) or two models on one input."""
-        return analysis.compare_attentions(self.attentions, other.attentions, self.tokens, other.tokens)
+        return analysis.compare_attentions(self.attentions, other.attentions, self.labels, other.labels)
 
     def head_statistics(self) -> "analysis.HeadStatistics":
         """Per-head entropy, attended distance, shares to [CLS]/[SEP]/self/previous/next, dominant behavior;
@@ -220,7 +226,7 @@ class Run:
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> "pd.DataFrame":
         """Per token: norms of token/segment/position parts, their sum and the LayerNorm output; parts' shares."""
-        return analysis.embedding_parts(self.tokens, self.segment_ids, self.token_embeddings,
+        return analysis.embedding_parts(self.labels, self.segment_ids, self.token_embeddings,
                                         self.segment_embeddings, self.position_embeddings, self.hidden_states[0])
 
     def position_table(self) -> np.ndarray:

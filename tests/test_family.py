@@ -20,6 +20,7 @@ from bertviz_app import load
 from bertviz_app.checkpoint import CheckpointError, load_model
 from bertviz_app.config import BertConfig, ConfigError
 from bertviz_app.explorer import Explorer
+from bertviz_app.analysis import group_words
 from bertviz_app.tokenizer import FamilyTokenizer, load_tokenizer
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -136,6 +137,32 @@ def test_tokenization_matches_transformers(family):
             assert seq == expected.sequence_ids()[i] if expected["special_tokens_mask"][i] == 0 else seq is None
 
 
+def test_tokens_read_as_words_the_way_transformers_decodes_them(family):
+    """Labels drop the word-start marks ('Ġ', '▁') and write '##' before a piece that continues a word; words are the
+    pre-tokenizer's (transformers' word_ids), and a word's labels joined read as transformers decodes its pieces."""
+    name, folder, _, ours, _ = family
+    tokenizer = load_tokenizer(folder, ours.config.model_type, max_tokens=512)
+    reference = transformers.AutoTokenizer.from_pretrained(folder)
+    for text, pair in TEXTS:
+        encoding = tokenizer.encode(text, pair)
+        expected = reference(text.replace("[MASK]", reference.mask_token), pair)
+        keys = [None if s else (q, w) for q, w, s in zip(expected.sequence_ids(), expected.word_ids(),
+                                                          encoding.special_tokens_mask)]
+        same = [i > 0 and keys[i] is not None and keys[i] == keys[i - 1] for i in range(len(keys))]
+        assert [i > 0 and encoding.word_ids[i] == encoding.word_ids[i - 1] for i in range(len(keys))] == same
+        assert not any(mark in label for label in encoding.labels for mark in ("\u0120", "\u2581"))
+        words = group_words(encoding.labels, encoding.special_tokens_mask, encoding.word_ids)
+        for word, group in zip(words.words, words.groups):
+            if not encoding.special_tokens_mask[group[0]]:
+                pieces = [encoding.tokens[i] for i in group]
+                shown = "" if word == "\u2423" else word  # a word that is only a space (runs of spaces)
+                assert shown == reference.convert_tokens_to_string(pieces).strip(), (name, pieces, word)
+            starts = [encoding.labels[i] for i in group[:2]]  # '##' from the second piece on, after a lone space
+            assert not starts[0].startswith("##") and all(label.startswith("##") for label in
+                                                           [encoding.labels[i] for i in group[1:]][
+                                                               1 if starts[0] == "\u2423" else 0:])
+
+
 @pytest.mark.parametrize("max_tokens", [9, 14, 15, 30])
 def test_truncation_matches_transformers_longest_first(family, max_tokens):
     name, folder, _, ours, _ = family
@@ -179,7 +206,7 @@ def test_electra_says_which_tokens_were_replaced(tmp_path):
     explorer = load(tmp_path, device="cpu")
     rows = explorer.replaced("The cat sat on the mat.")
     run = explorer.run("The cat sat on the mat.")
-    assert [token for token, _ in rows] == run.tokens
+    assert [token for token, _ in rows] == run.labels
     hf = transformers.ElectraForPreTraining.from_pretrained(tmp_path).eval()
     with torch.no_grad():
         expected = torch.sigmoid(hf(torch.tensor([run.encoding.ids])).logits[0]).numpy()

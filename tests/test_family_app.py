@@ -45,10 +45,17 @@ def test_every_family_is_analyzed_and_drawn(client, explorers, family):
     name, explorer = explorers[family]
     out = client.predict(name, *PAIR, api_name="/analyze")
     table = out[0]
-    tokens = [row[table["headers"].index("token")] for row in table["data"]]
-    assert tokens == explorer.encode(*PAIR).tokens
+    column = {name: [row[table["headers"].index(name)] for row in table["data"]] for name in ("token", "piece")}
+    encoding = explorer.encode(*PAIR)
+    # Shown as read ('cat', '##s'), the vocabulary's own pieces ('Ġcat', '▁cat') kept beside them
+    assert column["token"] == encoding.labels and column["piece"] == encoding.tokens
+    tokens = column["token"]
     decoded = views.decode_payload(base64.b64decode(out[2]["payload"]))
     assert decoded.header["tokens"] == tokens
+    assert decoded.arrays["words"].tolist() == encoding.word_ids
+    assert not any(mark in token for token in tokens for mark in ("\u0120", "\u2581"))
+    if family in ("roberta", "albert", "deberta-v2"):
+        assert encoding.labels != encoding.tokens  # the marks were there to drop
     config = explorer.config
     assert decoded.values("attention").shape == (config.num_hidden_layers, config.num_attention_heads, len(tokens),
                                                  len(tokens))

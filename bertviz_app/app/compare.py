@@ -73,7 +73,7 @@ class CompareTab:
         difference = run_a.compare(run_b)
         ranking = difference.ranking().head(12).astype({"change": float, "max_difference": float}).round(3)
         if same_model:
-            changed = ", ".join(f"{plain(run_a.tokens[i])} → {plain(run_b.tokens[i])}" for i in difference.differing)
+            changed = ", ".join(f"{plain(run_a.labels[i])} → {plain(run_b.labels[i])}" for i in difference.differing)
             what = f"the inputs differ at {changed}" if changed else "the inputs are the same"
         else:
             what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right) on one input"

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import analysis
+from ..tokenizer import wordpiece_word_ids
 
 MAGIC = b"BVIZ"
 VERSION = 1
@@ -49,17 +50,6 @@ MAX_TOKENS = 4096
 
 class PayloadError(ValueError):
     """A payload that cannot be built from these arrays, or bytes that are not a payload we can read."""
-
-
-def wordpiece_word_ids(tokens: Sequence[str], special_mask: Sequence[bool]) -> list[int]:
-    """One id per token for the words mode: WordPiece continuations ('##ing') share the id of the piece before
-    them; every special token has an id of its own. Ids count up from 0 in token order."""
-    ids, current = [], -1
-    for i, (token, special) in enumerate(zip(tokens, special_mask)):
-        continues = not special and token.startswith("##") and i > 0 and not special_mask[i - 1]
-        current += 0 if continues else 1
-        ids.append(current)
-    return ids
 
 
 def run_key(model: str, tokens: Sequence[str]) -> str:
@@ -296,7 +286,10 @@ def payload_from_run(run, *, title: str | None = None, rollout: bool = True) -> 
     stats = run.head_statistics()
     names = ("entropy", "distance", "cls", "sep", "self", "previous", "next")
     text = input_text(run.encoding)
-    return encode_payload(run.tokens, run.segment_ids, run.special_mask, run.attentions,
+    # The views show the tokens as a person reads them and group them into the tokenizer's own words; the key
+    # stays the vocabulary's pieces, which tell two inputs apart where labels may not.
+    return encode_payload(run.labels, run.segment_ids, run.special_mask, run.attentions, word_ids=run.encoding.word_ids,
+                          key=run_key(run.model_name, run.tokens),
                           rollout=run.rollouts() if rollout else None,
                           value_weighted=(analysis.value_weighted_shares(run.attentions, run.value_grams)
                                           if run.value_grams is not None and len(run) <= VALUE_WEIGHTED_MAX_TOKENS

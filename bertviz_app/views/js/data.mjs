@@ -34,9 +34,12 @@ function addDequantized(out, set, T, offset, weight) {
   return out;
 }
 
-/** A word's label: its pieces joined, with WordPiece's '##' continuation marks dropped. */
+const VISIBLE_SPACE = "\u2423"; // a piece that is only a space (SentencePiece's lone '\u2581'), as the payload writes it
+
+/** A word's label: its pieces joined, with '##' continuation marks and a leading lone space piece dropped. */
 export function joinPieces(pieces) {
-  return pieces.map((p, k) => (k > 0 && p.startsWith("##") ? p.slice(2) : p)).join("");
+  const shown = pieces.length > 1 && pieces[0] === VISIBLE_SPACE ? pieces.slice(1) : pieces;
+  return shown.map((p, k) => (k > 0 && p.startsWith("##") ? p.slice(2) : p)).join("");
 }
 
 /**
