@@ -20,7 +20,7 @@ from .family import FamilyNotes, notes
 from .finetuning import tasks as finetuning_tasks
 from .model import BertForPreTraining, BertPreTrainedModel
 from .plots import PlottedRun
-from .run import ModelTables, Run
+from .run import ModelTables, RelativeTables, Run
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
 DEFAULT_CACHE_MB = limits.CACHE_MB
@@ -97,8 +97,7 @@ class Explorer:
     def score_terms(self, text: str, text_pair: str | None = None, layer: int = 0) -> np.ndarray:
         """DeBERTa: layer `layer`'s attention scores split into content-to-content, content-to-position and
         position-to-content, (3, heads, T, T), from the input's Run."""
-        run = self.run(text, text_pair)
-        return masked_lm.score_terms(self.model, run.hidden_states[layer], layer)
+        return self.run(text, text_pair).score_terms(layer)
 
     @property
     def cached_bytes(self) -> int:
@@ -267,7 +266,27 @@ def _model_tables(model: BertForPreTraining) -> ModelTables:
             return np.zeros((1, width), dtype=np.float32)
         return embedding.weight[skip:].detach().float().cpu().numpy()
 
-    return ModelTables(table(emb.position_embeddings, model.config.position_offset), table(emb.token_type_embeddings))
+    return ModelTables(table(emb.position_embeddings, model.config.position_offset), table(emb.token_type_embeddings),
+                       _relative_tables(model))
+
+
+@torch.no_grad()
+def _relative_tables(model: BertForPreTraining) -> RelativeTables | None:
+    """DeBERTa's relative position table through each layer's query and key projections, and the distance index
+    for the longest input: the same for every input, so computed once (None for the rest of the family)."""
+    config, encoder = model.config, model.bert.encoder
+    rel = encoder.relative_positions(config.max_position_embeddings, model.device)
+    if rel is None:
+        return None
+    layers = [encoder.layer_module(i).attention.self for i in range(config.num_hidden_layers)]
+    projections = [layer.position_projections(rel.embeddings) for layer in layers]  # L x (pos_q, pos_k)
+
+    def stacked(which: int) -> np.ndarray | None:
+        if projections[0][which] is None:
+            return None
+        return torch.stack([p[which] for p in projections]).float().cpu().numpy()  # (L, h, R, d)
+
+    return RelativeTables(stacked(0), stacked(1), rel.index.cpu().numpy().astype(np.int32), float(layers[0].scale))
 
 
 def _release_freed_memory() -> None:

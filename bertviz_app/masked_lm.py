@@ -142,21 +142,6 @@ def replaced_probabilities(model: BertForPreTraining, last_hidden_state: np.ndar
         return torch.sigmoid(model.cls.discriminator(hidden).float()).cpu().numpy()
 
 
-def score_terms(model: BertForPreTraining, layer_input: np.ndarray | Tensor, layer: int) -> np.ndarray:
-    """DeBERTa: layer `layer`'s pre-softmax attention scores split into content-to-content, content-to-position and
-    position-to-content, (3, h, T, T), from that layer's input (T, H) (a Run's `hidden_states[layer]`)."""
-    if not model.config.relative_attention:
-        raise ValueError(f"only DeBERTa splits its attention scores into content and position terms; this is a "
-                         f"{model.config.family} model, whose scores are the query x key product alone")
-    if not 0 <= layer < model.config.num_hidden_layers:
-        raise ValueError(f"layer must be from 0 to {model.config.num_hidden_layers - 1}, got {layer}")
-    with _predicting(model):
-        hidden = torch.as_tensor(layer_input, dtype=torch.float32, device=model.device)[None]  # (1, T, H)
-        encoder = model.bert.encoder
-        rel = encoder.relative_positions(hidden.shape[1], hidden.device)
-        return encoder.layer_module(layer).attention.self.score_terms(hidden, rel)[0].float().cpu().numpy()
-
-
 def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str,
                   max_tokens: int | None = None) -> float:
     """P(B follows A) from the next-sentence head."""

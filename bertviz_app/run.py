@@ -30,12 +30,35 @@ MATRICES = ("attention", "rollout", "value_weighted")  # what attention_frame ca
 
 
 @dataclass(eq=False)
+class RelativeTables:
+    """DeBERTa's disentangled attention, the parts that depend on the model only (L layers, h heads, R = 2 x span
+    relative distances, d head size).
+
+    position_queries, position_keys: (L, h, R, d) float32, the relative position table through each layer's query and
+        key projections; None for a term the model leaves out (pos_att_type)
+    index: (P, P) int32, the row of R for query i and key j; an input of T tokens reads its top-left (T, T)
+    scale: what each dot product is multiplied by, 1/sqrt(d x (1 + the number of position terms))"""
+
+    position_queries: np.ndarray | None
+    position_keys: np.ndarray | None
+    index: np.ndarray
+    scale: float
+
+    @property
+    def terms(self) -> list[str]:
+        return [name for name, table in (("c2p", self.position_keys), ("p2c", self.position_queries))
+                if table is not None]
+
+
+@dataclass(eq=False)
 class ModelTables:
     """The learned tables of a model that every Run of it shares (not copied per Run): position embeddings (P, H),
-    segment embeddings (S, H), and analyses of them cached per size."""
+    segment embeddings (S, H), DeBERTa's relative position projections (None for the rest of the family), and
+    analyses of them cached per size."""
 
     positions: np.ndarray
     segments: np.ndarray
+    relative: RelativeTables | None = None
     _paths: dict = field(default_factory=dict, repr=False)
 
     def position_path(self, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,9 +242,26 @@ class Run:
         `.to_frame()` gives a table."""
         return self._derived("head_statistics", lambda: analysis.head_statistics(self.attentions, self.special_mask))
 
+    def score_terms(self, layer: int) -> np.ndarray:
+        """DeBERTa: layer `layer`'s pre-softmax scores split into content-to-content, content-to-position and
+        position-to-content, (3, h, T, T) float32; their sum is what the softmax turns into `attentions[layer]`."""
+        relative = self.tables.relative if self.tables is not None else None
+        if relative is None:
+            raise ValueError(f"only DeBERTa splits its attention scores into content and position terms; this is a "
+                             f"{self.config.family} model, whose scores are the query x key product alone")
+        layer = analysis.check_index("layer", layer, self.num_layers)
+        t = len(self)
+        pick = (lambda table: None if table is None else table[layer])
+        return analysis.score_terms(self.queries[layer], self.keys[layer], pick(relative.position_queries),
+                                    pick(relative.position_keys), relative.index[:t, :t], relative.scale)
+
     def query_key(self, layer: int, head: int, token: int) -> "analysis.QueryKey":
-        """The query of `token`, every key, products, dot products, scaling and softmax of one attention row."""
-        return analysis.query_key(self.queries, self.keys, layer, head, token)
+        """The query of `token`, every key, products, dot products, scaling and softmax of one attention row (for
+        DeBERTa with its two position terms in the scores)."""
+        if self.tables is None or self.tables.relative is None:
+            return analysis.query_key(self.queries, self.keys, layer, head, token)
+        return analysis.query_key(self.queries, self.keys, layer, head, token, self.score_terms(layer),
+                                  self.tables.relative.scale)
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> "pd.DataFrame":

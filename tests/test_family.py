@@ -20,7 +20,8 @@ from bertviz_app import load
 from bertviz_app.checkpoint import CheckpointError, load_model
 from bertviz_app.config import BertConfig, ConfigError
 from bertviz_app.explorer import Explorer
-from bertviz_app.analysis import group_words
+from bertviz_app import views
+from bertviz_app.analysis import group_words, score_terms
 from bertviz_app.tokenizer import FamilyTokenizer, load_tokenizer
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -225,20 +226,69 @@ def test_albert_layers_share_their_weights(tmp_path):
     assert encoder.layer_module(1) is not encoder.layer_module(2)
 
 
-def test_deberta_score_terms_add_up_to_its_attention(tmp_path):
-    family_models.build("deberta-v2", tmp_path)
+@pytest.mark.parametrize("overrides", [{}, dict(pos_att_type=["c2p"], position_buckets=-1)])
+def test_deberta_score_terms_match_transformers_and_add_up_to_its_attention(tmp_path, overrides):
+    """Each term from the Run's queries and keys and the model's relative tables (what the query x key view
+    computes) equals transformers' own: its disentangled_attention_bias with one position term switched on at a time
+    gives that term alone. The terms' sum is the score the softmax turns into the Run's attention."""
+    hf = family_models.build("deberta-v2", tmp_path, **overrides)
     explorer = load(tmp_path, device="cpu")
-    text = "The keys to the cabinet were lost yesterday!"
-    run = explorer.run(text)
-    for layer in range(run.num_layers):
-        terms = explorer.score_terms(text, layer=layer)  # (3, h, T, T)
-        assert terms.shape == (3, run.num_heads, len(run), len(run))
+    text, pair = "The keys to the cabinet were lost yesterday!", "Dogs bark."
+    run = explorer.run(text, pair)
+    encoder = hf.deberta.encoder
+    with torch.no_grad():
+        states = hf.deberta(torch.tensor([run.encoding.ids]), output_hidden_states=True).hidden_states
+        rel_pos = encoder.get_rel_pos(states[0])
+        rel_emb = encoder.get_rel_embedding()
+        for layer in range(run.num_layers):
+            terms = explorer.score_terms(text, pair, layer=layer)  # (3, h, T, T)
+            attention = encoder.layer[layer].attention.self
+            factor = 1 + len(attention.pos_att_type)
+            q = attention.transpose_for_scores(attention.query_proj(states[layer]), attention.num_attention_heads)
+            k = attention.transpose_for_scores(attention.key_proj(states[layer]), attention.num_attention_heads)
+            c2c = q @ k.transpose(-1, -2) / np.sqrt(q.shape[-1] * factor)  # (h, T, T)
+            expected = [c2c.numpy()]
+            for term in ("c2p", "p2c"):
+                if term not in attention.pos_att_type:
+                    expected.append(np.zeros_like(expected[0]))
+                    continue
+                kept, attention.pos_att_type = attention.pos_att_type, [term]
+                expected.append(attention.disentangled_attention_bias(q, k, rel_pos, rel_emb, factor).numpy())
+                attention.pos_att_type = kept
+            np.testing.assert_allclose(terms, np.stack(expected), atol=1e-5, rtol=1e-5)
+            probs = torch.tensor(terms.sum(0)).softmax(-1).numpy()
+            np.testing.assert_allclose(probs, run.attentions[layer], atol=1e-5)
+            row = run.query_key(layer, 1, 3)  # the plotly picture's row: the same sum, the same weights
+            np.testing.assert_allclose(row.weights, run.attentions[layer, 1, 3], atol=1e-5)
+            np.testing.assert_allclose(row.positions, terms[1:, 1, 3], atol=1e-6)
+    if overrides:
+        assert not terms[2].any() and np.abs(terms[1]).max() > 1e-3
+    else:
         assert np.abs(terms[1]).max() > 1e-3 and np.abs(terms[2]).max() > 1e-3  # both position terms are there
-        probs = torch.tensor(terms.sum(0)).softmax(-1).numpy()
-        np.testing.assert_allclose(probs, run.attentions[layer].astype(np.float32), atol=1e-3)  # float16 in a Run
     with pytest.raises(ValueError, match="only DeBERTa splits its attention scores"):
         family_models.build("roberta", tmp_path / "r")
         load(tmp_path / "r", device="cpu").score_terms("a b")
+
+
+def test_deberta_query_key_blob_carries_what_splits_each_score(tmp_path):
+    """The query/key blob of a DeBERTa Run carries the relative position projections of only the distances the input
+    reads, and the terms rebuilt from its 8-bit codes (as the view does) stay close to the Run's exact ones; the rest
+    of the family's blob carries none."""
+    family_models.build("deberta-v2", tmp_path)
+    run = load(tmp_path, device="cpu").run("The keys to the cabinet were lost yesterday!", "Dogs bark.")
+    blob = views.decode_query_key(run.query_key_payload())
+    t = len(run)
+    assert blob.header["relative"]["terms"] == ["c2p", "p2c"]
+    assert blob.header["relative"]["rows"] == len(np.unique(blob.arrays["relative_index"])) <= 2 * t - 1
+    for layer in range(run.num_layers):
+        exact = run.score_terms(layer)
+        rebuilt = score_terms(blob.values("queries")[layer], blob.values("keys")[layer],
+                              blob.values("position_queries")[layer], blob.values("position_keys")[layer],
+                              blob.arrays["relative_index"].astype(np.int64), blob.header["relative"]["scale"])
+        assert np.abs(rebuilt - exact).max() <= 0.03 * np.abs(exact).max()
+    family_models.build("roberta", tmp_path / "r")
+    assert "relative" not in views.decode_query_key(load(tmp_path / "r", device="cpu").run("a b").query_key_payload()
+                                                    ).header
 
 
 # --- bad input ------------------------------------------------------------------------------------------------------

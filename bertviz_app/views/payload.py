@@ -24,6 +24,15 @@ codes (1.3 MB and 60 ms at 512 tokens for all 72 heads of the default model, aga
 The query/key blob has the same container with kind "query_key": int8 queries and keys (L, h, T, d) with one
 float32 scale per (layer, head) (value = code * scale). It is separate because it is dense (2.1 MB at 512
 tokens) and only the query/key view needs it; the app fetches it when that view is first opened.
+
+For DeBERTa it also carries what splits a score into content-to-content, content-to-position and
+position-to-content (header "relative": the terms, the scale of each dot product, the number of rows R'): the
+relative position table through each layer's query and key projections (L, h, R', d), int8 as the queries are, and
+for each (query, key) pair the row of it that their distance reads (T, T) u16. Only the rows this input's distances
+read travel (at most 2T - 1), and the view computes each term as it computes q·k. Measured on a DeBERTa v3
+base-sized model (12 x 12 heads of 64; benchmarks/bench_family.py --payload): the blob is 2.10 MB at 128 tokens
+without the split, 6.27 MB with it; the terms themselves, (L, 2, h, T, T) int8, would add 4.72 MB instead of 4.17 at
+128 tokens and 75.5 MB instead of 8.6 at 512, and are cheaper only for short inputs (0.30 MB against 1.05 at 32).
 """
 
 from __future__ import annotations
@@ -196,9 +205,19 @@ def encode_payload(tokens: Sequence[str], segment_ids, special_mask, attentions:
     return out.finish(header)
 
 
-def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None) -> bytes:
+def _add_int8(out: "_Writer", name: str, x: np.ndarray) -> None:
+    """(L, h, ...) float32 as int8 codes with one float32 scale per (layer, head): value = code * scale."""
+    scale = np.abs(x).max(axis=tuple(range(2, x.ndim))) / 127.0  # (L, h)
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    codes = np.clip(np.rint(x / scale.reshape(scale.shape + (1,) * (x.ndim - 2))), -127, 127).astype(np.int8)
+    out.add(name, codes, "i8", quant={"scheme": "symmetric", "bits": 8, "scale": f"{name}_scale"})
+    out.add(f"{name}_scale", scale, "f32", compress=False)  # (L, h)
+
+
+def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None, relative=None) -> bytes:
     """The query/key blob: queries and keys (L, h, T, d), as before the 1/sqrt(d) scaling. key: the fingerprint
-    of the attention payload they belong to (see `run_key`)."""
+    of the attention payload they belong to (see `run_key`). relative: DeBERTa's `run.RelativeTables` (its index
+    read for these T tokens), or None."""
     q, k = np.asarray(queries, dtype=np.float32), np.asarray(keys, dtype=np.float32)
     if q.ndim != 4 or q.shape != k.shape:
         raise PayloadError(f"queries and keys must both be (layers, heads, T, d), got {q.shape} and {k.shape}")
@@ -207,13 +226,18 @@ def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None =
     n_layers, n_heads, t, d = q.shape
     out = _Writer()
     for name, x in (("queries", q), ("keys", k)):
-        scale = np.abs(x).max(axis=(2, 3)) / 127.0  # (L, h)
-        scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-        codes = np.clip(np.rint(x / scale[:, :, None, None]), -127, 127).astype(np.int8)  # (L, h, T, d)
-        out.add(name, codes, "i8", quant={"scheme": "symmetric", "bits": 8, "scale": f"{name}_scale"})
-        out.add(f"{name}_scale", scale, "f32", compress=False)  # (L, h)
-    return out.finish({"kind": "query_key", "key": key, "layers": n_layers, "heads": n_heads, "length": t,
-                       "head_size": d})
+        _add_int8(out, name, x)  # (L, h, T, d)
+    header = {"kind": "query_key", "key": key, "layers": n_layers, "heads": n_heads, "length": t, "head_size": d}
+    if relative is not None:
+        index = np.asarray(relative.index)[:t, :t]
+        rows, local = np.unique(index, return_inverse=True)  # the distances this input reads, renumbered 0..R'-1
+        out.add("relative_index", local.reshape(t, t), "u16")  # (T, T)
+        for name, table in (("position_queries", relative.position_queries),
+                            ("position_keys", relative.position_keys)):
+            if table is not None:
+                _add_int8(out, name, np.asarray(table, dtype=np.float32)[:, :, rows])  # (L, h, R', d)
+        header["relative"] = {"terms": relative.terms, "scale": float(relative.scale), "rows": int(len(rows))}
+    return out.finish(header)
 
 
 @dataclass
@@ -312,5 +336,6 @@ def input_title(encoding, model: str = "", limit: int = 100) -> str:
 
 
 def query_key_from_run(run) -> bytes:
-    return encode_query_key(run.queries, run.keys, key=run_key(run.model_name, run.tokens))
+    relative = run.tables.relative if run.tables is not None else None
+    return encode_query_key(run.queries, run.keys, key=run_key(run.model_name, run.tokens), relative=relative)
 

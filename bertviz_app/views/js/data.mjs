@@ -169,9 +169,31 @@ export function queryKeyRow(qk, layer, head, token) {
     }
     dots[j] = dot;
   }
-  const scale = 1 / Math.sqrt(d);
-  const scores = dots.map((x) => x * scale);
-  return { layer, head, token, d, q, keys, products, dots, scale, scores, weights: softmax(scores) };
+  const terms = qk.relative ? positionTerms(qk, lh, token, q, keys) : null;
+  const scale = terms ? qk.relative.scale : 1 / Math.sqrt(d);
+  const scores = dots.map((x, j) => (terms ? x + terms.c2p[j] + terms.p2c[j] : x) * scale);
+  return { layer, head, token, d, q, keys, products, dots, scale, scores, weights: softmax(scores), terms };
+}
+
+/**
+ * DeBERTa's position terms of one query row, before scaling: c2p[j] = q_i · (key projection of the distance
+ * i - j), p2c[j] = k_j · (query projection of the same distance); a term the model lacks is zeros.
+ */
+function positionTerms(qk, lh, token, q, keys) {
+  const { length: T, headSize: d, relative: rel } = qk;
+  const c2p = new Float32Array(T), p2c = new Float32Array(T);
+  const rowDot = (codes, scale, r, vector, offset) => {
+    const base = (lh * rel.rows + r) * d;
+    let dot = 0;
+    for (let e = 0; e < d; e++) dot += codes[base + e] * vector[offset + e];
+    return dot * scale;
+  };
+  for (let j = 0; j < T; j++) {
+    const r = rel.index[token * T + j];
+    if (rel.positionKeys) c2p[j] = rowDot(rel.positionKeys, rel.positionKeyScale[lh], r, q, 0);
+    if (rel.positionQueries) p2c[j] = rowDot(rel.positionQueries, rel.positionQueryScale[lh], r, keys, j * d);
+  }
+  return { c2p, p2c };
 }
 
 export function softmax(xs) {
