@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from .. import figures
+from .. import analysis, figures
 from .common import MAX_CHARS, Page, api, plain, refuse, text_value, user_errors
 from .views_host import ViewsHost
 
@@ -57,10 +57,10 @@ class CompareTab:
         run_b = explorer_b.run(other_a, other_b or None)
         left, right = self.host.value(session["model"], run_a), self.host.value(other_model, run_b)
         same_model = explorer_a.name == explorer_b.name
-        pairs = _pairs(run_a, run_b)
-        if run_a.attentions.shape != run_b.attentions.shape:
+        pairs = _pairs(run_a, run_b) + depth_note(run_a.num_layers, run_b.num_layers)
+        if len(run_a) != len(run_b) or run_a.num_heads != run_b.num_heads:
             why = ("the two inputs have different numbers of tokens" if len(run_a) != len(run_b)
-                   else "the two models have different numbers of layers or heads")
+                   else "the two models have different numbers of heads per layer")
             family_a, family_b = explorer_a.family.name, explorer_b.family.name
             if family_a != family_b:  # BERT beside RoBERTa: each reads the input with its own tokenizer
                 why = (f"{why}: {family_a} (left) and {family_b} (right) each split the input with their own "
@@ -78,11 +78,16 @@ class CompareTab:
         else:
             what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right) on one input"
         top = ranking.iloc[0]
-        message = (f"Compared: {what}. The head that changed most is layer {int(top['layer'])}, head "
-                   f"{int(top['head'])} (change {top['change']:.2f}); the layer that changed most is layer "
-                   f"{int(difference.layer_change.argmax())}.{pairs}")
-        return (message, left, right, figures.attention_change_figure(difference.head_change),
-                ranking, gr.update(visible=True))
+        row = int(difference.layer_change.argmax())
+        where = (f"layer {int(top['layer'])} (left) \u2194 {int(top['layer_b'])} (right), head {int(top['head'])}"
+                 if difference.paired_by_depth else f"layer {int(top['layer'])}, head {int(top['head'])}")
+        layer = (f"layer {difference.layers_a[row]} \u2194 {difference.layers_b[row]}" if difference.paired_by_depth
+                 else f"layer {row}")
+        message = (f"Compared: {what}. The head that changed most is {where} (change {top['change']:.2f}); the "
+                   f"layer that changed most is {layer}.{pairs}")
+        change = figures.attention_change_figure(difference.head_change, layers_a=difference.layers_a,
+                                                 layers_b=difference.layers_b)
+        return message, left, right, change, ranking, gr.update(visible=True)
 
     def wire(self) -> None:
         self.button.click(self.compare, [self.page.session, self.other_a, self.other_b, self.other_model],
@@ -104,6 +109,18 @@ def prefill_values(session, other_a, other_b, prefilled):
         return gr.update(), gr.update(), prefilled
     new = (session["text"], session["pair"] or "")
     return new[0], new[1], list(new)
+
+
+def depth_note(layers_a: int, layers_b: int) -> str:
+    """In words, how layers are paired when the two models' depths differ (empty when they match)."""
+    if layers_a == layers_b:
+        return ""
+    shallow, deep = sorted((layers_a, layers_b))
+    side = "left" if layers_a < layers_b else "right"
+    pairs = ", ".join(f"{layer} \u2194 {analysis.paired_layer(layer, shallow, deep)}" for layer in range(shallow))
+    return (f" The {side} model has {shallow} layers and the other {deep}: layers are paired by relative depth, each "
+            f"layer of the {side} one with the layer as far through the deeper stack ({pairs}), and the two views "
+            "move together that way.")
 
 
 def _pairs(run_a, run_b) -> str:
