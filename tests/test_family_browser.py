@@ -47,6 +47,13 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
     assert visitor.wait_for_tokens(expected) == expected
     assert any(t.startswith("\u0120") for t in encoding.tokens) and not any("\u0120" in t for t in expected)
     page = visitor.page
+    page.locator("#view-pane-lines").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "family-roberta-tokens")
+    page.set_viewport_size({"width": 390, "height": 844})
+    visitor.views_drawn("lines")
+    page.locator("#view-pane-lines").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "family-roberta-tokens-phone")
+    page.set_viewport_size({"width": 1280, "height": 720})
     visitor.open_tab("Embeddings")
     page.wait_for_function("() => document.querySelector('#embeddings-family-note')?.innerText"
                            ".includes('RoBERTa has no segment B embedding')", timeout=TIMEOUT_MS)
@@ -59,7 +66,8 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
     shoot(page, tmp_path, "family-roberta")
     page.set_viewport_size({"width": 390, "height": 844})
     visitor.open_tab("Tokens")
-    shoot(page, tmp_path, "family-roberta-phone")
+    page.locator("#tabs").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "family-roberta-table-phone")
     page.set_viewport_size({"width": 1280, "height": 720})
 
 
@@ -105,5 +113,6 @@ def test_deberta_query_key_view_splits_each_score(visitor, explorers, folders, t
     shoot(page, tmp_path, "family-deberta-qk")
     page.set_viewport_size({"width": 390, "height": 844})
     visitor.views_drawn("qk", "query=")
+    page.locator("#view-pane-qk .bv-stats").scroll_into_view_if_needed()
     shoot(page, tmp_path, "family-deberta-qk-phone")
     page.set_viewport_size({"width": 1280, "height": 720})
