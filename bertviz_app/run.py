@@ -31,8 +31,8 @@ MATRICES = ("attention", "rollout", "value_weighted")  # what attention_frame ca
 
 @dataclass(eq=False)
 class RelativeTables:
-    """DeBERTa's disentangled attention, the parts that depend on the model only (L layers, h heads, R = 2 x span
-    relative distances, d head size).
+    """DeBERTa's disentangled attention, the parts that depend on the model only (L layers, h heads, R rows of the
+    relative position table, those the longest input reads: 2 x span at most, d head size).
 
     position_queries, position_keys: (L, h, R, d) float32, the relative position table through each layer's query and
         key projections; None for a term the model leaves out (pos_att_type)

@@ -108,7 +108,7 @@ class Encoding:
         return source[start:end]
 
 
-CONTINUATION = "##"  # WordPiece's mark of a piece that continues a word; the views write every family's pieces so
+CONTINUATION = "##"  # WordPiece's mark of a piece that continues a word, which labels give every family's pieces
 VISIBLE_SPACE = "\u2423"  # a piece that is only a space ('▁' or 'Ġ' alone), which would otherwise show as nothing
 
 
