@@ -164,6 +164,30 @@ def test_tokens_read_as_words_the_way_transformers_decodes_them(family):
                                                                1 if starts[0] == "\u2423" else 0:])
 
 
+def test_predictions_and_split_characters_read_as_words(tmp_path):
+    """A vocabulary entry alone reads by its own mark (fill-mask's answers): 'Ġcat' is 'cat', 's' continues a word;
+    a character whose bytes byte-level BPE splits over pieces shows once, its other pieces only '##'."""
+    family_models.build("roberta", tmp_path / "roberta")
+    family_models.build("albert", tmp_path / "albert")
+    roberta = load(tmp_path / "roberta", device="cpu")
+    tokenizer = roberta.tokenizer
+    assert [tokenizer.readable(t) for t in ("\u0120cat", "s", "<mask>", "\u0120")] == ["cat", "##s", "<mask>",
+                                                                                        "\u2423"]
+    albert = load_tokenizer(tmp_path / "albert", "albert")
+    assert [albert.readable(t) for t in ("\u2581the", "s", "\u2581", "[MASK]")] == ["the", "##s", "\u2423", "[MASK]"]
+    answers = roberta.fill_mask("The cat sat on the [MASK].")[0]
+    assert answers and not any("\u0120" in token for token, _ in answers)
+    encoding = tokenizer.encode("caf\u00e9 \U0001F600")  # é and 😀: bytes the tiny vocabulary has not merged
+    labels = encoding.labels
+    at = labels.index("\U0001F600")
+    assert labels.count("\U0001F600") == 1 and len(labels[at + 1:-1]) >= 1 and set(labels[at + 1:-1]) == {"##"}
+    assert words_of(encoding)[1:-1] == ["caf\u00e9", "\U0001F600"]
+
+
+def words_of(encoding) -> list[str]:
+    return group_words(encoding.labels, encoding.special_tokens_mask, encoding.word_ids).words
+
+
 @pytest.mark.parametrize("max_tokens", [9, 14, 15, 30])
 def test_truncation_matches_transformers_longest_first(family, max_tokens):
     name, folder, _, ours, _ = family
