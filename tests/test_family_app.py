@@ -112,3 +112,5 @@ def test_compare_puts_two_families_side_by_side(client, explorers):
     message, left, right, change, _ = client.predict(*PAIR, albert, api_name="/compare")
     assert left["payload"] and right["payload"] and change is None
     assert "RoBERTa (left) and ALBERT (right) each split the input with their own tokenizer" in message
+    assert "is the same weights as layer 1 applied a third time" in message  # ALBERT's shared layers, said here too
+    assert "The left model has 3 layers and the other 4: layers are paired by relative depth" in message

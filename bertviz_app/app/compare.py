@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import analysis, figures
 from .common import MAX_CHARS, Page, api, plain, refuse, text_value, user_errors
+from .hidden import shared_layers_note
 from .views_host import ViewsHost
 
 INTRO = ("Compare the analyzed input (left) with a second input or a second model (right): change one word (*The "
@@ -57,7 +58,9 @@ class CompareTab:
         run_b = explorer_b.run(other_a, other_b or None)
         left, right = self.host.value(session["model"], run_a), self.host.value(other_model, run_b)
         same_model = explorer_a.name == explorer_b.name
-        pairs = _pairs(run_a, run_b) + depth_note(run_a.num_layers, run_b.num_layers)
+        shared = {shared_layers_note(explorer) for explorer in (explorer_a, explorer_b)} - {""}  # ALBERT's layers
+        pairs = _pairs(run_a, run_b) + depth_note(run_a.num_layers, run_b.num_layers) + "".join(
+            f" {note}" for note in sorted(shared))
         if len(run_a) != len(run_b) or run_a.num_heads != run_b.num_heads:
             why = ("the two inputs have different numbers of tokens" if len(run_a) != len(run_b)
                    else "the two models have different numbers of heads per layer")
