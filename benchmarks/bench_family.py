@@ -112,10 +112,11 @@ def payload_sizes(tokens: int = TOKENS) -> None:
                         max_position_embeddings=512, pos_att_type=("p2c", "c2p"))
     rng = np.random.default_rng(0)
     q, k = (rng.standard_normal((layers, heads, tokens, d), dtype=np.float32) for _ in range(2))
-    rows = 2 * config.relative_span
-    index = relative_position_index(512, config, torch.device("cpu")).numpy().astype(np.int32)
-    tables = RelativeTables(*(rng.standard_normal((layers, heads, rows, d), dtype=np.float32) for _ in range(2)),
-                            index, 1 / np.sqrt(3 * d))
+    index = relative_position_index(tokens, config, torch.device("cpu")).numpy().astype(np.int32)
+    rows = np.concatenate([index[0, ::-1], index[1:, 0]])  # the row each distance reads, as the explorer keeps them
+    size = 2 * config.relative_span
+    tables = RelativeTables(*(rng.standard_normal((layers, heads, size, d), dtype=np.float32) for _ in range(2)),
+                            rows, 1 / np.sqrt(3 * d))
     plain, split = len(encode_query_key(q, k)), len(encode_query_key(q, k, relative=tables))
     terms = len(_deflate(rng.integers(-127, 128, (layers, 2, heads, tokens, tokens), dtype=np.int8).tobytes()))
     print(f"DeBERTa v3 base-sized query/key blob at {tokens} tokens: {plain / 1e6:.2f} MB without the split, "

@@ -56,7 +56,7 @@ class Explorer:
         limit = model.config.max_tokens
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
-        self.tables = _model_tables(self.model)
+        self.tables = _model_tables(self.model, self.max_tokens)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
@@ -255,7 +255,7 @@ class Explorer:
         return run
 
 
-def _model_tables(model: BertForPreTraining) -> ModelTables:
+def _model_tables(model: BertForPreTraining, max_tokens: int) -> ModelTables:
     """The position table as positions 0, 1, ... of an input read it (RoBERTa's starts past its padding offset), and
     the segment table; a family without one gets a single row of zeros (its notes say so in words)."""
     emb = model.bert.embeddings
@@ -267,15 +267,16 @@ def _model_tables(model: BertForPreTraining) -> ModelTables:
         return embedding.weight[skip:].detach().float().cpu().numpy()
 
     return ModelTables(table(emb.position_embeddings, model.config.position_offset), table(emb.token_type_embeddings),
-                       _relative_tables(model))
+                       _relative_tables(model, max_tokens))
 
 
 @torch.no_grad()
-def _relative_tables(model: BertForPreTraining) -> RelativeTables | None:
-    """DeBERTa's relative position table through each layer's query and key projections, and the distance index
-    for the longest input: the same for every input, so computed once (None for the rest of the family)."""
+def _relative_tables(model: BertForPreTraining, max_tokens: int) -> RelativeTables | None:
+    """DeBERTa's relative position table through each layer's query and key projections, and the row each distance
+    reads, for inputs up to `max_tokens`: the same for every input, so computed once (None for the rest of the
+    family)."""
     config, encoder = model.config, model.bert.encoder
-    rel = encoder.relative_positions(config.max_position_embeddings, model.device)
+    rel = encoder.relative_positions(max_tokens, model.device)
     if rel is None:
         return None
     layers = [encoder.layer_module(i).attention.self for i in range(config.num_hidden_layers)]
@@ -286,7 +287,9 @@ def _relative_tables(model: BertForPreTraining) -> RelativeTables | None:
             return None
         return torch.stack([p[which] for p in projections]).float().cpu().numpy()  # (L, h, R, d)
 
-    return RelativeTables(stacked(0), stacked(1), rel.index.cpu().numpy().astype(np.int32), float(layers[0].scale))
+    index = rel.index.cpu().numpy().astype(np.int32)  # (T, T): its first row and column hold every distance
+    rows = np.concatenate([index[0, ::-1], index[1:, 0]])  # distances -(T - 1) .. T - 1
+    return RelativeTables(stacked(0), stacked(1), rows, float(layers[0].scale))
 
 
 def _release_freed_memory() -> None:

@@ -36,13 +36,22 @@ class RelativeTables:
 
     position_queries, position_keys: (L, h, R, d) float32, the relative position table through each layer's query and
         key projections; None for a term the model leaves out (pos_att_type)
-    index: (P, P) int32, the row of R for query i and key j; an input of T tokens reads its top-left (T, T)
+    rows: (2P - 1,) int32, the row of R that each distance i - j from -(P - 1) to P - 1 reads (P: the longest input);
+        a (P, P) table of them would be 64 MB at 4096 tokens
     scale: what each dot product is multiplied by, 1/sqrt(d x (1 + the number of position terms))"""
 
     position_queries: np.ndarray | None
     position_keys: np.ndarray | None
-    index: np.ndarray
+    rows: np.ndarray
     scale: float
+
+    def index(self, t: int) -> np.ndarray:
+        """(t, t) the row of R for query i and key j of an input of t tokens."""
+        longest = (len(self.rows) + 1) // 2
+        if not 0 < t <= longest:
+            raise ValueError(f"an input of {t} tokens is longer than the {longest} these tables were made for")
+        positions = np.arange(t)
+        return self.rows[positions[:, None] - positions[None, :] + longest - 1]
 
     @property
     def terms(self) -> list[str]:
@@ -253,7 +262,7 @@ class Run:
         t = len(self)
         pick = (lambda table: None if table is None else table[layer])
         return analysis.score_terms(self.queries[layer], self.keys[layer], pick(relative.position_queries),
-                                    pick(relative.position_keys), relative.index[:t, :t], relative.scale)
+                                    pick(relative.position_keys), relative.index(t), relative.scale)
 
     def query_key(self, layer: int, head: int, token: int) -> "analysis.QueryKey":
         """The query of `token`, every key, products, dot products, scaling and softmax of one attention row (for

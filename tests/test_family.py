@@ -310,6 +310,10 @@ def test_deberta_query_key_blob_carries_what_splits_each_score(tmp_path):
                               blob.values("position_queries")[layer], blob.values("position_keys")[layer],
                               blob.arrays["relative_index"].astype(np.int64), blob.header["relative"]["scale"])
         assert np.abs(rebuilt - exact).max() <= 0.03 * np.abs(exact).max()
+    relative = run.tables.relative  # a row per distance of the longest input (48 tokens here), not a (P, P) table
+    assert relative.rows.shape == (2 * 48 - 1,)
+    with pytest.raises(ValueError, match="an input of 49 tokens is longer than the 48 these tables were made for"):
+        relative.index(49)
     family_models.build("roberta", tmp_path / "r")
     assert "relative" not in views.decode_query_key(load(tmp_path / "r", device="cpu").run("a b").query_key_payload()
                                                     ).header

@@ -229,7 +229,7 @@ def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None =
         _add_int8(out, name, x)  # (L, h, T, d)
     header = {"kind": "query_key", "key": key, "layers": n_layers, "heads": n_heads, "length": t, "head_size": d}
     if relative is not None:
-        index = np.asarray(relative.index)[:t, :t]
+        index = relative.index(t)  # (T, T)
         rows, local = np.unique(index, return_inverse=True)  # the distances this input reads, renumbered 0..R'-1
         out.add("relative_index", local.reshape(t, t), "u16")  # (T, T)
         for name, table in (("position_queries", relative.position_queries),

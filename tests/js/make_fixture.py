@@ -54,9 +54,9 @@ def relative_tables() -> RelativeTables:
                                  indexing="ij")
     pos_q = np.cos(0.5 * rr - 0.8 * er + lr + 0.3 * hr).astype(np.float32)
     pos_k = (1.5 * np.sin(1.2 * rr + 0.6 * er - lr + hr)).astype(np.float32)
-    i, j = np.meshgrid(np.arange(t), np.arange(t), indexing="ij")
-    index = np.clip(i - j + SPAN, 0, 2 * SPAN - 1).astype(np.int32)
-    return RelativeTables(pos_q, pos_k, index, float(1 / np.sqrt(3 * HEAD_SIZE)))
+    distances = np.arange(-(t - 1), t)
+    rows = np.clip(distances + SPAN, 0, 2 * SPAN - 1).astype(np.int32)
+    return RelativeTables(pos_q, pos_k, rows, float(1 / np.sqrt(3 * HEAD_SIZE)))
 
 
 def relative_expected(qk_blob: bytes, relative: RelativeTables) -> dict:
