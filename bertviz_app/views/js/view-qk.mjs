@@ -160,7 +160,7 @@ function paintHeader(ctx, layout, v) {
   if (row.terms) {
     // DeBERTa: content to content (q.k), content to position, position to content, then their sum scaled
     // (two lines each, above the keys' own title: a narrow head's title runs under the first column)
-    const columns = [["q\u00b7k: content", "\u2192content"], ["content", "\u2192position"],
+    const columns = [["content", "\u2192content"], ["content", "\u2192position"],
       ["position", "\u2192content"], ["sum", `\u00f7\u221a${scaleRoot(row)}`]];
     columns.forEach((lines, c) => lines.forEach((text, k) => {
       ctx.fillText(text, xDot + c * layout.numberW + 4, HEADER - 48 + 18 * k);
