@@ -184,6 +184,26 @@ def test_predictions_and_split_characters_read_as_words(tmp_path):
     assert words_of(encoding)[1:-1] == ["caf\u00e9", "\U0001F600"]
 
 
+def test_whole_word_masking_takes_the_tokenizers_words(tmp_path):
+    """RoBERTa's whole-word masking hides every piece of a word the pre-tokenizer made (' cats' as 'c', '##at', '##s'),
+    never a part of one: the words come from Encoding.word_ids, not from WordPiece's '##'."""
+    from bertviz_app.masked_lm import corrupt_example
+
+    family_models.build("roberta", tmp_path)
+    tokenizer = load_tokenizer(tmp_path, "roberta")
+    text = "They walked home slowly through the rain, and the keys were lost."
+    words = tokenizer.encode(text).word_ids
+    split = 0
+    for seed in range(8):
+        example = corrupt_example(tokenizer, text, seed=seed, whole_word=True, mlm_probability=0.3)
+        chosen = set(example.chosen)
+        for word in {words[i] for i in chosen}:
+            pieces = {i for i, w in enumerate(words) if w == word}
+            assert pieces <= chosen, (seed, word)  # the whole word or nothing of it
+            split += len(pieces) > 1
+    assert split  # words of several pieces were among those hidden
+
+
 def words_of(encoding) -> list[str]:
     return group_words(encoding.labels, encoding.special_tokens_mask, encoding.word_ids).words
 
