@@ -36,7 +36,6 @@ from bertviz_app.config import BertConfig  # noqa: E402
 from bertviz_app.model import relative_position_index  # noqa: E402
 from bertviz_app.run import RelativeTables  # noqa: E402
 from bertviz_app.views import encode_query_key  # noqa: E402
-from bertviz_app.views.payload import _deflate  # noqa: E402
 
 TARGET_RATIO = 1.0
 TOKENS = 128
@@ -105,8 +104,9 @@ def compare(name: str, build, outputs: bool, repeats: int, folder: Path) -> tupl
 
 def payload_sizes(tokens: int = TOKENS) -> None:
     """The query/key blob of a DeBERTa v3 base-sized model (12 layers x 12 heads of 64, 256 position buckets) at
-    `tokens` tokens, without and with what splits the scores, against sending the two position terms themselves
-    (L, 2, h, T, T) as int8. Random numbers, as incompressible as a model's vectors."""
+    `tokens` tokens, without what splits the scores, with it in each of the blob's two forms (the position rows the
+    input reads, or the two terms themselves), and as sent (the smaller). Random vectors, as incompressible as a
+    model's."""
     layers, heads, d = 12, 12, 64
     config = BertConfig(relative_attention=True, position_buckets=256, max_relative_positions=512,
                         max_position_embeddings=512, pos_att_type=("p2c", "c2p"))
@@ -117,11 +117,12 @@ def payload_sizes(tokens: int = TOKENS) -> None:
     size = 2 * config.relative_span
     tables = RelativeTables(*(rng.standard_normal((layers, heads, size, d), dtype=np.float32) for _ in range(2)),
                             rows, 1 / np.sqrt(3 * d))
-    plain, split = len(encode_query_key(q, k)), len(encode_query_key(q, k, relative=tables))
-    terms = len(_deflate(rng.integers(-127, 128, (layers, 2, heads, tokens, tokens), dtype=np.int8).tobytes()))
-    print(f"DeBERTa v3 base-sized query/key blob at {tokens} tokens: {plain / 1e6:.2f} MB without the split, "
-          f"{split / 1e6:.2f} MB with it (+{(split - plain) / 1e6:.2f} MB: the position rows this input reads); "
-          f"the terms themselves as int8 would add {terms / 1e6:.2f} MB")
+    plain = len(encode_query_key(q, k))
+    rows, terms = (len(encode_query_key(q, k, relative=tables, relative_form=form)) for form in ("rows", "terms"))
+    chosen = len(encode_query_key(q, k, relative=tables))
+    print(f"DeBERTa v3 base-sized query/key blob at {tokens} tokens: {plain / 1e6:.2f} MB without the split; the split "
+          f"adds {(rows - plain) / 1e6:.2f} MB as position rows, {(terms - plain) / 1e6:.2f} MB as the terms "
+          f"themselves; sent: {chosen / 1e6:.2f} MB")
 
 
 def main() -> int:

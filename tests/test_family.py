@@ -314,22 +314,37 @@ def test_deberta_score_terms_match_transformers_and_add_up_to_its_attention(tmp_
         load(tmp_path / "r", device="cpu").score_terms("a b")
 
 
-def test_deberta_query_key_blob_carries_what_splits_each_score(tmp_path):
-    """The query/key blob of a DeBERTa Run carries the relative position projections of only the distances the input
-    reads, and the terms rebuilt from its 8-bit codes (as the view does) stay close to the Run's exact ones; the rest
-    of the family's blob carries none."""
+def rebuilt_terms(blob, layer: int) -> np.ndarray:
+    """(3, h, T, T) from a query/key blob's 8-bit codes, as the view computes them, in either of its forms."""
+    q, k = blob.values("queries")[layer], blob.values("keys")[layer]
+    relative = blob.header["relative"]
+    if relative["form"] == "rows":
+        return score_terms(q, k, blob.values("position_queries")[layer], blob.values("position_keys")[layer],
+                           blob.arrays["relative_index"].astype(np.int64), relative["scale"])
+    content = q @ np.swapaxes(k, -1, -2)  # (h, T, T)
+    positions = np.swapaxes(blob.values("position_terms")[layer], 0, 1)  # (2, h, T, T)
+    return np.concatenate([content[None], positions]) * relative["scale"]
+
+
+@pytest.mark.parametrize("text, pair, form", [("The keys to the cabinet were lost yesterday!", "Dogs bark.", "rows"),
+                                              ("Dogs.", None, "terms")])
+def test_deberta_query_key_blob_carries_what_splits_each_score(tmp_path, text, pair, form):
+    """The query/key blob of a DeBERTa Run carries what splits its scores, in the smaller form for its length: the
+    relative position projections of only the distances the input reads, or for a short input the two terms
+    themselves; either way the terms rebuilt from its 8-bit codes (as the view does) stay close to the Run's exact
+    ones. The rest of the family's blob carries none."""
     family_models.build("deberta-v2", tmp_path)
-    run = load(tmp_path, device="cpu").run("The keys to the cabinet were lost yesterday!", "Dogs bark.")
+    run = load(tmp_path, device="cpu").run(text, pair)
     blob = views.decode_query_key(run.query_key_payload())
     t = len(run)
-    assert blob.header["relative"]["terms"] == ["c2p", "p2c"]
-    assert blob.header["relative"]["rows"] == len(np.unique(blob.arrays["relative_index"])) <= 2 * t - 1
+    assert blob.header["relative"]["terms"] == ["c2p", "p2c"] and blob.header["relative"]["form"] == form
+    if form == "rows":
+        assert blob.header["relative"]["rows"] == len(np.unique(blob.arrays["relative_index"])) <= 2 * t - 1
+    else:
+        assert blob.arrays["position_terms"].shape == (run.num_layers, run.num_heads, 2, t, t)
     for layer in range(run.num_layers):
         exact = run.score_terms(layer)
-        rebuilt = score_terms(blob.values("queries")[layer], blob.values("keys")[layer],
-                              blob.values("position_queries")[layer], blob.values("position_keys")[layer],
-                              blob.arrays["relative_index"].astype(np.int64), blob.header["relative"]["scale"])
-        assert np.abs(rebuilt - exact).max() <= 0.03 * np.abs(exact).max()
+        assert np.abs(rebuilt_terms(blob, layer) - exact).max() <= 0.03 * np.abs(exact).max()
     relative = run.tables.relative  # a row per distance of the longest input (48 tokens here), not a (P, P) table
     assert relative.rows.shape == (2 * 48 - 1,)
     with pytest.raises(ValueError, match="an input of 49 tokens is longer than the 48 these tables were made for"):

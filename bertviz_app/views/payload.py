@@ -26,13 +26,16 @@ float32 scale per (layer, head) (value = code * scale). It is separate because i
 tokens) and only the query/key view needs it; the app fetches it when that view is first opened.
 
 For DeBERTa it also carries what splits a score into content-to-content, content-to-position and
-position-to-content (header "relative": the terms, the scale of each dot product, the number of rows R'): the
-relative position table through each layer's query and key projections (L, h, R', d), int8 as the queries are, and
-for each (query, key) pair the row of it that their distance reads (T, T) u16. Only the rows this input's distances
-read travel (at most 2T - 1), and the view computes each term as it computes q·k. Measured on a DeBERTa v3
-base-sized model (12 x 12 heads of 64; benchmarks/bench_family.py --payload): the blob is 2.10 MB at 128 tokens
-without the split, 6.27 MB with it; the terms themselves, (L, 2, h, T, T) int8, would add 4.72 MB instead of 4.17 at
-128 tokens and 75.5 MB instead of 8.6 at 512, and are cheaper only for short inputs (0.30 MB against 1.05 at 32).
+position-to-content (header "relative": the terms, the scale of each dot product, and its "form"), in whichever of two
+forms is smaller for this input, both int8 with a scale per (layer, head) as the queries are:
+- "rows": the relative position table through each layer's query and key projections (L, h, R', d), only the R' rows
+  this input's distances read (at most 2T - 1), and for each (query, key) pair the row their distance reads (T, T)
+  u16; the view computes each term as it computes q·k. Grows with T (and d).
+- "terms": the two position terms themselves, before scaling, (L, h, 2, T, T). Grows with T², so it is the smaller
+  form only for short inputs: T² < R' x d, about T < 2d.
+Measured on a DeBERTa v3 base-sized model (12 x 12 heads of 64; benchmarks/bench_family.py --payload): the split adds
+0.27 MB to 0.54 at 32 tokens (terms; rows would add 1.05), 4.17 MB to 2.10 at 128 (rows; the terms 4.08, the rule
+counts values, not deflated bytes) and 8.6 MB to 8.3 at 512 (rows; terms 61.1).
 """
 
 from __future__ import annotations
@@ -214,10 +217,11 @@ def _add_int8(out: "_Writer", name: str, x: np.ndarray) -> None:
     out.add(f"{name}_scale", scale, "f32", compress=False)  # (L, h)
 
 
-def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None, relative=None) -> bytes:
+def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None, relative=None,
+                     relative_form: str | None = None) -> bytes:
     """The query/key blob: queries and keys (L, h, T, d), as before the 1/sqrt(d) scaling. key: the fingerprint
     of the attention payload they belong to (see `run_key`). relative: DeBERTa's `run.RelativeTables` (its index
-    read for these T tokens), or None."""
+    read for these T tokens), or None; relative_form: "rows" or "terms" (default: the smaller, see above)."""
     q, k = np.asarray(queries, dtype=np.float32), np.asarray(keys, dtype=np.float32)
     if q.ndim != 4 or q.shape != k.shape:
         raise PayloadError(f"queries and keys must both be (layers, heads, T, d), got {q.shape} and {k.shape}")
@@ -229,15 +233,31 @@ def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None =
         _add_int8(out, name, x)  # (L, h, T, d)
     header = {"kind": "query_key", "key": key, "layers": n_layers, "heads": n_heads, "length": t, "head_size": d}
     if relative is not None:
-        index = relative.index(t)  # (T, T)
-        rows, local = np.unique(index, return_inverse=True)  # the distances this input reads, renumbered 0..R'-1
-        out.add("relative_index", local.reshape(t, t), "u16")  # (T, T)
-        for name, table in (("position_queries", relative.position_queries),
-                            ("position_keys", relative.position_keys)):
-            if table is not None:
-                _add_int8(out, name, np.asarray(table, dtype=np.float32)[:, :, rows])  # (L, h, R', d)
-        header["relative"] = {"terms": relative.terms, "scale": float(relative.scale), "rows": int(len(rows))}
+        header["relative"] = _add_relative(out, q, k, relative, relative_form)
     return out.finish(header)
+
+
+def _add_relative(out: "_Writer", q: np.ndarray, k: np.ndarray, relative, form: str | None) -> dict:
+    """DeBERTa's position terms in the smaller form (or `form`); returns the header's "relative"."""
+    t, d = q.shape[2], q.shape[3]
+    index = relative.index(t)  # (T, T)
+    rows, local = np.unique(index, return_inverse=True)  # the distances this input reads, renumbered 0..R'-1
+    form = form or ("terms" if t * t < len(rows) * d else "rows")
+    if form not in ("rows", "terms"):
+        raise PayloadError(f"relative_form must be 'rows' or 'terms', got {form!r}")
+    tables = [None if table is None else np.asarray(table, dtype=np.float32)[:, :, rows]  # (L, h, R', d)
+              for table in (relative.position_queries, relative.position_keys)]
+    if form == "terms":
+        local = local.reshape(t, t)
+        terms = np.stack([analysis.score_terms(q[layer], k[layer], *(None if x is None else x[layer] for x in tables),
+                                               local, 1.0)[1:] for layer in range(len(q))])  # (L, 2, h, T, T)
+        _add_int8(out, "position_terms", np.ascontiguousarray(terms.transpose(0, 2, 1, 3, 4)))  # (L, h, 2, T, T)
+        return {"terms": relative.terms, "scale": float(relative.scale), "form": "terms"}
+    out.add("relative_index", local.reshape(t, t), "u16")  # (T, T)
+    for name, table in zip(("position_queries", "position_keys"), tables):
+        if table is not None:
+            _add_int8(out, name, table)
+    return {"terms": relative.terms, "scale": float(relative.scale), "form": "rows", "rows": int(len(rows))}
 
 
 @dataclass

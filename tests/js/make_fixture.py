@@ -61,15 +61,19 @@ def relative_tables() -> RelativeTables:
 
 def relative_expected(qk_blob: bytes, relative: RelativeTables) -> dict:
     """DeBERTa's row at QUERY_AT from the decoded int8 values, as the JavaScript must rebuild it: the two position
-    terms before scaling, the scores and the weights."""
+    terms before scaling, the scores and the weights; from the rows it carries or from the terms themselves."""
     dec = views_payload.decode_query_key(qk_blob)
     ql, qh, qt = QUERY_AT
-    index = dec.arrays["relative_index"].astype(np.int64)
-    terms = score_terms(dec.values("queries")[ql], dec.values("keys")[ql], dec.values("position_queries")[ql],
-                        dec.values("position_keys")[ql], index, 1.0)[:, qh, qt]  # (3, T), unscaled
+    q, k = dec.values("queries")[ql], dec.values("keys")[ql]
+    if dec.header["relative"]["form"] == "rows":
+        index = dec.arrays["relative_index"].astype(np.int64)
+        terms = score_terms(q, k, dec.values("position_queries")[ql], dec.values("position_keys")[ql], index,
+                            1.0)[:, qh, qt]  # (3, T), unscaled
+    else:
+        terms = np.concatenate([(k[qh] @ q[qh, qt])[None], dec.values("position_terms")[ql, qh, :, qt]])  # (3, T)
     scores = terms.sum(0) * relative.scale
     return {"c2p": rounded(terms[1], 5), "p2c": rounded(terms[2], 5), "scores": rounded(scores, 5),
-            "weights": rounded(softmax(scores), 6), "rows": int(dec.header["relative"]["rows"])}
+            "weights": rounded(softmax(scores), 6), "rows": dec.header["relative"].get("rows")}
 
 
 def build() -> tuple[bytes, bytes, dict]:
@@ -107,12 +111,13 @@ def build() -> tuple[bytes, bytes, dict]:
     return blob, qk, expected
 
 
-def build_relative() -> tuple[bytes, dict]:
-    """The query/key blob of a DeBERTa-like model for the same input, and its expected row."""
+def build_relative(form: str | None = None) -> tuple[bytes, dict]:
+    """The query/key blob of a DeBERTa-like model for the same input (in `form`, default the smaller: rows here),
+    and its expected row."""
     a = arrays()
     relative = relative_tables()
     qk = views_payload.encode_query_key(a["queries"], a["keys"], key=views_payload.run_key("fixture-model", TOKENS),
-                                        relative=relative)
+                                        relative=relative, relative_form=form)
     return qk, relative_expected(qk, relative)
 
 
@@ -140,6 +145,8 @@ def main() -> None:
     rel_qk, rel_expected = build_relative()
     (FIXTURES / "small.rel.qk.bvz").write_bytes(rel_qk)
     expected["relative"] = rel_expected
+    terms_qk, expected["relative_terms"] = build_relative("terms")
+    (FIXTURES / "small.relterms.qk.bvz").write_bytes(terms_qk)
     (FIXTURES / "small.json").write_text(json.dumps(expected) + "\n", encoding="utf-8")
     print(f"wrote {FIXTURES}: payload {len(blob)} bytes, query/key {len(qk)} bytes")
 

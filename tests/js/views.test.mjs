@@ -24,7 +24,8 @@ const focus = (l, hover = null, ui = {}) => ({ hover, locked: l.locked, active: 
 
 async function fixture({ queryKey = false, relative = false } = {}) {
   const payload = await decodePayload(payloadBytes());
-  if (queryKey) payload.queryKey = await decodeQueryKey(relative ? relativeQueryKeyBytes() : queryKeyBytes(), payload);
+  const blob = relative ? relativeQueryKeyBytes(relative) : queryKeyBytes();
+  if (queryKey) payload.queryKey = await decodeQueryKey(blob, payload);
   return { payload, cache: createCache(), silence: false };
 }
 const state = (data, patch = {}) => constrain({ zoom: "labels", ...patch }, data.payload);
@@ -254,7 +255,7 @@ test("query/key: hidden until the vectors are there; then the strongest key is e
 
 test("query/key for DeBERTa: each score is content\u2192content plus the two position terms, each a column of its own",
   async () => {
-    const data = await fixture({ queryKey: true, relative: true });
+    const data = await fixture({ queryKey: true, relative: "rows" });
     const [layer, head, token] = expected.query_at;
     const l = qk.layout(data, state(data, { layer, head, token }), size(1100));
     const want = expected.relative;
@@ -291,4 +292,22 @@ test("query/key for DeBERTa: each score is content\u2192content plus the two pos
       /^content\u2192content .*, content\u2192position .*, position\u2192content /);
     assert.match(l.caption, /DeBERTa keeps what a token is and where it is apart/);
     assert.doesNotMatch(plain.caption, /DeBERTa/);
+  });
+
+test("query/key for DeBERTa, a short input: the blob carries the two terms themselves, and the row is the same",
+  async () => {
+    const [layer, head, token] = expected.query_at;
+    const data = await fixture({ queryKey: true, relative: "terms" });
+    assert.equal(data.payload.queryKey.relative.form, "terms");
+    assert.equal(data.payload.queryKey.relative.index, null);
+    const l = qk.layout(data, state(data, { layer, head, token }), size(1100));
+    const want = expected.relative_terms;
+    close(l.row.terms.c2p, want.c2p, 1e-4, "c2p");
+    close(l.row.terms.p2c, want.p2c, 1e-4, "p2c");
+    close(l.row.weights, want.weights, 1e-5, "weights");
+    // Within the 8-bit steps of each form, the two carry the same row.
+    const rows = await fixture({ queryKey: true, relative: "rows" });
+    const other = qk.layout(rows, state(rows, { layer, head, token }), size(1100));
+    close(l.row.terms.c2p, other.row.terms.c2p, 0.15, "c2p across forms");
+    close(l.row.terms.p2c, other.row.terms.p2c, 0.15, "p2c across forms");
   });

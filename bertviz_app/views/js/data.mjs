@@ -182,6 +182,14 @@ export function queryKeyRow(qk, layer, head, token) {
 function positionTerms(qk, lh, token, q, keys) {
   const { length: T, headSize: d, relative: rel } = qk;
   const c2p = new Float32Array(T), p2c = new Float32Array(T);
+  if (rel.positionTerms) { // the terms themselves (a short input): (L, H, 2, T, T)
+    const scale = rel.positionTermScale[lh];
+    for (let j = 0; j < T; j++) {
+      c2p[j] = rel.positionTerms[((lh * 2) * T + token) * T + j] * scale;
+      p2c[j] = rel.positionTerms[((lh * 2 + 1) * T + token) * T + j] * scale;
+    }
+    return { c2p, p2c };
+  }
   const rowDot = (codes, scale, r, vector, offset) => {
     const base = (lh * rel.rows + r) * d;
     let dot = 0;
