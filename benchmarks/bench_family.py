@@ -13,6 +13,7 @@ ratios stay.
 
     .venv/bin/python benchmarks/bench_family.py            # the default model's widths, 4 layers (minutes on 2 cores)
     .venv/bin/python benchmarks/bench_family.py --quick    # smoke run, seconds
+    .venv/bin/python benchmarks/bench_family.py --payload  # DeBERTa's query/key blob at 128 tokens, in bytes
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import transformers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bertviz_app.checkpoint import load_model  # noqa: E402
+from bertviz_app.config import BertConfig  # noqa: E402
+from bertviz_app.model import relative_position_index  # noqa: E402
+from bertviz_app.run import RelativeTables  # noqa: E402
+from bertviz_app.views import encode_query_key  # noqa: E402
 
 TARGET_RATIO = 1.0
 TOKENS = 128
@@ -96,13 +102,41 @@ def compare(name: str, build, outputs: bool, repeats: int, folder: Path) -> tupl
     return 1e3 * statistics.median(mine), 1e3 * statistics.median(other), statistics.median(ratios)
 
 
+def payload_sizes(tokens: int = TOKENS) -> None:
+    """The query/key blob of a DeBERTa v3 base-sized model (12 layers x 12 heads of 64, 256 position buckets) at
+    `tokens` tokens, without what splits the scores, with it in each of the blob's two forms (the position rows the
+    input reads, or the two terms themselves), and as sent (the smaller). Random vectors, as incompressible as a
+    model's."""
+    layers, heads, d = 12, 12, 64
+    config = BertConfig(relative_attention=True, position_buckets=256, max_relative_positions=512,
+                        max_position_embeddings=512, pos_att_type=("p2c", "c2p"))
+    rng = np.random.default_rng(0)
+    q, k = (rng.standard_normal((layers, heads, tokens, d), dtype=np.float32) for _ in range(2))
+    index = relative_position_index(tokens, config, torch.device("cpu")).numpy().astype(np.int32)
+    rows = np.concatenate([index[0, ::-1], index[1:, 0]])  # the row each distance reads, as the explorer keeps them
+    size = 2 * config.relative_span
+    tables = RelativeTables(*(rng.standard_normal((layers, heads, size, d), dtype=np.float32) for _ in range(2)),
+                            rows, 1 / np.sqrt(3 * d))
+    plain = len(encode_query_key(q, k))
+    rows, terms = (len(encode_query_key(q, k, relative=tables, relative_form=form)) for form in ("rows", "terms"))
+    chosen = len(encode_query_key(q, k, relative=tables))
+    print(f"DeBERTa v3 base-sized query/key blob at {tokens} tokens: {plain / 1e6:.2f} MB without the split; the split "
+          f"adds {(rows - plain) / 1e6:.2f} MB as position rows, {(terms - plain) / 1e6:.2f} MB as the terms "
+          f"themselves; sent: {chosen / 1e6:.2f} MB")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small widths and few repeats: a smoke run")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--families", default=None, help="comma-separated subset, e.g. roberta,albert")
+    parser.add_argument("--payload", action="store_true", help="only DeBERTa's query/key blob sizes at 128 tokens")
     args = parser.parse_args()
+    if args.payload:
+        for tokens in (32, TOKENS, 512):
+            payload_sizes(tokens)
+        return 0
     if args.threads:
         torch.set_num_threads(args.threads)
     # The default model's widths (MiniLM: hidden 384, 12 heads), 4 layers, a 30,000-token vocabulary.

@@ -136,7 +136,7 @@ def ablate(model: BertForPreTraining, tokenizer: Tokenizer, text: str, heads: It
         rows.append(MaskAblation(position, top_predictions(before[k], tokenizer, top_k), top_predictions(after[k], tokenizer, top_k),
                                  tokenizer.id_to_token(best), float(before[k, best]), float(after[k, best]),
                                  int((after[k] > after[k, best]).sum()) + 1))
-    return Ablation(list(encoding.tokens), silenced, rows, is_next_before, is_next_after)
+    return Ablation(list(encoding.labels), silenced, rows, is_next_before, is_next_after)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -242,4 +242,4 @@ def rank_heads(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_
         else:
             with torch.inference_mode():
                 f_input, effects = _ablation_effects(model, encoding, resolved, memory_budget)
-    return HeadRanking(list(encoding.tokens), resolved, method, f_input, effects.astype(np.float32))
+    return HeadRanking(list(encoding.labels), resolved, method, f_input, effects.astype(np.float32))

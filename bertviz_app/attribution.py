@@ -228,7 +228,7 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
         result = integrated_gradients(_target_function(model, encoding, resolved), inputs, reference, steps,
                                       method, batch)
     scores = np.where(fixed, 0.0, result.scores)  # exactly 0 where input and baseline agree
-    return Attribution(list(encoding.tokens), scores, fixed, resolved, result.f_input, result.f_baseline,
+    return Attribution(list(encoding.labels), scores, fixed, resolved, result.f_input, result.f_baseline,
                        result.delta, result.relative_delta, steps, method, baseline, batch)
 
 
@@ -255,7 +255,7 @@ def blank_out(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
     value = np.full(len(encoding), f_input)
     if len(varied):
         value[varied] = np.concatenate(values)
-    return BlankOut(list(encoding.tokens), f_input - value, value, fixed, resolved, f_input, baseline)
+    return BlankOut(list(encoding.labels), f_input - value, value, fixed, resolved, f_input, baseline)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -319,5 +319,5 @@ def faithfulness(model: BertForPreTraining, tokenizer: Tokenizer, text: str, tex
     references = {"integrated gradients": np.abs(ig.scores), "blank-out": np.abs(blank.scores)}
     keep = ~ig.fixed
     table = faithfulness_table(measures, references, keep)
-    return Faithfulness(list(encoding.tokens), ig.target, measures, references, keep, table,
+    return Faithfulness(list(encoding.labels), ig.target, measures, references, keep, table,
                         spearman(references["integrated gradients"][keep], references["blank-out"][keep]), ig, blank)

@@ -21,7 +21,7 @@ from .finetuning import tasks as finetuning_tasks
 from .finetuning.training import base_model, read_heldout
 from .model import BertForPreTraining, BertPreTrainedModel
 from .plots import PlottedRun
-from .run import ModelTables, Run
+from .run import ModelTables, RelativeTables, Run
 from .targets import TASK_TARGETS, Target
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
@@ -60,7 +60,7 @@ class Explorer:
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
         # load() sets it: the checkpoint folder (metrics.json, held-out predictions; the app fine-tunes from it)
         self.folder: Path | None = None
-        self.tables = _model_tables(self.model)
+        self.tables = _model_tables(self.model, self.max_tokens)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
@@ -96,13 +96,12 @@ class Explorer:
         input's Run: no second forward pass)."""
         run = self.run(text, text_pair)
         probabilities = masked_lm.replaced_probabilities(self.model, run.hidden_states[-1])
-        return list(zip(run.tokens, probabilities.tolist()))
+        return list(zip(run.labels, probabilities.tolist()))
 
     def score_terms(self, text: str, text_pair: str | None = None, layer: int = 0) -> np.ndarray:
         """DeBERTa: layer `layer`'s attention scores split into content-to-content, content-to-position and
         position-to-content, (3, heads, T, T), from the input's Run."""
-        run = self.run(text, text_pair)
-        return masked_lm.score_terms(self.model, run.hidden_states[layer], layer)
+        return self.run(text, text_pair).score_terms(layer)
 
     @property
     def cached_bytes(self) -> int:
@@ -312,7 +311,7 @@ def layer_weight_change(before: torch.nn.Module, after: torch.nn.Module) -> np.n
     return np.asarray(change, dtype=np.float32)
 
 
-def _model_tables(model: BertForPreTraining) -> ModelTables:
+def _model_tables(model: BertForPreTraining, max_tokens: int) -> ModelTables:
     """The position table as positions 0, 1, ... of an input read it (RoBERTa's starts past its padding offset), and
     the segment table; a family without one gets a single row of zeros (its notes say so in words)."""
     emb = model.bert.embeddings
@@ -323,7 +322,30 @@ def _model_tables(model: BertForPreTraining) -> ModelTables:
             return np.zeros((1, width), dtype=np.float32)
         return embedding.weight[skip:].detach().float().cpu().numpy()
 
-    return ModelTables(table(emb.position_embeddings, model.config.position_offset), table(emb.token_type_embeddings))
+    return ModelTables(table(emb.position_embeddings, model.config.position_offset), table(emb.token_type_embeddings),
+                       _relative_tables(model, max_tokens))
+
+
+@torch.no_grad()
+def _relative_tables(model: BertForPreTraining, max_tokens: int) -> RelativeTables | None:
+    """DeBERTa's relative position table through each layer's query and key projections, and the row each distance
+    reads, for inputs up to `max_tokens`: the same for every input, so computed once (None for the rest of the
+    family)."""
+    config, encoder = model.config, model.bert.encoder
+    rel = encoder.relative_positions(max_tokens, model.device)
+    if rel is None:
+        return None
+    layers = [encoder.layer_module(i).attention.self for i in range(config.num_hidden_layers)]
+    projections = [layer.position_projections(rel.embeddings) for layer in layers]  # L x (pos_q, pos_k)
+
+    def stacked(which: int) -> np.ndarray | None:
+        if projections[0][which] is None:
+            return None
+        return torch.stack([p[which] for p in projections]).float().cpu().numpy()  # (L, h, R, d)
+
+    index = rel.index.cpu().numpy().astype(np.int32)  # (T, T): its first row and column hold every distance
+    rows = np.concatenate([index[0, ::-1], index[1:, 0]])  # distances -(T - 1) .. T - 1
+    return RelativeTables(stacked(0), stacked(1), rows, float(layers[0].scale))
 
 
 def _release_freed_memory() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .masking import IGNORE_INDEX, KEPT, MASKED, RANDOM, mask_tokens, random_token_ids, word_starts_from_tokens
+from .masking import IGNORE_INDEX, KEPT, MASKED, RANDOM, mask_tokens, random_token_ids
 from .model import BertForPreTraining
 from .tokenizer import Encoding, Tokenizer
 
@@ -98,7 +98,8 @@ def _forward(model: BertForPreTraining, encoding: Encoding, input_ids: list[int]
 def top_predictions(probs: Tensor, tokenizer: Tokenizer, top_k: int) -> list[Prediction]:
     """The top_k (token, probability) of one (vocab,) row of probabilities, best first."""
     top = probs.topk(min(top_k, probs.shape[-1]))
-    return [(tokenizer.id_to_token(i), float(p)) for i, p in zip(top.indices.tolist(), top.values.tolist())]
+    return [(tokenizer.readable(tokenizer.id_to_token(i)), float(p))
+            for i, p in zip(top.indices.tolist(), top.values.tolist())]
 
 
 def check_top_k(top_k: int) -> None:
@@ -139,21 +140,6 @@ def replaced_probabilities(model: BertForPreTraining, last_hidden_state: np.ndar
     with _predicting(model):
         hidden = torch.as_tensor(last_hidden_state, dtype=torch.float32, device=model.device)
         return torch.sigmoid(model.cls.discriminator(hidden).float()).cpu().numpy()
-
-
-def score_terms(model: BertForPreTraining, layer_input: np.ndarray | Tensor, layer: int) -> np.ndarray:
-    """DeBERTa: layer `layer`'s pre-softmax attention scores split into content-to-content, content-to-position and
-    position-to-content, (3, h, T, T), from that layer's input (T, H) (a Run's `hidden_states[layer]`)."""
-    if not model.config.relative_attention:
-        raise ValueError(f"only DeBERTa splits its attention scores into content and position terms; this is a "
-                         f"{model.config.family} model, whose scores are the query x key product alone")
-    if not 0 <= layer < model.config.num_hidden_layers:
-        raise ValueError(f"layer must be from 0 to {model.config.num_hidden_layers - 1}, got {layer}")
-    with _predicting(model):
-        hidden = torch.as_tensor(layer_input, dtype=torch.float32, device=model.device)[None]  # (1, T, H)
-        encoder = model.bert.encoder
-        rel = encoder.relative_positions(hidden.shape[1], hidden.device)
-        return encoder.layer_module(layer).attention.self.score_terms(hidden, rel)[0].float().cpu().numpy()
 
 
 def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str,
@@ -204,7 +190,7 @@ def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Enco
         probs = logits.float().softmax(-1)
         p_original = float(probs[original_id])
         rank = int((probs > probs[original_id]).sum()) + 1
-        return MaskedPrediction(index, encoding.tokens[index], top_predictions(probs, tokenizer, top_k), p_original, rank)
+        return MaskedPrediction(index, encoding.labels[index], top_predictions(probs, tokenizer, top_k), p_original, rank)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -244,8 +230,8 @@ def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, text: str, posit
         states = torch.stack([h[0, position] for h in out.hidden_states])  # (L + 1, H)
         probs = model.cls.predictions(states).float().softmax(-1)  # (L + 1, vocab)
         final_id = int(probs[-1].argmax())
-        return LogitLens(list(encoding.tokens), position, [top_predictions(p, tokenizer, top_k) for p in probs],
-                         tokenizer.id_to_token(final_id), probs[:, final_id].tolist())
+        return LogitLens(list(encoding.labels), position, [top_predictions(p, tokenizer, top_k) for p in probs],
+                         tokenizer.readable(tokenizer.id_to_token(final_id)), probs[:, final_id].tolist())
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -288,11 +274,14 @@ def corrupt_example(tokenizer: Tokenizer, text: str | Encoding, text_pair: str |
         encoding = tokenizer.encode(text, text_pair, max_tokens=max_tokens)
     ids = torch.tensor([encoding.ids])
     special = torch.tensor([encoding.special_tokens_mask], dtype=torch.bool)
-    starts = torch.tensor([word_starts_from_tokens(encoding.tokens)]) if whole_word else None
+    words = encoding.word_ids  # the tokenizer's own words: WordPiece's '##' rule, BPE's and unigram's pre-tokenizer
+    starts = torch.tensor([[i == 0 or words[i] != words[i - 1] for i in range(len(words))]]) if whole_word else None
     masked = mask_tokens(ids, special, tokenizer.mask_token_id, random_token_ids(tokenizer), mlm_probability,
                          word_starts=starts, generator=torch.Generator().manual_seed(seed))
     new_ids = masked.input_ids[0].tolist()
-    return CorruptedExample(list(encoding.tokens), tokenizer.convert_ids_to_tokens(new_ids), new_ids,
+    shown = [label if new == old else tokenizer.readable(tokenizer.id_to_token(new))
+             for label, old, new in zip(encoding.labels, encoding.ids, new_ids)]
+    return CorruptedExample(list(encoding.labels), shown, new_ids,
                             list(encoding.segment_ids), masked.labels[0].tolist(),
                             [_KIND_NAMES.get(k, "") for k in masked.kind[0].tolist()])
 

@@ -28,11 +28,6 @@ class MaskedTokens:
     kind: Tensor
 
 
-def word_starts_from_tokens(tokens: list[str]) -> list[bool]:
-    """True where a WordPiece token begins a word (its continuation pieces start with ##)."""
-    return [not t.startswith("##") for t in tokens]
-
-
 def mask_tokens(input_ids: Tensor, special_tokens_mask: Tensor, mask_token_id: int, random_token_ids: Tensor,
                 mlm_probability: float = 0.15, mask_fraction: float = 0.8, random_fraction: float = 0.1,
                 word_starts: Tensor | None = None, generator: torch.Generator | None = None) -> MaskedTokens:

@@ -212,6 +212,14 @@ class BertSelfAttention(nn.Module):
         *lead, T, _ = x.shape
         return x.view(*lead, T, self.num_heads, self.head_dim).transpose(-3, -2)  # (B, h, T, d), or (h, T, d)
 
+    def position_projections(self, embeddings: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        """DeBERTa's relative position embeddings (2 span, H) through this layer's query and key projections, each
+        (h, 2 span, d): what a content query meets (pos_k) and what a content key meets (pos_q); None for a term the
+        config leaves out. They depend on the model only, not on the input."""
+        pos_q = self._split_heads(self.query(embeddings)) if "p2c" in self.position_terms else None
+        pos_k = self._split_heads(self.key(embeddings)) if "c2p" in self.position_terms else None
+        return pos_q, pos_k
+
     def position_scores(self, q: Tensor, k: Tensor, rel: RelativePositions) -> tuple[Tensor, Tensor]:
         """DeBERTa's content-to-position (query i with the embedding of distance i - j through the key projection)
         and position-to-content (key j with that embedding through the query projection) terms, both (B, h, T, T)
@@ -219,11 +227,10 @@ class BertSelfAttention(nn.Module):
         B, h, T, _ = q.shape
         index = rel.index.expand(B, h, T, T)  # (B, h, T, T)
         c2p = p2c = torch.zeros((), dtype=q.dtype, device=q.device)
-        if "c2p" in self.position_terms:
-            pos_k = self._split_heads(self.key(rel.embeddings))  # (h, 2 span, d)
+        pos_q, pos_k = self.position_projections(rel.embeddings)  # (h, 2 span, d) each
+        if pos_k is not None:
             c2p = torch.gather(q @ pos_k.transpose(-1, -2), -1, index) * self.scale  # (B, h, T, T)
-        if "p2c" in self.position_terms:
-            pos_q = self._split_heads(self.query(rel.embeddings))  # (h, 2 span, d)
+        if pos_q is not None:
             # by_key[b, h, j, r] = k_j . pos_q[r]; entry (i, j) wants r = index[i, j], gathered on the key's row.
             by_key = k @ pos_q.transpose(-1, -2)  # (B, h, T, 2 span)
             p2c = torch.gather(by_key, -1, index.transpose(-1, -2)).transpose(-1, -2) * self.scale  # (B, h, T, T)
@@ -375,13 +382,19 @@ class BertEncoder(nn.Module):
         return self.layer[self.config.weights_of_layer(index)]
 
     def relative_positions(self, T: int, device: torch.device) -> RelativePositions | None:
-        """DeBERTa's relative positions for T tokens; None for the rest of the family."""
+        """DeBERTa's relative positions for T tokens: only the rows of the table that their distances read (255 of
+        512 at 128 tokens: each layer projects these rows twice, which cost as much as a fifth of a layer when all
+        were projected); None for the rest of the family."""
         if not self.config.relative_attention:
             return None
-        table = self.rel_embeddings.weight  # (2 span, H)
+        index = relative_position_index(T, self.config, device)  # (T, T)
+        # The row grows with i - j: the first query with the last key reads the lowest, the last with the first the
+        # highest, and the rows between are all read.
+        low, high = int(index[0, -1]), int(index[-1, 0])
+        table = self.rel_embeddings.weight[low:high + 1]  # (R', H)
         if self.LayerNorm is not None:
-            table = self.LayerNorm(table)
-        return RelativePositions(table, relative_position_index(T, self.config, device))
+            table = self.LayerNorm(table)  # row by row: the same rows as LayerNorm-ing the whole table
+        return RelativePositions(table, index - low)
 
     def apply_layer(self, index: int, hidden: Tensor, attention_bias: Tensor | None = None,
                     head_mask: Tensor | None = None) -> Tensor:

@@ -97,7 +97,7 @@ class RunPlots:
         if len(rows) == 0 or len(cols) == 0:
             raise ValueError(f"the {segments} block is empty for this input (a single sentence has no B; hidden "
                              "special tokens leave nothing?); choose another segment filter")
-        tokens = np.asarray(run.tokens, dtype=object)
+        tokens = np.asarray(run.labels, dtype=object)
         seg = run.segment_ids
 
         def boundary(index):  # first displayed index in segment B, if the axis shows both segments
@@ -115,7 +115,7 @@ class RunPlots:
     def token_attention(self, layer: int = 0, token: int = 0) -> go.Figure:
         """What `token` attends to and what attends to it, in every head of `layer`."""
         from_w, to_w = self._run.token_attention(layer, token)
-        return _figures().token_attention_figure(from_w, to_w, self._run.tokens, token, layer=layer)
+        return _figures().token_attention_figure(from_w, to_w, self._run.labels, token, layer=layer)
 
     def head_map(self, statistic: str = "entropy") -> go.Figure:
         """Layers x heads colored by `statistic` (one of analysis.HEAD_STATISTICS), labeled by behavior."""
@@ -126,8 +126,9 @@ class RunPlots:
         """How one attention row is made from the query of `token` and every key."""
         run = self._run
         qk = run.query_key(layer, head, token)
-        return _figures().query_key_figure(qk.query, qk.keys, qk.scores, qk.weights, run.tokens, qk.token,
-                                           scale=qk.scale, layer=qk.layer, head=qk.head)
+        return _figures().query_key_figure(qk.query, qk.keys, qk.scores, qk.weights, run.labels, qk.token,
+                                           scale=qk.scale, layer=qk.layer, head=qk.head,
+                                           positions=qk.positions is not None)
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> go.Figure:
@@ -149,15 +150,15 @@ class RunPlots:
 
     # --- hidden states -----------------------------------------------------------------------------------------
     def hidden_norms(self) -> go.Figure:
-        return _figures().hidden_norms_figure(self._run.hidden_norms(), self._run.tokens)
+        return _figures().hidden_norms_figure(self._run.hidden_norms(), self._run.labels)
 
     def layer_similarity(self) -> go.Figure:
-        return _figures().layer_similarity_figure(self._run.layer_similarity(), self._run.tokens)
+        return _figures().layer_similarity_figure(self._run.layer_similarity(), self._run.labels)
 
     def token_similarity(self, layer: int | None = None) -> go.Figure:
         layer = self._run.num_layers if layer is None else layer
-        return _figures().token_similarity_figure(self._run.token_similarity(layer), self._run.tokens, layer=layer)
+        return _figures().token_similarity_figure(self._run.token_similarity(layer), self._run.labels, layer=layer)
 
     def hidden_projection(self) -> go.Figure:
         xy, explained = self._run.hidden_projection()
-        return _figures().hidden_projection_figure(xy, self._run.tokens, explained=explained)
+        return _figures().hidden_projection_figure(xy, self._run.labels, explained=explained)

@@ -30,12 +30,44 @@ MATRICES = ("attention", "rollout", "value_weighted")  # what attention_frame ca
 
 
 @dataclass(eq=False)
+class RelativeTables:
+    """DeBERTa's disentangled attention, the parts that depend on the model only (L layers, h heads, R rows of the
+    relative position table, those the longest input reads: 2 x span at most, d head size).
+
+    position_queries, position_keys: (L, h, R, d) float32, the relative position table through each layer's query and
+        key projections; None for a term the model leaves out (pos_att_type)
+    rows: (2P - 1,) int32, the row of R that each distance i - j from -(P - 1) to P - 1 reads (P: the longest input);
+        a (P, P) table of them would be 64 MB at 4096 tokens
+    scale: what each dot product is multiplied by, 1/sqrt(d x (1 + the number of position terms))"""
+
+    position_queries: np.ndarray | None
+    position_keys: np.ndarray | None
+    rows: np.ndarray
+    scale: float
+
+    def index(self, t: int) -> np.ndarray:
+        """(t, t) the row of R for query i and key j of an input of t tokens."""
+        longest = (len(self.rows) + 1) // 2
+        if not 0 < t <= longest:
+            raise ValueError(f"an input of {t} tokens is longer than the {longest} these tables were made for")
+        positions = np.arange(t)
+        return self.rows[positions[:, None] - positions[None, :] + longest - 1]
+
+    @property
+    def terms(self) -> list[str]:
+        return [name for name, table in (("c2p", self.position_keys), ("p2c", self.position_queries))
+                if table is not None]
+
+
+@dataclass(eq=False)
 class ModelTables:
     """The learned tables of a model that every Run of it shares (not copied per Run): position embeddings (P, H),
-    segment embeddings (S, H), and analyses of them cached per size."""
+    segment embeddings (S, H), DeBERTa's relative position projections (None for the rest of the family), and
+    analyses of them cached per size."""
 
     positions: np.ndarray
     segments: np.ndarray
+    relative: RelativeTables | None = None
     _paths: dict = field(default_factory=dict, repr=False)
 
     def position_path(self, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +116,13 @@ class Run:
 
     @property
     def tokens(self) -> list[str]:
+        """The tokenizer's own pieces ('Ġcat' for RoBERTa, '▁cat' for ALBERT), as in its vocabulary."""
         return self.encoding.tokens
+
+    @property
+    def labels(self) -> list[str]:
+        """The tokens as a person reads them ('cat', '##s'): what tables and pictures show (`Encoding.labels`)."""
+        return self.encoding.labels
 
     @property
     def num_layers(self) -> int:
@@ -141,7 +179,7 @@ class Run:
         (the dtype this Run keeps attention in). matrix: "attention" (column weight), "rollout" (weight; head
         "rollout", one per layer) or "value_weighted" (column norm, ||alpha_ij f(x_j)|| of each head)."""
         matrices, layers, heads, value = self._tidy(layers, heads, matrix)
-        return analysis.tidy_frame(matrices, self.tokens, layers, heads, value=value,
+        return analysis.tidy_frame(matrices, self.labels, layers, heads, value=value,
                                    precision=self.attentions.dtype.name)
 
     def attention_csv(self, path: str | Path | None = None, layers=None, heads=None,
@@ -150,7 +188,7 @@ class Run:
         `precision` column says float32 or float16), written row by row without building the table: to `path`
         (returned), or returned as text when path is None."""
         matrices, layers, heads, value = self._tidy(layers, heads, matrix)
-        parts = (matrices, self.tokens, layers, heads)
+        parts = (matrices, self.labels, layers, heads)
         if path is None:
             out = io.StringIO()
             analysis.write_tidy_csv(out, *parts, value=value, precision=self.attentions.dtype.name)
@@ -200,27 +238,44 @@ class Run:
     def word_attention(self, layer: int, head: int | None = None) -> tuple[list[str], np.ndarray]:
         """(words, (W, W) matrix): attention between whole words, as Clark et al. (2019) merge word pieces: the
         attention to a word is the sum over its pieces, from a word the mean over its pieces; rows still sum to 1."""
-        words = analysis.group_words(self.tokens, self.special_mask)
+        words = analysis.group_words(self.labels, self.special_mask, self.encoding.word_ids)
         return words.words, analysis.word_attention(self.attention(layer, head), words)
 
     def compare(self, other: "Run") -> "analysis.AttentionDifference":
         """Attention of `other` minus this Run's, head by head, with the heads ranked by how much they changed: two
         inputs of the same length (a minimal pair) or two models on one input."""
-        return analysis.compare_attentions(self.attentions, other.attentions, self.tokens, other.tokens)
+        return analysis.compare_attentions(self.attentions, other.attentions, self.labels, other.labels)
 
     def head_statistics(self) -> "analysis.HeadStatistics":
         """Per-head entropy, attended distance, shares to [CLS]/[SEP]/self/previous/next, dominant behavior;
         `.to_frame()` gives a table."""
         return self._derived("head_statistics", lambda: analysis.head_statistics(self.attentions, self.special_mask))
 
+    def score_terms(self, layer: int) -> np.ndarray:
+        """DeBERTa: layer `layer`'s pre-softmax scores split into content-to-content, content-to-position and
+        position-to-content, (3, h, T, T) float32; their sum is what the softmax turns into `attentions[layer]`."""
+        relative = self.tables.relative if self.tables is not None else None
+        if relative is None:
+            raise ValueError(f"only DeBERTa splits its attention scores into content and position terms; this is a "
+                             f"{self.config.family} model, whose scores are the query x key product alone")
+        layer = analysis.check_index("layer", layer, self.num_layers)
+        t = len(self)
+        pick = (lambda table: None if table is None else table[layer])
+        return analysis.score_terms(self.queries[layer], self.keys[layer], pick(relative.position_queries),
+                                    pick(relative.position_keys), relative.index(t), relative.scale)
+
     def query_key(self, layer: int, head: int, token: int) -> "analysis.QueryKey":
-        """The query of `token`, every key, products, dot products, scaling and softmax of one attention row."""
-        return analysis.query_key(self.queries, self.keys, layer, head, token)
+        """The query of `token`, every key, products, dot products, scaling and softmax of one attention row (for
+        DeBERTa with its two position terms in the scores)."""
+        if self.tables is None or self.tables.relative is None:
+            return analysis.query_key(self.queries, self.keys, layer, head, token)
+        return analysis.query_key(self.queries, self.keys, layer, head, token, self.score_terms(layer),
+                                  self.tables.relative.scale)
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> "pd.DataFrame":
         """Per token: norms of token/segment/position parts, their sum and the LayerNorm output; parts' shares."""
-        return analysis.embedding_parts(self.tokens, self.segment_ids, self.token_embeddings,
+        return analysis.embedding_parts(self.labels, self.segment_ids, self.token_embeddings,
                                         self.segment_embeddings, self.position_embeddings, self.hidden_states[0])
 
     def position_table(self) -> np.ndarray:

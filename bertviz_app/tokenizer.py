@@ -63,6 +63,12 @@ class Encoding:
     offsets: (start, end) character span in the sentence the token came from; (0, 0) for special tokens
     sequence_ids: 0 for tokens of A, 1 for tokens of B, None for special tokens
     truncation: None when everything fitted
+    labels: each token as a person reads it (what the views, tables and figures show): WordPiece's own spelling
+        ('play', '##ing'); for byte-level BPE and SentencePiece the piece's characters, without the word-start
+        marker ('Ġ', '▁'), with '##' before a piece that continues a word, as WordPiece writes it, and '␣' for a
+        piece that is only a space. Default: the tokens themselves.
+    word_ids: (T,) pieces of one word share an id, every special token has one of its own; ids count up from 0.
+        Default: WordPiece's rule ('##' pieces join the piece before them).
     """
 
     text: str
@@ -76,6 +82,14 @@ class Encoding:
     special_tokens_mask: list[int]
     attention_mask: list[int]
     truncation: Truncation | None = None
+    labels: list[str] | None = None
+    word_ids: list[int] | None = None
+
+    def __post_init__(self):
+        if self.labels is None:
+            object.__setattr__(self, "labels", list(self.tokens))
+        if self.word_ids is None:
+            object.__setattr__(self, "word_ids", wordpiece_word_ids(self.tokens, self.special_tokens_mask))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -92,6 +106,21 @@ class Encoding:
         source = self.text if seq == 0 else self.text_pair
         start, end = self.offsets[index]
         return source[start:end]
+
+
+CONTINUATION = "##"  # WordPiece's mark of a piece that continues a word, which labels give every family's pieces
+VISIBLE_SPACE = "\u2423"  # a piece that is only a space ('▁' or 'Ġ' alone), which would otherwise show as nothing
+
+
+def wordpiece_word_ids(tokens: Sequence[str], special_mask: Sequence[bool]) -> list[int]:
+    """One id per token: WordPiece continuations ('##ing') share the id of the piece before them; every special
+    token has an id of its own. Ids count up from 0 in token order."""
+    ids, current = [], -1
+    for i, (token, special) in enumerate(zip(tokens, special_mask)):
+        continues = not special and token.startswith(CONTINUATION) and i > 0 and not special_mask[i - 1]
+        current += 0 if continues else 1
+        ids.append(current)
+    return ids
 
 
 def truncate_longest_first(len_a: int, len_b: int | None, budget: int) -> tuple[int, int]:
@@ -292,6 +321,11 @@ class _Vocabulary:
 
     def convert_ids_to_tokens(self, ids) -> list[str]:
         return [self.id_to_token(i) for i in ids]
+
+    def readable(self, token: str) -> str:
+        """A vocabulary entry as a person reads it (see `Encoding.labels`); WordPiece's own spelling is already
+        readable. Without its neighbours a piece's marker decides: a piece without one continues a word."""
+        return token
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         return self._tk.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
@@ -529,6 +563,7 @@ def _read_tokenizer_config(folder: Path) -> dict:
 
 
 # --- the BERT family's tokenizers -----------------------------------------------------------------------------------
+_WORD_START = ("\u0120", "\u2581")  # byte-level BPE's 'Ġ' (the space byte), SentencePiece's '▁'
 # Where a family's tokenizer_config.json names no special token, the usual spellings, BERT's first.
 _SPECIAL_GUESSES = {"cls_token": ("[CLS]", "<s>"), "sep_token": ("[SEP]", "</s>"), "mask_token": ("[MASK]", "<mask>"),
                     "pad_token": ("[PAD]", "<pad>"), "unk_token": ("[UNK]", "<unk>")}
@@ -567,6 +602,58 @@ class FamilyTokenizer(_Vocabulary):
         added = {t.content for t in backend.get_added_tokens_decoder().values() if t.special}
         self.special_ids = {self.vocab[t] for t in (*added, *(v for v in specials.values() if v)) if t in self.vocab}
         self._id_to_token = {i: t for t, i in self.vocab.items()}
+        # By spelling, not id: a unigram piece the vocabulary lacks keeps its characters but takes the unknown id.
+        self._special_tokens = {self._id_to_token[i] for i in self.special_ids}
+
+    # --- pieces as a person reads them -------------------------------------------------------------------------
+    def _piece(self, token: str) -> tuple[str, bool]:
+        """(characters, starts a word) of a vocabulary entry: WordPiece's '##' prefix, SentencePiece's '▁' and
+        byte-level BPE's 'Ġ' (bytes mapped to printable characters, turned back into text by the decoder) read off."""
+        model = self._tk.model
+        if isinstance(model, models.WordPiece):
+            prefix = model.continuing_subword_prefix
+            continues = token.startswith(prefix) and token != prefix
+            return (token[len(prefix):] if continues else token), not continues
+        text = self._tk.decoder.decode([token]) if self._tk.decoder is not None else token
+        text = text.replace("\u2581", " ")
+        return text.lstrip(), token.startswith(_WORD_START) or text[:1].isspace()
+
+    def readable(self, token: str) -> str:
+        if token in self._special_tokens:
+            return token
+        text, starts = self._piece(token)
+        return VISIBLE_SPACE if not text.strip() else (text if starts else CONTINUATION + text)
+
+    def _labels(self, tokens, seq_ids, words, spans, sources) -> tuple[list[str], list[int]]:
+        """`Encoding.labels` and `Encoding.word_ids` from the pieces and the word each came from (the pre-tokenizer's
+        words, as `tokenizers` numbers them per sentence)."""
+        labels, word_ids, current = [], [], -1
+        previous, previous_span = None, None  # (sentence, word) of the token before (None: special), its span
+        for token, seq, word, span in zip(tokens, seq_ids, words, spans):
+            special = seq is None or token in self._special_tokens
+            here = None if special else (seq, word)
+            joins = here is not None and here == previous
+            current += 0 if joins else 1
+            word_ids.append(current)
+            if special:
+                labels.append(token)
+            else:
+                covered = sources[seq][span[0]:span[1]]
+                labels.append(self._label(token, joins, labels[-1] if joins else "", covered, span == previous_span))
+            previous, previous_span = here, span
+        return labels, word_ids
+
+    def _label(self, token: str, joins: bool, before: str, covered: str, same_span: bool) -> str:
+        """One piece's label: `joins` the word of the piece before (labelled `before`); `covered`: the characters of
+        the input it spans, `same_span`: the piece before spans the same ones."""
+        text, _ = self._piece(token)
+        if "\ufffd" in text and covered:  # bytes of one character split over pieces: the first shows the character,
+            if joins and same_span:  # the others only '##' (they continue the word and add no character)
+                return CONTINUATION
+            text = covered
+        if not text.strip():
+            return VISIBLE_SPACE
+        return CONTINUATION + text if joins and before != VISIBLE_SPACE else text
 
     # --- construction -------------------------------------------------------------------------------------------
     @classmethod
@@ -647,7 +734,7 @@ class FamilyTokenizer(_Vocabulary):
                     if seen[seq] > limit[seq]:
                         continue
                 keep.append(i)
-        tokens, ids, types, spans = full.tokens, full.ids, full.type_ids, full.offsets
+        tokens, ids, types, spans, words = full.tokens, full.ids, full.type_ids, full.offsets, full.word_ids
         offsets = []
         for i in keep:
             seq, (start, end) = seq_ids[i], spans[i]
@@ -659,11 +746,14 @@ class FamilyTokenizer(_Vocabulary):
             else:  # back to the characters the person typed ([MASK], not <mask>)
                 offsets.append((origin[start], origin[end - 1] + 1 if end > start else origin[start]))
         kept_seq = [seq_ids[i] for i in keep]
+        kept_tokens, kept_ids = [tokens[i] for i in keep], [ids[i] for i in keep]
+        labels, word_ids = self._labels(kept_tokens, kept_seq, [words[i] for i in keep], offsets,
+                                        (text, text_pair))
         n = len(keep)
-        return Encoding(text=text, text_pair=text_pair, tokens=[tokens[i] for i in keep], ids=[ids[i] for i in keep],
+        return Encoding(text=text, text_pair=text_pair, tokens=kept_tokens, ids=kept_ids,
                         segment_ids=[types[i] for i in keep], positions=list(range(n)), offsets=offsets,
                         sequence_ids=kept_seq, special_tokens_mask=[1 if s is None else 0 for s in kept_seq],
-                        attention_mask=[1] * n, truncation=truncation)
+                        attention_mask=[1] * n, truncation=truncation, labels=labels, word_ids=word_ids)
 
     def tokenize(self, text: str) -> list[str]:
         return self._tk.encode(self._with_mask_token(text)[0], add_special_tokens=False).tokens

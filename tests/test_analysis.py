@@ -225,7 +225,7 @@ def test_repeated_tokens_give_distinct_rows(run):
 
 def test_token_table(run):
     table = run.token_table()
-    assert list(table.columns) == ["position", "token", "id", "segment", "start", "end", "text", "special"]
+    assert list(table.columns) == ["position", "token", "piece", "id", "segment", "start", "end", "text", "special"]
     assert table.special.sum() == 3 and table.segment.iloc[0] == "A" and table.segment.iloc[-1] == "B"
     row = table[table.token == "tired"].iloc[0]
     assert TEXT_B[row.start:row.end] == "tired" and row.text == "tired"

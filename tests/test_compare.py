@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import bertviz_app
-from bertviz_app.analysis.compare import compare_attentions
+from bertviz_app.analysis.compare import compare_attentions, paired_layer
+from bertviz_app.figures import attention_change_figure
 from test_words import random_attention
 
 
@@ -78,3 +79,59 @@ def test_minimal_pair_and_two_models_on_the_default_model():
     longer = default.run("The keys to the old cabinet are on the table.")
     with pytest.raises(ValueError, match="the two inputs have 12 and 13 tokens"):
         compare_attentions(plural.attentions, longer.attentions, plural.tokens, longer.tokens)
+
+
+# --- two models of different depths ---------------------------------------------------------------------------------
+def test_layers_pair_by_relative_depth():
+    assert [paired_layer(layer, 3, 6) for layer in range(3)] == [1, 3, 5]
+    assert [paired_layer(layer, 6, 3) for layer in range(6)] == [0, 0, 1, 1, 2, 2]  # gradio-host.mjs gives the same
+    assert [paired_layer(layer, 4, 4) for layer in range(4)] == [0, 1, 2, 3]
+    assert [paired_layer(layer, 2, 12) for layer in range(2)] == [5, 11]
+
+
+def test_different_depths_are_compared_at_the_same_relative_depth():
+    deep, shallow = random_attention(6, 3, 5, 5, seed=3), random_attention(3, 3, 5, 5, seed=4)
+    diff = compare_attentions(deep, shallow, tokens(5), tokens(5))
+    assert diff.paired_by_depth and diff.layers_a == [1, 3, 5] and diff.layers_b == [0, 1, 2]
+    np.testing.assert_array_equal(diff.difference, shallow - deep[[1, 3, 5]])
+    ranking = diff.ranking()
+    assert list(ranking.columns) == ["layer", "layer_b", "head", "change", "max_difference", "rank"]
+    layer, layer_b, head = (int(ranking.iloc[0][name]) for name in ("layer", "layer_b", "head"))
+    assert diff.head_change[layer_b, head] == ranking.iloc[0]["change"] == diff.head_change.max()
+    assert layer == diff.layers_a[layer_b]
+    figure = attention_change_figure(diff.head_change, layers_a=diff.layers_a, layers_b=diff.layers_b)
+    assert list(figure.layout.yaxis.ticktext) == ["layer 1 \u2194 0", "layer 3 \u2194 1", "layer 5 \u2194 2"]
+    same = compare_attentions(deep, deep, tokens(5), tokens(5))
+    assert not same.paired_by_depth and "layer_b" not in same.ranking().columns
+
+
+@pytest.fixture(scope="module")
+def deep_and_shallow(tmp_path_factory):
+    """The app with a 6-layer and a 3-layer ELECTRA discriminator on the same WordPiece tokenizer (four heads each)."""
+    from gradio_client import Client
+
+    import family_models
+    from bertviz_app import app
+
+    folders = {}
+    for layers in (6, 3):
+        folders[layers] = tmp_path_factory.mktemp(f"electra-{layers}")
+        family_models.build("electra", folders[layers], num_hidden_layers=layers)
+    loaded = app.load_models([str(folders[6]), str(folders[3])], device="cpu")
+    demo = app.build_demo(loaded)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield Client(url, verbose=False), str(folders[6]), str(folders[3])
+    demo.close()
+
+
+def test_the_compare_tab_pairs_layers_by_relative_depth_and_says_so(deep_and_shallow):
+    client, deep, shallow = deep_and_shallow
+    text = "The cat sat on the mat."
+    client.predict(deep, text, "", api_name="/analyze")
+    message, left, right, change, table = client.predict(text, "", shallow, api_name="/compare")
+    assert left["payload"] and right["payload"] and change is not None
+    assert ("The right model has 3 layers and the other 6: layers are paired by relative depth" in message
+            and "(0 \u2194 1, 1 \u2194 3, 2 \u2194 5)" in message)
+    assert "(left) \u2194" in message  # the head that changed most names both sides' layers
+    assert table["headers"][:3] == ["layer", "layer_b", "head"]
+    assert {row[0] for row in table["data"]} <= {1, 3, 5} and {row[1] for row in table["data"]} <= {0, 1, 2}

@@ -20,6 +20,8 @@ from bertviz_app import load
 from bertviz_app.checkpoint import CheckpointError, load_model
 from bertviz_app.config import BertConfig, ConfigError
 from bertviz_app.explorer import Explorer
+from bertviz_app import views
+from bertviz_app.analysis import group_words, score_terms
 from bertviz_app.tokenizer import FamilyTokenizer, load_tokenizer
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -136,6 +138,76 @@ def test_tokenization_matches_transformers(family):
             assert seq == expected.sequence_ids()[i] if expected["special_tokens_mask"][i] == 0 else seq is None
 
 
+def test_tokens_read_as_words_the_way_transformers_decodes_them(family):
+    """Labels drop the word-start marks ('Ġ', '▁') and write '##' before a piece that continues a word; words are the
+    pre-tokenizer's (transformers' word_ids), and a word's labels joined read as transformers decodes its pieces."""
+    name, folder, _, ours, _ = family
+    tokenizer = load_tokenizer(folder, ours.config.model_type, max_tokens=512)
+    reference = transformers.AutoTokenizer.from_pretrained(folder)
+    for text, pair in TEXTS:
+        encoding = tokenizer.encode(text, pair)
+        expected = reference(text.replace("[MASK]", reference.mask_token), pair)
+        keys = [None if s else (q, w) for q, w, s in zip(expected.sequence_ids(), expected.word_ids(),
+                                                          encoding.special_tokens_mask)]
+        same = [i > 0 and keys[i] is not None and keys[i] == keys[i - 1] for i in range(len(keys))]
+        assert [i > 0 and encoding.word_ids[i] == encoding.word_ids[i - 1] for i in range(len(keys))] == same
+        assert not any(mark in label for label in encoding.labels for mark in ("\u0120", "\u2581"))
+        words = group_words(encoding.labels, encoding.special_tokens_mask, encoding.word_ids)
+        for word, group in zip(words.words, words.groups):
+            if not encoding.special_tokens_mask[group[0]]:
+                pieces = [encoding.tokens[i] for i in group]
+                shown = "" if word == "\u2423" else word  # a word that is only a space (runs of spaces)
+                assert shown == reference.convert_tokens_to_string(pieces).strip(), (name, pieces, word)
+            starts = [encoding.labels[i] for i in group[:2]]  # '##' from the second piece on, after a lone space
+            assert not starts[0].startswith("##") and all(label.startswith("##") for label in
+                                                           [encoding.labels[i] for i in group[1:]][
+                                                               1 if starts[0] == "\u2423" else 0:])
+
+
+def test_predictions_and_split_characters_read_as_words(tmp_path):
+    """A vocabulary entry alone reads by its own mark (fill-mask's answers): 'Ġcat' is 'cat', 's' continues a word;
+    a character whose bytes byte-level BPE splits over pieces shows once, its other pieces only '##'."""
+    family_models.build("roberta", tmp_path / "roberta")
+    family_models.build("albert", tmp_path / "albert")
+    roberta = load(tmp_path / "roberta", device="cpu")
+    tokenizer = roberta.tokenizer
+    assert [tokenizer.readable(t) for t in ("\u0120cat", "s", "<mask>", "\u0120")] == ["cat", "##s", "<mask>",
+                                                                                        "\u2423"]
+    albert = load_tokenizer(tmp_path / "albert", "albert")
+    assert [albert.readable(t) for t in ("\u2581the", "s", "\u2581", "[MASK]")] == ["the", "##s", "\u2423", "[MASK]"]
+    answers = roberta.fill_mask("The cat sat on the [MASK].")[0]
+    assert answers and not any("\u0120" in token for token, _ in answers)
+    encoding = tokenizer.encode("caf\u00e9 \U0001F600")  # é and 😀: bytes the tiny vocabulary has not merged
+    labels = encoding.labels
+    at = labels.index("\U0001F600")
+    assert labels.count("\U0001F600") == 1 and len(labels[at + 1:-1]) >= 1 and set(labels[at + 1:-1]) == {"##"}
+    assert words_of(encoding)[1:-1] == ["caf\u00e9", "\U0001F600"]
+
+
+def test_whole_word_masking_takes_the_tokenizers_words(tmp_path):
+    """RoBERTa's whole-word masking hides every piece of a word the pre-tokenizer made (' cats' as 'c', '##at', '##s'),
+    never a part of one: the words come from Encoding.word_ids, not from WordPiece's '##'."""
+    from bertviz_app.masked_lm import corrupt_example
+
+    family_models.build("roberta", tmp_path)
+    tokenizer = load_tokenizer(tmp_path, "roberta")
+    text = "They walked home slowly through the rain, and the keys were lost."
+    words = tokenizer.encode(text).word_ids
+    split = 0
+    for seed in range(8):
+        example = corrupt_example(tokenizer, text, seed=seed, whole_word=True, mlm_probability=0.3)
+        chosen = set(example.chosen)
+        for word in {words[i] for i in chosen}:
+            pieces = {i for i, w in enumerate(words) if w == word}
+            assert pieces <= chosen, (seed, word)  # the whole word or nothing of it
+            split += len(pieces) > 1
+    assert split  # words of several pieces were among those hidden
+
+
+def words_of(encoding) -> list[str]:
+    return group_words(encoding.labels, encoding.special_tokens_mask, encoding.word_ids).words
+
+
 @pytest.mark.parametrize("max_tokens", [9, 14, 15, 30])
 def test_truncation_matches_transformers_longest_first(family, max_tokens):
     name, folder, _, ours, _ = family
@@ -179,7 +251,7 @@ def test_electra_says_which_tokens_were_replaced(tmp_path):
     explorer = load(tmp_path, device="cpu")
     rows = explorer.replaced("The cat sat on the mat.")
     run = explorer.run("The cat sat on the mat.")
-    assert [token for token, _ in rows] == run.tokens
+    assert [token for token, _ in rows] == run.labels
     hf = transformers.ElectraForPreTraining.from_pretrained(tmp_path).eval()
     with torch.no_grad():
         expected = torch.sigmoid(hf(torch.tensor([run.encoding.ids])).logits[0]).numpy()
@@ -198,20 +270,88 @@ def test_albert_layers_share_their_weights(tmp_path):
     assert encoder.layer_module(1) is not encoder.layer_module(2)
 
 
-def test_deberta_score_terms_add_up_to_its_attention(tmp_path):
-    family_models.build("deberta-v2", tmp_path)
+@pytest.mark.parametrize("overrides", [{}, dict(pos_att_type=["c2p"], position_buckets=-1)])
+def test_deberta_score_terms_match_transformers_and_add_up_to_its_attention(tmp_path, overrides):
+    """Each term from the Run's queries and keys and the model's relative tables (what the query x key view
+    computes) equals transformers' own: its disentangled_attention_bias with one position term switched on at a time
+    gives that term alone. The terms' sum is the score the softmax turns into the Run's attention."""
+    hf = family_models.build("deberta-v2", tmp_path, **overrides)
     explorer = load(tmp_path, device="cpu")
-    text = "The keys to the cabinet were lost yesterday!"
-    run = explorer.run(text)
-    for layer in range(run.num_layers):
-        terms = explorer.score_terms(text, layer=layer)  # (3, h, T, T)
-        assert terms.shape == (3, run.num_heads, len(run), len(run))
+    text, pair = "The keys to the cabinet were lost yesterday!", "Dogs bark."
+    run = explorer.run(text, pair)
+    encoder = hf.deberta.encoder
+    with torch.no_grad():
+        states = hf.deberta(torch.tensor([run.encoding.ids]), output_hidden_states=True).hidden_states
+        rel_pos = encoder.get_rel_pos(states[0])
+        rel_emb = encoder.get_rel_embedding()
+        for layer in range(run.num_layers):
+            terms = explorer.score_terms(text, pair, layer=layer)  # (3, h, T, T)
+            attention = encoder.layer[layer].attention.self
+            factor = 1 + len(attention.pos_att_type)
+            q = attention.transpose_for_scores(attention.query_proj(states[layer]), attention.num_attention_heads)
+            k = attention.transpose_for_scores(attention.key_proj(states[layer]), attention.num_attention_heads)
+            c2c = q @ k.transpose(-1, -2) / np.sqrt(q.shape[-1] * factor)  # (h, T, T)
+            expected = [c2c.numpy()]
+            for term in ("c2p", "p2c"):
+                if term not in attention.pos_att_type:
+                    expected.append(np.zeros_like(expected[0]))
+                    continue
+                kept, attention.pos_att_type = attention.pos_att_type, [term]
+                expected.append(attention.disentangled_attention_bias(q, k, rel_pos, rel_emb, factor).numpy())
+                attention.pos_att_type = kept
+            np.testing.assert_allclose(terms, np.stack(expected), atol=1e-5, rtol=1e-5)
+            probs = torch.tensor(terms.sum(0)).softmax(-1).numpy()
+            np.testing.assert_allclose(probs, run.attentions[layer], atol=1e-5)
+            row = run.query_key(layer, 1, 3)  # the plotly picture's row: the same sum, the same weights
+            np.testing.assert_allclose(row.weights, run.attentions[layer, 1, 3], atol=1e-5)
+            np.testing.assert_allclose(row.positions, terms[1:, 1, 3], atol=1e-6)
+    if overrides:
+        assert not terms[2].any() and np.abs(terms[1]).max() > 1e-3
+    else:
         assert np.abs(terms[1]).max() > 1e-3 and np.abs(terms[2]).max() > 1e-3  # both position terms are there
-        probs = torch.tensor(terms.sum(0)).softmax(-1).numpy()
-        np.testing.assert_allclose(probs, run.attentions[layer].astype(np.float32), atol=1e-3)  # float16 in a Run
     with pytest.raises(ValueError, match="only DeBERTa splits its attention scores"):
         family_models.build("roberta", tmp_path / "r")
         load(tmp_path / "r", device="cpu").score_terms("a b")
+
+
+def rebuilt_terms(blob, layer: int) -> np.ndarray:
+    """(3, h, T, T) from a query/key blob's 8-bit codes, as the view computes them, in either of its forms."""
+    q, k = blob.values("queries")[layer], blob.values("keys")[layer]
+    relative = blob.header["relative"]
+    if relative["form"] == "rows":
+        return score_terms(q, k, blob.values("position_queries")[layer], blob.values("position_keys")[layer],
+                           blob.arrays["relative_index"].astype(np.int64), relative["scale"])
+    content = q @ np.swapaxes(k, -1, -2)  # (h, T, T)
+    positions = np.swapaxes(blob.values("position_terms")[layer], 0, 1)  # (2, h, T, T)
+    return np.concatenate([content[None], positions]) * relative["scale"]
+
+
+@pytest.mark.parametrize("text, pair, form", [("The keys to the cabinet were lost yesterday!", "Dogs bark.", "rows"),
+                                              ("Dogs.", None, "terms")])
+def test_deberta_query_key_blob_carries_what_splits_each_score(tmp_path, text, pair, form):
+    """The query/key blob of a DeBERTa Run carries what splits its scores, in the smaller form for its length: the
+    relative position projections of only the distances the input reads, or for a short input the two terms
+    themselves; either way the terms rebuilt from its 8-bit codes (as the view does) stay close to the Run's exact
+    ones. The rest of the family's blob carries none."""
+    family_models.build("deberta-v2", tmp_path)
+    run = load(tmp_path, device="cpu").run(text, pair)
+    blob = views.decode_query_key(run.query_key_payload())
+    t = len(run)
+    assert blob.header["relative"]["terms"] == ["c2p", "p2c"] and blob.header["relative"]["form"] == form
+    if form == "rows":
+        assert blob.header["relative"]["rows"] == len(np.unique(blob.arrays["relative_index"])) <= 2 * t - 1
+    else:
+        assert blob.arrays["position_terms"].shape == (run.num_layers, run.num_heads, 2, t, t)
+    for layer in range(run.num_layers):
+        exact = run.score_terms(layer)
+        assert np.abs(rebuilt_terms(blob, layer) - exact).max() <= 0.03 * np.abs(exact).max()
+    relative = run.tables.relative  # a row per distance of the longest input (48 tokens here), not a (P, P) table
+    assert relative.rows.shape == (2 * 48 - 1,)
+    with pytest.raises(ValueError, match="an input of 49 tokens is longer than the 48 these tables were made for"):
+        relative.index(49)
+    family_models.build("roberta", tmp_path / "r")
+    assert "relative" not in views.decode_query_key(load(tmp_path / "r", device="cpu").run("a b").query_key_payload()
+                                                    ).header
 
 
 # --- bad input ------------------------------------------------------------------------------------------------------

@@ -45,10 +45,17 @@ def test_every_family_is_analyzed_and_drawn(client, explorers, family):
     name, explorer = explorers[family]
     out = client.predict(name, *PAIR, api_name="/analyze")
     table = out[0]
-    tokens = [row[table["headers"].index("token")] for row in table["data"]]
-    assert tokens == explorer.encode(*PAIR).tokens
+    column = {name: [row[table["headers"].index(name)] for row in table["data"]] for name in ("token", "piece")}
+    encoding = explorer.encode(*PAIR)
+    # Shown as read ('cat', '##s'), the vocabulary's own pieces ('Ġcat', '▁cat') kept beside them
+    assert column["token"] == encoding.labels and column["piece"] == encoding.tokens
+    tokens = column["token"]
     decoded = views.decode_payload(base64.b64decode(out[2]["payload"]))
     assert decoded.header["tokens"] == tokens
+    assert decoded.arrays["words"].tolist() == encoding.word_ids
+    assert not any(mark in token for token in tokens for mark in ("\u0120", "\u2581"))
+    if family in ("roberta", "albert", "deberta-v2"):
+        assert encoding.labels != encoding.tokens  # the marks were there to drop
     config = explorer.config
     assert decoded.values("attention").shape == (config.num_hidden_layers, config.num_attention_heads, len(tokens),
                                                  len(tokens))
@@ -105,3 +112,5 @@ def test_compare_puts_two_families_side_by_side(client, explorers):
     message, left, right, change, _, layers = client.predict(*PAIR, albert, api_name="/compare")
     assert left["payload"] and right["payload"] and change is None and layers is None
     assert "RoBERTa (left) and ALBERT (right) each split the input with their own tokenizer" in message
+    assert "is the same weights as layer 1 applied a third time" in message  # ALBERT's shared layers, said here too
+    assert "The left model has 3 layers and the other 4: layers are paired by relative depth" in message

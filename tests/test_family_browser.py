@@ -1,6 +1,7 @@
-"""The app in Debian's headless Chromium with the BERT family: a server offering a RoBERTa and an ELECTRA checkpoint
-built by transformers (tests/family_models.py), opened and driven as a visitor does: the attention views draw the
-family's tokens, the tabs say what each family lacks, and ELECTRA's "replaced?" table lists every token."""
+"""The app in Debian's headless Chromium with the BERT family: a server offering a RoBERTa, an ELECTRA and a DeBERTa
+checkpoint built by transformers (tests/family_models.py), opened and driven as a visitor does: the attention views
+draw the family's tokens as words are read (no 'Ġ'), the tabs say what each family lacks, ELECTRA's "replaced?" table
+lists every token, and DeBERTa's query x key view splits each score into its content and position terms."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.browser]
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     out = {}
-    for name in ("roberta", "electra"):
+    for name in ("roberta", "electra", "deberta-v2"):
         out[name] = tmp_path_factory.mktemp(name)
         family_models.build(name, out[name])
     return out
@@ -24,7 +25,7 @@ def folders(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def explorers(folders):
-    return app.load_models([str(folders["roberta"]), str(folders["electra"])], device="cpu")
+    return app.load_models([str(folder) for folder in folders.values()], device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +42,18 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
     roberta = explorers[str(folders["roberta"])]
     visitor.analyze("The cat sat on the mat.", "Dogs bark, cats purr.")
     visitor.views_drawn("lines")
-    expected = roberta.encode("The cat sat on the mat.", "Dogs bark, cats purr.").tokens
+    encoding = roberta.encode("The cat sat on the mat.", "Dogs bark, cats purr.")
+    expected = encoding.labels  # 'cat', '##s', not 'Ġcat', 's'
     assert visitor.wait_for_tokens(expected) == expected
+    assert any(t.startswith("\u0120") for t in encoding.tokens) and not any("\u0120" in t for t in expected)
     page = visitor.page
+    page.locator("#view-pane-lines").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "family-roberta-tokens")
+    page.set_viewport_size({"width": 390, "height": 844})
+    visitor.views_drawn("lines")
+    page.locator("#view-pane-lines").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "family-roberta-tokens-phone")
+    page.set_viewport_size({"width": 1280, "height": 720})
     visitor.open_tab("Embeddings")
     page.wait_for_function("() => document.querySelector('#embeddings-family-note')?.innerText"
                            ".includes('RoBERTa has no segment B embedding')", timeout=TIMEOUT_MS)
@@ -54,6 +64,11 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
     assert "What this family does differently from BERT" in page.locator("#model-info").inner_text()
     assert not visitor.errors
     shoot(page, tmp_path, "family-roberta")
+    page.set_viewport_size({"width": 390, "height": 844})
+    visitor.open_tab("Tokens")
+    page.locator("#tabs").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "family-roberta-table-phone")
+    page.set_viewport_size({"width": 1280, "height": 720})
 
 
 def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path):
@@ -73,3 +88,31 @@ def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path
     assert not page.locator("#mask-predict").is_visible()
     assert not visitor.errors
     shoot(page, tmp_path, "family-electra")
+
+
+def test_deberta_query_key_view_splits_each_score(visitor, explorers, folders, tmp_path):
+    name = str(folders["deberta-v2"])
+    page = visitor.page
+    page.locator("#model input").click()
+    page.get_by_role("option", name=name).click()
+    visitor.analyze("The cat sat on the mat.", "Dogs bark.")
+    visitor.views_drawn("lines")
+    tokens = explorers[name].encode("The cat sat on the mat.", "Dogs bark.").labels
+    assert visitor.wait_for_tokens(tokens) == tokens
+    page.click("#view-tab-qk")
+    visitor.views_drawn("qk", "query=")
+    detail = page.locator("#view-pane-qk .bv-stats")
+    detail.filter(has_text="content\u2192position").wait_for()
+    text = detail.inner_text()
+    assert "content\u2192content q \u00b7 k" in text and "position\u2192content" in text
+    assert "DeBERTa keeps what a token is and where it is apart" in page.locator("#view-pane-qk").inner_text()
+    assert not visitor.errors
+    page.select_option("#view-zoom", "labels")  # rows tall enough for each term's number
+    page.select_option("#view-token", "2")
+    visitor.views_drawn("qk", "query=2")
+    shoot(page, tmp_path, "family-deberta-qk")
+    page.set_viewport_size({"width": 390, "height": 844})
+    visitor.views_drawn("qk", "query=")
+    page.locator("#view-pane-qk .bv-stats").scroll_into_view_if_needed()
+    shoot(page, tmp_path, "family-deberta-qk-phone")
+    page.set_viewport_size({"width": 1280, "height": 720})

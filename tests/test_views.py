@@ -141,7 +141,9 @@ def test_js_fixture_is_what_the_encoder_writes_now():
     bytes, since another zlib build may deflate the same data into different bytes."""
     fixture = load_script(ROOT / "tests" / "js" / "make_fixture.py", "make_fixture")
     blob, qk, _ = fixture.build()
-    for fresh, path in ((blob, "small.bvz"), (qk, "small.qk.bvz")):
+    (rel_qk, _), (terms_qk, _) = fixture.build_relative(), fixture.build_relative("terms")
+    for fresh, path in ((blob, "small.bvz"), (qk, "small.qk.bvz"), (rel_qk, "small.rel.qk.bvz"),
+                        (terms_qk, "small.relterms.qk.bvz")):
         stored = decode((fixture.FIXTURES / path).read_bytes())
         now = decode(fresh)
         strip = lambda h: {k: v for k, v in h.items() if k != "sections"}  # noqa: E731 (offsets follow the bytes)

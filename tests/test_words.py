@@ -41,6 +41,17 @@ def test_special_mask_overrides_the_spelling():
         group_words(["a", "b", "c"], special_mask=[0, 0])
 
 
+def test_the_tokenizers_word_ids_group_bpe_and_unigram_pieces():
+    # RoBERTa's labels of " dogs" as '␣', 'd', '##ogs' and a character split over two byte pieces ('é', '##'): the
+    # ids decide, a lone leading space and a bare '##' add no characters to the word's text
+    grouped = group_words(["<s>", "\u2423", "d", "##ogs", "caf", "##\u00e9", "##", "</s>"], [1, 0, 0, 0, 0, 0, 0, 1],
+                          word_ids=[0, 1, 1, 1, 2, 2, 2, 3])
+    assert grouped.words == ["<s>", "dogs", "caf\u00e9", "</s>"]
+    assert grouped.groups == [[0], [1, 2, 3], [4, 5, 6], [7]]
+    with pytest.raises(ValueError, match="word_ids has 2 entries for 3 tokens"):
+        group_words(["a", "b", "c"], word_ids=[0, 1])
+
+
 def test_the_merge_rule_by_hand():
     tokens = ["[CLS]", "play", "##ing", "[SEP]"]
     a = random_attention(4, 4)

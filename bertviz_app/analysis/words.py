@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CONTINUATION = "##"  # WordPiece's prefix for a piece that continues the previous one
+from ..tokenizer import CONTINUATION, VISIBLE_SPACE
 
 
 def _looks_special(token: str) -> bool:
@@ -35,29 +35,44 @@ class Words:
         return any(len(g) > 1 for g in self.groups)
 
 
-def group_words(tokens, special_mask=None) -> Words:
-    """Group WordPiece `tokens` into words: a piece starting with '##' joins the word before it; special tokens
+def group_words(tokens, special_mask=None, word_ids=None) -> Words:
+    """Group `tokens` into words. With `word_ids` (T,) (the tokenizer's own, `Encoding.word_ids`), tokens sharing an
+    id are one word. Without, WordPiece's rule: a piece starting with '##' joins the word before it; special tokens
     ([CLS], [SEP], [MASK], ... or where `special_mask` (T,) is true) are words of their own and never take a '##'
-    piece (one that follows a special token starts a word)."""
+    piece (one that follows a special token starts a word). A word's text is its pieces without their '##', and
+    without a leading piece that is only a space ('␣', SentencePiece's lone '▁')."""
     tokens = [str(t) for t in tokens]
     special = ([_looks_special(t) for t in tokens] if special_mask is None
                else [bool(s) for s in np.asarray(special_mask, dtype=bool)])
     if len(special) != len(tokens):
         raise ValueError(f"special_mask has {len(special)} entries for {len(tokens)} tokens; give one per token")
-    words: list[str] = []
+    if word_ids is not None and len(word_ids) != len(tokens):
+        raise ValueError(f"word_ids has {len(word_ids)} entries for {len(tokens)} tokens; give one per token")
+    pieces: list[list[str]] = []
     groups: list[list[int]] = []
     index = np.empty(len(tokens), dtype=np.int64)
     for i, (token, is_special) in enumerate(zip(tokens, special)):
-        joins = (token.startswith(CONTINUATION) and len(token) > len(CONTINUATION) and not is_special
-                 and groups and not special[groups[-1][-1]])
+        if word_ids is not None:
+            joins = i > 0 and word_ids[i] == word_ids[i - 1]
+        else:
+            joins = (token.startswith(CONTINUATION) and len(token) > len(CONTINUATION) and not is_special
+                     and groups and not special[groups[-1][-1]])
         if joins:
-            words[-1] += token[len(CONTINUATION):]
+            pieces[-1].append(token)
             groups[-1].append(i)
         else:
-            words.append(token)
+            pieces.append([token])
             groups.append([i])
         index[i] = len(groups) - 1
-    return Words(words, groups, index)
+    return Words([_join(p) for p in pieces], groups, index)
+
+
+def _join(pieces: list[str]) -> str:
+    if len(pieces) > 1 and pieces[0] == VISIBLE_SPACE:
+        pieces = pieces[1:]
+    # A bare '##' after the first piece is a further byte of a character split over pieces: it adds nothing.
+    rest = (p[len(CONTINUATION):] if p.startswith(CONTINUATION) else p for p in pieces[1:])
+    return pieces[0] + "".join(rest)
 
 
 def word_attention(attention: np.ndarray, words: Words) -> np.ndarray:

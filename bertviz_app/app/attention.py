@@ -20,7 +20,7 @@ def ablation_view(explorer, run: Run, heads) -> str:
     `heads`, in Markdown (tokens escaped)."""
     if not heads:
         return SILENCE_HINT
-    able = (explorer.has_mlm_head and "[MASK]" in run.tokens) or (explorer.has_nsp_head and run.encoding.is_pair)
+    able = (explorer.has_mlm_head and explorer.tokenizer.mask_token_id in run.encoding.ids) or (explorer.has_nsp_head and run.encoding.is_pair)
     if not able:
         needs = ("put **[MASK]** in a sentence (or give a sentence B) and analyze again" if explorer.has_mlm_head
                  else "give a sentence B and analyze again" if explorer.has_nsp_head

@@ -24,7 +24,7 @@ def targets_of(explorer, run: Run) -> list[tuple[str, str]]:
     """The predictions of the analyzed input that can be explained, as (label, value) choices."""
     choices = []
     if explorer.has_mlm_head:
-        masks = [i for i, t in enumerate(run.tokens) if t == "[MASK]"]
+        masks = [i for i, t in enumerate(run.encoding.ids) if t == explorer.tokenizer.mask_token_id]
         choices += [(f"[MASK] {k + 1} (token {i})", f"mask:{k}") for k, i in enumerate(masks)]
     if explorer.has_nsp_head and run.encoding.is_pair:
         choices.append(("IsNext: does B follow A?", "is_next"))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from .. import figures
+from .. import analysis, figures
 from .common import MAX_CHARS, Page, api, plain, refuse, text_value, user_errors
+from .hidden import shared_layers_note
 from .views_host import ViewsHost
 
 INTRO = ("Compare the analyzed input (left) with a second input or a second model (right): change one word (*The "
@@ -63,10 +64,12 @@ class CompareTab:
         run_b = explorer_b.run(other_a, other_b or None)
         left, right = self.host.value(session["model"], run_a), self.host.value(other_model, run_b)
         same_model = explorer_a.name == explorer_b.name
-        pairs = _pairs(run_a, run_b)
-        if run_a.attentions.shape != run_b.attentions.shape:
+        shared = {shared_layers_note(explorer) for explorer in (explorer_a, explorer_b)} - {""}  # ALBERT's layers
+        pairs = _pairs(run_a, run_b) + depth_note(run_a.num_layers, run_b.num_layers) + "".join(
+            f" {note}" for note in sorted(shared))
+        if len(run_a) != len(run_b) or run_a.num_heads != run_b.num_heads:
             why = ("the two inputs have different numbers of tokens" if len(run_a) != len(run_b)
-                   else "the two models have different numbers of layers or heads")
+                   else "the two models have different numbers of heads per layer")
             family_a, family_b = explorer_a.family.name, explorer_b.family.name
             if family_a != family_b:  # BERT beside RoBERTa: each reads the input with its own tokenizer
                 why = (f"{why}: {family_a} (left) and {family_b} (right) each split the input with their own "
@@ -79,22 +82,27 @@ class CompareTab:
         difference = run_a.compare(run_b)
         ranking = difference.ranking().head(12).astype({"change": float, "max_difference": float}).round(3)
         if same_model:
-            changed = ", ".join(f"{plain(run_a.tokens[i])} → {plain(run_b.tokens[i])}" for i in difference.differing)
+            changed = ", ".join(f"{plain(run_a.labels[i])} → {plain(run_b.labels[i])}" for i in difference.differing)
             what = f"the inputs differ at {changed}" if changed else "the inputs are the same"
         else:
             what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right) on one input"
         top = ranking.iloc[0]
+        row = int(difference.layer_change.argmax())
+        where = (f"layer {int(top['layer'])} (left) \u2194 {int(top['layer_b'])} (right), head {int(top['head'])}"
+                 if difference.paired_by_depth else f"layer {int(top['layer'])}, head {int(top['head'])}")
+        layer = (f"layer {difference.layers_a[row]} \u2194 {difference.layers_b[row]}" if difference.paired_by_depth
+                 else f"layer {row}")
         layers = {"attention on this input (total variation)": difference.layer_change}
         if not same_model and explorer_a.config.num_hidden_layers == explorer_b.config.num_hidden_layers:
             try:
                 layers["weights (relative change)"] = explorer_a.layer_change(explorer_b)
             except ValueError:  # the same numbers of layers and heads, other sizes: no weights to set side by side
                 pass
-        message = (f"Compared: {what}. The head that changed most is layer {int(top['layer'])}, head "
-                   f"{int(top['head'])} (change {top['change']:.2f}); the layer that changed most is layer "
-                   f"{int(difference.layer_change.argmax())}. {_per_layer(layers)}{pairs}")
-        return (message, left, right, figures.attention_change_figure(difference.head_change),
-                ranking, figures.layer_change_figure(layers), gr.update(visible=True))
+        message = (f"Compared: {what}. The head that changed most is {where} (change {top['change']:.2f}); the "
+                   f"layer that changed most is {layer}. {_per_layer(layers)}{pairs}")
+        change = figures.attention_change_figure(difference.head_change, layers_a=difference.layers_a,
+                                                 layers_b=difference.layers_b)
+        return (message, left, right, change, ranking, figures.layer_change_figure(layers), gr.update(visible=True))
 
     def against(self, session, other_model: str) -> tuple:
         """The values of `against_outputs`: the analyzed input compared with itself under `other_model`."""
@@ -133,6 +141,18 @@ def _per_layer(layers: dict) -> str:
         percent = "weights" in name
         said.append(f"{name.split(' (')[0]} " + ", ".join(f"{v:.2%}" if percent else f"{v:.3f}" for v in values))
     return f"Change per layer, first to last: {'; '.join(said)}."
+
+
+def depth_note(layers_a: int, layers_b: int) -> str:
+    """In words, how layers are paired when the two models' depths differ (empty when they match)."""
+    if layers_a == layers_b:
+        return ""
+    shallow, deep = sorted((layers_a, layers_b))
+    side = "left" if layers_a < layers_b else "right"
+    pairs = ", ".join(f"{layer} \u2194 {analysis.paired_layer(layer, shallow, deep)}" for layer in range(shallow))
+    return (f" The {side} model has {shallow} layers and the other {deep}: layers are paired by relative depth, each "
+            f"layer of the {side} one with the layer as far through the deeper stack ({pairs}), and the two views "
+            "move together that way.")
 
 
 def _pairs(run_a, run_b) -> str:

@@ -227,7 +227,7 @@ class MaskedLMTab:
     def new_analysis(self, session):
         """This model's explainer and views, and the new input's tokens to choose from."""
         explorer, run = self.page.models.run_of(session)
-        choices = [(f"{i}: {t}", i) for i, t in enumerate(run.tokens)]
+        choices = [(f"{i}: {t}", i) for i, t in enumerate(run.labels)]
         return (mlm_status(explorer, self.alternatives), gr.update(visible=explorer.has_mlm_head),
                 gr.update(choices=choices, value=None))
 

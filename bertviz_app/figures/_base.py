@@ -176,17 +176,22 @@ def _sized_token_axes(row_labels: Sequence[str], col_labels: Sequence[str], row_
 
 
 def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | None, colorscale,
-                title: str, zmin: float | None = None, zmax: float | None = None) -> go.Figure:
-    """A layers x heads heatmap, layer 0 at the top, every cell hoverable."""
+                title: str, zmin: float | None = None, zmax: float | None = None,
+                layer_labels: Sequence[str] | None = None) -> go.Figure:
+    """A layers x heads heatmap, layer 0 at the top, every cell hoverable; layer_labels name the rows (default
+    "layer l")."""
     n_layers, n_heads = values.shape
+    labels = list(layer_labels) if layer_labels is not None else [f"layer {l}" for l in range(n_layers)]
     heat = dict(type="heatmap", z=_f32(values), x=np.arange(n_heads), y=np.arange(n_layers), colorscale=colorscale,
                 zmid=zmid, zmin=zmin, zmax=zmax, colorbar=_colorbar(colorbar), xgap=2, ygap=2,
-                hovertemplate="layer %{y}, head %{x}: " + hover + "<extra></extra>")
+                customdata=[[label] * n_heads for label in labels],
+                hovertemplate="%{customdata}, head %{x}: " + hover + "<extra></extra>")
     layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), title=dict(text="head"),
                              showgrid=False, zeroline=False),
                   yaxis=dict(tickmode="array", tickvals=list(range(n_layers)), range=[n_layers - 0.5, -0.5],
-                             ticktext=[f"layer {l}" for l in range(n_layers)], showgrid=False, zeroline=False))
-    return _figure([heat], layout, title, width=max(640, 170 + 56 * n_heads), height=max(340, 170 + 42 * n_layers))
+                             ticktext=labels, showgrid=False, zeroline=False))
+    width = max(640, 170 + 56 * n_heads) + (80 if layer_labels is not None else 0)
+    return _figure([heat], layout, title, width=width, height=max(340, 170 + 42 * n_layers))
 
 
 def pca_axes(explained: Sequence[float] | None = None) -> dict:

@@ -12,11 +12,18 @@ from ._base import (SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure
                     _sized_token_axes, escape_label)
 
 
-def attention_change_figure(head_change: np.ndarray, *, title: str = "How much each head changed") -> go.Figure:
-    """(L, h) total variation between two runs' attention rows, per head (0 = the same, 1 = disjoint)."""
+def attention_change_figure(head_change: np.ndarray, *, title: str = "How much each head changed",
+                            layers_a: Sequence[int] | None = None, layers_b: Sequence[int] | None = None) -> go.Figure:
+    """(L, h) total variation between two runs' attention rows, per head (0 = the same, 1 = disjoint). layers_a,
+    layers_b: the layer of each side every row compares, when two models of different depths are paired by
+    relative depth (rows then read "layer 1 ↔ 3")."""
     values = np.asarray(head_change, dtype=np.float32)
+    labels = None
+    if layers_a is not None and layers_b is not None and list(layers_a) != list(layers_b):
+        labels = [f"layer {a} \u2194 {b}" for a, b in zip(layers_a, layers_b)]
     return _heads_grid(values, hover="changed %{z:.3f}", colorbar="change (total variation)", zmid=None,
-                       colorscale="Reds", zmin=0, zmax=max(float(values.max()), 1e-6), title=title)
+                       colorscale="Reds", zmin=0, zmax=max(float(values.max()), 1e-6), title=title,
+                       layer_labels=labels)
 
 
 def attention_difference_figure(difference: np.ndarray, tokens: Sequence[str], *,

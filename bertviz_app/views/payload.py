@@ -24,6 +24,18 @@ codes (1.3 MB and 60 ms at 512 tokens for all 72 heads of the default model, aga
 The query/key blob has the same container with kind "query_key": int8 queries and keys (L, h, T, d) with one
 float32 scale per (layer, head) (value = code * scale). It is separate because it is dense (2.1 MB at 512
 tokens) and only the query/key view needs it; the app fetches it when that view is first opened.
+
+For DeBERTa it also carries what splits a score into content-to-content, content-to-position and
+position-to-content (header "relative": the terms, the scale of each dot product, and its "form"), in whichever of two
+forms is smaller for this input, both int8 with a scale per (layer, head) as the queries are:
+- "rows": the relative position table through each layer's query and key projections (L, h, R', d), only the R' rows
+  this input's distances read (at most 2T - 1), and for each (query, key) pair the row their distance reads (T, T)
+  u16; the view computes each term as it computes q·k. Grows with T (and d).
+- "terms": the two position terms themselves, before scaling, (L, h, 2, T, T). Grows with T², so it is the smaller
+  form only for short inputs: T² < R' x d, about T < 2d.
+Measured on a DeBERTa v3 base-sized model (12 x 12 heads of 64; benchmarks/bench_family.py --payload): the split adds
+0.27 MB to 0.54 at 32 tokens (terms; rows would add 1.05), 4.17 MB to 2.10 at 128 (rows; the terms 4.08, the rule
+counts values, not deflated bytes) and 8.6 MB to 8.3 at 512 (rows; terms 61.1).
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import analysis
+from ..tokenizer import wordpiece_word_ids
 
 MAGIC = b"BVIZ"
 VERSION = 1
@@ -49,17 +62,6 @@ MAX_TOKENS = 4096
 
 class PayloadError(ValueError):
     """A payload that cannot be built from these arrays, or bytes that are not a payload we can read."""
-
-
-def wordpiece_word_ids(tokens: Sequence[str], special_mask: Sequence[bool]) -> list[int]:
-    """One id per token for the words mode: WordPiece continuations ('##ing') share the id of the piece before
-    them; every special token has an id of its own. Ids count up from 0 in token order."""
-    ids, current = [], -1
-    for i, (token, special) in enumerate(zip(tokens, special_mask)):
-        continues = not special and token.startswith("##") and i > 0 and not special_mask[i - 1]
-        current += 0 if continues else 1
-        ids.append(current)
-    return ids
 
 
 def run_key(model: str, tokens: Sequence[str]) -> str:
@@ -206,9 +208,20 @@ def encode_payload(tokens: Sequence[str], segment_ids, special_mask, attentions:
     return out.finish(header)
 
 
-def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None) -> bytes:
+def _add_int8(out: "_Writer", name: str, x: np.ndarray) -> None:
+    """(L, h, ...) float32 as int8 codes with one float32 scale per (layer, head): value = code * scale."""
+    scale = np.abs(x).max(axis=tuple(range(2, x.ndim))) / 127.0  # (L, h)
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    codes = np.clip(np.rint(x / scale.reshape(scale.shape + (1,) * (x.ndim - 2))), -127, 127).astype(np.int8)
+    out.add(name, codes, "i8", quant={"scheme": "symmetric", "bits": 8, "scale": f"{name}_scale"})
+    out.add(f"{name}_scale", scale, "f32", compress=False)  # (L, h)
+
+
+def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None, relative=None,
+                     relative_form: str | None = None) -> bytes:
     """The query/key blob: queries and keys (L, h, T, d), as before the 1/sqrt(d) scaling. key: the fingerprint
-    of the attention payload they belong to (see `run_key`)."""
+    of the attention payload they belong to (see `run_key`). relative: DeBERTa's `run.RelativeTables` (its index
+    read for these T tokens), or None; relative_form: "rows" or "terms" (default: the smaller, see above)."""
     q, k = np.asarray(queries, dtype=np.float32), np.asarray(keys, dtype=np.float32)
     if q.ndim != 4 or q.shape != k.shape:
         raise PayloadError(f"queries and keys must both be (layers, heads, T, d), got {q.shape} and {k.shape}")
@@ -217,13 +230,34 @@ def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None =
     n_layers, n_heads, t, d = q.shape
     out = _Writer()
     for name, x in (("queries", q), ("keys", k)):
-        scale = np.abs(x).max(axis=(2, 3)) / 127.0  # (L, h)
-        scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-        codes = np.clip(np.rint(x / scale[:, :, None, None]), -127, 127).astype(np.int8)  # (L, h, T, d)
-        out.add(name, codes, "i8", quant={"scheme": "symmetric", "bits": 8, "scale": f"{name}_scale"})
-        out.add(f"{name}_scale", scale, "f32", compress=False)  # (L, h)
-    return out.finish({"kind": "query_key", "key": key, "layers": n_layers, "heads": n_heads, "length": t,
-                       "head_size": d})
+        _add_int8(out, name, x)  # (L, h, T, d)
+    header = {"kind": "query_key", "key": key, "layers": n_layers, "heads": n_heads, "length": t, "head_size": d}
+    if relative is not None:
+        header["relative"] = _add_relative(out, q, k, relative, relative_form)
+    return out.finish(header)
+
+
+def _add_relative(out: "_Writer", q: np.ndarray, k: np.ndarray, relative, form: str | None) -> dict:
+    """DeBERTa's position terms in the smaller form (or `form`); returns the header's "relative"."""
+    t, d = q.shape[2], q.shape[3]
+    index = relative.index(t)  # (T, T)
+    rows, local = np.unique(index, return_inverse=True)  # the distances this input reads, renumbered 0..R'-1
+    form = form or ("terms" if t * t < len(rows) * d else "rows")
+    if form not in ("rows", "terms"):
+        raise PayloadError(f"relative_form must be 'rows' or 'terms', got {form!r}")
+    tables = [None if table is None else np.asarray(table, dtype=np.float32)[:, :, rows]  # (L, h, R', d)
+              for table in (relative.position_queries, relative.position_keys)]
+    if form == "terms":
+        local = local.reshape(t, t)
+        terms = np.stack([analysis.score_terms(q[layer], k[layer], *(None if x is None else x[layer] for x in tables),
+                                               local, 1.0)[1:] for layer in range(len(q))])  # (L, 2, h, T, T)
+        _add_int8(out, "position_terms", np.ascontiguousarray(terms.transpose(0, 2, 1, 3, 4)))  # (L, h, 2, T, T)
+        return {"terms": relative.terms, "scale": float(relative.scale), "form": "terms"}
+    out.add("relative_index", local.reshape(t, t), "u16")  # (T, T)
+    for name, table in zip(("position_queries", "position_keys"), tables):
+        if table is not None:
+            _add_int8(out, name, table)
+    return {"terms": relative.terms, "scale": float(relative.scale), "form": "rows", "rows": int(len(rows))}
 
 
 @dataclass
@@ -296,7 +330,10 @@ def payload_from_run(run, *, title: str | None = None, rollout: bool = True) -> 
     stats = run.head_statistics()
     names = ("entropy", "distance", "cls", "sep", "self", "previous", "next")
     text = input_text(run.encoding)
-    return encode_payload(run.tokens, run.segment_ids, run.special_mask, run.attentions,
+    # The views show the tokens as a person reads them and group them into the tokenizer's own words; the key
+    # stays the vocabulary's pieces, which tell two inputs apart where labels may not.
+    return encode_payload(run.labels, run.segment_ids, run.special_mask, run.attentions, word_ids=run.encoding.word_ids,
+                          key=run_key(run.model_name, run.tokens),
                           rollout=run.rollouts() if rollout else None,
                           value_weighted=(analysis.value_weighted_shares(run.attentions, run.value_grams)
                                           if run.value_grams is not None and len(run) <= VALUE_WEIGHTED_MAX_TOKENS
@@ -319,5 +356,6 @@ def input_title(encoding, model: str = "", limit: int = 100) -> str:
 
 
 def query_key_from_run(run) -> bytes:
-    return encode_query_key(run.queries, run.keys, key=run_key(run.model_name, run.tokens))
+    relative = run.tables.relative if run.tables is not None else None
+    return encode_query_key(run.queries, run.keys, key=run_key(run.model_name, run.tokens), relative=relative)
 

@@ -36,6 +36,12 @@ test("words join WordPiece pieces and specials keep their own unit", async () =>
   assert.equal(joinPieces(["play", "##ing", "##s"]), "playings");
 });
 
+test("a word of BPE or unigram pieces drops its lone leading space and the bare '##' of a split character", () => {
+  assert.equal(joinPieces(["\u2423", "d", "##ogs"]), "dogs");
+  assert.equal(joinPieces(["caf", "##\u00e9", "##"]), "caf\u00e9");
+  assert.equal(joinPieces(["\u2423"]), "\u2423"); // a word that is only a space keeps its mark
+});
+
 test("word attention: summed over the attended pieces, averaged over the attending ones (as Python)", async () => {
   const p = await decodePayload(payloadBytes());
   const [layer, head] = expected.merge_at;

@@ -5,6 +5,8 @@ import { readFileSync } from "node:fs";
 const here = new URL("./fixtures/", import.meta.url);
 export const payloadBytes = () => new Uint8Array(readFileSync(new URL("small.bvz", here)));
 export const queryKeyBytes = () => new Uint8Array(readFileSync(new URL("small.qk.bvz", here)));
+export const relativeQueryKeyBytes = (form = "rows") => new Uint8Array(readFileSync(
+  new URL(form === "rows" ? "small.rel.qk.bvz" : "small.relterms.qk.bvz", here)));
 export const expected = JSON.parse(readFileSync(new URL("small.json", here), "utf-8"));
 
 export function close(actual, wanted, tolerance, message = "") {

@@ -7,7 +7,7 @@ import { test } from "node:test";
 
 import { decodePayload } from "../../bertviz_app/views/js/decode.mjs";
 import { layerMatrix } from "../../bertviz_app/views/js/data.mjs";
-import { createGroups, fromAddress, openHead, startGradioHost,
+import { createGroups, fromAddress, openHead, pairedLayer, startGradioHost,
   toAddress } from "../../bertviz_app/views/js/gradio-host.mjs";
 import { attentionRow, informativeHead, strongestHeads } from "../../bertviz_app/views/js/guide.mjs";
 import { pageOptions, withSelection } from "../../bertviz_app/views/js/offline.mjs";
@@ -87,11 +87,11 @@ test("a permalink's address round-trips the view, and keeps other parameters", (
 });
 
 /** A stand-in for mount: a selection over a payload of 4 layers x 12 heads x 10 tokens, no DOM. */
-function fakeMount(log) {
-  const payload = { layers: 4, heads: 12, length: 10, sets: { attention: {} } };
+function fakeMount(log, layers = 4) {
+  const payload = { layers, heads: 12, length: 10, sets: { attention: {} } };
   return async (host, data, options) => {
     const selection = createSelection(payload, options.selection);
-    const viewer = { selection, destroyed: false, options, destroy() { viewer.destroyed = true; } };
+    const viewer = { selection, payload, destroyed: false, options, destroy() { viewer.destroyed = true; } };
     log.push(viewer);
     return viewer;
   };
@@ -180,4 +180,25 @@ test("a head opened from elsewhere on the page goes to the views inside that ele
   assert.equal(openHead("nowhere", 1, 1, doc), false);
   hosts.forEach((h) => h.destroy());
   assert.equal(openHead("attention-host", 1, 1, doc), false); // gone with its host
+});
+
+test("two models of different depths follow each other at the same relative depth, without echo", async () => {
+  assert.deepEqual([0, 1, 2].map((l) => pairedLayer(l, 3, 6)), [1, 3, 5]);
+  assert.deepEqual([0, 1, 2, 3, 4, 5].map((l) => pairedLayer(l, 6, 3)), [0, 0, 1, 1, 2, 2]);
+  assert.deepEqual([0, 1, 2, 3].map((l) => pairedLayer(l, 4, 4)), [0, 1, 2, 3]);
+  assert.deepEqual([0, 1].map((l) => pairedLayer(l, 2, 12)), [5, 11]);
+  const groups = createGroups();
+  const value = { payload: "P", key: "k", a: "a", b: "", model: "m" };
+  const start = (prefix, layers) => startGradioHost(fakeGradio({ value, id_prefix: prefix, sync: "cmp" }).context,
+    { mount: fakeMount([], layers), location: { pathname: "/", search: "" }, history: {}, groups });
+  const deep = start("d-", 6), shallow = start("s-", 3);
+  await Promise.all([deep.ready(), shallow.ready()]);
+  shallow.viewer().selection.set({ layer: 1, head: 4 });
+  assert.deepEqual([deep.viewer().selection.get().layer, deep.viewer().selection.get().head], [3, 4]);
+  deep.viewer().selection.set({ layer: 2 }); // pairs with the shallow layer 1, which stays; the deep one stays at 2
+  assert.equal(shallow.viewer().selection.get().layer, 1);
+  assert.equal(deep.viewer().selection.get().layer, 2);
+  deep.viewer().selection.set({ layer: 4 }); // the shallow side moves to 2, whose echo (5) would move this one
+  assert.equal(shallow.viewer().selection.get().layer, 2);
+  assert.equal(deep.viewer().selection.get().layer, 4);
 });

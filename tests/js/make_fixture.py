@@ -18,7 +18,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bertviz_app.analysis import attention_rollout, head_statistics  # noqa: E402
+from bertviz_app.analysis import attention_rollout, head_statistics, score_terms  # noqa: E402
+from bertviz_app.run import RelativeTables  # noqa: E402
 from bertviz_app.views import payload as views_payload  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -27,6 +28,7 @@ SEGMENTS = [0, 0, 0, 0, 0, 0, 1, 1, 1]
 SPECIAL = [1, 0, 0, 0, 0, 1, 0, 0, 1]
 LAYERS, HEADS, HEAD_SIZE = 2, 3, 4
 MERGE_AT = (1, 2)  # layer, head whose word matrix the fixture spells out
+SPAN = 3  # DeBERTa's blob: relative distances -3..2 have rows of their own, farther ones share the end rows
 QUERY_AT = (1, 2, 4)  # layer, head, token of the query/key row
 
 
@@ -45,8 +47,37 @@ def arrays() -> dict[str, np.ndarray]:
             "keys": keys.astype(np.float32)}
 
 
+def relative_tables() -> RelativeTables:
+    """DeBERTa's position projections (L, h, 2 SPAN, d) and distance index (T, T), arithmetic like the rest."""
+    t = len(TOKENS)
+    lr, hr, rr, er = np.meshgrid(np.arange(LAYERS), np.arange(HEADS), np.arange(2 * SPAN), np.arange(HEAD_SIZE),
+                                 indexing="ij")
+    pos_q = np.cos(0.5 * rr - 0.8 * er + lr + 0.3 * hr).astype(np.float32)
+    pos_k = (1.5 * np.sin(1.2 * rr + 0.6 * er - lr + hr)).astype(np.float32)
+    distances = np.arange(-(t - 1), t)
+    rows = np.clip(distances + SPAN, 0, 2 * SPAN - 1).astype(np.int32)
+    return RelativeTables(pos_q, pos_k, rows, float(1 / np.sqrt(3 * HEAD_SIZE)))
+
+
+def relative_expected(qk_blob: bytes, relative: RelativeTables) -> dict:
+    """DeBERTa's row at QUERY_AT from the decoded int8 values, as the JavaScript must rebuild it: the two position
+    terms before scaling, the scores and the weights; from the rows it carries or from the terms themselves."""
+    dec = views_payload.decode_query_key(qk_blob)
+    ql, qh, qt = QUERY_AT
+    q, k = dec.values("queries")[ql], dec.values("keys")[ql]
+    if dec.header["relative"]["form"] == "rows":
+        index = dec.arrays["relative_index"].astype(np.int64)
+        terms = score_terms(q, k, dec.values("position_queries")[ql], dec.values("position_keys")[ql], index,
+                            1.0)[:, qh, qt]  # (3, T), unscaled
+    else:
+        terms = np.concatenate([(k[qh] @ q[qh, qt])[None], dec.values("position_terms")[ql, qh, :, qt]])  # (3, T)
+    scores = terms.sum(0) * relative.scale
+    return {"c2p": rounded(terms[1], 5), "p2c": rounded(terms[2], 5), "scores": rounded(scores, 5),
+            "weights": rounded(softmax(scores), 6), "rows": dec.header["relative"].get("rows")}
+
+
 def build() -> tuple[bytes, bytes, dict]:
-    """(payload, query/key blob, expected numbers for the JavaScript tests)."""
+    """(payload, query/key blob, expected numbers for the JavaScript tests); the DeBERTa blob is `build_relative`."""
     a = arrays()
     att = a["attentions"]
     stats = head_statistics(att, np.asarray(SPECIAL, dtype=bool))
@@ -80,6 +111,16 @@ def build() -> tuple[bytes, bytes, dict]:
     return blob, qk, expected
 
 
+def build_relative(form: str | None = None) -> tuple[bytes, dict]:
+    """The query/key blob of a DeBERTa-like model for the same input (in `form`, default the smaller: rows here),
+    and its expected row."""
+    a = arrays()
+    relative = relative_tables()
+    qk = views_payload.encode_query_key(a["queries"], a["keys"], key=views_payload.run_key("fixture-model", TOKENS),
+                                        relative=relative, relative_form=form)
+    return qk, relative_expected(qk, relative)
+
+
 def softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max())
     return e / e.sum()
@@ -101,6 +142,11 @@ def main() -> None:
     FIXTURES.mkdir(exist_ok=True)
     (FIXTURES / "small.bvz").write_bytes(blob)
     (FIXTURES / "small.qk.bvz").write_bytes(qk)
+    rel_qk, rel_expected = build_relative()
+    (FIXTURES / "small.rel.qk.bvz").write_bytes(rel_qk)
+    expected["relative"] = rel_expected
+    terms_qk, expected["relative_terms"] = build_relative("terms")
+    (FIXTURES / "small.relterms.qk.bvz").write_bytes(terms_qk)
     (FIXTURES / "small.json").write_text(json.dumps(expected) + "\n", encoding="utf-8")
     print(f"wrote {FIXTURES}: payload {len(blob)} bytes, query/key {len(qk)} bytes")
 

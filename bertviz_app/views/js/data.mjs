@@ -34,9 +34,12 @@ function addDequantized(out, set, T, offset, weight) {
   return out;
 }
 
-/** A word's label: its pieces joined, with WordPiece's '##' continuation marks dropped. */
+const VISIBLE_SPACE = "\u2423"; // a piece that is only a space (SentencePiece's lone '\u2581'), as the payload writes it
+
+/** A word's label: its pieces joined, with '##' continuation marks and a leading lone space piece dropped. */
 export function joinPieces(pieces) {
-  return pieces.map((p, k) => (k > 0 && p.startsWith("##") ? p.slice(2) : p)).join("");
+  const shown = pieces.length > 1 && pieces[0] === VISIBLE_SPACE ? pieces.slice(1) : pieces;
+  return shown.map((p, k) => (k > 0 && p.startsWith("##") ? p.slice(2) : p)).join("");
 }
 
 /**
@@ -166,9 +169,39 @@ export function queryKeyRow(qk, layer, head, token) {
     }
     dots[j] = dot;
   }
-  const scale = 1 / Math.sqrt(d);
-  const scores = dots.map((x) => x * scale);
-  return { layer, head, token, d, q, keys, products, dots, scale, scores, weights: softmax(scores) };
+  const terms = qk.relative ? positionTerms(qk, lh, token, q, keys) : null;
+  const scale = terms ? qk.relative.scale : 1 / Math.sqrt(d);
+  const scores = dots.map((x, j) => (terms ? x + terms.c2p[j] + terms.p2c[j] : x) * scale);
+  return { layer, head, token, d, q, keys, products, dots, scale, scores, weights: softmax(scores), terms };
+}
+
+/**
+ * DeBERTa's position terms of one query row, before scaling: c2p[j] = q_i · (key projection of the distance
+ * i - j), p2c[j] = k_j · (query projection of the same distance); a term the model lacks is zeros.
+ */
+function positionTerms(qk, lh, token, q, keys) {
+  const { length: T, headSize: d, relative: rel } = qk;
+  const c2p = new Float32Array(T), p2c = new Float32Array(T);
+  if (rel.positionTerms) { // the terms themselves (a short input): (L, H, 2, T, T)
+    const scale = rel.positionTermScale[lh];
+    for (let j = 0; j < T; j++) {
+      c2p[j] = rel.positionTerms[((lh * 2) * T + token) * T + j] * scale;
+      p2c[j] = rel.positionTerms[((lh * 2 + 1) * T + token) * T + j] * scale;
+    }
+    return { c2p, p2c };
+  }
+  const rowDot = (codes, scale, r, vector, offset) => {
+    const base = (lh * rel.rows + r) * d;
+    let dot = 0;
+    for (let e = 0; e < d; e++) dot += codes[base + e] * vector[offset + e];
+    return dot * scale;
+  };
+  for (let j = 0; j < T; j++) {
+    const r = rel.index[token * T + j];
+    if (rel.positionKeys) c2p[j] = rowDot(rel.positionKeys, rel.positionKeyScale[lh], r, q, 0);
+    if (rel.positionQueries) p2c[j] = rowDot(rel.positionQueries, rel.positionQueryScale[lh], r, keys, j * d);
+  }
+  return { c2p, p2c };
 }
 
 export function softmax(xs) {

@@ -106,7 +106,11 @@ export async function decodePayload(input) {
 
 /**
  * The query/key blob: queries and keys as Int8Array (L, H, T, d) codes with Float32Array (L * H) scales.
- * Given the payload it belongs to, refuses a blob of another input.
+ * Given the payload it belongs to, refuses a blob of another input. DeBERTa's blob adds `relative`: terms
+ * (["c2p", "p2c"] or fewer), scale (of each dot product) and, in its "rows" form, rows R, index (Uint16Array T * T:
+ * the row a query and key pair's distance reads), positionQueries / positionKeys (Int8Array (L, H, R, d) codes or
+ * null) and their scales; in its "terms" form (short inputs) positionTerms (Int8Array (L, H, 2, T, T): c2p and p2c
+ * before scaling) and positionTermScale; null for the rest of the family.
  */
 export async function decodeQueryKey(input, payload = null) {
   const { header, arrays } = await decodeBlob(input);
@@ -117,6 +121,13 @@ export async function decodeQueryKey(input, payload = null) {
       throw new Error("these query/key vectors belong to another input; analyze again to load the matching ones");
     }
   }
+  const rel = header.relative;
+  const relative = rel ? { terms: rel.terms, scale: rel.scale, form: rel.form, rows: rel.rows,
+    index: arrays.relative_index || null,
+    positionQueries: arrays.position_queries || null, positionQueryScale: arrays.position_queries_scale || null,
+    positionKeys: arrays.position_keys || null, positionKeyScale: arrays.position_keys_scale || null,
+    positionTerms: arrays.position_terms || null, positionTermScale: arrays.position_terms_scale || null } : null;
   return { header, layers: header.layers, heads: header.heads, length: header.length, headSize: header.head_size,
-    queries: arrays.queries, keys: arrays.keys, queryScale: arrays.queries_scale, keyScale: arrays.keys_scale };
+    queries: arrays.queries, keys: arrays.keys, queryScale: arrays.queries_scale, keyScale: arrays.keys_scale,
+    relative };
 }

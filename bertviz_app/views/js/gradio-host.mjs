@@ -4,7 +4,8 @@
 //   value       { payload: base64, key, a, b, model } of one analysis (never in the template: megabytes of text)
 //   id_prefix   element ids, unique per host
 //   permalink   this host writes the address (?a=&b=&model=&layer=&head=&token=&tab=) and opens where it says
-//   sync        hosts with the same sync name follow each other's layer, head, token, view and filters
+//   sync        hosts with the same sync name follow each other's layer, head, token, view and filters (models of
+//               different depths: the layer at the same relative depth, pairedLayer)
 //   silence     offer picking heads to silence in the overview; the picks go to Python as a `submit` event
 // server.query_key / offline_page / attention_csv (key or request) answer { value } or { error: a sentence }.
 //
@@ -39,12 +40,24 @@ export function toAddress(search, value, state) {
 }
 
 /**
+ * The layer of a stack of `to` layers at the same relative depth as `layer` of a stack of `from`: layer l ends
+ * (l + 1) / L of the way through its stack, so 3 layers meet 6 at 1, 3, 5 and 6 meet 3 at 0, 0, 1, 1, 2, 2
+ * (analysis.paired_layer in Python, which the Compare tab's numbers use).
+ */
+export function pairedLayer(layer, from, to) {
+  if (!from || !to || from === to) return layer;
+  return Math.min(to - 1, Math.max(0, Math.round(((layer + 1) * to) / from) - 1));
+}
+
+/**
  * Groups of hosts that follow each other: join(group, member) -> leave(); member = { selection() -> a selection or
- * null }. share(group, from, state, changed) sets the SHARED keys that changed on every other member; their own
- * changes come back here, but an unchanged state calls nobody, so nothing echoes.
+ * null, layers() -> its model's depth }. share(group, from, state, changed) sets the SHARED keys on every other
+ * member, the layer moved to the same relative depth; what that changes there is not shared back (pairing 6
+ * layers with 3 is not one to one: an echo would move the first side off the layer it was set to).
  */
 export function createGroups() {
   const groups = new Map();
+  let sharing = false;
   return {
     join(group, member) {
       if (!groups.has(group)) groups.set(group, new Set());
@@ -52,9 +65,17 @@ export function createGroups() {
       return () => groups.get(group)?.delete(member);
     },
     share(group, from, state, changed) {
-      if (!group || ![...changed].some((key) => SHARED.includes(key))) return;
+      if (sharing || !group || ![...changed].some((key) => SHARED.includes(key))) return;
       const patch = Object.fromEntries(SHARED.map((key) => [key, state[key]]));
-      for (const member of groups.get(group) || []) if (member !== from) member.selection()?.set(patch);
+      sharing = true;
+      try {
+        for (const member of groups.get(group) || []) {
+          if (member === from) continue;
+          member.selection()?.set({ ...patch, layer: pairedLayer(state.layer, from.layers?.(), member.layers?.()) });
+        }
+      } finally {
+        sharing = false;
+      }
     },
   };
 }
@@ -105,7 +126,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
   let viewer = null;
   let unsubscribe = null;
   let showing = Promise.resolve();
-  const member = { selection: () => viewer?.selection || null };
+  const member = { selection: () => viewer?.selection || null, layers: () => viewer?.payload?.layers };
   const leave = registry.join(props.sync || "", member);
   const entry = { element, viewer: () => viewer };
   running.add(entry);

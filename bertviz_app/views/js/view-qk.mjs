@@ -1,5 +1,6 @@
 // Query/key view: how one head turns the selected token's query and every key into a row of attention:
-// q . k_j for each key, times 1/sqrt(d), then a softmax. Drawn from the query/key blob, which the page may
+// q . k_j for each key, times 1/sqrt(d), then a softmax. DeBERTa adds two position terms to each q . k (content to
+// position, position to content), shown as columns of their own. Drawn from the query/key blob, which the page may
 // have to load first. Pure layout / paint / hit functions; view-shell.mjs mounts them.
 
 import { layerMatrix, queryKeyRow } from "./data.mjs";
@@ -15,7 +16,8 @@ const SMALL = `13px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-se
 const LUT = makeLUT(DIVERGING_STOPS);
 const HEADER = 78; // column titles, then the query vector above the key columns
 const TOP = HEADER + 8;
-const PAD = 8, GAP = 14, NUMBER_W = 64, BAR_W = 150, MAX_LABEL_CHARS = 14;
+const PAD = 8, GAP = 14, NUMBER_W = 64, TERM_W = 76, BAR_W = 150, MAX_LABEL_CHARS = 14;
+// DeBERTa's columns are wider: their two-line titles ("\u2192position") need the room
 
 /** The token whose query is shown: the selected one, else the first that is not [CLS] or [SEP]. */
 export function queryToken(payload, state) {
@@ -45,19 +47,21 @@ export function layout(data, state, size) {
   const type = labelType(pitch, largest);
   const labelW = Math.ceil((labelW15 * type.px) / LABEL_FONT_PX);
   const blocks = state.expand ? 2 : 1;
-  const fixed = PAD + labelW + GAP + blocks * GAP + 2 * NUMBER_W + GAP + BAR_W + PAD;
+  const numbers = row.terms ? 4 : 2; // q.k (and DeBERTa's c->p, p->c), the score
+  const numberW = row.terms ? TERM_W : NUMBER_W;
+  const fixed = PAD + labelW + GAP + blocks * GAP + numbers * numberW + GAP + BAR_W + PAD;
   const cw = Math.max(6, Math.min(18, (size.width - fixed) / (row.d * blocks))); // narrower: scroll sideways
   const xKeys = PAD + labelW + GAP;
   const xProducts = xKeys + row.d * cw + GAP;
   const xDot = (state.expand ? xProducts + row.d * cw : xKeys + row.d * cw) + GAP;
-  const xScore = xDot + NUMBER_W;
-  const xBar = xScore + NUMBER_W + GAP;
+  const xScore = xDot + (numbers - 1) * numberW;
+  const xBar = xScore + numberW + GAP;
   const width = xBar + BAR_W + PAD;
   const height = TOP + T * pitch + PAD;
   const strongest = row.weights.indexOf(Math.max(...row.weights));
   return {
-    payload, state, row, model, pitch, type, cw, labelW, xKeys, xProducts, xDot, xScore, xBar, width, height, limit,
-    productLimit, token, head, layer: state.layer, expand: state.expand,
+    payload, state, row, model, pitch, type, cw, labelW, numberW, xKeys, xProducts, xDot, xScore, xBar, width, height,
+    limit, productLimit, token, head, layer: state.layer, expand: state.expand,
     boxHeight: Math.min(height, size.maxHeight),
     // Until a key row is clicked (a lock that holds for this query row only), the strongest key is the one explained.
     locked: { key: strongest }, lockScope: `${state.layer}|${head}|${token}`,
@@ -78,7 +82,8 @@ export function reveal(layout, before, v) {
 const rowY = (layout, j) => TOP + (j + 0.5) * layout.pitch;
 
 export function paint(ctx, layout, v, focus) {
-  const { payload, row, pitch, cw, xKeys, xProducts, xDot, xScore, xBar, limit, productLimit, expand } = layout;
+  const { payload, row, pitch, cw, numberW, xKeys, xProducts, xDot, xScore, xBar, limit, productLimit,
+    expand } = layout;
   const T = payload.length;
   const [r0, r1] = visibleRange(v.y, v.height, TOP, pitch, T);
   ctx.save();
@@ -116,8 +121,12 @@ export function paint(ctx, layout, v, focus) {
     if (pitch >= layout.type.pitch - 2) {
       ctx.font = SMALL;
       ctx.fillStyle = "#222";
-      ctx.fillText(formatNumber(row.dots[j], 1), xDot + NUMBER_W - 8, y);
-      ctx.fillText(formatNumber(row.scores[j]), xScore + NUMBER_W - 8, y);
+      ctx.fillText(formatNumber(row.dots[j], 1), xDot + numberW - 8, y);
+      if (row.terms) {
+        ctx.fillText(formatNumber(row.terms.c2p[j], 1), xDot + 2 * numberW - 8, y);
+        ctx.fillText(formatNumber(row.terms.p2c[j], 1), xDot + 3 * numberW - 8, y);
+      }
+      ctx.fillText(formatNumber(row.scores[j]), xScore + numberW - 8, y);
       ctx.textAlign = "right";
       ctx.fillText(formatWeight(row.weights[j]), xBar + BAR_W, y);
     }
@@ -148,8 +157,18 @@ function paintHeader(ctx, layout, v) {
     ctx.fillText("q \u00d7 k, element by element", xProducts, 12);
     ctx.fillText("(red: signs agree)", xProducts, HEADER - 12);
   }
-  ctx.fillText("q\u00b7k", xDot + 10, HEADER - 12);
-  ctx.fillText(`\u00f7\u221a${row.d}`, xScore + 10, HEADER - 12);
+  if (row.terms) {
+    // DeBERTa: content to content (q.k), content to position, position to content, then their sum scaled
+    // (two lines each, above the keys' own title: a narrow head's title runs under the first column)
+    const columns = [["content", "\u2192content"], ["content", "\u2192position"],
+      ["position", "\u2192content"], ["sum", `\u00f7\u221a${scaleRoot(row)}`]];
+    columns.forEach((lines, c) => lines.forEach((text, k) => {
+      ctx.fillText(text, xDot + c * layout.numberW + 4, HEADER - 48 + 18 * k);
+    }));
+  } else {
+    ctx.fillText("q\u00b7k", xDot + 10, HEADER - 12);
+    ctx.fillText(`\u00f7\u221a${row.d}`, xScore + 10, HEADER - 12);
+  }
   ctx.fillText("softmax = weight", xBar, HEADER - 12);
   // The query vector, over the key columns (and over the products, which it multiplies).
   for (let e = 0; e < row.d; e++) {
@@ -176,8 +195,18 @@ export function click(layout, target) {
 
 export function tooltip(layout, { key }) {
   const { payload, row } = layout;
-  return [`key \u201c${payload.tokens[key]}\u201d (token ${key})`,
+  const lines = [`key \u201c${payload.tokens[key]}\u201d (token ${key})`,
     `score ${formatNumber(row.scores[key])}, weight ${formatWeight(row.weights[key])}`];
+  if (row.terms) {
+    lines.push(`content\u2192content ${formatNumber(row.dots[key])}, content\u2192position `
+      + `${formatNumber(row.terms.c2p[key])}, position\u2192content ${formatNumber(row.terms.p2c[key])}`);
+  }
+  return lines;
+}
+
+/** What the scores are divided by the root of: d, or d x 3 for DeBERTa with both position terms. */
+function scaleRoot(row) {
+  return Math.round(1 / (row.scale * row.scale));
 }
 
 export function fileName(layout) {
@@ -191,13 +220,25 @@ export function explain(layout, j) {
   const q = `\u201c${tokens[row.token]}\u201d`, k = `\u201c${tokens[j]}\u201d`;
   let worst = 0;
   for (let i = 0; i < row.weights.length; i++) worst = Math.max(worst, Math.abs(row.weights[i] - model[i]));
+  const dot = `q \u00b7 k = the sum of the ${row.d} products q\u1d62 \u00d7 k\u1d62 = ${formatNumber(row.dots[j])}; `;
+  const sum = row.terms ? positionSum(row, j) : dot;
   return [`Query ${q} (token ${row.token}) and key ${k} (token ${j}):`,
-    `q \u00b7 k = the sum of the ${row.d} products q\u1d62 \u00d7 k\u1d62 = ${formatNumber(row.dots[j])}; `
-      + `times 1/\u221a${row.d} = ${formatNumber(row.scale, 3)} gives the score ${formatNumber(row.scores[j])}; `
+    sum + `times 1/\u221a${scaleRoot(row)} = ${formatNumber(row.scale, 3)} gives the score `
+      + `${formatNumber(row.scores[j])}; `
       + `softmax (e to the score, divided by the sum over all ${row.weights.length} keys) gives the weight `
       + `${formatWeight(row.weights[j])}. The model's own weight here: ${formatWeight(model[j])}.`,
     "Rebuilt from 8-bit queries and keys, so it can differ a little from the model's own row: here by "
       + `${worst < 0.005 ? "less than 0.01" : `up to ${formatWeight(worst)}`}. Click a key's row to keep it here.`];
+}
+
+/** DeBERTa's three terms of one score, in words and numbers. */
+function positionSum(row, j) {
+  const { dots, terms } = row;
+  const total = dots[j] + terms.c2p[j] + terms.p2c[j];
+  return `content\u2192content q \u00b7 k = ${formatNumber(dots[j])}, plus content\u2192position (the query with the `
+    + `key vector of their distance, ${row.token - j}) = ${formatNumber(terms.c2p[j])}, plus position\u2192content `
+    + `(the key with the query vector of that distance) = ${formatNumber(terms.p2c[j])}: together `
+    + `${formatNumber(total)}; `;
 }
 
 /** The notice (data missing, loading, all heads), the explanation and the expand button above the picture. */
@@ -271,6 +312,12 @@ function describe(state, row, payload, token) {
     + `Its query q (top) is compared with every token's key k (rows): multiply them element by element and add up `
     + `(q\u00b7k), divide by \u221a${row.d} = ${formatNumber(Math.sqrt(row.d))} so that the scores do not grow with `
     + "the vector size, then softmax turns the scores into weights that add up to 1. Blue is negative, red positive."];
+  if (row.terms) {
+    parts.push("DeBERTa keeps what a token is and where it is apart: to q\u00b7k (content\u2192content) it adds the "
+      + "query times a key vector for the distance between the two tokens (content\u2192position, c\u2192pos) and "
+      + "the key times a query vector for that distance (position\u2192content, pos\u2192c), then divides the sum by "
+      + `\u221a${scaleRoot(row)} (the head size times the number of terms).`);
+  }
   if (state.token === null) {
     parts.push("Select a token (in the list above, or by clicking it in another view) to follow its query.");
   }
