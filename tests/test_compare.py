@@ -128,8 +128,8 @@ def test_the_compare_tab_pairs_layers_by_relative_depth_and_says_so(deep_and_sha
     client, deep, shallow = deep_and_shallow
     text = "The cat sat on the mat."
     client.predict(deep, text, "", api_name="/analyze")
-    message, left, right, change, table = client.predict(text, "", shallow, api_name="/compare")
-    assert left["payload"] and right["payload"] and change is not None
+    message, left, right, change, table, layers = client.predict(text, "", shallow, api_name="/compare")
+    assert left["payload"] and right["payload"] and change is not None and layers is not None
     assert ("The right model has 3 layers and the other 6: layers are paired by relative depth" in message
             and "(0 \u2194 1, 1 \u2194 3, 2 \u2194 5)" in message)
     assert "(left) \u2194" in message  # the head that changed most names both sides' layers
