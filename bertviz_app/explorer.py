@@ -24,6 +24,9 @@ from .run import ModelTables, Run
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
 DEFAULT_CACHE_MB = limits.CACHE_MB
+# Freed memory is given back to the system once evictions have freed this much since the last time (see
+# _release_freed_memory): after every eviction a class's short inputs paid 1.4 ms each for it.
+RELEASE_EVERY_BYTES = 16 * 2**20
 CACHE_DTYPES = ("float32", "float16")
 
 
@@ -60,6 +63,7 @@ class Explorer:
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
+        self._freed_bytes = 0  # evicted since memory was last given back
 
     def __repr__(self) -> str:
         c = self.config
@@ -123,11 +127,14 @@ class Explorer:
             self._cache[key] = run
             self._cache.move_to_end(key)
             total = sum(r.nbytes for r in self._cache.values())
-            evicted = 0
             while total > self._cache_bytes and len(self._cache) > 1:
-                total -= self._cache.popitem(last=False)[1].nbytes
-                evicted += 1
-        if evicted:
+                freed = self._cache.popitem(last=False)[1].nbytes
+                total -= freed
+                self._freed_bytes += freed
+            release = self._freed_bytes >= RELEASE_EVERY_BYTES
+            if release:
+                self._freed_bytes = 0
+        if release:
             _release_freed_memory()
         return run
 
@@ -275,8 +282,8 @@ def _release_freed_memory() -> None:
     A Run's arrays of a few MB (hidden states, queries, keys at 512 tokens) come from glibc's heaps, one per thread
     that allocated them, and what an evicted Run frees there stays with the process: over 100 distinct 512-token
     inputs a server ended at 1.3-1.5 GiB (peak 1.5-1.6) although its cache held 210 MB, and at 0.85 GiB (peak 1.2)
-    with a trim after each eviction. Only evictions pay for it (a few ms, and fresh pages for the next pass); short
-    inputs rarely evict."""
+    with a trim after each eviction. Only evictions pay for it (1-14 ms, and fresh pages for the next pass), and only
+    once they have freed RELEASE_EVERY_BYTES: a long input's Run alone is more, a short one's 1.5 MB."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 

@@ -61,16 +61,21 @@ def test_an_evicted_run_is_freed_at_once():
             gc.enable()
 
 
-def test_an_eviction_gives_the_freed_memory_back(monkeypatch):
+def test_evictions_give_the_freed_memory_back_once_they_have_freed_enough(monkeypatch):
     calls = []
     monkeypatch.setattr(explorer_module, "_release_freed_memory", lambda: calls.append("trim"))
     explorer = tiny_explorer(cache_mb=0)
-    explorer.run("The first sentence.")
+    one = explorer.run("The first sentence.").nbytes
     assert calls == []  # nothing was evicted
+    monkeypatch.setattr(explorer_module, "RELEASE_EVERY_BYTES", int(1.5 * one))
     explorer.run("The second sentence.")
-    assert calls == ["trim"]
+    assert calls == []  # one Run freed: less than RELEASE_EVERY_BYTES
     explorer.run("The second sentence.")
-    assert calls == ["trim"]  # a cache hit frees nothing
+    assert calls == []  # a cache hit frees nothing
+    explorer.run("The third sentence.")
+    assert calls == ["trim"]  # two Runs freed
+    explorer.run("The fourth sentence.")
+    assert calls == ["trim"]  # counted afresh from the last release
     monkeypatch.undo()
     explorer_module._release_freed_memory()  # and the real one runs here (glibc's malloc_trim, or nothing elsewhere)
 
@@ -232,6 +237,18 @@ def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
             lanes[fn.api_name] = (fn.queue, fn.concurrency_id, fn.concurrency_limit)
     assert {"analyze", "hidden_states", "embeddings", "next_sentence", "corrupt", "_mask_token"} <= set(lanes)
     assert {name: lane for name, lane in lanes.items() if lane != (True, "model", limits.CONCURRENCY)} == {}
+
+
+def test_the_queue_neither_summarizes_its_events_nor_tells_every_visitor_each_start(served, events, model_name):
+    """Gradio rebuilt a pandas summary of its last 10,000 events after each one (for a monitoring page the app does
+    not offer), and with its "auto" status rate told every waiting visitor their place each time an event started:
+    both cost the server CPU per event that a class's burst of new inputs waits for (benchmarks/bench_app.py)."""
+    url, demo = served
+    queue = demo._queue
+    assert event(url, events["analyze"], json.dumps([model_name, "A queued sentence.", ""]))["success"]
+    assert queue.cached_event_analytics_summary == {"functions": {}}  # gradio: {"functions": {"analyze": ...}}
+    assert len(queue.event_analytics) <= 1
+    assert not queue.live_updates and queue.update_intervals == 1
 
 
 def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, model_name, monkeypatch):

@@ -8,6 +8,8 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
 - expire_idle_sessions: sessions idle for long are forgotten;
 - bound_new_sessions: new sessions are bounded per client address (guards.SessionBudget decides);
 - keep_values_out_of_sessions: a session does not keep a copy of what each event sent to the page;
+- skip_event_analytics: no table of the last 10,000 events rebuilt after each one (for a monitoring page we do not
+  offer);
 - current_session_hash: the session of the event being answered.
 
 Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
@@ -210,6 +212,22 @@ def forget_values(state, blocks) -> None:
         props = (config_values.get(getattr(block, "_id", None)) or {}).get("props")
         if isinstance(props, dict) and props.get("value") is not None:
             props["value"] = None
+
+
+# --- the queue's analytics ------------------------------------------------------------------------------------------
+# After every event gradio 6.31 rebuilds a pandas summary of the last 10,000 events' records (Queue.
+# compute_analytics_summary, for the monitoring page, which serve() turns off): 2.5 ms of CPU per event on a fresh
+# server and 5 ms once it has served 10,000, out of ~30 ms for a new 32-token input. The summary is recomputed when
+# `events_recorded - event_count_at_last_cache >= ANAYLTICS_CACHE_FREQUENCY` (gradio's spelling), so a frequency no
+# count reaches keeps it from ever being built, and one record kept is all the queue's status updates read.
+def skip_event_analytics(demo: gr.Blocks) -> None:
+    """Keep the queue of `demo` (after demo.queue()) from summarizing its events after each one. Raises
+    AttributeError at once if gradio's Queue no longer has these settings."""
+    queue = demo._queue
+    for name in ("ANAYLTICS_CACHE_FREQUENCY", "ANALYTICS_MAX_EVENTS", "compute_analytics_summary"):
+        getattr(queue, name)
+    queue.ANAYLTICS_CACHE_FREQUENCY = float("inf")
+    queue.ANALYTICS_MAX_EVENTS = 1
 
 
 # --- the session of the event being answered -------------------------------------------------------------------------
