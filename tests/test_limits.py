@@ -227,7 +227,7 @@ NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_
                    "_lens_range", "_show", "_stale_notice", "js_fn"}
 
 
-def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
+def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served, explorers):
     """--concurrency bounds forward passes only if every handler that can run one waits in the same lane: those
     that read the visitor's Run too (it comes back from a forward pass once the cache has evicted it)."""
     _, demo = served
@@ -236,7 +236,12 @@ def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
         if re.sub(r"_\d+$", "", fn.api_name) not in NO_FORWARD_PASS:
             lanes[fn.api_name] = (fn.queue, fn.concurrency_id, fn.concurrency_limit)
     assert {"analyze", "hidden_states", "embeddings", "next_sentence", "corrupt", "_mask_token"} <= set(lanes)
-    assert {name: lane for name, lane in lanes.items() if lane != (True, "model", limits.CONCURRENCY)} == {}
+    # the analyses have a lane of their own: more under way than forward passes, which the explorer batches
+    analyses = {name for name in lanes if re.sub(r"_\d+$", "", name) in ("analyze", "_analyze")}
+    assert {lanes[name] for name in analyses} == {(True, "analysis", limits.ANALYSES_AT_ONCE)}
+    assert {name: lane for name, lane in lanes.items()
+            if name not in analyses and lane != (True, "model", limits.CONCURRENCY)} == {}
+    assert {explorer.forward_passes for explorer in explorers.values()} == {limits.CONCURRENCY}
 
 
 def test_the_queue_neither_summarizes_its_events_nor_tells_every_visitor_each_start(served, events, model_name):

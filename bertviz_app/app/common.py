@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
+from .. import limits
 from ..explorer import Explorer
 from ..run import Run
 
@@ -234,6 +235,11 @@ class Page:
         """`api(name, public)` for an event in the model lane: every event of a tab that reads the visitor's Run
         or runs a model is declared with this, so none can miss the lane."""
         return {**api(name, public), **self.model_events}
+
+    def analysis_api(self, name: str, public: bool = True) -> dict:
+        """`api(name, public)` for the analyze event, in a lane of its own: ANALYSES_AT_ONCE analyses under way,
+        whose forward passes the explorer batches, `concurrency` passes at once (Explorer.forward_passes)."""
+        return {**api(name, public), "concurrency_id": "analysis", "concurrency_limit": limits.ANALYSES_AT_ONCE}
 
 
 def api(name: str, public: bool = True) -> dict:
