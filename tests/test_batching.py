@@ -136,7 +136,8 @@ def test_the_batcher_refuses_impossible_bounds():
 
 # --- the model, batched ----------------------------------------------------------------------------------------------
 SENTENCES = [("The cat sat on the mat.", None), ("A bird sang in the tree, and the sun was warm.", "Paris!"),
-             ("Dogs bark.", "The keys to the cabinet were lost yesterday!"), ("She poured a cup of tea for her friend, who was tired.", None)]
+             ("Dogs bark.", "The keys to the cabinet were lost yesterday!"),
+             ("She poured a cup of tea for her friend, who was tired.", None)]
 
 
 def assert_runs_equal(alone, batched, tol):

@@ -261,8 +261,8 @@ def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, mod
     open, it ran the forward pass outside the queue and its concurrency limit. Every queued event must refuse."""
     explorer = explorers[model_name]
     calls = []
-    forward = explorer._forward
-    monkeypatch.setattr(explorer, "_forward", lambda enc: calls.append(enc) or forward(enc))
+    forward = explorer._batches.run_many  # every new input's forward pass goes through it
+    monkeypatch.setattr(explorer._batches, "run_many", lambda items: calls.append(items) or forward(items))
     config = httpx.get(server + "config").json()
     for dependency in config["dependencies"]:
         if dependency.get("queue") is False:
