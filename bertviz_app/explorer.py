@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from . import ablation, attribution, catalog, limits, masked_lm
+from .batching import Batcher
 from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, task_head
 from .device import resolve_device
 from .family import FamilyNotes, notes
@@ -26,6 +27,12 @@ from .targets import TASK_TARGETS, Target
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
 DEFAULT_CACHE_MB = limits.CACHE_MB
+# Freed memory is given back to the system once evictions have freed this much since the last time (see
+# _release_freed_memory): after every eviction a class's short inputs paid 1.4 ms each for it.
+RELEASE_EVERY_BYTES = 16 * 2**20
+# New inputs waiting together go through the model as one padded batch of at most this many tokens (inputs x the
+# longest): sixteen sentences of 32 tokens, while a long input goes alone (its attention alone is 75 MB at 512).
+BATCH_TOKENS = 512
 CACHE_DTYPES = ("float32", "float16")
 
 
@@ -64,6 +71,19 @@ class Explorer:
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
+        self._freed_bytes = 0  # evicted since memory was last given back
+        self.forward_passes = 1
+
+    @property
+    def forward_passes(self) -> int:
+        """How many forward passes of new inputs may run at once (each a batch of the inputs waiting for it); the
+        served app sets its --concurrency here before it serves."""
+        return self._batches.at_once
+
+    @forward_passes.setter
+    def forward_passes(self, n: int) -> None:
+        self._batches = Batcher(self._forward_many, at_once=n, max_items=BATCH_TOKENS,
+                                fits=lambda encodings: len(encodings) * max(map(len, encodings)) <= BATCH_TOKENS)
 
     def __repr__(self) -> str:
         c = self.config
@@ -121,16 +141,19 @@ class Explorer:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        run = self._forward(self.tokenizer.encode(text, text_pair, max_tokens=self.max_tokens))
+        run = self._batches.submit(self.tokenizer.encode(text, text_pair, max_tokens=self.max_tokens))
         with self._lock:
             self._cache[key] = run
             self._cache.move_to_end(key)
             total = sum(r.nbytes for r in self._cache.values())
-            evicted = 0
             while total > self._cache_bytes and len(self._cache) > 1:
-                total -= self._cache.popitem(last=False)[1].nbytes
-                evicted += 1
-        if evicted:
+                freed = self._cache.popitem(last=False)[1].nbytes
+                total -= freed
+                self._freed_bytes += freed
+            release = self._freed_bytes >= RELEASE_EVERY_BYTES
+            if release:
+                self._freed_bytes = 0
+        if release:
             _release_freed_memory()
         return run
 
@@ -264,36 +287,56 @@ class Explorer:
 
         return export_static(folder, self.model, self.tokenizer, self.name)
 
+    def _forward(self, encoding: Encoding) -> PlottedRun:
+        return self._forward_many([encoding])[0]
+
     @torch.inference_mode()
-    def _forward(self, encoding: Encoding) -> Run:
+    def _forward_many(self, encodings: list[Encoding]) -> list[PlottedRun]:
+        """One forward pass over `encodings`, padded to the longest (the attention mask keeps every input's numbers
+        its own: equal to a pass of that input alone within float32 rounding), and a Run of each."""
         start = time.perf_counter()
-        ids = torch.tensor([encoding.ids], device=self.device)
-        segments = torch.tensor([encoding.segment_ids], device=self.device)
+        T = max(map(len, encodings))
+
+        def padded(rows, pad: int = 0) -> torch.Tensor:
+            return torch.tensor([list(row) + [pad] * (T - len(row)) for row in rows], device=self.device)  # (B, T)
+
+        # RoBERTa counts positions from its padding id: padding must carry it (and it never matters elsewhere)
+        ids = padded([e.ids for e in encodings], self.config.pad_token_id or 0)
+        mask = padded([[1] * len(e) for e in encodings])  # (B, T): 1 for tokens, 0 for padding
         # The encoder only: masked-LM predictions (a (T, vocab) product) are computed where a view asks for them
         # (masked_lm.py), not for every new input.
-        out = self.model.bert(ids, segments, output_attentions=True, output_hidden_states=True, output_qk=True,
+        out = self.model.bert(ids, padded([e.segment_ids for e in encodings]), mask,
+                              output_attentions=True, output_hidden_states=True, output_qk=True,
                               output_embedding_parts=True, output_value_grams=True)
+        seconds = time.perf_counter() - start
+        return [self._run_of(out, b, encoding, seconds) for b, encoding in enumerate(encodings)]
+
+    def _run_of(self, out, b: int, encoding: Encoding, seconds: float) -> PlottedRun:
+        """The Run of input `b` of a (padded) batch's output."""
+        n = len(encoding)
 
         def stack(xs, dtype=torch.float32) -> np.ndarray:
             # each layer converted before stacking: no float32 copy of all the layers' attention (75 MB at 512 tokens)
             # when a float16 Run is asked for
-            return torch.stack([x[0].to(dtype) for x in xs]).cpu().numpy()
+            return torch.stack([x[b].to(dtype) for x in xs]).cpu().numpy()
 
-        def first(x) -> np.ndarray:
-            return x[0].float().cpu().numpy()
+        def tokens(x) -> np.ndarray:
+            # a copy: a view would keep the whole batch's tensor alive with the Run, unseen by its nbytes
+            return x[b, :n].float().cpu().numpy().copy()  # (n, ...)
 
         parts = out.embedding_parts
         run = PlottedRun(encoding=encoding, model_name=self.name, config=self.config,
-                         hidden_states=stack(out.hidden_states),
-                         attentions=stack(out.attentions, getattr(torch, self.cache_dtype)),
-                         queries=stack(out.queries), keys=stack(out.keys), value_grams=stack(out.value_grams),
-                         token_embeddings=first(parts.token), segment_embeddings=first(parts.segment),
-                         position_embeddings=first(parts.position), tables=self.tables)
+                         hidden_states=stack([x[:, :n] for x in out.hidden_states]),
+                         attentions=stack([x[:, :, :n, :n] for x in out.attentions], getattr(torch, self.cache_dtype)),
+                         queries=stack([x[:, :, :n] for x in out.queries]), keys=stack([x[:, :, :n] for x in out.keys]),
+                         value_grams=stack([x[:, :n] for x in out.value_grams]),
+                         token_embeddings=tokens(parts.token), segment_embeddings=tokens(parts.segment),
+                         position_embeddings=tokens(parts.position), tables=self.tables)
         if out.pooler_output is not None:
-            run.pooler_output = first(out.pooler_output)
+            run.pooler_output = out.pooler_output[b].float().cpu().numpy().copy()
         if self.model.has_nsp_head:
-            run.is_next_probability = masked_lm.is_next_probability(self.model, out.pooler_output)
-        run.seconds = time.perf_counter() - start
+            run.is_next_probability = masked_lm.is_next_probability(self.model, out.pooler_output[b:b + 1])
+        run.seconds = seconds
         return run
 
 
@@ -353,8 +396,8 @@ def _release_freed_memory() -> None:
     A Run's arrays of a few MB (hidden states, queries, keys at 512 tokens) come from glibc's heaps, one per thread
     that allocated them, and what an evicted Run frees there stays with the process: over 100 distinct 512-token
     inputs a server ended at 1.3-1.5 GiB (peak 1.5-1.6) although its cache held 210 MB, and at 0.85 GiB (peak 1.2)
-    with a trim after each eviction. Only evictions pay for it (a few ms, and fresh pages for the next pass); short
-    inputs rarely evict."""
+    with a trim after each eviction. Only evictions pay for it (1-14 ms, and fresh pages for the next pass), and only
+    once they have freed RELEASE_EVERY_BYTES: a long input's Run alone is more, a short one's 1.5 MB."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 

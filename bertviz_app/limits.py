@@ -39,3 +39,7 @@ LOGIN_FAILURES_ALL = 100
 # two passes at once against 6.2-7.1 s with one, and 4.6-5.1 s with four (benchmarks/bench_app.py; README, Speed).
 THREADS = 1
 CONCURRENCY = 2
+# Analyses (the analyze event) under way at once. Their forward passes are batched: CONCURRENCY passes at once, each
+# taking every new input that waits for it (Explorer.forward_passes), so more analyses than passes under way is what
+# lets a class's inputs share passes.
+ANALYSES_AT_ONCE = 8

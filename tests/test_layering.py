@@ -18,6 +18,7 @@ FLOORS = {
     "files": 0,  # the capped reader of a checkpoint folder's small files
     "limits": 0,  # the served app's default bounds (no imports)
     "family": 0,  # the BERT family's checkpoint key names and notes in words (stdlib only)
+    "batching": 0,  # inputs that arrive together, run as one pass (stdlib only)
     "config": 1, "device": 1, "catalog": 1,
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,

@@ -61,16 +61,21 @@ def test_an_evicted_run_is_freed_at_once():
             gc.enable()
 
 
-def test_an_eviction_gives_the_freed_memory_back(monkeypatch):
+def test_evictions_give_the_freed_memory_back_once_they_have_freed_enough(monkeypatch):
     calls = []
     monkeypatch.setattr(explorer_module, "_release_freed_memory", lambda: calls.append("trim"))
     explorer = tiny_explorer(cache_mb=0)
-    explorer.run("The first sentence.")
+    one = explorer.run("The first sentence.").nbytes
     assert calls == []  # nothing was evicted
+    monkeypatch.setattr(explorer_module, "RELEASE_EVERY_BYTES", int(1.5 * one))
     explorer.run("The second sentence.")
-    assert calls == ["trim"]
+    assert calls == []  # one Run freed: less than RELEASE_EVERY_BYTES
     explorer.run("The second sentence.")
-    assert calls == ["trim"]  # a cache hit frees nothing
+    assert calls == []  # a cache hit frees nothing
+    explorer.run("The third sentence.")
+    assert calls == ["trim"]  # two Runs freed
+    explorer.run("The fourth sentence.")
+    assert calls == ["trim"]  # counted afresh from the last release
     monkeypatch.undo()
     explorer_module._release_freed_memory()  # and the real one runs here (glibc's malloc_trim, or nothing elsewhere)
 
@@ -230,7 +235,7 @@ NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_
                    "_lens_range", "_show", "_stale_notice", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS}
 
 
-def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
+def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served, explorers):
     """--concurrency bounds forward passes only if every handler that can run one waits in the same lane: those
     that read the visitor's Run too (it comes back from a forward pass once the cache has evicted it)."""
     _, demo = served
@@ -239,7 +244,24 @@ def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served):
         if re.sub(r"_\d+$", "", fn.api_name) not in NO_FORWARD_PASS:
             lanes[fn.api_name] = (fn.queue, fn.concurrency_id, fn.concurrency_limit)
     assert {"analyze", "hidden_states", "embeddings", "next_sentence", "corrupt", "_mask_token"} <= set(lanes)
-    assert {name: lane for name, lane in lanes.items() if lane != (True, "model", limits.CONCURRENCY)} == {}
+    # the analyses have a lane of their own: more under way than forward passes, which the explorer batches
+    analyses = {name for name in lanes if re.sub(r"_\d+$", "", name) in ("analyze", "_analyze")}
+    assert {lanes[name] for name in analyses} == {(True, "analysis", limits.ANALYSES_AT_ONCE)}
+    assert {name: lane for name, lane in lanes.items()
+            if name not in analyses and lane != (True, "model", limits.CONCURRENCY)} == {}
+    assert {explorer.forward_passes for explorer in explorers.values()} == {limits.CONCURRENCY}
+
+
+def test_the_queue_neither_summarizes_its_events_nor_tells_every_visitor_each_start(served, events, model_name):
+    """Gradio rebuilt a pandas summary of its last 10,000 events after each one (for a monitoring page the app does
+    not offer), and with its "auto" status rate told every waiting visitor their place each time an event started:
+    both cost the server CPU per event that a class's burst of new inputs waits for (benchmarks/bench_app.py)."""
+    url, demo = served
+    queue = demo._queue
+    assert event(url, events["analyze"], json.dumps([model_name, "A queued sentence.", ""]))["success"]
+    assert queue.cached_event_analytics_summary == {"functions": {}}  # gradio: {"functions": {"analyze": ...}}
+    assert len(queue.event_analytics) <= 1
+    assert not queue.live_updates and queue.update_intervals == 1
 
 
 def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, model_name, monkeypatch):
@@ -247,8 +269,8 @@ def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, mod
     open, it ran the forward pass outside the queue and its concurrency limit. Every queued event must refuse."""
     explorer = explorers[model_name]
     calls = []
-    forward = explorer._forward
-    monkeypatch.setattr(explorer, "_forward", lambda enc: calls.append(enc) or forward(enc))
+    forward = explorer._batches.run_many  # every new input's forward pass goes through it
+    monkeypatch.setattr(explorer._batches, "run_many", lambda items: calls.append(items) or forward(items))
     config = httpx.get(server + "config").json()
     for dependency in config["dependencies"]:
         if dependency.get("queue") is False:
@@ -799,6 +821,21 @@ def test_gradio_internals_sessions_values_and_requests_are_where_the_bounds_reac
         assert {"block_fn", "state"} <= set(inspect.signature(getattr(gr.Blocks, name)).parameters)
     assert getattr(demo.preprocess_data, "checks_inputs_first", False)  # both wrappers, neither lost
     assert LocalContext.request.get(None) is None and app.gradio_internals.current_session_hash() is None
+
+
+def test_a_new_session_is_made_without_a_copy_of_every_blocks_config(served, events, model_name):
+    """gradio's SessionState(blocks) built the page config of all 112 blocks for each new visitor (5.5 ms each, 50
+    of them when a class arrives), for a deep-link route the app does not offer: lean_session gives the same session
+    state with that copy left empty, filled by gradio only for the blocks an event touches."""
+    url, demo = served
+    session = uuid.uuid4().hex[:12]
+    assert event(url, events["analyze"], json.dumps([model_name, "A new visitor.", ""]), session)["success"]
+    state = demo.state_holder.session_data[session]
+    assert state.blocks_config.blocks.keys() == demo.default_config.blocks.keys()
+    analyze_fn = demo.fns[events["analyze"]]
+    touched = {block._id for block in analyze_fn.inputs + analyze_fn.outputs}
+    assert 0 < len(state.config_values) <= len(touched) < len(demo.blocks)  # gradio's: one entry per block
+    assert set(state.config_values) <= touched
 
 
 def test_a_large_server_function_answer_gives_its_memory_back():

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
+from .. import limits
 from ..explorer import Explorer
 from ..run import Run
 
@@ -187,6 +188,7 @@ class Models:
     API: a name is looked up, never opened as a path."""
 
     explorers: Mapping[str, Explorer]
+    forward_passes: int = 1  # the served --concurrency: passes at once for each model, added ones too
     names: list[str] = field(init=False)
 
     def __post_init__(self):
@@ -194,9 +196,12 @@ class Models:
         if not self.explorers:
             raise ValueError("the app needs at least one model")
         self.names = list(self.explorers)
+        for explorer in self.explorers.values():
+            explorer.forward_passes = self.forward_passes
 
     def add(self, name: str, explorer: Explorer) -> None:
         """A model made while the app runs (the Fine-tune tab's), offered from now on."""
+        explorer.forward_passes = self.forward_passes
         self.explorers[name] = explorer
         if name not in self.names:
             self.names.append(name)
@@ -240,6 +245,11 @@ class Page:
         """`api(name, public)` for an event in the model lane: every event of a tab that reads the visitor's Run
         or runs a model is declared with this, so none can miss the lane."""
         return {**api(name, public), **self.model_events}
+
+    def analysis_api(self, name: str, public: bool = True) -> dict:
+        """`api(name, public)` for the analyze event, in a lane of its own: ANALYSES_AT_ONCE analyses under way,
+        whose forward passes the explorer batches, `concurrency` passes at once (Explorer.forward_passes)."""
+        return {**api(name, public), "concurrency_id": "analysis", "concurrency_limit": limits.ANALYSES_AT_ONCE}
 
 
 def api(name: str, public: bool = True) -> dict:

@@ -6,8 +6,11 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
 - check_inputs_first: every event's values are checked, in words that name the field, before gradio processes them;
 - strip_api_info: the login page does not carry the API description;
 - expire_idle_sessions: sessions idle for long are forgotten;
-- bound_new_sessions: new sessions are bounded per client address (guards.SessionBudget decides);
+- bound_new_sessions: new sessions are bounded per client address (guards.SessionBudget decides), and made without
+  gradio's copy of every block's config (lean_session);
 - keep_values_out_of_sessions: a session does not keep a copy of what each event sent to the page;
+- skip_event_analytics: no table of the last 10,000 events rebuilt after each one (for a monitoring page we do not
+  offer);
 - current_session_hash: the session of the event being answered.
 
 Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
@@ -21,6 +24,7 @@ import functools
 import inspect
 import re
 import threading
+from types import SimpleNamespace
 
 import gradio as gr
 
@@ -166,9 +170,19 @@ def bound_new_sessions(demo: gr.Blocks, budget) -> None:
                     for session in gone:
                         self.session_data.pop(session, None)
                         self.time_last_used.pop(session, None)
+                self.session_data.setdefault(session_id, lean_session(self.blocks))
             return super().__getitem__(session_id)
 
     holder.__class__ = BoundedStateHolder
+
+
+def lean_session(demo: gr.Blocks):
+    """A new session's state without gradio's copy of every block's page config. SessionState(blocks) builds it
+    from `blocks.blocks` (5.5 ms for this page's 112 blocks, paid by each new visitor while a class arrives) for its
+    deep-link route, which this app does not offer; gradio builds a block's entry when an event first touches it."""
+    from gradio.state_holder import SessionState
+
+    return SessionState(SimpleNamespace(default_config=demo.default_config, blocks={}))
 
 
 # --- what each event sent to the page -------------------------------------------------------------------------------
@@ -210,6 +224,22 @@ def forget_values(state, blocks) -> None:
         props = (config_values.get(getattr(block, "_id", None)) or {}).get("props")
         if isinstance(props, dict) and props.get("value") is not None:
             props["value"] = None
+
+
+# --- the queue's analytics ------------------------------------------------------------------------------------------
+# After every event gradio 6.31 rebuilds a pandas summary of the last 10,000 events' records (Queue.
+# compute_analytics_summary, for the monitoring page, which serve() turns off): 2.5 ms of CPU per event on a fresh
+# server and 5 ms once it has served 10,000, out of ~30 ms for a new 32-token input. The summary is recomputed when
+# `events_recorded - event_count_at_last_cache >= ANAYLTICS_CACHE_FREQUENCY` (gradio's spelling), so a frequency no
+# count reaches keeps it from ever being built, and one record kept is all the queue's status updates read.
+def skip_event_analytics(demo: gr.Blocks) -> None:
+    """Keep the queue of `demo` (after demo.queue()) from summarizing its events after each one. Raises
+    AttributeError at once if gradio's Queue no longer has these settings."""
+    queue = demo._queue
+    for name in ("ANAYLTICS_CACHE_FREQUENCY", "ANALYTICS_MAX_EVENTS", "compute_analytics_summary"):
+        getattr(queue, name)
+    queue.ANAYLTICS_CACHE_FREQUENCY = float("inf")
+    queue.ANALYTICS_MAX_EVENTS = 1
 
 
 # --- the session of the event being answered -------------------------------------------------------------------------

@@ -202,7 +202,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         explorers = load_models(list(builtin_models()))
     elif isinstance(explorers, Explorer):
         explorers = {explorers.name: explorers}
-    models = Models(explorers)
+    models = Models(explorers, concurrency)
     pairs, masked_examples = examples or read_examples()
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         inputs = InputArea(models, pairs)
@@ -250,19 +250,20 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         # always_last: a press of Analyze while an analysis is under way (the one a model switch started, say) runs
         # when that one ends; gradio's default for a click, "once", dropped it and left the previous input on screen.
         analyzed = gr.on([inputs.button.click, inputs.sentence_a.submit, inputs.sentence_b.submit,
-                          inputs.model.input], **page.api("analyze"), **analysis, trigger_mode="always_last")
+                          inputs.model.input], **page.analysis_api("analyze"), **analysis, trigger_mode="always_last")
         analyzed.failure(inputs.stale_notice, [page.session], [inputs.notice], **api("stale_notice", False),
                          queue=False)
         analyzed.success(None, js=SHOW_PICTURE_JS)
         follow(analyzed, public=True)
         first = demo.load(inputs.restore, None, [inputs.sentence_a, inputs.sentence_b, inputs.model],
                           **api("restore", False), queue=False)
-        follow(first.then(**page.api("analyze", False), **analysis), public=False)
+        follow(first.then(**page.analysis_api("analyze", False), **analysis), public=False)
         finetune.on_load(demo)
         # An example fills the boxes, then analyzes like the button (without a second API name).
-        follow(example.success(**page.api("analyze", False), **analysis), public=False)
+        follow(example.success(**page.analysis_api("analyze", False), **analysis), public=False)
         # So does a held-out example clicked in the Task tab, which also leads into Compare.
-        follow(task.link(inputs, compare, tab_set).success(**page.api("analyze", False), **analysis), public=False)
+        held_out = task.link(inputs, compare, tab_set)
+        follow(held_out.success(**page.analysis_api("analyze", False), **analysis), public=False)
     # Every event's values are checked in words before gradio processes them, however the demo is launched.
     gradio_internals.check_inputs_first(demo, check_inputs)
     return demo

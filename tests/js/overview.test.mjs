@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { decodePayload } from "../../bertviz_app/views/js/decode.mjs";
-import { buildAtlas, describeHead, describePicks, moveCursor,
+import { buildAtlas, describeHead, describePicks, moveCursor, statsLines,
   targetHeads } from "../../bertviz_app/views/js/view-overview.mjs";
 import { headStatistics } from "../../bertviz_app/views/js/data.mjs";
 import { payloadBytes } from "./helpers.mjs";
@@ -59,4 +59,20 @@ test("picks read as words", () => {
   assert.equal(describePicks([[0, 1], [0, 4], [2, 3]]), "layer 0: heads 1 and 4; layer 2: head 3");
   assert.equal(describePicks([[5, 0], [5, 1], [5, 2]]), "layer 5: heads 0, 1 and 2");
   assert.equal(describePicks([]), "");
+});
+
+test("the statistics line speaks of what is pointed at, else of the head selected, and of picking", async () => {
+  const p = await decodePayload(payloadBytes());
+  const state = { layer: 1, head: 0, silenced: [[1, 0]] };
+  const none = { active: null, ui: {} };
+  const selected = statsLines(p, state, none, false, true);
+  assert.deepEqual(selected.slice(1), describeHead(headStatistics(p, 1, 0), 1, 0, p.length).slice(1));
+  assert.match(selected[0], / Picked to silence\.$/);
+  assert.doesNotMatch(statsLines(p, state, none, false, false)[0], /silence/); // no silence tools, no word of it
+  assert.equal(statsLines(p, state, none, true, true)[0], "Picking heads to silence.");
+  const row = statsLines(p, state, { active: { layer: 0, head: -1 }, ui: { picking: true } }, true, true);
+  assert.deepEqual(row, [`Every head of layer 0 (${p.heads} heads).`,
+    "Click or press Enter to pick all of them to silence."]);
+  const other = statsLines(p, state, { active: { layer: 0, head: 2 }, ui: { picking: true } }, true, true);
+  assert.match(other[0], / Click or press Enter to pick it to silence\.$/);
 });

@@ -64,55 +64,19 @@ const ZOOMS = { fit: "fit the box", 2: "2\u00d7", 4: "4\u00d7", labels: "every l
 export async function mount(container, payloadInput, options = {}) {
   const doc = container.ownerDocument;
   injectStyle(container.getRootNode() === doc ? doc : container.getRootNode());
-  let payload;
-  try {
-    payload = payloadInput && payloadInput.sets && payloadInput.tokens ? payloadInput
-      : await decodePayload(payloadInput);
-    if (options.queryKey) payload.queryKey = await decodeQueryKey(options.queryKey, payload);
-  } catch (error) {
-    const why = typeof DecompressionStream === "undefined"
-      ? "this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, "
-        + "Safari 16.4+)"
-      : error.message;
-    container.replaceChildren(el("div", { class: "bv-root" }, el("p", { class: "bv-error" },
-      `The attention views could not start: ${why}.`)));
-    throw error;
-  }
+  const payload = await loadPayload(container, payloadInput, options);
   const id = (name) => `${options.idPrefix || ""}${name}`;
-  // data-key: which analysis is on screen (a host or a test can tell when a new one has arrived)
-  const root = el("div", { class: "bv-root", id: id("attention-view"), "data-key": payload.key || "" });
-  container.replaceChildren(root);
-
-  const heading = el("h2", { class: "bv-title", title: payload.text || payload.title }, payload.title || "Attention");
-  const subtitle = el("p", { class: "bv-subtitle" }, [payload.model, `${payload.length} tokens`,
-    `${payload.layers} layers \u00d7 ${payload.heads} heads`].filter(Boolean).join(" \u00b7 "));
-  const controls = el("div", { class: "bv-controls" });
-  const tabs = el("div", { class: "bv-tabs", role: "tablist" });
-  const exports = el("div", { class: "bv-exports" });
-  const bar = el("div", { class: "bv-bar" }, tabs, exports);
-  const panes = el("div", { class: "bv-panes" });
-  if (options.showTitle === false) heading.hidden = subtitle.hidden = true;
-  root.append(heading, subtitle, controls, bar, panes);
-
-  // A view box takes what the window has left under the controls, keeping room for its caption, so that on a
-  // 1280 x 720 projector controls, view and caption are on one screen: measured from where the views start on the
-  // page (a host may put its own input above them).
-  const maxHeight = () => {
-    if (options.maxHeight) return options.maxHeight;
-    const top = Math.max(0, panes.getBoundingClientRect().top + window.scrollY);
-    // the room kept under the box: its caption, unless a host hides it (presenter mode sets --bv-room-below)
-    const below = parseFloat(getComputedStyle(root).getPropertyValue("--bv-room-below"));
-    return Math.max(300, window.innerHeight - top - (Number.isFinite(below) ? below : 100));
-  };
+  const frame = buildFrame(container, payload, options, id);
+  const maxHeight = () => viewBoxHeight(options, frame);
   // Without a layer and head asked for, the page opens on a head that shows something (guide.mjs), not on
   // layer 0, head 0.
   const asked = options.selection || {};
   const opening = asked.layer === undefined && asked.head === undefined ? informativeHead(payload) : {};
   const selection = createSelection(payload, { zoom: defaultZoom(payload.length, maxHeight() - 40), ...opening,
     ...asked });
-  const inputs = buildControls(controls, payload, selection, id);
+  const inputs = buildControls(frame.controls, payload, selection, id);
   const finder = buildFinder(payload, selection, id, () => detailView);
-  controls.after(finder.box);
+  frame.controls.after(finder.box);
 
   let detailView = ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : "lines";
   const loadQueryKey = options.loadQueryKey ? async () => {
@@ -120,38 +84,25 @@ export async function mount(container, payloadInput, options = {}) {
   } : null;
   const env = { maxHeight, detailView: () => detailView, loadQueryKey, idPrefix: options.idPrefix || "",
     onSilence: typeof options.onSilence === "function" ? options.onSilence : null };
-  const modules = { lines, matrix, overview, qk };
-  const views = {};
-  const paneOf = {};
-  for (const name of VIEWS) {
-    const pane = el("div", { class: "bv-pane", role: "tabpanel", id: id(`view-pane-${name}`),
-      "aria-labeledby": id(`view-tab-${name}`) });
-    panes.append(pane);
-    paneOf[name] = pane;
-    tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
-      "aria-controls": id(`view-pane-${name}`), onclick: () => selection.set({ view: name }) }, TABS[name]));
-  }
-  const showPanes = (state) => {
-    for (const name of VIEWS) {
-      paneOf[name].hidden = name !== state.view;
-      doc.getElementById(id(`view-tab-${name}`))?.setAttribute("aria-selected", String(name === state.view));
-    }
-  };
-  showPanes(selection.get());
-  for (const name of VIEWS) views[name] = mountView(paneOf[name], modules[name], { payload, selection, env });
+  const { views, showPanes } = buildPanes(frame, { payload, selection, env }, id);
 
-  const title = () => {
-    const s = selection.get();
-    const head = s.head === "all" ? "all heads" : `head ${s.head}`;
-    const model = payload.model ? `${payload.model}, ` : "";
-    return `${payload.title || "attention"} \u2014 ${model}layer ${s.layer}, ${head}`;
-  };
   // A box is as tall as the window leaves it (maxHeight): a taller window, or a host giving the views more of it
   // (presenter mode sends a resize), sizes the view on screen again; the others follow when they are shown.
   const onResize = everyFrame(() => views[selection.get().view].refresh());
   window.addEventListener("resize", onResize);
   const scene = () => views[selection.get().view].scene();
-  const api = {
+  const title = () => viewTitle(payload, selection.get());
+  buildExports(frame.exports, { scene, title, selection, options, id });
+
+  const unsubscribe = selection.subscribe((state, changed) => {
+    if (["lines", "matrix"].includes(state.view)) detailView = state.view;
+    if (changed.has("view")) showPanes(state);
+    inputs.sync(state);
+    finder.sync(state);
+  });
+  inputs.sync(selection.get());
+  finder.sync(selection.get());
+  return {
     selection, payload,
     async setQueryKey(input) {
       payload.queryKey = await decodeQueryKey(input, payload);
@@ -163,9 +114,91 @@ export async function mount(container, payloadInput, options = {}) {
       for (const v of Object.values(views)) v.destroy();
       unsubscribe();
       window.removeEventListener("resize", onResize);
-      root.remove();
+      frame.root.remove();
     },
   };
+}
+
+/** The payload (decoded unless it already is) with its query/key blob if given; a sentence in the container, and
+ * the error thrown, when it cannot be read. */
+async function loadPayload(container, payloadInput, options) {
+  try {
+    const payload = payloadInput && payloadInput.sets && payloadInput.tokens ? payloadInput
+      : await decodePayload(payloadInput);
+    if (options.queryKey) payload.queryKey = await decodeQueryKey(options.queryKey, payload);
+    return payload;
+  } catch (error) {
+    const why = typeof DecompressionStream === "undefined"
+      ? "this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, "
+        + "Safari 16.4+)"
+      : error.message;
+    container.replaceChildren(el("div", { class: "bv-root" }, el("p", { class: "bv-error" },
+      `The attention views could not start: ${why}.`)));
+    throw error;
+  }
+}
+
+/** The root in the container, with its title, subtitle and the empty boxes of controls, tabs, exports and panes. */
+function buildFrame(container, payload, options, id) {
+  // data-key: which analysis is on screen (a host or a test can tell when a new one has arrived)
+  const root = el("div", { class: "bv-root", id: id("attention-view"), "data-key": payload.key || "" });
+  container.replaceChildren(root);
+  const heading = el("h2", { class: "bv-title", title: payload.text || payload.title }, payload.title || "Attention");
+  const subtitle = el("p", { class: "bv-subtitle" }, [payload.model, `${payload.length} tokens`,
+    `${payload.layers} layers \u00d7 ${payload.heads} heads`].filter(Boolean).join(" \u00b7 "));
+  const frame = { root, controls: el("div", { class: "bv-controls" }),
+    tabs: el("div", { class: "bv-tabs", role: "tablist" }), exports: el("div", { class: "bv-exports" }),
+    panes: el("div", { class: "bv-panes" }) };
+  if (options.showTitle === false) heading.hidden = subtitle.hidden = true;
+  root.append(heading, subtitle, frame.controls, el("div", { class: "bv-bar" }, frame.tabs, frame.exports),
+    frame.panes);
+  return frame;
+}
+
+/** A view box takes what the window has left under the controls, keeping room for its caption, so that on a
+ * 1280 x 720 projector controls, view and caption are on one screen: measured from where the views start on the
+ * page (a host may put its own input above them). */
+function viewBoxHeight(options, { root, panes }) {
+  if (options.maxHeight) return options.maxHeight;
+  const top = Math.max(0, panes.getBoundingClientRect().top + window.scrollY);
+  // the room kept under the box: its caption, unless a host hides it (presenter mode sets --bv-room-below)
+  const below = parseFloat(getComputedStyle(root).getPropertyValue("--bv-room-below"));
+  return Math.max(300, window.innerHeight - top - (Number.isFinite(below) ? below : 100));
+}
+
+/** A tab and a pane per view, each view mounted in its pane; (views by name, showPanes(state)). */
+function buildPanes({ root, tabs, panes }, context, id) {
+  const doc = root.ownerDocument;
+  const modules = { lines, matrix, overview, qk };
+  const paneOf = {};
+  for (const name of VIEWS) {
+    paneOf[name] = el("div", { class: "bv-pane", role: "tabpanel", id: id(`view-pane-${name}`),
+      "aria-labeledby": id(`view-tab-${name}`) });
+    panes.append(paneOf[name]);
+    tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
+      "aria-controls": id(`view-pane-${name}`), onclick: () => context.selection.set({ view: name }) }, TABS[name]));
+  }
+  const showPanes = (state) => {
+    for (const name of VIEWS) {
+      paneOf[name].hidden = name !== state.view;
+      doc.getElementById(id(`view-tab-${name}`))?.setAttribute("aria-selected", String(name === state.view));
+    }
+  };
+  showPanes(context.selection.get());
+  const views = {};
+  for (const name of VIEWS) views[name] = mountView(paneOf[name], modules[name], context);
+  return { views, showPanes };
+}
+
+/** What an exported picture is called: the input, the model, the layer and head. */
+function viewTitle(payload, s) {
+  const head = s.head === "all" ? "all heads" : `head ${s.head}`;
+  const model = payload.model ? `${payload.model}, ` : "";
+  return `${payload.title || "attention"} \u2014 ${model}layer ${s.layer}, ${head}`;
+}
+
+/** The save buttons: PNG and SVG of the view on screen, and the CSV and offline page where the host offers them. */
+function buildExports(exports, { scene, title, selection, options, id }) {
   exports.append(
     el("button", { type: "button", id: id("view-export-png"), title: "Save the view on screen as a PNG image",
       onclick: async () => {
@@ -195,16 +228,6 @@ export async function mount(container, payloadInput, options = {}) {
         download(new Blob([html], { type: "text/html" }), "bertviz-attention.html");
       } }, "Save page"));
   }
-
-  const unsubscribe = selection.subscribe((state, changed) => {
-    if (["lines", "matrix"].includes(state.view)) detailView = state.view;
-    if (changed.has("view")) showPanes(state);
-    inputs.sync(state);
-    finder.sync(state);
-  });
-  inputs.sync(selection.get());
-  finder.sync(selection.get());
-  return api;
 }
 
 /** decodePayload (decode.mjs), for a host that decodes, or builds the same object, before it mounts. */

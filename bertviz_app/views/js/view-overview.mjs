@@ -295,152 +295,30 @@ export const BITMAP = true;
 
 /** The statistics line, the silence tools and the keyboard: the overview's DOM beyond its picture. */
 export function extras(root, shell) {
-  const { selection, payload, env, ui } = shell;
+  const { selection, env, ui } = shell;
   ui.picking = false;
   ui.busy = false; // onSilence has not settled yet
   ui.cursor = null;
   ui.focused = false;
-  const silence = typeof env.onSilence === "function" ? silenceTools() : null;
+  const setPicking = (on) => {
+    ui.picking = on;
+    if (!on && ui.cursor) ui.cursor = { layer: Math.max(ui.cursor.layer, 0), head: Math.max(ui.cursor.head, 0) };
+    shell.redraw();
+  };
+  const silence = typeof env.onSilence === "function" ? silenceTools(shell, setPicking) : null;
+  const sync = (state) => syncSilence(root, silence, ui, state);
+  if (silence) silence.run.onclick = () => runSilenced(shell, silence, sync);
   // The silence tools come first: the statistics below them change height with the pointer, and buttons must not
   // move away from it.
   const stats = el("div", { class: "bv-stats", "aria-live": "polite" });
   const note = silence ? el("p", { class: "bv-note", id: `${env.idPrefix || ""}view-silence-note` },
     "Silencing: a silenced head's attention output is set to zero in this forward pass; the predictions below "
     + "show what changes.") : null;
-
-  function silenceTools() {
-    const id = (name) => `${env.idPrefix || ""}${name}`;
-    const pick = el("button", { type: "button", class: "bv-toggle bv-pick", id: id("view-silence-pick"),
-      "aria-pressed": "false", title: "While this is on, a click on a head picks it to silence instead of opening it",
-      onclick: () => setPicking(!ui.picking) }, "Pick heads to silence");
-    const run = el("button", { type: "button", class: "bv-primary", id: id("view-silence-run"), disabled: true,
-      onclick: () => runSilenced() });
-    const clear = el("button", { type: "button", id: id("view-silence-clear"), disabled: true,
-      onclick: () => selection.set({ silenced: [] }) }, "Clear picks");
-    const status = el("span", { class: "bv-muted", role: "status" });
-    const error = el("p", { class: "bv-error", role: "alert", hidden: true });
-    const tools = el("div", { class: "bv-tools bv-silence" }, pick, run, clear, status);
-    return { tools, pick, run, clear, status, error };
-  }
-
-  function syncSilence(state) {
-    if (!silence) return;
-    const n = state.silenced.length;
-    silence.pick.setAttribute("aria-pressed", String(ui.picking));
-    silence.run.textContent = ui.busy ? "Predicting\u2026" : `Silence ${countHeads(n)} and predict`;
-    silence.run.disabled = ui.busy || n === 0;
-    silence.tools.setAttribute("aria-busy", String(ui.busy));
-    silence.clear.disabled = n === 0;
-    root.dataset.picking = String(ui.picking);
-  }
-
-  function setPicking(on) {
-    ui.picking = on;
-    if (!on && ui.cursor) ui.cursor = { layer: Math.max(ui.cursor.layer, 0), head: Math.max(ui.cursor.head, 0) };
-    shell.redraw();
-  }
-
-  async function runSilenced() {
-    const heads = selection.get().silenced.map(([l, h]) => [l, h]);
-    if (ui.busy || heads.length === 0) return;
-    ui.busy = true;
-    silence.error.hidden = true;
-    silence.status.textContent = `Predicting with ${countHeads(heads.length)} silenced\u2026`;
-    syncSilence(selection.get());
-    try {
-      await env.onSilence(heads);
-      silence.status.textContent = `Last run silenced ${describePicks(heads)}.`;
-    } catch (error) {
-      silence.status.textContent = "";
-      silence.error.textContent = "The predictions with these heads silenced could not be made: "
-        + `${error && error.message ? error.message : String(error)}`;
-      silence.error.hidden = false;
-    } finally {
-      ui.busy = false;
-      syncSilence(selection.get());
-    }
-  }
-
-  function showStats(state, focus) {
-    const pointed = pointedAt(focus);
-    let lines;
-    if (pointed && (pointed.layer < 0 || pointed.head < 0)) {
-      const group = targetHeads(pointed, payload.layers, payload.heads);
-      const all = group.every(([l, h]) => isPicked(state.silenced, l, h));
-      const what = pointed.head < 0 ? `every head of layer ${pointed.layer}` : `head ${pointed.head} of every layer`;
-      lines = [`${what[0].toUpperCase()}${what.slice(1)} (${countHeads(group.length)}).`,
-        all ? "All of them are picked: click or press Enter to put them all back."
-          : "Click or press Enter to pick all of them to silence."];
-    } else if (!pointed && ui.picking) {
-      lines = ["Picking heads to silence.",
-        "Click a tile to pick or unpick that head; click a layer label (left) or a head number (top) for the whole "
-          + "row or column.",
-        "With the keyboard: focus the picture, move with the arrow keys, press Enter to pick."];
-    } else {
-      const t = pointed || { layer: state.layer, head: state.head === "all" ? 0 : state.head };
-      lines = describeHead(headStatistics(payload, t.layer, t.head), t.layer, t.head, payload.length);
-      if (!pointed && state.head === "all") lines[0] = `Layer ${state.layer}: all heads selected. ${lines[0]}`;
-      // On the first line, so that the statistics keep their height.
-      if (silence && isPicked(state.silenced, t.layer, t.head)) {
-        lines[0] += ui.picking ? " Picked to silence: click or press Enter to put it back." : " Picked to silence.";
-      } else if (silence && ui.picking) {
-        lines[0] += " Click or press Enter to pick it to silence.";
-      }
-    }
-    stats.replaceChildren(...lines.map((line, k) => el(k === 0 ? "strong" : "span", {}, line)));
-  }
-
-  /** Scrolls the picture so that the cursor's tile (or row, or column) is in sight, clear of the sticky labels. */
-  function reveal(t) {
-    const layout = shell.layout();
-    const v = shell.viewport();
-    const [x, y] = tileOrigin(layout, Math.max(t.layer, 0), Math.max(t.head, 0));
-    let { x: sx, y: sy } = v;
-    if (t.head >= 0 && x - GAP < sx + LEFT) sx = x - GAP - LEFT;
-    else if (t.head >= 0 && x + layout.tile + GAP > sx + v.width) sx = x + layout.tile + GAP - v.width;
-    if (t.layer >= 0 && y - GAP < sy + TOP) sy = y - GAP - TOP;
-    else if (t.layer >= 0 && y + layout.tile + CAPTION > sy + v.height) sy = y + layout.tile + CAPTION - v.height;
-    if (sx !== v.x || sy !== v.y) shell.scrollTo(Math.max(0, sx), Math.max(0, sy));
-  }
-
-  // The keyboard, on the picture's scroller (made by the shell after these extras: wired on the first refresh).
-  let wired = false;
-  function wire() {
-    const scroller = root.querySelector(".bv-scroller");
-    if (wired || !scroller) return;
-    wired = true;
-    scroller.addEventListener("focus", () => {
-      const s = selection.get();
-      ui.focused = true;
-      ui.cursor ||= { layer: s.layer, head: s.head === "all" ? 0 : s.head };
-      shell.redraw();
-    });
-    scroller.addEventListener("blur", () => { ui.focused = false; shell.redraw(); });
-    scroller.addEventListener("keydown", (event) => {
-      if (!ui.cursor || event.altKey || event.ctrlKey || event.metaKey) return;
-      const next = moveCursor(ui.cursor, event.key, payload.layers, payload.heads, ui.picking);
-      if (next) {
-        ui.cursor = next;
-        reveal(next);
-        shell.setHover(null); // the keyboard's place wins until the pointer moves again
-      } else if (event.key === "Enter" || event.key === " ") {
-        const answer = activate(shell.layout(), ui.cursor, selection.get(),
-          { picking: ui.picking, detailView: env.detailView ? env.detailView() : "lines" });
-        if (answer) selection.set(answer.patch);
-      } else if (event.key === "Escape" && ui.picking) {
-        setPicking(false);
-      } else {
-        return;
-      }
-      event.preventDefault(); // the arrows move the cursor, not the scroll bars; the space bar does not page down
-    });
-  }
-
   // An error was about the heads picked then: other picks make it stale.
   const stopError = selection.subscribe((state, changed) => {
     if (silence && !ui.busy && changed.has("silenced")) silence.error.hidden = true;
   });
-  syncSilence(selection.get());
+  sync(selection.get());
   return {
     before: [...(silence ? [silence.tools, silence.error] : []), stats],
     after: note ? [note] : [],
@@ -448,10 +326,138 @@ export function extras(root, shell) {
     // stays on the screen.
     reserve: () => (silence ? silence.tools.offsetHeight + silence.error.offsetHeight + note.offsetHeight + 12 : 0),
     refresh(layout, state, focus) {
-      wire();
-      showStats(state, focus);
-      syncSilence(state);
+      wireKeyboard(root, shell, setPicking);
+      const lines = statsLines(shell.payload, state, focus, ui.picking, Boolean(silence));
+      stats.replaceChildren(...lines.map((line, k) => el(k === 0 ? "strong" : "span", {}, line)));
+      sync(state);
     },
     destroy: stopError,
   };
+}
+
+/** The buttons that pick heads to silence, run the prediction without them and clear the picks, with the status
+ * line and an error line (run's click is wired by the caller). */
+function silenceTools({ selection, env, ui }, setPicking) {
+  const id = (name) => `${env.idPrefix || ""}${name}`;
+  const pick = el("button", { type: "button", class: "bv-toggle bv-pick", id: id("view-silence-pick"),
+    "aria-pressed": "false", title: "While this is on, a click on a head picks it to silence instead of opening it",
+    onclick: () => setPicking(!ui.picking) }, "Pick heads to silence");
+  const run = el("button", { type: "button", class: "bv-primary", id: id("view-silence-run"), disabled: true });
+  const clear = el("button", { type: "button", id: id("view-silence-clear"), disabled: true,
+    onclick: () => selection.set({ silenced: [] }) }, "Clear picks");
+  const status = el("span", { class: "bv-muted", role: "status" });
+  const error = el("p", { class: "bv-error", role: "alert", hidden: true });
+  const tools = el("div", { class: "bv-tools bv-silence" }, pick, run, clear, status);
+  return { tools, pick, run, clear, status, error };
+}
+
+function syncSilence(root, silence, ui, state) {
+  if (!silence) return;
+  const n = state.silenced.length;
+  silence.pick.setAttribute("aria-pressed", String(ui.picking));
+  silence.run.textContent = ui.busy ? "Predicting\u2026" : `Silence ${countHeads(n)} and predict`;
+  silence.run.disabled = ui.busy || n === 0;
+  silence.tools.setAttribute("aria-busy", String(ui.busy));
+  silence.clear.disabled = n === 0;
+  root.dataset.picking = String(ui.picking);
+}
+
+/** The host's onSilence with the picked heads, the status line saying what happened (or the error why not). */
+async function runSilenced({ selection, env, ui }, silence, sync) {
+  const heads = selection.get().silenced.map(([l, h]) => [l, h]);
+  if (ui.busy || heads.length === 0) return;
+  ui.busy = true;
+  silence.error.hidden = true;
+  silence.status.textContent = `Predicting with ${countHeads(heads.length)} silenced\u2026`;
+  sync(selection.get());
+  try {
+    await env.onSilence(heads);
+    silence.status.textContent = `Last run silenced ${describePicks(heads)}.`;
+  } catch (error) {
+    silence.status.textContent = "";
+    silence.error.textContent = "The predictions with these heads silenced could not be made: "
+      + `${error && error.message ? error.message : String(error)}`;
+    silence.error.hidden = false;
+  } finally {
+    ui.busy = false;
+    sync(selection.get());
+  }
+}
+
+/** The statistics line's lines: about the head (or row, or column) pointed at, else the one selected, and what a
+ * click does while picking heads to silence. */
+export function statsLines(payload, state, focus, picking, canSilence) {
+  const pointed = pointedAt(focus);
+  if (pointed && (pointed.layer < 0 || pointed.head < 0)) {
+    const group = targetHeads(pointed, payload.layers, payload.heads);
+    const all = group.every(([l, h]) => isPicked(state.silenced, l, h));
+    const what = pointed.head < 0 ? `every head of layer ${pointed.layer}` : `head ${pointed.head} of every layer`;
+    return [`${what[0].toUpperCase()}${what.slice(1)} (${countHeads(group.length)}).`,
+      all ? "All of them are picked: click or press Enter to put them all back."
+        : "Click or press Enter to pick all of them to silence."];
+  }
+  if (!pointed && picking) {
+    return ["Picking heads to silence.",
+      "Click a tile to pick or unpick that head; click a layer label (left) or a head number (top) for the whole "
+        + "row or column.",
+      "With the keyboard: focus the picture, move with the arrow keys, press Enter to pick."];
+  }
+  const t = pointed || { layer: state.layer, head: state.head === "all" ? 0 : state.head };
+  const lines = describeHead(headStatistics(payload, t.layer, t.head), t.layer, t.head, payload.length);
+  if (!pointed && state.head === "all") lines[0] = `Layer ${state.layer}: all heads selected. ${lines[0]}`;
+  // On the first line, so that the statistics keep their height.
+  if (canSilence && isPicked(state.silenced, t.layer, t.head)) {
+    lines[0] += picking ? " Picked to silence: click or press Enter to put it back." : " Picked to silence.";
+  } else if (canSilence && picking) {
+    lines[0] += " Click or press Enter to pick it to silence.";
+  }
+  return lines;
+}
+
+/** Scrolls the picture so that the cursor's tile (or row, or column) is in sight, clear of the sticky labels. */
+function reveal(shell, t) {
+  const layout = shell.layout();
+  const v = shell.viewport();
+  const [x, y] = tileOrigin(layout, Math.max(t.layer, 0), Math.max(t.head, 0));
+  let { x: sx, y: sy } = v;
+  if (t.head >= 0 && x - GAP < sx + LEFT) sx = x - GAP - LEFT;
+  else if (t.head >= 0 && x + layout.tile + GAP > sx + v.width) sx = x + layout.tile + GAP - v.width;
+  if (t.layer >= 0 && y - GAP < sy + TOP) sy = y - GAP - TOP;
+  else if (t.layer >= 0 && y + layout.tile + CAPTION > sy + v.height) sy = y + layout.tile + CAPTION - v.height;
+  if (sx !== v.x || sy !== v.y) shell.scrollTo(Math.max(0, sx), Math.max(0, sy));
+}
+
+const wiredScrollers = new WeakSet();
+
+/** The keyboard, on the picture's scroller (made by the shell after the extras: wired on the first refresh). */
+function wireKeyboard(root, shell, setPicking) {
+  const scroller = root.querySelector(".bv-scroller");
+  if (!scroller || wiredScrollers.has(scroller)) return;
+  wiredScrollers.add(scroller);
+  const { selection, payload, env, ui } = shell;
+  scroller.addEventListener("focus", () => {
+    const s = selection.get();
+    ui.focused = true;
+    ui.cursor ||= { layer: s.layer, head: s.head === "all" ? 0 : s.head };
+    shell.redraw();
+  });
+  scroller.addEventListener("blur", () => { ui.focused = false; shell.redraw(); });
+  scroller.addEventListener("keydown", (event) => {
+    if (!ui.cursor || event.altKey || event.ctrlKey || event.metaKey) return;
+    const next = moveCursor(ui.cursor, event.key, payload.layers, payload.heads, ui.picking);
+    if (next) {
+      ui.cursor = next;
+      reveal(shell, next);
+      shell.setHover(null); // the keyboard's place wins until the pointer moves again
+    } else if (event.key === "Enter" || event.key === " ") {
+      const answer = activate(shell.layout(), ui.cursor, selection.get(),
+        { picking: ui.picking, detailView: env.detailView ? env.detailView() : "lines" });
+      if (answer) selection.set(answer.patch);
+    } else if (event.key === "Escape" && ui.picking) {
+      setPicking(false);
+    } else {
+      return;
+    }
+    event.preventDefault(); // the arrows move the cursor, not the scroll bars; the space bar does not page down
+  });
 }

@@ -42,6 +42,30 @@ export function currentLock(lock, layout) {
  * mountView(container, view, { payload, selection, env }) -> { name, scene(), refresh(), destroy() }
  * env: { maxHeight() -> px, detailView() -> "lines" | "matrix", onSilence, loadQueryKey, idPrefix }
  */
+/** image(pixels): one canvas per bitmap a layout built, drawn once (the layout's cache keeps the bitmap alive). */
+function bitmapCanvases() {
+  const images = new WeakMap();
+  return (pixels) => {
+    if (!images.has(pixels)) {
+      const canvas = document.createElement("canvas");
+      canvas.width = pixels.width;
+      canvas.height = pixels.height;
+      if (pixels.width && pixels.height) {
+        canvas.getContext("2d").putImageData(new ImageData(pixels.data, pixels.width, pixels.height), 0, 0);
+      }
+      images.set(pixels, canvas);
+    }
+    return images.get(pixels);
+  };
+}
+
+/** The view on screen as the exports draw it: the viewport at twice the pixels, painted with the focus of now. */
+function sceneOf(view, layout, viewport, focus, image) {
+  const v = { ...viewport, dpr: 2 };
+  return { width: v.width, height: v.height, paint: (ctx) => view.paint(ctx, layout, v, focus, image),
+    bitmap: Boolean(view.BITMAP), name: view.fileName ? view.fileName(layout) : view.NAME };
+}
+
 export function mountView(container, view, { payload, selection, env = {} }) {
   const root = el("div", { class: `bv-view bv-${view.NAME}` });
   container.append(root);
@@ -56,19 +80,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     const locked = currentLock(lock, layout) ?? layout?.locked ?? null;
     return { hover, locked, active: activeTarget(hover, locked), ui };
   };
-  const images = new WeakMap();
-  const image = (pixels) => { // one canvas per bitmap the layout built; the layout's cache keeps the bitmap alive
-    if (!images.has(pixels)) {
-      const canvas = document.createElement("canvas");
-      canvas.width = pixels.width;
-      canvas.height = pixels.height;
-      if (pixels.width && pixels.height) {
-        canvas.getContext("2d").putImageData(new ImageData(pixels.data, pixels.width, pixels.height), 0, 0);
-      }
-      images.set(pixels, canvas);
-    }
-    return images.get(pixels);
-  };
+  const image = bitmapCanvases();
   const dpr = () => window.devicePixelRatio || 1;
   // The host's wish for larger type (presenter mode sets it in CSS): labels grow up to it when the rows have room.
   const labelMax = () => parseFloat(getComputedStyle(root).getPropertyValue("--bv-label-max")) || undefined;
@@ -153,13 +165,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     name: view.NAME,
     refresh: () => render(selection.get()),
     /** What is on screen now, for the PNG and SVG exports; null when there is no picture. */
-    scene() {
-      if (!layout || layout.hidden) return null;
-      const v = { ...surface.viewport(), dpr: 2 };
-      const f = focus();
-      return { width: v.width, height: v.height, paint: (ctx) => view.paint(ctx, layout, v, f, image),
-        bitmap: Boolean(view.BITMAP), name: view.fileName ? view.fileName(layout) : view.NAME };
-    },
+    scene: () => (!layout || layout.hidden ? null : sceneOf(view, layout, surface.viewport(), focus(), image)),
     destroy() { unsubscribe(); resize.disconnect(); extra?.destroy?.(); root.remove(); },
   };
 }
