@@ -52,7 +52,7 @@ def tab(tiny, files, tmp_path, monkeypatch):
     """The tab built in a page of its own, with the tiny model as the only model; the cache in tmp_path."""
     monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(finetune_tab, "BATCH_SIZE", 8)
-    models = Models({"tiny": tiny})
+    models = Models({"tiny": tiny}, forward_passes=2)
     with gr.Blocks():
         picker = gr.Dropdown(models.names, value="tiny")
         page = Page(models, gr.State(None), picker)
@@ -75,6 +75,7 @@ def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
     assert p.state == "done", p.message
     name = p.model
     assert name.startswith("reviews.csv fine-tuned") and tab.page.models.names == ["tiny", name]
+    assert tab.page.models.get(name).forward_passes == 2  # batched like the operator's models
     # the curve: one point per step (36 training sentences in batches of 8, two epochs), epoch lines at 5
     assert p.steps == list(range(1, 11)) and p.steps_per_epoch == 5 and len(p.losses) == 10
     status, figure, table, start, cancel, timer, seen, *lists = tab.poll((1, (True, True)))
