@@ -28,7 +28,7 @@ from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
 DEFAULT_CACHE_MB = limits.CACHE_MB
 # Freed memory is given back to the system once evictions have freed this much since the last time (see
-# _release_freed_memory): after every eviction a class's short inputs paid 1.4 ms each for it.
+# release_freed_memory): after every eviction a class's short inputs paid 1.4 ms each for it.
 RELEASE_EVERY_BYTES = 16 * 2**20
 # New inputs waiting together go through the model as one padded batch of at most this many tokens (inputs x the
 # longest): sixteen sentences of 32 tokens, while a long input goes alone (its attention alone is 75 MB at 512).
@@ -154,7 +154,7 @@ class Explorer:
             if release:
                 self._freed_bytes = 0
         if release:
-            _release_freed_memory()
+            release_freed_memory()
         return run
 
     def cached_run(self, text: str, text_pair: str | None = None) -> PlottedRun | None:
@@ -391,7 +391,7 @@ def _relative_tables(model: BertForPreTraining, max_tokens: int) -> RelativeTabl
     return RelativeTables(stacked(0), stacked(1), rows, float(layers[0].scale))
 
 
-def _release_freed_memory() -> None:
+def release_freed_memory() -> None:
     """Ask the C allocator to give freed memory back to the system (glibc's malloc_trim; elsewhere nothing happens).
     A Run's arrays of a few MB (hidden states, queries, keys at 512 tokens) come from glibc's heaps, one per thread
     that allocated them, and what an evicted Run frees there stays with the process: over 100 distinct 512-token

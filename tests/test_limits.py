@@ -63,7 +63,7 @@ def test_an_evicted_run_is_freed_at_once():
 
 def test_evictions_give_the_freed_memory_back_once_they_have_freed_enough(monkeypatch):
     calls = []
-    monkeypatch.setattr(explorer_module, "_release_freed_memory", lambda: calls.append("trim"))
+    monkeypatch.setattr(explorer_module, "release_freed_memory", lambda: calls.append("trim"))
     explorer = tiny_explorer(cache_mb=0)
     one = explorer.run("The first sentence.").nbytes
     assert calls == []  # nothing was evicted
@@ -77,7 +77,7 @@ def test_evictions_give_the_freed_memory_back_once_they_have_freed_enough(monkey
     explorer.run("The fourth sentence.")
     assert calls == ["trim"]  # counted afresh from the last release
     monkeypatch.undo()
-    explorer_module._release_freed_memory()  # and the real one runs here (glibc's malloc_trim, or nothing elsewhere)
+    explorer_module.release_freed_memory()  # and the real one runs here (glibc's malloc_trim, or nothing elsewhere)
 
 
 def test_the_cache_keeps_runs_within_its_bytes():

@@ -32,7 +32,7 @@ import gradio as gr
 import pandas as pd
 
 from .. import limits
-from ..explorer import _release_freed_memory, load
+from ..explorer import load, release_freed_memory
 from ..figures.training import loss_curve_figure
 from ..finetuning import RECIPES, cache_dir, finetune
 from .common import Page, api, plain, refuse, user_errors
@@ -275,7 +275,7 @@ class TrainingLane:
         finally:
             # The optimizer's state, the gradients and the activations were freed, but glibc keeps the pages: a
             # server went from 456 MiB to 1432 after a short training of the default model, and to 644 with this.
-            _release_freed_memory()
+            release_freed_memory()
 
 
 # The readers' advice names `finetune`'s options; the app reads a --data file with the default columns.

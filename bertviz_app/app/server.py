@@ -36,7 +36,7 @@ from starlette.middleware import Middleware
 
 from .. import limits, views
 from ..catalog import ASSETS
-from ..explorer import _release_freed_memory
+from ..explorer import release_freed_memory
 from . import gradio_internals, guards
 
 log = logging.getLogger("bertviz_app.app")
@@ -101,7 +101,7 @@ def middleware(demo: gr.Blocks, max_body_bytes: int, auth: bool) -> list[Middlew
                   Middleware(guards.LoginThrottle)]
     return stack + [Middleware(guards.ServerFunctions,
                                session_exists=lambda session: gradio_internals.session_exists(demo, session),
-                               release=_release_freed_memory),
+                               release=release_freed_memory),
                     Middleware(guards.CallErrors)]
 
 
