@@ -46,7 +46,8 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=limits.MAX_TOKENS,
                    help="longer inputs are truncated to this many tokens (and never beyond the model's limit)")
     p.add_argument("--concurrency", type=int, default=limits.CONCURRENCY,
-                   help="forward passes that may run at the same time; more requests wait in a queue")
+                   help="forward passes of new inputs that may run at the same time (each may batch several "
+                        "waiting inputs), and as many of the other tabs' model work; more requests wait in a queue")
     p.add_argument("--threads", type=int, default=limits.THREADS,
                    help="CPU threads for PyTorch, per forward pass; 1 keeps the app responsive on a machine that "
                         "also runs other work, more may serve one visitor's long inputs faster on idle cores")
@@ -276,7 +277,8 @@ def training_settings(args: argparse.Namespace):
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from None
     return TrainingSettings.for_server(args.host, is_loopback(args.host), args.share, args.allow_training,
-                                       [str(Path(n).expanduser().resolve()) for n in args.data], args.cache_mb)
+                                       [str(Path(n).expanduser().resolve()) for n in args.data], args.cache_mb,
+                                       proxied=args.behind_proxy)
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -5,10 +5,12 @@ one training at a time, the --allow-training rule, and bad input answered with a
 from __future__ import annotations
 
 import csv
+import threading
 from pathlib import Path
 
 import gradio as gr
 import pytest
+import torch
 
 import bertviz_app
 from bertviz_app import cli
@@ -177,7 +179,8 @@ def test_the_data_suggests_a_learning_rate(tab):
 # --- the rule, and the command line -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("argv, enabled", [
     ([], True), (["--host", "localhost"], True), (["--host", "0.0.0.0"], False), (["--share"], False),
-    (["--host", "0.0.0.0", "--allow-training"], True), (["--share", "--allow-training"], True)])
+    (["--host", "0.0.0.0", "--allow-training"], True), (["--share", "--allow-training"], True),
+    (["--behind-proxy"], False), (["--behind-proxy", "--allow-training"], True)])
 def test_training_is_on_only_where_no_one_else_can_reach_the_server(argv, enabled):
     _, commands = cli.build_parser()
     settings = cli.training_settings(commands["serve"].parse_args(argv))
@@ -224,3 +227,27 @@ def test_the_loss_curve_is_valid_plotly_and_thins_long_runs():
     assert len(long.data[0].x) == MAX_POINTS and long.data[0].x[-1] == 10_000
     with pytest.raises(ValueError, match="3 steps but 2 losses"):
         loss_curve_figure([1, 2, 3], [0.5, 0.4])
+
+
+def _threads_of_a_new_thread() -> int:
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    worker.start()
+    worker.join()
+    return seen[0]
+
+
+def test_a_training_leaves_torch_threads_and_the_model_list_as_other_threads_see_them(tab):
+    served = torch.get_num_threads()
+    torch.set_num_threads(2)  # what `serve --threads 2` sets: other than the lane's one thread
+    threads = _threads_of_a_new_thread()
+    explorers, names = tab.page.models.explorers, tab.page.models.names
+    p = run(tab, "reviews.csv")
+    assert p.state == "done", p.message
+    # the lane trains on one thread; the server's workers started afterwards keep the served count
+    try:
+        assert threads == 2 and _threads_of_a_new_thread() == threads
+    finally:
+        torch.set_num_threads(served)
+    # another session iterating the list while the model joined saw a list that did not change under it
+    assert list(explorers) == ["tiny"] and names == ["tiny"] and tab.page.models.names == ["tiny", p.model]

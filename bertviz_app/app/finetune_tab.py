@@ -30,6 +30,7 @@ from pathlib import Path
 
 import gradio as gr
 import pandas as pd
+import torch
 
 from .. import limits
 from ..explorer import load, release_freed_memory
@@ -114,11 +115,13 @@ class TrainingSettings:
 
     @classmethod
     def for_server(cls, host: str, loopback: bool, share: bool, allow: bool, data_files: Sequence[str] = (),
-                   cache_mb: float = limits.CACHE_MB) -> "TrainingSettings":
-        """On where only this machine can reach the server, or where the operator allowed it."""
-        if allow or (loopback and not share):
+                   cache_mb: float = limits.CACHE_MB, proxied: bool = False) -> "TrainingSettings":
+        """On where only this machine can reach the server, or where the operator allowed it. Behind a reverse proxy
+        (--behind-proxy) the server listens on 127.0.0.1 but the proxy's visitors reach it: not private."""
+        if allow or (loopback and not share and not proxied):
             return cls(True, "", tuple(map(str, data_files)), cache_mb)
         reach = ("it is open through a public --share link" if share else
+                 "a reverse proxy forwards other machines' visitors to it (--behind-proxy)" if proxied else
                  f"it listens on {host}, an address other machines can reach")
         return cls(False, f"Fine-tuning is off on this server: {reach}, a training takes its processor for minutes, "
                           "and anyone who reaches it could start one. Whoever runs the server can turn it on with "
@@ -249,6 +252,9 @@ class TrainingLane:
 
     def _run(self, job: Job, on_trained: Callable[[Job, Path], str]) -> None:
         _lower_priority(self.nice)
+        # finetune() sets torch's thread count, which is also what every thread started later begins with: the
+        # gradio workers' forward passes must not inherit the lane's one thread
+        threads = torch.get_num_threads()
         try:
             result = finetune(job.data.task, job.data.source, job.output, model=job.base_source,
                               epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
@@ -264,7 +270,12 @@ class TrainingLane:
             name = on_trained(job, job.output)
             self._update(state="cancelled" if metrics.get("stopped_early") else "done", model=name,
                          before=metrics.get("eval_before_training"), best=metrics.get("eval"), message="")
-        except (ValueError, OSError, RuntimeError) as err:  # bad data, an unreachable recipe, a NaN loss: in words
+        except OSError as err:  # a full disk, a folder it may not write: in words, without the server's paths
+            shutil.rmtree(job.output, ignore_errors=True)
+            self._update(state="failed", message="The server could not read or write a file the training needs ("
+                                                 f"{err.strerror or type(err).__name__}); the details are in its log.")
+            log.warning("fine-tuning %s failed: %s", job.name, err)
+        except (ValueError, RuntimeError) as err:  # bad data, an unreachable recipe, a NaN loss: in words
             shutil.rmtree(job.output, ignore_errors=True)
             self._update(state="failed", message=in_app_words(str(err)))
         except Exception:  # noqa: BLE001 - our bug: the page gets a sentence, the log the traceback
@@ -273,6 +284,7 @@ class TrainingLane:
             self._update(state="failed", message="Something went wrong on the server while training; the details "
                                                  "are in the server's log.")
         finally:
+            torch.set_num_threads(threads)
             # The optimizer's state, the gradients and the activations were freed, but glibc keeps the pages: a
             # server went from 456 MiB to 1432 after a short training of the default model, and to 644 with this.
             release_freed_memory()
