@@ -202,9 +202,10 @@ class Models:
     def add(self, name: str, explorer: Explorer) -> None:
         """A model made while the app runs (the Fine-tune tab's), offered from now on."""
         explorer.forward_passes = self.forward_passes
-        self.explorers[name] = explorer
+        # new containers, never changed in place: other sessions' threads may be iterating the old ones
+        self.explorers = {**self.explorers, name: explorer}
         if name not in self.names:
-            self.names.append(name)
+            self.names = [*self.names, name]
 
     @property
     def first(self) -> Explorer:
@@ -236,9 +237,10 @@ class Page:
 
     @property
     def model_events(self) -> dict:
-        """Keyword arguments of every event whose handler can run a forward pass: they share one queue lane, so that
-        --concurrency bounds them all. (A handler that reads the visitor's Run can: an evicted Run comes back from
-        one.)"""
+        """Keyword arguments of every event but analyze whose handler can run a forward pass: they share one queue
+        lane, --concurrency of them at once. Analyze has a lane of its own (`analysis_api`) whose passes the explorer
+        bounds to --concurrency too, so at most twice --concurrency passes run at once. (A handler that reads the
+        visitor's Run can run one: an evicted Run comes back from one.)"""
         return dict(concurrency_id="model", concurrency_limit=self.concurrency)
 
     def api(self, name: str, public: bool = True) -> dict:
