@@ -198,3 +198,20 @@ def test_the_heldout_table_sorts_by_loss_and_a_row_gives_its_input(classifier, f
     assert task.picked_example(frame.iloc[2].tolist(), list(frame.columns)) == (frame["text"].iloc[2], "")
     with pytest.raises(Exception, match="Click a row"):
         task.picked_example(["only one cell"], list(frame.columns))
+
+
+def test_a_cut_heldout_table_keeps_the_most_wrong_of_all_rows(classifier, finetuned_classifier, monkeypatch):
+    rows = [json.loads(line) for line in (finetuned_classifier / "heldout_predictions.jsonl").read_text().splitlines()]
+    monkeypatch.setattr(task, "HELDOUT_ROWS", 3)
+    frame = task.heldout_frame(classifier)
+    worst = sorted((r["loss"] for r in rows), reverse=True)[:3]
+    assert frame["loss"].tolist() == pytest.approx(worst, abs=1e-3)
+
+
+def test_a_damaged_heldout_file_is_named_without_the_server_folder(tmp_path):
+    from bertviz_app.finetuning.training import read_heldout
+
+    (tmp_path / "heldout_predictions.jsonl").write_text('{"text": "fine"}\n[1, 2]\n')
+    with pytest.raises(ValueError) as caught:
+        read_heldout(tmp_path)
+    assert str(caught.value).startswith("heldout_predictions.jsonl line 2:") and str(tmp_path) not in str(caught.value)

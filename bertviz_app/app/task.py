@@ -79,8 +79,9 @@ def word_choices(explorer: Explorer, run: Run) -> list[tuple[str, int]]:
     """A tagger's words as (label, token position) choices: each word's first piece."""
     if explorer.task is None or explorer.task.task != "token-classification":
         return []
-    return [(f"{run.tokens[i]} (token {i})", i) for i, s in enumerate(run.encoding.sequence_ids)
-            if s is not None and not run.tokens[i].startswith("##")]
+    words = run.encoding.word_ids
+    return [(f"{run.labels[i]} (token {i})", i) for i, s in enumerate(run.encoding.sequence_ids)
+            if s is not None and (i == 0 or words[i] != words[i - 1])]
 
 
 def explain_view(explorer: Explorer, run: Run, label: str | None = None, position: int | None = None,
@@ -162,9 +163,10 @@ def base_name(explorer: Explorer, names: dict[str, Explorer]) -> tuple[str | Non
                   "found or read); start the app with `--model` naming it too.")
 
 
-def heldout_frame(explorer: Explorer) -> pd.DataFrame:
-    """The held-out predictions as a table, the highest loss first (where the model is most wrong)."""
-    rows = explorer.heldout()[:HELDOUT_ROWS]
+def heldout_frame(explorer: Explorer | None) -> pd.DataFrame:
+    """The held-out predictions as a table, the highest loss first (where the model is most wrong); an empty one for
+    None."""
+    rows = _most_wrong(explorer.heldout())[:HELDOUT_ROWS] if explorer is not None else []
     if not rows:
         return pd.DataFrame(columns=["text", "gold", "prediction", "confidence", "loss"])
     frame = pd.DataFrame({"text": [r["text"] for r in rows]})
@@ -182,6 +184,14 @@ def heldout_table(frame: pd.DataFrame) -> gr.Dataframe:
     to a letter's width (gradio reads a percentage as one of the screen's width)."""
     texts = 2 if "sentence B" in frame.columns else 1
     return gr.Dataframe(frame, column_widths=[f"{560 // texts}px"] * texts + ["100px", "110px", "110px", "80px"])
+
+
+def _most_wrong(rows: list[dict]) -> list[dict]:
+    """The rows, highest loss first (of all of them, before any cut), those without a loss last."""
+    def key(row):
+        loss = _number(row.get("loss"))
+        return -loss if math.isfinite(loss) else math.inf
+    return sorted(rows, key=key)
 
 
 def _number(value) -> float:
@@ -240,8 +250,13 @@ class TaskTab:
         words = word_choices(explorer, run)
         table = info = gr.update()
         if heldout_of != session["model"]:
-            frame = heldout_frame(explorer)
-            table, info = heldout_table(frame), heldout_note(explorer, len(frame))
+            try:
+                frame = heldout_frame(explorer)
+                info = heldout_note(explorer, len(frame))
+            except ValueError as err:  # a damaged file: the rest of the tab still answers
+                frame = heldout_frame(None)
+                info = f"{plain(explorer.name)}'s held-out predictions could not be read: {plain(str(err))}"
+            table = heldout_table(frame)
         hint = EXPLAIN_HINT if explorer.task is not None else ""
         return (message, bars, gr.update(choices=labels, value=predicted if not words else None),
                 gr.update(choices=words, value=words[0][1] if words else None, visible=bool(words)), hint, {}, {},

@@ -370,7 +370,8 @@ def read_heldout(folder: str | os.PathLike) -> list[dict]:
         except json.JSONDecodeError:
             row = None
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-            raise ValueError(f"{path} line {number}: not a held-out prediction (a JSON object with a text)")
+            # the file's name only: the app shows this sentence to visitors, who never see the server's folders
+            raise ValueError(f"{path.name} line {number}: not a held-out prediction (a JSON object with a text)")
         rows.append(row)
     return rows
 
