@@ -330,6 +330,28 @@ class _Vocabulary:
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         return self._tk.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
 
+    def encode(self, text: str, text_pair: str | None = None, max_tokens: int | None = None) -> Encoding:
+        """The model's template around `text` (and `text_pair`: `[CLS] a [SEP] b [SEP]` for BERT), truncated
+        longest-first to `max_tokens`."""
+        return self.encode_batch([text], None if text_pair is None else [text_pair], max_tokens)[0]
+
+    # how the template separates a pair, for the message when a pair comes without special tokens
+    separator = "a separator"
+
+    def _checked_inputs(self, texts: Sequence[str], text_pairs: Sequence[str | None] | None,
+                        add_special_tokens: bool) -> tuple[list[str], list[str | None]]:
+        """(texts, pairs: None where a text has none) of `encode_batch`'s arguments, checked."""
+        texts = list(texts)
+        pairs = [None] * len(texts) if text_pairs is None else list(text_pairs)
+        if len(pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(pairs)} text pairs")
+        for text in (*texts, *pairs):
+            if text is not None and not isinstance(text, str):
+                raise TypeError("text and text_pair must be strings")
+        if not add_special_tokens and any(p is not None for p in pairs):
+            raise ValueError(f"pairs need special tokens ({self.separator} between them)")
+        return texts, pairs
+
 
 class Tokenizer(_Vocabulary):
     """A BERT WordPiece tokenizer. Build it with `from_folder`, `from_tokenizer_json` or `from_vocab`."""
@@ -463,23 +485,13 @@ class Tokenizer(_Vocabulary):
             plain_index += 1
         return tokens, ids, offsets
 
-    def encode(self, text: str, text_pair: str | None = None, max_tokens: int | None = None) -> Encoding:
-        """`[CLS] text [SEP]` or `[CLS] text [SEP] text_pair [SEP]`, truncated longest-first to `max_tokens`."""
-        return self.encode_batch([text], None if text_pair is None else [text_pair], max_tokens)[0]
+    separator = "[SEP]"
 
     def encode_batch(self, texts: Sequence[str], text_pairs: Sequence[str | None] | None = None,
                      max_tokens: int | None = None, add_special_tokens: bool = True) -> list[Encoding]:
         """`encode` for many inputs at once, WordPiece batched. Without special tokens, each text's pieces as they
         are (no pairs, no truncation unless `max_tokens` is given): what pretraining reads from a corpus."""
-        texts = list(texts)
-        pairs = [None] * len(texts) if text_pairs is None else list(text_pairs)
-        if len(pairs) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(pairs)} text pairs")
-        for text in (*texts, *pairs):
-            if text is not None and not isinstance(text, str):
-                raise TypeError("text and text_pair must be strings")
-        if not add_special_tokens and any(p is not None for p in pairs):
-            raise ValueError("pairs need special tokens ([SEP] between them)")
+        texts, pairs = self._checked_inputs(texts, text_pairs, add_special_tokens)
         n_a = len(texts)
         pieces = self._pieces(texts + [p for p in pairs if p is not None])
         pair_pieces = iter(pieces[n_a:])
@@ -690,21 +702,9 @@ class FamilyTokenizer(_Vocabulary):
         origin.append(len(text))
         return "".join(out), origin
 
-    def encode(self, text: str, text_pair: str | None = None, max_tokens: int | None = None) -> Encoding:
-        """The family's template around `text` (and `text_pair`), truncated longest-first to `max_tokens`."""
-        return self.encode_batch([text], None if text_pair is None else [text_pair], max_tokens)[0]
-
     def encode_batch(self, texts: Sequence[str], text_pairs: Sequence[str | None] | None = None,
                      max_tokens: int | None = None, add_special_tokens: bool = True) -> list[Encoding]:
-        texts = list(texts)
-        pairs = [None] * len(texts) if text_pairs is None else list(text_pairs)
-        if len(pairs) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(pairs)} text pairs")
-        for text in (*texts, *pairs):
-            if text is not None and not isinstance(text, str):
-                raise TypeError("text and text_pair must be strings")
-        if not add_special_tokens and any(p is not None for p in pairs):
-            raise ValueError("pairs need special tokens (a separator between them)")
+        texts, pairs = self._checked_inputs(texts, text_pairs, add_special_tokens)
         return [self._encode_pair(text, pair, max_tokens or self.max_tokens, add_special_tokens)
                 for text, pair in zip(texts, pairs)]
 
