@@ -4,7 +4,6 @@ one training at a time, the --allow-training rule, and bad input answered with a
 
 from __future__ import annotations
 
-import csv
 import threading
 from pathlib import Path
 
@@ -20,17 +19,10 @@ from bertviz_app.app.common import Models, Page
 from bertviz_app.app.finetune_tab import FineTuneTab, TrainingSettings, data_choices, file_task, training_root
 from bertviz_app.app.task import task_view
 from bertviz_app.finetuning import recipes
+from labelled_files import write_csv
 
 GOOD = ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie"]
 BAD = ["a bad film", "an awful movie", "the film was bad", "bad and boring", "a boring movie"]
-
-
-def write_csv(path: Path, rows, header=("text", "label")) -> Path:
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
 
 
 @pytest.fixture(scope="module")

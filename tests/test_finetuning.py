@@ -28,6 +28,7 @@ from bertviz_app.finetuning.tasks import (IGNORE, QUESTION_ANSWERING, _encode_qa
 from bertviz_app.model import BertForPreTraining
 from bertviz_app.tokenizer import Tokenizer
 from bertviz_app.training import stop_requests
+from labelled_files import write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 SQUAD = REPO / "tests" / "data" / "squad_small.json"
@@ -59,21 +60,11 @@ def tokenizer(base) -> Tokenizer:
     return Tokenizer.from_folder(base)
 
 
-def _csv(path: Path, rows: list[tuple], header=("text", "label")) -> Path:
-    import csv
-
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
-
-
 @pytest.fixture(scope="module")
 def sentiment(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("sentiment")
     rows = [(t, "pos") for t in POSITIVE] * 2 + [(t, "neg") for t in NEGATIVE] * 2
-    return _csv(folder / "train.csv", rows)
+    return write_csv(folder / "train.csv", rows)
 
 
 @pytest.fixture(scope="module")
@@ -379,7 +370,7 @@ def test_bad_data_is_one_sentence_on_the_command_line(case, tmp_path, base, caps
 
 
 def test_validation_labels_never_seen_in_training(tmp_path, base, sentiment, capsys):
-    validation = _csv(tmp_path / "val.csv", [("a good film", "pos"), ("a fine film", "meh")])
+    validation = write_csv(tmp_path / "val.csv", [("a good film", "pos"), ("a fine film", "meh")])
     code = cli.main(["finetune", "text-classification", "--train", str(sentiment), "--validation", str(validation),
                      "--model", str(base), "--output", str(tmp_path / "out")])
     err = capsys.readouterr().err
