@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import itertools
 import os
 import statistics
@@ -95,6 +96,29 @@ def stop_server(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def served(name: str, threads: int, extra: tuple[str, ...] = ()):
+    """(process, url) of `bertviz-app serve` on a free port for the `with` block (one forward pass at a time), its
+    log in a temporary file whose name is printed once the server has stopped."""
+    from bertviz_app.app import free_port
+
+    port = free_port()
+    with tempfile.NamedTemporaryFile("w+", prefix=f"bench-{name}-", suffix=".log", delete=False) as log:
+        proc = start_server(port, threads, 1, log, extra=extra)
+        try:
+            yield proc, f"http://127.0.0.1:{port}/"
+        finally:
+            stop_server(proc)
+        print(f"server log: {log.name}", file=sys.stderr)
+
+
+def print_measures(rows) -> None:
+    """(measure, value) rows as a Markdown table."""
+    print("| measure | value |\n|---|---|")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
 
 
 def percentile(values, q: float) -> float:

@@ -22,13 +22,13 @@ import argparse
 import json
 import socket
 import sys
-import tempfile
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import WORDS, make_client, rss_mib, start_server, stop_server  # noqa: E402
+from bench_app import WORDS, make_client, print_measures, rss_mib, served  # noqa: E402
 
 MIB = 2**20
 
@@ -158,31 +158,19 @@ def main() -> None:
                         help="one more argument for `bertviz-app serve`, e.g. --server-arg=--cache-mb=128")
     parser.add_argument("--skip-probes", action="store_true", help="only the memory figures")
     args = parser.parse_args()
-    from bertviz_app.app import free_port
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    with tempfile.NamedTemporaryFile("w+", prefix="bench-memory-", suffix=".log", delete=False) as log:
-        proc = start_server(port, args.threads, 1, log, extra=("--max-tokens", str(args.tokens), *args.server_arg))
-        try:
-            fn_index, model = analyze_event(url)
-            rows = [("server", "`bertviz-app serve --device cpu --max-tokens "
-                               f"{args.tokens} {' '.join(args.server_arg)}`".replace(" `", "`")),
-                    ("model", model)]
-            rows += fill(url, proc.pid, model, args)
-            if not args.skip_probes:
-                rows.append(("`POST /gradio_api/run/predict` (analyze's fn_index)", bypass(url, fn_index, model)))
-                rows += big_post(port, proc.pid)
-                rows.append(("100 kB `POST /gradio_api/upload`", upload(url, 100_000)))
-                rows.append(("5 MB `POST /gradio_api/upload`", upload(url, 5 * MIB)))
-                rows.append(("server RSS at the end", f"{rss_mib(proc.pid):.0f} MiB"))
-        finally:
-            stop_server(proc)
-        print(f"server log: {log.name}", file=sys.stderr)
-    print("| measure | value |\n|---|---|")
-    for name, value in rows:
-        print(f"| {name} | {value} |")
-
+    with served("memory", args.threads, ("--max-tokens", str(args.tokens), *args.server_arg)) as (proc, url):
+        fn_index, model = analyze_event(url)
+        rows = [("server", "`bertviz-app serve --device cpu --max-tokens "
+                           f"{args.tokens} {' '.join(args.server_arg)}`".replace(" `", "`")),
+                ("model", model)]
+        rows += fill(url, proc.pid, model, args)
+        if not args.skip_probes:
+            rows.append(("`POST /gradio_api/run/predict` (analyze's fn_index)", bypass(url, fn_index, model)))
+            rows += big_post(urllib.parse.urlsplit(url).port, proc.pid)
+            rows.append(("100 kB `POST /gradio_api/upload`", upload(url, 100_000)))
+            rows.append(("5 MB `POST /gradio_api/upload`", upload(url, 5 * MIB)))
+            rows.append(("server RSS at the end", f"{rss_mib(proc.pid):.0f} MiB"))
+    print_measures(rows)
 
 if __name__ == "__main__":
     main()

@@ -29,7 +29,6 @@ import json
 import concurrent.futures
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -38,7 +37,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import WORDS, rss_mib, start_server, stop_server  # noqa: E402
+from bench_app import WORDS, print_measures, rss_mib, served  # noqa: E402
 
 USER, PASSWORD = "teacher", "a long class password"
 MAX_TOKENS = 256
@@ -238,37 +237,26 @@ def main() -> None:
     parser.add_argument("--phases", default="per-session,exports,sessions,logins",
                         help="which of per-session, exports, sessions, logins to run (comma-separated)")
     args = parser.parse_args()
-    from bertviz_app.app import free_port
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
     rows = []
-    with tempfile.NamedTemporaryFile("w+", prefix="bench-security-", suffix=".log", delete=False) as log:
-        proc = start_server(port, args.threads, 1, log,
-                            extra=("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}"))
-        try:
-            with httpx.Client(base_url=url) as http:
-                assert http.post("login", data={"username": USER, "password": PASSWORD}).status_code == 200
-                cookies = http.cookies
-                config = http.get("config").json()
-            rows.append(("server", f"`bertviz-app serve --device cpu --threads {args.threads} --max-tokens "
-                                   f"{MAX_TOKENS} --auth ...`; RSS at the start {rss_mib(proc.pid):.0f} MiB"))
-            # memory per session first, on a fresh heap: later, sessions would fill memory the attacks freed
-            if "per-session" in args.phases:
-                rows += per_session(url, cookies, config, proc.pid, args.clients)
-            if "exports" in args.phases:
-                rows += exports(url, cookies, config, proc.pid, args)
-            if "sessions" in args.phases:
-                rows += sessions(url, cookies, config, proc.pid)
-            if "logins" in args.phases:
-                rows += logins(url)
-            rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
-        finally:
-            stop_server(proc)
-        print(f"server log: {log.name}", file=sys.stderr)
-    print("| measure | value |\n|---|---|")
-    for name, value in rows:
-        print(f"| {name} | {value} |")
+    server_args = ("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}")
+    with served("security", args.threads, server_args) as (proc, url):
+        with httpx.Client(base_url=url) as http:
+            assert http.post("login", data={"username": USER, "password": PASSWORD}).status_code == 200
+            cookies = http.cookies
+            config = http.get("config").json()
+        rows.append(("server", f"`bertviz-app serve --device cpu --threads {args.threads} --max-tokens "
+                               f"{MAX_TOKENS} --auth ...`; RSS at the start {rss_mib(proc.pid):.0f} MiB"))
+        # memory per session first, on a fresh heap: later, sessions would fill memory the attacks freed
+        if "per-session" in args.phases:
+            rows += per_session(url, cookies, config, proc.pid, args.clients)
+        if "exports" in args.phases:
+            rows += exports(url, cookies, config, proc.pid, args)
+        if "sessions" in args.phases:
+            rows += sessions(url, cookies, config, proc.pid)
+        if "logins" in args.phases:
+            rows += logins(url)
+        rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
+    print_measures(rows)
 
 
 if __name__ == "__main__":
