@@ -67,6 +67,7 @@ class Explorer:
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
         # load() sets it: the checkpoint folder (metrics.json, held-out predictions; the app fine-tunes from it)
         self.folder: Path | None = None
+        self._heldout: tuple[Path, list[dict]] | None = None  # (folder, its held-out rows): see heldout()
         self.tables = _model_tables(self.model, self.max_tokens)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
@@ -200,8 +201,13 @@ class Explorer:
 
     def heldout(self) -> list[dict]:
         """The held-out predictions `bertviz-app finetune` wrote (text, text_pair, gold, prediction, confidence,
-        loss per example), [] when the folder has none."""
-        return read_heldout(self.folder) if self.task is not None and self.folder is not None else []
+        loss per example), [] when the folder has none. Read once per folder (the Task tab asks at every model
+        switch, and a file may hold 64 MB); the list is shared: do not change it."""
+        if self.task is None or self.folder is None:
+            return []
+        if self._heldout is None or self._heldout[0] != self.folder:
+            self._heldout = (self.folder, read_heldout(self.folder))
+        return self._heldout[1]
 
     def layer_change(self, other: "Explorer") -> np.ndarray:
         """(L,) how far each encoder layer's weights moved from `other`'s: ||W - W_other|| / ||W_other|| over all the
