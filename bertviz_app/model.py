@@ -251,7 +251,7 @@ class BertSelfAttention(nn.Module):
         """attention_bias: (B, 1, 1, T) additive, 0 for real tokens and a large negative number for padding.
         head_mask: (h,) or (B, h), multiplies each head's attention probabilities (0 silences a head).
         rel: DeBERTa's relative positions (None for the rest of the family).
-        Returns the context (B, T, H), the probabilities (B, h, T, T) or None, queries and keys (B, h, T, d)."""
+        Returns the context (B, T, H), the probabilities (B, h, T, T) or None, queries, keys and values (B, h, T, d)."""
         B, T, H = hidden.shape
         q = self._split_heads(self.query(hidden))  # (B, h, T, d)
         k = self._split_heads(self.key(hidden))  # (B, h, T, d)
@@ -283,7 +283,7 @@ class BertSelfAttention(nn.Module):
                 # Scaling a head's probabilities scales its context by the same factor: (p * m) @ v == m * (p @ v).
                 context = context * mask
         context = context.transpose(1, 2).reshape(B, T, H)  # (B, T, h * d)
-        return context, probs, q, k
+        return context, probs, q, k, v
 
 
 class BertSelfOutput(nn.Module):
@@ -306,26 +306,21 @@ class BertAttention(nn.Module):
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
                 output_attentions: bool, rel: RelativePositions | None = None
-                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
-        context, probs, q, k = self.self(hidden, attention_bias, head_mask, output_attentions, rel)
-        return self.output(context, hidden), probs, q, k
+                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor, Tensor]:
+        context, probs, q, k, v = self.self(hidden, attention_bias, head_mask, output_attentions, rel)
+        return self.output(context, hidden), probs, q, k, v
 
-    def value_grams(self, hidden: Tensor) -> Tensor:
+    def value_grams(self, v: Tensor) -> Tensor:
         """(B, T, h, h) Gram matrix of each token's per-head transformed values, for value-weighted attention
         (Kobayashi et al. 2020). Head h's share of the attention output at position i is sum_j alpha^h_ij f_h(x_j),
         with f_h(x) = W_O[:, h] (W_V,h x + b_V,h): the value in head h carried through head h's d columns of the output
         projection. The norm of what token j sends to i is then alpha^h_ij ||f_h(x_j)|| in one head, and
         sqrt(alpha_ij^T G_j alpha_ij) summed over the heads, with G_j[h, g] = f_h(x_j) · f_g(x_j): the (h, h) Grams are
-        all a view needs, not the (h, T, H) vectors. hidden: the layer's input (B, T, H).
-
-        Computed apart from forward() (one extra value projection, only when asked for) so that the fused attention
-        path stays as it is."""
-        B, T, H = hidden.shape
-        h, d = self.self.num_heads, self.self.head_dim
-        v = self.self._split_heads(self.self.value(hidden))  # (B, h, T, d)
-        w = self.output.dense.weight.view(H, h, d)  # (H_out, h, d): the d input columns that belong to each head
-        f = torch.einsum("bhtd,ohd->bhto", v, w)  # (B, h, T, H) f_h(x_t)
-        return torch.einsum("bhto,bgto->bthg", f, f)  # (B, T, h, h)
+        all a view needs, not the (h, T, H) vectors. v: the values (B, h, T, d) the layer's forward pass computed."""
+        h, d = v.shape[1], v.shape[3]
+        w = self.output.dense.weight.view(-1, h, d)  # (H_out, h, d): the d input columns that belong to each head
+        f = (v @ w.permute(1, 2, 0)).transpose(1, 2)  # (B, T, h, H_out) f_h(x_t)
+        return f @ f.transpose(-1, -2)  # (B, T, h, h)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -361,9 +356,9 @@ class BertLayer(nn.Module):
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
                 output_attentions: bool = False, rel: RelativePositions | None = None
-                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
-        attended, probs, q, k = self.attention(hidden, attention_bias, head_mask, output_attentions, rel)
-        return self.output(self.intermediate(attended), attended), probs, q, k
+                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor, Tensor]:
+        attended, probs, q, k, v = self.attention(hidden, attention_bias, head_mask, output_attentions, rel)
+        return self.output(self.intermediate(attended), attended), probs, q, k, v
 
 
 class BertEncoder(nn.Module):
@@ -413,12 +408,12 @@ class BertEncoder(nn.Module):
         all_terms = [] if output_score_terms and rel is not None else None
         for i in range(self.config.num_hidden_layers):
             layer = self.layer_module(i)
-            if output_value_grams:
-                all_grams.append(layer.attention.value_grams(hidden))
             if all_terms is not None:
                 all_terms.append(layer.attention.self.score_terms(hidden, rel))
-            hidden, probs, q, k = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
-                                        output_attentions, rel)
+            hidden, probs, q, k, v = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
+                                           output_attentions, rel)
+            if output_value_grams:
+                all_grams.append(layer.attention.value_grams(v))
             if output_hidden_states:
                 all_hidden.append(hidden)
             if output_attentions:

@@ -142,10 +142,12 @@ class Run:
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays this Run holds (the shared model tables not counted): what a cache of Runs weighs."""
-        arrays = (self.hidden_states, self.attentions, self.queries, self.keys, self.token_embeddings,
-                  self.segment_embeddings, self.position_embeddings, self.value_grams, self.pooler_output)
-        derived = self.__dict__.get("_derived_nbytes", 0)
-        return sum(a.nbytes for a in arrays if a is not None) + derived
+        held = self.__dict__.get("_held_nbytes")
+        if held is None:  # the arrays never change: counted once (a cache sums every Run's at each new input)
+            arrays = (self.hidden_states, self.attentions, self.queries, self.keys, self.token_embeddings,
+                      self.segment_embeddings, self.position_embeddings, self.value_grams, self.pooler_output)
+            held = self.__dict__["_held_nbytes"] = sum(a.nbytes for a in arrays if a is not None)
+        return held + self.__dict__.get("_derived_nbytes", 0)
 
     # --- tokens ------------------------------------------------------------------------------------------------
     @property

@@ -297,6 +297,71 @@ def test_no_openapi_page_of_the_routes(server):
     assert httpx.get(server + "openapi.json").status_code == 404
 
 
+def test_the_page_is_built_once_per_address(server, monkeypatch):
+    """gradio deep-copies the page's configuration for every page and /config; the same address gets the same bytes,
+    kept after the first time. Another address (a proxy's, a --share link's) gets its own, and a permalink's page
+    (a query string) is built as before."""
+    from gradio import route_utils
+
+    built = []
+    rebuild = route_utils.update_root_in_config
+    monkeypatch.setattr(route_utils, "update_root_in_config", lambda config, root: built.append(root) or
+                        rebuild(config, root))
+    for path in ("", "config"):
+        first, second = httpx.get(server + path), httpx.get(server + path)
+        assert first.status_code == second.status_code == 200 and first.content == second.content
+    assert len(built) <= 2  # at most once each (fewer: an earlier test asked first)
+    built.clear()
+    proxied = httpx.get(server + "config", headers={"x-forwarded-host": "class.example.org"})
+    assert proxied.json()["root"] == "http://class.example.org" and built == ["http://class.example.org"]
+    httpx.get(server + "?a=A+permalink.")
+    httpx.get(server + "?a=A+permalink.")
+    assert len(built) == 3
+    info = httpx.get(server + "gradio_api/info?serialize=False")
+    assert info.status_code == 200 and info.content == httpx.get(server + "gradio_api/info?serialize=False").content
+
+
+def test_what_lives_from_the_start_is_frozen_for_the_collector(server):
+    # a full collection would otherwise walk torch's, gradio's and the models' objects during a class's burst
+    assert gc.get_freeze_count() > 10_000
+
+
+def test_the_page_cache_keeps_only_whole_plain_answers_of_the_last_addresses():
+    answers = {"status": 200, "cookie": False}
+    calls = []
+
+    async def gradio(scope, receive, send):
+        calls.append(scope["path"])
+        headers = [(b"content-type", b"text/html")] + ([(b"set-cookie", b"a=b")] if answers["cookie"] else [])
+        await send({"type": "http.response.start", "status": answers["status"], "headers": headers})
+        await send({"type": "http.response.body", "body": b"<p>", "more_body": True})
+        await send({"type": "http.response.body", "body": b"page</p>"})
+
+    cache = guards.PageCache(gradio, entries=2)
+
+    def get(path="/", host=b"a", method="GET", query=b""):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "method": method, "path": path, "query_string": query, "headers": [(b"host", host)]}
+        asyncio.run(cache(scope, None, send))
+        assert b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body") == b"<p>page</p>"
+
+    get(), get()
+    assert calls == ["/"]  # the second from the cache, whole
+    get(host=b"b"), get(host=b"c"), get(host=b"a")
+    assert calls == ["/", "/", "/", "/"]  # two addresses kept: "a" went when "c" came
+    for kind in ({"status": 404}, {"cookie": True}):
+        answers.update(kind)
+        get(host=b"d"), get(host=b"d")
+        answers.update({"status": 200, "cookie": False})
+    assert calls.count("/") == 8  # neither a 404 nor an answer that sets a cookie is kept
+    get("/gradio_api/queue/join"), get("/gradio_api/queue/join"), get(method="POST", host=b"c")
+    assert calls[-3:] == ["/gradio_api/queue/join", "/gradio_api/queue/join", "/"]
+
+
 # --- messages -----------------------------------------------------------------------------------------------------
 def refusal(message: dict) -> str:
     assert message["success"] is False, message
