@@ -1,15 +1,17 @@
 """The app's speed and memory with the default model, on the CPU unless --device cuda (not a test: prints Markdown
 tables).
 
-    .venv/bin/python benchmarks/bench_app.py [--threads 2] [--clients 50] [--requests 600] [--rounds 2]
+    .venv/bin/python benchmarks/bench_app.py [--threads 2] [--clients 50] [--client page] [--requests 600] [--rounds 2]
                                              [--concurrency 2] [--server-threads 1] [--device cpu] [--browser 20]
                                              [--busy 0] [--contention 2] [--long 5]
 
 Server side: the work of the analyze event (forward pass, token table, the attention views' payload: every layer and
 head, rollout, value-weighted attention, statistics), timed in this process at 32 and 512 tokens. Through the
 server: `bertviz-app serve` runs as its own process (so it shares no GIL with the clients), and `--clients`
-gradio_client threads in this process each analyze three new sentences at once, queue included; the payload they
-receive is what draws every attention view (moving through layers, heads and tokens then asks the server nothing).
+visitor threads in this process each load the page and analyze three new sentences at once, queue included, asking
+as the page does (`--client page`: queue/join, then the event stream to the result) or through gradio_client
+(`--client gradio_client`, which costs the shared cores ~5x the CPU); the payload they receive is what draws every
+attention view (moving through layers, heads and tokens then asks the server nothing).
 Memory: the server's resident set (VmRSS) after each round of `--requests` new inputs. In Chromium: the time from
 pressing Analyze to every attention view drawn from the new payload, and from a layer change to the next painted
 frame, with the requests the page made meanwhile (targets of issue #13: <= 300 ms, 0 requests and < 16 ms at 32
@@ -135,6 +137,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=limits.CONCURRENCY,
                         help="the server's --concurrency (default: the served default)")
     parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--client", choices=("page", "gradio_client"), default="page",
+                        help="how the --clients visitors ask: as the page does (queue/join and the event stream, "
+                             "light) or through gradio_client (~13 ms of CPU per request on the same cores)")
     parser.add_argument("--contention", type=int, default=2,
                         help="busy processes beside the in-process timing of one and two torch threads (0: skip)")
     parser.add_argument("--busy", type=int, default=0, help="busy processes beside the whole benchmark")
@@ -232,16 +237,68 @@ def analyze(client, model_name: str, i: int, tokens: int = 32):
     return client.predict(model_name, sentence(i, tokens), "", api_name="/analyze")
 
 
+class PageVisitor:
+    """What a browser sends for Analyze, and no more: the page once, then per input a queue/join and the session's
+    event stream read to the event's result. The visitors run in the benchmark's process, on the server's two cores:
+    gradio_client spends ~13 ms of CPU per request and ~25 ms per new client there (2 s per burst of 50 x 3, a third
+    of the cores' time), which no visitor's browser takes from a real server."""
+
+    def __init__(self, url: str, fn_index: int):
+        import httpx
+
+        # verify=False: no CA bundle loaded per visitor (16 ms of CPU each); certificates mean nothing on http://
+        self.http = httpx.Client(base_url=url, timeout=120, verify=False)
+        self.fn_index, self.session = fn_index, os.urandom(6).hex()
+        self.http.get("/").raise_for_status()
+
+    def analyze(self, model_name: str, text: str) -> list:
+        import json
+
+        joined = self.http.post("/gradio_api/queue/join", json={
+            "data": [model_name, text, ""], "fn_index": self.fn_index, "session_hash": self.session,
+            "event_data": None, "trigger_id": None})
+        joined.raise_for_status()
+        with self.http.stream("GET", f"/gradio_api/queue/data?session_hash={self.session}") as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:") and '"process_completed"' in line:
+                    message = json.loads(line[5:])
+                    if not message.get("success"):
+                        raise RuntimeError(f"the analysis failed: {str(message.get('output'))[:200]}")
+                    return message["output"]["data"]
+        raise RuntimeError("the event stream ended without the analysis")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def analyze_fn_index(url: str) -> int:
+    import httpx
+
+    config = httpx.get(url + "config", timeout=60).json()
+    return next(d["id"] for d in config["dependencies"] if d.get("api_name") == "analyze")
+
+
 def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
-    """`--clients` visitors at once, each analyzing 3 new inputs; every request timed on its own."""
+    """`--clients` visitors at once, each analyzing 3 new inputs; every request timed on its own, from the moment it
+    is sent to its result read (the page, or gradio_client's connection, comes first, untimed). Also the CPU this
+    process (the visitors) spent meanwhile."""
     latencies, errors, lock = [], [], threading.Lock()
+    fn_index = analyze_fn_index(url) if args.client == "page" else None
+    if fn_index is not None:  # the modules a visitor's first request imports, imported before the clock starts
+        PageVisitor(url, fn_index).close()
 
     def visitor(k):
         try:
-            client = make_client(url)
+            if fn_index is None:
+                client = make_client(url)
+                ask = lambda text: client.predict(model_name, text, "", api_name="/analyze")  # noqa: E731
+            else:
+                client = PageVisitor(url, fn_index)
+                ask = lambda text: client.analyze(model_name, text)  # noqa: E731
             for j in range(3):
                 start = time.perf_counter()
-                analyze(client, model_name, 10_000 + 10 * k + j)
+                if not ask(sentence(10_000 + 10 * k + j, 32))[-1]:
+                    raise RuntimeError("an analysis came back without the views' payload")
                 with lock:
                     latencies.append(time.perf_counter() - start)
         except Exception as err:  # a benchmark reports failures, it does not stop at the first
@@ -249,19 +306,21 @@ def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
                 errors.append(repr(err))
 
     threads = [threading.Thread(target=visitor, args=(k,)) for k in range(args.clients)]
-    start = time.perf_counter()
+    cpu, start = os.times(), time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, sum(os.times()[:2]) - sum(cpu[:2])
     for error in sorted(set(errors))[:5]:
         print(f"visitor error: {error[:300]}", file=sys.stderr)
     served = len(latencies) == 3 * args.clients
     ok = served and not errors and percentile(latencies, 0.95) <= 1.0
     p50, p95 = (f"{percentile(latencies, q):.2f} s" if latencies else "-" for q in (0.5, 0.95))
-    return [(f"{args.clients} visitors x 3 new inputs at once, through the server ({len(latencies)} served, "
-             f"{len(errors)} errors, {wall:.1f} s wall)", p50, p95, "all served, p95 <= 1 s", "yes" if ok else "NO")]
+    who = "browser-like visitors" if fn_index is not None else "gradio_client visitors"
+    return [(f"{args.clients} visitors x 3 new inputs at once, through the server ({who}: {len(latencies)} served, "
+             f"{len(errors)} errors, {wall:.1f} s wall, the visitors' CPU {cpu:.1f} s)", p50, p95,
+             "all served, p95 <= 1 s", "yes" if ok else "NO")]
 
 
 def memory_rounds(url: str, pid: int, model_name: str, args) -> list[tuple]:
