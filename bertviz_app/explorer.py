@@ -20,7 +20,7 @@ from .device import resolve_device
 from .family import FamilyNotes, notes
 from .finetuning import tasks as finetuning_tasks
 from .finetuning.training import base_model, read_heldout
-from .model import BertForPreTraining, BertPreTrainedModel
+from .model import BertForPreTraining, BertPreTrainedModel, analysis_pass
 from .plots import PlottedRun
 from .run import ModelTables, RelativeTables, Run
 from .targets import TASK_TARGETS, Target
@@ -73,6 +73,7 @@ class Explorer:
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
         self._freed_bytes = 0  # evicted since memory was last given back
+        self._pass = None  # see _analysis_pass
         self.forward_passes = 1
 
     @property
@@ -311,11 +312,16 @@ class Explorer:
         mask = padded([[1] * len(e) for e in encodings])  # (B, T): 1 for tokens, 0 for padding
         # The encoder only: masked-LM predictions (a (T, vocab) product) are computed where a view asks for them
         # (masked_lm.py), not for every new input.
-        out = self.model.bert(ids, padded([e.segment_ids for e in encodings]), mask,
-                              output_attentions=True, output_hidden_states=True, output_qk=True,
-                              output_embedding_parts=True, output_value_grams=True)
+        out = self._analysis_pass()(ids, padded([e.segment_ids for e in encodings]), mask)
         seconds = time.perf_counter() - start
         return [self._run_of(out, b, encoding, seconds) for b, encoding in enumerate(encodings)]
+
+    def _analysis_pass(self):
+        """The model's pass for new inputs (`model.analysis_pass`: traced once, at the first)."""
+        with self._lock:
+            if self._pass is None:
+                self._pass = analysis_pass(self.model.bert)
+            return self._pass
 
     def _run_of(self, out, b: int, encoding: Encoding, seconds: float) -> PlottedRun:
         """The Run of input `b` of a (padded) batch's output."""

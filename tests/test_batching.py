@@ -192,6 +192,35 @@ def test_a_batched_run_is_the_run_alone_in_every_family(family, tmp_path):
         assert_runs_equal(explorer._forward(encoding), run, SAME)
 
 
+@pytest.mark.parametrize("family", [None, "roberta", "albert", "electra", "distilbert", "deberta-v2"])
+def test_the_analysis_pass_is_traced_and_gives_the_eager_numbers_exactly(family, default_explorer, tmp_path):
+    """A server's passes run as TorchScript (model.analysis_pass: one call into C++, never giving up the GIL between
+    operations), bit for bit the Python pass, padded or not; DeBERTa's relative positions keep the Python pass."""
+    if family is not None:
+        family_models.build(family, tmp_path)
+    explorer = default_explorer if family is None else load(str(tmp_path), device="cpu")
+    traced = explorer._analysis_pass()
+    assert traced.traced == (family != "deberta-v2")
+    encodings = [explorer.encode(a, b) for a, b in SENTENCES]
+    T = max(map(len, encodings))
+    pad = explorer.config.pad_token_id or 0
+    ids = torch.tensor([e.ids + [pad] * (T - len(e)) for e in encodings])
+    segments = torch.tensor([e.segment_ids + [0] * (T - len(e)) for e in encodings])
+    mask = torch.tensor([[1] * len(e) + [0] * (T - len(e)) for e in encodings])
+    for inputs in ((ids, segments, mask), (ids[:1, :len(encodings[0])], segments[:1, :len(encodings[0])],
+                                           mask[:1, :len(encodings[0])])):
+        with torch.inference_mode():
+            ours = traced(*inputs)
+            eager = explorer.model.bert(*inputs, output_attentions=True, output_hidden_states=True, output_qk=True,
+                                        output_embedding_parts=True, output_value_grams=True)
+        for name in ("hidden_states", "attentions", "queries", "keys", "value_grams"):
+            assert all(torch.equal(a, b) for a, b in zip(getattr(ours, name), getattr(eager, name), strict=True)), name
+        for name in ("token", "segment", "position"):
+            assert torch.equal(getattr(ours.embedding_parts, name), getattr(eager.embedding_parts, name)), name
+        assert (ours.pooler_output is None) == (eager.pooler_output is None)
+        assert eager.pooler_output is None or torch.equal(ours.pooler_output, eager.pooler_output)
+
+
 def test_inputs_that_arrive_together_share_a_pass(default_explorer, monkeypatch):
     explorer = load(device="cpu")
     sizes, gate = [], threading.Event()

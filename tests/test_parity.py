@@ -292,8 +292,8 @@ def test_one_layer_piece(random_pair, random_batch, index):
     hidden = torch.randn(*random_batch.input_ids.shape, RANDOM_CONFIG["hidden_size"])
     bias = hf_attention_bias(random_batch)
     with torch.no_grad():
-        mine, probs, _, _ = model.bert.encoder.layer[index](hidden, bias, output_attentions=True)
-        fused, no_probs, _, _ = model.bert.encoder.layer[index](hidden, bias)
+        mine, probs, _, _, _ = model.bert.encoder.layer[index](hidden, bias, output_attentions=True)
+        fused, no_probs, _, _, _ = model.bert.encoder.layer[index](hidden, bias)
         theirs = hf.bert.encoder.layer[index](hidden, bias)
         _, their_probs = hf.bert.encoder.layer[index].attention.self(hidden, attention_mask=bias)
     assert no_probs is None
