@@ -321,6 +321,8 @@ def run_serve(args: argparse.Namespace) -> int:
                                     cache_dtype=args.cache_dtype)
     except (ValueError, OSError) as err:  # CheckpointError, ConfigError, a missing GPU, a disk: all say what to do
         raise UsageError(str(err)) from None
+    for explorer in explorers.values():
+        explorer.warm_up()
     demo = app.build_demo(explorers, concurrency=args.concurrency, training=training)
     app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth, max_sessions=args.max_sessions,
               session_idle_s=args.session_minutes * 60, sessions_per_address=args.sessions_per_address,

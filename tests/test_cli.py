@@ -84,6 +84,20 @@ def test_serve_passes_the_options_on(fake_app, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_serve_traces_each_model_before_it_serves(monkeypatch):
+    order = []
+
+    class Loaded:
+        def warm_up(self):
+            order.append("warm up")
+
+    monkeypatch.setattr(app, "load_models", lambda models, **kw: {"a": Loaded(), "b": Loaded()})
+    monkeypatch.setattr(app, "build_demo", lambda explorers, **kw: order.append("build"))
+    monkeypatch.setattr(app, "serve", lambda demo, **kw: order.append("serve"))
+    assert cli.main(["--device", "cpu"]) == 0
+    assert order == ["warm up", "warm up", "build", "serve"]
+
+
 def test_the_defaults_are_the_library_s():
     """The command line, the explorer and the server take their defaults from one place, bertviz_app.limits."""
     from bertviz_app import explorer, limits
