@@ -357,12 +357,12 @@ def test_every_tab_shows(visitor, tmp_path, tab, figure):
     if figure:
         page.wait_for_function(f"() => [...document.querySelectorAll('#{figure} .main-svg')]"
                                ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
-    elif tab == "Model":
-        assert "22,713,216" in page.locator("#model-info").inner_text()
+    elif tab == "Model":  # a tab computes when it is opened: its text comes a moment later
+        shows_text(page, "#model-info", "22,713,216")
     elif tab == "Tokens":
         assert "penguins" in page.locator("#token-table").inner_text()
     else:
-        assert "no next-sentence head" in page.locator("#next-sentence").inner_text()
+        shows_text(page, "#next-sentence", "no next-sentence head")
     page.locator("#tabs").scroll_into_view_if_needed()
     shoot(page, tmp_path, "06-" + re.sub(r"\W+", "-", tab.lower()))
 
@@ -385,6 +385,16 @@ class EventLog:
     def take(self) -> list[str]:
         seen, self.seen = self.seen, []
         return seen
+
+
+def shows_text(page, selector: str, text: str) -> None:
+    """Wait until the element shows `text` (a tab opened computes its views then), or fail saying what it shows."""
+    try:
+        page.wait_for_function("([s, t]) => document.querySelector(s)?.innerText.includes(t)", arg=[selector, text],
+                               timeout=TIMEOUT_MS)
+    except Exception:
+        pass  # the assertion below shows what is there instead
+    assert text in page.locator(selector).inner_text()
 
 
 def hidden_states_show(page, word: str) -> None:
@@ -422,8 +432,7 @@ def test_only_the_open_tab_computes_after_an_analysis(browser, server, tmp_path)
         assert sorted(set(events.take())) == ["analyze", "clear_ablation", "hidden_note", "hidden_states",
                                               "layer_range"]
         v.open_tab("Next sentence")  # closed during that analysis: computed now, for the current input
-        v.page.wait_for_function("() => document.querySelector('#next-sentence')?.innerText.includes("
-                                 "'no next-sentence head')", timeout=TIMEOUT_MS)
+        shows_text(v.page, "#next-sentence", "no next-sentence head")
         v.settle()
         assert events.take() == ["next_sentence"]
         assert v.page.locator(".toast-body").count() == 0 and v.errors == []
@@ -485,7 +494,7 @@ def test_masked_lm_and_next_sentence_with_the_heads(visitor, tmp_path, tiny_fold
     shoot(page, tmp_path, "08-masked-lm-with-head")
 
     page.get_by_role("tab", name="Next sentence").click()
-    assert "P(B follows A) =" in page.locator("#next-sentence").inner_text()
+    shows_text(page, "#next-sentence", "P(B follows A) =")
     assert "IsNext" in page.locator("#next-sentence-label").inner_text()
 
 
