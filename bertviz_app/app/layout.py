@@ -76,8 +76,10 @@ SHOW_PICTURE_JS = """() => {
 
 # Which tabs compute, decided in the browser, without a request for a closed tab: the page keeps the tab that is open
 # and those that show an earlier analysis, and a js-only step in front of each tab's steps throws where they need not
-# run. Gradio's front end then runs none of the steps chained after it with `.success` (a js step that throws is a
-# failed step); tests/test_browser.py::test_only_the_open_tab_computes_after_an_analysis holds gradio to that.
+# run. Two things of gradio's front end (6.31) are relied on: it runs none of the steps chained with `.success` after
+# a js step that throws (a failed step, shown nowhere when the step has no outputs), and a tab's `.select` fires when
+# an event selects it too (gr.Tabs(selected=...)). The first is pinned by
+# tests/test_browser.py::test_only_the_open_tab_computes_after_an_analysis. The page opens on the first tab, Tokens.
 TABS_JS = "(window.bvTabs ??= { open: 'tokens-tab', stale: new Set() })"
 
 
