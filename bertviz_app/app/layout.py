@@ -78,8 +78,8 @@ SHOW_PICTURE_JS = """() => {
 # and those that show an earlier analysis, and a js-only step in front of each tab's steps throws where they need not
 # run. Two things of gradio's front end (6.31) are relied on: it runs none of the steps chained with `.success` after
 # a js step that throws (a failed step, shown nowhere when the step has no outputs), and a tab's `.select` fires when
-# an event selects it too (gr.Tabs(selected=...)). The first is pinned by
-# tests/test_browser.py::test_only_the_open_tab_computes_after_an_analysis. The page opens on the first tab, Tokens.
+# an event selects it too (gr.Tabs(selected=...)); test_browser.py's test_only_the_open_tab_computes_after_an_analysis
+# and test_task_browser.py (Task -> Compare, then Analyze) pin them. The page opens on the first tab, Tokens.
 TABS_JS = "(window.bvTabs ??= { open: 'tokens-tab', stale: new Set() })"
 
 
