@@ -10,9 +10,11 @@ BERTVIZ_SCREENSHOTS=DIR is set, to DIR as well, named app_*.png."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
+import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -355,14 +357,88 @@ def test_every_tab_shows(visitor, tmp_path, tab, figure):
     if figure:
         page.wait_for_function(f"() => [...document.querySelectorAll('#{figure} .main-svg')]"
                                ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
-    elif tab == "Model":
-        assert "22,713,216" in page.locator("#model-info").inner_text()
+    elif tab == "Model":  # a tab computes when it is opened: its text comes a moment later
+        shows_text(page, "#model-info", "22,713,216")
     elif tab == "Tokens":
         assert "penguins" in page.locator("#token-table").inner_text()
     else:
-        assert "no next-sentence head" in page.locator("#next-sentence").inner_text()
+        shows_text(page, "#next-sentence", "no next-sentence head")
     page.locator("#tabs").scroll_into_view_if_needed()
     shoot(page, tmp_path, "06-" + re.sub(r"\W+", "-", tab.lower()))
+
+
+class EventLog:
+    """The events a page asks the server to run (queued or not), by name: an endpoint's name without gradio's
+    `_` of a private use and its `_1`, `_2` of a later one ("hidden_states" for `_hidden_states_2`)."""
+
+    def __init__(self, page, url: str):
+        with urllib.request.urlopen(url.rstrip("/") + "/config") as answer:
+            deps = json.load(answer)["dependencies"]
+        self.names = {d["id"]: re.sub(r"_\d+$", "", (d.get("api_name") or "").lstrip("_")) for d in deps}
+        self.seen: list[str] = []
+        page.on("request", self._record)
+
+    def _record(self, request) -> None:
+        if request.method == "POST" and re.search(r"/(queue/join|run/predict)", request.url):
+            self.seen.append(self.names.get((request.post_data_json or {}).get("fn_index"), "?"))
+
+    def take(self) -> list[str]:
+        seen, self.seen = self.seen, []
+        return seen
+
+
+def shows_text(page, selector: str, text: str) -> None:
+    """Wait until the element shows `text` (a tab opened computes its views then), or fail saying what it shows."""
+    try:
+        page.wait_for_function("([s, t]) => document.querySelector(s)?.innerText.includes(t)", arg=[selector, text],
+                               timeout=TIMEOUT_MS)
+    except Exception:
+        pass  # the assertion below shows what is there instead
+    assert text in page.locator(selector).inner_text()
+
+
+def hidden_states_show(page, word: str) -> None:
+    page.wait_for_function("w => ['hidden-norms', 'layer-similarity', 'token-similarity', 'hidden-projection']"
+                           ".every(id => [...document.querySelectorAll(`#${id} .main-svg`)]"
+                           ".some(svg => svg.textContent.includes(w)))", arg=word, timeout=TIMEOUT_MS)
+
+
+def test_only_the_open_tab_computes_after_an_analysis(browser, server, tmp_path):
+    """An analysis refreshes the tab that is open and no other; a closed tab computes when it is opened, once per
+    analysis, and shows the current input."""
+    v = AppPage(browser, server)
+    try:
+        events = EventLog(v.page, server)
+        v.views_drawn("lines")
+        v.settle()
+        events.take()
+        v.analyze("Elephants never forget a face.")  # the Tokens tab is open: its table is part of the analysis
+        v.settle()
+        assert sorted(set(events.take())) == ["analyze", "clear_ablation"]
+        assert "elephants" in v.page.locator("#token-table").inner_text()
+
+        v.open_tab("Hidden states")
+        hidden_states_show(v.page, "elephants")
+        v.settle()
+        assert sorted(set(events.take())) == ["hidden_note", "hidden_states", "layer_range"]
+        v.open_tab("Tokens")
+        v.open_tab("Hidden states")  # opened again, nothing new analyzed: nothing to compute
+        v.settle()
+        assert events.take() == []
+
+        v.analyze("Dolphins sleep with one eye open.")  # with Hidden states open: it is refreshed, alone
+        hidden_states_show(v.page, "dolphins")
+        v.settle()
+        assert sorted(set(events.take())) == ["analyze", "clear_ablation", "hidden_note", "hidden_states",
+                                              "layer_range"]
+        v.open_tab("Next sentence")  # closed during that analysis: computed now, for the current input
+        shows_text(v.page, "#next-sentence", "no next-sentence head")
+        v.settle()
+        assert events.take() == ["next_sentence"]
+        assert v.page.locator(".toast-body").count() == 0 and v.errors == []
+        assert v.page.locator(".tabitem .error").count() == 0  # no error pill from a tab's skipped steps
+    finally:
+        v.page.close()
 
 
 def test_masked_lm_without_the_head_says_so(visitor, tmp_path):
@@ -418,7 +494,7 @@ def test_masked_lm_and_next_sentence_with_the_heads(visitor, tmp_path, tiny_fold
     shoot(page, tmp_path, "08-masked-lm-with-head")
 
     page.get_by_role("tab", name="Next sentence").click()
-    assert "P(B follows A) =" in page.locator("#next-sentence").inner_text()
+    shows_text(page, "#next-sentence", "P(B follows A) =")
     assert "IsNext" in page.locator("#next-sentence-label").inner_text()
 
 

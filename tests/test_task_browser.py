@@ -59,6 +59,10 @@ def test_explain_open_a_head_pick_a_heldout_row_and_compare_with_the_base(browse
     message = page.inner_text("#compare-message")
     assert "(left) against" in message and "Change per layer, first to last" in message and "weights" in message
     assert page.input_value("#compare-a textarea") == worst
+    # that click opened Compare: a new input refreshes it as the open tab (its second input follows the analyzed one)
+    page.locator("#sentence-a textarea").fill("a fine movie")
+    page.click("#analyze")
+    page.wait_for_function("() => document.querySelector('#compare-a textarea')?.value === 'a fine movie'")
     assert errors == []
     page.close()
 

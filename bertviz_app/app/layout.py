@@ -2,13 +2,16 @@
 the title) and right under it the attention views, so that on a 1280 x 720 projector the input and the picture share
 the screen. The token table and the other views are in tabs below.
 
-A new input runs one forward pass in `analyze`, which also sends the attention views their payload; every other tab
-then adds its own steps after it (cheap views first, heavy figures last).
+A new input runs one forward pass in `analyze`, which also sends the attention views their payload and the token
+table (the first tab). Each other tab computes its views when it is open: after an analysis if it is, or when the
+visitor opens it, if what it shows belongs to an earlier analysis (`TABS_JS`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from types import SimpleNamespace
 
 import gradio as gr
 
@@ -70,6 +73,31 @@ SHOW_PICTURE_JS = """() => {
   const host = document.querySelector("#attention-host");
   if (host) host.scrollIntoView({ block: "start" });
 }"""
+
+# Which tabs compute, decided in the browser, without a request for a closed tab: the page keeps the tab that is open
+# and those that show an earlier analysis, and a js-only step in front of each tab's steps throws where they need not
+# run. Two things of gradio's front end (6.31) are relied on: it runs none of the steps chained with `.success` after
+# a js step that throws (a failed step, shown nowhere when the step has no outputs), and a tab's `.select` fires when
+# an event selects it too (gr.Tabs(selected=...)); test_browser.py's test_only_the_open_tab_computes_after_an_analysis
+# and test_task_browser.py (Task -> Compare, then Analyze) pin them. The page opens on the first tab, Tokens.
+TABS_JS = "(window.bvTabs ??= { open: 'tokens-tab', stale: new Set() })"
+
+
+def tab_step_js(tab_id: str, event: str) -> str:
+    """The js-only step in front of a tab's steps: after an "analyzed" input, run them if the tab is open (else the
+    tab is stale); when it is "opened", run them if it is stale."""
+    tab = json.dumps(tab_id)
+    if event == "opened":
+        return (f"() => {{ const tabs = {TABS_JS}; tabs.open = {tab};"
+                f" if (!tabs.stale.delete({tab})) throw new Error('up to date'); }}")
+    return (f"() => {{ const tabs = {TABS_JS}; if (tabs.open !== {tab}) {{ tabs.stale.add({tab});"
+            " throw new Error('computed when opened'); } }")
+
+
+def when_needed(gate) -> SimpleNamespace:
+    """What a tab's `after_analysis` chains its steps to: the js step `gate`, with `.success` (none of the steps runs
+    where it throws)."""
+    return SimpleNamespace(then=gate.success)
 
 
 def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None,
@@ -231,15 +259,17 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                 compare = CompareTab(page, host)
             with gr.Tab("Model", id="model-tab"):
                 model_tab = ModelTab(page)
-        # The order of the steps after an analysis: the cheap ones first, heavy figures last.
-        tabs = [attention, masked_lm, next_sentence, task, beyond, compare, model_tab, embeddings, hidden]
+        # The tabs that compute after an analysis, by their id; the Tokens tab's table comes with the analysis.
+        tabs = {"mlm-tab": masked_lm, "nsp-tab": next_sentence, "task-tab": task, "beyond-tab": beyond,
+                "compare-tab": compare, "model-tab": model_tab, "embeddings-tab": embeddings, "hidden-tab": hidden}
         analysis = inputs.analysis(demo, page, attention, token_table)
 
         def follow(event, public: bool) -> None:
-            for tab in tabs:
-                event = tab.after_analysis(event, public)
+            attention.after_analysis(event, public)  # the picture is always in sight
+            for tab_id, tab in tabs.items():
+                tab.after_analysis(when_needed(event.success(None, js=tab_step_js(tab_id, "analyzed"))), public)
 
-        for tab in tabs:  # before `follow`: an endpoint is named after its first, public use
+        for tab in [attention, *tabs.values()]:  # before `follow`: an endpoint is named after its first, public use
             tab.wire()
         finetune.wire(finetune_item, [inputs.model, compare.other_model])
         inputs.copy_link.click(None, js=COPY_LINK_JS)
@@ -264,6 +294,10 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         # So does a held-out example clicked in the Task tab, which also leads into Compare.
         held_out = task.link(inputs, compare, tab_set)
         follow(held_out.success(**page.analysis_api("analyze", False), **analysis), public=False)
+        for item in tab_set.children:  # a tab opened (by the visitor or an event) computes if it is stale
+            opened = item.select(None, js=tab_step_js(item.id, "opened"))
+            if item.id in tabs:
+                tabs[item.id].after_analysis(when_needed(opened), public=False)
     # Every event's values are checked in words before gradio processes them, however the demo is launched.
     gradio_internals.check_inputs_first(demo, check_inputs)
     return demo
