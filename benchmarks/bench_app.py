@@ -238,8 +238,9 @@ def analyze(client, model_name: str, i: int, tokens: int = 32):
 
 
 class PageVisitor:
-    """What a browser sends for Analyze, and no more: the page once, then per input a queue/join and the session's
-    event stream read to the event's result. The visitors run in the benchmark's process, on the server's two cores:
+    """What a browser sends for Analyze: the page once, then per input a queue/join and the session's event stream
+    read to the event's result (the page also sends one unqueued step per Analyze, which clears the silencing
+    result under the picture; left out here). The visitors run in the benchmark's process, on the server's two cores:
     gradio_client spends ~13 ms of CPU per request and ~25 ms per new client there (2 s per burst of 50 x 3, a third
     of the cores' time), which no visitor's browser takes from a real server."""
 

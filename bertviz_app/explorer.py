@@ -20,7 +20,7 @@ from .device import resolve_device
 from .family import FamilyNotes, notes
 from .finetuning import tasks as finetuning_tasks
 from .finetuning.training import base_model, read_heldout
-from .model import BertForPreTraining, BertPreTrainedModel, analysis_pass
+from .model import BertForPreTraining, BertPreTrainedModel, TracedPass, analysis_pass
 from .plots import PlottedRun
 from .run import ModelTables, RelativeTables, Run
 from .targets import TASK_TARGETS, Target
@@ -73,7 +73,8 @@ class Explorer:
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
         self._freed_bytes = 0  # evicted since memory was last given back
-        self._pass = None  # see _analysis_pass
+        self._pass: TracedPass | None = None  # see _analysis_pass
+        self._pass_lock = threading.Lock()
         self.forward_passes = 1
 
     @property
@@ -321,9 +322,10 @@ class Explorer:
         input: a server does it before it serves."""
         self._analysis_pass()
 
-    def _analysis_pass(self):
-        """The model's pass for new inputs (`model.analysis_pass`: traced once, at the first)."""
-        with self._lock:
+    def _analysis_pass(self) -> TracedPass:
+        """The model's pass for new inputs (`model.analysis_pass`: traced once, at the first), under a lock of its
+        own: the cache's stays free while it traces."""
+        with self._pass_lock:
             if self._pass is None:
                 self._pass = analysis_pass(self.model.bert)
             return self._pass

@@ -25,6 +25,7 @@ fused `scaled_dot_product_attention` kernel.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 
@@ -33,6 +34,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import BertConfig
+
+log = logging.getLogger(__name__)
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # exact (erf) GELU, as in the original BERT
@@ -564,57 +567,73 @@ class AnalysisPass(nn.Module):
 
     def output(self, flat: tuple[Tensor, ...]) -> BertModelOutput:
         L = self.bert.config.num_hidden_layers
-        hidden, (attentions, queries, keys, grams) = flat[:L + 1], (flat[L + 1 + i * L:L + 1 + (i + 1) * L]
-                                                                   for i in range(4))
-        token, segment, position, *pooled = flat[1 + 5 * L:]
+        hidden = flat[:L + 1]  # L + 1 of (B, T, H): the embeddings, then each layer's output
+        attentions = flat[L + 1:2 * L + 1]  # L of (B, h, T, T)
+        queries, keys = flat[2 * L + 1:3 * L + 1], flat[3 * L + 1:4 * L + 1]  # L of (B, h, T, d) each
+        grams = flat[4 * L + 1:5 * L + 1]  # L of (B, T, h, h)
+        token, segment, position, *pooled = flat[5 * L + 1:]  # (B, T, E) each, then the (B, H) pooler if any
         return BertModelOutput(hidden[-1], pooled[0] if pooled else None, hidden, attentions, queries, keys,
                                EmbeddingParts(token, segment, position), value_grams=grams)
 
 
-def analysis_pass(bert: BertModel):
-    """`(ids, segments, mask) -> BertModelOutput` of every output an analysis reads (its `traced` attribute says
-    how it runs), traced by TorchScript where the
-    trace gives the eager pass's numbers exactly. Why: in Python each of the pass's ~600 operations gives up the GIL
-    and takes it back, and beside a busy Python thread (a server's event loop, another visitor's payload) every
-    retake waits; a 36-token pass of the default model took 271 ms instead of 14 there, 31 ms traced, whose whole
-    pass runs in C++. The trace is recorded on a padded pair (the masked path, which adds a zero bias where eager
-    skips it) and checked on other lengths and batch sizes; DeBERTa (relative positions cut by Python integers),
-    a failed trace or any difference keeps the eager pass."""
-    eager = AnalysisPass(bert).eval()
+@dataclass
+class TracedPass:
+    """`pass_(ids, segments, mask) -> BertModelOutput`, for inference (no gradients): the TorchScript trace of
+    `module` where `analysis_pass` could make one that holds, else `module` in Python."""
 
-    def run_eager(*inputs) -> BertModelOutput:
-        return eager.output(eager(*inputs))
+    module: AnalysisPass
+    script: torch.jit.ScriptModule | None = None
 
-    run_eager.traced = False
-    config = bert.config
-    if config.relative_attention:
-        return run_eager
-    device = next(bert.parameters()).device
+    @property
+    def traced(self) -> bool:
+        return self.script is not None
+
+    def __call__(self, ids: Tensor, segments: Tensor, mask: Tensor) -> BertModelOutput:
+        run = self.module if self.script is None else self.script
+        with torch.inference_mode():
+            return self.module.output(run(ids, segments, mask))
+
+
+def analysis_pass(bert: BertModel) -> TracedPass:
+    """The pass of new inputs, traced by TorchScript on the CPU. In Python each of the pass's ~600 operations gives up
+    the GIL and takes it back, and beside a busy Python thread (a server's event loop, another visitor's payload)
+    every retake waits: a 36-token pass of the default model took 271 ms instead of 14 there, 31 ms traced, whose
+    whole pass runs in C++. The trace is recorded on a padded pair (the masked path, which adds a zero bias where
+    Python skips it) and must give the Python pass's numbers bit for bit on other lengths and batch sizes; where it
+    cannot (DeBERTa's relative positions are cut by Python integers, a failed trace, any difference) the pass stays
+    in Python. Not on a GPU: there the trace's fuser may round differently after its first runs, and kernel launches
+    do not wait for the GIL anyway."""
+    module = AnalysisPass(bert).eval()
+    if bert.config.relative_attention or next(bert.parameters()).device.type != "cpu":
+        return TracedPass(module)
+    try:
+        script = _exact_trace(module, bert.config)
+    except Exception as err:  # noqa: BLE001 (a model TorchScript cannot trace runs in Python, as before)
+        log.info("the analysis pass stays in Python: %s", err)
+        return TracedPass(module)
+    return TracedPass(module, script)
+
+
+def _exact_trace(module: AnalysisPass, config: BertConfig) -> torch.jit.ScriptModule:
+    """`module` traced on a padded pair; raises unless it matches the Python pass exactly on other shapes."""
     pad = config.pad_token_id or 0
     token = next(i for i in range(3, config.vocab_size) if i != pad)
 
     def batch(lengths):
+        lengths = [max(1, min(n, config.max_tokens)) for n in lengths]
         T = max(lengths)
-        ids = torch.tensor([[token] * n + [pad] * (T - n) for n in lengths], device=device)
-        mask = torch.tensor([[1] * n + [0] * (T - n) for n in lengths], device=device)
+        ids = torch.tensor([[token] * n + [pad] * (T - n) for n in lengths])
+        mask = torch.tensor([[1] * n + [0] * (T - n) for n in lengths])
         return ids, torch.zeros_like(ids), mask
 
-    try:
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # jit.trace's deprecation notice, and its notes on traced constants
-            traced = torch.jit.trace(eager, batch([6, 4]), check_trace=False)
-            for lengths in ([9], [3, 11, 7], [2]):
-                inputs = batch(lengths)
-                if not all(torch.equal(a, b) for a, b in zip(eager(*inputs), traced(*inputs), strict=True)):
-                    return run_eager
-    except Exception:  # noqa: BLE001 (a model TorchScript cannot trace runs eagerly, as before)
-        return run_eager
-
-    def run_traced(*inputs) -> BertModelOutput:
-        return eager.output(traced(*inputs))
-
-    run_traced.traced = True
-    return run_traced
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # jit.trace's deprecation notice, and its notes on traced constants
+        script = torch.jit.trace(module, batch([6, 4]), check_trace=False)
+        for lengths in ([9], [3, 11, 7], [2]):
+            inputs = batch(lengths)
+            if not all(torch.equal(a, b) for a, b in zip(module(*inputs), script(*inputs), strict=True)):
+                raise ValueError(f"the trace differs from the Python pass on lengths {lengths}")
+    return script
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -139,6 +139,10 @@ class Run:
         return (f"Run({len(self)} tokens, {self.num_layers} layers x {self.num_heads} heads, model={self.model_name!r}, "
                 f"text={self.encoding.text[:40]!r}{', pair' if self.encoding.is_pair else ''})")
 
+    def __setattr__(self, name, value):
+        self.__dict__.pop("_held_nbytes", None)  # an array set after construction counts (see nbytes)
+        super().__setattr__(name, value)
+
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays this Run holds (the shared model tables not counted): what a cache of Runs weighs."""

@@ -69,6 +69,14 @@ def test_attention_rows_sum_to_one_over_unmasked_keys(run_and_explorer):
     np.testing.assert_allclose(run.attentions[..., mask].astype(np.float64).sum(-1), 1.0, atol=1e-6)
 
 
+def test_a_runs_bytes_count_what_it_holds_now(explorers):
+    run = explorers["default"].run("Bytes counted once, and again when an array changes.")
+    before, pooler = run.nbytes, run.pooler_output.nbytes
+    assert run.nbytes == before  # counted once, then kept
+    run.pooler_output = np.zeros(10_000, dtype=np.float32)
+    assert run.nbytes == before - pooler + 40_000
+
+
 def test_a_float16_cache_is_an_explicit_choice_and_says_so(explorers, tmp_path):
     default = explorers["default"]
     half = Explorer(default.model, default.tokenizer, default.device, "half", cache_dtype="float16")

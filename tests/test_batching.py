@@ -219,6 +219,7 @@ def test_the_analysis_pass_is_traced_and_gives_the_eager_numbers_exactly(family,
             assert torch.equal(getattr(ours.embedding_parts, name), getattr(eager.embedding_parts, name)), name
         assert (ours.pooler_output is None) == (eager.pooler_output is None)
         assert eager.pooler_output is None or torch.equal(ours.pooler_output, eager.pooler_output)
+    assert not traced(*inputs).hidden_states[-1].requires_grad  # called in grad mode too: a pass for inference
 
 
 def test_inputs_that_arrive_together_share_a_pass(default_explorer, monkeypatch):

@@ -61,6 +61,7 @@ def test_auth_pairs_and_files(tmp_path):
 def fake_app(monkeypatch):
     """The serve command without loading a model or opening a port."""
     calls = {}
+    monkeypatch.setattr(cli.gc, "freeze", lambda: None)  # frozen, this test process would keep all it holds now
     monkeypatch.setattr(app, "load_models", lambda models, **kw: calls.setdefault("load", (models, kw)) and {})
     monkeypatch.setattr(app, "build_demo", lambda explorers, **kw: calls.setdefault("build", kw))
     monkeypatch.setattr(app, "serve", lambda demo, **kw: calls.setdefault("serve", kw))
@@ -84,7 +85,7 @@ def test_serve_passes_the_options_on(fake_app, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_serve_traces_each_model_before_it_serves(monkeypatch):
+def test_serve_traces_each_model_and_freezes_what_lives_before_it_serves(monkeypatch):
     order = []
 
     class Loaded:
@@ -94,8 +95,10 @@ def test_serve_traces_each_model_before_it_serves(monkeypatch):
     monkeypatch.setattr(app, "load_models", lambda models, **kw: {"a": Loaded(), "b": Loaded()})
     monkeypatch.setattr(app, "build_demo", lambda explorers, **kw: order.append("build"))
     monkeypatch.setattr(app, "serve", lambda demo, **kw: order.append("serve"))
+    # what lives from the start is frozen for the collector (it would walk it in every full collection)
+    monkeypatch.setattr(cli.gc, "freeze", lambda: order.append("freeze"))
     assert cli.main(["--device", "cpu"]) == 0
-    assert order == ["warm up", "warm up", "build", "serve"]
+    assert order == ["warm up", "warm up", "build", "freeze", "serve"]
 
 
 def test_the_defaults_are_the_library_s():

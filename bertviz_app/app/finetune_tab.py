@@ -463,6 +463,7 @@ class FineTuneTab:
         base = self.page.models.get(job.base)
         explorer = load(folder, device=base.device, max_tokens=base.max_tokens, name=job.name,
                         cache_mb=self.settings.cache_mb, cache_dtype=base.cache_dtype)
+        explorer.warm_up()  # here, on the training's thread, not at the first visitor's input
         self.folders[job.name] = folder
         self.page.models.add(job.name, explorer)
         for picker in self._pickers:  # the server's copy: what the page may send from now on

@@ -146,8 +146,9 @@ class PageCache:
 
     PATHS = {"/", "/config"}
     QUERIED = {f"{API}/info"}  # ?serialize=False, ?all_endpoints=True: a few fixed forms
-    # what gradio builds the page's own address from (the root url its links and files use)
-    ADDRESS = (b"host", b"x-forwarded-host", b"x-forwarded-proto")
+    # Every header gradio builds the page's own address from (the root its API calls and files go to), each by its
+    # first value as gradio reads it: one missing here would let one request's address reach every later visitor.
+    ADDRESS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-server")
 
     def __init__(self, app: ASGIApp, entries: int = 16):
         self.app = app
@@ -160,9 +161,11 @@ class PageCache:
         path, query = route_path(scope), scope.get("query_string", b"")
         if not (path in self.PATHS and not query or path in self.QUERIED):
             return None
-        headers = dict(scope.get("headers") or ())
-        return (scope.get("path"), query, scope.get("root_path", ""), scope.get("scheme"), scope.get("server"),
-                *(headers.get(name) for name in self.ADDRESS))
+        first: dict[bytes, bytes] = {}
+        for name, value in scope.get("headers") or ():
+            first.setdefault(name.lower(), value)
+        return (scope.get("path"), query, scope.get("root_path", ""), scope.get("scheme"),
+                tuple(scope.get("server") or ()), *(first.get(name) for name in self.ADDRESS))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = self.key(scope)

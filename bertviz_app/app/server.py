@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import io
 import logging
 import os
@@ -172,11 +171,6 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
             print(f"bertviz-app: could not create the public --share link: gradio.live cannot be reached (no "
                   f"internet connection, or a firewall blocks it). The app keeps serving locally on {url}",
                   file=sys.stderr, flush=True)
-    # A full collection walks every object the process holds; the ~340,000 of torch, gradio, the page and the models
-    # live as long as the server. Frozen, they are walked no more: a class's burst of inputs paid ~0.2 s of the CPU
-    # for each full collection, two or three per burst.
-    gc.collect()
-    gc.freeze()
     if block:
         demo.block_thread()
     return url
