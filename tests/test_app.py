@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 
 import httpx
 import numpy as np
@@ -72,7 +73,13 @@ def analyze(client, a, b="", model=MODEL):
     return client.predict(model, a, b, api_name="/analyze")
 
 
-def table_tokens(table: dict) -> list[str]:
+def token_table(value: dict) -> dict:
+    """The token table of an analysis (its {headers, data} travel as one JSON string)."""
+    return json.loads(value["table"])
+
+
+def table_tokens(value: dict) -> list[str]:
+    table = token_table(value)
     return [row[table["headers"].index("token")] for row in table["data"]]
 
 
@@ -114,7 +121,7 @@ def test_analyze_a_pair(client, explorer):
     out = analyze(client, "The cat sat.", "It slept.")
     table, notice, value = out
     assert table_tokens(table) == ["[CLS]", "the", "cat", "sat", ".", "[SEP]", "it", "slept", ".", "[SEP]"]
-    segments = [row[table["headers"].index("segment")] for row in table["data"]]
+    segments = [row[token_table(table)["headers"].index("segment")] for row in token_table(table)["data"]]
     assert segments == ["A"] * 6 + ["B"] * 4
     assert "10 tokens" in notice
     nsp = client.predict(api_name="/next_sentence")[0]
@@ -217,7 +224,7 @@ def test_every_view_draws(client, endpoint, args):
 
 def test_long_input_is_truncated_with_a_notice(client):
     out = analyze(client, BAD_TEXTS["long"])
-    assert len(out[0]["data"]) == 128
+    assert len(token_table(out[0])["data"]) == 128
     assert "truncated" in out[1] and "128" in out[1]
 
 

@@ -5,6 +5,7 @@ drives it; and the family's words and extras (sentence order, "replaced?") from 
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 from gradio_client import Client
@@ -44,7 +45,7 @@ def client(explorers):
 def test_every_family_is_analyzed_and_drawn(client, explorers, family):
     name, explorer = explorers[family]
     out = client.predict(name, *PAIR, api_name="/analyze")
-    table = out[0]
+    table = json.loads(out[0]["table"])  # the token table's {headers, data}, as one string
     column = {name: [row[table["headers"].index(name)] for row in table["data"]] for name in ("token", "piece")}
     encoding = explorer.encode(*PAIR)
     # Shown as read ('cat', '##s'), the vocabulary's own pieces ('Ġcat', '▁cat') kept beside them

@@ -280,7 +280,7 @@ def test_the_direct_route_does_not_skip_the_queue(server, events, explorers, mod
                                                      "session_hash": "bypass"}, timeout=60)
             assert answer.status_code == 404, (dependency["api_name"], answer.status_code, answer.text[:200])
     assert calls == []
-    assert Client(server, verbose=False).predict(model_name, "Through the queue.", "", api_name="/analyze")[0]["data"]
+    assert Client(server, verbose=False).predict(model_name, "Through the queue.", "", api_name="/analyze")[0]["table"]
     assert len(calls) == 1
 
 
@@ -731,7 +731,7 @@ def test_a_login_opens_the_app(auth_server, model_name):
         assert session.post("/gradio_api/cancel", json={"session_hash": "x", "fn_index": 0, "event_id": "e"}
                             ).status_code == 200
     client = Client(auth_server, auth=(USER, PASSWORD), verbose=False)
-    assert analyze(client, model_name, "Logged in.")[0]["data"]
+    assert analyze(client, model_name, "Logged in.")[0]["table"]
 
 
 @contextlib.contextmanager

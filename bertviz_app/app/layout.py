@@ -74,6 +74,44 @@ SHOW_PICTURE_JS = """() => {
   if (host) host.scrollIntoView({ block: "start" });
 }"""
 
+# The token table, drawn by the page from {headers, data} as plain DOM (text nodes: a token is never read as HTML),
+# when the page is next idle: the attention views, drawn from the same answer, go first. Gradio's Dataframe took
+# ~170 ms of the page's time for 512 rows, a fifth of a long input's Analyze, before the views could draw.
+TOKEN_TABLE_JS = """
+const draw = () => {
+  let value = {};
+  try { value = JSON.parse((props.value || {}).table || "{}"); } catch (err) { value = {}; }
+  const host = element.querySelector(".bv-token-table");
+  if (!host) return;
+  const rows = Array.isArray(value.data) ? value.data : [];
+  if (!rows.length || !Array.isArray(value.headers)) { host.replaceChildren(); return; }
+  const caption = document.createElement("p");
+  caption.className = "bv-table-caption";
+  caption.textContent = "What BERT reads: tokens with their segment and position";
+  const table = document.createElement("table");
+  const head = table.createTHead().insertRow();
+  for (const name of value.headers) head.appendChild(document.createElement("th")).textContent = String(name);
+  const body = table.createTBody();
+  for (const row of rows) {
+    const line = body.insertRow();
+    for (const cell of row) line.insertCell().textContent = String(cell);
+  }
+  const scroll = document.createElement("div");
+  scroll.className = "bv-table-scroll";
+  scroll.append(table);
+  host.replaceChildren(caption, scroll);
+};
+let waiting = false;
+const soon = () => {
+  if (waiting) return;
+  waiting = true;
+  const run = () => { waiting = false; draw(); };
+  if (window.requestIdleCallback) requestIdleCallback(run, { timeout: 2000 }); else setTimeout(run, 50);
+};
+watch("value", soon);
+soon();
+"""
+
 # Which tabs compute, decided in the browser, without a request for a closed tab: the page keeps the tab that is open
 # and those that show an earlier analysis, and a js-only step in front of each tab's steps throws where they need not
 # run. Two things of gradio's front end (6.31) are relied on: it runs none of the steps chained with `.success` after
@@ -155,7 +193,7 @@ class InputArea:
         a, b = self.pairs[index]
         return a, b
 
-    def analysis(self, demo: gr.Blocks, page: Page, attention: AttentionSection, token_table: gr.Dataframe) -> dict:
+    def analysis(self, demo: gr.Blocks, page: Page, attention: AttentionSection, token_table: gr.HTML) -> dict:
         """The keyword arguments of the analyze event: one forward pass, the token table, the notice, and the
         attention views' payload."""
 
@@ -170,7 +208,10 @@ class InputArea:
             notice = f"{len(run)} tokens · forward pass {run.seconds * 1000:.0f} ms on {explorer.device}"
             if run.encoding.truncation is not None:  # in the notice, which the next input replaces: no toasts
                 notice += f" · **truncated:** {truncation_notice(explorer, run.encoding.truncation)}"
-            return ({"model": model, "text": text, "pair": text_pair}, run.token_table(), notice,
+            table = run.token_table().to_dict("split")  # plain Python values, ready for JSON
+            # one string: gradio walks every list and dict of an answer, cell by cell (~50 ms at 512 tokens)
+            table = {"table": json.dumps({"headers": table["columns"], "data": table["data"]}, ensure_ascii=False)}
+            return ({"model": model, "text": text, "pair": text_pair}, table, notice,
                     attention.first_paint(model, run))
 
         def analyze(model, text, text_pair, request: gr.Request = None):
@@ -239,8 +280,8 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         attention = AttentionSection(page, host)  # the picture, right under the input; the other views in tabs
         with gr.Tabs(elem_id="tabs") as tab_set:
             with gr.Tab("Tokens", id="tokens-tab"):
-                token_table = gr.Dataframe(label="What BERT reads: tokens with their segment and position",
-                                           interactive=False, datatype="str", max_height=560, elem_id="token-table")
+                token_table = gr.HTML(value={}, html_template="<div class='bv-token-table'></div>",
+                                      js_on_load=TOKEN_TABLE_JS, apply_default_css=False, elem_id="token-table")
             with gr.Tab("Embeddings", id="embeddings-tab"):
                 embeddings = EmbeddingsTab(page)
             with gr.Tab("Hidden states", id="hidden-tab"):
