@@ -75,8 +75,9 @@ SHOW_PICTURE_JS = """() => {
 }"""
 
 # The token table, drawn by the page from {headers, data} as plain DOM (text nodes: a token is never read as HTML),
-# when the page is next idle: the attention views, drawn from the same answer, go first. Gradio's Dataframe took
-# ~170 ms of the page's time for 512 rows, a fifth of a long input's Analyze, before the views could draw.
+# when the page is next idle: the attention views, drawn from the same answer, go first. As gradio's Dataframe, 512
+# rows cost a long input's Analyze ~170 ms before the views could draw (gradio walks every list of an answer cell
+# by cell, hence one JSON string, and its table drew slowly).
 TOKEN_TABLE_JS = """
 const draw = () => {
   let value = {};
