@@ -253,23 +253,29 @@ class PageVisitor:
         self.http.get("/").raise_for_status()
 
     def analyze(self, model_name: str, text: str) -> list:
-        import json
-
-        joined = self.http.post("/gradio_api/queue/join", json={
-            "data": [model_name, text, ""], "fn_index": self.fn_index, "session_hash": self.session,
-            "event_data": None, "trigger_id": None})
-        joined.raise_for_status()
-        with self.http.stream("GET", f"/gradio_api/queue/data?session_hash={self.session}") as stream:
-            for line in stream.iter_lines():
-                if line.startswith("data:") and '"process_completed"' in line:
-                    message = json.loads(line[5:])
-                    if not message.get("success"):
-                        raise RuntimeError(f"the analysis failed: {str(message.get('output'))[:200]}")
-                    return message["output"]["data"]
-        raise RuntimeError("the event stream ended without the analysis")
+        return queue_event(self.http, self.fn_index, self.session, [model_name, text, ""])["data"]
 
     def close(self) -> None:
         self.http.close()
+
+
+def queue_event(http, fn_index: int, session: str, data: list) -> dict:
+    """One event through gradio's queue as the page sends it, on `http` (an httpx.Client with the app's base url):
+    queue/join, then the session's event stream read to the event's result, gradio's {"data": [...], ...}. Raises
+    RuntimeError with gradio's answer where the event failed."""
+    import json
+
+    joined = http.post("gradio_api/queue/join", json={
+        "data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None})
+    joined.raise_for_status()
+    with http.stream("GET", f"gradio_api/queue/data?session_hash={session}") as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:") and '"process_completed"' in line:
+                message = json.loads(line[5:])
+                if not message.get("success"):
+                    raise RuntimeError(message.get("output"))
+                return message["output"]
+    raise RuntimeError("the event stream ended without a result")
 
 
 def analyze_fn_index(url: str) -> int:

@@ -25,7 +25,6 @@ The machine this ran on may be shared: latencies move with the neighbours' load,
 from __future__ import annotations
 
 import argparse
-import json
 import concurrent.futures
 import statistics
 import sys
@@ -37,7 +36,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import WORDS, print_measures, rss_mib, served  # noqa: E402
+from bench_app import WORDS, print_measures, queue_event, rss_mib, served  # noqa: E402
 
 USER, PASSWORD = "teacher", "a long class password"
 MAX_TOKENS = 256
@@ -63,18 +62,7 @@ class Visitor:
         self.model = next(c["props"]["value"] for c in config["components"] if c["props"].get("elem_id") == "model")
 
     def event(self, name: str, data: list) -> dict:
-        joined = self.http.post("gradio_api/queue/join", json={
-            "data": data, "fn_index": self.events[name], "session_hash": self.session, "event_data": None,
-            "trigger_id": None})
-        joined.raise_for_status()
-        with self.http.stream("GET", f"gradio_api/queue/data?session_hash={self.session}") as stream:
-            for line in stream.iter_lines():
-                if line.startswith("data:") and '"process_completed"' in line:
-                    message = json.loads(line[5:])
-                    if not message.get("success"):
-                        raise RuntimeError(message.get("output"))
-                    return message["output"]
-        raise RuntimeError("the event stream ended without a result")
+        return queue_event(self.http, self.events[name], self.session, data)
 
     def analyze(self, text: str) -> str:
         """The views' key of a new analysis."""
