@@ -147,7 +147,7 @@ class Run:
     def nbytes(self) -> int:
         """Bytes of the arrays this Run holds (the shared model tables not counted): what a cache of Runs weighs."""
         held = self.__dict__.get("_held_nbytes")
-        if held is None:  # the arrays never change: counted once (a cache sums every Run's at each new input)
+        if held is None:  # counted once, again after an array is set (a cache sums every Run's at each new input)
             arrays = (self.hidden_states, self.attentions, self.queries, self.keys, self.token_embeddings,
                       self.segment_embeddings, self.position_embeddings, self.value_grams, self.pooler_output)
             held = self.__dict__["_held_nbytes"] = sum(a.nbytes for a in arrays if a is not None)

@@ -9,6 +9,7 @@ BERTVIZ_SCREENSHOTS=DIR is set, to DIR as well, named app_*.png."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -56,6 +57,15 @@ class AppPage:
         self.page.on("request", lambda r: self.requests.append(r.url) if r.url.startswith(self.origin) else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.goto(url)
+
+    @contextlib.contextmanager
+    def on_a_phone(self):
+        """The page at 390 x 844 for the `with` block, then back at 1280 x 720."""
+        self.page.set_viewport_size({"width": 390, "height": 844})
+        try:
+            yield self.page
+        finally:
+            self.page.set_viewport_size({"width": 1280, "height": 720})
 
     def views_drawn(self, view: str = "lines", contains: str = "") -> str:
         # One check that also gives the value: a new payload remounts the view, so a second look may find none.

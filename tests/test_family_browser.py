@@ -49,11 +49,10 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
     page = visitor.page
     page.locator("#view-pane-lines").scroll_into_view_if_needed()
     shoot(page, tmp_path, "family-roberta-tokens")
-    page.set_viewport_size({"width": 390, "height": 844})
-    visitor.views_drawn("lines")
-    page.locator("#view-pane-lines").scroll_into_view_if_needed()
-    shoot(page, tmp_path, "family-roberta-tokens-phone")
-    page.set_viewport_size({"width": 1280, "height": 720})
+    with visitor.on_a_phone():
+        visitor.views_drawn("lines")
+        page.locator("#view-pane-lines").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "family-roberta-tokens-phone")
     visitor.open_tab("Embeddings")
     page.wait_for_function("() => document.querySelector('#embeddings-family-note')?.innerText"
                            ".includes('RoBERTa has no segment B embedding')", timeout=TIMEOUT_MS)
@@ -64,11 +63,10 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
     assert "What this family does differently from BERT" in page.locator("#model-info").inner_text()
     assert not visitor.errors
     shoot(page, tmp_path, "family-roberta")
-    page.set_viewport_size({"width": 390, "height": 844})
-    visitor.open_tab("Tokens")
-    page.locator("#tabs").scroll_into_view_if_needed()
-    shoot(page, tmp_path, "family-roberta-table-phone")
-    page.set_viewport_size({"width": 1280, "height": 720})
+    with visitor.on_a_phone():
+        visitor.open_tab("Tokens")
+        page.locator("#tabs").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "family-roberta-table-phone")
 
 
 def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path):
@@ -111,8 +109,7 @@ def test_deberta_query_key_view_splits_each_score(visitor, explorers, folders, t
     page.select_option("#view-token", "2")
     visitor.views_drawn("qk", "query=2")
     shoot(page, tmp_path, "family-deberta-qk")
-    page.set_viewport_size({"width": 390, "height": 844})
-    visitor.views_drawn("qk", "query=")
-    page.locator("#view-pane-qk .bv-stats").scroll_into_view_if_needed()
-    shoot(page, tmp_path, "family-deberta-qk-phone")
-    page.set_viewport_size({"width": 1280, "height": 720})
+    with visitor.on_a_phone():
+        visitor.views_drawn("qk", "query=")
+        page.locator("#view-pane-qk .bv-stats").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "family-deberta-qk-phone")
