@@ -265,14 +265,25 @@ def test_a_stop_keeps_the_best_epoch_so_far(tmp_path, base, sentiment):
     assert (tmp_path / "out" / "model.safetensors").exists()
 
 
-def test_first_ctrl_c_asks_to_stop_and_a_second_one_interrupts():
-    with stop_requests() as stop:
-        os.kill(os.getpid(), signal.SIGINT)
-        assert stop.wait(5)
-        with pytest.raises(KeyboardInterrupt):
+@pytest.mark.parametrize("found", [None, signal.SIG_IGN, signal.default_int_handler],
+                         ids=["as-started", "ignored", "python-default"])
+def test_first_ctrl_c_asks_to_stop_and_a_second_one_interrupts(found):
+    """Whatever handler the process had (Python's default, or SIG_IGN under nohup or a background job), the loop
+    handles Ctrl-C while it runs and gives that handler back."""
+    started = signal.getsignal(signal.SIGINT)
+    if found is not None:
+        signal.signal(signal.SIGINT, found)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with stop_requests() as stop:
             os.kill(os.getpid(), signal.SIGINT)
-            threading.Event().wait(5)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            assert stop.wait(5)
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+                threading.Event().wait(5)
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        signal.signal(signal.SIGINT, started)
 
 
 def test_output_that_exists_is_refused_unless_overwrite(tmp_path, base, sentiment):

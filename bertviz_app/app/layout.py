@@ -9,6 +9,7 @@ visitor opens it, if what it shows belongs to an earlier analysis (`TABS_JS`).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from types import SimpleNamespace
@@ -186,6 +187,8 @@ class InputArea:
             self.button = gr.Button("Analyze", variant="primary", scale=1, min_width=110, elem_id="analyze")
         self.notice = gr.Markdown(elem_id="notice")
         self._refusals: dict[str | None, str] = {}  # session hash -> the sentence its last refused input got
+        self._asked = itertools.count()
+        self._latest: dict[str, int] = {}  # session hash -> the number of its latest analysis asked for
 
     def pick_example(self, index):
         """The chosen example's sentences into the boxes."""
@@ -216,11 +219,17 @@ class InputArea:
                     attention.first_paint(model, run))
 
         def analyze(model, text, text_pair, request: gr.Request = None):
+            session, ticket = getattr(request, "session_hash", None), next(self._asked)
+            self._remember(self._latest, session, ticket)
             try:
-                return checked(model, text, text_pair, request)
+                result = checked(model, text, text_pair, request)
             except gr.Error as err:
+                if self._overtaken(session, ticket):
+                    return (gr.skip(),) * 4
                 self._refused(request, err.message)
                 raise
+            # The opening example (or a model switch) may finish after an input asked for later: the later one wins.
+            return (gr.skip(),) * 4 if self._overtaken(session, ticket) else result
 
         return dict(fn=analyze, inputs=[self.model, self.sentence_a, self.sentence_b],
                     outputs=[page.session, token_table, self.notice, attention.view],
@@ -229,9 +238,17 @@ class InputArea:
 
     def _refused(self, request, message: str) -> None:
         """Remember why this visitor's input was refused, for `stale_notice` (a failure listener gets no error)."""
-        self._refusals[getattr(request, "session_hash", None)] = message
-        while len(self._refusals) > 1000:
-            self._refusals.pop(next(iter(self._refusals)))
+        self._remember(self._refusals, getattr(request, "session_hash", None), message)
+
+    def _overtaken(self, session: str | None, ticket: int) -> bool:
+        """Whether this visitor asked for another analysis after the one numbered `ticket`."""
+        return session is not None and self._latest.get(session, ticket) != ticket
+
+    @staticmethod
+    def _remember(table: dict, session, value) -> None:
+        table[session] = value
+        while len(table) > 1000:  # a bound, as the sessions themselves have
+            table.pop(next(iter(table)))
 
     def stale_notice(self, session, request: gr.Request = None) -> str:
         """After a refused input: why, and that the picture below is still the last good one (the page's CSS dims

@@ -1,0 +1,58 @@
+"""The last thing a visitor asks for wins, whatever finishes first: on a slow host (or a loaded classroom server)
+the page's opening analysis may still run when the visitor types and presses Analyze. Here the opening example's
+forward pass is slowed on purpose, so that it ends after the visitor's own input on any machine."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bertviz_app import app
+from bertviz_app.catalog import read_examples
+from test_browser import TIMEOUT_MS, AppPage
+
+pytestmark = [pytest.mark.browser]
+
+SLOW_S = 4.0
+
+
+@pytest.fixture(scope="module")
+def slowed(tiny_mlm_folder):
+    """A served tiny model whose pass sleeps SLOW_S for the opening example, and an event set when it starts."""
+    explorers = app.load_models([tiny_mlm_folder], device="cpu")
+    explorer = next(iter(explorers.values()))
+    opening = tuple(read_examples()[0][0])
+    entered, run = threading.Event(), explorer.run
+
+    def slow_run(text, text_pair=None):
+        if (text, text_pair or "") == opening:
+            entered.set()
+            threading.Event().wait(SLOW_S)
+        return run(text, text_pair)
+
+    explorer.run = slow_run
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url, entered, explorer
+    demo.close()
+
+
+def test_the_visitors_input_wins_over_a_slower_opening_analysis(browser, slowed):
+    url, entered, explorer = slowed
+    visitor = AppPage(browser, url)
+    try:
+        assert entered.wait(TIMEOUT_MS / 1000), "the opening analysis never started"
+        visitor.analyze("Dogs bark at night.")
+        typed = explorer.encode("Dogs bark at night.").labels
+        assert visitor.wait_for_tokens(typed) == typed
+        # The opening analysis ends now, after the visitor's: it must not replace the picture, table or notice.
+        visitor.page.wait_for_timeout(SLOW_S * 1000 + 1500)
+        visitor.settle()
+        assert visitor.tokens() == typed
+        table = visitor.page.locator("#token-table").inner_text()
+        assert "bark" in table and "tired" not in table
+        assert visitor.page.locator("#sentence-a textarea").input_value() == "Dogs bark at night."
+        assert not visitor.errors
+    finally:
+        visitor.page.close()
