@@ -339,6 +339,30 @@ def test_no_request_can_give_its_address_to_the_next_visitors(server):
         "http://second.example"
 
 
+@pytest.mark.parametrize("first", ["/gradio_api/info", "/gradio_api/openapi.json"])
+@pytest.mark.parametrize("login", [False, True], ids=["open", "auth"])
+def test_the_first_request_does_not_choose_the_api_description_of_later_visitors(explorers, first, login):
+    """gradio builds the API description (its code snippets name the server's address) once, from the first request
+    after start-up; forwarded headers there must not become every later visitor's `Client("https://evil...")`."""
+    demo = app.build_demo(explorers)
+    url = app.serve(demo, port=app.free_port(), block=False, auth=[(USER, PASSWORD)] if login else None)
+    evil = {"x-forwarded-host": "evil.example", "x-forwarded-proto": "https"}
+    try:
+        with httpx.Client(base_url=url) as session:
+            if login:
+                assert session.post("/login", data={"username": USER, "password": PASSWORD}).status_code == 200
+            asked = session.get(first, headers=evil)
+            assert asked.status_code == 200
+            if first.endswith("/info"):
+                assert "evil.example" in asked.text  # the asker's own address, as used
+            for path in ("/gradio_api/info", "/gradio_api/openapi.json", "/gradio_api/info?serialize=False", "/"):
+                answer = session.get(path)
+                assert answer.status_code == 200 and "evil.example" not in answer.text, path
+            assert url.rstrip("/").split("//")[1] in session.get("/gradio_api/info").text
+    finally:
+        demo.close()
+
+
 def test_the_page_cache_keeps_only_whole_plain_answers_of_the_last_addresses():
     answers = {"status": 200, "cookie": False}
     calls = []

@@ -11,6 +11,8 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
 - keep_values_out_of_sessions: a session does not keep a copy of what each event sent to the page;
 - skip_event_analytics: no table of the last 10,000 events rebuilt after each one (for a monitoring page we do not
   offer);
+- api_description_per_request: the API description (its code snippets name the server's address) is built for the
+  request that asks, never kept from the first request after start-up for everyone;
 - current_session_hash: the session of the event being answered.
 
 The page also relies on two behaviours of gradio's front end, described where they are used (layout.TABS_JS): a
@@ -22,6 +24,7 @@ and `queue()` arguments or plain ASGI middleware (guards.py).
 
 from __future__ import annotations
 
+import contextvars
 import datetime
 import functools
 import inspect
@@ -253,3 +256,31 @@ def current_session_hash() -> str | None:
 
     request = LocalContext.request.get(None)
     return getattr(request, "session_hash", None)
+
+
+# --- the API description --------------------------------------------------------------------------------------------
+# gradio 6.31 builds the API description of /gradio_api/info and /gradio_api/openapi.json once, from the first request
+# after start-up (App.api_info), code snippets and all: `Client("https://evil.example")` for every later visitor when
+# that request sent X-Forwarded-Host: evil.example. The running app becomes an instance of a subclass whose `api_info`
+# lives only as long as the request that built it (a context variable: each request runs in a context of its own).
+# guards.PageCache still keeps the answer per address, so a class pays for it once per address, not once per visitor.
+_API_INFO_OF_REQUEST: contextvars.ContextVar = contextvars.ContextVar("api_info", default=None)
+
+
+def api_description_per_request(demo: gr.Blocks) -> None:
+    """Make gradio's kept API description last one request (demo must be launched). Raises AttributeError at once
+    if the app no longer has `api_info`."""
+    app = demo.server_app
+    base = type(app)
+    if getattr(base, "api_info_per_request", False):
+        return
+    if "api_info" not in vars(app):
+        raise AttributeError("gradio's app keeps no api_info of its own: see api_description_per_request")
+    del app.api_info  # the instance's own attribute would hide the class's property
+
+    class AppWithoutKeptApiInfo(base):
+        api_info_per_request = True
+        api_info = property(lambda self: _API_INFO_OF_REQUEST.get(),
+                            lambda self, value: _API_INFO_OF_REQUEST.set(value))
+
+    app.__class__ = AppWithoutKeptApiInfo

@@ -161,6 +161,7 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
                     head=views.script_element(),
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     gradio_internals.bound_new_sessions(demo, budget)
+    gradio_internals.api_description_per_request(demo)
     log.debug("gradio said: %s", captured.getvalue())
     url = demo.local_url
     print(f"bertviz-app: {listening_line(host, demo.server_port)} (Ctrl-C stops)", flush=True)
