@@ -11,6 +11,8 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
 - keep_values_out_of_sessions: a session does not keep a copy of what each event sent to the page;
 - skip_event_analytics: no table of the last 10,000 events rebuilt after each one (for a monitoring page we do not
   offer);
+- events: which event numbers have a Python function, which run only in the page, and the API names (for
+  guards.EventCalls);
 - api_description_per_request: the API description (its code snippets name the server's address) is built for the
   request that asks, never kept from the first request after start-up for everyone;
 - current_session_hash: the session of the event being answered.
@@ -284,3 +286,11 @@ def api_description_per_request(demo: gr.Blocks) -> None:
                             lambda self, value: _API_INFO_OF_REQUEST.set(value))
 
     app.__class__ = AppWithoutKeptApiInfo
+
+
+# --- events by number and name --------------------------------------------------------------------------------------
+def events(demo: gr.Blocks) -> tuple[set[int], set[int], set[str]]:
+    """(numbers of the events with a Python function, numbers of those that run only in the page, API names)."""
+    backend = {i for i, fn in demo.fns.items() if fn.fn is not None}
+    names = {fn.api_name for fn in demo.fns.values() if isinstance(fn.api_name, str)}
+    return backend, set(demo.fns) - backend, names

@@ -590,3 +590,51 @@ class CallErrors:
             message = (f"No API endpoint named /{name}." if isinstance(err, KeyError)
                        else f"{str(err).split('. Please')[0].rstrip('.')}.")
             await answer(send, 422, {"error": message})
+
+
+class EventCalls:
+    """gradio's routes that run an event by number or by name (POST /gradio_api/queue/join, /run/<name>,
+    /api/<name>) answered a number no event has, an event that runs only in the page (no Python function), or an
+    unknown name with a bare 500 and a traceback in the log (0.8-5.3 kB each). Each is answered here in words before
+    gradio sees it. `events()` gives (the numbers of the events with a Python function, the numbers of those without,
+    the API names)."""
+
+    RUN = (f"{API}/run/", f"{API}/api/")
+    JOIN = {f"{API}/queue/join", f"{API}/queue/join/"}
+
+    def __init__(self, app: ASGIApp, events: Callable[[], tuple[set[int], set[int], set[str]]]):
+        self.app = app
+        self.events = events
+
+    def refusal(self, path: str, call: Any) -> str | None:
+        """Why this call names no event gradio can run, or None."""
+        backend, page_only, names = self.events()
+        name = next((path[len(p):].strip("/") for p in self.RUN if path.startswith(p)), None)
+        if name not in (None, "predict"):
+            return None if name in names else f"No API endpoint named /{name[:100]}."
+        index = call.get("fn_index") if isinstance(call, dict) else None
+        if index is None:
+            return None  # gradio finds the event another way (or refuses in words itself)
+        if not isinstance(index, int) or isinstance(index, bool):
+            return "fn_index must be a whole number: the number of one of the page's events."
+        if index in page_only:
+            return f"Event number {index} runs in the page only; there is nothing to run on the server."
+        return None if index in backend else f"No event number {index}; reload the page."
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = route_path(scope) if scope["type"] == "http" and scope["method"] == "POST" else ""
+        if not (path in self.JOIN or path.startswith(self.RUN)):
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        if body is None:
+            return
+        try:
+            call = json.loads(body)
+        except ValueError:
+            call = None
+        why = self.refusal(path, call)
+        if why is not None:
+            await answer(send, 404, {"error": why})
+            return
+        await self.app(scope, replay(body, receive), send)

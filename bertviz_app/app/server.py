@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -104,7 +105,8 @@ def middleware(demo: gr.Blocks, max_body_bytes: int, auth: bool) -> list[Middlew
     return stack + [Middleware(guards.ServerFunctions,
                                session_exists=lambda session: gradio_internals.session_exists(demo, session),
                                release=release_freed_memory),
-                    Middleware(guards.CallErrors)]
+                    Middleware(guards.CallErrors),
+                    Middleware(guards.EventCalls, events=functools.partial(gradio_internals.events, demo))]
 
 
 @contextlib.contextmanager
