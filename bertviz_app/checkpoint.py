@@ -208,14 +208,30 @@ def _read_file(path: Path, shapes_only: bool = False) -> dict[str, Tensor] | dic
         # tensors on disk until they are copied into the model; files from before torch 1.6 (not zip) cannot be mapped.
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     except Exception as err:
-        raise CheckpointError(f"could not read {path}: the file is corrupted or not a {path.suffix} weight file "
-                              f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
-                              "download or save the checkpoint again") from None
+        raise CheckpointError(_unreadable(path, err)) from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, Tensor) for k, v in state.items()):
         raise CheckpointError(f"{path} does not hold a dictionary of tensors")
     return {key: value.shape for key, value in state.items()} if shapes_only else state
+
+
+def _unreadable(path: Path, err: Exception) -> str:
+    """Why a weight file was not read, in one line. torch's own message for a pickle that names a class says that
+    `weights_only=False` "will likely succeed": here that pickle is refused for what it is, never called corrupted."""
+    text = str(err)
+    named = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    if named:
+        return (f"{path} was refused: it is a pickle that asks to build {named.group(1)}, and unpickling can run "
+                "code, so such a file is read only when it holds nothing but tensors. Convert the checkpoint to "
+                "safetensors where you trust it (transformers' save_pretrained(folder) writes model.safetensors) and "
+                "load that")
+    # torch's own detail follows its marker (on the same line or the next); its first line is the advice above
+    marker = "WeightsUnpickler error:"
+    after = text.split(marker, 1)[1] if marker in text else text
+    detail = next((line.strip() for line in after.splitlines() if line.strip()), "")
+    return (f"could not read {path}: the file is corrupted or not a {path.suffix} weight file "
+            f"({type(err).__name__}: {detail}); download or save the checkpoint again")
 
 
 def normalize_keys(state: dict[str, Tensor], model_type: str = "bert") -> dict[str, Tensor]:
