@@ -17,6 +17,10 @@ JSON_LIMIT = 16 * 2**20
 # vocab.txt and tokenizer.json grow with the vocabulary, ~8 and ~15 bytes a token for English (all-MiniLM-L6-v2:
 # 232 kB and 466 kB for 30,522 tokens); 64 MiB is room for config.py's 1,000,000-token limit in any script.
 VOCAB_LIMIT = 64 * 2**20
+# The longest token of any tokenizer we know is a few dozen characters (runs of spaces in code models); `tokenizers`
+# builds its matchers from the added tokens at ~80x their size (a 60 MB token: 5 GB). Bounded before it parses them.
+TOKEN_CHARS = 1000
+TOKEN_COUNT = 1_000_000  # config.py's vocabulary limit
 
 
 def regular_file(path: Path, error: type[Exception]) -> os.stat_result:
@@ -74,6 +78,28 @@ def parse_json(text: str, path: Path, error: type[Exception], what: str = "valid
 def read_json(path: Path, error: type[Exception], limit: int = JSON_LIMIT, what: str = "valid JSON",
               advice: str = ""):
     return parse_json(read_text(path, error, limit), path, error, what, advice)
+
+
+def read_tokenizer_json(path: Path, error: type[Exception]) -> tuple[str, dict]:
+    """(text, parsed) of a `tokenizers` file, its tokens counted and measured before `tokenizers` parses it."""
+    text = read_text(path, error, VOCAB_LIMIT)
+    spec = parse_json(text, path, error)  # first: a RecursionError or NaN is ours to word
+    if not isinstance(spec, dict):
+        raise error(f"{path} is not a tokenizer file (it holds a JSON {type(spec).__name__}, not an object)")
+    model = spec.get("model") if isinstance(spec.get("model"), dict) else {}
+    added = spec.get("added_tokens") if isinstance(spec.get("added_tokens"), list) else []
+    vocab = model.get("vocab")
+    tokens = ([t.get("content") for t in added if isinstance(t, dict)]
+              + (list(vocab) if isinstance(vocab, dict) else
+                 [t[0] for t in vocab if isinstance(t, list) and t] if isinstance(vocab, list) else []))
+    if len(added) > TOKEN_COUNT or len(tokens) > 2 * TOKEN_COUNT:
+        raise error(f"{path} lists {len(tokens):,} tokens, more than the {TOKEN_COUNT:,} a vocabulary may have here")
+    longest = max((t for t in tokens if isinstance(t, str)), key=len, default="")
+    if len(longest) > TOKEN_CHARS:
+        raise error(f"{path} has a token of {len(longest):,} characters (\"{longest[:20]}...\"); real tokens are a "
+                    f"few dozen at most and {TOKEN_CHARS:,} is the limit here: check that it is the checkpoint's own "
+                    "tokenizer.json")
+    return text, spec
 
 
 def _reject_constant(name: str):

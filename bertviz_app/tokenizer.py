@@ -30,7 +30,7 @@ from pathlib import Path
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
-from .files import VOCAB_LIMIT, parse_json, read_json, read_text
+from .files import VOCAB_LIMIT, read_json, read_text, read_tokenizer_json
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -410,8 +410,7 @@ class Tokenizer(_Vocabulary):
     def from_tokenizer_json(cls, path: str | os.PathLike, max_tokens: int = 512) -> "Tokenizer":
         """From a `tokenizers` file with BERT's pipeline (WordPiece, BertNormalizer, BertPreTokenizer)."""
         path = Path(path)
-        text = read_text(path, TokenizerError, VOCAB_LIMIT)
-        spec = parse_json(text, path, TokenizerError)  # first: a RecursionError or NaN is ours to word
+        text, spec = read_tokenizer_json(path, TokenizerError)
         try:
             backend = HFTokenizer.from_str(text)
         except Exception as err:
@@ -675,8 +674,7 @@ class FamilyTokenizer(_Vocabulary):
         if not path.exists():
             raise TokenizerError(f"{folder} has no tokenizer.json; this family's tokenizer is read from it (make one "
                                  "with transformers: AutoTokenizer.from_pretrained(folder).save_pretrained(folder))")
-        text = read_text(path, TokenizerError, VOCAB_LIMIT)
-        parse_json(text, path, TokenizerError)  # first: a RecursionError or NaN is ours to word
+        text, _ = read_tokenizer_json(path, TokenizerError)
         try:
             backend = HFTokenizer.from_str(text)
         except Exception as err:

@@ -358,3 +358,32 @@ def test_vocab_txt_with_windows_line_ends_reads_as_before(tmp_path):
     lines = (minilm_path() / "vocab.txt").read_bytes().decode("utf-8").removesuffix("\n").split("\n")
     (tmp_path / "vocab.txt").write_bytes("".join(line + "\r\n" for line in lines).encode())
     assert Tokenizer.from_folder(tmp_path).vocab == Tokenizer.from_vocab(minilm_path() / "vocab.txt").vocab
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+@pytest.mark.parametrize("where", ["added", "vocab"])
+def test_a_giant_token_is_refused_before_tokenizers_parses_it(tmp_path, monkeypatch, kind, where):
+    """A 60 MB added token (under the 64 MiB cap) took `tokenizers` to 5 GB of memory before it was refused."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, normalizers, pre_tokenizers
+
+    from bertviz_app.tokenizer import FamilyTokenizer
+
+    if kind == "wordpiece":
+        backend = HFTokenizer(models.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3}, unk_token="[UNK]"))
+        backend.normalizer, backend.pre_tokenizer = normalizers.BertNormalizer(), pre_tokenizers.BertPreTokenizer()
+        load = Tokenizer.from_tokenizer_json
+    else:
+        backend, load = HFTokenizer(models.BPE({"<unk>": 0, "a": 1}, [], unk_token="<unk>")), None
+    giant = "x" * 2_000_000
+    if where == "added":
+        backend.add_tokens([giant])
+    spec = json.loads(backend.to_str())
+    if where == "vocab":
+        spec["model"]["vocab"][giant] = len(spec["model"]["vocab"])
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    parsed = []
+    monkeypatch.setattr(HFTokenizer, "from_str", lambda text: parsed.append(1))
+    with pytest.raises(TokenizerError, match=r"tokenizer.json has a token of 2,000,000 characters \(\"xxxxx"):
+        load(tmp_path / "tokenizer.json") if load else FamilyTokenizer.from_folder(tmp_path)
+    assert parsed == []
