@@ -363,6 +363,18 @@ BAD_INPUTS = {
                                                                                       "answer_start": 4}]}]}]}]}),
         "question q: the answer 'dog' is not in its context at character 4"),
     "not_utf8": ("text-classification", "train.csv", b"text,label\n\xff\xfe,pos\n", "not UTF-8"),
+    "jsonl_nested_100000_deep": ("text-classification", "train.jsonl",
+                                 '{"text": ' + "[" * 100_000 + "]" * 100_000 + ', "label": "pos"}\n',
+                                 "train.jsonl line 1: nested too deeply to read"),
+    "jsonl_object_as_text": ("text-classification", "train.jsonl", '{"text": "a cat", "label": "pos"}\n'
+                             '{"text": {"words": "a dog"}, "label": "neg"}\n',
+                             "train.jsonl line 2: the 'text' field is a JSON object, expected text"),
+    "jsonl_list_as_label": ("text-classification", "train.jsonl", '{"text": "a cat", "label": ["pos"]}\n',
+                            "train.jsonl line 1: the 'label' field is a JSON list, expected text"),
+    "a_million_rows": ("text-classification", "train.csv", "text,label\n" + "a,p\nb,q\n" * 500_000,
+                       "train.csv has more than 100,000 examples, the most a fine-tuning reads here"),
+    "conll_with_too_many_sentences": ("token-classification", "train.conll", "a X\n\n" * 100_002,
+                                      "train.conll has more than 100,000 examples"),
 }
 
 
