@@ -12,7 +12,8 @@ import * as links from "../../bertviz_app/views/js/permalink.mjs";
 import { attentionData, queryKeyData } from "../../bertviz_app/static/js/views-data.mjs";
 import { isNextProbability, maskedInput, modelFeeds, openingSelection, pageLink, topPredictions,
   viewsDataOf } from "../../bertviz_app/static/js/page.mjs";
-import { createTokenizer, truncateLongestFirst } from "../../bertviz_app/static/js/wordpiece.mjs";
+import { createTokenizer, readSettings, splitWords, truncateLongestFirst,
+  wordPieces } from "../../bertviz_app/static/js/wordpiece.mjs";
 import { close, expected, payloadBytes } from "./helpers.mjs";
 
 const SEGMENTS = [0, 0, 0, 0, 0, 0, 1, 1, 1];
@@ -119,4 +120,15 @@ test("WordPiece: longest match first, ## continuations, [UNK] for a word it cann
   assert.deepEqual(enc.segments, [0, 0, 0, 1, 1, 1]);
   assert.deepEqual(enc.special, [1, 0, 1, 0, 0, 1]);
   assert.throws(() => createTokenizer({ vocab: ["a"] }), /not a BERT vocabulary/);
+});
+
+test("WordPiece's parts: words with specials found first, pieces longest first, [UNK] past the longest word", () => {
+  const opts = readSettings({ vocab: ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "a"],
+    maxInputCharsPerWord: 5 });
+  assert.deepEqual(splitWords("Un-aff[MASK] a", opts), [{ text: "un", special: false },
+    { text: "-", special: false }, { text: "aff", special: false }, { text: "[MASK]", special: true },
+    { text: "a", special: false }]);
+  assert.deepEqual(wordPieces("unaff", opts), ["un", "##aff"]);
+  assert.deepEqual(wordPieces("unaffable", opts), ["[UNK]"]); // over 5 characters
+  assert.deepEqual(wordPieces("ab", opts), ["[UNK]"]); // "a", then nothing covers "b"
 });
