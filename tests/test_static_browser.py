@@ -23,6 +23,7 @@ import pytest
 import torch
 
 import bertviz_app
+from test_browser import AppPage
 from test_tokenizer import HARD, PAIRS
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -240,6 +241,69 @@ def test_permalink_restores_input_layer_head_token_and_tab(browser, server, expl
         assert opened.page.evaluate("bertvizPage.last.tokens") == ["[CLS]", "only", "one", ".", "[SEP]"]
     finally:
         opened.close()
+
+
+@pytest.fixture(scope="module")
+def app_server(explorer):
+    """The app serving the model the static page was exported from: the same tokens, layers and heads."""
+    from bertviz_app import app
+
+    demo = app.build_demo(explorer)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url
+    demo.close()
+
+
+def _shows(page, layer: int, head: int, token: int) -> None:
+    """The views show the query/key view at this layer, head and token (query): its tab, controls and drawing."""
+    page.wait_for_function("want => document.querySelector('#view-pane-qk .bv-view')?.dataset.drawn === want",
+                           arg=f"layer={layer} head={head} query={token}")
+    assert page.get_attribute("#view-tab-qk", "aria-selected") == "true"
+    assert (page.input_value("#view-layer"), page.input_value("#view-head"), page.input_value("#view-token")) == (
+        str(layer), str(head), str(token))
+
+
+def test_a_link_copied_in_the_app_opens_the_same_view_in_the_static_page_and_back(browser, server, app_server):
+    a, b = "The keys to the cabinet are on the table.", "Somebody left them there."
+    visitor = AppPage(browser, f"{app_server}?{urllib.parse.urlencode({'a': a, 'b': b})}")
+    try:
+        visitor.views_drawn("lines")
+        visitor.set_input("#view-layer", 3)
+        visitor.set_input("#view-head", 7)
+        visitor.page.select_option("#view-token", "4")
+        visitor.page.click("#view-tab-qk")
+        _shows(visitor.page, 3, 7, 4)
+        # the app's Copy link, as the clipboard receives it
+        visitor.page.evaluate("() => { navigator.clipboard.writeText = async (text) => { window.copied = text; }; }")
+        visitor.page.click("#copy-link")
+        link = visitor.page.wait_for_function("() => window.copied").json_value()
+        assert visitor.errors == []
+    finally:
+        visitor.page.close()
+    query = urllib.parse.urlsplit(link).query
+    assert urllib.parse.parse_qs(query)["tab"] == ["query_key"]
+    opened = Opened(browser, f"{server}?{query}", server)
+    try:
+        page = opened.page
+        assert (page.input_value("#text-a"), page.input_value("#text-b")) == (a, b)
+        _shows(page, 3, 7, 4)
+        # and back: moved on in the static page, its Copy link opens the app there
+        page.eval_on_selector("#view-layer", "e => { e.value = '4'; e.dispatchEvent(new Event('input')); }")
+        page.select_option("#view-token", "6")
+        _shows(page, 4, 7, 6)
+        page.click("#copy-link")
+        link = page.input_value("#link-out")
+        assert opened.outside == [] and opened.errors == []
+    finally:
+        opened.close()
+    back = AppPage(browser, f"{app_server}?{urllib.parse.urlsplit(link).query}")
+    try:
+        _shows(back.page, 4, 7, 6)
+        assert back.page.input_value("#sentence-a textarea") == a
+        assert back.page.input_value("#sentence-b textarea") == b
+        assert back.errors == []
+    finally:
+        back.page.close()
 
 
 def test_presenter_mode_enlarges_the_views(served):

@@ -18,7 +18,7 @@ import pytest
 from bertviz_app.views import (PayloadError, bundle_js, decode, decode_payload, decode_query_key, encode_payload,
                                encode_query_key, notebook_html, payload_from_run, query_key_from_run, run_key,
                                standalone_html, wordpiece_word_ids)
-from bertviz_app.views.page import BundleError, inline_modules
+from bertviz_app.views.page import JS_DIR, VIEW_NAMES, BundleError, inline_modules, view_names
 from bertviz_app.views.payload import dequantize_floor8, quantize_floor8
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,6 +224,51 @@ def test_the_bundle_has_every_module_and_no_network():
         assert f"// ---- {name}\n" in code, f"{name} is not reachable from main.mjs"
     assert "globalThis.BertvizViews = __bv_main;" in code
     assert not re.search(r"\bfetch\(|XMLHttpRequest|import\(|require\(|https?://(?!www\.w3\.org/2000/svg)", code)
+
+
+def test_the_views_are_the_registrys(tiny):
+    """Python's view= names are js/registry.mjs's url names, read from that file (the one list of views for the
+    hosts, the links and this page builder), and every view file there is registered."""
+    assert VIEW_NAMES == {"lines": "lines", "matrix": "matrix", "overview": "overview", "query_key": "qk"}
+    in_files = {re.search(r'^export const NAME = "(\w+)";', p.read_text(encoding="utf-8"), re.M).group(1)
+                for p in JS_DIR.glob("view-*.mjs") if p.name != "view-shell.mjs"}
+    assert set(VIEW_NAMES.values()) == in_files
+    blob = encode_payload(tiny["tokens"], tiny["segment_ids"], tiny["special_mask"], tiny["attentions"])
+    assert '{"selection": {"view": "qk"}}' in standalone_html(blob, view="query_key")
+    with pytest.raises(ValueError, match="choose one of lines, matrix, overview, query_key"):
+        standalone_html(blob, view="qk")
+
+
+FAKE_VIEW = """export const NAME = "fake";
+export const LABEL = "A made-up view";
+export function layout(data, state, size) { return { width: size.width, height: 10, boxHeight: 10, drawn: "" }; }
+export function paint() { return { labels: [] }; }
+export function hit() { return null; }
+"""
+
+
+def test_a_new_view_is_one_file_and_one_registry_line(tmp_path):
+    """The page builder and the bundle every host loads pick up a view added as its file and its registry line
+    (tests/js/permalink.test.mjs checks the hosts, links and tabs in JavaScript)."""
+    js = tmp_path / "js"
+    shutil.copytree(JS_DIR, js)
+    (js / "view-fake.mjs").write_text(FAKE_VIEW, encoding="utf-8")
+    registry = (js / "registry.mjs").read_text(encoding="utf-8")
+    registry = re.sub(r"^(import \* as qk from .*)$", r'\1\nimport * as fake from "./view-fake.mjs";', registry,
+                      flags=re.M)
+    added = re.sub(r'^(\s*\{ name: "qk",.*)$', r'\1\n  { name: "fake", url: "made_up", label: "Made up", module: fake },',
+                   registry, flags=re.M)
+    (js / "registry.mjs").write_text(added, encoding="utf-8")
+    assert view_names(js) == {**VIEW_NAMES, "made_up": "fake"}
+    code = inline_modules({p.name: p.read_text(encoding="utf-8") for p in js.glob("*.mjs")}, "main.mjs")
+    probe = code + 'console.log(JSON.stringify(BertvizViews.permalink.readLink("?tab=made_up&layer=1").selection));'
+    out = subprocess.run(["node"], input=probe, capture_output=True, text=True)  # the bundle is too long for -e
+    assert out.stdout.strip() == '{"layer":1,"view":"fake"}', out.stderr
+    # a line the page builder cannot read is refused, not skipped
+    (js / "registry.mjs").write_text(added.replace('label: "Made up", module: fake }', "module: fake }"),
+                                     encoding="utf-8")
+    with pytest.raises(BundleError, match="cannot read the view line"):
+        view_names(js)
 
 
 def test_standalone_page_inlines_everything(tiny):

@@ -2,7 +2,7 @@
 
     index.html            the page: input, the views, fill-mask, next sentence, link, presenter mode
     views.js, page.js     our JavaScript as two classic scripts (the views' bundle; the page's glue, its tokenizer
-                          and its payload writer from static/js)
+                          and the views' data it makes, from static/js)
     runtime/              onnxruntime-web's classic-script API and its MIT license
     data/manifest.js      the model's sizes, the tokenizer's vocabulary and settings, the parts below
     data/model-NN.js      the ONNX graph (onnx_export.py), data/wasm-NN.js the WebAssembly binary, data/glue-NN.js

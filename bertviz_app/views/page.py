@@ -124,11 +124,31 @@ def _b64(blob: bytes | str | None) -> str:
     return blob if isinstance(blob, str) else base64.b64encode(bytes(blob)).decode("ascii")
 
 
-VIEW_NAMES = {"lines": "lines", "matrix": "matrix", "overview": "overview", "query_key": "qk"}
+_REGISTRY_LIST = re.compile(r"^export const VIEWS = \[\n(.*?)^\];", re.M | re.S)
+_REGISTRY_LINE = re.compile(r'\{ name: "(\w+)", url: "(\w+)", label: "(?:[^"\\]|\\.)*", module: \w+ \},')
+
+
+def view_names(js_dir: Path = JS_DIR) -> dict[str, str]:
+    """The views of js/registry.mjs, the one list of them: url name (a permalink's tab=, Python's view=) ->
+    name in JavaScript, in the order of their tabs. A line of its list that is not one view fails here."""
+    source = (js_dir / "registry.mjs").read_text(encoding="utf-8")
+    found = _REGISTRY_LIST.search(source)
+    if not found:
+        raise BundleError("registry.mjs: no `export const VIEWS = [` list")
+    names = {}
+    for line in filter(None, (line.strip() for line in found.group(1).splitlines())):
+        entry = _REGISTRY_LINE.fullmatch(line)
+        if not entry:
+            raise BundleError(f"registry.mjs: cannot read the view line {line!r}")
+        names[entry.group(2)] = entry.group(1)
+    return names
+
+
+VIEW_NAMES = view_names()
 
 
 def _initial_view(view: str | None) -> str | None:
-    """The JavaScript name of a view given by its Python name, or None for the default."""
+    """The JavaScript name of a view given by its url name (registry.mjs), or None for the default."""
     if view is None:
         return None
     if view not in VIEW_NAMES:
@@ -140,7 +160,7 @@ def standalone_html(payload: bytes, query_key: bytes | None = None, title: str =
                     view: str | None = None) -> str:
     """A self-contained page of the views: script, styles and data inline, no network at all, works from
     file://. The data travels as base64 in inert <script type="application/octet-stream"> elements. view: the view
-    shown first ('lines', 'matrix', 'overview' or 'query_key'; default lines)."""
+    shown first, by its url name in js/registry.mjs ('lines', 'matrix', 'overview' or 'query_key'; default lines)."""
     qk = _b64(query_key)
     start = _initial_view(view)
     options = (f"<script type=\"application/json\" id=\"bertviz-options\">"

@@ -7,8 +7,7 @@ import { test } from "node:test";
 
 import { decodePayload } from "../../bertviz_app/views/js/decode.mjs";
 import { layerMatrix } from "../../bertviz_app/views/js/data.mjs";
-import { createGroups, fromAddress, openHead, pairedLayer, startGradioHost,
-  toAddress } from "../../bertviz_app/views/js/gradio-host.mjs";
+import { createGroups, openHead, pairedLayer, startGradioHost } from "../../bertviz_app/views/js/gradio-host.mjs";
 import { attentionRow, informativeHead, strongestHeads } from "../../bertviz_app/views/js/guide.mjs";
 import { pageOptions, withSelection } from "../../bertviz_app/views/js/offline.mjs";
 import { createSelection } from "../../bertviz_app/views/js/selection.mjs";
@@ -73,17 +72,6 @@ test("a saved page opens on the view on screen, its script untouched", () => {
   // Nothing in the options can close their element.
   assert.ok(!withSelection(PAGE, { view: "</script><b>" }).includes("</script><b>"));
   assert.throws(() => withSelection("<p>not ours</p>", state), /not a page of the attention views/);
-});
-
-test("a permalink's address round-trips the view, and keeps other parameters", () => {
-  const value = { a: "The cat sat.", b: "", model: "default" };
-  const q = toAddress("?x=1&layer=9", value, { layer: 2, head: "all", token: 3, view: "qk" });
-  const read = new URLSearchParams(q);
-  assert.equal(read.get("x"), "1");
-  assert.equal(read.get("a"), "The cat sat.");
-  assert.equal(read.has("b"), false);
-  assert.deepEqual(fromAddress(`?${q}`), { layer: 2, head: "all", token: 3, view: "qk" });
-  assert.deepEqual(fromAddress("?layer=x&head=-1&tab=nope"), {}); // what does not parse is left to the defaults
 });
 
 /** A stand-in for mount: a selection over a payload of 4 layers x 12 heads x 10 tokens, no DOM. */

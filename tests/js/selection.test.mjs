@@ -17,6 +17,10 @@ test("states are clamped and unknown choices fall back to the defaults", () => {
   assert.equal(constrain({ head: "all", token: "" }, payload).head, "all");
   assert.equal(constrain({ token: "" }, payload).token, null);
   assert.equal(constrain({ layer: "3" }, payload).layer, 3);
+  // the view: one of the names the host registered (main.mjs passes the registry's), else the default
+  assert.equal(constrain({ view: "nope" }, payload, ["lines", "qk"]).view, "lines");
+  assert.equal(constrain({ view: "qk" }, payload, ["lines", "qk"]).view, "qk");
+  assert.equal(createSelection(payload, { view: "qk" }, ["lines"]).get().view, "lines");
 });
 
 test("set notifies subscribers with the keys that changed, and nothing when nothing did", () => {

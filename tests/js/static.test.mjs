@@ -1,31 +1,42 @@
-// The static page's pure parts: the payload it writes in the browser (read back by the views' own decoder and
-// compared with what Python writes for the same attention), and the truncation rule of its tokenizer. Its
-// tokenizer against ours on hard strings, and its numbers against PyTorch, run in Chromium
-// (tests/test_static_browser.py): the browser's Unicode tables are what matter there.
+// The static page's pure parts: the views' data it makes in the browser (compared with what the views' decoder
+// reads from Python's payload for the same attention), its permalinks (the views' own module, as the app's), the
+// pieces of its start and the truncation and word splitting of its tokenizer. Its tokenizer against ours on hard
+// strings, and its numbers against PyTorch, run in Chromium (tests/test_static_browser.py): the browser's Unicode
+// tables are what matter there.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { decodePayload, decodeQueryKey } from "../../bertviz_app/views/js/decode.mjs";
-import { encodePayload, encodeQueryKey } from "../../bertviz_app/static/js/payload.mjs";
-import { createTokenizer, truncateLongestFirst } from "../../bertviz_app/static/js/wordpiece.mjs";
+import * as links from "../../bertviz_app/views/js/permalink.mjs";
+import { attentionData, queryKeyData } from "../../bertviz_app/static/js/views-data.mjs";
+import { isNextProbability, maskedInput, modelFeeds, openingSelection, pageLink, topPredictions,
+  viewsDataOf } from "../../bertviz_app/static/js/page.mjs";
+import { createTokenizer, readSettings, splitWords, truncateLongestFirst,
+  wordPieces } from "../../bertviz_app/static/js/wordpiece.mjs";
 import { close, expected, payloadBytes } from "./helpers.mjs";
 
 const SEGMENTS = [0, 0, 0, 0, 0, 0, 1, 1, 1];
 const SPECIAL = [1, 0, 0, 0, 0, 1, 0, 0, 1];
+const INPUT = { tokens: expected.tokens, segments: SEGMENTS, special: SPECIAL,
+  attention: Float32Array.from(expected.attention.flat(3)), rollout: Float32Array.from(expected.rollout.flat(2)),
+  layers: expected.layers, heads: expected.heads, model: "m", title: "t", key: "k" };
 
-test("the page's payload decodes to Python's attention and rollout codes, statistics and labels", async () => {
-  const attention = Float32Array.from(expected.attention.flat(3));
-  const { layers: L, heads: H } = expected;
-  const ours = await decodePayload(encodePayload({ tokens: expected.tokens, segments: SEGMENTS, special: SPECIAL,
-    attention, rollout: Float32Array.from(expected.rollout.flat(2)), layers: L, heads: H, model: "m", title: "t",
-    key: "k" }));
+test("the page's views data is what the views' decoder reads from Python's payload", async () => {
+  const ours = attentionData(INPUT);
   const python = await decodePayload(payloadBytes());
+  // the same fields as a decoded payload (its header aside: only the decoder reads it)
+  assert.deepEqual(Object.keys(ours).sort(), Object.keys(python).filter((k) => k !== "header").sort());
   assert.deepEqual(ours.tokens, python.tokens);
   assert.deepEqual(Array.from(ours.words), Array.from(python.words));
   assert.deepEqual(Array.from(ours.segments), SEGMENTS);
-  assert.deepEqual(Array.from(ours.sets.attention.codes), Array.from(python.sets.attention.codes));
-  assert.deepEqual(Array.from(ours.sets.rollout.codes), Array.from(python.sets.rollout.codes));
+  for (const name of ["attention", "rollout"]) {
+    const { codes, ...rest } = ours.sets[name];
+    const { codes: want, ...wantRest } = python.sets[name];
+    assert.deepEqual(rest, wantRest, name);
+    assert.deepEqual(Array.from(codes), Array.from(want), name);
+  }
+  assert.deepEqual(Object.keys(ours.statistics), Object.keys(python.statistics));
   for (const name of Object.keys(python.statistics)) {
     close(ours.statistics[name], python.statistics[name], 1e-5, name);
   }
@@ -33,16 +44,61 @@ test("the page's payload decodes to Python's attention and rollout codes, statis
   assert.equal(ours.key, "k");
 });
 
-test("the page's query/key blob decodes within one int8 step", async () => {
+test("the page's query/key data is within one int8 step, and the views take it as a decoded blob", async () => {
   const [L, H, T, d] = [2, 3, 4, 5];
   const q = Float32Array.from({ length: L * H * T * d }, (_, i) => Math.sin(i));
   const k = Float32Array.from({ length: L * H * T * d }, (_, i) => Math.cos(3 * i) * (i % 7));
-  const blob = await decodeQueryKey(encodeQueryKey(q, k, L, H, T, d, "key"));
-  assert.equal(blob.headSize, d);
-  for (const [codes, scale, truth] of [[blob.queries, blob.queryScale, q], [blob.keys, blob.keyScale, k]]) {
+  const data = queryKeyData(q, k, L, H, T, d, "key");
+  assert.equal(data.headSize, d);
+  for (const [codes, scale, truth] of [[data.queries, data.queryScale, q], [data.keys, data.keyScale, k]]) {
     const values = Array.from(codes, (c, i) => c * scale[Math.floor(i / (T * d))]);
     close(values, truth, Math.max(...scale) / 2 + 1e-7, "int8");
   }
+  const payload = { layers: L, heads: H, length: T, key: "key" };
+  assert.equal(await decodeQueryKey(data, payload), data); // as it is, checked against its payload
+  await assert.rejects(decodeQueryKey(data, { ...payload, key: "other" }), /belong to another input/);
+});
+
+test("the page's views data of an analysis: the app's title and a key of tokens and segments", () => {
+  const r = { ...INPUT, tokens: INPUT.tokens, length: INPUT.tokens.length };
+  const data = viewsDataOf(r, "a".repeat(60), "b".repeat(60), "tiny");
+  assert.equal(data.text, `${"a".repeat(60)} | ${"b".repeat(60)}`);
+  assert.equal(data.title.length, 100);
+  assert.ok(data.title.endsWith("\u2026"));
+  assert.equal(data.model, "tiny");
+  assert.equal(data.key, `${INPUT.tokens.join("\u0001")}#${SEGMENTS.join("")}`);
+  assert.equal(viewsDataOf(r, "short", null, "tiny").title, "short");
+});
+
+test("the page's link is the views' permalink, with its own parameters kept", () => {
+  const state = { layer: 2, head: 7, token: 3, view: "qk", zoom: "2" };
+  const url = pageLink(links, "file:///site/index.html?threads=2&a=old&tab=lines#top", { a: "A b", b: null,
+    model: "m" }, state);
+  assert.ok(url.startsWith("file:///site/index.html?"));
+  const read = links.readLink(new URL(url).search);
+  assert.deepEqual(read.selection, { layer: 2, head: 7, token: 3, view: "qk" });
+  assert.deepEqual([read.a, read.b, read.model], ["A b", null, "m"]);
+  assert.equal(new URL(url).searchParams.get("threads"), "2");
+  assert.equal(new URL(url).searchParams.get("tab"), "query_key");
+  assert.deepEqual(openingSelection({ ...state, matrix: "rollout", head: undefined }),
+    { layer: 2, token: 3, view: "qk" });
+});
+
+test("the page's fill-mask and next-sentence numbers", () => {
+  const tk = createTokenizer({ vocab: ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "."] });
+  const tokenize = (t) => tk.encode(t, null, 512).tokens;
+  assert.deepEqual(maskedInput("the [ mask ] cat [MASK].", tokenize),
+    { text: "the [MASK] cat [MASK].", positions: [2, 4] });
+  assert.throws(() => maskedInput("the cat", tokenize), /put \[MASK\]/);
+  const top = topPredictions(Float32Array.from([0, Math.log(3), 0, 2, 1, 0]), 3, 2, (id) => `t${id}`);
+  assert.deepEqual(top.map((row) => row.map((p) => p.token)), [["t1", "t0"], ["t0", "t1"]]);
+  close(top[0].map((p) => p.probability), [0.6, 0.2], 1e-6, "softmax");
+  close([isNextProbability([Math.log(3), 0])], [0.75], 1e-6, "P(IsNext)");
+  class Tensor { constructor(type, data, dims) { Object.assign(this, { type, data, dims }); } }
+  const feeds = modelFeeds(Tensor, { ids: [2, 5, 3], segments: [0, 0, 0] }, [1]);
+  assert.deepEqual(feeds.input_ids.dims, [1, 3]);
+  assert.deepEqual(Array.from(feeds.input_ids.data), [2n, 5n, 3n]);
+  assert.deepEqual(feeds.mlm_positions.dims, [1]);
 });
 
 // The expected pairs are what tokenizer.truncate_longest_first returns for the same arguments.
@@ -64,4 +120,15 @@ test("WordPiece: longest match first, ## continuations, [UNK] for a word it cann
   assert.deepEqual(enc.segments, [0, 0, 0, 1, 1, 1]);
   assert.deepEqual(enc.special, [1, 0, 1, 0, 0, 1]);
   assert.throws(() => createTokenizer({ vocab: ["a"] }), /not a BERT vocabulary/);
+});
+
+test("WordPiece's parts: words with specials found first, pieces longest first, [UNK] past the longest word", () => {
+  const opts = readSettings({ vocab: ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "a"],
+    maxInputCharsPerWord: 5 });
+  assert.deepEqual(splitWords("Un-aff[MASK] a", opts), [{ text: "un", special: false },
+    { text: "-", special: false }, { text: "aff", special: false }, { text: "[MASK]", special: true },
+    { text: "a", special: false }]);
+  assert.deepEqual(wordPieces("unaff", opts), ["un", "##aff"]);
+  assert.deepEqual(wordPieces("unaffable", opts), ["[UNK]"]); // over 5 characters
+  assert.deepEqual(wordPieces("ab", opts), ["[UNK]"]); // "a", then nothing covers "b"
 });

@@ -1,5 +1,6 @@
 // The static page: BERT runs here, in onnxruntime-web's WebAssembly backend, and the views draw what it returns
-// through the same mount as the app's (BertvizViews.mount, given a payload written in the page by payload.mjs).
+// through the same mount as the app's (BertvizViews.mount, handed the decoded data views-data.mjs makes), with the
+// same permalinks (BertvizViews.permalink).
 //
 // Everything the page reads is a classic script of its own folder (file:// allows nothing else: no fetch, no
 // module import): data/manifest.js names the files, and the model, the WebAssembly binary and its JavaScript glue
@@ -9,7 +10,7 @@
 // (L, h, T, T)}, .fillMask(text, k) -> per [MASK]: [{token, probability}, ...], .nextSentence(a, b) -> P(IsNext),
 // .ready (a promise), .viewer (the mounted views).
 
-import { encodePayload, encodeQueryKey } from "./payload.mjs";
+import { attentionData, queryKeyData } from "./views-data.mjs";
 import { createTokenizer } from "./wordpiece.mjs";
 
 const PART_TIMEOUT_MS = 120000;
@@ -57,6 +58,7 @@ function loadParts(doc, name, spec, onBytes) {
 }
 
 const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
+const plural = (n) => `${n} thread${n > 1 ? "s" : ""}`;
 
 export function threadCount(params) {
   const asked = Number(params.get("threads"));
@@ -65,177 +67,166 @@ export function threadCount(params) {
   return Number.isInteger(asked) && asked > 0 ? Math.min(asked, cores) : Math.min(4, cores);
 }
 
-/** What a permalink holds: input, layer, head, token and view (tab), read leniently (the views clamp). */
-export function readLink(search) {
-  const p = new URLSearchParams(search);
-  const int = (name) => (p.has(name) && /^\d+$/.test(p.get(name)) ? Number(p.get(name)) : undefined);
-  const selection = {};
-  for (const name of ["layer", "token"]) if (int(name) !== undefined) selection[name] = int(name);
-  if (p.get("head") === "all") selection.head = "all";
-  else if (int("head") !== undefined) selection.head = int("head");
-  if (["lines", "matrix", "overview", "qk"].includes(p.get("tab"))) selection.view = p.get("tab");
-  return { a: p.get("a"), b: p.get("b"), selection };
+/** The note under the progress bar while the parts arrive. */
+export function loadingNote(loaded, total) {
+  return `Loading the model into this page: ${MB(loaded)} of ${MB(total)} (once per visit; nothing leaves your `
+    + "computer).";
 }
 
-export function writeLink(base, a, b, state) {
-  const p = new URLSearchParams();
-  p.set("a", a);
-  if (b) p.set("b", b);
-  p.set("layer", String(state.layer));
-  p.set("head", String(state.head));
-  if (state.token !== null && state.token !== undefined) p.set("token", String(state.token));
-  p.set("tab", state.view);
-  return `${base}?${p.toString()}`;
+/** The note once the model runs. */
+export function runningNote(name, total, threads) {
+  return `${name} runs in this page (${MB(total)} loaded, ${plural(threads)}`
+    + `${threads > 1 ? "" : ": this host does not allow more"}).`;
 }
 
-export function start(doc = document) {
-  const manifest = window.bertvizManifest;
-  const $ = (id) => doc.getElementById(id);
-  const note = $("load-note");
-  const bar = $("load-progress");
-  const params = new URLSearchParams(window.location.search);
-  const threads = threadCount(params);
-  const link = readLink(window.location.search);
-  const tokenizer = createTokenizer(manifest.tokenizer);
-  const model = manifest.model;
-  const total = manifest.files.model.bytes + manifest.files.wasm.bytes + manifest.files.glue.bytes;
-  let loaded = 0;
-  const progress = (n) => {
-    loaded += n;
-    bar.value = loaded / total;
-    note.textContent = `Loading the model into this page: ${MB(loaded)} of ${MB(total)} (once per visit; `
-      + `nothing leaves your computer).`;
-  };
-  progress(0);
+/** onnxruntime-web's session on the model: the glue, the WebAssembly binary and the model arrive as parts (each
+ * reported to onBytes), then the session starts with `threads`. */
+async function startSession(doc, manifest, threads, onBytes, say) {
+  const glue = await loadParts(doc, "glue", manifest.files.glue, onBytes);
+  const wasm = await loadParts(doc, "wasm", manifest.files.wasm, onBytes);
+  const onnx = await loadParts(doc, "model", manifest.files.model, onBytes);
+  say(`Starting the model (${MB(onnx.length)}, ${plural(threads)})\u2026`);
+  const ort = window.ort;
+  ort.env.wasm.numThreads = threads;
+  ort.env.wasm.proxy = false;
+  ort.env.wasm.wasmBinary = wasm;
+  // The glue is an ES module: from a blob URL, since file:// pages may not import files.
+  ort.env.wasm.wasmPaths = { mjs: URL.createObjectURL(new Blob([glue], { type: "text/javascript" })) };
+  return ort.InferenceSession.create(onnx, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+}
 
-  let session = null;
+/** The graph's inputs for one encoding: ids, segments and the positions whose MLM logits it returns. */
+export function modelFeeds(Tensor, enc, positions) {
+  const T = enc.ids.length;
+  const int64 = (values, dims) => new Tensor("int64", BigInt64Array.from(values, BigInt), dims);
+  return { input_ids: int64(enc.ids, [1, T]), token_type_ids: int64(enc.segments, [1, T]),
+    mlm_positions: int64(positions, [positions.length]) };
+}
+
+export function checkText(a) {
+  if (typeof a !== "string" || !a.trim()) throw new Error("the text is empty; type a sentence to analyze");
+}
+
+/** The text with every spelling of the mask written [MASK] (masked_lm.normalize_mask), and where its masks are. */
+export function maskedInput(text, tokenize) {
+  const normalized = text.replace(MASK_SPELLING, "[MASK]");
+  const positions = tokenize(normalized).flatMap((t, i) => (t === "[MASK]" ? [i] : []));
+  if (!positions.length) throw new Error("put [MASK] where a word should be predicted");
+  return { text: normalized, positions };
+}
+
+/** The k likeliest tokens at each mask, [{token, probability}, ...] per row of logits (M, V); token(id) names one. */
+export function topPredictions(logits, V, k, token) {
+  return Array.from({ length: logits.length / V }, (_, m) => {
+    const row = logits.subarray(m * V, (m + 1) * V);
+    let max = -Infinity;
+    for (const v of row) max = Math.max(max, v);
+    let sum = 0;
+    for (const v of row) sum += Math.exp(v - max);
+    const order = Array.from(row.keys()).sort((x, y) => row[y] - row[x]).slice(0, k);
+    return order.map((id) => ({ token: token(id), probability: Math.exp(row[id] - max) / sum }));
+  });
+}
+
+/** P(IsNext) from the NSP logits: index 0 is IsNext, as in BERT's pretraining. */
+export function isNextProbability([isNext, notNext]) {
+  return 1 / (1 + Math.exp(notNext - isNext));
+}
+
+/** What analyze() gives: the encoding's tokens and the graph's float32 outputs. */
+export function analysisOf(enc, out, model) {
+  return { tokens: enc.tokens, segments: enc.segments, special: enc.special, layers: model.layers,
+    heads: model.heads, length: enc.tokens.length, attention: out.attentions.data, queries: out.queries.data,
+    keys: out.keys.data, rollout: out.rollout.data, headSize: model.headSize, truncated: enc.truncated,
+    nsp: Array.from(out.nsp_logits.data) };
+}
+
+/** The views' data of an analysis of (a, b) (views-data.mjs: what the views' decoder would give), its title the
+ * input shortened as the app's (views.input_title) and its key the tokens and segments. */
+export function viewsDataOf(r, a, b, modelName) {
+  const text = b ? `${a} | ${b}` : a;
+  return attentionData({ tokens: r.tokens, segments: r.segments, special: r.special, attention: r.attention,
+    rollout: r.rollout, layers: r.layers, heads: r.heads, model: modelName, text,
+    title: text.length > 100 ? `${text.slice(0, 99)}\u2026` : text,
+    key: `${r.tokens.join("\u0001")}#${r.segments.join("")}` });
+}
+
+/** The selection a new input opens on: only what is known (without a layer and a head the views pick one). */
+export function openingSelection(keep) {
+  return Object.fromEntries(["layer", "head", "token", "view"].filter((k) => keep[k] !== undefined)
+    .map((k) => [k, keep[k]]));
+}
+
+/** The page's address for `input` ({a, b, model}) at `state`, written by the views' permalink module (links): the
+ * same address the app writes, with the parameters of `href` that are not a link's kept. */
+export function pageLink(links, href, input, state) {
+  return `${href.split(/[?#]/)[0]}?${links.writeLink(new URL(href).search, input, state)}`;
+}
+
+/**
+ * The page's functions (window.bertvizPage): analyze, fillMask, nextSentence and show, over one session. ctx: {
+ * ready (the session's promise), tokenizer, model (the manifest's), mount (BertvizViews.mount), container, shown
+ * (after each show: ({viewer, a, b, r}))}.
+ */
+function createApi(ctx) {
+  const { tokenizer, model } = ctx;
   let viewer = null;
-  let current = null; // {a, b}
-  const timings = { loadSeconds: null, threads };
-
-  const ready = (async () => {
-    const t0 = performance.now();
-    const glue = await loadParts(doc, "glue", manifest.files.glue, progress);
-    const wasm = await loadParts(doc, "wasm", manifest.files.wasm, progress);
-    const onnx = await loadParts(doc, "model", manifest.files.model, progress);
-    note.textContent = `Starting the model (${MB(onnx.length)}, ${threads} thread${threads > 1 ? "s" : ""})\u2026`;
-    const ort = window.ort;
-    ort.env.wasm.numThreads = threads;
-    ort.env.wasm.proxy = false;
-    ort.env.wasm.wasmBinary = wasm;
-    // The glue is an ES module: from a blob URL, since file:// pages may not import files.
-    ort.env.wasm.wasmPaths = { mjs: URL.createObjectURL(new Blob([glue], { type: "text/javascript" })) };
-    session = await ort.InferenceSession.create(onnx, { executionProviders: ["wasm"],
-      graphOptimizationLevel: "all" });
-    timings.loadSeconds = (performance.now() - t0) / 1000;
-    note.textContent = `${model.name} runs in this page (${MB(total)} loaded, ${threads} `
-      + `thread${threads > 1 ? "s" : ""}${threads > 1 ? "" : ": this host does not allow more"}).`;
-    bar.hidden = true;
-  })();
-  ready.catch((error) => { note.textContent = `The model could not start in this browser: ${error.message}`; });
-
   const run = async (a, b, positions = [0]) => {
-    await ready;
+    const session = await ctx.ready;
     const enc = tokenizer.encode(a, b, model.maxTokens);
-    const T = enc.tokens.length;
-    const ort = window.ort;
-    const feeds = {
-      input_ids: new ort.Tensor("int64", BigInt64Array.from(enc.ids, BigInt), [1, T]),
-      token_type_ids: new ort.Tensor("int64", BigInt64Array.from(enc.segments, BigInt), [1, T]),
-      mlm_positions: new ort.Tensor("int64", BigInt64Array.from(positions, BigInt), [positions.length]),
-    };
-    const out = await session.run(feeds);
-    return { enc, T, out };
+    const out = await session.run(modelFeeds(window.ort.Tensor, enc, positions));
+    return { enc, out };
   };
-
-  const checkText = (a) => {
-    if (typeof a !== "string" || !a.trim()) throw new Error("the text is empty; type a sentence to analyze");
-  };
-
   const api = {
-    ready, timings, tokenizer,
+    ready: ctx.ready, tokenizer, timings: ctx.timings,
     get viewer() { return viewer; },
     async analyze(a, b = null) {
       checkText(a);
-      const { enc, T, out } = await run(a, b);
-      return { tokens: enc.tokens, segments: enc.segments, special: enc.special, layers: model.layers,
-        heads: model.heads, length: T, attention: out.attentions.data, queries: out.queries.data,
-        keys: out.keys.data, rollout: out.rollout.data, headSize: model.headSize, truncated: enc.truncated,
-        nsp: Array.from(out.nsp_logits.data) };
+      const { enc, out } = await run(a, b);
+      return analysisOf(enc, out, model);
     },
     async fillMask(text, k = 5) {
       checkText(text);
-      text = text.replace(MASK_SPELLING, "[MASK]"); // every spelling of the mask, as masked_lm.normalize_mask
-      const enc = tokenizer.encode(text, null, model.maxTokens);
-      const positions = enc.tokens.flatMap((t, i) => (t === "[MASK]" ? [i] : []));
-      if (!positions.length) throw new Error("put [MASK] where a word should be predicted");
-      const { out } = await run(text, null, positions);
-      const V = out.mlm_logits.dims[1];
-      const logits = out.mlm_logits.data;
-      return positions.map((_, m) => {
-        const row = logits.subarray(m * V, (m + 1) * V);
-        let max = -Infinity;
-        for (const v of row) max = Math.max(max, v);
-        let sum = 0;
-        for (const v of row) sum += Math.exp(v - max);
-        const order = Array.from(row.keys()).sort((x, y) => row[y] - row[x]).slice(0, k);
-        return order.map((id) => ({ token: tokenizer.token(id), probability: Math.exp(row[id] - max) / sum }));
-      });
+      const masked = maskedInput(text, (t) => tokenizer.encode(t, null, model.maxTokens).tokens);
+      const { out } = await run(masked.text, null, masked.positions);
+      return topPredictions(out.mlm_logits.data, out.mlm_logits.dims[1], k, tokenizer.token);
     },
     async nextSentence(a, b) {
       checkText(a);
       checkText(b);
       const { out } = await run(a, b);
-      const [isNext, notNext] = out.nsp_logits.data;
-      return 1 / (1 + Math.exp(notNext - isNext)); // index 0 is IsNext, as in BERT's pretraining
+      return isNextProbability(out.nsp_logits.data);
     },
     async show(a, b = null, selection = null) {
       const t0 = performance.now();
       const r = await api.analyze(a, b);
-      const key = `${r.tokens.join("\u0001")}#${r.segments.join("")}`;
-      const title = b ? `${a} | ${b}` : a;
-      const payload = encodePayload({ tokens: r.tokens, segments: r.segments, special: r.special,
-        attention: r.attention, rollout: r.rollout, layers: r.layers, heads: r.heads, model: model.name, text: title,
-        title: title.length > 100 ? `${title.slice(0, 99)}\u2026` : title, key });
-      // Written when the query/key view first opens (0.3 s at 512 tokens that most visits never need).
-      const loadQueryKey = async () => encodeQueryKey(r.queries, r.keys, r.layers, r.heads, r.length, r.headSize,
-        key);
+      const viewsData = viewsDataOf(r, a, b, model.name);
+      // Made when the query/key view first opens (0.3 s at 512 tokens that most visits never need).
+      const loadQueryKey = async () => queryKeyData(r.queries, r.keys, r.layers, r.heads, r.length, r.headSize,
+        viewsData.key);
       const keep = selection || (viewer ? viewer.selection.get() : {});
       viewer?.destroy();
-      // Only what is known: without a layer and a head the views pick an informative one to open on.
-      const start = Object.fromEntries(["layer", "head", "token", "view"].filter((k) => keep[k] !== undefined)
-        .map((k) => [k, keep[k]]));
-      viewer = await window.BertvizViews.mount($("views"), payload, { loadQueryKey, showTitle: false,
-        selection: start });
-      current = { a, b };
-      viewer.selection.subscribe(() => updateLink());
-      updateLink();
-      $("truncated").textContent = r.truncated
-        ? `The input was longer than ${model.maxTokens} tokens: ${r.truncated} were left out.` : "";
-      timings.showSeconds = (performance.now() - t0) / 1000;
+      viewer = await ctx.mount(ctx.container, viewsData, { loadQueryKey, showTitle: false,
+        selection: openingSelection(keep) });
+      ctx.timings.showSeconds = (performance.now() - t0) / 1000;
       api.last = r; // what is on screen, for scripts and tests
+      ctx.shown({ viewer, a, b, r });
       return r;
     },
   };
+  return api;
+}
 
-  const linkFor = () => {
-    const base = window.location.href.split(/[?#]/)[0];
-    return writeLink(base, current.a, current.b, viewer.selection.get());
-  };
-  const updateLink = () => {
-    if (!current || !viewer) return;
-    try { window.history.replaceState(null, "", linkFor()); } catch { /* some file:// hosts refuse: no harm */ }
-  };
-
+/** The page's buttons and boxes, wired to the api; link() the address of what is on screen, or null. */
+function wireControls(doc, api, link) {
+  const $ = (id) => doc.getElementById(id);
   const say = (where, text) => { $(where).textContent = text; };
   const guarded = (where, fn) => async () => {
     say(where, "");
     try { await fn(); } catch (error) { say(where, error.message || String(error)); }
   };
-
   $("analyze").addEventListener("click", guarded("input-error", async () => {
-    const a = $("text-a").value;
-    const b = $("text-b").value.trim() ? $("text-b").value : null;
+    const [a, b] = inputOf(doc);
     checkText(a);
     await api.show(a, b);
   }));
@@ -243,8 +234,8 @@ export function start(doc = document) {
     $(id).addEventListener("keydown", (e) => { if (e.key === "Enter") $("analyze").click(); });
   }
   $("copy-link").addEventListener("click", guarded("input-error", async () => {
-    if (!viewer) throw new Error("analyze a sentence first; the link holds it");
-    const url = linkFor();
+    const url = link();
+    if (!url) throw new Error("analyze a sentence first; the link holds it");
     $("link-out").value = url;
     $("link-out").hidden = false;
     try { await navigator.clipboard.writeText(url); } catch { $("link-out").select(); }
@@ -255,8 +246,7 @@ export function start(doc = document) {
   });
   $("fill").addEventListener("click", guarded("fill-out", async () => {
     const rows = await api.fillMask($("fill-text").value, 5);
-    const list = $("fill-out");
-    list.replaceChildren(...rows.map((row, m) => {
+    $("fill-out").replaceChildren(...rows.map((row, m) => {
       const item = doc.createElement("li");
       item.textContent = `[MASK] ${m + 1}: ` + row.map((p) => `${p.token} ${(100 * p.probability).toFixed(1)} %`)
         .join(", "); // text, never markup
@@ -267,14 +257,65 @@ export function start(doc = document) {
     const p = await api.nextSentence($("nsp-a").value, $("nsp-b").value);
     say("nsp-out", `P(B follows A) = ${(100 * p).toFixed(1)} %`);
   }));
+}
 
-  if (link.a !== null) { // a link holds the whole input: no B in it means a single sentence
-    $("text-a").value = link.a;
-    $("text-b").value = link.b ?? "";
+/** The two boxes' sentences: B is null when its box is blank. */
+function inputOf(doc) {
+  const b = doc.getElementById("text-b").value;
+  return [doc.getElementById("text-a").value, b.trim() ? b : null];
+}
+
+export function start(doc = document) {
+  const manifest = window.bertvizManifest;
+  const model = manifest.model;
+  const links = window.BertvizViews.permalink;
+  const $ = (id) => doc.getElementById(id);
+  const threads = threadCount(new URLSearchParams(window.location.search));
+  const total = manifest.files.model.bytes + manifest.files.wasm.bytes + manifest.files.glue.bytes;
+  let loaded = 0;
+  const progress = (n) => {
+    loaded += n;
+    $("load-progress").value = loaded / total;
+    $("load-note").textContent = loadingNote(loaded, total);
+  };
+  progress(0);
+  const timings = { loadSeconds: null, threads };
+  const t0 = performance.now();
+  const ready = startSession(doc, manifest, threads, progress, (text) => { $("load-note").textContent = text; })
+    .then((session) => {
+      timings.loadSeconds = (performance.now() - t0) / 1000;
+      $("load-note").textContent = runningNote(model.name, total, threads);
+      $("load-progress").hidden = true;
+      return session;
+    });
+  ready.catch((error) => { $("load-note").textContent = `The model could not start in this browser: ${error.message}`; });
+
+  let onScreen = null; // { viewer, a, b } of the last show
+  const link = () => (onScreen ? pageLink(links, window.location.href, { a: onScreen.a, b: onScreen.b,
+    model: model.name }, onScreen.viewer.selection.get()) : null);
+  const updateLink = () => {
+    if (!onScreen) return;
+    try { window.history.replaceState(null, "", link()); } catch { /* some file:// hosts refuse: no harm */ }
+  };
+  const api = createApi({ ready, tokenizer: createTokenizer(manifest.tokenizer), model, timings,
+    mount: window.BertvizViews.mount, container: $("views"),
+    shown: ({ viewer, a, b, r }) => {
+      onScreen = { viewer, a, b };
+      viewer.selection.subscribe(updateLink);
+      updateLink();
+      $("truncated").textContent = r.truncated
+        ? `The input was longer than ${model.maxTokens} tokens: ${r.truncated} were left out.` : "";
+    } });
+  wireControls(doc, api, link);
+
+  const opened = links.readLink(window.location.search);
+  if (opened.a !== null) { // a link holds the whole input: no B in it means a single sentence
+    $("text-a").value = opened.a;
+    $("text-b").value = opened.b ?? "";
   }
-  ready.then(() => api.show($("text-a").value, $("text-b").value.trim() ? $("text-b").value : null,
-    link.selection)).then(() => { timings.firstPictureSeconds = performance.now() / 1000; },
-    (error) => say("input-error", error.message || String(error)));
+  ready.then(() => api.show(...inputOf(doc), opened.selection))
+    .then(() => { timings.firstPictureSeconds = performance.now() / 1000; },
+      (error) => { $("input-error").textContent = error.message || String(error); });
   window.bertvizPage = api;
   return api;
 }

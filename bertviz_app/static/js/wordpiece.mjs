@@ -38,140 +38,148 @@ function isCJK(ch) {
 }
 
 /**
- * createTokenizer({vocab: [token, ...] (index = id), lowercase, stripAccents (null: as lowercase),
- *   chineseChars, unkToken, prefix ("##"), maxInputCharsPerWord}) -> { tokenize(text), encode(a, b, maxTokens),
- *   id(token), token(id), vocabSize }
+ * The settings a tokenizer runs with, filled in and checked: {vocab: [token, ...] (index = id), lowercase,
+ * stripAccents (null: as lowercase), chineseChars, unkToken, prefix ("##"), maxInputCharsPerWord} in; out the same
+ * with the vocabulary as a Map (ids), and the specials it holds (longest first) with a RegExp that finds them.
  */
-export function createTokenizer(settings) {
+export function readSettings(settings) {
   const vocab = new Map(settings.vocab.map((t, i) => [t, i]));
   const lowercase = settings.lowercase !== false;
-  const stripAccents = settings.stripAccents ?? lowercase;
-  const chineseChars = settings.chineseChars !== false;
   const unk = settings.unkToken || "[UNK]";
-  const prefix = settings.prefix ?? "##";
-  const maxChars = settings.maxInputCharsPerWord || 100;
-  const specials = SPECIAL_TOKENS.filter((t) => vocab.has(t)).sort((a, b) => b.length - a.length);
-  const specialSet = new Set(specials);
-  const specialRe = specials.length
-    ? new RegExp(specials.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g") : null;
   for (const t of ["[CLS]", "[SEP]", unk]) {
     if (!vocab.has(t)) throw new Error(`the vocabulary has no ${t}; it is not a BERT vocabulary`);
   }
+  const specials = SPECIAL_TOKENS.filter((t) => vocab.has(t)).sort((a, b) => b.length - a.length);
+  return { vocab, list: settings.vocab, lowercase, stripAccents: settings.stripAccents ?? lowercase,
+    chineseChars: settings.chineseChars !== false, unk, prefix: settings.prefix ?? "##",
+    maxChars: settings.maxInputCharsPerWord || 100, specialSet: new Set(specials),
+    specialRe: specials.length
+      ? new RegExp(specials.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g") : null };
+}
 
-  const normalize = (piece) => {
-    let out = piece.normalize("NFC");
-    if (lowercase) out = out.toLowerCase();
-    if (stripAccents) out = out.normalize("NFD").replace(MARK, "");
-    return out;
-  };
+function normalize(piece, opts) {
+  let out = piece.normalize("NFC");
+  if (opts.lowercase) out = out.toLowerCase();
+  if (opts.stripAccents) out = out.normalize("NFD").replace(MARK, "");
+  return out;
+}
 
-  // One whitespace-separated piece (code points) into words: specials that appear only after cleaning stay
-  // whole; otherwise every punctuation character is a word of its own.
-  const pieceWords = (chars, out) => {
-    const raw = chars.join("");
-    if (specialSet.has(raw.normalize("NFC"))) {
-      out.push(raw.normalize("NFC"));
-      return;
+/** One whitespace-separated piece (code points) into words, pushed on `out`: specials that appear only after
+ * cleaning stay whole; otherwise every punctuation character is a word of its own. */
+function pieceWords(chars, opts, out) {
+  const raw = chars.join("");
+  if (opts.specialSet.has(raw.normalize("NFC"))) {
+    out.push(raw.normalize("NFC"));
+    return;
+  }
+  let word = "";
+  for (const ch of normalize(raw, opts)) {
+    if (isSpace(ch) || isPunctuation(ch)) {
+      if (word) out.push(word);
+      word = "";
+      if (isPunctuation(ch)) out.push(ch);
+    } else {
+      word += ch;
     }
-    let word = "";
-    for (const ch of normalize(raw)) {
-      if (isSpace(ch) || isPunctuation(ch)) {
-        if (word) out.push(word);
-        word = "";
-        if (isPunctuation(ch)) out.push(ch);
-      } else {
-        word += ch;
-      }
-    }
-    if (word) out.push(word);
-  };
+  }
+  if (word) out.push(word);
+}
 
-  const chunkWords = (text, out) => {
-    let current = [];
-    const flush = () => { if (current.length) pieceWords(current, out); current = []; };
-    for (const ch of text) { // code points, as Python iterates a str
-      if (ch > " " && ch < "\x7f") { current.push(ch); continue; }
-      if (ch === "\x00" || ch === "\ufffd" || isControl(ch)) continue; // dropped without splitting
-      const cjk = chineseChars && isCJK(ch);
-      if (isSpace(ch) || cjk) {
-        flush();
-        if (cjk) out.push(ch);
-        continue;
-      }
-      current.push(ch);
+/** Text without specials into words, pushed on `out`: split at spaces and around CJK characters, controls dropped. */
+function chunkWords(text, opts, out) {
+  let current = [];
+  const flush = () => { if (current.length) pieceWords(current, opts, out); current = []; };
+  for (const ch of text) { // code points, as Python iterates a str
+    if (ch > " " && ch < "\x7f") { current.push(ch); continue; }
+    if (ch === "\x00" || ch === "\ufffd" || isControl(ch)) continue; // dropped without splitting
+    const cjk = opts.chineseChars && isCJK(ch);
+    if (isSpace(ch) || cjk) {
+      flush();
+      if (cjk) out.push(ch);
+      continue;
     }
-    flush();
-  };
+    current.push(ch);
+  }
+  flush();
+}
 
-  /** Words of `text`: { text, special } with specials written in the input found first, longest first. */
-  const words = (text) => {
-    const out = [];
-    const specialsAt = [];
-    let pos = 0;
-    if (specialRe) {
-      for (const match of text.matchAll(specialRe)) {
-        chunkWords(text.slice(pos, match.index), out);
-        specialsAt.push(out.length);
-        out.push(match[0]);
-        pos = match.index + match[0].length;
-      }
+/** Words of `text`: { text, special } with specials written in the input found first, longest first. */
+export function splitWords(text, opts) {
+  const out = [];
+  const specialsAt = [];
+  let pos = 0;
+  if (opts.specialRe) {
+    for (const match of text.matchAll(opts.specialRe)) {
+      chunkWords(text.slice(pos, match.index), opts, out);
+      specialsAt.push(out.length);
+      out.push(match[0]);
+      pos = match.index + match[0].length;
     }
-    chunkWords(text.slice(pos), out);
-    const isSpecial = new Set(specialsAt);
-    return out.map((w, i) => ({ text: w, special: isSpecial.has(i) }));
-  };
+  }
+  chunkWords(text.slice(pos), opts, out);
+  const isSpecial = new Set(specialsAt);
+  return out.map((w, i) => ({ text: w, special: isSpecial.has(i) }));
+}
 
-  const wordPiece = (word, out) => {
-    const chars = Array.from(word);
-    if (chars.length > maxChars) { out.push(unk); return; }
-    const pieces = [];
-    let start = 0;
-    while (start < chars.length) {
-      let end = chars.length;
-      let found = null;
-      while (start < end) {
-        const sub = (start > 0 ? prefix : "") + chars.slice(start, end).join("");
-        if (vocab.has(sub)) { found = sub; break; }
-        end -= 1;
-      }
-      if (found === null) { out.push(unk); return; }
-      pieces.push(found);
-      start = end;
+/** One word's pieces, greedy longest match first; [unk] alone for a word too long or one the vocabulary misses. */
+export function wordPieces(word, opts) {
+  const chars = Array.from(word);
+  if (chars.length > opts.maxChars) return [opts.unk];
+  const pieces = [];
+  let start = 0;
+  while (start < chars.length) {
+    let end = chars.length;
+    let found = null;
+    while (start < end) {
+      const sub = (start > 0 ? opts.prefix : "") + chars.slice(start, end).join("");
+      if (opts.vocab.has(sub)) { found = sub; break; }
+      end -= 1;
     }
-    out.push(...pieces);
-  };
+    if (found === null) return [opts.unk];
+    pieces.push(found);
+    start = end;
+  }
+  return pieces;
+}
 
-  const tokenize = (text) => {
-    const out = [];
-    for (const w of words(text)) {
-      if (w.special) out.push(w.text);
-      else wordPiece(w.text, out);
-    }
-    return out;
-  };
+function tokenize(text, opts) {
+  return splitWords(text, opts).flatMap((w) => (w.special ? [w.text] : wordPieces(w.text, opts)));
+}
 
-  /** [CLS] a [SEP] (b [SEP]), truncated longest first to maxTokens as tokenizer.py does:
-   *  { tokens, ids, segments, special (0/1), truncated: tokens removed }. */
-  const encode = (a, b = null, maxTokens = 512) => {
-    const ta = tokenize(a);
-    const tb = b === null || b === undefined || !String(b).trim() ? null : tokenize(b);
-    const nSpecial = tb ? 3 : 2;
-    const [cutA, cutB] = truncateLongestFirst(ta.length, tb ? tb.length : 0, maxTokens - nSpecial);
-    const tokens = ["[CLS]", ...ta.slice(0, ta.length - cutA), "[SEP]"];
-    const segments = new Array(tokens.length).fill(0);
-    if (tb) {
-      const kept = [...tb.slice(0, tb.length - cutB), "[SEP]"];
-      tokens.push(...kept);
-      segments.push(...kept.map(() => 1));
-    }
-    const last = tokens.length - 1;
-    const special = tokens.map((t, i) => (i === 0 || i === last || (tb && i === ta.length - cutA + 1) ? 1 : 0));
-    return { tokens, ids: tokens.map((t) => vocab.get(t) ?? vocab.get(unk)), segments, special,
-      truncated: cutA + cutB };
-  };
+/** [CLS] a [SEP] (b [SEP]), truncated longest first to maxTokens as tokenizer.py does:
+ *  { tokens, ids, segments, special (0/1), truncated: tokens removed }. */
+function encode(a, b, maxTokens, opts) {
+  const ta = tokenize(a, opts);
+  const tb = b === null || b === undefined || !String(b).trim() ? null : tokenize(b, opts);
+  const nSpecial = tb ? 3 : 2;
+  const [cutA, cutB] = truncateLongestFirst(ta.length, tb ? tb.length : 0, maxTokens - nSpecial);
+  const tokens = ["[CLS]", ...ta.slice(0, ta.length - cutA), "[SEP]"];
+  const segments = new Array(tokens.length).fill(0);
+  if (tb) {
+    const kept = [...tb.slice(0, tb.length - cutB), "[SEP]"];
+    tokens.push(...kept);
+    segments.push(...kept.map(() => 1));
+  }
+  const last = tokens.length - 1;
+  const special = tokens.map((t, i) => (i === 0 || i === last || (tb && i === ta.length - cutA + 1) ? 1 : 0));
+  return { tokens, ids: tokens.map((t) => opts.vocab.get(t) ?? opts.vocab.get(opts.unk)), segments, special,
+    truncated: cutA + cutB };
+}
 
-  return { tokenize, encode, words: (text) => words(text).map((w) => w.text), vocabSize: settings.vocab.length,
-    id: (token) => vocab.get(token), token: (id) => settings.vocab[id] ?? unk };
+/**
+ * createTokenizer(settings, as readSettings takes them) -> { tokenize(text), encode(a, b, maxTokens), words(text),
+ *   id(token), token(id), vocabSize }
+ */
+export function createTokenizer(settings) {
+  const opts = readSettings(settings);
+  return {
+    tokenize: (text) => tokenize(text, opts),
+    encode: (a, b = null, maxTokens = 512) => encode(a, b, maxTokens, opts),
+    words: (text) => splitWords(text, opts).map((w) => w.text),
+    vocabSize: opts.list.length,
+    id: (token) => opts.vocab.get(token),
+    token: (id) => opts.list[id] ?? opts.unk,
+  };
 }
 
 /** How many tokens to remove from A and from B so both fit into `budget` (tokenizer.truncate_longest_first). */

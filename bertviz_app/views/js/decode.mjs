@@ -110,17 +110,17 @@ export async function decodePayload(input) {
  * (["c2p", "p2c"] or fewer), scale (of each dot product) and, in its "rows" form, rows R, index (Uint16Array T * T:
  * the row a query and key pair's distance reads), positionQueries / positionKeys (Int8Array (L, H, R, d) codes or
  * null) and their scales; in its "terms" form (short inputs) positionTerms (Int8Array (L, H, 2, T, T): c2p and p2c
- * before scaling) and positionTermScale; null for the rest of the family.
+ * before scaling) and positionTermScale; null for the rest of the family. An object of that shape (with its
+ * header) is checked against the payload and returned as it is.
  */
 export async function decodeQueryKey(input, payload = null) {
+  if (input && input.queries && input.header) { // decoded already: a page that runs the model made it
+    checkBelongs(input.header, payload);
+    return input;
+  }
   const { header, arrays } = await decodeBlob(input);
   if (header.kind !== "query_key") throw new Error(`expected a query/key blob, got ${header.kind}`);
-  if (payload) {
-    const same = header.layers === payload.layers && header.heads === payload.heads && header.length === payload.length;
-    if (!same || (header.key && payload.key && header.key !== payload.key)) {
-      throw new Error("these query/key vectors belong to another input; analyze again to load the matching ones");
-    }
-  }
+  checkBelongs(header, payload);
   const rel = header.relative;
   const relative = rel ? { terms: rel.terms, scale: rel.scale, form: rel.form, rows: rel.rows,
     index: arrays.relative_index || null,
@@ -130,4 +130,13 @@ export async function decodeQueryKey(input, payload = null) {
   return { header, layers: header.layers, heads: header.heads, length: header.length, headSize: header.head_size,
     queries: arrays.queries, keys: arrays.keys, queryScale: arrays.queries_scale, keyScale: arrays.keys_scale,
     relative };
+}
+
+/** Refuses a query/key header that belongs to another input than `payload` (if given). */
+function checkBelongs(header, payload) {
+  if (!payload) return;
+  const same = header.layers === payload.layers && header.heads === payload.heads && header.length === payload.length;
+  if (!same || (header.key && payload.key && header.key !== payload.key)) {
+    throw new Error("these query/key vectors belong to another input; analyze again to load the matching ones");
+  }
 }

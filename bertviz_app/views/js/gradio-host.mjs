@@ -3,7 +3,7 @@
 // watch }) with what Gradio gives a js_on_load. The props:
 //   value       { payload: base64, key, a, b, model } of one analysis (never in the template: megabytes of text)
 //   id_prefix   element ids, unique per host
-//   permalink   this host writes the address (?a=&b=&model=&layer=&head=&token=&tab=) and opens where it says
+//   permalink   this host writes the address (permalink.mjs) and opens where it says
 //   sync        hosts with the same sync name follow each other's layer, head, token, view and filters (models of
 //               different depths: the layer at the same relative depth, pairedLayer)
 //   silence     offer picking heads to silence in the overview; the picks go to Python as a `submit` event
@@ -11,33 +11,10 @@
 //
 // Hosts of one page find each other through this module (one bundle per page), never through window events.
 
-export const URL_KEYS = ["layer", "head", "token", "tab"];
-const TABS = { lines: "lines", matrix: "matrix", overview: "overview", query_key: "qk" };
+import { readLink, writeLink } from "./permalink.mjs";
+
 export const SHARED = ["layer", "head", "token", "view", "matrix", "units", "segments", "hideSpecial", "renormalize",
   "scale", "direction"];
-
-/** The view a permalink asks for (layer, head, token, view), from an address's query string; the views clamp it. */
-export function fromAddress(search) {
-  const q = new URLSearchParams(search);
-  const int = (name) => (q.has(name) && /^\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
-  const out = { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
-    view: TABS[q.get("tab")] };
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
-}
-
-/** The query string that reopens `value` (the input) at `state` (the view), keeping any other parameters. */
-export function toAddress(search, value, state) {
-  const q = new URLSearchParams(search);
-  for (const name of ["a", "b", "model", ...URL_KEYS]) q.delete(name);
-  q.set("a", value.a);
-  if (value.b) q.set("b", value.b);
-  q.set("model", value.model);
-  q.set("layer", state.layer);
-  q.set("head", state.head);
-  if (state.token !== null && state.token !== undefined) q.set("token", state.token);
-  q.set("tab", { qk: "query_key" }[state.view] || state.view);
-  return q.toString();
-}
 
 /**
  * The layer of a stack of `to` layers at the same relative depth as `layer` of a stack of `from`: layer l ends
@@ -137,7 +114,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
     // A new input keeps every choice but the token (its index means another token now) and the picks; the first
     // one comes from the address.
     const wanted = viewer ? { ...viewer.selection.get(), token: null, silenced: [] }
-      : props.permalink ? fromAddress(location.search) : {};
+      : props.permalink ? readLink(location.search).selection : {};
     if (unsubscribe) unsubscribe();
     if (viewer) viewer.destroy();
     viewer = null;
@@ -154,7 +131,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
     viewer = next;
     const write = (state) => {
       if (!props.permalink) return;
-      history.replaceState(history.state, "", `${location.pathname}?${toAddress(location.search, value, state)}`);
+      history.replaceState(history.state, "", `${location.pathname}?${writeLink(location.search, value, state)}`);
     };
     unsubscribe = viewer.selection.subscribe((state, changed) => {
       write(state);

@@ -7,8 +7,8 @@
 //              or one decoded already (decodePayload's object, see decode.mjs: tokens, length, layers, heads,
 //              segments, special, words, sets of 8-bit codes): a page that computes attention itself builds that
 //              and never encodes it
-//   options    queryKey        the query/key blob now (bytes or base64), or
-//              loadQueryKey    async () => bytes or base64: called the first time the query/key view opens
+//   options    queryKey        the query/key blob now (bytes or base64, or decodeQueryKey's object), or
+//              loadQueryKey    async () => any of those: called the first time the query/key view opens
 //              offlineHtml     a string, or (async) () => string: the offline page the "Save page" button saves;
 //                              without it the button is not shown
 //              exportCsv       async (selection state) => CSV text of the numbers on screen; adds a "Save CSV" button
@@ -25,6 +25,7 @@
 //                              (a standalone page has no server) none of this appears.
 //
 //   BertvizViews.decode(bytes or base64) -> the decoded payload that mount also takes
+//   BertvizViews.permalink.readLink(search), .writeLink(search, input, state): the address every host writes
 //
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
@@ -49,15 +50,12 @@ import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
 import { withSelection } from "./offline.mjs";
 import { formatWeight } from "./scale.mjs";
-import { createSelection, VIEWS } from "./selection.mjs";
+import * as links from "./permalink.mjs";
+import { VIEW_NAMES, VIEWS } from "./registry.mjs";
+import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
-import * as lines from "./view-lines.mjs";
-import * as matrix from "./view-matrix.mjs";
-import * as overview from "./view-overview.mjs";
-import * as qk from "./view-qk.mjs";
 import { mountView } from "./view-shell.mjs";
 
-const TABS = { lines: "Lines", matrix: "Matrix", overview: "All heads", qk: "Query \u00d7 key" };
 const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
 const ZOOMS = { fit: "fit the box", 2: "2\u00d7", 4: "4\u00d7", labels: "every label" };
 
@@ -73,7 +71,7 @@ export async function mount(container, payloadInput, options = {}) {
   const asked = options.selection || {};
   const opening = asked.layer === undefined && asked.head === undefined ? informativeHead(payload) : {};
   const selection = createSelection(payload, { zoom: defaultZoom(payload.length, maxHeight() - 40), ...opening,
-    ...asked });
+    ...asked }, VIEW_NAMES);
   const inputs = buildControls(frame.controls, payload, selection, id);
   const finder = buildFinder(payload, selection, id, () => detailView);
   frame.controls.after(finder.box);
@@ -106,7 +104,7 @@ export async function mount(container, payloadInput, options = {}) {
     selection, payload,
     async setQueryKey(input) {
       payload.queryKey = await decodeQueryKey(input, payload);
-      views.qk.refresh();
+      for (const view of Object.values(views)) view.refresh(); // the ones drawn from it follow
     },
     exportPNG: () => { const s = scene(); return s ? scenePNG(s, title()) : Promise.resolve(null); },
     exportSVG: () => { const s = scene(); return s ? sceneSVG(s, title()) : null; },
@@ -169,24 +167,23 @@ function viewBoxHeight(options, { root, panes }) {
 /** A tab and a pane per view, each view mounted in its pane; (views by name, showPanes(state)). */
 function buildPanes({ root, tabs, panes }, context, id) {
   const doc = root.ownerDocument;
-  const modules = { lines, matrix, overview, qk };
   const paneOf = {};
-  for (const name of VIEWS) {
+  for (const { name, label } of VIEWS) {
     paneOf[name] = el("div", { class: "bv-pane", role: "tabpanel", id: id(`view-pane-${name}`),
       "aria-labeledby": id(`view-tab-${name}`) });
     panes.append(paneOf[name]);
     tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
-      "aria-controls": id(`view-pane-${name}`), onclick: () => context.selection.set({ view: name }) }, TABS[name]));
+      "aria-controls": id(`view-pane-${name}`), onclick: () => context.selection.set({ view: name }) }, label));
   }
   const showPanes = (state) => {
-    for (const name of VIEWS) {
+    for (const name of VIEW_NAMES) {
       paneOf[name].hidden = name !== state.view;
       doc.getElementById(id(`view-tab-${name}`))?.setAttribute("aria-selected", String(name === state.view));
     }
   };
   showPanes(context.selection.get());
   const views = {};
-  for (const name of VIEWS) views[name] = mountView(paneOf[name], modules[name], context);
+  for (const { name, module } of VIEWS) views[name] = mountView(paneOf[name], module, context);
   return { views, showPanes };
 }
 
@@ -232,6 +229,9 @@ function buildExports(exports, { scene, title, selection, options, id }) {
 
 /** decodePayload (decode.mjs), for a host that decodes, or builds the same object, before it mounts. */
 export const decode = decodePayload;
+
+/** The permalink's reader and writer (permalink.mjs), for a host's own address: the static page's. */
+export const permalink = links;
 
 /** The app's host (gradio-host.mjs) with this page's mount, address and history. */
 export function gradioHost(context) {

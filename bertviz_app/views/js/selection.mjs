@@ -3,11 +3,9 @@
 import { SEGMENT_FILTERS } from "./data.mjs";
 import { ZOOMS } from "./layout.mjs";
 
-export const VIEWS = ["lines", "matrix", "overview", "qk"];
-
 /**
  * The state, with its defaults:
- *   view       which view is shown: lines | matrix | overview | qk
+ *   view       which view is shown: a name of registry.mjs (lines | matrix | overview | qk)
  *   layer      0 .. L-1
  *   head       0 .. H-1, or "all" (the layer's heads as colors in the lines view, their mean in the matrix)
  *   token      the selected token (an index into the payload's tokens) or null
@@ -71,8 +69,12 @@ export function sameValue(a, b) {
   return a === b;
 }
 
-/** A valid state: out-of-range numbers are clamped, unknown choices fall back to the defaults. */
-export function constrain(state, payload) {
+/**
+ * A valid state: out-of-range numbers are clamped, unknown choices fall back to the defaults. views: the view names
+ * a state may show (the registry's, which main.mjs passes: the registry imports the views, which import this
+ * module); without them any name is kept.
+ */
+export function constrain(state, payload, views = null) {
   const d = defaultState(payload);
   const out = { ...d, ...state };
   const clampInt = (v, hi, fallback) => (Number.isFinite(Number(v)) ? Math.min(hi, Math.max(0, Math.trunc(Number(v))))
@@ -82,7 +84,8 @@ export function constrain(state, payload) {
   out.token = out.token === null || out.token === "" || out.token === undefined ? null
     : clampInt(out.token, payload.length - 1, null);
   const oneOf = (key, options) => { if (!options.includes(out[key])) out[key] = d[key]; };
-  oneOf("view", VIEWS);
+  if (views) oneOf("view", views);
+  else if (typeof out.view !== "string") out.view = d.view;
   oneOf("direction", ["from", "to"]);
   oneOf("segments", SEGMENT_FILTERS);
   oneOf("units", ["tokens", "words"]);
@@ -103,17 +106,18 @@ export function drawnKey(state) {
 }
 
 /**
- * createSelection(payload, initial) -> { get(), set(patch), subscribe(fn) -> unsubscribe }.
+ * createSelection(payload, initial, views) -> { get(), set(patch), subscribe(fn) -> unsubscribe }; views: as
+ * constrain's.
  * set() constrains the new state and calls every subscriber with (state, changed) where changed is the Set of
  * keys whose value changed (the picks compared pair by pair); a patch that changes nothing calls nobody.
  */
-export function createSelection(payload, initial = {}) {
-  let state = constrain(initial, payload);
+export function createSelection(payload, initial = {}, views = null) {
+  let state = constrain(initial, payload, views);
   const listeners = new Set();
   return {
     get: () => state,
     set(patch) {
-      const next = constrain({ ...state, ...patch }, payload);
+      const next = constrain({ ...state, ...patch }, payload, views);
       const changed = new Set(Object.keys(next).filter((k) => !sameValue(next[k], state[k])));
       if (changed.size === 0) return;
       for (const k of Object.keys(next)) if (!changed.has(k)) next[k] = state[k]; // unchanged picks keep their array

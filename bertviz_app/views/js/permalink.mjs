@@ -1,0 +1,39 @@
+// The permalink, read and written in one place for every host (the app's gradio-host.mjs and the static page):
+//   ?a=<sentence A>&b=<sentence B>&model=<model>&layer=<l>&head=<h or all>&token=<t>&tab=<a view's url name>
+// `tab`, not `view`: Gradio's page reads `view`. The view travels under its url name (registry.mjs), so a link made
+// in one host opens the same view in the other.
+
+import { viewForTab, viewNamed } from "./registry.mjs";
+
+/** The parameters a link owns; a writer replaces these and keeps any other (a host's own, such as threads=). */
+export const LINK_KEYS = ["a", "b", "model", "layer", "head", "token", "tab"];
+
+/**
+ * What a query string (with or without its "?") holds: { a, b, model } as text or null, and `selection`, the view
+ * it asks for ({ layer, head, token, view }, only what parses: the views clamp the rest).
+ */
+export function readLink(search) {
+  const q = new URLSearchParams(search);
+  const int = (name) => (q.has(name) && /^\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
+  const selection = { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
+    view: viewForTab(q.get("tab"))?.name };
+  return { a: q.get("a"), b: q.get("b"), model: q.get("model"),
+    selection: Object.fromEntries(Object.entries(selection).filter(([, v]) => v !== undefined)) };
+}
+
+/**
+ * The query string (without "?") that reopens `input` ({ a, b, model }: b and model left out when empty) at
+ * `state` (a selection's state: layer, head, token, view), keeping the parameters of `search` that are not a link's.
+ */
+export function writeLink(search, input, state) {
+  const q = new URLSearchParams(search);
+  for (const name of LINK_KEYS) q.delete(name);
+  q.set("a", input.a);
+  if (input.b) q.set("b", input.b);
+  if (input.model) q.set("model", input.model);
+  q.set("layer", String(state.layer));
+  q.set("head", String(state.head));
+  if (state.token !== null && state.token !== undefined) q.set("token", String(state.token));
+  q.set("tab", viewNamed(state.view)?.url ?? state.view);
+  return q.toString();
+}
