@@ -156,3 +156,16 @@ def test_command_line_writes_the_folder(tmp_path, capsys):
     assert cli.main(["export-static", str(tmp_path / "other"), "--model", "all-MiniLM-L6-v2"]) == 2
     assert "needs both pretraining heads" in capsys.readouterr().err
     assert not (tmp_path / "other").exists()
+
+
+def test_the_page_names_every_file_inside_its_folder():
+    """A host puts the folder anywhere (https://school.example/class/): the page declares its icon inline, so the
+    browser does not ask the host's root for /favicon.ico, and names no file by an absolute or parent path."""
+    import re
+
+    from bertviz_app.static.site import index_html
+
+    page = index_html("m", "A.", "")
+    assert '<link rel="icon" href="data:,">' in page
+    for ref in re.findall(r'(?:src|href)="([^"]*)"', page):
+        assert ref.startswith("data:") or not (ref.startswith(("/", "..")) or "://" in ref), ref

@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import bertviz_app
-from test_browser import AppPage
+from pages import AppPage
 from test_tokenizer import HARD, PAIRS
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -358,5 +358,71 @@ def test_opened_from_file_with_no_request_outside_the_folder(browser, site, expl
         note = opened.page.text_content("#load-note")
         assert "runs in this page" in note and "1 thread" in note  # file:// is not cross-origin isolated
         assert opened.outside == [] and opened.errors == []
+    finally:
+        opened.close()
+
+
+@pytest.fixture(scope="module")
+def parent_server(site):
+    """The exported folder served as a subfolder of a host (https://school.example/class/ is where it often lands):
+    anything the page asks of the host's root is outside its folder."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                             "--directory", str(site.parent)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/{site.name}/"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_in_a_subfolder_the_page_asks_nothing_outside_it(browser, parent_server):
+    """No /favicon.ico at the host's root: the page declares its icon inline."""
+    opened = Opened(browser, parent_server + "index.html", parent_server)
+    try:
+        opened.analyze("One request less.")
+        opened.page.wait_for_timeout(1000)  # the icon is asked for after the load
+        assert opened.outside == [] and opened.errors == []
+    finally:
+        opened.close()
+
+
+def test_a_link_that_holds_too_much_text_is_not_put_in_the_box(browser, site):
+    """100,000 combining marks in ?a= froze the tab ~40 s in the input box's layout; a link may carry at most what
+    the server's box takes (20,000 characters), and the page says why it left the rest out. From file:// (python's
+    http.server refuses a 600 kB request line)."""
+    folder = site.resolve().as_uri() + "/"
+    query = urllib.parse.urlencode({"a": "a" + "\u0301" * 100_000, "b": "Kept.", "layer": 1})
+    started = time.monotonic()
+    opened = Opened(browser, f"{folder}index.html?{query}", folder)
+    try:
+        assert time.monotonic() - started < TIMEOUT_MS / 1000
+        page = opened.page
+        assert page.input_value("#text-a") != "" and len(page.input_value("#text-a")) < 1000  # the page's own
+        assert "longer than 20,000 characters" in page.text_content("#input-error")
+        assert opened.errors == []
+    finally:
+        opened.close()
+
+
+def test_on_a_phone_the_page_does_not_scroll_sideways_and_says_how_to_get_the_server(browser, server, tmp_path):
+    opened = Opened(browser, server, server)
+    try:
+        page = opened.page
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.wait_for_timeout(300)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        page.screenshot(path=str(tmp_path / "static_phone.png"), full_page=True)
+        note = page.text_content("#server-note")
+        assert "pip install bertviz-app" not in note and "make app" in note
     finally:
         opened.close()

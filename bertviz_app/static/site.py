@@ -27,8 +27,8 @@ from .onnx_export import export_onnx, require_heads
 JS_DIR = Path(__file__).resolve().parent / "js"
 PART_BYTES = 4 << 20
 NEEDS_SERVER = ("Integrated gradients and blank-out, silencing heads, comparing two inputs or two models, the "
-                "embeddings and hidden-state tabs, and fine-tuning need the server: "
-                "pip install bertviz-app, then bertviz-app serve (see the project's README).")
+                "embeddings and hidden-state tabs, and fine-tuning need the server: get the bertviz-app project's "
+                "source and run `make app` in it (its README says more).")
 
 
 def page_js() -> str:
@@ -104,6 +104,7 @@ button { font-size: 14px; padding: 5px 10px; cursor: pointer; }
 #load-progress { width: 240px; }
 .error { color: #a50f15; }
 #link-out { width: 100%; font-size: 12px; }
+section.extra input[type=text] { max-width: 100%; box-sizing: border-box; }
 section.extra { border-top: 1px solid #ddd; margin-top: 14px; padding-top: 6px; }
 section.extra h2 { font-size: 16px; margin: 4px 0; }
 #server-note { font-size: 13px; color: #555; margin-top: 16px; }
@@ -120,6 +121,7 @@ def index_html(name: str, a: str, b: str) -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <title>BERT attention, in your browser: {esc(name)}</title>
 <style>{_CSS}</style>
 </head>

@@ -134,3 +134,11 @@ test("the registry refuses a line that disagrees with its view file, or a name u
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a link may put at most MAX_LINK_CHARS characters in a box, counted as characters, not UTF-16 units", () => {
+  const within = "\u{1F44D}".repeat(links.MAX_LINK_CHARS); // 40,000 UTF-16 units, 20,000 characters
+  assert.equal(links.readLink(new URLSearchParams({ a: within }).toString()).a, within);
+  const over = new URLSearchParams({ a: "a" + "\u0301".repeat(links.MAX_LINK_CHARS), b: "Kept?", layer: "2" });
+  const opened = links.readLink(over.toString());
+  assert.deepEqual([opened.a, opened.b, opened.tooLong, opened.selection], [null, null, ["a"], { layer: 2 }]);
+});

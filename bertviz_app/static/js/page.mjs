@@ -309,7 +309,10 @@ export function start(doc = document) {
   wireControls(doc, api, link);
 
   const opened = links.readLink(window.location.search);
-  if (opened.a !== null) { // a link holds the whole input: no B in it means a single sentence
+  if (opened.tooLong) {
+    $("input-error").textContent = `The link's sentence ${opened.tooLong.join(" and ").toUpperCase()} is longer `
+      + `than ${links.MAX_LINK_CHARS.toLocaleString("en")} characters, the most a box takes; it was left out.`;
+  } else if (opened.a !== null) { // a link holds the whole input: no B in it means a single sentence
     $("text-a").value = opened.a;
     $("text-b").value = opened.b ?? "";
   }

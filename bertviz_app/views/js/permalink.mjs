@@ -8,12 +8,19 @@ import { viewForTab, viewNamed } from "./registry.mjs";
 /** The parameters a link owns; a writer replaces these and keeps any other (a host's own, such as threads=). */
 export const LINK_KEYS = ["a", "b", "model", "layer", "head", "token", "tab"];
 
+/** The most characters a link may put in a sentence box: the app's own box (app/common.py MAX_CHARS). A link of
+ * 100,000 combining marks froze a tab for ~40 s in the box's layout before anything could refuse it. */
+export const MAX_LINK_CHARS = 20000;
+
 /**
  * What a query string (with or without its "?") holds: { a, b, model } as text or null, and `selection`, the view
- * it asks for ({ layer, head, token, view }, only what parses: the views clamp the rest).
+ * it asks for ({ layer, head, token, view }, only what parses: the views clamp the rest). A link whose a or b is
+ * longer than MAX_LINK_CHARS gives neither (null) and names them in `tooLong`.
  */
 export function readLink(search) {
   const q = new URLSearchParams(search);
+  const tooLong = ["a", "b"].filter((name) => q.has(name) && codePoints(q.get(name)) > MAX_LINK_CHARS);
+  if (tooLong.length) return { ...readLink(dropped(q, ["a", "b"])), tooLong };
   const int = (name) => (q.has(name) && /^\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
   const selection = { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
     view: viewForTab(q.get("tab"))?.name };
@@ -36,4 +43,16 @@ export function writeLink(search, input, state) {
   if (state.token !== null && state.token !== undefined) q.set("token", String(state.token));
   q.set("tab", viewNamed(state.view)?.url ?? state.view);
   return q.toString();
+}
+
+function codePoints(text) {
+  let n = 0;
+  for (const _ of text) n += 1; // eslint-disable-line no-unused-vars
+  return n;
+}
+
+function dropped(q, names) {
+  const kept = new URLSearchParams(q);
+  for (const name of names) kept.delete(name);
+  return kept.toString();
 }
