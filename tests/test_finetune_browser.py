@@ -9,7 +9,7 @@ import csv
 import pytest
 
 from bertviz_app import app
-from bertviz_app.app.finetune_tab import TrainingSettings
+from bertviz_app.app.server.training import TrainingSettings
 
 from test_browser import TIMEOUT_MS, AppPage, shoot
 
