@@ -10,8 +10,7 @@ import pytest
 
 from bertviz_app import app
 from bertviz_app.app.server.training import TrainingSettings
-
-from test_browser import TIMEOUT_MS, AppPage, shoot
+from pages import TIMEOUT_MS, AppPage, shoot
 
 pytestmark = [pytest.mark.browser]
 

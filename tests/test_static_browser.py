@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import bertviz_app
-from test_tokenizer import HARD, PAIRS
+from texts import HARD, PAIRS
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
