@@ -103,17 +103,20 @@ def test_a_tab_added_to_the_tuple_shows_wires_and_computes_behind_the_gate(demo)
     assert step["api_name"].startswith("_token_count") and step["trigger_only_on_success"]
 
 
-def test_the_added_tab_answers_through_its_endpoints(demo, explorers):
+@pytest.fixture(scope="module")
+def server(demo):
     url = app.serve(demo, port=app.free_port(), block=False)
-    try:
-        client = Client(url, verbose=False)
-        client.predict(next(iter(explorers)), "Penguins huddle together.", "", api_name="/analyze")
-        explorer = next(iter(explorers.values()))
-        tokens = len(explorer.run("Penguins huddle together.").labels)
-        assert client.predict(api_name="/token_count") == f"{tokens} tokens"
-        assert client.predict(api_name="/count_again") == f"{tokens} tokens"
-    finally:
-        demo.close()
+    yield url
+    demo.close()
+
+
+def test_the_added_tab_answers_through_its_endpoints(server, explorers):
+    client = Client(server, verbose=False)
+    (name, explorer), = explorers.items()
+    client.predict(name, "Penguins huddle together.", "", api_name="/analyze")
+    tokens = len(explorer.run("Penguins huddle together.").labels)
+    assert client.predict(api_name="/token_count") == f"{tokens} tokens"
+    assert client.predict(api_name="/count_again") == f"{tokens} tokens"
 
 
 def test_something_that_is_not_a_tab_is_refused_in_words(explorers):
