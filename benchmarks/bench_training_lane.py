@@ -40,7 +40,7 @@ def analyses(explorer, counter, n: int, gap_s: float) -> list[float]:
 def training(lane, explorer, phase: str):
     """Start the tab's job on `lane`; return once its first step is done (model read, evaluation before training
     done)."""
-    from bertviz_app.app.finetune_tab import Job, data_choices, training_root
+    from bertviz_app.app.server.training import Job, data_choices, training_root
 
     job = Job(data_choices()["movie-reviews"], explorer.name, str(explorer.folder), 1, 5e-5, f"bench {phase}",
               training_root() / f"bench-training-lane-{phase}-{time.time():.0f}")
@@ -64,7 +64,7 @@ def main() -> None:
     import torch
 
     import bertviz_app
-    from bertviz_app.app.finetune_tab import TrainingLane
+    from bertviz_app.app.server.training import TrainingLane
 
     torch.set_num_threads(1)  # the served default (limits.THREADS)
     explorer = bertviz_app.load(device="cpu")

@@ -268,7 +268,7 @@ def is_loopback(host: str) -> bool:
 def training_settings(args: argparse.Namespace):
     """The Fine-tune tab's rule: on where only this machine reaches the server, else only with --allow-training;
     the --data files checked before anything loads."""
-    from .app.finetune_tab import TrainingSettings, file_task
+    from .app.server.training import TrainingSettings, file_task
 
     for name in args.data:
         if not Path(name).expanduser().is_file():

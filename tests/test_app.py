@@ -129,8 +129,8 @@ def test_analyze_a_pair(client, explorer):
     assert nsp.startswith("**all-MiniLM-L6-v2 has no next-sentence head.**") and "--model" not in nsp
     assert "Pick **" in nsp
     # the Masked LM and Model tabs update in private steps of the same analysis; their texts:
-    assert "no masked-LM head" in app.masked_lm.mlm_status(explorer)
-    info = app.model_info.model_text(explorer)
+    assert "no masked-LM head" in app.tabs.masked_lm.mlm_status(explorer)
+    info = app.tabs.model_info.model_text(explorer)
     assert "22,713,216" in info and "cpu" in info
     # what a permalink needs, beside the payload
     assert (value["a"], value["b"], value["model"]) == ("The cat sat.", "It slept.", MODEL)
@@ -494,12 +494,12 @@ def test_gradio_internals_are_as_the_workaround_expects(demo, server):
     (instead of the workaround quietly doing nothing and sessions growing again)."""
     client = Client(server, verbose=False)
     analyze(client, "Internals, please.")
-    found = app.gradio_internals.session_blocks(demo, client.session_hash)
+    found = app.server.gradio_internals.session_blocks(demo, client.session_hash)
     assert found is not None, "gradio keeps no session state where the workaround looks for it"
     blocks, config_values = found
     assert isinstance(blocks, dict) and isinstance(config_values, dict)
     assert set(demo.blocks) & set(blocks)  # the page's own components, by id
-    assert app.gradio_internals.session_blocks(demo, "no-such-session") is None
+    assert app.server.gradio_internals.session_blocks(demo, "no-such-session") is None
 
 
 # --- beyond raw attention: explain one prediction, compare two inputs or models, silence heads ----------------------
@@ -564,7 +564,7 @@ def test_a_truncation_says_which_limit_and_how_to_raise_it(client):
 
 
 def test_compare_starts_from_the_input_just_analyzed_until_the_visitor_types():
-    from bertviz_app.app.compare import prefill_values
+    from bertviz_app.app.tabs.compare import prefill_values
     first = {"model": MODEL, "text": "The cat sat.", "pair": "It slept."}
     a, b, prefilled = prefill_values(first, "", "", None)
     assert (a, b) == ("The cat sat.", "It slept.")
@@ -590,7 +590,7 @@ def test_compare_without_a_head_by_head_difference_says_why_and_hides_the_empty_
 
 def test_the_words_about_silenced_heads_follow_the_sign():
     from bertviz_app.ablation import HeadRanking
-    from bertviz_app.app.beyond import _top_heads
+    from bertviz_app.app.tabs.beyond import _top_heads
     from bertviz_app.targets import Target
     target = Target("is_next", 0)
     effects = np.zeros((2, 3), dtype=np.float32)

@@ -9,12 +9,9 @@ BERTVIZ_SCREENSHOTS=DIR is set, to DIR as well, named app_*.png."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import os
 import re
-import shutil
 import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -23,10 +20,10 @@ import pandas as pd
 import pytest
 
 from bertviz_app import app
+from pages import TIMEOUT_MS, AppPage, shoot, wait_for_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
-TIMEOUT_MS = 60_000  # two shared cores: the first page load builds the page and a payload of every head
 LONG = ("The river bank was quiet when the old man sat down to read his paper and watch the boats go past. " * 60)
 
 
@@ -42,108 +39,6 @@ def server(tiny_folder):
     url = app.serve(demo, port=app.free_port(), block=False)
     yield url
     demo.close()
-
-
-class AppPage:
-    """One visitor's tab: what it asked the server for, and what it logged."""
-
-    def __init__(self, browser, url: str, size=(1280, 720)):
-        self.page = browser.new_page()
-        self.page.set_default_timeout(TIMEOUT_MS)
-        self.page.set_viewport_size({"width": size[0], "height": size[1]})
-        self.origin = url.rstrip("/")
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        self.page.on("request", lambda r: self.requests.append(r.url) if r.url.startswith(self.origin) else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.goto(url)
-
-    @contextlib.contextmanager
-    def on_a_phone(self):
-        """The page at 390 x 844 for the `with` block, then back at 1280 x 720."""
-        self.page.set_viewport_size({"width": 390, "height": 844})
-        try:
-            yield self.page
-        finally:
-            self.page.set_viewport_size({"width": 1280, "height": 720})
-
-    def views_drawn(self, view: str = "lines", contains: str = "") -> str:
-        # One check that also gives the value: a new payload remounts the view, so a second look may find none.
-        return self.page.wait_for_function(
-            "([v, s]) => { const d = document.querySelector(`#view-pane-${v} .bv-view`)?.dataset.drawn;"
-            " return d !== undefined && d.includes(s) && d; }", arg=[view, contains]).json_value()
-
-    def settle(self, quiet_ms: int = 1500) -> None:
-        """Wait until the page has asked the server nothing for `quiet_ms`: a new input's chained steps (the other
-        tabs' views, one queued request each) are done."""
-        seen, quiet = -1, 0
-        while quiet < quiet_ms:
-            self.page.wait_for_timeout(250)
-            quiet = quiet + 250 if len(self.requests) == seen else 0
-            seen = len(self.requests)
-
-    def tokens(self) -> list[str]:
-        """The analyzed tokens as the views list them (their token choices, as text)."""
-        return self.page.eval_on_selector_all("#view-token option", "os => os.slice(1).map(o => o.textContent"
-                                                                    ".split(': ').slice(1).join(': '))")
-
-    def wait_for_tokens(self, tokens: list[str]) -> list[str]:
-        """The views' token list once it is `tokens`: a new payload is decoded and listed a moment after the
-        analysis answers, and until then the list (and the drawn mark) is the previous input's."""
-        expected = [f"{i}: {t}" for i, t in enumerate(tokens)]
-        try:
-            self.page.wait_for_function("want => { const got = [...document.querySelectorAll('#view-token option')]"
-                                        ".slice(1).map(o => o.textContent); return JSON.stringify(got) === "
-                                        "JSON.stringify(want); }", arg=expected, timeout=TIMEOUT_MS)
-        except Exception:
-            pass  # the assertion that follows shows what the page lists instead
-        return self.tokens()
-
-    def analyze(self, a: str, b: str = "") -> None:
-        before = self.page.evaluate("() => document.querySelector('#attention-view')?.dataset.key || ''")
-        self.page.locator("#sentence-a textarea").fill(a)
-        self.page.locator("#sentence-b textarea").fill(b)
-        self.page.click("#analyze")
-        self.page.wait_for_function("old => { const v = document.querySelector('#attention-view');"
-                                    " return v && v.dataset.key && v.dataset.key !== old; }", arg=before)
-
-    def set_input(self, selector: str, value) -> None:
-        self.page.eval_on_selector(selector, "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', "
-                                             "{bubbles: true})); }", str(value))
-
-    def open_tab(self, name: str) -> None:
-        """A tab of the lower tab bar, from the bar or, on a narrow screen, from its "More tabs" menu."""
-        tab = self.page.get_by_role("tab", name=name, exact=True)
-        if not tab.count():
-            self.page.click("#tabs [aria-label='More tabs']")
-            tab = self.page.locator("#tabs .overflow-dropdown button", has_text=name)
-        tab.click()
-
-    def click_tile(self, layer: int, head: int) -> None:
-        """Scroll the overview so that a head's tile is in sight, then click its middle."""
-        scroller = "#view-pane-overview .bv-scroller"
-        g = self.page.eval_on_selector(scroller, "e => JSON.parse(e.dataset.geometry)")
-        x = g["left"] + head * (g["tile"] + g["gap"]) + g["tile"] / 2
-        y = g["top"] + layer * g["rowPitch"] + g["tile"] / 2
-        scroll = self.page.eval_on_selector(scroller, "(e, [x, y]) => { e.scrollTo(Math.max(0, x - e.clientWidth / 2),"
-                                            " Math.max(0, y - e.clientHeight / 2)); return [e.scrollLeft, e.scrollTop];"
-                                            " }", [x, y])
-        self.page.wait_for_timeout(50)
-        box = self.page.locator(scroller).bounding_box()
-        self.page.mouse.click(box["x"] + x - scroll[0], box["y"] + y - scroll[1])
-
-    def no_sideways_scroll(self) -> bool:
-        return self.page.evaluate("() => document.documentElement.scrollWidth <= "
-                                  "document.documentElement.clientWidth + 1")
-
-
-def shoot(page, tmp_path: Path, name: str, full_page: bool = False) -> None:
-    path = tmp_path / f"app_{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
-    target = os.environ.get("BERTVIZ_SCREENSHOTS")
-    if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(target) / path.name)
 
 
 @pytest.fixture(scope="module")
@@ -464,12 +359,6 @@ def test_masked_lm_without_the_head_says_so(visitor, tmp_path):
     page.wait_for_function("() => [...document.querySelectorAll('#corruption .main-svg')]"
                            ".some(svg => svg.textContent.includes('penguins'))", timeout=TIMEOUT_MS)
     shoot(page, tmp_path, "07-masked-lm-without-head")
-
-
-def wait_for_rows(page, elem_id: str, n: int) -> None:
-    """A gradio table's row count, header row included in aria-rowcount (its body is virtualized)."""
-    page.wait_for_function(f"() => document.querySelector('#{elem_id} [role=grid]')"
-                           f"?.getAttribute('aria-rowcount') === '{n + 1}'", timeout=TIMEOUT_MS)
 
 
 def test_masked_lm_and_next_sentence_with_the_heads(visitor, tmp_path, tiny_folder):

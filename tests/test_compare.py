@@ -7,7 +7,7 @@ import pytest
 import bertviz_app
 from bertviz_app.analysis.compare import compare_attentions, paired_layer
 from bertviz_app.figures import attention_change_figure
-from test_words import random_attention
+from arrays import random_attention
 
 
 def tokens(n, prefix="t"):

@@ -12,11 +12,11 @@ from gradio_client import Client
 
 import family_models
 from bertviz_app import app, views
-from bertviz_app.app.embeddings import family_note
-from bertviz_app.app.hidden import shared_layers_note
-from bertviz_app.app.masked_lm import mlm_status, replaced_view
-from bertviz_app.app.model_info import model_text
-from bertviz_app.app.next_sentence import next_sentence_view
+from bertviz_app.app.tabs.embeddings import family_note
+from bertviz_app.app.tabs.hidden import shared_layers_note
+from bertviz_app.app.tabs.masked_lm import mlm_status, replaced_view
+from bertviz_app.app.tabs.model_info import model_text
+from bertviz_app.app.tabs.next_sentence import next_sentence_view
 
 FAMILIES = ("roberta", "distilbert", "albert", "electra", "deberta-v2")
 PAIR = ("The cat sat on the mat.", "Dogs bark, cats purr.")

@@ -9,7 +9,7 @@ import pytest
 
 import family_models
 from bertviz_app import app
-from test_browser import TIMEOUT_MS, AppPage, shoot, wait_for_rows
+from pages import TIMEOUT_MS, AppPage, shoot, wait_for_rows
 
 pytestmark = [pytest.mark.browser]
 

@@ -9,9 +9,8 @@ import csv
 import pytest
 
 from bertviz_app import app
-from bertviz_app.app.finetune_tab import TrainingSettings
-
-from test_browser import TIMEOUT_MS, AppPage, shoot
+from bertviz_app.app.server.training import TrainingSettings
+from pages import TIMEOUT_MS, AppPage, shoot
 
 pytestmark = [pytest.mark.browser]
 

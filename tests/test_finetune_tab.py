@@ -14,10 +14,12 @@ import torch
 import bertviz_app
 from bertviz_app import cli
 from bertviz_app.app import build_demo
-from bertviz_app.app import finetune_tab
-from bertviz_app.app.common import Models, Page
-from bertviz_app.app.finetune_tab import FineTuneTab, TrainingSettings, data_choices, file_task, training_root
-from bertviz_app.app.task import task_view
+from bertviz_app.app.common import Models
+from bertviz_app.app.server import training
+from bertviz_app.app.server.training import TrainingSettings, data_choices, file_task, training_root
+from bertviz_app.app.tabs import TabPage
+from bertviz_app.app.tabs.finetune import FineTuneTab
+from bertviz_app.app.tabs.task import task_view
 from bertviz_app.finetuning import recipes
 from labelled_files import write_csv
 
@@ -45,14 +47,15 @@ def tiny(tiny_mlm_folder):
 def tab(tiny, files, tmp_path, monkeypatch):
     """The tab built in a page of its own, with the tiny model as the only model; the cache in tmp_path."""
     monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(finetune_tab, "BATCH_SIZE", 8)
+    monkeypatch.setattr(training, "BATCH_SIZE", 8)
     models = Models({"tiny": tiny}, forward_passes=2)
     with gr.Blocks():
         picker = gr.Dropdown(models.names, value="tiny")
-        page = Page(models, gr.State(None), picker)
-        with gr.Tab("Fine-tune") as item:
-            tab = FineTuneTab(page, TrainingSettings(True, "", tuple(str(p) for p in files.values())))
-        tab.wire(item, [picker])
+        page = TabPage(models, gr.State(None), picker,
+                       training=TrainingSettings(True, "", tuple(str(p) for p in files.values())))
+        with gr.Tab("Fine-tune") as page.items[FineTuneTab.id]:
+            tab = FineTuneTab(page)
+        tab.wire()
     yield tab
     tab.lane.cancel(None)
     tab.lane.wait(60)

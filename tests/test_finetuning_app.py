@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import bertviz_app
-from bertviz_app.app.task import task_view
+from bertviz_app.app.tabs.task import task_view
 from bertviz_app.tokenizer import Tokenizer
 
 WORDS = "the cat sat on mat a dog where did sit".split()

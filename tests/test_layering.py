@@ -38,6 +38,17 @@ FLOORS = {
     "cli": 13, "__main__": 14,
 }
 
+# Inside app/ (floor 12), the same rule one level down, by module or subpackage: the serving side knows nothing of the
+# page, a tab nothing of the layout that lists it (so adding a tab touches tabs/ alone).
+APP_FLOORS = {
+    "server": 0,  # launch, guards, gradio's internals, the training lane
+    "common": 1,  # what every part of the page shares: models, session, checks, errors in words
+    "views_host": 2,  # our attention views inside the page
+    "attention": 3, "tabs": 3,  # the views under the input; the tabs, one module each, and their protocol
+    "layout": 4,  # the page: the input, then every tab of tabs.TABS
+    "__init__": 5,
+}
+
 
 def unit_of(path: Path) -> str:
     """'app' for bertviz_app/app/layout.py, 'run' for bertviz_app/run.py."""
@@ -97,6 +108,28 @@ def test_imports_only_point_down():
     upward = [f"{where}: {a} (floor {FLOORS[a]}) imports {b} (floor {FLOORS.get(b)})"
               for a, b, where in internal_edges() if FLOORS.get(b, 99) >= FLOORS[a]]
     assert not upward, "\n".join(upward)
+
+
+def app_edges() -> list[tuple[str, str, str]]:
+    """(from, to, 'file:line') for every import of one part of app/ (a module or a subpackage) by another."""
+    edges = []
+    for path in sorted((PACKAGE / "app").rglob("*.py")):
+        here = path.relative_to(PACKAGE / "app").with_suffix("").parts[0]
+        for module, line in imports_of(path):
+            parts = module.split(".")
+            if parts[:2] == ["bertviz_app", "app"]:
+                target = parts[2] if len(parts) > 2 else "__init__"
+                if target != here:
+                    edges.append((here, target, f"{path.relative_to(PACKAGE)}:{line}"))
+    return edges
+
+
+def test_inside_app_imports_point_down_too():
+    parts = {path.relative_to(PACKAGE / "app").with_suffix("").parts[0] for path in (PACKAGE / "app").rglob("*.py")}
+    assert parts <= set(APP_FLOORS), f"add these to APP_FLOORS (and docs/ARCHITECTURE.md): {parts - set(APP_FLOORS)}"
+    upward = [f"{where}: {a} (app floor {APP_FLOORS[a]}) imports {b} (app floor {APP_FLOORS.get(b)})"
+              for a, b, where in app_edges() if APP_FLOORS.get(b, 99) >= APP_FLOORS[a]]
+    assert any(b == "server" for _, b, _ in app_edges()) and not upward, "\n".join(upward)
 
 
 def test_no_import_circle_between_modules():
@@ -174,10 +207,32 @@ def test_a_run_holds_numbers_and_imports_no_plotting():
 
 
 def test_the_architecture_page_draws_the_same_floors():
-    """docs/ARCHITECTURE.md's module table gives every unit the floor FLOORS gives it, and no other unit."""
+    """docs/ARCHITECTURE.md's module table gives every unit the floor FLOORS gives it, and no other unit; and every part
+    of app/ the floor APP_FLOORS gives it."""
     page = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
     drawn = {}
     for floor, modules in re.findall(r"^\| (\d+) \| ([^|]+) \|", page, flags=re.MULTILINE):
         for name in re.findall(r"`([\w/.]+)`", modules):
             drawn[name.removesuffix(".py").rstrip("/")] = int(floor)
     assert drawn == FLOORS
+    # app/'s own floors, drawn as 12.0, 12.1, ...
+    inside = {}
+    for floor, modules in re.findall(r"^\| 12\.(\d+) \| ([^|]+) \|", page, flags=re.MULTILINE):
+        for name in re.findall(r"`app/([\w/.]+)`", modules):
+            inside[name.removesuffix(".py").rstrip("/")] = int(floor)
+    assert inside == APP_FLOORS
+
+
+def test_app_stays_small_enough_to_read():
+    """In app/, no function over 80 lines and no file over 650: the page is a loop over its tabs, each tab a module
+    of its own, not one long build."""
+    too_long = []
+    for path in sorted((PACKAGE / "app").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if len(source.splitlines()) > 650:
+            too_long.append(f"{path.relative_to(PACKAGE)}: {len(source.splitlines())} lines")
+        too_long += [f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1} lines"
+                     for node in ast.walk(ast.parse(source))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and node.end_lineno - node.lineno + 1 > 80]
+    assert any((PACKAGE / "app").rglob("layout.py")) and not too_long, too_long

@@ -29,7 +29,8 @@ from gradio_client.exceptions import AppError
 
 from bertviz_app import BertConfig, BertForPreTraining, Explorer, Tokenizer, app, limits, views
 from bertviz_app import explorer as explorer_module
-from bertviz_app.app import common, guards, views_host
+from bertviz_app.app import common, views_host
+from bertviz_app.app.server import guards
 from bertviz_app.catalog import minilm_path
 
 
@@ -101,7 +102,7 @@ def explorers(tiny_mlm_folder):
 @pytest.fixture(scope="module")
 def served(explorers):
     """(url, demo) of the app as `bertviz-app serve` runs it, without --auth (on 127.0.0.1: the Fine-tune tab on)."""
-    from bertviz_app.app.finetune_tab import TrainingSettings
+    from bertviz_app.app.server.training import TrainingSettings
 
     demo = app.build_demo(explorers, training=TrainingSettings(True))
     url = app.serve(demo, port=app.free_port(), block=False)
@@ -734,12 +735,12 @@ def test_idle_sessions_are_forgotten(explorers, model_name):
     try:
         client = Client(url, verbose=False)
         analyze(client, model_name, "Then I went for a coffee.")
-        assert app.gradio_internals.session_blocks(demo, client.session_hash) is not None
+        assert app.server.gradio_internals.session_blocks(demo, client.session_hash) is not None
         for _ in range(300):  # bounded: the janitor looks every 0.25 s here
-            if app.gradio_internals.session_blocks(demo, client.session_hash) is None:
+            if app.server.gradio_internals.session_blocks(demo, client.session_hash) is None:
                 break
             time.sleep(0.1)
-        assert app.gradio_internals.session_blocks(demo, client.session_hash) is None, "the idle session stayed"
+        assert app.server.gradio_internals.session_blocks(demo, client.session_hash) is None, "the idle session stayed"
         with pytest.raises(AppError, match="Nothing analyzed yet"):
             client.predict(1, api_name="/token_similarity")
     finally:
@@ -926,9 +927,9 @@ def test_gradio_internals_check_inputs_first_is_in_place(served):
 def test_gradio_internals_the_page_embeds_the_api_where_it_is_stripped(auth_server):
     with logged_in(auth_server) as session:
         page = session.get("/").content
-    assert app.gradio_internals.embeds_api_info(page), "gradio's page no longer embeds the API where we strip it"
-    stripped = app.gradio_internals.strip_api_info(page)
-    assert b"/analyze" not in stripped and app.gradio_internals.EMPTY_API_INFO in stripped
+    assert app.server.gradio_internals.embeds_api_info(page), "gradio's page no longer embeds the API where we strip it"
+    stripped = app.server.gradio_internals.strip_api_info(page)
+    assert b"/analyze" not in stripped and app.server.gradio_internals.EMPTY_API_INFO in stripped
 
 
 def test_gradio_internals_sessions_are_kept_as_expected(served):
@@ -950,7 +951,7 @@ def test_gradio_internals_sessions_values_and_requests_are_where_the_bounds_reac
         assert getattr(getattr(demo, name), "keeps_values_out", False), name
         assert {"block_fn", "state"} <= set(inspect.signature(getattr(gr.Blocks, name)).parameters)
     assert getattr(demo.preprocess_data, "checks_inputs_first", False)  # both wrappers, neither lost
-    assert LocalContext.request.get(None) is None and app.gradio_internals.current_session_hash() is None
+    assert LocalContext.request.get(None) is None and app.server.gradio_internals.current_session_hash() is None
 
 
 def test_a_new_session_is_made_without_a_copy_of_every_blocks_config(served, events, model_name):

@@ -29,6 +29,7 @@ def test_the_wheel_carries_the_assets_and_finds_them_installed(tmp_path):
     assert "bertviz_app/assets/minilm-l6-mlm-nsp-en/model.safetensors" in expected
     assert expected <= names, sorted(expected - names)
     assert {"bertviz_app/__init__.py", "bertviz_app/analysis/attention.py", "bertviz_app/app/layout.py",
+            "bertviz_app/app/tabs/base.py", "bertviz_app/app/server/launch.py",
             "bertviz_app/figures/attention.py", "bertviz_app/pretraining/training.py", "bertviz_app/py.typed"} <= names
 
     site = tmp_path / "site"

@@ -24,7 +24,7 @@ import torch
 
 import bertviz_app
 from pages import AppPage
-from test_tokenizer import HARD, PAIRS
+from texts import HARD, PAIRS
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 

@@ -13,7 +13,7 @@ import torch
 
 import bertviz_app
 from bertviz_app.ablation import HeadRanking
-from bertviz_app.app import task
+from bertviz_app.app.tabs import task
 from bertviz_app.targets import Target
 
 TEXT = "the movie was great and good"

@@ -7,13 +7,7 @@ import pytest
 from bertviz_app.analysis.words import group_words, word_attention
 from bertviz_app.catalog import minilm_path
 from bertviz_app.tokenizer import Tokenizer
-
-
-def random_attention(*shape, seed=0) -> np.ndarray:
-    """(..., T, T) rows of a softmax, float32."""
-    logits = np.random.default_rng(seed).normal(size=shape) * 2
-    e = np.exp(logits - logits.max(-1, keepdims=True))
-    return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+from arrays import random_attention
 
 
 @pytest.mark.parametrize("tokens, words, groups", [

@@ -1,36 +1,28 @@
 """The page, classroom first: one line of input (sentences, model, examples, Analyze; a link and presenter mode beside
 the title) and right under it the attention views, so that on a 1280 x 720 projector the input and the picture share
-the screen. The token table and the other views are in tabs below.
+the screen. The token table and the other views are in tabs below, one module each in tabs/, built from one tuple
+(`tabs.TABS`).
 
-A new input runs one forward pass in `analyze`, which also sends the attention views their payload and the token
-table (the first tab). Each other tab computes its views when it is open: after an analysis if it is, or when the
-visitor opens it, if what it shows belongs to an earlier analysis (`TABS_JS`).
+A new input runs one forward pass in `analyze`, which also sends the attention views their payload and fills what
+the tabs asked it to (the Tokens tab's table). Each other tab computes its views when it is open: after an analysis
+if it is, or when the visitor opens it, if what it shows belongs to an earlier analysis (`tabs.base.tab_step_js`).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
-from collections.abc import Mapping
-from types import SimpleNamespace
+from collections.abc import Mapping, Sequence
 
 import gradio as gr
 
 from .. import limits
 from ..catalog import builtin_models, read_examples
 from ..explorer import Explorer, load
-from . import gradio_internals
 from .attention import AttentionSection
-from .beyond import BeyondTab
-from .common import MAX_CHARS, Models, Page, api, check_inputs, plain, refuse, text_value, user_errors
-from .compare import CompareTab
-from .embeddings import EmbeddingsTab
-from .finetune_tab import FineTuneTab, TrainingSettings
-from .hidden import HiddenTab
-from .masked_lm import MaskedLMTab
-from .model_info import ModelTab
-from .next_sentence import NextSentenceTab
-from .task import TaskTab
+from .common import MAX_CHARS, Models, api, check_inputs, plain, refuse, text_value, user_errors
+from .server import gradio_internals
+from .server.training import TrainingSettings
+from .tabs import TABS, Gate, Tab, TabPage, check_tabs, tab_step_js
 from .views_host import ViewsHost
 
 TITLE = "bertviz-app: see inside BERT"
@@ -74,71 +66,6 @@ SHOW_PICTURE_JS = """() => {
   const host = document.querySelector("#attention-host");
   if (host) host.scrollIntoView({ block: "start" });
 }"""
-
-# The token table, drawn by the page from {headers, data} as plain DOM (text nodes: a token is never read as HTML),
-# when the page is next idle: the attention views, drawn from the same answer, go first. As gradio's Dataframe, 512
-# rows cost a long input's Analyze ~170 ms before the views could draw (gradio walks every list of an answer cell
-# by cell, hence one JSON string, and its table drew slowly).
-TOKEN_TABLE_JS = """
-const draw = () => {
-  let value = {};
-  try { value = JSON.parse((props.value || {}).table || "{}"); } catch (err) { value = {}; }
-  const host = element.querySelector(".bv-token-table");
-  if (!host) return;
-  const rows = Array.isArray(value.data) ? value.data : [];
-  if (!rows.length || !Array.isArray(value.headers)) { host.replaceChildren(); return; }
-  const caption = document.createElement("p");
-  caption.className = "bv-table-caption";
-  caption.textContent = "What BERT reads: tokens with their segment and position";
-  const table = document.createElement("table");
-  const head = table.createTHead().insertRow();
-  for (const name of value.headers) head.appendChild(document.createElement("th")).textContent = String(name);
-  const body = table.createTBody();
-  for (const row of rows) {
-    const line = body.insertRow();
-    for (const cell of row) line.insertCell().textContent = String(cell);
-  }
-  const scroll = document.createElement("div");
-  scroll.className = "bv-table-scroll";
-  scroll.append(table);
-  host.replaceChildren(caption, scroll);
-};
-let waiting = false;
-const soon = () => {
-  if (waiting) return;
-  waiting = true;
-  const run = () => { waiting = false; draw(); };
-  if (window.requestIdleCallback) requestIdleCallback(run, { timeout: 2000 }); else setTimeout(run, 50);
-};
-watch("value", soon);
-soon();
-"""
-
-# Which tabs compute, decided in the browser, without a request for a closed tab: the page keeps the tab that is open
-# and those that show an earlier analysis, and a js-only step in front of each tab's steps throws where they need not
-# run. Two things of gradio's front end (6.31) are relied on: it runs none of the steps chained with `.success` after
-# a js step that throws (a failed step, shown nowhere when the step has no outputs), and a tab's `.select` fires when
-# an event selects it too (gr.Tabs(selected=...)); test_browser.py's test_only_the_open_tab_computes_after_an_analysis
-# and test_task_browser.py (Task -> Compare, then Analyze) pin them. The page opens on the first tab, Tokens.
-TABS_JS = "(window.bvTabs ??= { open: 'tokens-tab', stale: new Set() })"
-
-
-def tab_step_js(tab_id: str, event: str) -> str:
-    """The js-only step in front of a tab's steps: after an "analyzed" input, run them if the tab is open (else the
-    tab is stale); when it is "opened", run them if it is stale."""
-    tab = json.dumps(tab_id)
-    if event == "opened":
-        return (f"() => {{ const tabs = {TABS_JS}; tabs.open = {tab};"
-                f" if (!tabs.stale.delete({tab})) throw new Error('up to date'); }}")
-    return (f"() => {{ const tabs = {TABS_JS}; if (tabs.open !== {tab}) {{ tabs.stale.add({tab});"
-            " throw new Error('computed when opened'); } }")
-
-
-def when_needed(gate) -> SimpleNamespace:
-    """What a tab's `after_analysis` chains its steps to: the js step `gate`, with `.success` (none of the steps runs
-    where it throws)."""
-    return SimpleNamespace(then=gate.success)
-
 
 def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None,
                 cache_dtype: str | None = None) -> dict[str, Explorer]:
@@ -197,9 +124,11 @@ class InputArea:
         a, b = self.pairs[index]
         return a, b
 
-    def analysis(self, demo: gr.Blocks, page: Page, attention: AttentionSection, token_table: gr.HTML) -> dict:
-        """The keyword arguments of the analyze event: one forward pass, the token table, the notice, and the
-        attention views' payload."""
+    def analysis(self, demo: gr.Blocks, page: TabPage, attention: AttentionSection) -> dict:
+        """The keyword arguments of the analyze event: one forward pass, what the tabs asked it to fill
+        (`page.filled_by_analysis`: the token table), the notice, and the attention views' payload."""
+        filled = list(page.filled_by_analysis)
+        skipped = (gr.skip(),) * (3 + len(filled))  # what an overtaken analysis leaves as it is: every output
 
         @user_errors
         def checked(model, text, text_pair, request):
@@ -212,10 +141,7 @@ class InputArea:
             notice = f"{len(run)} tokens · forward pass {run.seconds * 1000:.0f} ms on {explorer.device}"
             if run.encoding.truncation is not None:  # in the notice, which the next input replaces: no toasts
                 notice += f" · **truncated:** {truncation_notice(explorer, run.encoding.truncation)}"
-            table = run.token_table().to_dict("split")  # plain Python values, ready for JSON
-            # one string: gradio walks every list and dict of an answer, cell by cell (~50 ms at 512 tokens)
-            table = {"table": json.dumps({"headers": table["columns"], "data": table["data"]}, ensure_ascii=False)}
-            return ({"model": model, "text": text, "pair": text_pair}, table, notice,
+            return ({"model": model, "text": text, "pair": text_pair}, *(value(run) for _, value in filled), notice,
                     attention.first_paint(model, run))
 
         def analyze(model, text, text_pair, request: gr.Request = None):
@@ -225,14 +151,14 @@ class InputArea:
                 result = checked(model, text, text_pair, request)
             except gr.Error as err:
                 if self._overtaken(session, ticket):
-                    return (gr.skip(),) * 4
+                    return skipped
                 self._refused(request, err.message)
                 raise
             # The opening example (or a model switch) may finish after an input asked for later: the later one wins.
-            return (gr.skip(),) * 4 if self._overtaken(session, ticket) else result
+            return skipped if self._overtaken(session, ticket) else result
 
         return dict(fn=analyze, inputs=[self.model, self.sentence_a, self.sentence_b],
-                    outputs=[page.session, token_table, self.notice, attention.view],
+                    outputs=[page.session, *(part for part, _ in filled), self.notice, attention.view],
                     # gradio's progress tracker would leave a red "Error" pill on every output of a refused input
                     show_progress="hidden")
 
@@ -280,11 +206,13 @@ class InputArea:
 def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                concurrency: int = limits.CONCURRENCY,
                examples: tuple[list[list[str]], list[str]] | None = None,
-               training: TrainingSettings | None = None) -> gr.Blocks:
+               training: TrainingSettings | None = None, tabs: Sequence[type[Tab]] = TABS) -> gr.Blocks:
     """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these,
     and the models fine-tuned in the app once they are done); one Explorer; or None for the built-in models on the
     best device. `concurrency`: forward passes at once. `training`: whether the Fine-tune tab may train (off unless
-    given; `TrainingSettings.for_server` applies the command line's rule)."""
+    given; `TrainingSettings.for_server` applies the command line's rule). `tabs`: the tab classes, in the tab
+    bar's order (`tabs.TABS`, the app's own, by default)."""
+    check_tabs(tabs)
     if explorers is None:
         explorers = load_models(list(builtin_models()))
     elif isinstance(explorers, Explorer):
@@ -293,44 +221,27 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
     pairs, masked_examples = examples or read_examples()
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         inputs = InputArea(models, pairs)
-        page = Page(models, gr.State(None), inputs.model, concurrency)
         host = ViewsHost(models)
+        page = TabPage(models, gr.State(None), inputs.model, concurrency, host=host, masked_examples=masked_examples,
+                       training=training or TrainingSettings(), sentences=(inputs.sentence_a, inputs.sentence_b))
         attention = AttentionSection(page, host)  # the picture, right under the input; the other views in tabs
-        with gr.Tabs(elem_id="tabs") as tab_set:
-            with gr.Tab("Tokens", id="tokens-tab"):
-                token_table = gr.HTML(value={}, html_template="<div class='bv-token-table'></div>",
-                                      js_on_load=TOKEN_TABLE_JS, apply_default_css=False, elem_id="token-table")
-            with gr.Tab("Embeddings", id="embeddings-tab"):
-                embeddings = EmbeddingsTab(page)
-            with gr.Tab("Hidden states", id="hidden-tab"):
-                hidden = HiddenTab(page)
-            with gr.Tab("Masked LM", id="mlm-tab"):
-                masked_lm = MaskedLMTab(page, masked_examples)
-            with gr.Tab("Next sentence", id="nsp-tab"):
-                next_sentence = NextSentenceTab(page)
-            with gr.Tab("Task", id="task-tab"):
-                task = TaskTab(page)
-            with gr.Tab("Fine-tune", id="finetune-tab") as finetune_item:
-                finetune = FineTuneTab(page, training or TrainingSettings())
-            with gr.Tab("Beyond attention", id="beyond-tab"):
-                beyond = BeyondTab(page)
-            with gr.Tab("Compare", id="compare-tab"):
-                compare = CompareTab(page, host)
-            with gr.Tab("Model", id="model-tab"):
-                model_tab = ModelTab(page)
-        # The tabs that compute after an analysis, by their id; the Tokens tab's table comes with the analysis.
-        tabs = {"mlm-tab": masked_lm, "nsp-tab": next_sentence, "task-tab": task, "beyond-tab": beyond,
-                "compare-tab": compare, "model-tab": model_tab, "embeddings-tab": embeddings, "hidden-tab": hidden}
-        analysis = inputs.analysis(demo, page, attention, token_table)
+        built = build_tabs(page, tabs)
+        analysis = inputs.analysis(demo, page, attention)
+        first = tabs[0].id  # the tab the page opens on
 
         def follow(event, public: bool) -> None:
-            attention.after_analysis(event, public)  # the picture is always in sight
-            for tab_id, tab in tabs.items():
-                tab.after_analysis(when_needed(event.success(None, js=tab_step_js(tab_id, "analyzed"))), public)
+            """Each tab's steps after an analysis, behind its gate; the picture is always in sight."""
+            attention.after_analysis(event, public)
+            for tab in built:
+                tab.after_analysis(Gate(lambda tab=tab: event.success(None, js=tab_step_js(tab.id, "analyzed",
+                                                                                             first))), public)
 
-        for tab in [attention, *tabs.values()]:  # before `follow`: an endpoint is named after its first, public use
-            tab.wire()
-        finetune.wire(finetune_item, [inputs.model, compare.other_model])
+        def analyze_after(event) -> None:
+            follow(event.success(**page.analysis_api("analyze", False), **analysis), public=False)
+
+        page.analyze_after = analyze_after
+        for part in [attention, *built]:  # before `follow`: an endpoint is named after its first, public use
+            part.wire()
         inputs.copy_link.click(None, js=COPY_LINK_JS)
         example = inputs.example.input(inputs.pick_example, [inputs.example], [inputs.sentence_a, inputs.sentence_b],
                                        **api("pick_example", False), queue=False)
@@ -344,22 +255,28 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                          queue=False)
         analyzed.success(None, js=SHOW_PICTURE_JS)
         follow(analyzed, public=True)
-        first = demo.load(inputs.restore, None, [inputs.sentence_a, inputs.sentence_b, inputs.model],
-                          **api("restore", False), queue=False)
-        follow(first.then(**page.analysis_api("analyze", False), **analysis), public=False)
-        finetune.on_load(demo)
-        # An example fills the boxes, then analyzes like the button (without a second API name).
-        follow(example.success(**page.analysis_api("analyze", False), **analysis), public=False)
-        # So does a held-out example clicked in the Task tab, which also leads into Compare.
-        held_out = task.link(inputs, compare, tab_set)
-        follow(held_out.success(**page.analysis_api("analyze", False), **analysis), public=False)
-        for item in tab_set.children:  # a tab opened (by the visitor or an event) computes if it is stale
-            opened = item.select(None, js=tab_step_js(item.id, "opened"))
-            if item.id in tabs:
-                tabs[item.id].after_analysis(when_needed(opened), public=False)
+        loaded = demo.load(inputs.restore, None, [inputs.sentence_a, inputs.sentence_b, inputs.model],
+                           **api("restore", False), queue=False)
+        follow(loaded.then(**page.analysis_api("analyze", False), **analysis), public=False)
+        for tab in built:
+            if hasattr(tab, "on_load"):
+                tab.on_load(demo)
+        analyze_after(example)  # an example fills the boxes, then analyzes like the button (no second API name)
+        for tab in built:  # a tab opened (by the visitor or an event) computes if it is stale
+            opened = page.items[tab.id].select(None, js=tab_step_js(tab.id, "opened", first))
+            tab.after_analysis(Gate(lambda opened=opened: opened), public=False)
     # Every event's values are checked in words before gradio processes them, however the demo is launched.
     gradio_internals.check_inputs_first(demo, check_inputs)
     return demo
+
+
+def build_tabs(page: TabPage, kinds: Sequence[type[Tab]]) -> list[Tab]:
+    """The tab bar and each tab of `kinds` built in its own gr.Tab, in order; every one of them in `page.tabs`."""
+    with gr.Tabs(elem_id="tabs") as page.tab_set:
+        for kind in kinds:
+            with gr.Tab(kind.title, id=kind.id) as page.items[kind.id]:
+                page.tabs[kind.id] = kind(page)
+    return list(page.tabs.values())
 
 
 def truncation_notice(explorer: Explorer, cut) -> str:

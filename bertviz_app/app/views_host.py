@@ -35,7 +35,7 @@ import gradio as gr
 
 from .. import limits, views
 from ..run import MATRICES, Run
-from . import gradio_internals, guards
+from .server import gradio_internals, guards
 from .common import Models, index_value, refuse, user_errors
 
 # A CSV larger than this is refused (choose one head): all 12 heads of a layer at 256 tokens are 786,432 rows, 24 MB

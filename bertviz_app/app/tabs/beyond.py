@@ -8,9 +8,10 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from .. import figures
-from ..run import Run
-from .common import Page, percent, plain, refuse, text_value, user_errors
+from ... import figures
+from ...run import Run
+from ..common import percent, plain, refuse, text_value, user_errors
+from .base import Gate, TabPage
 
 INTRO = ("**Attention is not explanation**, a careful reader objects: a head may look at a word without using it. "
          "Here the analyzed input's prediction is explained by what it *depends on*: integrated gradients (the "
@@ -81,7 +82,9 @@ def _top_heads(ranking) -> str:
 
 
 class BeyondTab:
-    def __init__(self, page: Page):
+    id, title = "beyond-tab", "Beyond attention"
+
+    def __init__(self, page: TabPage):
         self.page = page
         gr.Markdown(INTRO)
         with gr.Row(equal_height=True):
@@ -124,6 +127,6 @@ class BeyondTab:
         self.button.click(self.explain, [self.page.session, self.target, self.token, self.steps], self.outputs,
                           **self.page.api("explain"))
 
-    def after_analysis(self, event, public: bool):
-        return event.then(self.choices, [self.page.session], [self.target, *self.outputs],
-                          **self.page.api("explain_choices", False))
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        event.then(self.choices, [self.page.session], [self.target, *self.outputs],
+                   **self.page.api("explain_choices", False))

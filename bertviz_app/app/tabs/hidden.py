@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .common import Page, index_value, user_errors
+from ..common import index_value, user_errors
+from .base import Gate, TabPage
 
 
 def shared_layers_note(explorer) -> str:
@@ -16,7 +17,9 @@ def shared_layers_note(explorer) -> str:
 
 
 class HiddenTab:
-    def __init__(self, page: Page):
+    id, title = "hidden-tab", "Hidden states"
+
+    def __init__(self, page: TabPage):
         self.page = page
         layers = page.models.first.config.num_hidden_layers
         self.note = gr.Markdown(shared_layers_note(page.models.first), elem_id="hidden-family-note")
@@ -53,9 +56,9 @@ class HiddenTab:
         self.layer.input(self.draw_similarity, [self.page.session, self.layer], [self.similarity_plot],
                          **self.page.api("token_similarity"), trigger_mode="always_last")
 
-    def after_analysis(self, event, public: bool):
+    def after_analysis(self, event: Gate, public: bool) -> None:
         inputs = [self.page.session, self.layer]
         outputs = [self.norms_plot, self.layer_plot, self.similarity_plot, self.projection_plot]
-        return (event.then(self.layer_range, inputs, [self.layer], **self.page.api("layer_range", False))
-                .then(self.note_of, [self.page.session], [self.note], **self.page.api("hidden_note", False))
-                .then(self.draw, inputs, outputs, **self.page.api("hidden_states", public)))
+        (event.then(self.layer_range, inputs, [self.layer], **self.page.api("layer_range", False))
+         .then(self.note_of, [self.page.session], [self.note], **self.page.api("hidden_note", False))
+         .then(self.draw, inputs, outputs, **self.page.api("hidden_states", public)))

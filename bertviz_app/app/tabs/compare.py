@@ -9,10 +9,10 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from .. import analysis, figures
-from .common import MAX_CHARS, Page, api, plain, refuse, text_value, user_errors
+from ... import analysis, figures
+from ..common import MAX_CHARS, api, plain, refuse, text_value, user_errors
+from .base import Gate, TabPage
 from .hidden import shared_layers_note
-from .views_host import ViewsHost
 
 INTRO = ("Compare the analyzed input (left) with a second input or a second model (right): change one word (*The "
          "keys to the cabinet **is** / **are** on the table*), or pick another model to see what training changed. "
@@ -21,8 +21,11 @@ INTRO = ("Compare the analyzed input (left) with a second input or a second mode
 
 
 class CompareTab:
-    def __init__(self, page: Page, host: ViewsHost):
-        self.page, self.host = page, host
+    id, title = "compare-tab", "Compare"
+
+    def __init__(self, page: TabPage):
+        self.page, self.host = page, page.host
+        host = page.host
         gr.Markdown(INTRO)
         with gr.Row(equal_height=True):
             self.other_a = gr.Textbox(label="Second input: sentence A", max_length=MAX_CHARS, scale=4,
@@ -31,6 +34,7 @@ class CompareTab:
                                       elem_id="compare-b")
             self.other_model = gr.Dropdown(page.models.names, value=page.models.names[-1], label="Its model",
                                            scale=2, min_width=200, elem_id="compare-model")
+            page.model_pickers.append(self.other_model)  # a model fine-tuned in the app joins it too
             self.button = gr.Button("Compare", variant="primary", scale=1, elem_id="compare")
         self.prefilled = gr.State(None)  # the (a, b) prefill last put in the boxes: while they hold it, untouched
         self.message = gr.Markdown(elem_id="compare-message")
@@ -117,9 +121,9 @@ class CompareTab:
                            self.results],
                           **self.page.api("compare"))
 
-    def after_analysis(self, event, public: bool):
-        return event.then(self.prefill, [self.page.session, self.other_a, self.other_b, self.prefilled],
-                          [self.other_a, self.other_b, self.prefilled], **api("compare_prefill", False), queue=False)
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        event.then(self.prefill, [self.page.session, self.other_a, self.other_b, self.prefilled],
+                   [self.other_a, self.other_b, self.prefilled], **api("compare_prefill", False), queue=False)
 
 
 def prefill_values(session, other_a, other_b, prefilled):

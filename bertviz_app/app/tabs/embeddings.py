@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .common import Page, index_value, user_errors
+from ..common import index_value, user_errors
+from .base import Gate, TabPage
 
 
 def family_note(explorer) -> str:
@@ -15,7 +16,9 @@ def family_note(explorer) -> str:
 
 
 class EmbeddingsTab:
-    def __init__(self, page: Page):
+    id, title = "embeddings-tab", "Embeddings"
+
+    def __init__(self, page: TabPage):
         self.page = page
         max_positions = page.models.first.config.max_tokens
         self.note = gr.Markdown(family_note(page.models.first), elem_id="embeddings-family-note")
@@ -46,7 +49,7 @@ class EmbeddingsTab:
         self.positions.release(self.draw, [self.page.session, self.positions], self.outputs,
                                **self.page.api("draw", False))
 
-    def after_analysis(self, event, public: bool):
-        return (event.then(self.note_of, [self.page.session], [self.note], **self.page.api("embeddings_note", False))
-                .then(self.draw, [self.page.session, self.positions], self.outputs,
-                      **self.page.api("embeddings", public)))
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        (event.then(self.note_of, [self.page.session], [self.note], **self.page.api("embeddings_note", False))
+         .then(self.draw, [self.page.session, self.positions], self.outputs,
+               **self.page.api("embeddings", public)))

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import gradio as gr
 
-from ..run import Run
-from .common import Page, plain, user_errors
+from ...run import Run
+from ..common import plain, user_errors
+from .base import Gate, TabPage
 
 NO_NSP_HEAD = ("**{name} has no next-sentence head.** BERT was also trained to guess whether sentence B really "
                "follows sentence A; the part of the model that makes that guess (the next-sentence head) was left "
@@ -40,7 +41,9 @@ def next_sentence_view(explorer, run: Run, alternatives: Sequence[str] = ()) -> 
 
 
 class NextSentenceTab:
-    def __init__(self, page: Page):
+    id, title = "nsp-tab", "Next sentence"
+
+    def __init__(self, page: TabPage):
         self.page = page
         self.message = gr.Markdown(elem_id="next-sentence")
         self.label = gr.Label(num_top_classes=2, label="Does B follow A?", elem_id="next-sentence-label")
@@ -53,6 +56,6 @@ class NextSentenceTab:
     def wire(self) -> None:
         pass  # nothing to change here but the input
 
-    def after_analysis(self, event, public: bool):
-        return event.then(self.show, [self.page.session], [self.message, self.label],
-                          **self.page.api("next_sentence", public))
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        event.then(self.show, [self.page.session], [self.message, self.label],
+                   **self.page.api("next_sentence", public))

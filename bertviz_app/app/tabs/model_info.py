@@ -6,8 +6,9 @@ import dataclasses
 
 import gradio as gr
 
-from ..explorer import Explorer
-from .common import Page, api, user_errors
+from ...explorer import Explorer
+from ..common import api, user_errors
+from .base import Gate, TabPage
 
 
 def model_text(explorer: Explorer) -> str:
@@ -31,7 +32,9 @@ def model_text(explorer: Explorer) -> str:
 
 
 class ModelTab:
-    def __init__(self, page: Page):
+    id, title = "model-tab", "Model"
+
+    def __init__(self, page: TabPage):
         self.page = page
         self.info = gr.Markdown(model_text(page.models.first), elem_id="model-info")
 
@@ -42,5 +45,5 @@ class ModelTab:
     def wire(self) -> None:
         pass
 
-    def after_analysis(self, event, public: bool):
-        return event.then(self.show, [self.page.model], [self.info], **api("show", False))
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        event.then(self.show, [self.page.model], [self.info], **api("show", False))

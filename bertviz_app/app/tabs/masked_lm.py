@@ -8,12 +8,13 @@ from collections.abc import Sequence
 import gradio as gr
 import pandas as pd
 
-from .. import figures
-from ..catalog import read_example_notes
-from ..explorer import Explorer
-from ..masked_lm import normalize_mask
-from ..run import Run
-from .common import MAX_CHARS, Page, api, index_value, percent, plain, significant, text_value, user_errors
+from ... import figures
+from ...catalog import read_example_notes
+from ...explorer import Explorer
+from ...masked_lm import normalize_mask
+from ...run import Run
+from ..common import MAX_CHARS, api, index_value, percent, plain, significant, text_value, user_errors
+from .base import Gate, TabPage
 
 MAX_MASKS = 20
 MAX_TOP_K = 20
@@ -126,9 +127,11 @@ def replaced_view(explorer, run: Run) -> tuple[str, pd.DataFrame]:
 class MaskedLMTab:
     """Built inside `with gr.Tab(...)`; `wire()` connects its own controls, `after_analysis()` its steps after a new
     input."""
+    id, title = "mlm-tab", "Masked LM"
 
-    def __init__(self, page: Page, masked_examples: list[str]):
+    def __init__(self, page: TabPage):
         self.page = page
+        masked_examples = list(page.masked_examples)
         first = page.models.first
         self.alternatives = [name for name, e in page.models.explorers.items() if e.has_mlm_head]
         self.explainer = gr.Markdown(mlm_status(first, self.alternatives), elem_id="mlm-explainer")
@@ -248,15 +251,15 @@ class MaskedLMTab:
          .then(self.corrupt, [page.session, self.seed], self.corruption_out, **page.api("corrupt", False)))
         self.seed.submit(self.corrupt, [page.session, self.seed], self.corruption_out, **page.api("corrupt", False))
 
-    def after_analysis(self, event, public: bool):
+    def after_analysis(self, event: Gate, public: bool) -> None:
         """The new model's explainer and token choices; a cleared masked-token result (it belonged to the last
         input); the new input as a pretraining example."""
         page, session = self.page, self.page.session
-        return (event
-                .then(self.new_analysis, [session], [self.explainer, self.views, self.mask_choice],
-                      **page.api("new_analysis", False))
-                .then(self.mask_token, [session, self.mask_choice, self.top_k], self.masked_out,
-                      **page.api("mask_token", False))
-                .then(self.replaced, [session], [self.replaced_views, *self.replaced_out],
-                      **page.api("replaced", False))
-                .then(self.corrupt, [session, self.seed], self.corruption_out, **page.api("corrupt", public)))
+        (event
+         .then(self.new_analysis, [session], [self.explainer, self.views, self.mask_choice],
+               **page.api("new_analysis", False))
+         .then(self.mask_token, [session, self.mask_choice, self.top_k], self.masked_out,
+               **page.api("mask_token", False))
+         .then(self.replaced, [session], [self.replaced_views, *self.replaced_out],
+               **page.api("replaced", False))
+         .then(self.corrupt, [session, self.seed], self.corruption_out, **page.api("corrupt", public)))

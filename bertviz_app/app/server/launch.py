@@ -35,9 +35,9 @@ import sys
 import gradio as gr
 from starlette.middleware import Middleware
 
-from .. import limits, views
-from ..catalog import ASSETS
-from ..explorer import release_freed_memory
+from ... import limits, views
+from ...catalog import ASSETS
+from ...explorer import release_freed_memory
 from . import gradio_internals, guards
 
 log = logging.getLogger("bertviz_app.app")

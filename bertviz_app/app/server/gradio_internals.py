@@ -17,8 +17,9 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
   request that asks, never kept from the first request after start-up for everyone;
 - current_session_hash: the session of the event being answered.
 
-The page also relies on two behaviours of gradio's front end, described where they are used (layout.TABS_JS): a
-js-only step that throws stops the `.success` steps after it, and a tab's `.select` fires when an event selects it.
+The page also relies on two behaviours of gradio's front end, described where they are used (tabs/base.py,
+tab_step_js): a js-only step that throws stops the `.success` steps after it, and a tab's `.select` fires when an event
+selects it.
 
 Everything else the server does (body limit, uploads, login, queue, session cap) uses gradio's public `launch()`
 and `queue()` arguments or plain ASGI middleware (guards.py).

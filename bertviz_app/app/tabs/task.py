@@ -12,10 +12,11 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
-from ..explorer import Explorer
-from ..finetuning import ClassPrediction, TagPrediction
-from ..run import Run
-from .common import Page, api, percent, plain, refuse, user_errors
+from ...explorer import Explorer
+from ...finetuning import ClassPrediction, TagPrediction
+from ...run import Run
+from ..common import api, percent, plain, refuse, user_errors
+from .base import Gate, TabPage
 
 NO_TASK = ("**{name} is not fine-tuned for a task.** Fine-tuning teaches BERT one job (a label per sentence, a tag per "
            "word, an answer in a passage) on labelled examples. Make one with `bertviz-app finetune "
@@ -219,7 +220,9 @@ def picked_example(row, columns) -> tuple[str, str]:
 
 
 class TaskTab:
-    def __init__(self, page: Page):
+    id, title = "task-tab", "Task"
+
+    def __init__(self, page: TabPage):
         self.page = page
         self.message = gr.Markdown(elem_id="task")
         self.label = gr.Label(label="Probability of each label", elem_id="task-label")
@@ -275,31 +278,34 @@ class TaskTab:
     def wire(self) -> None:
         self.explain_button.click(self.explain, [self.page.session, self.explain_label, self.word],
                                   [self.explanation, self.tokens, self.heads], **self.page.api("task_explain"))
+        self.link()
 
-    def link(self, inputs, compare, tabs: gr.Tabs):
-        """The events that leave this tab: one click into Compare with the model before fine-tuning; a held-out row
-        into the input boxes (the returned event, which the page follows with an analysis)."""
+    def link(self) -> None:
+        """The events that leave this tab: one click into Compare (the page's "compare-tab") with the model before
+        fine-tuning; a held-out row into the input boxes, which the page then analyzes."""
+        page = self.page
+        compare = page.tabs["compare-tab"]
+
         @user_errors
         def before(session):
-            explorer, _ = self.page.models.run_of(session)
-            name, why = base_name(explorer, self.page.models.explorers)
+            explorer, _ = page.models.run_of(session)
+            name, why = base_name(explorer, page.models.explorers)
             if name is None:
                 raise refuse(why.replace("**", ""))
-            return (*compare.against(session, name), gr.Tabs(selected="compare-tab"))
+            return (*compare.against(session, name), gr.Tabs(selected=compare.id))
 
-        self.compare_button.click(before, [self.page.session], [*compare.against_outputs, tabs],
-                                  **self.page.api("task_compare"))
+        self.compare_button.click(before, [page.session], [*compare.against_outputs, page.tab_set],
+                                  **page.api("task_compare"))
 
         def pick(heldout_of, table, event: gr.SelectData):
             text, pair = picked_example(event.row_value, list(getattr(table, "columns", [])))
-            return text, pair, heldout_of if heldout_of in self.page.models.names else gr.update()
+            return text, pair, heldout_of if heldout_of in page.models.names else gr.update()
 
-        return self.heldout.select(pick, [self.heldout_of, self.heldout],
-                                   [inputs.sentence_a, inputs.sentence_b, inputs.model],
-                                   **api("task_pick_heldout", False), queue=False)
+        page.analyze_after(self.heldout.select(pick, [self.heldout_of, self.heldout], [*page.sentences, page.model],
+                                               **api("task_pick_heldout", False), queue=False))
 
-    def after_analysis(self, event, public: bool):
-        return event.then(self.show, [self.page.session, self.heldout_of],
-                          [self.message, self.label, self.explain_label, self.word, self.explanation, self.tokens,
-                           self.heads, self.heldout, self.heldout_info, self.heldout_of],
-                          **self.page.api("task", public))
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        event.then(self.show, [self.page.session, self.heldout_of],
+                   [self.message, self.label, self.explain_label, self.word, self.explanation, self.tokens,
+                    self.heads, self.heldout, self.heldout_info, self.heldout_of],
+                   **self.page.api("task", public))

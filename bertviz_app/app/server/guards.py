@@ -33,7 +33,7 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
-from .. import limits
+from ... import limits
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -1,0 +1,239 @@
+"""The Fine-tune tab: a class watches BERT learn a task. The data is a built-in recipe (movie-reviews, wsj-pos) or a
+file the operator named at launch with `--data` (a visitor never sends a file or a path); epochs and learning rate
+come from short lists. While it trains the page shows the loss of every step and each epoch's held-out score; when
+it is done the new model joins every model list of the page, so that every view and the Task tab can look inside it
+at once.
+
+The training itself runs in the server's training lane (server/training.py: one at a time, in a thread of its own);
+this tab starts and cancels it and polls its progress. Cancel stops after the step under way; when at least one
+epoch is complete, the best epoch so far is kept and joins the model lists.
+
+On by default only where no one else can reach the server (127.0.0.1, no --share link); elsewhere the operator turns
+it on with `--allow-training`, and until then the tab says why it is off and the server has no endpoint to start one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+
+from ...explorer import load
+from ...figures.training import loss_curve_figure
+from ...finetuning import RECIPES
+from ..common import api, plain, refuse, user_errors
+from ..server.training import Job, Progress, TrainingLane, data_choices, training_root
+from .base import Gate, TabPage
+
+EPOCHS = (1, 2, 3, 4, 5)
+LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
+# The learning rate a data choice suggests (the visitor may change it): a tagging head over 44 tags learns slowly at
+# BERT's 5e-5 (wsj-pos from the command line reached 0.933 in 2 epochs at 1e-4, batch 16: README)
+SUGGESTED_RATE = {"token-classification": "1e-4"}
+MAX_TRAINED = 4  # models fine-tuned in one server's life (each holds its weights in memory, ~90 MB for the default)
+POLL_S = 1.0
+
+
+# --- what the page shows -------------------------------------------------------------------------------------------
+def _score(evaluation: dict | None) -> str:
+    if not evaluation:
+        return ""
+    for key, words in (("accuracy", "accuracy"), ("f1", "F1"), ("exact_match", "exact match")):
+        if key in evaluation:
+            return f"{words} {evaluation[key]:.3f}"
+    return ""
+
+
+def status_text(p: Progress) -> str:
+    """The lane's state as Markdown (names and data as text, never markup)."""
+    if p.job is None:
+        return ("Pick the data, the model to start from, the epochs and the learning rate, then press **Start**. The "
+                "loss appears below after each step, the held-out score after each epoch; when it is done the new "
+                "model joins the model list at the top.")
+    job = p.job
+    what = f"**{plain(job.name)}** (from {plain(job.base)} on {plain(job.data.key)})"
+    if p.state == "failed":
+        return f"**The training could not run.** {plain(p.message)}"
+    if p.state == "done":
+        return (f"{what} **joined the model list**: held-out {_score(p.best)} ({_score(p.before)} before "
+                f"training), in {p.seconds:.0f} s. Pick it in the model list and press Analyze: every view shows the "
+                "fine-tuned encoder, and the Task tab what it predicts.")
+    if p.state == "cancelled":
+        if p.model is None:
+            return f"Cancelled {what}. {plain(p.message)}"
+        return f"Cancelled {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model list**."
+    if p.message:
+        return f"Training {what}: {plain(p.message)}"
+    epoch = p.steps[-1] / p.steps_per_epoch if p.steps and p.steps_per_epoch else 0.0
+    last = f"; after epoch {p.epochs[-1]['epoch']}: held-out {_score(p.epochs[-1]['eval'])}" if p.epochs else ""
+    return (f"Training {what}: epoch {epoch:.2f} of {job.epochs}, step {p.steps[-1] if p.steps else 0} of {p.total}, "
+            f"loss {p.losses[-1] if p.losses else float('nan'):.3f}{last} · {p.seconds:.0f} s")
+
+
+def epochs_frame(p: Progress) -> pd.DataFrame:
+    """One row per evaluation: before training (once known), then each epoch."""
+    rows = []
+    for label, train_loss, ev in ([("before training", None, p.before)] if p.before else []) + [
+            (f"{r['epoch']:g}", r["train_loss"], r["eval"]) for r in p.epochs]:
+        row = {"epoch": label, "train loss": "" if train_loss is None else f"{train_loss:.4f}",
+               "held-out loss": f"{ev['loss']:.4f}" if "loss" in ev else ""}
+        row.update({name: f"{ev[key]:.4f}" for key, name in (("accuracy", "held-out accuracy"), ("f1", "held-out F1"),
+                                                             ("exact_match", "exact match")) if key in ev})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=None if rows else ["epoch", "train loss", "held-out loss",
+                                                         "held-out accuracy"])
+
+
+def curve(p: Progress):
+    if not p.steps:
+        return None
+    return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None)
+
+
+# --- the tab -------------------------------------------------------------------------------------------------------
+class FineTuneTab:
+    """Builds the tab's components in the current gr.Tab; `wire` connects them (nothing, when training is off).
+    `page.training` says whether the app may train, and on what; `lane`: the training lane (a new one by default)."""
+    id, title = "finetune-tab", "Fine-tune"
+
+    def __init__(self, page: TabPage, lane: TrainingLane | None = None):
+        self.page = page
+        self.settings = settings = page.training
+        self.lane = lane or TrainingLane()
+        self.folders: dict[str, Path] = {}  # models trained here: name -> folder
+        self._pickers: list[gr.Dropdown] = []
+        if not settings.enabled:
+            self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
+            return
+        self.choices = data_choices(settings.data_files)
+        names = page.models.names
+        with gr.Row(equal_height=True, elem_id="finetune-controls"):
+            # the operator's own file first when there is one: that is why they named it
+            first = list(self.choices)[len(RECIPES)] if settings.data_files else next(iter(self.choices))
+            self.data = gr.Dropdown([(c.label, k) for k, c in self.choices.items()], value=first,
+                                    label="Data", scale=4, min_width=240, elem_id="finetune-data")
+            self.base = gr.Dropdown(names, value=_default_base(page), label="Start from", scale=2, min_width=180,
+                                    elem_id="finetune-base")
+            self.epochs = gr.Dropdown(list(EPOCHS), value=1, label="Epochs", scale=1, min_width=90,
+                                      elem_id="finetune-epochs")
+            self.rate = gr.Dropdown(list(LEARNING_RATES), value=self.suggest_rate(first), label="Learning rate",
+                                    scale=1, min_width=120, elem_id="finetune-rate")
+            self.start_button = gr.Button("Start", variant="primary", scale=1, min_width=90, elem_id="finetune-start")
+            self.cancel_button = gr.Button("Cancel", scale=1, min_width=90, interactive=False,
+                                           elem_id="finetune-cancel")
+        self.status = gr.Markdown(status_text(Progress()), elem_id="finetune-status")
+        with gr.Row(elem_id="finetune-results"):
+            self.curve = gr.Plot(label="Training loss", scale=5, elem_id="finetune-curve")
+            self.table = gr.Dataframe(epochs_frame(Progress()), label="Held-out score after each epoch",
+                                      interactive=False, datatype="str", scale=4, elem_id="finetune-epochs-table")
+        self.timer = gr.Timer(POLL_S, active=False)
+        self.seen = gr.State((len(names), False))  # what this page shows: (models in its lists, running)
+
+    # handlers ----------------------------------------------------------------------------------------------------
+    @user_errors
+    def start(self, data, base, epochs, rate, request: gr.Request = None):
+        choice = self.choices.get(data) if isinstance(data, str) else None
+        if choice is None:
+            raise refuse("Choose the data in the list.")
+        if epochs not in EPOCHS or rate not in LEARNING_RATES:
+            raise refuse(f"Choose the epochs ({', '.join(map(str, EPOCHS))}) and the learning rate "
+                         f"({', '.join(LEARNING_RATES)}) in their lists.")
+        explorer = self.page.models.get(base)  # one of the list's names, or a sentence
+        source = explorer.folder
+        if source is None:
+            raise refuse(f"{base} was not loaded from a folder, so it cannot be fine-tuned here; pick another model.")
+        if len(self.folders) >= MAX_TRAINED:
+            raise refuse(f"This server already holds {MAX_TRAINED} models fine-tuned here, the most it keeps in "
+                         "memory; restart it to train more (their folders stay in its cache).")
+        name = self._new_name(choice.key)
+        output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
+        while output.exists():
+            output = output.with_name(output.name + "-1")
+        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device))
+        self.lane.start(job, self._join, owner=getattr(request, "session_hash", None))
+        return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
+                gr.Button(interactive=True))
+
+    def suggest_rate(self, data) -> str:
+        choice = self.choices.get(data) if isinstance(data, str) else None
+        return SUGGESTED_RATE.get(choice.task, "5e-5") if choice else gr.skip()
+
+    def cancel(self, request: gr.Request = None) -> str:
+        return f"**{self.lane.cancel(getattr(request, 'session_hash', None))}**"
+
+    def poll(self, seen, request: gr.Request = None):
+        """The lane's state for this page; the model lists once a new model has joined; the buttons and the timer
+        when the lane starts or stops (Cancel only on the page that started it). Each prop update makes gradio build
+        a new component for the session, so only what changed is sent."""
+        p = self.lane.snapshot()
+        mine = p.running and self.lane.started_by(getattr(request, "session_hash", None))
+        names = self.page.models.names
+        models, running = seen if isinstance(seen, tuple) else (None, None)
+        lists = ([gr.update(choices=list(names), interactive=len(names) > 1) for _ in self._pickers]
+                 if models != len(names) else [gr.skip()] * len(self._pickers))
+        switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
+                    if running != (p.running, mine) else (gr.skip(),) * 3)
+        return (status_text(p), curve(p), epochs_frame(p), *switches, (len(names), (p.running, mine)), *lists)
+
+    def _join(self, job: Job, folder: Path) -> str:
+        """Load the trained folder as the other models were loaded and offer it in every model list."""
+        base = self.page.models.get(job.base)
+        explorer = load(folder, device=base.device, max_tokens=base.max_tokens, name=job.name,
+                        cache_mb=self.settings.cache_mb, cache_dtype=base.cache_dtype)
+        explorer.warm_up()  # here, on the training's thread, not at the first visitor's input
+        self.folders[job.name] = folder
+        self.page.models.add(job.name, explorer)
+        for picker in self._pickers:  # the server's copy: what the page may send from now on
+            picker.choices = [(n, n) for n in self.page.models.names]
+        return job.name
+
+    def _new_name(self, data: str) -> str:
+        stem = f"{data} fine-tuned {time.strftime('%H:%M')}"
+        name, n = stem, 1
+        while name in self.page.models.names:
+            n += 1
+            name = f"{stem} ({n})"
+        return name
+
+    def wire(self) -> None:
+        """The buttons, the timer and the tab's opening; a new model joins every model list of the page
+        (`page.model_pickers`: the input's, Compare's) and this tab's own."""
+        if not self.settings.enabled:
+            return
+        self._pickers = [*self.page.model_pickers, self.base]
+        outputs = [self.status, self.curve, self.table, self.start_button, self.cancel_button, self.timer, self.seen,
+                   *self._pickers]
+        quiet = dict(queue=False, show_progress="hidden")
+        self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate],
+                                [self.status, self.timer, self.start_button, self.cancel_button],
+                                **api("finetune_start"), **quiet)
+        self.cancel_button.click(self.cancel, None, [self.status], **api("finetune_cancel"), **quiet)
+        self.data.input(self.suggest_rate, [self.data], [self.rate], **api("finetune_rate", False), **quiet)
+        self.timer.tick(self.poll, [self.seen], outputs, **api("finetune_progress"), **quiet)
+        self.page.items[self.id].select(self.poll, [self.seen], outputs, **api("finetune_progress", False), **quiet)
+
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        pass  # a new input changes nothing here: the tab follows the training lane, not the analysis
+
+    def on_load(self, demo: gr.Blocks) -> None:
+        """A page opened after a training finished offers its model too."""
+        if self.settings.enabled:
+            demo.load(self.poll, [self.seen], [self.status, self.curve, self.table, self.start_button,
+                                               self.cancel_button, self.timer, self.seen, *self._pickers],
+                      **api("finetune_progress_load", False), queue=False, show_progress="hidden")
+
+
+def _default_base(page: TabPage) -> str:
+    from ...catalog import default_model_name
+
+    names = page.models.names
+    untrained = [n for n in names if page.models.explorers[n].task is None]
+    default = default_model_name()
+    return default if default in untrained else (untrained or names)[0]
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name).strip("-")[:60] or "model"
