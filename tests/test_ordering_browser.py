@@ -10,7 +10,7 @@ import pytest
 
 from bertviz_app import app
 from bertviz_app.catalog import read_examples
-from test_browser import TIMEOUT_MS, AppPage
+from pages import TIMEOUT_MS, AppPage
 
 pytestmark = [pytest.mark.browser]
 
