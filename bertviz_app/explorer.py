@@ -18,8 +18,8 @@ from .batching import Batcher
 from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, task_head
 from .device import resolve_device
 from .family import FamilyNotes, notes
+from .finetuned import base_model, read_heldout
 from .finetuning import tasks as finetuning_tasks
-from .finetuning.training import base_model, read_heldout
 from .model import BertForPreTraining, BertPreTrainedModel, TracedPass, analysis_pass
 from .plots import PlottedRun
 from .run import ModelTables, RelativeTables, Run
