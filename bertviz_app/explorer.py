@@ -1,6 +1,7 @@
 """The public entry: `load()` gives an `Explorer` (model + tokenizer + device); `Explorer.run(text, text_pair)` gives a
 `Run` (run.py, with its pictures from plots.py), one forward pass with everything the views need, cached by input in a
-cache bounded by bytes."""
+cache bounded by bytes. The explorer checks a text (inputs.check_text) and encodes it once, with its token limit; the
+functions below it (masked_lm, ablation, attribution, finetuning.tasks) take that `Encoding`."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from .device import resolve_device
 from .family import FamilyNotes, notes
 from .finetuned import base_model, read_heldout
 from .finetuning import tasks as finetuning_tasks
+from .inputs import check_text
+from .masked_lm import normalize_mask
 from .model import BertForPreTraining, BertPreTrainedModel, TracedPass, analysis_pass
 from .plots import PlottedRun
 from .run import ModelTables, RelativeTables, Run
@@ -63,6 +66,7 @@ class Explorer:
         self.device = device
         self.name = name
         limit = model.config.max_tokens
+        # the one clamp of the token limit: every encoding below is made with it (see `encode`)
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
         # load() sets it: the checkpoint folder (metrics.json, held-out predictions; the app fine-tunes from it)
@@ -133,12 +137,24 @@ class Explorer:
             return sum(run.nbytes for run in self._cache.values())
 
     def encode(self, text: str, text_pair: str | None = None) -> Encoding:
-        text, text_pair = _check_text(text, text_pair)
+        """`text` (sentence A) and `text_pair` (sentence B, optional) as this explorer's model reads them: checked
+        (a ValueError in words for an empty, too long or unreadable text), cut to `max_tokens`."""
+        return self._encoding(text, text_pair, masks=False)
+
+    def _encoding(self, text: str | Encoding, text_pair: str | None = None, masks: bool = True) -> Encoding:
+        """What the functions below read: a Run's Encoding as it is; a text checked once (inputs.check_text) and
+        encoded once with this explorer's limit, every spelling of [MASK] (`[mask]`, `[ Mask ]`) written the way the
+        tokenizer keeps it whole when `masks`."""
+        if isinstance(text, Encoding):
+            return text
+        text, text_pair = check_text(text, text_pair)
+        if masks:
+            text, text_pair = normalize_mask(text), text_pair and normalize_mask(text_pair)
         return self.tokenizer.encode(text, text_pair, max_tokens=self.max_tokens)
 
     def run(self, text: str, text_pair: str | None = None) -> PlottedRun:
         """One forward pass over `text` (and `text_pair`), cached: the same input twice costs one pass."""
-        text, text_pair = _check_text(text, text_pair)
+        text, text_pair = check_text(text, text_pair)
         key = (text, text_pair)
         with self._lock:
             if key in self._cache:
@@ -176,9 +192,8 @@ class Explorer:
         TagPrediction (a tag per word with its probability) or an AnswerPrediction (the span of `text_pair`, the
         context, that answers `text`, the question, with its start and end probabilities)."""
         self._require_task()
-        text, text_pair = _check_text(text, text_pair)
-        return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels, text,
-                                        text_pair, self.max_tokens)
+        return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels,
+                                        self.encode(text, text_pair))
 
     def task_target(self, text: str | Encoding, text_pair: str | None = None, label: str | None = None,
                     position: int | None = None) -> Target:
@@ -186,7 +201,7 @@ class Explorer:
         one; for a tagger, the tag of token `position`), or for question answering log P of the predicted span.
         `text` may be a Run's encoding."""
         self._require_task()
-        encoding = text if isinstance(text, Encoding) else self.encode(text, text_pair)
+        encoding = self._encoding(text, text_pair, masks=False)
         return finetuning_tasks.explain_target(self.task_model, self.task.task, self.labels, encoding, label,
                                                position)
 
@@ -219,7 +234,7 @@ class Explorer:
     # --- the pretraining heads (see masked_lm.py); each raises ValueError in words when the head is absent -------
     def fill_mask(self, text: str, text_pair: str | None = None, top_k: int = 10, max_masks: int | None = None):
         """For each [MASK] (any case) in order, the top_k (token, probability) pairs, best first."""
-        return masked_lm.fill_mask(self.model, self.tokenizer, text, text_pair, top_k, self.max_tokens, max_masks)
+        return masked_lm.fill_mask(self.model, self.tokenizer, self._encoding(text, text_pair), top_k, max_masks)
 
     def next_sentence(self, text_a: str, text_b: str) -> float:
         """P(text_b follows text_a) from the next-sentence head: the probability the pair's Run holds."""
@@ -233,40 +248,40 @@ class Explorer:
     def mask_token(self, text: str | Encoding, index: int, text_pair: str | None = None, top_k: int = 10):
         """Mask token `index` of the input (a text, or a Run's encoding); predictions there and how the original
         token is rated."""
-        return masked_lm.mask_token(self.model, self.tokenizer, text, index, text_pair, top_k, self.max_tokens)
+        return masked_lm.mask_token(self.model, self.tokenizer, self._encoding(text, text_pair), index, top_k)
 
     def logit_lens(self, text: str, position: int | None = None, top_k: int = 5, text_pair: str | None = None,
                    mask_index: int = 0):
         """The MLM head applied to every layer's hidden state at one position (default: the first [MASK])."""
-        return masked_lm.logit_lens(self.model, self.tokenizer, text, position, top_k, text_pair, mask_index,
-                                    self.max_tokens)
+        return masked_lm.logit_lens(self.model, self.tokenizer, self._encoding(text, text_pair), position, top_k,
+                                    mask_index)
 
     def corrupt_example(self, text: str | Encoding, text_pair: str | None = None, seed: int = 0):
         """The input (a text, or a Run's encoding) corrupted by the 80/10/10 rule, as one pretraining example with
         its labels."""
-        return masked_lm.corrupt_example(self.tokenizer, text, text_pair, seed=seed, max_tokens=self.max_tokens)
+        return masked_lm.corrupt_example(self.tokenizer, self._encoding(text, text_pair, masks=False), seed=seed)
 
     # --- beyond raw attention (see attribution.py, ablation.py) -----------------------------------------------------
     def ablate(self, text: str, heads, text_pair: str | None = None, top_k: int = 5):
         """Predictions at every [MASK], and P(IsNext) of a pair, before and after silencing `heads`, a list of
         (layer, head) pairs."""
-        return ablation.ablate(self.model, self.tokenizer, text, heads, text_pair, top_k, self.max_tokens)
+        return ablation.ablate(self.model, self.tokenizer, self._encoding(text, text_pair), heads, top_k)
 
     def rank_heads(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
                    target: str | Target = "mask", method: str = "ablation"):
         """Every head ranked by its effect on one prediction (log P of a token at a [MASK], the IsNext logit, or a
         fine-tuned head's `task_target`): 'ablation' silences each in turn, 'gradient' estimates all from one
         backward pass."""
-        return ablation.rank_heads(self._model_for(target), self.tokenizer, text, text_pair, mask_index, token,
-                                   target, method, max_tokens=self.max_tokens)
+        return ablation.rank_heads(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
+                                   mask_index, token, target, method)
 
     def attribute(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
                   baseline: str = "pad", target: str | Target = "mask"):
         """Integrated gradients on the input embeddings for log P(token at the mask_index-th [MASK]) (token: the top
         prediction by default), the IsNext logit, or a fine-tuned head's `task_target`: one score per token, with
         the convergence delta."""
-        return attribution.attribute(self._model_for(target), self.tokenizer, text, text_pair, mask_index, token,
-                                     steps, baseline, target, max_tokens=self.max_tokens)
+        return attribution.attribute(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
+                                     mask_index, token, steps, baseline, target)
 
     def _model_for(self, target) -> BertPreTrainedModel:
         """The fine-tuned head model for a task target (it shares the encoder), the pretraining model otherwise."""
@@ -278,15 +293,15 @@ class Explorer:
     def blank_out(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
                   baseline: str = "pad", target: str = "mask"):
         """Leave-one-token-out importance for the same targets as `attribute`."""
-        return attribution.blank_out(self.model, self.tokenizer, text, text_pair, mask_index, token, baseline, target,
-                                     max_tokens=self.max_tokens)
+        return attribution.blank_out(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index, token,
+                                     baseline, target)
 
     def faithfulness(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
                      baseline: str = "pad", target: str = "mask"):
         """Spearman correlations of attention, rollout and value-weighted attention with integrated gradients and
         blank-out, for one input and target."""
-        return attribution.faithfulness(self.model, self.tokenizer, text, text_pair, mask_index, token, steps,
-                                        baseline, target, max_tokens=self.max_tokens)
+        return attribution.faithfulness(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index,
+                                        token, steps, baseline, target)
 
     def export_static(self, folder: str | Path) -> Path:
         """Write a folder whose page runs this model in the browser (bertviz_app.static): the views, fill-mask and
@@ -429,18 +444,6 @@ def _malloc_trim():
 
 
 _MALLOC_TRIM = _malloc_trim()
-
-
-def _check_text(text, text_pair) -> tuple[str, str | None]:
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
-    if text_pair is not None and not isinstance(text_pair, str):
-        raise TypeError(f"text_pair must be a string or None, got {type(text_pair).__name__}")
-    if not text.strip():
-        raise ValueError("the text is empty; type a sentence to analyze")
-    if text_pair is not None and not text_pair.strip():
-        text_pair = None  # an empty second box means a single sentence
-    return text, text_pair
 
 
 def load(model: str | Path | None = None, device: str | torch.device = "auto", max_tokens: int | None = None,
