@@ -7,9 +7,7 @@ Integrated gradients of f along the straight path from a baseline x' to the inpu
 sum_k (x_ik - x'_ik) * integral_0^1 df/dx_ik(x' + a (x - x')) da, summed over the hidden dimensions k. The scores add up
 to f(x) - f(x') ("completeness"); how far the numerical integral misses that, the convergence delta, is reported with
 every result. The integral is a Gauss-Legendre rule by default, chosen by measuring that delta on the default model
-(benchmarks/bench_attribution.py): from about 20 steps on its error falls much faster than the trapezoid rule's, to
-~1e-6 of |f(x) - f(x')| at 50 steps against ~1e-4, and 30 Gauss-Legendre steps match 100 trapezoid ones. Below ~10
-steps neither rule is reliably within 5%."""
+against the trapezoid rule (docs/ARCHITECTURE.md, "Measured")."""
 
 from __future__ import annotations
 

@@ -44,9 +44,9 @@ class Explorer:
     out once they weigh more than `cache_mb` megabytes together (the newest Run always stays).
 
     `cache_dtype` is the precision a Run keeps its attention in: "float32" (the default) is the model's own numbers,
-    equal to transformers within 1e-5; "float16" halves the attention (a 512-token Run of the default model weighs
-    62 MB instead of 98; a server's choice, to keep more long inputs in `cache_mb`) and keeps each weight within
-    2**-11 of itself, rows summing to 1 within ~1e-3."""
+    equal to transformers within 1e-5; "float16" halves the attention (a server's choice, to keep more long inputs
+    in `cache_mb`; what a Run weighs: docs/ARCHITECTURE.md, "Measured") and keeps each weight within 2**-11 of
+    itself, rows summing to 1 within ~1e-3."""
 
     def __init__(self, model: BertForPreTraining, tokenizer: Tokenizer, device: torch.device, name: str,
                  max_tokens: int | None = None, cache_mb: float = DEFAULT_CACHE_MB, cache_dtype: str = "float32",
@@ -333,8 +333,7 @@ class Explorer:
         return [self._run_of(out, b, encoding, seconds) for b, encoding in enumerate(encodings)]
 
     def warm_up(self) -> None:
-        """Trace the pass of new inputs now (0.25 s for the default model on one core) rather than at the first
-        input: a server does it before it serves."""
+        """Trace the pass of new inputs now rather than at the first input: a server does it before it serves."""
         self._analysis_pass()
 
     def _analysis_pass(self) -> TracedPass:
@@ -428,10 +427,9 @@ def _relative_tables(model: BertForPreTraining, max_tokens: int) -> RelativeTabl
 def release_freed_memory() -> None:
     """Ask the C allocator to give freed memory back to the system (glibc's malloc_trim; elsewhere nothing happens).
     A Run's arrays of a few MB (hidden states, queries, keys at 512 tokens) come from glibc's heaps, one per thread
-    that allocated them, and what an evicted Run frees there stays with the process: over 100 distinct 512-token
-    inputs a server ended at 1.3-1.5 GiB (peak 1.5-1.6) although its cache held 210 MB, and at 0.85 GiB (peak 1.2)
-    with a trim after each eviction. Only evictions pay for it (1-14 ms, and fresh pages for the next pass), and only
-    once they have freed RELEASE_EVERY_BYTES: a long input's Run alone is more, a short one's 1.5 MB."""
+    that allocated them, and what an evicted Run frees there stays with the process (a server's memory with and
+    without the trim: docs/ARCHITECTURE.md, "Measured"). Only evictions pay for it (a trim, and fresh pages for the
+    next pass), and only once they have freed RELEASE_EVERY_BYTES: a long input's Run alone is more."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
