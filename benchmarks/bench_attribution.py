@@ -147,7 +147,9 @@ def ranking_peers(explorer, text: str):
 # ------------------------------------------------------------------------------------------------------------------
 def bench_attribution(explorer, repeats: int) -> None:
     steps = 50
-    ours = lambda: attribute(explorer.model, explorer.tokenizer, SENTENCE_32, steps=steps)  # noqa: E731
+    # the text encoded inside, as the explorer's attribute() does it
+    ours = lambda: attribute(explorer.model, explorer.tokenizer, explorer.encode(SENTENCE_32),  # noqa: E731
+                             steps=steps)
     naive, floor = ig_peers(explorer, SENTENCE_32, steps)
     result = ours()
     print(f"\nIntegrated gradients, {steps} Gauss-Legendre steps, {len(result.tokens)} tokens "
@@ -162,8 +164,9 @@ def bench_attribution(explorer, repeats: int) -> None:
 
 def bench_ranking(explorer, repeats: int) -> None:
     text = SENTENCE_32
-    ours = lambda: rank_heads(explorer.model, explorer.tokenizer, text)  # noqa: E731
-    gradient = lambda: rank_heads(explorer.model, explorer.tokenizer, text, method="gradient")  # noqa: E731
+    ours = lambda: rank_heads(explorer.model, explorer.tokenizer, explorer.encode(text))  # noqa: E731
+    gradient = lambda: rank_heads(explorer.model, explorer.tokenizer, explorer.encode(text),  # noqa: E731
+                                  method="gradient")
     naive, batched = ranking_peers(explorer, text)
     print(f"\nHead ranking, all {explorer.config.num_hidden_layers * explorer.config.num_attention_heads} heads "
           f"silenced one at a time, {len(explorer.encode(text))} tokens")
@@ -183,7 +186,7 @@ def bench_convergence(explorer) -> None:
     for text, pair, target in CONVERGENCE:
         label = (text if pair is None else f"{text} | {pair}")[:38] + f" ({target})"
         for method in ("gauss-legendre", "trapezoid"):
-            cells = [attribute(explorer.model, explorer.tokenizer, text, pair, steps=s, target=target,
+            cells = [attribute(explorer.model, explorer.tokenizer, explorer.encode(text, pair), steps=s, target=target,
                                method=method).relative_delta for s in STEP_COUNTS]
             print(f"{label[:40]:<40} {method:<15}" + "".join(f"{c:>9.1e}" for c in cells))
 

@@ -1,6 +1,6 @@
 """Silence attention heads and see what changes: the predictions at each [MASK] and the IsNext probability before and
 after, and every head ranked by its effect on one prediction, measured (one forward pass per head, batched) or
-estimated from one gradient (Michel et al. 2019). Functions over (model, tokenizer, text) like masked_lm.py.
+estimated from one gradient (Michel et al. 2019). Functions of (model, tokenizer, encoding) like masked_lm.py.
 
 Silencing a head multiplies its attention probabilities by 0 (the model's head_mask), which removes its context from
 the attention output exactly as zeroing that head's columns of the output projection does; the tests check this
@@ -16,10 +16,10 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from .masked_lm import Prediction, check_top_k, encode_input, evaluating, mask_positions, top_predictions
+from .masked_lm import Prediction, check_top_k, evaluating, mask_positions, top_predictions
 from .model import BertForPreTraining, BertModelOutput
 from .targets import Target, batch_size_for, forward_ids, resolve_target
-from .tokenizer import Tokenizer
+from .tokenizer import Encoding, Tokenizer
 
 Head = tuple[int, int]  # (layer, head), both from 0
 RANKING_METHODS = ("ablation", "gradient")
@@ -100,14 +100,13 @@ class Ablation:
                              "top_after": [m.after[0][0] for m in self.masks]})
 
 
-def ablate(model: BertForPreTraining, tokenizer: Tokenizer, text: str, heads: Iterable, text_pair: str | None = None,
-           top_k: int = 5, max_tokens: int | None = None) -> Ablation:
+def ablate(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, heads: Iterable,
+           top_k: int = 5) -> Ablation:
     """Predictions at every [MASK] of the input, and P(IsNext) for a sentence pair, with and without the `heads`
     ((layer, head) pairs; an empty list silences nothing and changes nothing, exactly)."""
     check_top_k(top_k)
     config = model.config
     silenced = check_heads(heads, config.num_hidden_layers, config.num_attention_heads)
-    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
     masks = mask_positions(tokenizer, encoding)
     has_mlm, has_nsp = model.has_mlm_head, model.has_nsp_head
     if masks and not has_mlm:
@@ -221,10 +220,9 @@ def _gradient_effects(model: BertForPreTraining, encoding, target: Target) -> tu
     return float(value.detach()), -grad.double().cpu().numpy()
 
 
-def rank_heads(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-               mask_index: int = 0, token: str | int | None = None, target: str | Target = "mask",
-               method: str = "ablation", memory_budget: int | None = None,
-               max_tokens: int | None = None) -> HeadRanking:
+def rank_heads(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
+               token: str | int | None = None, target: str | Target = "mask", method: str = "ablation",
+               memory_budget: int | None = None) -> HeadRanking:
     """Every head ranked by its effect on log P(`token` at the `mask_index`-th [MASK]) (default: the top
     prediction), on the IsNext logit (target='is_next'), or on a fine-tuned head's `Target` (`model` the head
     model). method 'ablation' silences each head in turn (exact;
@@ -233,7 +231,6 @@ def rank_heads(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_
     if method not in RANKING_METHODS:
         raise ValueError(f"unknown method {method!r}; choose 'ablation' (silence each head: exact) or 'gradient' "
                          "(one backward pass: a first-order estimate)")
-    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
     resolved = target if isinstance(target, Target) else resolve_target(model, tokenizer, encoding, target,
                                                                         mask_index, token)
     with evaluating(model):

@@ -1,15 +1,13 @@
 """Which input tokens a prediction depends on, measured on the prediction itself rather than read off attention:
 integrated gradients on the word embeddings (Sundararajan et al. 2017) and blank-out (leave one token out), for the
 log-probability of a token at a [MASK] or the IsNext logit; and a faithfulness table that sets attention, rollout and
-value-weighted attention beside them. Functions over (model, tokenizer, text) like masked_lm.py.
+value-weighted attention beside them. Functions of (model, tokenizer, encoding) like masked_lm.py.
 
 Integrated gradients of f along the straight path from a baseline x' to the input x gives token i the score
 sum_k (x_ik - x'_ik) * integral_0^1 df/dx_ik(x' + a (x - x')) da, summed over the hidden dimensions k. The scores add up
 to f(x) - f(x') ("completeness"); how far the numerical integral misses that, the convergence delta, is reported with
 every result. The integral is a Gauss-Legendre rule by default, chosen by measuring that delta on the default model
-(benchmarks/bench_attribution.py): from about 20 steps on its error falls much faster than the trapezoid rule's, to
-~1e-6 of |f(x) - f(x')| at 50 steps against ~1e-4, and 30 Gauss-Legendre steps match 100 trapezoid ones. Below ~10
-steps neither rule is reliably within 5%."""
+against the trapezoid rule (docs/ARCHITECTURE.md, "Measured")."""
 
 from __future__ import annotations
 
@@ -24,7 +22,7 @@ from torch import Tensor
 from . import analysis
 from .analysis.faithfulness import faithfulness_table, spearman
 from .analysis.value_weighted import value_weighted_attention
-from .masked_lm import encode_input, evaluating, mask_positions
+from .masked_lm import evaluating, mask_positions
 from .model import BertForPreTraining
 from .targets import Target, batch_size_for, forward_ids, resolve_target
 from .tokenizer import Encoding, Tokenizer
@@ -198,18 +196,16 @@ def _target_function(model: BertForPreTraining, encoding: Encoding, target: Targ
     return function
 
 
-def _prepare(model, tokenizer, text, text_pair, target, mask_index, token, max_tokens):
-    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
+def _prepare(model, tokenizer, encoding, target, mask_index, token):
     # A Target already pinned down (a fine-tuned head's, see finetuning.tasks.explain_target) is taken as it is.
     resolved = target if isinstance(target, Target) else resolve_target(model, tokenizer, encoding, target,
                                                                         mask_index, token)
-    return encoding, resolved, _fixed_positions(tokenizer, encoding)
+    return resolved, _fixed_positions(tokenizer, encoding)
 
 
-def attribute(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-              mask_index: int = 0, token: str | int | None = None, steps: int = 50, baseline: str = "pad",
-              target: str | Target = "mask", method: str = "gauss-legendre", memory_budget: int | None = None,
-              max_tokens: int | None = None) -> Attribution:
+def attribute(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
+              token: str | int | None = None, steps: int = 50, baseline: str = "pad", target: str | Target = "mask",
+              method: str = "gauss-legendre", memory_budget: int | None = None) -> Attribution:
     """Integrated gradients on the word embeddings for log P(`token` at the `mask_index`-th [MASK]) (token: a word
     piece or id; default the model's top prediction there), or with target='is_next' for the IsNext logit of a
     sentence pair, or a `Target` of a fine-tuned head (then `model` is the head model). One score per input token;
@@ -219,7 +215,7 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
     baseline: 'pad', 'mask' or 'zero' word embeddings in place of every other token; method: 'gauss-legendre' or
     'trapezoid'; memory_budget: bytes of activations per batch of path points (default 512 MiB: three points at a
     time for a 512-token input on the default model, one for BERT-base; see targets.example_bytes)."""
-    encoding, resolved, fixed = _prepare(model, tokenizer, text, text_pair, target, mask_index, token, max_tokens)
+    resolved, fixed = _prepare(model, tokenizer, encoding, target, mask_index, token)
     integration_points(steps, method)  # validate before any work
     batch = batch_size_for(model.config, len(encoding), True, memory_budget, steps)
     # Out of a caller's inference mode: tensors made in it cannot take part in the backward pass.
@@ -232,12 +228,12 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_p
                        result.delta, result.relative_delta, steps, method, baseline, batch)
 
 
-def blank_out(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-              mask_index: int = 0, token: str | int | None = None, baseline: str = "pad", target: str = "mask",
-              memory_budget: int | None = None, max_tokens: int | None = None) -> BlankOut:
+def blank_out(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
+              token: str | int | None = None, baseline: str = "pad", target: str = "mask",
+              memory_budget: int | None = None) -> BlankOut:
     """Blank-out importance for the same targets as `attribute`: each token but [CLS], [SEP] and the [MASK]s in
     turn replaced by the baseline embedding, one forward pass per token, batched."""
-    encoding, resolved, fixed = _prepare(model, tokenizer, text, text_pair, target, mask_index, token, max_tokens)
+    resolved, fixed = _prepare(model, tokenizer, encoding, target, mask_index, token)
     inputs, reference = _embeddings_and_baseline(model, tokenizer, encoding, baseline, fixed)
     varied = np.flatnonzero(~fixed)
     function = _target_function(model, encoding, resolved)
@@ -298,19 +294,16 @@ def attention_measures(attentions: np.ndarray, value_grams: np.ndarray, position
     }
 
 
-def faithfulness(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-                 mask_index: int = 0, token: str | int | None = None, steps: int = 50, baseline: str = "pad",
-                 target: str = "mask", memory_budget: int | None = None,
-                 max_tokens: int | None = None) -> Faithfulness:
+def faithfulness(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
+                 token: str | int | None = None, steps: int = 50, baseline: str = "pad", target: str = "mask",
+                 memory_budget: int | None = None) -> Faithfulness:
     """The faithfulness panel for one input and target: attention, rollout and value-weighted attention against
     integrated gradients and blank-out (arguments as in `attribute`)."""
-    ig = attribute(model, tokenizer, text, text_pair, mask_index, token, steps, baseline, target,
-                   memory_budget=memory_budget, max_tokens=max_tokens)
+    ig = attribute(model, tokenizer, encoding, mask_index, token, steps, baseline, target,
+                   memory_budget=memory_budget)
     # The same token as the attribution explains, even when the caller left it to the top prediction.
     token_id = ig.target.token_id if ig.target.kind == "mask" else None
-    blank = blank_out(model, tokenizer, text, text_pair, mask_index, token_id, baseline, target, memory_budget,
-                      max_tokens)
-    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
+    blank = blank_out(model, tokenizer, encoding, mask_index, token_id, baseline, target, memory_budget)
     with evaluating(model), torch.inference_mode():
         out = forward_ids(model, encoding, output_attentions=True, output_value_grams=True)
         attentions = torch.stack([a[0] for a in out.attentions]).float().cpu().numpy()  # (L, h, T, T)

@@ -1,6 +1,6 @@
 """Inputs that arrive together, run together: when a class presses Analyze at once, the new inputs that wait while
-the model is busy go through it as one padded batch (a 32-token forward pass of the default model costs 12.3 ms of
-CPU alone and 8.8 ms per input in a batch of eight), each still answered on its own. Nothing waits for a batch to
+the model is busy go through it as one padded batch (cheaper per input than alone: docs/ARCHITECTURE.md,
+"Measured"), each still answered on its own. Nothing waits for a batch to
 fill: a lone input runs at once, alone, so a notebook never notices."""
 
 from __future__ import annotations

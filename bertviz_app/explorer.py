@@ -1,6 +1,7 @@
 """The public entry: `load()` gives an `Explorer` (model + tokenizer + device); `Explorer.run(text, text_pair)` gives a
 `Run` (run.py, with its pictures from plots.py), one forward pass with everything the views need, cached by input in a
-cache bounded by bytes."""
+cache bounded by bytes. The explorer checks a text (inputs.check_text) and encodes it once, with its token limit; the
+functions below it (masked_lm, ablation, attribution, finetuning.tasks) take that `Encoding`."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from .batching import Batcher
 from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, task_head
 from .device import resolve_device
 from .family import FamilyNotes, notes
+from .finetuned import base_model, read_heldout
 from .finetuning import tasks as finetuning_tasks
-from .finetuning.training import base_model, read_heldout
+from .inputs import check_text
+from .masked_lm import normalize_mask
 from .model import BertForPreTraining, BertPreTrainedModel, TracedPass, analysis_pass
 from .plots import PlottedRun
 from .run import ModelTables, RelativeTables, Run
@@ -41,9 +44,9 @@ class Explorer:
     out once they weigh more than `cache_mb` megabytes together (the newest Run always stays).
 
     `cache_dtype` is the precision a Run keeps its attention in: "float32" (the default) is the model's own numbers,
-    equal to transformers within 1e-5; "float16" halves the attention (a 512-token Run of the default model weighs
-    62 MB instead of 98; a server's choice, to keep more long inputs in `cache_mb`) and keeps each weight within
-    2**-11 of itself, rows summing to 1 within ~1e-3."""
+    equal to transformers within 1e-5; "float16" halves the attention (a server's choice, to keep more long inputs
+    in `cache_mb`; what a Run weighs: docs/ARCHITECTURE.md, "Measured") and keeps each weight within 2**-11 of
+    itself, rows summing to 1 within ~1e-3."""
 
     def __init__(self, model: BertForPreTraining, tokenizer: Tokenizer, device: torch.device, name: str,
                  max_tokens: int | None = None, cache_mb: float = DEFAULT_CACHE_MB, cache_dtype: str = "float32",
@@ -63,6 +66,7 @@ class Explorer:
         self.device = device
         self.name = name
         limit = model.config.max_tokens
+        # the one clamp of the token limit: every encoding below is made with it (see `encode`)
         self.max_tokens = min(max_tokens or limit, limit)
         self.load_seconds = 0.0  # load() sets it; an Explorer built by hand loaded nothing
         # load() sets it: the checkpoint folder (metrics.json, held-out predictions; the app fine-tunes from it)
@@ -133,12 +137,24 @@ class Explorer:
             return sum(run.nbytes for run in self._cache.values())
 
     def encode(self, text: str, text_pair: str | None = None) -> Encoding:
-        text, text_pair = _check_text(text, text_pair)
+        """`text` (sentence A) and `text_pair` (sentence B, optional) as this explorer's model reads them: checked
+        (a ValueError in words for an empty, too long or unreadable text), cut to `max_tokens`."""
+        return self._encoding(text, text_pair, masks=False)
+
+    def _encoding(self, text: str | Encoding, text_pair: str | None = None, masks: bool = True) -> Encoding:
+        """What the functions below read: a Run's Encoding as it is; a text checked once (inputs.check_text) and
+        encoded once with this explorer's limit, every spelling of [MASK] (`[mask]`, `[ Mask ]`) written the way the
+        tokenizer keeps it whole when `masks`."""
+        if isinstance(text, Encoding):
+            return text
+        text, text_pair = check_text(text, text_pair)
+        if masks:
+            text, text_pair = normalize_mask(text), text_pair and normalize_mask(text_pair)
         return self.tokenizer.encode(text, text_pair, max_tokens=self.max_tokens)
 
     def run(self, text: str, text_pair: str | None = None) -> PlottedRun:
         """One forward pass over `text` (and `text_pair`), cached: the same input twice costs one pass."""
-        text, text_pair = _check_text(text, text_pair)
+        text, text_pair = check_text(text, text_pair)
         key = (text, text_pair)
         with self._lock:
             if key in self._cache:
@@ -176,9 +192,8 @@ class Explorer:
         TagPrediction (a tag per word with its probability) or an AnswerPrediction (the span of `text_pair`, the
         context, that answers `text`, the question, with its start and end probabilities)."""
         self._require_task()
-        text, text_pair = _check_text(text, text_pair)
-        return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels, text,
-                                        text_pair, self.max_tokens)
+        return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels,
+                                        self.encode(text, text_pair))
 
     def task_target(self, text: str | Encoding, text_pair: str | None = None, label: str | None = None,
                     position: int | None = None) -> Target:
@@ -186,7 +201,7 @@ class Explorer:
         one; for a tagger, the tag of token `position`), or for question answering log P of the predicted span.
         `text` may be a Run's encoding."""
         self._require_task()
-        encoding = text if isinstance(text, Encoding) else self.encode(text, text_pair)
+        encoding = self._encoding(text, text_pair, masks=False)
         return finetuning_tasks.explain_target(self.task_model, self.task.task, self.labels, encoding, label,
                                                position)
 
@@ -219,7 +234,7 @@ class Explorer:
     # --- the pretraining heads (see masked_lm.py); each raises ValueError in words when the head is absent -------
     def fill_mask(self, text: str, text_pair: str | None = None, top_k: int = 10, max_masks: int | None = None):
         """For each [MASK] (any case) in order, the top_k (token, probability) pairs, best first."""
-        return masked_lm.fill_mask(self.model, self.tokenizer, text, text_pair, top_k, self.max_tokens, max_masks)
+        return masked_lm.fill_mask(self.model, self.tokenizer, self._encoding(text, text_pair), top_k, max_masks)
 
     def next_sentence(self, text_a: str, text_b: str) -> float:
         """P(text_b follows text_a) from the next-sentence head: the probability the pair's Run holds."""
@@ -233,40 +248,40 @@ class Explorer:
     def mask_token(self, text: str | Encoding, index: int, text_pair: str | None = None, top_k: int = 10):
         """Mask token `index` of the input (a text, or a Run's encoding); predictions there and how the original
         token is rated."""
-        return masked_lm.mask_token(self.model, self.tokenizer, text, index, text_pair, top_k, self.max_tokens)
+        return masked_lm.mask_token(self.model, self.tokenizer, self._encoding(text, text_pair), index, top_k)
 
     def logit_lens(self, text: str, position: int | None = None, top_k: int = 5, text_pair: str | None = None,
                    mask_index: int = 0):
         """The MLM head applied to every layer's hidden state at one position (default: the first [MASK])."""
-        return masked_lm.logit_lens(self.model, self.tokenizer, text, position, top_k, text_pair, mask_index,
-                                    self.max_tokens)
+        return masked_lm.logit_lens(self.model, self.tokenizer, self._encoding(text, text_pair), position, top_k,
+                                    mask_index)
 
     def corrupt_example(self, text: str | Encoding, text_pair: str | None = None, seed: int = 0):
         """The input (a text, or a Run's encoding) corrupted by the 80/10/10 rule, as one pretraining example with
         its labels."""
-        return masked_lm.corrupt_example(self.tokenizer, text, text_pair, seed=seed, max_tokens=self.max_tokens)
+        return masked_lm.corrupt_example(self.tokenizer, self._encoding(text, text_pair, masks=False), seed=seed)
 
     # --- beyond raw attention (see attribution.py, ablation.py) -----------------------------------------------------
     def ablate(self, text: str, heads, text_pair: str | None = None, top_k: int = 5):
         """Predictions at every [MASK], and P(IsNext) of a pair, before and after silencing `heads`, a list of
         (layer, head) pairs."""
-        return ablation.ablate(self.model, self.tokenizer, text, heads, text_pair, top_k, self.max_tokens)
+        return ablation.ablate(self.model, self.tokenizer, self._encoding(text, text_pair), heads, top_k)
 
     def rank_heads(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
                    target: str | Target = "mask", method: str = "ablation"):
         """Every head ranked by its effect on one prediction (log P of a token at a [MASK], the IsNext logit, or a
         fine-tuned head's `task_target`): 'ablation' silences each in turn, 'gradient' estimates all from one
         backward pass."""
-        return ablation.rank_heads(self._model_for(target), self.tokenizer, text, text_pair, mask_index, token,
-                                   target, method, max_tokens=self.max_tokens)
+        return ablation.rank_heads(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
+                                   mask_index, token, target, method)
 
     def attribute(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
                   baseline: str = "pad", target: str | Target = "mask"):
         """Integrated gradients on the input embeddings for log P(token at the mask_index-th [MASK]) (token: the top
         prediction by default), the IsNext logit, or a fine-tuned head's `task_target`: one score per token, with
         the convergence delta."""
-        return attribution.attribute(self._model_for(target), self.tokenizer, text, text_pair, mask_index, token,
-                                     steps, baseline, target, max_tokens=self.max_tokens)
+        return attribution.attribute(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
+                                     mask_index, token, steps, baseline, target)
 
     def _model_for(self, target) -> BertPreTrainedModel:
         """The fine-tuned head model for a task target (it shares the encoder), the pretraining model otherwise."""
@@ -278,15 +293,15 @@ class Explorer:
     def blank_out(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
                   baseline: str = "pad", target: str = "mask"):
         """Leave-one-token-out importance for the same targets as `attribute`."""
-        return attribution.blank_out(self.model, self.tokenizer, text, text_pair, mask_index, token, baseline, target,
-                                     max_tokens=self.max_tokens)
+        return attribution.blank_out(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index, token,
+                                     baseline, target)
 
     def faithfulness(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
                      baseline: str = "pad", target: str = "mask"):
         """Spearman correlations of attention, rollout and value-weighted attention with integrated gradients and
         blank-out, for one input and target."""
-        return attribution.faithfulness(self.model, self.tokenizer, text, text_pair, mask_index, token, steps,
-                                        baseline, target, max_tokens=self.max_tokens)
+        return attribution.faithfulness(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index,
+                                        token, steps, baseline, target)
 
     def export_static(self, folder: str | Path) -> Path:
         """Write a folder whose page runs this model in the browser (bertviz_app.static): the views, fill-mask and
@@ -318,8 +333,7 @@ class Explorer:
         return [self._run_of(out, b, encoding, seconds) for b, encoding in enumerate(encodings)]
 
     def warm_up(self) -> None:
-        """Trace the pass of new inputs now (0.25 s for the default model on one core) rather than at the first
-        input: a server does it before it serves."""
+        """Trace the pass of new inputs now rather than at the first input: a server does it before it serves."""
         self._analysis_pass()
 
     def _analysis_pass(self) -> TracedPass:
@@ -413,10 +427,9 @@ def _relative_tables(model: BertForPreTraining, max_tokens: int) -> RelativeTabl
 def release_freed_memory() -> None:
     """Ask the C allocator to give freed memory back to the system (glibc's malloc_trim; elsewhere nothing happens).
     A Run's arrays of a few MB (hidden states, queries, keys at 512 tokens) come from glibc's heaps, one per thread
-    that allocated them, and what an evicted Run frees there stays with the process: over 100 distinct 512-token
-    inputs a server ended at 1.3-1.5 GiB (peak 1.5-1.6) although its cache held 210 MB, and at 0.85 GiB (peak 1.2)
-    with a trim after each eviction. Only evictions pay for it (1-14 ms, and fresh pages for the next pass), and only
-    once they have freed RELEASE_EVERY_BYTES: a long input's Run alone is more, a short one's 1.5 MB."""
+    that allocated them, and what an evicted Run frees there stays with the process (a server's memory with and
+    without the trim: docs/ARCHITECTURE.md, "Measured"). Only evictions pay for it (a trim, and fresh pages for the
+    next pass), and only once they have freed RELEASE_EVERY_BYTES: a long input's Run alone is more."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
@@ -429,18 +442,6 @@ def _malloc_trim():
 
 
 _MALLOC_TRIM = _malloc_trim()
-
-
-def _check_text(text, text_pair) -> tuple[str, str | None]:
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
-    if text_pair is not None and not isinstance(text_pair, str):
-        raise TypeError(f"text_pair must be a string or None, got {type(text_pair).__name__}")
-    if not text.strip():
-        raise ValueError("the text is empty; type a sentence to analyze")
-    if text_pair is not None and not text_pair.strip():
-        text_pair = None  # an empty second box means a single sentence
-    return text, text_pair
 
 
 def load(model: str | Path | None = None, device: str | torch.device = "auto", max_tokens: int | None = None,

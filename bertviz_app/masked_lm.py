@@ -1,6 +1,7 @@
 """What BERT's pretraining heads say: fill in [MASK], judge whether B follows A, read predictions out of every layer
 (the logit lens), probe a model with everyday sentences, and show a sentence as pretraining corrupts it. Pure
-functions over a model and a tokenizer; `Explorer` methods call them with its own model and token limit."""
+functions of a model, its tokenizer and one `Encoding`: the `Explorer` checks and encodes the text (with its token
+limit and `normalize_mask`) once, and its methods call these."""
 
 from __future__ import annotations
 
@@ -53,22 +54,6 @@ def _require_mlm(model: BertForPreTraining, tokenizer: Tokenizer) -> None:
         raise ValueError("the tokenizer has no [MASK] token; this vocabulary cannot be used for fill-mask")
 
 
-def encode_input(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Encoding, text_pair: str | None,
-                 max_tokens: int | None = None) -> Encoding:
-    """`text` (and `text_pair`) as the model reads it, every spelling of [MASK] accepted and an empty second box
-    meaning a single sentence; an Encoding (a Run's) is used as it is, not tokenized again."""
-    if isinstance(text, Encoding):
-        return text
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("the text is empty; type a sentence with [MASK] where a word should be predicted")
-    if text_pair is not None and not (isinstance(text_pair, str) and text_pair.strip()):
-        text_pair = None
-    # The caller's limit (the explorer's --max-tokens) keeps token indices the same as in its Run.
-    limit = min(max_tokens or model.config.max_tokens, model.config.max_tokens)
-    return tokenizer.encode(normalize_mask(text), None if text_pair is None else normalize_mask(text_pair),
-                            max_tokens=limit)
-
-
 def mask_positions(tokenizer: Tokenizer, encoding: Encoding) -> list[int]:
     """Positions of [MASK] in the input, in order."""
     if tokenizer.mask_token_id is None:
@@ -110,13 +95,12 @@ def check_top_k(top_k: int) -> None:
 # ------------------------------------------------------------------------------------------------------------------
 # Fill-mask and next sentence
 # ------------------------------------------------------------------------------------------------------------------
-def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, text: str, text_pair: str | None = None,
-              top_k: int = 10, max_tokens: int | None = None, max_masks: int | None = None) -> list[list[Prediction]]:
-    """For each [MASK] in `text` (then `text_pair`), in order, the `top_k` (token, probability) best first.
-    `[mask]` in any case is accepted. max_masks: refuse inputs with more masks than this (None: no limit)."""
+def fill_mask(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, top_k: int = 10,
+              max_masks: int | None = None) -> list[list[Prediction]]:
+    """For each [MASK] of the input (sentence A's, then B's), in order, the `top_k` (token, probability) best first.
+    max_masks: refuse inputs with more masks than this (None: no limit)."""
     _require_mlm(model, tokenizer)
     check_top_k(top_k)
-    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
     positions = require_masks(tokenizer, encoding)
     if max_masks is not None and len(positions) > max_masks:
         raise ValueError(f"{len(positions)} masks is too many; use at most {max_masks}")
@@ -142,15 +126,13 @@ def replaced_probabilities(model: BertForPreTraining, last_hidden_state: np.ndar
         return torch.sigmoid(model.cls.discriminator(hidden).float()).cpu().numpy()
 
 
-def next_sentence(model: BertForPreTraining, tokenizer: Tokenizer, a: str, b: str,
-                  max_tokens: int | None = None) -> float:
-    """P(B follows A) from the next-sentence head."""
+def next_sentence(model: BertForPreTraining, encoding: Encoding) -> float:
+    """P(B follows A) from the next-sentence head, for an encoded pair."""
     if not getattr(model, "has_nsp_head", False):
         raise ValueError("this model has no next-sentence head; load a checkpoint with one (for example a "
                          "pretraining checkpoint from `bertviz-app pretrain`)")
-    if not isinstance(b, str) or not b.strip():
+    if not encoding.is_pair:
         raise ValueError("sentence B is empty; next-sentence prediction needs two sentences")
-    encoding = encode_input(model, tokenizer, a, b, max_tokens)
     with _predicting(model):
         return is_next_probability(model, _forward(model, encoding).pooler_output)
 
@@ -171,13 +153,11 @@ class MaskedPrediction:
     original_rank: int
 
 
-def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, text: str | Encoding, index: int,
-               text_pair: str | None = None, top_k: int = 10, max_tokens: int | None = None) -> MaskedPrediction:
-    """Replace token `index` of the encoded input (a text, or an Encoding such as a Run's) by [MASK] and predict
-    there."""
+def mask_token(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, index: int,
+               top_k: int = 10) -> MaskedPrediction:
+    """Replace token `index` of the encoded input (a Run's, for instance) by [MASK] and predict there."""
     _require_mlm(model, tokenizer)
     check_top_k(top_k)
-    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
     if not isinstance(index, int) or not 0 <= index < len(encoding):
         raise ValueError(f"token index {index!r} is outside the input (0 .. {len(encoding) - 1})")
     if encoding.special_tokens_mask[index]:
@@ -211,13 +191,11 @@ class LogitLens:
     final_token_probability: list[float]
 
 
-def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, text: str, position: int | None = None,
-               top_k: int = 5, text_pair: str | None = None, mask_index: int = 0,
-               max_tokens: int | None = None) -> LogitLens:
+def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, position: int | None = None,
+               top_k: int = 5, mask_index: int = 0) -> LogitLens:
     """Per-layer top predictions at `position` (a token index), or by default at the `mask_index`-th [MASK]."""
     _require_mlm(model, tokenizer)
     check_top_k(top_k)
-    encoding = encode_input(model, tokenizer, text, text_pair, max_tokens)
     if position is None:
         masks = require_masks(tokenizer, encoding)
         if not 0 <= mask_index < len(masks):
@@ -259,19 +237,12 @@ class CorruptedExample:
 _KIND_NAMES = {MASKED: "mask", RANDOM: "random", KEPT: "kept"}
 
 
-def corrupt_example(tokenizer: Tokenizer, text: str | Encoding, text_pair: str | None = None, seed: int = 0,
-                    mlm_probability: float = 0.15, whole_word: bool = False,
-                    max_tokens: int | None = None) -> CorruptedExample:
-    """`text` (and `text_pair`; or an Encoding such as a Run's) corrupted by the 80/10/10 rule exactly as the
-    pretraining data is, with its labels."""
+def corrupt_example(tokenizer: Tokenizer, encoding: Encoding, seed: int = 0, mlm_probability: float = 0.15,
+                    whole_word: bool = False) -> CorruptedExample:
+    """The encoded input (a Run's, for instance) corrupted by the 80/10/10 rule exactly as the pretraining data is,
+    with its labels."""
     if tokenizer.mask_token_id is None:
         raise ValueError("the tokenizer has no [MASK] token, so there is nothing to corrupt with")
-    if isinstance(text, Encoding):
-        encoding = text
-    elif not isinstance(text, str) or not text.strip():
-        raise ValueError("the text is empty; type a sentence to see how pretraining corrupts it")
-    else:
-        encoding = tokenizer.encode(text, text_pair, max_tokens=max_tokens)
     ids = torch.tensor([encoding.ids])
     special = torch.tensor([encoding.special_tokens_mask], dtype=torch.bool)
     words = encoding.word_ids  # the tokenizer's own words: WordPiece's '##' rule, BPE's and unigram's pre-tokenizer
@@ -297,6 +268,7 @@ def probe(model: BertForPreTraining, tokenizer: Tokenizer, sentences=PROBES, top
     """One line per probe sentence: its top-k fill-ins."""
     lines = []
     for sentence in sentences:
-        predictions = fill_mask(model, tokenizer, sentence, top_k=top_k)[0]
+        encoding = tokenizer.encode(normalize_mask(sentence), max_tokens=model.config.max_tokens)
+        predictions = fill_mask(model, tokenizer, encoding, top_k=top_k)[0]
         lines.append(f"{sentence}  ->  " + ", ".join(f"{t} {p:.2f}" for t, p in predictions))
     return lines

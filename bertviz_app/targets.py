@@ -133,10 +133,7 @@ def example_bytes(config, tokens: int, backward: bool) -> int:
     (input, queries, keys, values, context, attention output, two LayerNorms and some slack: 12 x T x H), the
     feed-forward's (pre- and post-activation: 2 x T x I) and one (h, T, T) block of attention scores, which the fused
     kernel does not keep but a math fallback does. Without a backward pass only about two layers are alive at a time.
-
-    Peak resident memory measured on the CPU with the default model (6 layers, H 384; benchmarks/bench_attribution.py
-    --memory), against this estimate: with the backward pass 25 MB (estimate 28) for one example of 128 tokens, 93 MB
-    (111) for four, 94 MB (165) for one of 512; without it 20 MB (57) for one of 512."""
+    The peak memory measured against this estimate: docs/ARCHITECTURE.md, "Measured"."""
     t, hidden, inner, heads = tokens, config.hidden_size, config.intermediate_size, config.num_attention_heads
     per_layer = 12 * t * hidden + 2 * t * inner + heads * t * t
     layers = config.num_hidden_layers if backward else 2

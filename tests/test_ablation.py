@@ -57,7 +57,7 @@ def assert_matches_oracle(result, probs, is_next, tokenizer):
 # ------------------------------------------------------------------------------------------------------------------
 def test_silencing_nothing_changes_nothing_exactly(tiny):
     model, _, tokenizer = tiny
-    result = ablate(model, tokenizer, TEXT, [], PAIR, top_k=8)
+    result = ablate(model, tokenizer, tokenizer.encode(TEXT, PAIR), [], top_k=8)
     assert len(result.masks) == 2 and result.heads == []
     for mask in result.masks:
         assert mask.before == mask.after and mask.probability_before == mask.probability_after
@@ -67,7 +67,7 @@ def test_silencing_nothing_changes_nothing_exactly(tiny):
 
 def test_before_is_the_unsilenced_model(tiny):
     model, hf, tokenizer = tiny
-    result = ablate(model, tokenizer, TEXT, SILENCED, PAIR)
+    result = ablate(model, tokenizer, tokenizer.encode(TEXT, PAIR), SILENCED)
     probs, is_next = oracle_probabilities(hf, tokenizer, TEXT, PAIR, [])
     for mask, p in zip(result.masks, probs):
         assert mask.probability_before == pytest.approx(float(p.max()), rel=1e-5)
@@ -79,7 +79,7 @@ def test_before_is_the_unsilenced_model(tiny):
                          ids=["four", "one", "all"])
 def test_equals_transformers_with_zeroed_output_columns(tiny, heads):
     model, hf, tokenizer = tiny
-    result = ablate(model, tokenizer, TEXT, heads, PAIR, top_k=6)
+    result = ablate(model, tokenizer, tokenizer.encode(TEXT, PAIR), heads, top_k=6)
     assert_matches_oracle(result, *oracle_probabilities(hf, tokenizer, TEXT, PAIR, heads), tokenizer)
     assert result.heads == heads
 
@@ -87,7 +87,7 @@ def test_equals_transformers_with_zeroed_output_columns(tiny, heads):
 def test_silencing_every_head_changes_the_output(tiny):
     model, _, tokenizer = tiny
     every = [(layer, head) for layer in range(3) for head in range(6)]
-    result = ablate(model, tokenizer, TEXT, every, PAIR)
+    result = ablate(model, tokenizer, tokenizer.encode(TEXT, PAIR), every)
     assert all(abs(m.change) > 1e-3 for m in result.masks)
     assert abs(result.is_next_after - result.is_next_before) > 1e-3
     frame = result.to_frame()
@@ -96,9 +96,9 @@ def test_silencing_every_head_changes_the_output(tiny):
 
 def test_a_pair_without_mask_reports_is_next_only(tiny):
     model, _, tokenizer = tiny
-    result = ablate(model, tokenizer, "the cat sat .", [(0, 0)], "she poured tea .")
+    result = ablate(model, tokenizer, tokenizer.encode("the cat sat .", "she poured tea ."), [(0, 0)])
     assert result.masks == [] and result.is_next_before is not None and result.is_next_after is not None
-    single = ablate(model, tokenizer, "the [MASK] sat .", [(0, 0)])
+    single = ablate(model, tokenizer, tokenizer.encode("the [MASK] sat ."), [(0, 0)])
     assert single.is_next_before is None and single.is_next_after is None  # no sentence B, no IsNext
 
 
@@ -124,7 +124,7 @@ def full_pass_effects(model, tokenizer, text, pair, ranking):
                                             ("is_next", {})])
 def test_ranking_equals_one_full_pass_per_head(tiny, target, kwargs):
     model, _, tokenizer = tiny
-    ranking = rank_heads(model, tokenizer, TEXT, PAIR, target=target, **kwargs)
+    ranking = rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR), target=target, **kwargs)
     assert ranking.effects.shape == (3, 6) and ranking.method == "ablation"
     np.testing.assert_allclose(ranking.effects, full_pass_effects(model, tokenizer, TEXT, PAIR, ranking),
                                rtol=1e-4, atol=2e-5)
@@ -133,7 +133,7 @@ def test_ranking_equals_one_full_pass_per_head(tiny, target, kwargs):
 
 def test_ranking_equals_transformers_with_each_head_zeroed(tiny):
     model, hf, tokenizer = tiny
-    ranking = rank_heads(model, tokenizer, TEXT, PAIR, mask_index=0)
+    ranking = rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR), mask_index=0)
     token_id, mask_index = ranking.target.token_id, ranking.target.mask_index
     base = float(oracle_probabilities(hf, tokenizer, TEXT, PAIR, [])[0][mask_index, token_id].log())
     assert ranking.f_input == pytest.approx(base, abs=1e-5)
@@ -146,18 +146,19 @@ def test_ranking_equals_transformers_with_each_head_zeroed(tiny):
 
 def test_ranking_table_and_batches(tiny):
     model, _, tokenizer = tiny
-    ranking = rank_heads(model, tokenizer, TEXT, PAIR)
+    ranking = rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR))
     frame = ranking.ranking()
     assert len(frame) == 18 and frame["rank"].tolist() == list(range(1, 19))
     assert (frame["effect"].abs().diff().dropna() <= 0).all()
     assert ranking.top(3) == list(zip(frame["layer"][:3], frame["head"][:3]))
     first = frame.iloc[0]
     assert first["probability_after"] == pytest.approx(np.exp(ranking.f_input + first["effect"]), rel=1e-6)
-    one_at_a_time = rank_heads(model, tokenizer, TEXT, PAIR, memory_budget=1)  # batches of 1 give the same
+    # batches of 1 give the same
+    one_at_a_time = rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR), memory_budget=1)
     np.testing.assert_allclose(one_at_a_time.effects, ranking.effects, rtol=1e-5, atol=1e-6)
     # Groups of 5 examples with 6 heads a layer: most groups start in one layer and take heads of the next.
     five = 5 * example_bytes(model.config, len(tokenizer.encode(TEXT, PAIR)), backward=False)
-    np.testing.assert_allclose(rank_heads(model, tokenizer, TEXT, PAIR, memory_budget=five).effects,
+    np.testing.assert_allclose(rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR), memory_budget=five).effects,
                                ranking.effects, rtol=1e-5, atol=1e-6)
 
 
@@ -165,7 +166,7 @@ def test_gradient_importance_is_the_derivative(tiny):
     """The gradient method's effect is -df/dm at m = 1; check it against a central finite difference of the head
     mask on a float64 copy of the model."""
     model, _, tokenizer = tiny
-    ranking = rank_heads(model, tokenizer, TEXT, PAIR, mask_index=1, method="gradient")
+    ranking = rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR), mask_index=1, method="gradient")
     assert ranking.method == "gradient" and ranking.effects.shape == (3, 6)
     double = copy.deepcopy(model).double()
     enc = tokenizer.encode(TEXT, PAIR)
@@ -183,7 +184,7 @@ def test_gradient_importance_is_the_derivative(tiny):
         down[layer, head] -= eps
         derivative = (f(up) - f(down)) / (2 * eps)
         assert ranking.effects[layer, head] == pytest.approx(-derivative, rel=1e-3, abs=1e-5)
-    measured = rank_heads(model, tokenizer, TEXT, PAIR, mask_index=1)
+    measured = rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR), mask_index=1)
     assert ranking.f_input == pytest.approx(measured.f_input, abs=1e-5)
 
 
@@ -196,13 +197,13 @@ def test_default_model_equals_transformers_with_zeroed_columns():
     hf = transformers.BertForPreTraining.from_pretrained(ENGLISH_MLM_PATH, dtype=torch.float32,
                                                          attn_implementation="eager").eval()
     text, pair = "The keys to the cabinet [MASK] on the table.", "They were [MASK] yesterday."
-    nothing = ablate(explorer.model, explorer.tokenizer, text, [], pair)
+    nothing = ablate(explorer.model, explorer.tokenizer, explorer.encode(text, pair), [])
     assert all(m.before == m.after for m in nothing.masks) and nothing.is_next_before == nothing.is_next_after
     heads = [(0, 3), (2, 10), (5, 0), (5, 11)]
-    result = ablate(explorer.model, explorer.tokenizer, text, heads, pair, top_k=10)
+    result = ablate(explorer.model, explorer.tokenizer, explorer.encode(text, pair), heads, top_k=10)
     assert_matches_oracle(result, *oracle_probabilities(hf, explorer.tokenizer, text, pair, heads), explorer.tokenizer)
     every = [(layer, head) for layer in range(6) for head in range(12)]
-    everything = ablate(explorer.model, explorer.tokenizer, text, every, pair)
+    everything = ablate(explorer.model, explorer.tokenizer, explorer.encode(text, pair), every)
     assert all(abs(m.change) > 0.01 for m in everything.masks)
     assert_matches_oracle(everything, *oracle_probabilities(hf, explorer.tokenizer, text, pair, every),
                           explorer.tokenizer)
@@ -221,23 +222,23 @@ def test_default_model_equals_transformers_with_zeroed_columns():
 def test_bad_heads_say_what_to_do(tiny, heads, message):
     model, _, tokenizer = tiny
     with pytest.raises(ValueError, match=message):
-        ablate(model, tokenizer, TEXT, heads)
+        ablate(model, tokenizer, tokenizer.encode(TEXT), heads)
 
 
 def test_other_errors(tiny):
     model, _, tokenizer = tiny
     assert check_heads([[1, 2], (1, 2), (np.int64(0), 0)], 3, 6) == [(1, 2), (0, 0)]
     with pytest.raises(ValueError, match="there is no prediction to compare: write \\[MASK\\]"):
-        ablate(model, tokenizer, "the cat sat .", [(0, 0)])
+        ablate(model, tokenizer, tokenizer.encode("the cat sat ."), [(0, 0)])
     with pytest.raises(ValueError, match="top_k must be a positive integer"):
-        ablate(model, tokenizer, TEXT, [], top_k=0)
+        ablate(model, tokenizer, tokenizer.encode(TEXT), [], top_k=0)
     with pytest.raises(ValueError, match="unknown method 'random'"):
-        rank_heads(model, tokenizer, TEXT, method="random")
+        rank_heads(model, tokenizer, tokenizer.encode(TEXT), method="random")
     with pytest.raises(ValueError, match="mask_index 2 is out of range"):
-        rank_heads(model, tokenizer, TEXT, PAIR, mask_index=2)
+        rank_heads(model, tokenizer, tokenizer.encode(TEXT, PAIR), mask_index=2)
     encoder_only = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size), mlm_head=False,
                                       nsp_head=False)
     with pytest.raises(ValueError, match="this model has no masked-LM head"):
-        ablate(encoder_only, tokenizer, TEXT, [(0, 0)])
+        ablate(encoder_only, tokenizer, tokenizer.encode(TEXT), [(0, 0)])
     with pytest.raises(ValueError, match="there is no prediction to compare"):
-        ablate(encoder_only, tokenizer, "the cat sat .", [(0, 0)], "she poured tea .")
+        ablate(encoder_only, tokenizer, tokenizer.encode("the cat sat .", "she poured tea ."), [(0, 0)])

@@ -234,6 +234,23 @@ def test_a_book_is_refused_in_words(client):
     assert_still_serves(client)
 
 
+REFUSED = {"empty": ("", ""), "spaces": (" \t\n  ", ""), "a book": ("x" * (app.MAX_CHARS + 1), ""),
+           "a control character": ("the cat\x07 sat", ""), "a control character in B": ("Fine.", "a\x00b")}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_the_app_and_the_explorer_refuse_in_the_same_sentence(client, explorer, name):
+    """One check of the text (bertviz_app.inputs): a visitor reads the sentence a notebook's explorer raises."""
+    text, pair = REFUSED[name]
+    with pytest.raises(ValueError) as in_a_notebook:
+        explorer.run(text, pair or None)
+    with pytest.raises(AppError) as on_the_page:
+        analyze(client, text, pair)
+    sentence = str(in_a_notebook.value)
+    assert sentence[:1].isupper() and sentence.endswith(".")
+    assert str(on_the_page.value) == sentence
+
+
 def is_analysis(out) -> bool:
     return table_tokens(out[0])[0] == "[CLS]" and views_of(out).header["tokens"] == table_tokens(out[0])
 
@@ -262,16 +279,22 @@ def test_bad_input_never_breaks_the_server(client, tiny, name):
               (lambda: client.predict(tiny.name, text, 1, api_name="/logit_lens"), is_message_table_figure),
               (lambda: client.predict(tiny.name, "[MASK] " + text, 2, api_name="/logit_lens"),
                is_message_table_figure)]
-    answered = 0
+    answered, refusals = 0, []
     for call, well_formed in calls:
         try:
             out = call()
         except AppError as err:  # refused in words: no traceback, no exception class name
             assert str(err).strip() and "Traceback" not in str(err) and "Error:" not in str(err)
+            refusals.append(str(err))
         else:
             assert well_formed(out), out
             answered += 1
-    assert answered >= 2  # the pair with a good sentence A and the fill-mask without a head always answer
+    if name == "control":
+        # the one input check (bertviz_app.inputs) refuses it in every box it is typed into: the two analyses with
+        # it, the three of both sentences, the four of the masked text (the other six read the session's Run)
+        assert sum("contains a control character (U+0000" in r for r in refusals) == 9, refusals
+    else:
+        assert answered >= 2  # the pair with a good sentence A and the fill-mask without a head always answer
     assert_still_serves(client)
 
 

@@ -58,7 +58,7 @@ def tiny(tmp_path_factory):
 
 def test_panel_on_a_tiny_model(tiny):
     model, tokenizer = tiny
-    panel = faithfulness(model, tokenizer, "the cat sat on the [MASK] in the tree .", steps=20)
+    panel = faithfulness(model, tokenizer, tokenizer.encode("the cat sat on the [MASK] in the tree ."), steps=20)
     assert list(panel.table.index) == list(panel.measures) and list(panel.table.columns) == ["integrated gradients",
                                                                                             "blank-out"]
     assert panel.table.attrs["tokens"] == 9 and panel.keep.sum() == 9  # the words and '.', not [CLS], [SEP], [MASK]
@@ -84,7 +84,7 @@ def test_panel_on_a_tiny_model(tiny):
 def test_panel_on_the_default_model():
     explorer = bertviz_app.load(device="cpu")
     text = "The capital of France is [MASK]."
-    panel = faithfulness(explorer.model, explorer.tokenizer, text)
+    panel = faithfulness(explorer.model, explorer.tokenizer, explorer.encode(text))
     assert panel.target.token == explorer.fill_mask(text, top_k=1)[0][0][0] == "paris"  # the top prediction
     assert panel.table.shape == (4, 2) and panel.table.notna().all().all()
     assert ((panel.table.abs() <= 1).all().all()) and -1 <= panel.agreement <= 1
@@ -92,6 +92,6 @@ def test_panel_on_the_default_model():
     for scores in panel.references.values():
         top_two = {panel.tokens[i] for i in np.argsort(-scores)[:2]}
         assert top_two == {"capital", "france"}
-    pair = faithfulness(explorer.model, explorer.tokenizer, "The cat sat on the mat.", "It was warm there.",
-                        target="is_next")
+    pair = faithfulness(explorer.model, explorer.tokenizer,
+                        explorer.encode("The cat sat on the mat.", "It was warm there."), target="is_next")
     assert pair.target.kind == "is_next" and pair.target.position == 0 and pair.table.shape == (4, 2)

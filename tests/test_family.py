@@ -195,7 +195,7 @@ def test_whole_word_masking_takes_the_tokenizers_words(tmp_path):
     words = tokenizer.encode(text).word_ids
     split = 0
     for seed in range(8):
-        example = corrupt_example(tokenizer, text, seed=seed, whole_word=True, mlm_probability=0.3)
+        example = corrupt_example(tokenizer, tokenizer.encode(text), seed=seed, whole_word=True, mlm_probability=0.3)
         chosen = set(example.chosen)
         for word in {words[i] for i in chosen}:
             pieces = {i for i, w in enumerate(words) if w == word}

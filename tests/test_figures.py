@@ -240,7 +240,8 @@ def test_corruption_figure_colors_by_kind_and_wraps():
 def test_corruption_figure_from_the_pretraining_rule():
     from bertviz_app import masked_lm
     tokenizer = Tokenizer.from_folder(minilm_path())
-    example = masked_lm.corrupt_example(tokenizer, "the quick brown fox jumps over the lazy dog " * 3, seed=1)
+    example = masked_lm.corrupt_example(tokenizer, tokenizer.encode("the quick brown fox jumps over the lazy dog " * 3),
+                                       seed=1)
     labels = ["" if i not in example.chosen else tokenizer.id_to_token(example.labels[i])
               for i in range(len(example.tokens))]
     fig = figures.corruption_figure(example.tokens, example.input_tokens, labels, example.kinds)

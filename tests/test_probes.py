@@ -9,7 +9,7 @@ import pytest
 
 from bertviz_app.catalog import ASSETS, ENGLISH_MLM_PATH, read_example_notes, read_examples
 from bertviz_app.checkpoint import load_model
-from bertviz_app.masked_lm import fill_mask
+from bertviz_app.masked_lm import fill_mask, normalize_mask
 from bertviz_app.pretraining.probes import PROBES_PATH, load_probes, run_probes, summarize
 from bertviz_app.tokenizer import Tokenizer
 
@@ -83,7 +83,7 @@ def test_the_example_notes_say_what_the_shipped_model_does(tokenizer):
     assert all(isinstance(m, str) for m in read_examples()[1])
     model, _ = load_model(ENGLISH_MLM_PATH)
     for m in noted:
-        first = fill_mask(model.eval(), tokenizer, m["text"], top_k=1)[0][0][0]
+        first = fill_mask(model.eval(), tokenizer, tokenizer.encode(normalize_mask(m["text"])), top_k=1)[0][0][0]
         assert first == m["top1"], (m["text"], first)
 
 

@@ -209,7 +209,7 @@ def test_a_cut_heldout_table_keeps_the_most_wrong_of_all_rows(classifier, finetu
 
 
 def test_a_damaged_heldout_file_is_named_without_the_server_folder(tmp_path):
-    from bertviz_app.finetuning.training import read_heldout
+    from bertviz_app.finetuned import read_heldout
 
     (tmp_path / "heldout_predictions.jsonl").write_text('{"text": "fine"}\n[1, 2]\n')
     with pytest.raises(ValueError) as caught:

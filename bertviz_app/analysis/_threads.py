@@ -1,9 +1,8 @@
 """Small numpy linear algebra on one BLAS thread.
 
 OpenBLAS (and MKL) start as many threads as there are cores for any product or decomposition above a tiny size. On a
-busy machine those threads wait on each other: on two shared cores the 2-D path of 512 position embeddings took
-568 ms with numpy's default threads and 15 ms on one thread, the projection of a 40-token input's hidden states 51 ms
-against 8 ms. The matrices the analyses decompose are small, so one thread is always the faster choice.
+busy machine those threads wait on each other (measured: docs/ARCHITECTURE.md, "Measured"). The matrices the analyses
+decompose are small, so one thread is always the faster choice.
 threadpoolctl finds the BLAS numpy uses, whichever it is."""
 
 from __future__ import annotations

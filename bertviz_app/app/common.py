@@ -14,11 +14,11 @@ import gradio as gr
 
 from .. import limits
 from ..explorer import Explorer
+from ..inputs import LONE_SURROGATE, MAX_CHARS, has_lone_surrogate, text_problem
 from ..run import Run
 
 log = logging.getLogger("bertviz_app.app")
 
-MAX_CHARS = 20_000  # per box; the tokenizer is fast, but a pasted book should not reach it
 MAX_CHOICE_CHARS = 500  # a dropdown's value: a model name, a token, a word to explain
 
 
@@ -50,17 +50,12 @@ def refuse(message: str) -> gr.Error:
 
 
 def text_value(value, what: str) -> str:
-    """A text box's value, checked at the boundary."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise refuse(f"{what} must be text.")
-    if has_lone_surrogate(value):
-        raise refuse(f"{what} {LONE_SURROGATE}")
-    if len(value) > MAX_CHARS:
-        raise refuse(f"{what} has {len(value):,} characters; paste at most {MAX_CHARS:,} (the model reads only the "
-                     "first few hundred tokens anyway).")
-    return value
+    """A text box's value, checked at the boundary by the explorer's own check (inputs.text_problem), in the same
+    words."""
+    problem = text_problem(value)
+    if problem:
+        raise refuse(f"{what} {problem}")
+    return value or ""
 
 
 def index_value(value, upper: int, what: str) -> int:
@@ -73,18 +68,6 @@ def index_value(value, upper: int, what: str) -> int:
 
 
 # --- every value an event receives, checked before gradio's own processing (server.py installs this) -------------
-LONE_SURROGATE = ("contains a character that is not text (an unpaired UTF-16 surrogate, as a broken copy and paste "
-                  "can leave); remove it and try again.")
-
-
-def has_lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _kind(value) -> str:
     """What a JSON value is, in words (never the value itself: it may be huge or unprintable)."""
     if value is None:

@@ -8,8 +8,8 @@ Conventions shared by every builder:
   keeps its own row and column (plotly would merge equal category labels into one).
 - Values are float32 rounded to 4 decimals; plotly sends numpy arrays as base64 typed arrays, so payloads stay
   small.
-- Figures are assembled as plain dicts and wrapped without plotly's per-property validation, which costs ~100 ms
-  per figure; tests/test_figures.py validates every builder's output instead.
+- Figures are assembled as plain dicts and wrapped without plotly's per-property validation, which is slow
+  (docs/ARCHITECTURE.md, "Measured"); tests/test_figures.py validates every builder's output instead.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _figure(data: list[dict], layout: dict, title: str, width: int, height: int)
 def _grid(rows: int, cols: int, *, row_heights: Sequence[float] | None = None,
           col_widths: Sequence[float] | None = None, hspace: float = 0.05, vspace: float = 0.08,
           titles: Sequence[str] | None = None) -> tuple[dict, Callable[[int, int], tuple[str, str]]]:
-    """Subplot axes without make_subplots (which costs ~60 ms). Returns the layout entries (axes with domains and
+    """Subplot axes without make_subplots (slow: docs/ARCHITECTURE.md, "Measured"). Returns the layout entries (axes with domains and
     subplot-title annotations) and `ref(row, col) -> ('x3', 'y3')`, rows counted from the top, from 1."""
     heights = np.asarray(row_heights if row_heights is not None else [1] * rows, dtype=float)
     widths = np.asarray(col_widths if col_widths is not None else [1] * cols, dtype=float)

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from ..checkpoint import TASK_MODELS
 from ..model import BertForQuestionAnswering, BertPreTrainedModel
 from ..targets import Target
-from ..tokenizer import Tokenizer
+from ..tokenizer import Encoding, Tokenizer
 from .data import DataError, QAExample, TaggedExample, TextExample
 
 TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING = ("text-classification", "token-classification",
@@ -32,6 +32,7 @@ TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING = ("text-classific
 TASKS = tuple(TASK_MODELS)
 IGNORE = -100
 MAX_QUESTION_TOKENS = 64
+QA_WINDOW = 384  # tokens of each window `predict` reads a question and its context in
 MAX_ANSWER_TOKENS = 30
 
 
@@ -461,13 +462,13 @@ class AnswerPrediction:
 
 
 @torch.no_grad()
-def predict(model: BertPreTrainedModel, tokenizer: Tokenizer, task: str, labels: list[str] | None, text: str,
-            text_pair: str | None = None, max_tokens: int = 512):
-    """The task's answer for one input: ClassPrediction, TagPrediction or AnswerPrediction (for QA, `text` is the
-    question and `text_pair` the context)."""
+def predict(model: BertPreTrainedModel, tokenizer: Tokenizer, task: str, labels: list[str] | None,
+            encoding: Encoding):
+    """The task's answer for one encoded input: ClassPrediction, TagPrediction or AnswerPrediction (for QA, sentence
+    A is the question and sentence B the context, read in overlapping windows of at most QA_WINDOW tokens)."""
     device = next(model.parameters()).device
+    enc, text, text_pair = encoding, encoding.text, encoding.text_pair
     if task == TEXT_CLASSIFICATION:
-        enc = tokenizer.encode(text, text_pair, max_tokens=max_tokens)
         logits = model(torch.tensor([enc.ids], device=device), torch.tensor([enc.segment_ids], device=device)).logits
         p = F.softmax(logits[0].float(), -1).cpu().numpy()
         k = int(p.argmax())
@@ -475,7 +476,6 @@ def predict(model: BertPreTrainedModel, tokenizer: Tokenizer, task: str, labels:
     if task == TOKEN_CLASSIFICATION:
         if text_pair:
             raise ValueError("a tagger reads one text; leave the second sentence empty")
-        enc = tokenizer.encode(text, max_tokens=max_tokens)
         logits = model(torch.tensor([enc.ids], device=device), torch.tensor([enc.segment_ids], device=device)).logits
         p = F.softmax(logits[0].float(), -1).cpu().numpy()
         words: list[WordTag] = []
@@ -494,7 +494,10 @@ def predict(model: BertPreTrainedModel, tokenizer: Tokenizer, task: str, labels:
         raise ValueError("question answering needs a question (sentence A) and a context to find the answer in "
                          "(sentence B)")
     example = QAExample("input", text, text_pair)
-    features = _encode_qa([example], tokenizer, min(max_tokens, 384), stride=128)
+    # Windows of QA_WINDOW tokens, or of the explorer's limit when the input had to be cut to it (the truncation
+    # records it); an input that fitted fits one window of either length, so the limit need not travel here.
+    window = min(QA_WINDOW, encoding.truncation.max_tokens) if encoding.truncation is not None else QA_WINDOW
+    features = _encode_qa([example], tokenizer, window, stride=128)
     best = None
     for f in features:
         out = model(torch.tensor([f.ids], device=device), torch.tensor([f.segment_ids], device=device))

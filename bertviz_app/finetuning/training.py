@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .. import catalog, files
+from .. import catalog
 from ..checkpoint import TASK_MODELS, CheckpointError, load_model, save_pretrained, task_head
 from ..model import BertModel
 from ..tokenizer import Tokenizer, TokenizerError
@@ -328,52 +328,6 @@ def _write_output(output: Path, net, tokenizer: Tokenizer, task: str, labels, me
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Reading a fine-tuned folder back
-# ------------------------------------------------------------------------------------------------------------------
-HELDOUT_LIMIT = 64 * 2**20  # heldout_predictions.jsonl: 400 sentences weigh 60 kB; SQuAD's contexts more
-
-
-def base_model(folder: str | os.PathLike) -> str | None:
-    """The model a folder was fine-tuned from: `settings.model` of our metrics.json, else transformers' own record
-    (`_name_or_path` in config.json, when it names another model); None when neither says."""
-    folder = Path(folder)
-    for name, keys in (("metrics.json", ("settings", "model")), ("config.json", ("_name_or_path",))):
-        path = folder / name
-        if not path.is_file():
-            continue
-        try:
-            value = files.read_json(path, ValueError)
-            for key in keys:
-                value = value.get(key) if isinstance(value, dict) else None
-        except ValueError:
-            continue
-        if isinstance(value, str) and value.strip() and Path(value).expanduser().resolve() != folder.resolve():
-            return value
-    return None
-
-
-def read_heldout(folder: str | os.PathLike) -> list[dict]:
-    """The rows of heldout_predictions.jsonl (text, text_pair, gold, prediction, confidence, loss), [] when the
-    folder has none; a ValueError naming the line that is not one JSON object."""
-    path = Path(folder) / "heldout_predictions.jsonl"
-    if not path.is_file():
-        return []
-    rows = []
-    for number, line in enumerate(files.read_text(path, ValueError, HELDOUT_LIMIT).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-            # the file's name only: the app shows this sentence to visitors, who never see the server's folders
-            raise ValueError(f"{path.name} line {number}: not a held-out prediction (a JSON object with a text)")
-        rows.append(row)
-    return rows
 
 
 # ------------------------------------------------------------------------------------------------------------------

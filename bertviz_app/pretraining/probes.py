@@ -54,7 +54,8 @@ def load_probes(tokenizer: Tokenizer, path: Path = PROBES_PATH) -> list[Probe]:
 
 
 def run_probes(model: BertForPreTraining, tokenizer: Tokenizer, probes: list[Probe]) -> list[ProbeResult]:
-    return [ProbeResult(p, fill_mask(model, tokenizer, p.text, top_k=5)[0]) for p in probes]
+    return [ProbeResult(p, fill_mask(model, tokenizer, tokenizer.encode(p.text, max_tokens=model.config.max_tokens),
+                                     top_k=5)[0]) for p in probes]
 
 
 def summarize(results: list[ProbeResult]) -> dict[str, dict[str, float]]:

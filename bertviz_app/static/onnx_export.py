@@ -9,8 +9,8 @@ moved attention weights by up to 0.5, which no picture of attention may do.
              [MASK] is asked about: the graph always computes M rows of logits)
     outputs  attentions: float32 (L, h, T, T); mlm_logits: float32 (M, vocab); nsp_logits: float32 (2,);
              queries, keys: float32 (L, h, T, d), before the 1/sqrt(d) scaling (the query/key view);
-             rollout: float32 (L, T, T), analysis.attention_rollout in float32 (in JavaScript the 6 products of
-             512 x 512 matrices took 3 s of a 5 s show; here they are a few MatMuls)
+             rollout: float32 (L, T, T), analysis.attention_rollout in float32 (slow in JavaScript: see
+             docs/ARCHITECTURE.md, "Measured"; here they are a few MatMuls)
 """
 
 from __future__ import annotations

@@ -18,11 +18,11 @@ Matrix sets (header["matrix_sets"], name -> description) are what a view picks f
 per head, "rollout" (L, T, T) per layer. Their values are 8-bit codes c = min(floor(v / max * 255), 255), so
 the true value lies in [c, c + 1) * max / 255. Floor, not rounding: the near-uniform rows of long inputs sit at
 1/T, which for T = 512 is exactly half a step, and rounding turns that into a noise pattern that costs 60 % more
-bytes after deflate. Deflate runs with Z_RLE: smaller and five times faster than the default strategy on these
-codes (1.3 MB and 60 ms at 512 tokens for all 72 heads of the default model, against 1.5 MB and 320 ms).
+bytes after deflate. Deflate runs with Z_RLE: smaller and faster than the default strategy on these codes
+(docs/ARCHITECTURE.md, "Measured").
 
 The query/key blob has the same container with kind "query_key": int8 queries and keys (L, h, T, d) with one
-float32 scale per (layer, head) (value = code * scale). It is separate because it is dense (2.1 MB at 512
+float32 scale per (layer, head) (value = code * scale). It is separate because it is dense (a few MB at 512
 tokens) and only the query/key view needs it; the app fetches it when that view is first opened.
 
 For DeBERTa it also carries what splits a score into content-to-content, content-to-position and
@@ -33,9 +33,7 @@ forms is smaller for this input, both int8 with a scale per (layer, head) as the
   u16; the view computes each term as it computes q·k. Grows with T (and d).
 - "terms": the two position terms themselves, before scaling, (L, h, 2, T, T). Grows with T², so it is the smaller
   form only for short inputs: T² < R' x d, about T < 2d.
-Measured on a DeBERTa v3 base-sized model (12 x 12 heads of 64; benchmarks/bench_family.py --payload): the split adds
-0.27 MB to 0.54 at 32 tokens (terms; rows would add 1.05), 4.17 MB to 2.10 at 128 (rows; the terms 4.08, the rule
-counts values, not deflated bytes) and 8.6 MB to 8.3 at 512 (rows; terms 61.1).
+What the split adds on a DeBERTa v3 base-sized model: docs/ARCHITECTURE.md, "Measured".
 """
 
 from __future__ import annotations

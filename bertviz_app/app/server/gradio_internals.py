@@ -187,7 +187,7 @@ def bound_new_sessions(demo: gr.Blocks, budget) -> None:
 
 def lean_session(demo: gr.Blocks):
     """A new session's state without gradio's copy of every block's page config. SessionState(blocks) builds it
-    from `blocks.blocks` (5.5 ms for this page's 112 blocks, paid by each new visitor while a class arrives) for its
+    from `blocks.blocks` (paid by each new visitor while a class arrives; docs/ARCHITECTURE.md, "Measured") for its
     deep-link route, which this app does not offer; gradio builds a block's entry when an event first touches it."""
     from gradio.state_holder import SessionState
 

@@ -139,7 +139,7 @@ class NoUploads:
 class PageCache:
     """Without --auth: the page, its configuration and the API description are the same bytes for every visitor
     who asks by the same address, for as long as the server runs; gradio rebuilds each from a deep copy of the
-    page's configuration, ~12 ms of the CPU per visitor (a class opening the page at once, 0.6 s). The first answer
+    page's configuration, at a cost of CPU per visitor (docs/ARCHITECTURE.md, "Measured"). The first answer
     per address is kept and given again. Only GET requests (the page and its configuration without a query string:
     a permalink's page is built as before) and complete answers (200, no cookie set) are kept, for the `entries`
     addresses asked last."""
