@@ -145,7 +145,9 @@ def test_the_folder_holds_page_runtime_model_and_tokenizer(explorer, tmp_path, d
     # nothing in the page reaches outside its folder
     page = (folder / "index.html").read_text()
     assert not re.search(r"(src|href)=\"(https?:)?//", page)
-    assert "bertviz-app serve" in page  # the note on what needs the server
+    # the note on what needs the server says what works today: the project's source and `make app`, not a package
+    # name the index does not have (anyone could publish one under it)
+    assert "make app" in page and "pip install bertviz-app" not in page
 
 
 @pytest.mark.real_weights
