@@ -20,9 +20,10 @@ from .device import resolve_device
 from .family import FamilyNotes, notes
 from .finetuning import tasks as finetuning_tasks
 from .finetuning.training import base_model, read_heldout
-from .model import BertForPreTraining, BertPreTrainedModel, TracedPass, analysis_pass
+from .model import BertForPreTraining, BertPreTrainedModel
 from .plots import PlottedRun
 from .run import ModelTables, RelativeTables, Run
+from .serving import TracedPass, analysis_pass
 from .targets import TASK_TARGETS, Target
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
@@ -323,7 +324,7 @@ class Explorer:
         self._analysis_pass()
 
     def _analysis_pass(self) -> TracedPass:
-        """The model's pass for new inputs (`model.analysis_pass`: traced once, at the first), under a lock of its
+        """The model's pass for new inputs (`serving.analysis_pass`: traced once, at the first), under a lock of its
         own: the cache's stays free while it traces."""
         with self._pass_lock:
             if self._pass is None:

@@ -22,6 +22,7 @@ FLOORS = {
     "config": 1, "device": 1, "catalog": 1,
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,
+    "serving": 3,  # the pass of new inputs (TorchScript), beside the model, not inside it
     "analysis": 4, "figures": 4,
     "training": 4,  # the one training loop that pretraining and fine-tuning share
     "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
