@@ -9,7 +9,9 @@ Attribute names follow the Hugging Face checkpoint keys (`embeddings.word_embedd
 The BERT family is the same encoder with a few named differences, each read from the config (config.py):
 - embeddings: no segment table (DistilBERT, DeBERTa: type_vocab_size 0), no absolute positions (DeBERTa v3),
   positions counted from an offset (RoBERTa), narrower tables projected up to the hidden size (ALBERT, ELECTRA);
-- attention scores: DeBERTa adds content-to-position and position-to-content terms (`RelativePositions`);
+- attention scores: DeBERTa adds content-to-position and position-to-content terms (`RelativePositions`); every
+  layer names the additive terms of its scores (`BertSelfAttention.score_terms`: "q.k", "c2p", "p2c"), and what
+  reads them above the model reads names, never a family;
 - layer sharing: ALBERT applies a few layers' weights over and over (`BertEncoder.layer_module`);
 - heads: ALBERT's sentence-order head sits where BERT's next-sentence head does, ELECTRA's discriminator
   (`ReplacedTokenHead`) says which tokens were replaced.
@@ -76,8 +78,11 @@ class BertModelOutput:
     value_grams: L tensors (B, T, h, h), entry [b, j, h, g] = f_h(x_j) · f_g(x_j), where f_h(x_j) is token j's value
         in head h carried through that head's columns of the attention output projection (its bias left out, as it
         belongs to no token); with output_value_grams. See `BertAttention.value_grams`.
-    score_terms: DeBERTa only, L tensors (B, 3, h, T, T): the pre-softmax score split into content-to-content,
-        content-to-position and position-to-content (a term the model lacks is zeros); with output_score_terms.
+    score_terms: L dicts, term name -> (B, h, T, T): each layer's pre-softmax scores as named additive terms, each
+        already scaled ("q.k" for every member, DeBERTa's "c2p" and "p2c" beside it); with output_score_terms.
+        softmax(sum of a layer's terms + score_bias) is its attention (before head_mask).
+    score_bias: (B, 1, 1, T) what is added to every row's terms before the softmax: 0 for tokens, the most negative
+        float for padding keys; None when nothing is padded (or score terms were not asked for).
     """
 
     last_hidden_state: Tensor
@@ -88,7 +93,8 @@ class BertModelOutput:
     keys: tuple[Tensor, ...] | None = None
     embedding_parts: EmbeddingParts | None = None
     value_grams: tuple[Tensor, ...] | None = None
-    score_terms: tuple[Tensor, ...] | None = None
+    score_terms: tuple[dict[str, Tensor], ...] | None = None
+    score_bias: Tensor | None = None
 
 
 @dataclass
@@ -220,30 +226,32 @@ class BertSelfAttention(nn.Module):
         pos_k = self._split_heads(self.key(embeddings)) if "c2p" in self.position_terms else None
         return pos_q, pos_k
 
-    def position_scores(self, q: Tensor, k: Tensor, rel: RelativePositions) -> tuple[Tensor, Tensor]:
-        """DeBERTa's content-to-position (query i with the embedding of distance i - j through the key projection)
-        and position-to-content (key j with that embedding through the query projection) terms, both (B, h, T, T)
-        and scaled; a term the config leaves out is a zero scalar. q, k: (B, h, T, d)."""
+    def position_scores(self, q: Tensor, k: Tensor, rel: RelativePositions | None) -> dict[str, Tensor]:
+        """DeBERTa's content-to-position "c2p" (query i with the embedding of distance i - j through the key
+        projection) and position-to-content "p2c" (key j with that embedding through the query projection) terms,
+        each (B, h, T, T) and scaled; only the terms the config has ({} for the rest of the family).
+        q, k: (B, h, T, d)."""
+        if rel is None or not self.position_terms:
+            return {}
         B, h, T, _ = q.shape
         index = rel.index.expand(B, h, T, T)  # (B, h, T, T)
-        c2p = p2c = torch.zeros((), dtype=q.dtype, device=q.device)
+        terms = {}
         pos_q, pos_k = self.position_projections(rel.embeddings)  # (h, 2 span, d) each
         if pos_k is not None:
-            c2p = torch.gather(q @ pos_k.transpose(-1, -2), -1, index) * self.scale  # (B, h, T, T)
+            terms["c2p"] = torch.gather(q @ pos_k.transpose(-1, -2), -1, index) * self.scale  # (B, h, T, T)
         if pos_q is not None:
             # by_key[b, h, j, r] = k_j . pos_q[r]; entry (i, j) wants r = index[i, j], gathered on the key's row.
             by_key = k @ pos_q.transpose(-1, -2)  # (B, h, T, 2 span)
-            p2c = torch.gather(by_key, -1, index.transpose(-1, -2)).transpose(-1, -2) * self.scale  # (B, h, T, T)
-        return c2p, p2c
+            terms["p2c"] = torch.gather(by_key, -1, index.transpose(-1, -2)).transpose(-1, -2) * self.scale
+        return terms
 
-    def score_terms(self, hidden: Tensor, rel: RelativePositions) -> Tensor:
-        """(B, 3, h, T, T): content-to-content, content-to-position and position-to-content parts of the pre-softmax
-        score (their sum, plus the padding bias, is what the softmax sees). hidden: the layer's input (B, T, H)."""
-        q = self._split_heads(self.query(hidden))  # (B, h, T, d)
-        k = self._split_heads(self.key(hidden))  # (B, h, T, d)
-        c2c = (q @ k.transpose(-1, -2)) * self.scale  # (B, h, T, T)
-        c2p, p2c = self.position_scores(q, k, rel)
-        return torch.stack(torch.broadcast_tensors(c2c, c2p, p2c), dim=1)  # (B, 3, h, T, T)
+    def score_terms(self, q: Tensor, k: Tensor, rel: RelativePositions | None = None) -> dict[str, Tensor]:
+        """This layer's pre-softmax scores as named additive terms, each (B, h, T, T) and already scaled: "q.k"
+        (q_i·k_j times the scale) and whatever the family adds (`position_scores`). Their sum plus the padding bias
+        is what the softmax sees; everything above the model (the Run, the views) reads these names and arrays,
+        never a family's, so a member with another score adds its term here and nowhere else. q, k: (B, h, T, d),
+        as the forward pass returns them."""
+        return {"q.k": (q @ k.transpose(-1, -2)) * self.scale, **self.position_scores(q, k, rel)}
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
                 output_attentions: bool = False, rel: RelativePositions | None = None
@@ -257,11 +265,11 @@ class BertSelfAttention(nn.Module):
         k = self._split_heads(self.key(hidden))  # (B, h, T, d)
         v = self._split_heads(self.value(hidden))  # (B, h, T, d)
         mask = None if head_mask is None else head_mask.to(hidden.dtype).view(-1, self.num_heads, 1, 1)  # (B|1, h, 1, 1)
-        if rel is not None and self.position_terms:
+        extra = self.position_scores(q, k, rel)  # the terms of score_terms beyond "q.k", which the kernel computes
+        if extra:
             # The position terms do not depend on the softmax: they join the padding bias as one additive term, and
             # the fused kernel still runs.
-            c2p, p2c = self.position_scores(q, k, rel)
-            position = c2p + p2c  # (B, h, T, T)
+            position = sum(extra.values())  # (B, h, T, T)
             attention_bias = position if attention_bias is None else position + attention_bias
 
         if output_attentions:
@@ -405,13 +413,13 @@ class BertEncoder(nn.Module):
             ([] if output_qk else None)
         all_grams = [] if output_value_grams else None
         rel = self.relative_positions(hidden.shape[1], hidden.device)
-        all_terms = [] if output_score_terms and rel is not None else None
+        all_terms = [] if output_score_terms else None
         for i in range(self.config.num_hidden_layers):
             layer = self.layer_module(i)
-            if all_terms is not None:
-                all_terms.append(layer.attention.self.score_terms(hidden, rel))
             hidden, probs, q, k, v = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
                                            output_attentions, rel)
+            if output_score_terms:
+                all_terms.append(layer.attention.self.score_terms(q, k, rel))  # the very q and k of this pass
             if output_value_grams:
                 all_grams.append(layer.attention.value_grams(v))
             if output_hidden_states:
@@ -533,6 +541,7 @@ class BertModel(BertPreTrainedModel):
                            output_value_grams, output_score_terms)
         out.pooler_output = self.pooler(out.last_hidden_state) if self.pooler is not None else None
         out.embedding_parts = parts
+        out.score_bias = bias if output_score_terms else None
         return out
 
     def _position_ids(self, input_ids: Tensor | None, T: int, device: torch.device) -> Tensor:
