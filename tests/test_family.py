@@ -141,7 +141,8 @@ def test_tokenization_matches_transformers(family):
 
 def test_tokens_read_as_words_the_way_transformers_decodes_them(family):
     """Labels drop the word-start marks ('Ġ', '▁') and write '##' before a piece that continues a word; words are the
-    pre-tokenizer's (transformers' word_ids), and a word's labels joined read as transformers decodes its pieces."""
+    pre-tokenizer's (transformers' word_ids), and a word's labels joined read as transformers decodes its ids' tokens
+    (a piece the vocabulary lacks reads as the unknown token the model received)."""
     name, folder, _, ours, _ = family
     tokenizer = load_tokenizer(folder, ours.config.model_type, max_tokens=512)
     reference = transformers.AutoTokenizer.from_pretrained(folder)
@@ -156,7 +157,8 @@ def test_tokens_read_as_words_the_way_transformers_decodes_them(family):
         words = group_words(encoding.labels, encoding.special_tokens_mask, encoding.word_ids)
         for word, group in zip(words.words, words.groups):
             if not encoding.special_tokens_mask[group[0]]:
-                pieces = [encoding.tokens[i] for i in group]
+                # the model's tokens, as transformers names the ids (a piece the vocabulary lacks: its unknown token)
+                pieces = reference.convert_ids_to_tokens([encoding.ids[i] for i in group])
                 shown = "" if word == "\u2423" else word  # a word that is only a space (runs of spaces)
                 assert shown == reference.convert_tokens_to_string(pieces).strip(), (name, pieces, word)
             starts = [encoding.labels[i] for i in group[:2]]  # '##' from the second piece on, after a lone space
@@ -441,6 +443,45 @@ def test_a_config_that_contradicts_the_weights_is_refused_before_allocating(tmp_
     with pytest.raises(CheckpointError, match=r"embedding_size is 28 but bert.embeddings.word_embeddings.weight has "
                                               r"20 columns"):
         load_model(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["unigram", "bpe"])
+def test_a_piece_the_vocabulary_lacks_shows_the_unknown_token_the_model_received(tmp_path, kind):
+    """A character the vocabulary lacks reaches the model as the unknown token: its label and token say so, as
+    transformers' tokens do (and as BERT's [UNK] is shown), and the source text it stood for is in the token table's
+    text column. Before, a unigram piece kept its characters ('!'-like) while its id was <unk>'s."""
+    from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, processors, trainers
+
+    from bertviz_app.analysis import token_table
+
+    if kind == "unigram":
+        backend = family_models.unigram(["[PAD]", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "[CLS] $A [SEP]",
+                                        "[CLS] $A [SEP] $B:1 [SEP]:1", lowercase=True)
+    else:  # a BPE that is not byte-level: a character outside its training data has no piece at all
+        backend = HFTokenizer(models.BPE(unk_token="<unk>"))
+        backend.pre_tokenizer = pre_tokenizers.Whitespace()
+        backend.train_from_iterator(family_models.CORPUS, trainers.BpeTrainer(
+            vocab_size=150, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]))
+        backend.post_processor = processors.RobertaProcessing(("</s>", backend.token_to_id("</s>")),
+                                                              ("<s>", backend.token_to_id("<s>")))
+    backend.save(str(tmp_path / "tokenizer.json"))
+    specials = ({"cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "<unk>", "pad_token": "[PAD]"}
+                if kind == "unigram" else
+                {"cls_token": "<s>", "sep_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"})
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(specials), encoding="utf-8")
+    ours = FamilyTokenizer.from_folder(tmp_path)
+    theirs = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"), **specials)
+    text = "the cat \u2713 sat"  # a check mark: in no training sentence
+    encoding = ours.encode(text)
+    expected = theirs(text)
+    assert encoding.ids == expected["input_ids"] and encoding.tokens == expected.tokens()  # the library's pieces
+    unknown = [i for i, id_ in enumerate(encoding.ids) if id_ == ours.unk_token_id]
+    assert unknown  # what the model received: transformers' tokens of the ids, and our labels
+    assert [theirs.convert_ids_to_tokens(encoding.ids)[i] for i in unknown] == ["<unk>"] * len(unknown)
+    assert [encoding.labels[i] for i in unknown] == ["<unk>"] * len(unknown)
+    table = token_table(encoding)
+    assert "\u2713" in "".join(table.loc[unknown, "text"])  # what it stood for, beside it
+    assert list(table.loc[unknown, "token"]) == ["<unk>"] * len(unknown)
 
 
 def test_a_tokenizer_larger_than_the_vocabulary_says_so(tmp_path):

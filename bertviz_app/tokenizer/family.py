@@ -57,7 +57,6 @@ class FamilyTokenizer(_Vocabulary):
         added = {t.content for t in backend.get_added_tokens_decoder().values() if t.special}
         self.special_ids = {self.vocab[t] for t in (*added, *(v for v in specials.values() if v)) if t in self.vocab}
         self._id_to_token = {i: t for t, i in self.vocab.items()}
-        # By spelling, not id: a unigram piece the vocabulary lacks keeps its characters but takes the unknown id.
         self._special_tokens = {self._id_to_token[i] for i in self.special_ids}
 
     # --- pieces as a person reads them -------------------------------------------------------------------------
@@ -79,19 +78,27 @@ class FamilyTokenizer(_Vocabulary):
         text, starts = self._piece(token)
         return VISIBLE_SPACE if not text.strip() else (text if starts else CONTINUATION + text)
 
-    def _labels(self, tokens, seq_ids, words, spans, sources) -> tuple[list[str], list[int]]:
+    def _labels(self, tokens, ids, seq_ids, words, spans, sources) -> tuple[list[str], list[int]]:
         """`Encoding.labels` and `Encoding.word_ids` from the pieces and the word each came from (the pre-tokenizer's
-        words, as `tokenizers` numbers them per sentence)."""
+        words, as `tokenizers` numbers them per sentence). A piece the vocabulary lacks keeps its characters in the
+        tokens ('▁--', as the `tokenizers` library writes it) but the model receives the unknown id: its label is the
+        unknown token, what the model saw (as BERT's [UNK] and transformers' convert_ids_to_tokens show it); the
+        characters it stood for stay in its offsets (the token table's text column)."""
         labels, word_ids, current = [], [], -1
         previous, previous_span = None, None  # (sentence, word) of the token before (None: special), its span
-        for token, seq, word, span in zip(tokens, seq_ids, words, spans):
-            special = seq is None or token in self._special_tokens
+        for token, id_, seq, word, span in zip(tokens, ids, seq_ids, words, spans):
+            # The unknown token stands where a piece of a word was missing: it stays in that word, labelled as sent.
+            unknown = seq is not None and id_ == self.unk_token_id
+            special = seq is None or (token in self._special_tokens and not unknown)
             here = None if special else (seq, word)
             joins = here is not None and here == previous
             current += 0 if joins else 1
             word_ids.append(current)
             if special:
                 labels.append(token)
+            elif unknown:
+                continues = joins and labels[-1] != VISIBLE_SPACE
+                labels.append(CONTINUATION + self.unk_token if continues else self.unk_token)
             else:
                 covered = sources[seq][span[0]:span[1]]
                 labels.append(self._label(token, joins, labels[-1] if joins else "", covered, span == previous_span))
@@ -190,7 +197,7 @@ class FamilyTokenizer(_Vocabulary):
                 offsets.append((origin[start], origin[end - 1] + 1 if end > start else origin[start]))
         kept_seq = [seq_ids[i] for i in keep]
         kept_tokens, kept_ids = [tokens[i] for i in keep], [ids[i] for i in keep]
-        labels, word_ids = self._labels(kept_tokens, kept_seq, [words[i] for i in keep], offsets,
+        labels, word_ids = self._labels(kept_tokens, kept_ids, kept_seq, [words[i] for i in keep], offsets,
                                         (text, text_pair))
         n = len(keep)
         return Encoding(text=text, text_pair=text_pair, tokens=kept_tokens, ids=kept_ids,
