@@ -13,7 +13,7 @@ ratios stay.
 
     .venv/bin/python benchmarks/bench_family.py            # the default model's widths, 4 layers (minutes on 2 cores)
     .venv/bin/python benchmarks/bench_family.py --quick    # smoke run, seconds
-    .venv/bin/python benchmarks/bench_family.py --payload  # DeBERTa's query/key blob at 128 tokens, in bytes
+    .venv/bin/python benchmarks/bench_family.py --payload  # DeBERTa's query/key blob at 32, 128, 512 tokens, in bytes
 """
 
 from __future__ import annotations
@@ -32,9 +32,6 @@ import transformers
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bertviz_app.checkpoint import load_model  # noqa: E402
-from bertviz_app.config import BertConfig  # noqa: E402
-from bertviz_app.model import relative_position_index  # noqa: E402
-from bertviz_app.run import RelativeTables  # noqa: E402
 from bertviz_app.views import encode_query_key  # noqa: E402
 
 TARGET_RATIO = 1.0
@@ -103,26 +100,18 @@ def compare(name: str, build, outputs: bool, repeats: int, folder: Path) -> tupl
 
 
 def payload_sizes(tokens: int = TOKENS) -> None:
-    """The query/key blob of a DeBERTa v3 base-sized model (12 layers x 12 heads of 64, 256 position buckets) at
-    `tokens` tokens, without what splits the scores, with it in each of the blob's two forms (the position rows the
-    input reads, or the two terms themselves), and as sent (the smaller). Random vectors, as incompressible as a
-    model's."""
+    """The query/key blob of a DeBERTa v3 base-sized model (12 layers x 12 heads of 64) at `tokens` tokens, without
+    its score terms and with its three ("q.k", "c2p", "p2c": the model's terms, 8-bit, a scale per row). Random
+    values, as incompressible as a model's."""
     layers, heads, d = 12, 12, 64
-    config = BertConfig(relative_attention=True, position_buckets=256, max_relative_positions=512,
-                        max_position_embeddings=512, pos_att_type=("p2c", "c2p"))
     rng = np.random.default_rng(0)
     q, k = (rng.standard_normal((layers, heads, tokens, d), dtype=np.float32) for _ in range(2))
-    index = relative_position_index(tokens, config, torch.device("cpu")).numpy().astype(np.int32)
-    rows = np.concatenate([index[0, ::-1], index[1:, 0]])  # the row each distance reads, as the explorer keeps them
-    size = 2 * config.relative_span
-    tables = RelativeTables(*(rng.standard_normal((layers, heads, size, d), dtype=np.float32) for _ in range(2)),
-                            rows, 1 / np.sqrt(3 * d))
     plain = len(encode_query_key(q, k))
-    rows, terms = (len(encode_query_key(q, k, relative=tables, relative_form=form)) for form in ("rows", "terms"))
-    chosen = len(encode_query_key(q, k, relative=tables))
-    print(f"DeBERTa v3 base-sized query/key blob at {tokens} tokens: {plain / 1e6:.2f} MB without the split; the split "
-          f"adds {(rows - plain) / 1e6:.2f} MB as position rows, {(terms - plain) / 1e6:.2f} MB as the terms "
-          f"themselves; sent: {chosen / 1e6:.2f} MB")
+    terms = {name: rng.standard_normal((layers, heads, tokens, tokens), dtype=np.float32)
+             for name in ("q.k", "c2p", "p2c")}
+    full = len(encode_query_key(q, k, score_terms=terms, scale=1 / np.sqrt(3 * d)))
+    print(f"DeBERTa v3 base-sized query/key blob at {tokens} tokens: {plain / 1e6:.2f} MB without the score terms, "
+          f"{full / 1e6:.2f} MB with its three")
 
 
 def main() -> int:
@@ -131,7 +120,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--families", default=None, help="comma-separated subset, e.g. roberta,albert")
-    parser.add_argument("--payload", action="store_true", help="only DeBERTa's query/key blob sizes at 128 tokens")
+    parser.add_argument("--payload", action="store_true", help="only DeBERTa's query/key blob sizes")
     args = parser.parse_args()
     if args.payload:
         for tokens in (32, TOKENS, 512):

@@ -122,7 +122,6 @@ CHANGES = {  # control id, values to cycle through (None: all of them), the even
 
 
 def payload_sizes(explorer, lengths, repeat: int) -> list[dict]:
-    from bertviz_app.views import payload_from_run, query_key_from_run
     rows = []
     for tokens in lengths:
         run = explorer.run(*sample_pair(explorer, tokens))
@@ -130,9 +129,9 @@ def payload_sizes(explorer, lengths, repeat: int) -> list[dict]:
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
-            blob = payload_from_run(run)
+            blob = run.views_payload()
             times.append(time.perf_counter() - start)
-        qk = query_key_from_run(run)
+        qk = run.query_key_payload()
         rows.append({"tokens": tokens, "payload": len(blob), "payload_b64": len(base64.b64encode(blob)),
                      "qk": len(qk), "qk_b64": len(base64.b64encode(qk)), "encode_ms": 1000 * statistics.median(times),
                      "run": run})
@@ -187,7 +186,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import bertviz_app
-    from bertviz_app.views import payload_from_run, query_key_from_run, standalone_html
+    from bertviz_app.views import standalone_html
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     explorer = bertviz_app.load(device="cpu", max_tokens=512)
@@ -204,7 +203,7 @@ def main() -> None:
         for r in sizes:
             if str(r["tokens"]) in args.frames.split(","):
                 pages[r["tokens"]] = Path(folder) / f"page{r['tokens']}.html"
-                pages[r["tokens"]].write_text(standalone_html(payload_from_run(r["run"]), query_key_from_run(r["run"])),
+                pages[r["tokens"]].write_text(standalone_html(r["run"].views_payload(), r["run"].query_key_payload()),
                                               encoding="utf-8")
         rows = frame_times(pages, args.repeat)
     print(f"\nChromium {CHROMIUM}, 1280 x 720, median of {args.repeat} changes; work = input handlers + the "

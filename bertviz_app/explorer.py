@@ -23,9 +23,10 @@ from .finetuned import base_model, read_heldout
 from .finetuning import tasks as finetuning_tasks
 from .inputs import check_text
 from .masked_lm import normalize_mask
-from .model import BertForPreTraining, BertPreTrainedModel, TracedPass, analysis_pass
+from .model import BertForPreTraining, BertPreTrainedModel
 from .plots import PlottedRun
-from .run import ModelTables, RelativeTables, Run
+from .run import ModelTables, Run
+from .serving import TracedPass, analysis_pass
 from .targets import TASK_TARGETS, Target
 from .tokenizer import Encoding, Tokenizer, TokenizerError, load_tokenizer
 
@@ -72,7 +73,7 @@ class Explorer:
         # load() sets it: the checkpoint folder (metrics.json, held-out predictions; the app fine-tunes from it)
         self.folder: Path | None = None
         self._heldout: tuple[Path, list[dict]] | None = None  # (folder, its held-out rows): see heldout()
-        self.tables = _model_tables(self.model, self.max_tokens)
+        self.tables = _model_tables(self.model)
         self._cache: OrderedDict[tuple, Run] = OrderedDict()
         self._cache_bytes = int(cache_mb * 2**20)
         self._lock = threading.Lock()
@@ -125,9 +126,9 @@ class Explorer:
         probabilities = masked_lm.replaced_probabilities(self.model, run.hidden_states[-1])
         return list(zip(run.labels, probabilities.tolist()))
 
-    def score_terms(self, text: str, text_pair: str | None = None, layer: int = 0) -> np.ndarray:
-        """DeBERTa: layer `layer`'s attention scores split into content-to-content, content-to-position and
-        position-to-content, (3, heads, T, T), from the input's Run."""
+    def score_terms(self, text: str, text_pair: str | None = None, layer: int = 0) -> dict[str, np.ndarray]:
+        """Layer `layer`'s attention scores as the model's named additive terms, name -> (heads, T, T) float32
+        ("q.k", and DeBERTa's "c2p" and "p2c"), from the input's Run: their sum's softmax is its attention."""
         return self.run(text, text_pair).score_terms(layer)
 
     @property
@@ -337,7 +338,7 @@ class Explorer:
         self._analysis_pass()
 
     def _analysis_pass(self) -> TracedPass:
-        """The model's pass for new inputs (`model.analysis_pass`: traced once, at the first), under a lock of its
+        """The model's pass for new inputs (`serving.analysis_pass`: traced once, at the first), under a lock of its
         own: the cache's stays free while it traces."""
         with self._pass_lock:
             if self._pass is None:
@@ -387,7 +388,7 @@ def layer_weight_change(before: torch.nn.Module, after: torch.nn.Module) -> np.n
     return np.asarray(change, dtype=np.float32)
 
 
-def _model_tables(model: BertForPreTraining, max_tokens: int) -> ModelTables:
+def _model_tables(model: BertForPreTraining) -> ModelTables:
     """The position table as positions 0, 1, ... of an input read it (RoBERTa's starts past its padding offset), and
     the segment table; a family without one gets a single row of zeros (its notes say so in words)."""
     emb = model.bert.embeddings
@@ -399,29 +400,29 @@ def _model_tables(model: BertForPreTraining, max_tokens: int) -> ModelTables:
         return embedding.weight[skip:].detach().float().cpu().numpy()
 
     return ModelTables(table(emb.position_embeddings, model.config.position_offset), table(emb.token_type_embeddings),
-                       _relative_tables(model, max_tokens))
+                       ModelScoreTerms(model.bert.encoder))
 
 
-@torch.no_grad()
-def _relative_tables(model: BertForPreTraining, max_tokens: int) -> RelativeTables | None:
-    """DeBERTa's relative position table through each layer's query and key projections, and the row each distance
-    reads, for inputs up to `max_tokens`: the same for every input, so computed once (None for the rest of the
-    family)."""
-    config, encoder = model.config, model.bert.encoder
-    rel = encoder.relative_positions(max_tokens, model.device)
-    if rel is None:
-        return None
-    layers = [encoder.layer_module(i).attention.self for i in range(config.num_hidden_layers)]
-    projections = [layer.position_projections(rel.embeddings) for layer in layers]  # L x (pos_q, pos_k)
+class ModelScoreTerms:
+    """`run.ScoreTerms` of a model: one layer's score terms from a Run's queries and keys, computed by the layer's own
+    `score_terms` (model.py), the function its forward pass adds up. Nothing here knows a family: the names and
+    arrays are the model's. A few milliseconds a layer; a Run asks only when the query/key view or its arithmetic
+    is wanted, so no Run keeps (L, terms, h, T, T) floats it may never show."""
 
-    def stacked(which: int) -> np.ndarray | None:
-        if projections[0][which] is None:
-            return None
-        return torch.stack([p[which] for p in projections]).float().cpu().numpy()  # (L, h, R, d)
+    def __init__(self, encoder):
+        self._encoder = encoder
+        self.scale = float(encoder.layer_module(0).attention.self.scale)
 
-    index = rel.index.cpu().numpy().astype(np.int32)  # (T, T): its first row and column hold every distance
-    rows = np.concatenate([index[0, ::-1], index[1:, 0]])  # distances -(T - 1) .. T - 1
-    return RelativeTables(stacked(0), stacked(1), rows, float(layers[0].scale))
+    @torch.inference_mode()
+    def __call__(self, layer: int, queries: np.ndarray, keys: np.ndarray) -> dict[str, np.ndarray]:
+        device = next(self._encoder.parameters()).device
+        attention = self._encoder.layer_module(layer).attention.self
+        dtype = attention.query.weight.dtype
+        # (1, h, T, d) each: the Run's float32 queries and keys, as the pass computed them
+        q, k = (torch.from_numpy(np.ascontiguousarray(x)).to(device, dtype)[None] for x in (queries, keys))
+        rel = self._encoder.relative_positions(q.shape[2], device)
+        terms = attention.score_terms(q, k, rel)
+        return {name: term[0].float().cpu().numpy() for name, term in terms.items()}  # (h, T, T) each
 
 
 def release_freed_memory() -> None:

@@ -9,7 +9,9 @@ Attribute names follow the Hugging Face checkpoint keys (`embeddings.word_embedd
 The BERT family is the same encoder with a few named differences, each read from the config (config.py):
 - embeddings: no segment table (DistilBERT, DeBERTa: type_vocab_size 0), no absolute positions (DeBERTa v3),
   positions counted from an offset (RoBERTa), narrower tables projected up to the hidden size (ALBERT, ELECTRA);
-- attention scores: DeBERTa adds content-to-position and position-to-content terms (`RelativePositions`);
+- attention scores: DeBERTa adds content-to-position and position-to-content terms (`RelativePositions`); every
+  layer names the additive terms of its scores (`BertSelfAttention.score_terms`: "q.k", "c2p", "p2c"), and what
+  reads them above the model reads names, never a family;
 - layer sharing: ALBERT applies a few layers' weights over and over (`BertEncoder.layer_module`);
 - heads: ALBERT's sentence-order head sits where BERT's next-sentence head does, ELECTRA's discriminator
   (`ReplacedTokenHead`) says which tokens were replaced.
@@ -25,8 +27,6 @@ fused `scaled_dot_product_attention` kernel.
 
 from __future__ import annotations
 
-import logging
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -34,8 +34,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import BertConfig
-
-log = logging.getLogger(__name__)
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # exact (erf) GELU, as in the original BERT
@@ -80,8 +78,11 @@ class BertModelOutput:
     value_grams: L tensors (B, T, h, h), entry [b, j, h, g] = f_h(x_j) · f_g(x_j), where f_h(x_j) is token j's value
         in head h carried through that head's columns of the attention output projection (its bias left out, as it
         belongs to no token); with output_value_grams. See `BertAttention.value_grams`.
-    score_terms: DeBERTa only, L tensors (B, 3, h, T, T): the pre-softmax score split into content-to-content,
-        content-to-position and position-to-content (a term the model lacks is zeros); with output_score_terms.
+    score_terms: L dicts, term name -> (B, h, T, T): each layer's pre-softmax scores as named additive terms, each
+        already scaled ("q.k" for every member, DeBERTa's "c2p" and "p2c" beside it); with output_score_terms.
+        softmax(sum of a layer's terms + score_bias) is its attention (before head_mask).
+    score_bias: (B, 1, 1, T) what is added to every row's terms before the softmax: 0 for tokens, the most negative
+        float for padding keys; None when nothing is padded (or score terms were not asked for).
     """
 
     last_hidden_state: Tensor
@@ -92,7 +93,8 @@ class BertModelOutput:
     keys: tuple[Tensor, ...] | None = None
     embedding_parts: EmbeddingParts | None = None
     value_grams: tuple[Tensor, ...] | None = None
-    score_terms: tuple[Tensor, ...] | None = None
+    score_terms: tuple[dict[str, Tensor], ...] | None = None
+    score_bias: Tensor | None = None
 
 
 @dataclass
@@ -224,30 +226,32 @@ class BertSelfAttention(nn.Module):
         pos_k = self._split_heads(self.key(embeddings)) if "c2p" in self.position_terms else None
         return pos_q, pos_k
 
-    def position_scores(self, q: Tensor, k: Tensor, rel: RelativePositions) -> tuple[Tensor, Tensor]:
-        """DeBERTa's content-to-position (query i with the embedding of distance i - j through the key projection)
-        and position-to-content (key j with that embedding through the query projection) terms, both (B, h, T, T)
-        and scaled; a term the config leaves out is a zero scalar. q, k: (B, h, T, d)."""
+    def position_scores(self, q: Tensor, k: Tensor, rel: RelativePositions | None) -> dict[str, Tensor]:
+        """DeBERTa's content-to-position "c2p" (query i with the embedding of distance i - j through the key
+        projection) and position-to-content "p2c" (key j with that embedding through the query projection) terms,
+        each (B, h, T, T) and scaled; only the terms the config has ({} for the rest of the family).
+        q, k: (B, h, T, d)."""
+        if rel is None or not self.position_terms:
+            return {}
         B, h, T, _ = q.shape
         index = rel.index.expand(B, h, T, T)  # (B, h, T, T)
-        c2p = p2c = torch.zeros((), dtype=q.dtype, device=q.device)
+        terms = {}
         pos_q, pos_k = self.position_projections(rel.embeddings)  # (h, 2 span, d) each
         if pos_k is not None:
-            c2p = torch.gather(q @ pos_k.transpose(-1, -2), -1, index) * self.scale  # (B, h, T, T)
+            terms["c2p"] = torch.gather(q @ pos_k.transpose(-1, -2), -1, index) * self.scale  # (B, h, T, T)
         if pos_q is not None:
             # by_key[b, h, j, r] = k_j . pos_q[r]; entry (i, j) wants r = index[i, j], gathered on the key's row.
             by_key = k @ pos_q.transpose(-1, -2)  # (B, h, T, 2 span)
-            p2c = torch.gather(by_key, -1, index.transpose(-1, -2)).transpose(-1, -2) * self.scale  # (B, h, T, T)
-        return c2p, p2c
+            terms["p2c"] = torch.gather(by_key, -1, index.transpose(-1, -2)).transpose(-1, -2) * self.scale
+        return terms
 
-    def score_terms(self, hidden: Tensor, rel: RelativePositions) -> Tensor:
-        """(B, 3, h, T, T): content-to-content, content-to-position and position-to-content parts of the pre-softmax
-        score (their sum, plus the padding bias, is what the softmax sees). hidden: the layer's input (B, T, H)."""
-        q = self._split_heads(self.query(hidden))  # (B, h, T, d)
-        k = self._split_heads(self.key(hidden))  # (B, h, T, d)
-        c2c = (q @ k.transpose(-1, -2)) * self.scale  # (B, h, T, T)
-        c2p, p2c = self.position_scores(q, k, rel)
-        return torch.stack(torch.broadcast_tensors(c2c, c2p, p2c), dim=1)  # (B, 3, h, T, T)
+    def score_terms(self, q: Tensor, k: Tensor, rel: RelativePositions | None = None) -> dict[str, Tensor]:
+        """This layer's pre-softmax scores as named additive terms, each (B, h, T, T) and already scaled: "q.k"
+        (q_i·k_j times the scale) and whatever the family adds (`position_scores`). Their sum plus the padding bias
+        is what the softmax sees; everything above the model (the Run, the views) reads these names and arrays,
+        never a family's, so a member with another score adds its term here and nowhere else. q, k: (B, h, T, d),
+        as the forward pass returns them."""
+        return {"q.k": (q @ k.transpose(-1, -2)) * self.scale, **self.position_scores(q, k, rel)}
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
                 output_attentions: bool = False, rel: RelativePositions | None = None
@@ -261,11 +265,11 @@ class BertSelfAttention(nn.Module):
         k = self._split_heads(self.key(hidden))  # (B, h, T, d)
         v = self._split_heads(self.value(hidden))  # (B, h, T, d)
         mask = None if head_mask is None else head_mask.to(hidden.dtype).view(-1, self.num_heads, 1, 1)  # (B|1, h, 1, 1)
-        if rel is not None and self.position_terms:
+        extra = self.position_scores(q, k, rel)  # the terms of score_terms beyond "q.k", which the kernel computes
+        if extra:
             # The position terms do not depend on the softmax: they join the padding bias as one additive term, and
             # the fused kernel still runs.
-            c2p, p2c = self.position_scores(q, k, rel)
-            position = c2p + p2c  # (B, h, T, T)
+            position = sum(extra.values())  # (B, h, T, T)
             attention_bias = position if attention_bias is None else position + attention_bias
 
         if output_attentions:
@@ -409,13 +413,13 @@ class BertEncoder(nn.Module):
             ([] if output_qk else None)
         all_grams = [] if output_value_grams else None
         rel = self.relative_positions(hidden.shape[1], hidden.device)
-        all_terms = [] if output_score_terms and rel is not None else None
+        all_terms = [] if output_score_terms else None
         for i in range(self.config.num_hidden_layers):
             layer = self.layer_module(i)
-            if all_terms is not None:
-                all_terms.append(layer.attention.self.score_terms(hidden, rel))
             hidden, probs, q, k, v = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
                                            output_attentions, rel)
+            if output_score_terms:
+                all_terms.append(layer.attention.self.score_terms(q, k, rel))  # the very q and k of this pass
             if output_value_grams:
                 all_grams.append(layer.attention.value_grams(v))
             if output_hidden_states:
@@ -537,6 +541,7 @@ class BertModel(BertPreTrainedModel):
                            output_value_grams, output_score_terms)
         out.pooler_output = self.pooler(out.last_hidden_state) if self.pooler is not None else None
         out.embedding_parts = parts
+        out.score_bias = bias if output_score_terms else None
         return out
 
     def _position_ids(self, input_ids: Tensor | None, T: int, device: torch.device) -> Tensor:
@@ -546,94 +551,6 @@ class BertModel(BertPreTrainedModel):
         # RoBERTa: real tokens count up from pad_token_id + 1 and padding keeps pad_token_id, as transformers does.
         real = input_ids.ne(self.config.pad_token_id).long()  # (B, T)
         return torch.cumsum(real, dim=1) * real + self.config.pad_token_id  # (B, T)
-
-
-class AnalysisPass(nn.Module):
-    """BertModel's forward pass with every output an analysis reads (hidden states, attention, queries, keys, value
-    Grams, embedding parts, pooler) as one flat tuple of tensors, the form `torch.jit.trace` records; `output`
-    gives the BertModelOutput back. See `analysis_pass`."""
-
-    def __init__(self, bert: BertModel):
-        super().__init__()
-        self.bert = bert
-
-    def forward(self, ids: Tensor, segments: Tensor, mask: Tensor) -> tuple[Tensor, ...]:
-        out = self.bert(ids, segments, mask, output_attentions=True, output_hidden_states=True, output_qk=True,
-                        output_embedding_parts=True, output_value_grams=True)
-        parts = out.embedding_parts
-        pooled = () if out.pooler_output is None else (out.pooler_output,)
-        return (*out.hidden_states, *out.attentions, *out.queries, *out.keys, *out.value_grams, parts.token,
-                parts.segment, parts.position, *pooled)
-
-    def output(self, flat: tuple[Tensor, ...]) -> BertModelOutput:
-        L = self.bert.config.num_hidden_layers
-        hidden = flat[:L + 1]  # L + 1 of (B, T, H): the embeddings, then each layer's output
-        attentions = flat[L + 1:2 * L + 1]  # L of (B, h, T, T)
-        queries, keys = flat[2 * L + 1:3 * L + 1], flat[3 * L + 1:4 * L + 1]  # L of (B, h, T, d) each
-        grams = flat[4 * L + 1:5 * L + 1]  # L of (B, T, h, h)
-        token, segment, position, *pooled = flat[5 * L + 1:]  # (B, T, E) each, then the (B, H) pooler if any
-        return BertModelOutput(hidden[-1], pooled[0] if pooled else None, hidden, attentions, queries, keys,
-                               EmbeddingParts(token, segment, position), value_grams=grams)
-
-
-@dataclass
-class TracedPass:
-    """`pass_(ids, segments, mask) -> BertModelOutput`, for inference (no gradients): the TorchScript trace of
-    `module` where `analysis_pass` could make one that holds, else `module` in Python."""
-
-    module: AnalysisPass
-    script: torch.jit.ScriptModule | None = None
-
-    @property
-    def traced(self) -> bool:
-        return self.script is not None
-
-    def __call__(self, ids: Tensor, segments: Tensor, mask: Tensor) -> BertModelOutput:
-        run = self.module if self.script is None else self.script
-        with torch.inference_mode():
-            return self.module.output(run(ids, segments, mask))
-
-
-def analysis_pass(bert: BertModel) -> TracedPass:
-    """The pass of new inputs, traced by TorchScript on the CPU. In Python each of the pass's ~600 operations gives up
-    the GIL and takes it back, and beside a busy Python thread (a server's event loop, another visitor's payload)
-    every retake waits: a 36-token pass of the default model took 271 ms instead of 14 there, 31 ms traced, whose
-    whole pass runs in C++. The trace is recorded on a padded pair (the masked path, which adds a zero bias where
-    Python skips it) and must give the Python pass's numbers bit for bit on other lengths and batch sizes; where it
-    cannot (DeBERTa's relative positions are cut by Python integers, a failed trace, any difference) the pass stays
-    in Python. Not on a GPU: there the trace's fuser may round differently after its first runs, and kernel launches
-    do not wait for the GIL anyway."""
-    module = AnalysisPass(bert).eval()
-    if bert.config.relative_attention or next(bert.parameters()).device.type != "cpu":
-        return TracedPass(module)
-    try:
-        script = _exact_trace(module, bert.config)
-    except Exception as err:  # noqa: BLE001 (a model TorchScript cannot trace runs in Python, as before)
-        log.info("the analysis pass stays in Python: %s", err)
-        return TracedPass(module)
-    return TracedPass(module, script)
-
-
-def _exact_trace(module: AnalysisPass, config: BertConfig) -> torch.jit.ScriptModule:
-    """`module` traced on a padded pair; raises unless it matches the Python pass exactly on other shapes."""
-    pad = config.pad_token_id or 0
-    token = next(i for i in range(3, config.vocab_size) if i != pad)
-
-    def batch(lengths):
-        lengths = [max(1, min(n, config.max_tokens)) for n in lengths]
-        T = max(lengths)
-        ids = torch.tensor([[token] * n + [pad] * (T - n) for n in lengths])
-        mask = torch.tensor([[1] * n + [0] * (T - n) for n in lengths])
-        return ids, torch.zeros_like(ids), mask
-
-    with torch.inference_mode(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # jit.trace's deprecation notice, and its notes on traced constants
-        script = torch.jit.trace(module, batch([6, 4]), check_trace=False)
-        for lengths in ([9], [3, 11, 7], [2]):
-            inputs = batch(lengths)
-            if not all(torch.equal(a, b) for a, b in zip(module(*inputs), script(*inputs), strict=True)):
-                raise ValueError(f"the trace differs from the Python pass on lengths {lengths}")
-    return script
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -128,7 +128,7 @@ class RunPlots:
         qk = run.query_key(layer, head, token)
         return _figures().query_key_figure(qk.query, qk.keys, qk.scores, qk.weights, run.labels, qk.token,
                                            scale=qk.scale, layer=qk.layer, head=qk.head,
-                                           positions=qk.positions is not None)
+                                           terms=list(qk.terms))
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> go.Figure:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -29,45 +29,24 @@ if TYPE_CHECKING:
 MATRICES = ("attention", "rollout", "value_weighted")  # what attention_frame can tabulate
 
 
-@dataclass(eq=False)
-class RelativeTables:
-    """DeBERTa's disentangled attention, the parts that depend on the model only (L layers, h heads, R rows of the
-    relative position table, those the longest input reads: 2 x span at most, d head size).
+class ScoreTerms(Protocol):
+    """The model's own split of one layer's pre-softmax scores, which explorer.py makes from the model:
+    `terms(layer, queries (h, T, d), keys (h, T, d)) -> {name: (h, T, T) float32}`, each term already scaled, their
+    sum's softmax the layer's attention. `scale`: what the model multiplies q·k by (shown beside the arithmetic)."""
 
-    position_queries, position_keys: (L, h, R, d) float32, the relative position table through each layer's query and
-        key projections; None for a term the model leaves out (pos_att_type)
-    rows: (2P - 1,) int32, the row of R that each distance i - j from -(P - 1) to P - 1 reads (P: the longest input);
-        a (P, P) table of them would be 64 MB at 4096 tokens
-    scale: what each dot product is multiplied by, 1/sqrt(d x (1 + the number of position terms))"""
-
-    position_queries: np.ndarray | None
-    position_keys: np.ndarray | None
-    rows: np.ndarray
     scale: float
 
-    def index(self, t: int) -> np.ndarray:
-        """(t, t) the row of R for query i and key j of an input of t tokens."""
-        longest = (len(self.rows) + 1) // 2
-        if not 0 < t <= longest:
-            raise ValueError(f"an input of {t} tokens is longer than the {longest} these tables were made for")
-        positions = np.arange(t)
-        return self.rows[positions[:, None] - positions[None, :] + longest - 1]
-
-    @property
-    def terms(self) -> list[str]:
-        return [name for name, table in (("c2p", self.position_keys), ("p2c", self.position_queries))
-                if table is not None]
+    def __call__(self, layer: int, queries: np.ndarray, keys: np.ndarray) -> dict[str, np.ndarray]: ...
 
 
 @dataclass(eq=False)
 class ModelTables:
-    """The learned tables of a model that every Run of it shares (not copied per Run): position embeddings (P, H),
-    segment embeddings (S, H), DeBERTa's relative position projections (None for the rest of the family), and
-    analyses of them cached per size."""
+    """What every Run of a model shares (not copied per Run): position embeddings (P, H), segment embeddings (S, H),
+    the model's score terms (see `ScoreTerms`; None where no model is at hand), and analyses cached per size."""
 
     positions: np.ndarray
     segments: np.ndarray
-    relative: RelativeTables | None = None
+    score_terms: ScoreTerms | None = None
     _paths: dict = field(default_factory=dict, repr=False)
 
     def position_path(self, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -257,26 +236,23 @@ class Run:
         `.to_frame()` gives a table."""
         return self._derived("head_statistics", lambda: analysis.head_statistics(self.attentions, self.special_mask))
 
-    def score_terms(self, layer: int) -> np.ndarray:
-        """DeBERTa: layer `layer`'s pre-softmax scores split into content-to-content, content-to-position and
-        position-to-content, (3, h, T, T) float32; their sum is what the softmax turns into `attentions[layer]`."""
-        relative = self.tables.relative if self.tables is not None else None
-        if relative is None:
-            raise ValueError(f"only DeBERTa splits its attention scores into content and position terms; this is a "
-                             f"{self.config.family} model, whose scores are the query x key product alone")
+    def score_terms(self, layer: int) -> dict[str, np.ndarray]:
+        """Layer `layer`'s pre-softmax scores as the model's named additive terms, name -> (h, T, T) float32, each
+        scaled ("q.k" for every member; DeBERTa adds "c2p" and "p2c"): the softmax of their sum is
+        `attentions[layer]`. Computed by the model from this Run's queries and keys (a few milliseconds), not kept."""
+        terms = self.tables.score_terms if self.tables is not None else None
+        if terms is None:
+            raise ValueError("this Run was made without its model's score terms (Explorer.run makes Runs that have "
+                             "them), so its scores cannot be split as the model adds them up")
         layer = analysis.check_index("layer", layer, self.num_layers)
-        t = len(self)
-        pick = (lambda table: None if table is None else table[layer])
-        return analysis.score_terms(self.queries[layer], self.keys[layer], pick(relative.position_queries),
-                                    pick(relative.position_keys), relative.index(t), relative.scale)
+        return terms(layer, self.queries[layer], self.keys[layer])
 
     def query_key(self, layer: int, head: int, token: int) -> "analysis.QueryKey":
-        """The query of `token`, every key, products, dot products, scaling and softmax of one attention row (for
-        DeBERTa with its two position terms in the scores)."""
-        if self.tables is None or self.tables.relative is None:
-            return analysis.query_key(self.queries, self.keys, layer, head, token)
+        """The query of `token`, every key, their products and dot products, the model's score terms of that row,
+        their sum and its softmax: one attention row as the model computes it."""
+        layer = analysis.check_index("layer", layer, self.num_layers)
         return analysis.query_key(self.queries, self.keys, layer, head, token, self.score_terms(layer),
-                                  self.tables.relative.scale)
+                                  self.tables.score_terms.scale)
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> "pd.DataFrame":
@@ -342,12 +318,39 @@ class Run:
     # --- the interactive attention views (bertviz_app.views) ---------------------------------------------------
     def views_payload(self) -> bytes:
         """The compact payload the browser views draw from: every layer and head as 8-bit codes, rollout,
-        statistics, tokens (computed once)."""
-        return self._derived("views_payload", lambda: views.payload_from_run(self))
+        statistics, tokens (computed once). The builder takes arrays, not a Run (views/payload.py)."""
+        return self._derived("views_payload", self._views_payload)
+
+    def _views_payload(self) -> bytes:
+        stats = self.head_statistics()
+        value_weighted = None
+        if self.value_grams is not None and len(self) <= views.VALUE_WEIGHTED_MAX_TOKENS:
+            value_weighted = analysis.value_weighted_shares(self.attentions, self.value_grams)
+        # The views show the tokens as a person reads them and group them into the tokenizer's own words; the key
+        # stays the vocabulary's pieces, which tell two inputs apart where labels may not.
+        return views.encode_payload(self.labels, self.segment_ids, self.special_mask, self.attentions,
+                                    word_ids=self.encoding.word_ids, key=views.run_key(self.model_name, self.tokens),
+                                    rollout=self.rollouts(), value_weighted=value_weighted,
+                                    statistics={n: getattr(stats, n) for n in analysis.HEAD_STATISTICS},
+                                    dominant=stats.dominant, model=self.model_name,
+                                    text=views.input_text(self.encoding), title=views.input_title(self.encoding))
 
     def query_key_payload(self) -> bytes:
-        """The queries and keys of every head for the query/key view, a separate blob (computed once)."""
-        return self._derived("query_key_payload", lambda: views.query_key_from_run(self))
+        """The queries and keys of every head and, while they number at most `views.SCORE_TERMS_MAX_VALUES`, the
+        model's score terms of every layer, for the query/key view: a separate blob (computed once, when asked)."""
+        return self._derived("query_key_payload", self._query_key_payload)
+
+    def _query_key_payload(self) -> bytes:
+        terms = scale = None
+        model_terms = self.tables.score_terms if self.tables is not None else None
+        if model_terms is not None:
+            first = self.score_terms(0)
+            if self.num_layers * self.num_heads * len(first) * len(self) ** 2 <= views.SCORE_TERMS_MAX_VALUES:
+                layers = [first] + [self.score_terms(layer) for layer in range(1, self.num_layers)]
+                terms = {name: np.stack([layer[name] for layer in layers]) for name in first}  # (L, h, T, T) each
+                scale = model_terms.scale
+        return views.encode_query_key(self.queries, self.keys, key=views.run_key(self.model_name, self.tokens),
+                                      score_terms=terms, scale=scale)
 
     def show(self, view: str | None = None, height: int = 760) -> "views.NotebookView":
         """The interactive attention views, inline in Jupyter, VS Code or Colab (offline, no widgets to install):

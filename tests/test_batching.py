@@ -194,7 +194,7 @@ def test_a_batched_run_is_the_run_alone_in_every_family(family, tmp_path):
 
 @pytest.mark.parametrize("family", [None, "roberta", "albert", "electra", "distilbert", "deberta-v2"])
 def test_the_analysis_pass_is_traced_and_gives_the_eager_numbers_exactly(family, default_explorer, tmp_path):
-    """A server's passes run as TorchScript (model.analysis_pass: one call into C++, never giving up the GIL between
+    """A server's passes run as TorchScript (serving.analysis_pass: one call into C++, never giving up the GIL between
     operations), bit for bit the Python pass, padded or not; DeBERTa's relative positions keep the Python pass."""
     if family is not None:
         family_models.build(family, tmp_path)

@@ -21,7 +21,8 @@ from bertviz_app.checkpoint import CheckpointError, load_model
 from bertviz_app.config import BertConfig, ConfigError
 from bertviz_app.explorer import Explorer
 from bertviz_app import views
-from bertviz_app.analysis import group_words, score_terms
+from bertviz_app.analysis import group_words
+from bertviz_app.model import BertSelfAttention
 from bertviz_app.tokenizer import FamilyTokenizer, load_tokenizer
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -140,7 +141,8 @@ def test_tokenization_matches_transformers(family):
 
 def test_tokens_read_as_words_the_way_transformers_decodes_them(family):
     """Labels drop the word-start marks ('Ġ', '▁') and write '##' before a piece that continues a word; words are the
-    pre-tokenizer's (transformers' word_ids), and a word's labels joined read as transformers decodes its pieces."""
+    pre-tokenizer's (transformers' word_ids), and a word's labels joined read as transformers decodes its ids' tokens
+    (a piece the vocabulary lacks reads as the unknown token the model received)."""
     name, folder, _, ours, _ = family
     tokenizer = load_tokenizer(folder, ours.config.model_type, max_tokens=512)
     reference = transformers.AutoTokenizer.from_pretrained(folder)
@@ -155,7 +157,8 @@ def test_tokens_read_as_words_the_way_transformers_decodes_them(family):
         words = group_words(encoding.labels, encoding.special_tokens_mask, encoding.word_ids)
         for word, group in zip(words.words, words.groups):
             if not encoding.special_tokens_mask[group[0]]:
-                pieces = [encoding.tokens[i] for i in group]
+                # the model's tokens, as transformers names the ids (a piece the vocabulary lacks: its unknown token)
+                pieces = reference.convert_ids_to_tokens([encoding.ids[i] for i in group])
                 shown = "" if word == "\u2423" else word  # a word that is only a space (runs of spaces)
                 assert shown == reference.convert_tokens_to_string(pieces).strip(), (name, pieces, word)
             starts = [encoding.labels[i] for i in group[:2]]  # '##' from the second piece on, after a lone space
@@ -272,9 +275,10 @@ def test_albert_layers_share_their_weights(tmp_path):
 
 @pytest.mark.parametrize("overrides", [{}, dict(pos_att_type=["c2p"], position_buckets=-1)])
 def test_deberta_score_terms_match_transformers_and_add_up_to_its_attention(tmp_path, overrides):
-    """Each term from the Run's queries and keys and the model's relative tables (what the query x key view
-    computes) equals transformers' own: its disentangled_attention_bias with one position term switched on at a time
-    gives that term alone. The terms' sum is the score the softmax turns into the Run's attention."""
+    """Each of the model's terms of a Run (what the query x key view shows) equals transformers' own: its
+    disentangled_attention_bias with one position term switched on at a time gives that term alone, and the
+    content term is q.k over sqrt(d x (1 + the number of position terms)). A term the config leaves out is not
+    there at all. The terms' sum is the score the softmax turns into the Run's attention."""
     hf = family_models.build("deberta-v2", tmp_path, **overrides)
     explorer = load(tmp_path, device="cpu")
     text, pair = "The keys to the cabinet were lost yesterday!", "Dogs bark."
@@ -285,73 +289,117 @@ def test_deberta_score_terms_match_transformers_and_add_up_to_its_attention(tmp_
         rel_pos = encoder.get_rel_pos(states[0])
         rel_emb = encoder.get_rel_embedding()
         for layer in range(run.num_layers):
-            terms = explorer.score_terms(text, pair, layer=layer)  # (3, h, T, T)
+            terms = explorer.score_terms(text, pair, layer=layer)  # name -> (h, T, T)
             attention = encoder.layer[layer].attention.self
+            assert sorted(terms) == sorted(["q.k", *attention.pos_att_type])
             factor = 1 + len(attention.pos_att_type)
             q = attention.transpose_for_scores(attention.query_proj(states[layer]), attention.num_attention_heads)
             k = attention.transpose_for_scores(attention.key_proj(states[layer]), attention.num_attention_heads)
-            c2c = q @ k.transpose(-1, -2) / np.sqrt(q.shape[-1] * factor)  # (h, T, T)
-            expected = [c2c.numpy()]
-            for term in ("c2p", "p2c"):
-                if term not in attention.pos_att_type:
-                    expected.append(np.zeros_like(expected[0]))
-                    continue
+            expected = {"q.k": (q @ k.transpose(-1, -2) / np.sqrt(q.shape[-1] * factor)).numpy()}  # (h, T, T)
+            for term in attention.pos_att_type:
                 kept, attention.pos_att_type = attention.pos_att_type, [term]
-                expected.append(attention.disentangled_attention_bias(q, k, rel_pos, rel_emb, factor).numpy())
+                expected[term] = attention.disentangled_attention_bias(q, k, rel_pos, rel_emb, factor).numpy()
                 attention.pos_att_type = kept
-            np.testing.assert_allclose(terms, np.stack(expected), atol=1e-5, rtol=1e-5)
-            probs = torch.tensor(terms.sum(0)).softmax(-1).numpy()
-            np.testing.assert_allclose(probs, run.attentions[layer], atol=1e-5)
-            row = run.query_key(layer, 1, 3)  # the plotly picture's row: the same sum, the same weights
+            for name in expected:
+                np.testing.assert_allclose(terms[name], expected[name], atol=1e-5, rtol=1e-5)
+            row = run.query_key(layer, 1, 3)  # the plotly picture's row: the same terms, the same weights
             np.testing.assert_allclose(row.weights, run.attentions[layer, 1, 3], atol=1e-5)
-            np.testing.assert_allclose(row.positions, terms[1:, 1, 3], atol=1e-6)
-    if overrides:
-        assert not terms[2].any() and np.abs(terms[1]).max() > 1e-3
-    else:
-        assert np.abs(terms[1]).max() > 1e-3 and np.abs(terms[2]).max() > 1e-3  # both position terms are there
-    with pytest.raises(ValueError, match="only DeBERTa splits its attention scores"):
-        family_models.build("roberta", tmp_path / "r")
-        load(tmp_path / "r", device="cpu").score_terms("a b")
+            assert list(row.terms) == list(terms)
+            for name in terms:
+                np.testing.assert_allclose(row.terms[name], terms[name][1, 3], atol=1e-6)
+    assert all(np.abs(terms[name]).max() > 1e-3 for name in terms)  # every term says something
 
 
-def rebuilt_terms(blob, layer: int) -> np.ndarray:
-    """(3, h, T, T) from a query/key blob's 8-bit codes, as the view computes them, in either of its forms."""
-    q, k = blob.values("queries")[layer], blob.values("keys")[layer]
-    relative = blob.header["relative"]
-    if relative["form"] == "rows":
-        return score_terms(q, k, blob.values("position_queries")[layer], blob.values("position_keys")[layer],
-                           blob.arrays["relative_index"].astype(np.int64), relative["scale"])
-    content = q @ np.swapaxes(k, -1, -2)  # (h, T, T)
-    positions = np.swapaxes(blob.values("position_terms")[layer], 0, 1)  # (2, h, T, T)
-    return np.concatenate([content[None], positions]) * relative["scale"]
+def terms_softmax(terms: dict, bias=None):
+    """softmax(sum of the named terms + the padding bias) over the keys: what the view computes, in torch or numpy."""
+    total = sum(terms.values())
+    if isinstance(total, np.ndarray):
+        total = torch.from_numpy(total)
+    if bias is not None:
+        total = total + bias
+    return total.softmax(-1)
 
 
-@pytest.mark.parametrize("text, pair, form", [("The keys to the cabinet were lost yesterday!", "Dogs bark.", "rows"),
-                                              ("Dogs.", None, "terms")])
-def test_deberta_query_key_blob_carries_what_splits_each_score(tmp_path, text, pair, form):
-    """The query/key blob of a DeBERTa Run carries what splits its scores, in the smaller form for its length: the
-    relative position projections of only the distances the input reads, or for a short input the two terms
-    themselves; either way the terms rebuilt from its 8-bit codes (as the view does) stay close to the Run's exact
-    ones. The rest of the family's blob carries none."""
+def assert_terms_make_the_attention(family_name, folder, atol_payload=0.03):
+    """The check that a decomposition is right, on every path the numbers travel: the model's output (a padded
+    batch: the terms' sum plus score_bias), a Run (its score_terms, its query_key rows), and the decoded payloads
+    (the query/key blob's 8-bit terms against the attention payload the views draw)."""
+    explorer = load(folder, device="cpu")
+    texts = [("The cat sat on the mat.", "It purred."), ("Dogs bark!", None)]
+    encodings = [explorer.tokenizer.encode(a, b) for a, b in texts]
+    T = max(len(e) for e in encodings)
+    pad = explorer.config.pad_token_id or 0
+    ids = torch.tensor([e.ids + [pad] * (T - len(e)) for e in encodings])
+    segments = torch.tensor([e.segment_ids + [0] * (T - len(e)) for e in encodings])
+    mask = torch.tensor([[1] * len(e) + [0] * (T - len(e)) for e in encodings])
+    with torch.no_grad():
+        out = explorer.model.bert(ids, segments, mask, output_attentions=True, output_score_terms=True)
+    assert out.score_bias is not None  # the second input is padded
+    for layer, (terms, attention) in enumerate(zip(out.score_terms, out.attentions, strict=True)):
+        torch.testing.assert_close(terms_softmax(terms, out.score_bias), attention, atol=1e-6, rtol=1e-5,
+                                   msg=lambda m: f"{family_name} layer {layer}: {m}")
+    for text, pair in texts:
+        run = explorer.run(text, pair)
+        attention = views.decode_payload(run.views_payload()).values("attention")  # (L, h, T, T) on screen
+        blob = views.decode_query_key(run.query_key_payload())
+        names = blob.header["score_terms"]["names"]
+        decoded = blob.values("score_terms")  # (L, h, n, T, T)
+        for layer in range(run.num_layers):
+            terms = run.score_terms(layer)
+            assert list(terms) == names
+            np.testing.assert_allclose(terms_softmax(terms).numpy(), run.attentions[layer], atol=2e-6,
+                                       err_msg=f"{family_name} layer {layer}: the Run's terms")
+            row = run.query_key(layer, 0, 1)
+            np.testing.assert_allclose(row.weights, run.attentions[layer, 0, 1], atol=2e-6)
+            shown = terms_softmax({n: decoded[layer, :, k] for k, n in enumerate(names)}).numpy()
+            np.testing.assert_allclose(shown, attention[layer], atol=atol_payload,
+                                       err_msg=f"{family_name} layer {layer}: the decoded payloads")
+
+
+def test_every_family_members_score_terms_make_the_attention_on_screen(family, tiny_mlm_folder):
+    """For every member (BERT below, the family's variants here), the softmax of the model's named terms (their sum,
+    masked) is the attention: in the model's output, in the Run, and between the decoded query/key blob and the
+    attention payload the views draw. Nothing above the model assumes a rule, so a member with another score is
+    checked here the moment it is added to VARIANTS."""
+    name, folder, *_ = family
+    assert_terms_make_the_attention(name, folder)
+    if name == "roberta":  # BERT itself once, beside the first variant
+        assert_terms_make_the_attention("bert", tiny_mlm_folder)
+
+
+@pytest.mark.parametrize("builder", ["deberta-v2", "roberta"])
+def test_a_wrong_decomposition_is_caught(tmp_path, monkeypatch, builder):
+    """A member whose score_terms misses a term its forward pass adds (DeBERTa without its position-to-content term),
+    or lists one the forward pass does not add (a term that grows with the key's position), shows arithmetic whose
+    softmax is not the attention on screen: the check above fails, on the model's output and on the payloads."""
+    family_models.build(builder, tmp_path)
+    honest = BertSelfAttention.score_terms
+
+    def broken(self, q, k, rel=None):
+        terms = honest(self, q, k, rel)
+        if "p2c" in terms:
+            del terms["p2c"]
+        else:
+            terms["drift"] = torch.arange(k.shape[2], dtype=q.dtype).expand_as(terms["q.k"]) * 0.5
+        return terms
+
+    monkeypatch.setattr(BertSelfAttention, "score_terms", broken)
+    with pytest.raises(AssertionError):
+        assert_terms_make_the_attention(builder, tmp_path)
+
+
+def test_score_terms_travel_only_within_their_budget(tmp_path, monkeypatch):
+    """The terms grow with T²: beyond views.SCORE_TERMS_MAX_VALUES the query/key blob carries the vectors alone
+    (the view then shows the model's own weights, tests/js), and within it every layer's terms, by the model's names."""
     family_models.build("deberta-v2", tmp_path)
-    run = load(tmp_path, device="cpu").run(text, pair)
-    blob = views.decode_query_key(run.query_key_payload())
-    t = len(run)
-    assert blob.header["relative"]["terms"] == ["c2p", "p2c"] and blob.header["relative"]["form"] == form
-    if form == "rows":
-        assert blob.header["relative"]["rows"] == len(np.unique(blob.arrays["relative_index"])) <= 2 * t - 1
-    else:
-        assert blob.arrays["position_terms"].shape == (run.num_layers, run.num_heads, 2, t, t)
-    for layer in range(run.num_layers):
-        exact = run.score_terms(layer)
-        assert np.abs(rebuilt_terms(blob, layer) - exact).max() <= 0.03 * np.abs(exact).max()
-    relative = run.tables.relative  # a row per distance of the longest input (48 tokens here), not a (P, P) table
-    assert relative.rows.shape == (2 * 48 - 1,)
-    with pytest.raises(ValueError, match="an input of 49 tokens is longer than the 48 these tables were made for"):
-        relative.index(49)
-    family_models.build("roberta", tmp_path / "r")
-    assert "relative" not in views.decode_query_key(load(tmp_path / "r", device="cpu").run("a b").query_key_payload()
-                                                    ).header
+    run = load(tmp_path, device="cpu").run("Dogs bark.")
+    values = run.num_layers * run.num_heads * 3 * len(run) ** 2
+    monkeypatch.setattr(views, "SCORE_TERMS_MAX_VALUES", values)
+    header = views.decode_query_key(run.query_key_payload()).header
+    assert header["score_terms"]["names"] == list(run.score_terms(0))
+    monkeypatch.setattr(views, "SCORE_TERMS_MAX_VALUES", values - 1)
+    assert "score_terms" not in views.decode_query_key(load(tmp_path, device="cpu").run("Dogs bark.")
+                                                       .query_key_payload()).header
 
 
 # --- bad input ------------------------------------------------------------------------------------------------------
@@ -395,6 +443,45 @@ def test_a_config_that_contradicts_the_weights_is_refused_before_allocating(tmp_
     with pytest.raises(CheckpointError, match=r"embedding_size is 28 but bert.embeddings.word_embeddings.weight has "
                                               r"20 columns"):
         load_model(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["unigram", "bpe"])
+def test_a_piece_the_vocabulary_lacks_shows_the_unknown_token_the_model_received(tmp_path, kind):
+    """A character the vocabulary lacks reaches the model as the unknown token: its label and token say so, as
+    transformers' tokens do (and as BERT's [UNK] is shown), and the source text it stood for is in the token table's
+    text column. Before, a unigram piece kept its characters ('!'-like) while its id was <unk>'s."""
+    from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, processors, trainers
+
+    from bertviz_app.analysis import token_table
+
+    if kind == "unigram":
+        backend = family_models.unigram(["[PAD]", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "[CLS] $A [SEP]",
+                                        "[CLS] $A [SEP] $B:1 [SEP]:1", lowercase=True)
+    else:  # a BPE that is not byte-level: a character outside its training data has no piece at all
+        backend = HFTokenizer(models.BPE(unk_token="<unk>"))
+        backend.pre_tokenizer = pre_tokenizers.Whitespace()
+        backend.train_from_iterator(family_models.CORPUS, trainers.BpeTrainer(
+            vocab_size=150, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]))
+        backend.post_processor = processors.RobertaProcessing(("</s>", backend.token_to_id("</s>")),
+                                                              ("<s>", backend.token_to_id("<s>")))
+    backend.save(str(tmp_path / "tokenizer.json"))
+    specials = ({"cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "<unk>", "pad_token": "[PAD]"}
+                if kind == "unigram" else
+                {"cls_token": "<s>", "sep_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"})
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(specials), encoding="utf-8")
+    ours = FamilyTokenizer.from_folder(tmp_path)
+    theirs = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"), **specials)
+    text = "the cat \u2713 sat"  # a check mark: in no training sentence
+    encoding = ours.encode(text)
+    expected = theirs(text)
+    assert encoding.ids == expected["input_ids"] and encoding.tokens == expected.tokens()  # the library's pieces
+    unknown = [i for i, id_ in enumerate(encoding.ids) if id_ == ours.unk_token_id]
+    assert unknown  # what the model received: transformers' tokens of the ids, and our labels
+    assert [theirs.convert_ids_to_tokens(encoding.ids)[i] for i in unknown] == ["<unk>"] * len(unknown)
+    assert [encoding.labels[i] for i in unknown] == ["<unk>"] * len(unknown)
+    table = token_table(encoding)
+    assert "\u2713" in "".join(table.loc[unknown, "text"])  # what it stood for, beside it
+    assert list(table.loc[unknown, "token"]) == ["<unk>"] * len(unknown)
 
 
 def test_a_tokenizer_larger_than_the_vocabulary_says_so(tmp_path):

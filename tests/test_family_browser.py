@@ -100,10 +100,10 @@ def test_deberta_query_key_view_splits_each_score(visitor, explorers, folders, t
     page.click("#view-tab-qk")
     visitor.views_drawn("qk", "query=")
     detail = page.locator("#view-pane-qk .bv-stats")
-    detail.filter(has_text="content\u2192position").wait_for()
-    text = detail.inner_text()
-    assert "content\u2192content q \u00b7 k" in text and "position\u2192content" in text
-    assert "DeBERTa keeps what a token is and where it is apart" in page.locator("#view-pane-qk").inner_text()
+    detail.filter(has_text="add up to the score").wait_for()
+    text = detail.inner_text()  # the model's own terms, by the names it gives them, and their sum
+    assert "the model's score terms q.k = " in text and ", c2p = " in text and ", p2c = " in text
+    assert "a sum of 3 terms (q.k, c2p, p2c)" in page.locator("#view-pane-qk").inner_text()
     assert not visitor.errors
     page.select_option("#view-zoom", "labels")  # rows tall enough for each term's number
     page.select_option("#view-token", "2")

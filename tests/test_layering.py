@@ -24,6 +24,7 @@ FLOORS = {
     "finetuned": 1,  # what a fine-tuned folder records (base model, held-out predictions): files only
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,
+    "serving": 3,  # the pass of new inputs (TorchScript), beside the model, not inside it
     "analysis": 4, "figures": 4,
     "training": 4,  # the one training loop that pretraining and fine-tuning share
     "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from bertviz_app.views import (PayloadError, bundle_js, decode, decode_payload, decode_query_key, encode_payload,
-                               encode_query_key, notebook_html, payload_from_run, query_key_from_run, run_key,
+                               encode_query_key, notebook_html, run_key,
                                standalone_html, wordpiece_word_ids)
 from bertviz_app.views.page import JS_DIR, VIEW_NAMES, BundleError, inline_modules, view_names
 from bertviz_app.views.payload import dequantize_floor8, quantize_floor8
@@ -141,9 +141,9 @@ def test_js_fixture_is_what_the_encoder_writes_now():
     bytes, since another zlib build may deflate the same data into different bytes."""
     fixture = load_script(ROOT / "tests" / "js" / "make_fixture.py", "make_fixture")
     blob, qk, _ = fixture.build()
-    (rel_qk, _), (terms_qk, _) = fixture.build_relative(), fixture.build_relative("terms")
-    for fresh, path in ((blob, "small.bvz"), (qk, "small.qk.bvz"), (rel_qk, "small.rel.qk.bvz"),
-                        (terms_qk, "small.relterms.qk.bvz")):
+    (terms_qk, _), (plain_qk, _) = fixture.build_terms(), fixture.build_terms(extra=False)
+    for fresh, path in ((blob, "small.bvz"), (qk, "small.qk.bvz"), (terms_qk, "small.terms.qk.bvz"),
+                        (plain_qk, "small.noterms.qk.bvz")):
         stored = decode((fixture.FIXTURES / path).read_bytes())
         now = decode(fresh)
         strip = lambda h: {k: v for k, v in h.items() if k != "sections"}  # noqa: E731 (offsets follow the bytes)
@@ -171,13 +171,13 @@ def sample_run(explorer, tokens: int):
 def test_payload_fits_the_budget(explorer, tokens, budget):
     """Every layer and head (and rollout, statistics) of the default model; sizes, never times."""
     run = sample_run(explorer, tokens)
-    blob = payload_from_run(run)
+    blob = run.views_payload()
     assert len(blob) <= budget, f"{len(blob):,} bytes at {tokens} tokens, budget {budget:,}"
     assert len(base64.b64encode(blob)) <= budget * 4 / 3 + 4
     out = decode_payload(blob)
     assert np.abs(out.values("attention") - run.attentions).max() <= 1 / 255
     assert out.header["tokens"] == run.tokens
-    qk = decode_query_key(query_key_from_run(run))
+    qk = decode_query_key(run.query_key_payload())
     assert qk.header["key"] == out.header["key"]
 
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bertviz_app.views import (encode_payload, encode_query_key, payload_from_run, query_key_from_run,
-                               standalone_html)
+from bertviz_app.views import encode_payload, encode_query_key, standalone_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
@@ -47,13 +46,13 @@ def pages(tmp_path_factory):
     for tokens in (32, 512):
         run = explorer.run(*bench.sample_pair(explorer, tokens))
         out[tokens] = folder / f"page{tokens}.html"
-        out[tokens].write_text(standalone_html(payload_from_run(run), query_key_from_run(run)), encoding="utf-8")
+        out[tokens].write_text(standalone_html(run.views_payload(), run.query_key_payload()), encoding="utf-8")
         if tokens == 32:
-            out["blobs"] = (payload_from_run(run), query_key_from_run(run))
+            out["blobs"] = (run.views_payload(), run.query_key_payload())
             out["no-qk"] = folder / "no-qk.html"
-            out["no-qk"].write_text(standalone_html(payload_from_run(run)), encoding="utf-8")
+            out["no-qk"].write_text(standalone_html(run.views_payload()), encoding="utf-8")
     out["animal"] = folder / "animal.html"
-    out["animal"].write_text(standalone_html(payload_from_run(explorer.run(ANIMAL))), encoding="utf-8")
+    out["animal"].write_text(standalone_html(explorer.run(ANIMAL).views_payload()), encoding="utf-8")
     t = len(MARKUP)
     rng = np.random.default_rng(0)
     logits = rng.standard_normal((2, 2, t, t))

@@ -2,7 +2,7 @@
 takes numpy arrays (or an `Encoding`) and returns numpy arrays, dataclasses or pandas tables."""
 
 from .attention import (HEAD_STATISTICS, SEGMENT_FILTERS, HeadStatistics, QueryKey, attention_rollout, check_index,
-                        head_statistics, query_key, score_terms, segment_block, tidy_frame, token_attention,
+                        head_statistics, query_key, segment_block, tidy_frame, token_attention,
                         write_tidy_csv)
 from .compare import AttentionDifference, compare_attentions, paired_layer
 from .embeddings import (embedding_parts, first_positions, pca_2d, position_path, position_similarity,
@@ -17,7 +17,7 @@ __all__ = ["AttentionDifference", "HEAD_STATISTICS", "HeadStatistics", "QueryKey
            "attention_rollout", "average_ranks", "check_index", "compare_attentions",
            "embedding_parts", "faithfulness_table", "paired_layer", "first_positions", "group_words", "head_statistics",
            "hidden_norms", "hidden_projection", "layer_similarity", "pca_2d", "position_path",
-           "position_similarity", "query_key", "score_terms", "segment_block", "segment_comparison", "spearman",
+           "position_similarity", "query_key", "segment_block", "segment_comparison", "spearman",
            "tidy_frame",
            "token_attention", "token_similarity", "token_table", "value_norms", "value_weighted_attention",
            "value_weighted_shares", "word_attention", "write_tidy_csv"]

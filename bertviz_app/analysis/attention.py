@@ -213,38 +213,14 @@ def _csv_field(text: str) -> str:
     return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\r\n') else text
 
 
-def score_terms(queries: np.ndarray, keys: np.ndarray, position_queries: np.ndarray | None,
-                position_keys: np.ndarray | None, index: np.ndarray, scale: float) -> np.ndarray:
-    """DeBERTa's pre-softmax scores of one layer split into content-to-content (q_i·k_j), content-to-position
-    (q_i with the key projection of the distance i - j) and position-to-content (k_j with the query projection of
-    the same distance, as DeBERTa reads it), each times `scale`: (3, h, T, T) float32, whose sum the softmax turns
-    into attention.
-
-    queries, keys: (h, T, d); position_queries, position_keys: (h, R, d), the relative position table through the
-    layer's query and key projections (None: the model lacks that term, which is then zeros); index: (T, T), the
-    row of R for query i and key j."""
-    q, k = queries.astype(np.float32), keys.astype(np.float32)
-    h, t, _ = q.shape
-    terms = np.zeros((3, h, t, t), dtype=np.float32)
-    terms[0] = q @ np.swapaxes(k, -1, -2)  # (h, T, T)
-    if position_keys is not None:
-        by_query = q @ np.swapaxes(position_keys, -1, -2)  # (h, T, R): q_i with every distance's key
-        terms[1] = np.take_along_axis(by_query, np.broadcast_to(index, (h, t, t)), axis=-1)
-    if position_queries is not None:
-        by_key = k @ np.swapaxes(position_queries, -1, -2)  # (h, T, R): k_j with every distance's query
-        # entry (i, j) wants by_key[j, index[i, j]]: gathered along the key's row, then turned around
-        terms[2] = np.swapaxes(np.take_along_axis(by_key, np.broadcast_to(index.T, (h, t, t)), axis=-1), -1, -2)
-    return terms * np.float32(scale)
-
-
 @dataclass
 class QueryKey:
-    """The arithmetic of one attention row (layer, head, token i).
+    """The arithmetic of one attention row (layer, head, token i), as the model adds it up.
 
     query: (d,) q_i; keys: (T, d) every k_j; products: (T, d) q_i * k_j elementwise; dots: (T,) q_i·k_j;
-    scale: 1/sqrt(d); scores: (T,) dots * scale; weights: (T,) softmax(scores), equal to attentions[layer, head, i].
-    DeBERTa: positions (2, T) its content-to-position and position-to-content terms (scaled), which scores include;
-    scale is then 1/sqrt(d x (1 + the number of position terms)). None for the rest of the family.
+    terms: the model's named additive terms of this row's scores, name -> (T,), each already scaled ("q.k" is
+    dots times scale; DeBERTa adds "c2p" and "p2c"); scores: (T,) their sum; weights: (T,) softmax(scores), equal to
+    attentions[layer, head, i]; scale: what the model multiplies q·k by in its "q.k" term (for the picture's words).
     """
 
     layer: int
@@ -257,29 +233,26 @@ class QueryKey:
     scale: float
     scores: np.ndarray
     weights: np.ndarray
-    positions: np.ndarray | None = None
+    terms: dict[str, np.ndarray]
 
 
 def query_key(queries: np.ndarray, keys: np.ndarray, layer: int, head: int, token: int,
-              terms: np.ndarray | None = None, scale: float | None = None) -> QueryKey:
-    """Recompute one attention row from the (unscaled) queries and keys, (L, h, T, d) each, the way the model
-    does: scores q·k / sqrt(d), then a softmax over all keys (a Run has no padding). DeBERTa: terms, its
-    `score_terms` of this layer (3, h, T, T), and their scale; the row's scores are then their sum."""
+              terms: dict[str, np.ndarray], scale: float) -> QueryKey:
+    """One attention row from the (unscaled) queries and keys, (L, h, T, d) each, and the model's score terms of
+    `layer`, name -> (h, T, T): the scores are the terms' sum, never a rule assumed here, then a softmax over all
+    keys (a Run has no padding). scale: the model's factor of q·k, shown beside the arithmetic."""
     n_layers, n_heads, t, d = queries.shape
     layer = check_index("layer", layer, n_layers)
     head = check_index("head", head, n_heads)
     token = check_index("token", token, t)
+    if not terms:
+        raise ValueError("the scores need at least one term")
     q = queries[layer, head, token].astype(np.float32)  # (d,)
     k = keys[layer, head].astype(np.float32)  # (T, d)
     products = q[None, :] * k  # (T, d)
     dots = k @ q  # (T,)
-    positions = None
-    if terms is None:
-        scale = float(1.0 / np.sqrt(d))
-        scores = (dots / np.float32(np.sqrt(d))).astype(np.float32)
-    else:
-        row = np.asarray(terms, dtype=np.float32)[:, head, token]  # (3, T)
-        scores, positions = row.sum(0), row[1:]
+    row = {name: np.asarray(term, dtype=np.float32)[head, token] for name, term in terms.items()}  # name -> (T,)
+    scores = np.sum(list(row.values()), axis=0, dtype=np.float32)  # (T,)
     shifted = np.exp(scores - scores.max())
     weights = (shifted / shifted.sum()).astype(np.float32)
-    return QueryKey(layer, head, token, q, k, products, dots, float(scale), scores, weights, positions)
+    return QueryKey(layer, head, token, q, k, products, dots, float(scale), scores, weights, row)

@@ -256,17 +256,19 @@ def head_map_figure(stats: Mapping[str, np.ndarray], dominant: np.ndarray, stati
 
 def query_key_figure(query: np.ndarray, keys: np.ndarray, scores: np.ndarray, weights: np.ndarray,
                      labels: Sequence[str], token: int, *, scale: float, layer: int | None = None,
-                     head: int | None = None, title: str | None = None, positions: bool = False) -> go.Figure:
+                     head: int | None = None, title: str | None = None, terms: Sequence[str] = ("q.k",)) -> go.Figure:
     """How one attention row is made: the query q (d,), every key k_j (T, d), their elementwise products q*k_j,
-    the scaled dot products s_j = q·k_j * scale and the softmax of s (the attention row).
-    scores, weights: (T,); labels: T tokens; token: the query's position; layer, head: named in the title;
-    positions: the scores hold DeBERTa's two position terms too (its column title says so)."""
+    the scores s_j (the model's score terms added up: q·k_j * scale and any other) and the softmax of s (the
+    attention row). scores, weights: (T,); labels: T tokens; token: the query's position; layer, head: named in the
+    title; terms: the names of the model's score terms (the scores' column title lists those beyond q.k)."""
     query, keys = np.asarray(query), np.asarray(keys)
     n, d = keys.shape
     products = query[None, :] * keys  # (T, d)
     esc = _escape_all(labels)
+    others = "".join(f" + {t}" for t in _escape_all([t for t in terms if t != "q.k"]))  # DeBERTa: + c2p + p2c
     titles = ("query q", "", "", "", "keys k<sub>j</sub>", "q × k<sub>j</sub> (elementwise)",
-              f"q·k<sub>j</sub> × {scale:.3g}" + (" + position terms" if positions else ""), "softmax = attention")
+              f"q·k<sub>j</sub> × {scale:.3g}" + others,
+              "softmax = attention")
     query_height = 1.0 / max(n, 8)
     layout, ref = _grid(2, 4, row_heights=[query_height, 1 - query_height], col_widths=[0.3, 0.3, 0.2, 0.2],
                         hspace=0.035, vspace=0.07, titles=titles)

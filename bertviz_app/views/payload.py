@@ -25,15 +25,11 @@ The query/key blob has the same container with kind "query_key": int8 queries an
 float32 scale per (layer, head) (value = code * scale). It is separate because it is dense (a few MB at 512
 tokens) and only the query/key view needs it; the app fetches it when that view is first opened.
 
-For DeBERTa it also carries what splits a score into content-to-content, content-to-position and
-position-to-content (header "relative": the terms, the scale of each dot product, and its "form"), in whichever of two
-forms is smaller for this input, both int8 with a scale per (layer, head) as the queries are:
-- "rows": the relative position table through each layer's query and key projections (L, h, R', d), only the R' rows
-  this input's distances read (at most 2T - 1), and for each (query, key) pair the row their distance reads (T, T)
-  u16; the view computes each term as it computes q·k. Grows with T (and d).
-- "terms": the two position terms themselves, before scaling, (L, h, 2, T, T). Grows with T², so it is the smaller
-  form only for short inputs: T² < R' x d, about T < 2d.
-What the split adds on a DeBERTa v3 base-sized model: docs/ARCHITECTURE.md, "Measured".
+It also carries the model's score terms (header "score_terms": their names, the model's factor of q·k, and the
+section): the named additive terms of every pre-softmax score as the model computed them, each already scaled ("q.k";
+DeBERTa adds "c2p" and "p2c"), (L, h, n, T, T) int8 with one float32 scale per row (L, h, n, T). The view adds them up
+and takes the softmax, whatever their names: it knows no family's rule. A row's scale keeps a row of small scores as
+precise as one of large ones (the softmax reads differences within a row).
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import analysis
 from ..tokenizer import wordpiece_word_ids
 
 MAGIC = b"BVIZ"
@@ -206,20 +201,22 @@ def encode_payload(tokens: Sequence[str], segment_ids, special_mask, attentions:
     return out.finish(header)
 
 
-def _add_int8(out: "_Writer", name: str, x: np.ndarray) -> None:
-    """(L, h, ...) float32 as int8 codes with one float32 scale per (layer, head): value = code * scale."""
-    scale = np.abs(x).max(axis=tuple(range(2, x.ndim))) / 127.0  # (L, h)
+def _add_int8(out: "_Writer", name: str, x: np.ndarray, leading: int = 2) -> None:
+    """(L, h, ...) float32 as int8 codes with one float32 scale per index of the first `leading` axes (per (layer,
+    head) by default): value = code * scale."""
+    scale = np.abs(x).max(axis=tuple(range(leading, x.ndim))) / 127.0  # (L, h) or more
     scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-    codes = np.clip(np.rint(x / scale.reshape(scale.shape + (1,) * (x.ndim - 2))), -127, 127).astype(np.int8)
+    codes = np.clip(np.rint(x / scale.reshape(scale.shape + (1,) * (x.ndim - leading))), -127, 127).astype(np.int8)
     out.add(name, codes, "i8", quant={"scheme": "symmetric", "bits": 8, "scale": f"{name}_scale"})
-    out.add(f"{name}_scale", scale, "f32", compress=False)  # (L, h)
+    out.add(f"{name}_scale", scale, "f32", compress=False)
 
 
-def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None, relative=None,
-                     relative_form: str | None = None) -> bytes:
-    """The query/key blob: queries and keys (L, h, T, d), as before the 1/sqrt(d) scaling. key: the fingerprint
-    of the attention payload they belong to (see `run_key`). relative: DeBERTa's `run.RelativeTables` (its index
-    read for these T tokens), or None; relative_form: "rows" or "terms" (default: the smaller, see above)."""
+def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None = None,
+                     score_terms: Mapping[str, np.ndarray] | None = None, scale: float | None = None) -> bytes:
+    """The query/key blob: queries and keys (L, h, T, d), as before the model's scaling. key: the fingerprint of
+    the attention payload they belong to (see `run_key`). score_terms: the model's named additive terms of every
+    score, name -> (L, h, T, T), each already scaled (`Run.score_terms` of each layer); scale: the model's factor of
+    q·k (shown beside the arithmetic). Without terms the view shows the vectors but no scores."""
     q, k = np.asarray(queries, dtype=np.float32), np.asarray(keys, dtype=np.float32)
     if q.ndim != 4 or q.shape != k.shape:
         raise PayloadError(f"queries and keys must both be (layers, heads, T, d), got {q.shape} and {k.shape}")
@@ -230,32 +227,19 @@ def encode_query_key(queries: np.ndarray, keys: np.ndarray, *, key: str | None =
     for name, x in (("queries", q), ("keys", k)):
         _add_int8(out, name, x)  # (L, h, T, d)
     header = {"kind": "query_key", "key": key, "layers": n_layers, "heads": n_heads, "length": t, "head_size": d}
-    if relative is not None:
-        header["relative"] = _add_relative(out, q, k, relative, relative_form)
+    if score_terms:
+        names = [str(n) for n in score_terms]
+        # (L, h, n, T, T): a query row's n terms lie together, as the view reads them
+        stacked = np.stack([np.asarray(score_terms[n], dtype=np.float32) for n in score_terms], axis=2)
+        if stacked.shape != (n_layers, n_heads, len(names), t, t):
+            raise PayloadError(f"each score term must be (layers, heads, T, T) = {(n_layers, n_heads, t, t)}, "
+                               f"got {stacked.shape[:2] + stacked.shape[3:]}")
+        if not np.isfinite(stacked).all():
+            raise PayloadError("score terms contain NaN or infinity")
+        _add_int8(out, "score_terms", stacked, leading=4)  # (L, h, n, T, T), a scale per row (L, h, n, T)
+        header["score_terms"] = {"section": "score_terms", "names": names,
+                                 "scale": None if scale is None else float(scale)}
     return out.finish(header)
-
-
-def _add_relative(out: "_Writer", q: np.ndarray, k: np.ndarray, relative, form: str | None) -> dict:
-    """DeBERTa's position terms in the smaller form (or `form`); returns the header's "relative"."""
-    t, d = q.shape[2], q.shape[3]
-    index = relative.index(t)  # (T, T)
-    rows, local = np.unique(index, return_inverse=True)  # the distances this input reads, renumbered 0..R'-1
-    form = form or ("terms" if t * t < len(rows) * d else "rows")
-    if form not in ("rows", "terms"):
-        raise PayloadError(f"relative_form must be 'rows' or 'terms', got {form!r}")
-    tables = [None if table is None else np.asarray(table, dtype=np.float32)[:, :, rows]  # (L, h, R', d)
-              for table in (relative.position_queries, relative.position_keys)]
-    if form == "terms":
-        local = local.reshape(t, t)
-        terms = np.stack([analysis.score_terms(q[layer], k[layer], *(None if x is None else x[layer] for x in tables),
-                                               local, 1.0)[1:] for layer in range(len(q))])  # (L, 2, h, T, T)
-        _add_int8(out, "position_terms", np.ascontiguousarray(terms.transpose(0, 2, 1, 3, 4)))  # (L, h, 2, T, T)
-        return {"terms": relative.terms, "scale": float(relative.scale), "form": "terms"}
-    out.add("relative_index", local.reshape(t, t), "u16")  # (T, T)
-    for name, table in zip(("position_queries", "position_keys"), tables):
-        if table is not None:
-            _add_int8(out, name, table)
-    return {"terms": relative.terms, "scale": float(relative.scale), "form": "rows", "rows": int(len(rows))}
 
 
 @dataclass
@@ -323,22 +307,12 @@ def decode_query_key(blob: bytes) -> Decoded:
 VALUE_WEIGHTED_MAX_TOKENS = 256
 
 
-def payload_from_run(run, *, title: str | None = None, rollout: bool = True) -> bytes:
-    """`encode_payload` for a `Run` (read through its public attributes; nothing here imports torch)."""
-    stats = run.head_statistics()
-    names = ("entropy", "distance", "cls", "sep", "self", "previous", "next")
-    text = input_text(run.encoding)
-    # The views show the tokens as a person reads them and group them into the tokenizer's own words; the key
-    # stays the vocabulary's pieces, which tell two inputs apart where labels may not.
-    return encode_payload(run.labels, run.segment_ids, run.special_mask, run.attentions, word_ids=run.encoding.word_ids,
-                          key=run_key(run.model_name, run.tokens),
-                          rollout=run.rollouts() if rollout else None,
-                          value_weighted=(analysis.value_weighted_shares(run.attentions, run.value_grams)
-                                          if run.value_grams is not None and len(run) <= VALUE_WEIGHTED_MAX_TOKENS
-                                          else None),
-                          statistics={n: getattr(stats, n) for n in names}, dominant=stats.dominant,
-                          model=run.model_name, text=text,
-                          title=title if title is not None else input_title(run.encoding))
+# The score terms grow with T² (int8, a scale per row): they travel while there are at most this many values
+# (layers x heads x terms x T², the default model's at 256 tokens), beyond it the query/key view shows the vectors,
+# q·k and the model's own weights, without terms. Measured, the default model's blob: 0.22 MB at 32 tokens against
+# 0.14 for queries and keys alone, 1.65 MB at 128 (0.54), 5.4 MB at 256 (1.06); a DeBERTa v3 base-sized one (12 x 12
+# heads, three terms): 1.02 MB at 32 tokens (0.54), terms up to 104 tokens.
+SCORE_TERMS_MAX_VALUES = 6 * 12 * 256 * 256
 
 
 def input_text(encoding) -> str:
@@ -351,9 +325,3 @@ def input_title(encoding, model: str = "", limit: int = 100) -> str:
     text = input_text(encoding)
     text = text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
     return f"{text} · {model}" if model else text
-
-
-def query_key_from_run(run) -> bytes:
-    relative = run.tables.relative if run.tables is not None else None
-    return encode_query_key(run.queries, run.keys, key=run_key(run.model_name, run.tokens), relative=relative)
-

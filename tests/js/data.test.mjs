@@ -103,10 +103,13 @@ test("query/key arithmetic rebuilds the attention row", async () => {
   const row = queryKeyRow(qk, layer, head, token);
   assert.equal(row.d, 4);
   assert.equal(row.scale, 0.5);
+  assert.deepEqual(row.terms.map((t) => t.name), ["q.k"]); // the model's one term is the score
+  close(row.terms[0].values, row.scores, 0);
   close(row.scores, expected.scores, 1e-5, "scores");
   close(row.weights, expected.weights, 1e-6, "weights");
-  close(row.weights, expected.exact_weights, 0.02, "weights vs float32"); // int8 vectors: close, not equal
-  close(Array.from(row.dots).map((x) => x * row.scale), row.scores, 1e-6);
+  close(row.weights, expected.exact_weights, 0.02, "weights vs float32"); // int8 terms: close, not equal
+  // the q.k term is q.k times the model's scale, within the 8-bit steps of the vectors and the term
+  close(Array.from(row.dots).map((x) => x * row.scale), row.scores, 0.05);
   let dot = 0;
   for (let e = 0; e < 4; e++) dot += row.products[2 * 4 + e];
   close([dot], [row.dots[2]], 1e-6);

@@ -5,8 +5,9 @@ import { readFileSync } from "node:fs";
 const here = new URL("./fixtures/", import.meta.url);
 export const payloadBytes = () => new Uint8Array(readFileSync(new URL("small.bvz", here)));
 export const queryKeyBytes = () => new Uint8Array(readFileSync(new URL("small.qk.bvz", here)));
-export const relativeQueryKeyBytes = (form = "rows") => new Uint8Array(readFileSync(
-  new URL(form === "rows" ? "small.rel.qk.bvz" : "small.relterms.qk.bvz", here)));
+// A model whose scores have three terms ("terms"), or a blob with queries and keys only ("none").
+export const termsQueryKeyBytes = (which = "terms") => new Uint8Array(readFileSync(
+  new URL(which === "terms" ? "small.terms.qk.bvz" : "small.noterms.qk.bvz", here)));
 export const expected = JSON.parse(readFileSync(new URL("small.json", here), "utf-8"));
 
 export function close(actual, wanted, tolerance, message = "") {

@@ -18,8 +18,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bertviz_app.analysis import attention_rollout, head_statistics, score_terms  # noqa: E402
-from bertviz_app.run import RelativeTables  # noqa: E402
+from bertviz_app.analysis import attention_rollout, head_statistics  # noqa: E402
 from bertviz_app.views import payload as views_payload  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -28,7 +27,6 @@ SEGMENTS = [0, 0, 0, 0, 0, 0, 1, 1, 1]
 SPECIAL = [1, 0, 0, 0, 0, 1, 0, 0, 1]
 LAYERS, HEADS, HEAD_SIZE = 2, 3, 4
 MERGE_AT = (1, 2)  # layer, head whose word matrix the fixture spells out
-SPAN = 3  # DeBERTa's blob: relative distances -3..2 have rows of their own, farther ones share the end rows
 QUERY_AT = (1, 2, 4)  # layer, head, token of the query/key row
 
 
@@ -47,33 +45,28 @@ def arrays() -> dict[str, np.ndarray]:
             "keys": keys.astype(np.float32)}
 
 
-def relative_tables() -> RelativeTables:
-    """DeBERTa's position projections (L, h, 2 SPAN, d) and distance index (T, T), arithmetic like the rest."""
+def score_terms(queries: np.ndarray, keys: np.ndarray, extra: bool) -> dict[str, np.ndarray]:
+    """The model's score terms, name -> (L, h, T, T), each scaled: "q.k" alone (BERT), or with two more terms of
+    arithmetic values (a family member whose score has three terms, as DeBERTa's has; their names are the blob's)."""
     t = len(TOKENS)
-    lr, hr, rr, er = np.meshgrid(np.arange(LAYERS), np.arange(HEADS), np.arange(2 * SPAN), np.arange(HEAD_SIZE),
-                                 indexing="ij")
-    pos_q = np.cos(0.5 * rr - 0.8 * er + lr + 0.3 * hr).astype(np.float32)
-    pos_k = (1.5 * np.sin(1.2 * rr + 0.6 * er - lr + hr)).astype(np.float32)
-    distances = np.arange(-(t - 1), t)
-    rows = np.clip(distances + SPAN, 0, 2 * SPAN - 1).astype(np.int32)
-    return RelativeTables(pos_q, pos_k, rows, float(1 / np.sqrt(3 * HEAD_SIZE)))
+    scale = 1 / np.sqrt((3 if extra else 1) * HEAD_SIZE)
+    terms = {"q.k": (queries @ np.swapaxes(keys, -1, -2)) * scale}
+    if extra:
+        l, h, i, j = np.meshgrid(np.arange(LAYERS), np.arange(HEADS), np.arange(t), np.arange(t), indexing="ij")
+        terms["c2p"] = 1.5 * np.cos(0.5 * (i - j) + l + 0.3 * h)
+        terms["p2c"] = np.sin(0.8 * (i - j) - l + h) - 0.2 * j
+    return {name: term.astype(np.float32) for name, term in terms.items()}
 
 
-def relative_expected(qk_blob: bytes, relative: RelativeTables) -> dict:
-    """DeBERTa's row at QUERY_AT from the decoded int8 values, as the JavaScript must rebuild it: the two position
-    terms before scaling, the scores and the weights; from the rows it carries or from the terms themselves."""
+def terms_expected(qk_blob: bytes) -> dict:
+    """The row at QUERY_AT from the decoded int8 terms, as the JavaScript must rebuild it: each term, their sum and
+    its softmax."""
     dec = views_payload.decode_query_key(qk_blob)
     ql, qh, qt = QUERY_AT
-    q, k = dec.values("queries")[ql], dec.values("keys")[ql]
-    if dec.header["relative"]["form"] == "rows":
-        index = dec.arrays["relative_index"].astype(np.int64)
-        terms = score_terms(q, k, dec.values("position_queries")[ql], dec.values("position_keys")[ql], index,
-                            1.0)[:, qh, qt]  # (3, T), unscaled
-    else:
-        terms = np.concatenate([(k[qh] @ q[qh, qt])[None], dec.values("position_terms")[ql, qh, :, qt]])  # (3, T)
-    scores = terms.sum(0) * relative.scale
-    return {"c2p": rounded(terms[1], 5), "p2c": rounded(terms[2], 5), "scores": rounded(scores, 5),
-            "weights": rounded(softmax(scores), 6), "rows": dec.header["relative"].get("rows")}
+    terms = dec.values("score_terms")[ql, qh, :, qt]  # (n, T)
+    scores = terms.sum(0)
+    return {"names": dec.header["score_terms"]["names"], "terms": rounded(terms, 6), "scores": rounded(scores, 6),
+            "weights": rounded(softmax(scores), 6)}
 
 
 def build() -> tuple[bytes, bytes, dict]:
@@ -85,7 +78,9 @@ def build() -> tuple[bytes, bytes, dict]:
     blob = views_payload.encode_payload(TOKENS, SEGMENTS, SPECIAL, att, rollout=attention_rollout(att),
                                         statistics={n: getattr(stats, n) for n in names}, dominant=stats.dominant,
                                         model="fixture-model", title="a <b>fixture</b>", text="un believable")
-    qk = views_payload.encode_query_key(a["queries"], a["keys"], key=views_payload.run_key("fixture-model", TOKENS))
+    qk = views_payload.encode_query_key(a["queries"], a["keys"], key=views_payload.run_key("fixture-model", TOKENS),
+                                        score_terms=score_terms(a["queries"], a["keys"], False),
+                                        scale=1 / np.sqrt(HEAD_SIZE))
 
     decoded = views_payload.decode_payload(blob)
     values = decoded.values("attention")  # (L, h, T, T) as the JavaScript should dequantize them
@@ -96,9 +91,8 @@ def build() -> tuple[bytes, bytes, dict]:
     ql, qh, qt = QUERY_AT
     q = q_dec.values("queries")[ql, qh, qt]
     k = q_dec.values("keys")[ql, qh]
-    scores = (k @ q) / np.sqrt(HEAD_SIZE)
-    weights = np.exp(scores - scores.max())
-    weights /= weights.sum()
+    scores = q_dec.values("score_terms")[ql, qh, 0, qt]  # the one term, "q.k", is the score
+    weights = softmax(scores)
     expected = {
         "tokens": TOKENS, "layers": LAYERS, "heads": HEADS, "length": len(TOKENS), "words": words.tolist(),
         "attention": rounded(att, 7), "dequantized": rounded(values, 7),
@@ -111,14 +105,17 @@ def build() -> tuple[bytes, bytes, dict]:
     return blob, qk, expected
 
 
-def build_relative(form: str | None = None) -> tuple[bytes, dict]:
-    """The query/key blob of a DeBERTa-like model for the same input (in `form`, default the smaller: rows here),
-    and its expected row."""
+def build_terms(extra: bool = True) -> tuple[bytes, dict]:
+    """The query/key blob of a model whose score has three terms for the same input (or, extra False, a blob with
+    queries and keys only, as a page that computes no terms sends), and its expected row."""
     a = arrays()
-    relative = relative_tables()
-    qk = views_payload.encode_query_key(a["queries"], a["keys"], key=views_payload.run_key("fixture-model", TOKENS),
-                                        relative=relative, relative_form=form)
-    return qk, relative_expected(qk, relative)
+    key = views_payload.run_key("fixture-model", TOKENS)
+    if not extra:
+        return views_payload.encode_query_key(a["queries"], a["keys"], key=key), {}
+    qk = views_payload.encode_query_key(a["queries"], a["keys"], key=key,
+                                        score_terms=score_terms(a["queries"], a["keys"], True),
+                                        scale=1 / np.sqrt(3 * HEAD_SIZE))
+    return qk, terms_expected(qk)
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -142,11 +139,9 @@ def main() -> None:
     FIXTURES.mkdir(exist_ok=True)
     (FIXTURES / "small.bvz").write_bytes(blob)
     (FIXTURES / "small.qk.bvz").write_bytes(qk)
-    rel_qk, rel_expected = build_relative()
-    (FIXTURES / "small.rel.qk.bvz").write_bytes(rel_qk)
-    expected["relative"] = rel_expected
-    terms_qk, expected["relative_terms"] = build_relative("terms")
-    (FIXTURES / "small.relterms.qk.bvz").write_bytes(terms_qk)
+    terms_qk, expected["terms"] = build_terms()
+    (FIXTURES / "small.terms.qk.bvz").write_bytes(terms_qk)
+    (FIXTURES / "small.noterms.qk.bvz").write_bytes(build_terms(extra=False)[0])
     (FIXTURES / "small.json").write_text(json.dumps(expected) + "\n", encoding="utf-8")
     print(f"wrote {FIXTURES}: payload {len(blob)} bytes, query/key {len(qk)} bytes")
 

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { createCache } from "../../bertviz_app/views/js/data.mjs";
+import { createCache, layerMatrix } from "../../bertviz_app/views/js/data.mjs";
 import { decodePayload, decodeQueryKey } from "../../bertviz_app/views/js/decode.mjs";
 import { constrain } from "../../bertviz_app/views/js/selection.mjs";
 import { formatNumber, headColor, SELECTED_COLOR } from "../../bertviz_app/views/js/scale.mjs";
@@ -15,16 +15,16 @@ import * as matrix from "../../bertviz_app/views/js/view-matrix.mjs";
 import * as overview from "../../bertviz_app/views/js/view-overview.mjs";
 import * as qk from "../../bertviz_app/views/js/view-qk.mjs";
 import { activeTarget, currentLock } from "../../bertviz_app/views/js/view-shell.mjs";
-import { close, expected, payloadBytes, queryKeyBytes, relativeQueryKeyBytes } from "./helpers.mjs";
+import { close, expected, payloadBytes, queryKeyBytes, termsQueryKeyBytes } from "./helpers.mjs";
 
 const measure = (font, text) => text.length * 8;
 const size = (width, maxHeight = 600) => ({ width, maxHeight, measure });
 const box = (l) => ({ x: 0, y: 0, width: Math.min(l.width, 1280), height: l.boxHeight, dpr: 1 });
 const focus = (l, hover = null, ui = {}) => ({ hover, locked: l.locked, active: activeTarget(hover, l.locked), ui });
 
-async function fixture({ queryKey = false, relative = false } = {}) {
+async function fixture({ queryKey = false, terms = false } = {}) {
   const payload = await decodePayload(payloadBytes());
-  const blob = relative ? relativeQueryKeyBytes(relative) : queryKeyBytes();
+  const blob = terms ? termsQueryKeyBytes(terms) : queryKeyBytes();
   if (queryKey) payload.queryKey = await decodeQueryKey(blob, payload);
   return { payload, cache: createCache(), silence: false };
 }
@@ -253,61 +253,53 @@ test("query/key: hidden until the vectors are there; then the strongest key is e
     assert.ok(far && far.y < 5000);
   });
 
-test("query/key for DeBERTa: each score is content\u2192content plus the two position terms, each a column of its own",
-  async () => {
-    const data = await fixture({ queryKey: true, relative: "rows" });
-    const [layer, head, token] = expected.query_at;
-    const l = qk.layout(data, state(data, { layer, head, token }), size(1100));
-    const want = expected.relative;
-    assert.equal(data.payload.queryKey.relative.rows, want.rows);
-    close(l.row.terms.c2p, want.c2p, 1e-4, "c2p");
-    close(l.row.terms.p2c, want.p2c, 1e-4, "p2c");
-    close(l.row.scores, want.scores, 1e-4, "scores");
-    close(l.row.weights, want.weights, 1e-5, "weights");
-    for (let j = 0; j < l.row.scores.length; j++) { // the sum, scaled by 1/sqrt(3 d)
-      const sum = (l.row.dots[j] + l.row.terms.c2p[j] + l.row.terms.p2c[j]) / Math.sqrt(3 * l.row.d);
-      assert.ok(Math.abs(sum - l.row.scores[j]) < 1e-5);
-    }
-    // Two more number columns push the score and the bar to the right of where BERT's stand.
-    const bert = await fixture({ queryKey: true });
-    const plain = qk.layout(bert, state(bert, { layer, head, token }), size(1100));
-    assert.equal(plain.row.terms, null);
-    assert.equal(l.xScore - l.xDot, 3 * 76); // three wider term columns before the score (BERT: one)
-    assert.equal(plain.xScore - plain.xDot, 64);
-    const { svg, done } = record(qk, l, focus(l));
-    const drawn = texts(svg);
-    for (const header of ["\u2192position", "position", "\u2192content", "sum", `\u00f7\u221a${3 * l.row.d}`]) {
-      assert.ok(drawn.includes(header), header);
-    }
-    assert.ok(!texts(record(qk, plain, focus(plain)).svg).includes("\u2192position"));
-    assert.equal(done.labels, 9);
-    for (let j = 0; j < 9; j++) { // each row's two terms, as numbers
-      assert.ok(drawn.includes(formatNumber(want.c2p[j], 1)) && drawn.includes(formatNumber(want.p2c[j], 1)), j);
-    }
-    assert.deepEqual(qk.hit(l, 100, 86 + 2.5 * l.pitch), { key: 2 });
-    const sum = qk.explain(l, 2)[1];
-    assert.match(sum, /^content\u2192content q \u00b7 k = .*, plus content\u2192position .* their distance, 2\)/);
-    assert.match(sum, /plus position\u2192content \(the key with the query vector of that distance\)/);
-    assert.match(qk.tooltip(l, { key: 2 })[2],
-      /^content\u2192content .*, content\u2192position .*, position\u2192content /);
-    assert.match(l.caption, /DeBERTa keeps what a token is and where it is apart/);
-    assert.doesNotMatch(plain.caption, /DeBERTa/);
-  });
+test("query/key with the model's three score terms: each a column of its own, named as the model names them, "
+  + "their sum the score", async () => {
+  const data = await fixture({ queryKey: true, terms: "terms" });
+  const [layer, head, token] = expected.query_at;
+  const l = qk.layout(data, state(data, { layer, head, token }), size(1100));
+  const want = expected.terms;
+  assert.deepEqual(l.row.terms.map((t) => t.name), want.names);
+  l.row.terms.forEach((term, t) => close(term.values, want.terms[t], 1e-5, term.name));
+  close(l.row.scores, want.scores, 1e-5, "scores");
+  close(l.row.weights, want.weights, 1e-6, "weights");
+  for (let j = 0; j < l.row.scores.length; j++) { // the score is the terms' sum, nothing assumed beside them
+    const sum = l.row.terms.reduce((total, term) => total + term.values[j], 0);
+    assert.ok(Math.abs(sum - l.row.scores[j]) < 1e-5);
+  }
+  // Two more term columns and the sum push the bar to the right of where a one-term model's stands.
+  const bert = await fixture({ queryKey: true });
+  const plain = qk.layout(bert, state(bert, { layer, head, token }), size(1100));
+  assert.equal(plain.row.terms.length, 1);
+  assert.equal(l.xScore - l.xDot, 4 * 76); // q.k, three terms, then the sum
+  assert.equal(plain.xScore - plain.xDot, 64); // q.k, then its one term, the score
+  const { svg, done } = record(qk, l, focus(l));
+  const drawn = texts(svg);
+  for (const header of ["q.k", "c2p", "p2c", "score", "= sum"]) assert.ok(drawn.includes(header), header);
+  assert.ok(!texts(record(qk, plain, focus(plain)).svg).includes("c2p"));
+  assert.equal(done.labels, 9);
+  for (let j = 0; j < 9; j++) { // each row's terms, as numbers
+    assert.ok(want.terms.every((term) => drawn.includes(formatNumber(term[j], 1))), j);
+  }
+  assert.deepEqual(qk.hit(l, 100, 86 + 2.5 * l.pitch), { key: 2 });
+  const sum = qk.explain(l, 2)[1];
+  assert.match(sum, /the model's score terms q\.k = .*, c2p = .*, p2c = .* add up to the score /);
+  assert.match(qk.tooltip(l, { key: 2 })[2], /^q\.k .*, c2p .*, p2c /);
+  assert.match(l.caption, /a sum of 3 terms \(q\.k, c2p, p2c\)/);
+  assert.doesNotMatch(plain.caption, /terms/);
+});
 
-test("query/key for DeBERTa, a short input: the blob carries the two terms themselves, and the row is the same",
-  async () => {
-    const [layer, head, token] = expected.query_at;
-    const data = await fixture({ queryKey: true, relative: "terms" });
-    assert.equal(data.payload.queryKey.relative.form, "terms");
-    assert.equal(data.payload.queryKey.relative.index, null);
-    const l = qk.layout(data, state(data, { layer, head, token }), size(1100));
-    const want = expected.relative_terms;
-    close(l.row.terms.c2p, want.c2p, 1e-4, "c2p");
-    close(l.row.terms.p2c, want.p2c, 1e-4, "p2c");
-    close(l.row.weights, want.weights, 1e-5, "weights");
-    // Within the 8-bit steps of each form, the two carry the same row.
-    const rows = await fixture({ queryKey: true, relative: "rows" });
-    const other = qk.layout(rows, state(rows, { layer, head, token }), size(1100));
-    close(l.row.terms.c2p, other.row.terms.c2p, 0.15, "c2p across forms");
-    close(l.row.terms.p2c, other.row.terms.p2c, 0.15, "p2c across forms");
-  });
+test("query/key without the model's terms (a long input, a page with vectors only): no scores are made up, the "
+  + "weights are the model's own row", async () => {
+  const [layer, head, token] = expected.query_at;
+  const data = await fixture({ queryKey: true, terms: "none" });
+  assert.equal(data.payload.queryKey.terms, null);
+  const l = qk.layout(data, state(data, { layer, head, token }), size(1100));
+  assert.equal(l.row.terms, null);
+  assert.equal(l.row.scores, null);
+  const model = layerMatrix(data.payload.sets.attention, 9, data.payload.heads, layer, head).subarray(token * 9,
+    (token + 1) * 9);
+  close(l.row.weights, model, 0);
+  assert.match(qk.explain(l, 2)[2], /score terms did not come with these vectors/);
+  assert.equal(record(qk, l, focus(l)).done.labels, 9);
+});

@@ -113,5 +113,5 @@ export function queryKeyData(queries, keys, L, H, T, d, key = "") {
   const k = quantizeSymmetric8(keys, L * H, T * d);
   return { header: { kind: "query_key", key, layers: L, heads: H, length: T, head_size: d }, layers: L, heads: H,
     length: T, headSize: d, queries: q.codes, keys: k.codes, queryScale: q.scale, keyScale: k.scale,
-    relative: null };
+    terms: null, scoreScale: null };
 }

@@ -147,7 +147,9 @@ export function blockMax(values) {
 
 /**
  * The arithmetic of one attention row from the query/key blob: q (d), keys (T x d), products q * k_j (T x d),
- * dots q . k_j (T), the factor 1 / sqrt(d), scores (T) and their softmax, weights (T).
+ * dots q . k_j (T), and, when the blob carries the model's score terms, each term of the row (terms: [{ name,
+ * values (T) }], already scaled), scores (T, their sum) and weights (T, its softmax). Nothing here knows how a
+ * family scores: the terms are the model's, added up as they come. Without terms, scores and weights are null.
  */
 export function queryKeyRow(qk, layer, head, token) {
   const { length: T, headSize: d } = qk;
@@ -169,39 +171,21 @@ export function queryKeyRow(qk, layer, head, token) {
     }
     dots[j] = dot;
   }
-  const terms = qk.relative ? positionTerms(qk, lh, token, q, keys) : null;
-  const scale = terms ? qk.relative.scale : 1 / Math.sqrt(d);
-  const scores = dots.map((x, j) => (terms ? x + terms.c2p[j] + terms.p2c[j] : x) * scale);
-  return { layer, head, token, d, q, keys, products, dots, scale, scores, weights: softmax(scores), terms };
-}
-
-/**
- * DeBERTa's position terms of one query row, before scaling: c2p[j] = q_i · (key projection of the distance
- * i - j), p2c[j] = k_j · (query projection of the same distance); a term the model lacks is zeros.
- */
-function positionTerms(qk, lh, token, q, keys) {
-  const { length: T, headSize: d, relative: rel } = qk;
-  const c2p = new Float32Array(T), p2c = new Float32Array(T);
-  if (rel.positionTerms) { // the terms themselves (a short input): (L, H, 2, T, T)
-    const scale = rel.positionTermScale[lh];
-    for (let j = 0; j < T; j++) {
-      c2p[j] = rel.positionTerms[((lh * 2) * T + token) * T + j] * scale;
-      p2c[j] = rel.positionTerms[((lh * 2 + 1) * T + token) * T + j] * scale;
-    }
-    return { c2p, p2c };
-  }
-  const rowDot = (codes, scale, r, vector, offset) => {
-    const base = (lh * rel.rows + r) * d;
-    let dot = 0;
-    for (let e = 0; e < d; e++) dot += codes[base + e] * vector[offset + e];
-    return dot * scale;
-  };
-  for (let j = 0; j < T; j++) {
-    const r = rel.index[token * T + j];
-    if (rel.positionKeys) c2p[j] = rowDot(rel.positionKeys, rel.positionKeyScale[lh], r, q, 0);
-    if (rel.positionQueries) p2c[j] = rowDot(rel.positionQueries, rel.positionQueryScale[lh], r, keys, j * d);
-  }
-  return { c2p, p2c };
+  const row = { layer, head, token, d, q, keys, products, dots, scale: qk.scoreScale, terms: null, scores: null,
+    weights: null };
+  if (!qk.terms) return row;
+  const n = qk.terms.names.length;
+  row.terms = qk.terms.names.map((name, t) => {
+    const r = (lh * n + t) * T + token; // (L, H, n, T) rows, each of T keys
+    const scale = qk.terms.scale[r];
+    const values = new Float32Array(T);
+    for (let j = 0; j < T; j++) values[j] = qk.terms.codes[r * T + j] * scale;
+    return { name, values };
+  });
+  row.scores = new Float32Array(T);
+  for (const term of row.terms) for (let j = 0; j < T; j++) row.scores[j] += term.values[j];
+  row.weights = softmax(row.scores);
+  return row;
 }
 
 export function softmax(xs) {

@@ -106,12 +106,12 @@ export async function decodePayload(input) {
 
 /**
  * The query/key blob: queries and keys as Int8Array (L, H, T, d) codes with Float32Array (L * H) scales.
- * Given the payload it belongs to, refuses a blob of another input. DeBERTa's blob adds `relative`: terms
- * (["c2p", "p2c"] or fewer), scale (of each dot product) and, in its "rows" form, rows R, index (Uint16Array T * T:
- * the row a query and key pair's distance reads), positionQueries / positionKeys (Int8Array (L, H, R, d) codes or
- * null) and their scales; in its "terms" form (short inputs) positionTerms (Int8Array (L, H, 2, T, T): c2p and p2c
- * before scaling) and positionTermScale; null for the rest of the family. An object of that shape (with its
- * header) is checked against the payload and returned as it is.
+ * Given the payload it belongs to, refuses a blob of another input. `terms`: the model's named additive terms of
+ * every score, each already scaled, as the model computed them: names (["q.k"], or ["q.k", "c2p", "p2c"] for
+ * DeBERTa: whatever the model says), codes Int8Array (L, H, n, T, T) and a Float32Array scale per row (L, H, n, T);
+ * null when the blob carries none (an input too long for them, a page that computes only queries and keys).
+ * scoreScale: the model's factor of q·k, for the words beside the arithmetic (null when unknown). An object of that
+ * shape (with its header) is checked against the payload and returned as it is.
  */
 export async function decodeQueryKey(input, payload = null) {
   if (input && input.queries && input.header) { // decoded already: a page that runs the model made it
@@ -121,15 +121,11 @@ export async function decodeQueryKey(input, payload = null) {
   const { header, arrays } = await decodeBlob(input);
   if (header.kind !== "query_key") throw new Error(`expected a query/key blob, got ${header.kind}`);
   checkBelongs(header, payload);
-  const rel = header.relative;
-  const relative = rel ? { terms: rel.terms, scale: rel.scale, form: rel.form, rows: rel.rows,
-    index: arrays.relative_index || null,
-    positionQueries: arrays.position_queries || null, positionQueryScale: arrays.position_queries_scale || null,
-    positionKeys: arrays.position_keys || null, positionKeyScale: arrays.position_keys_scale || null,
-    positionTerms: arrays.position_terms || null, positionTermScale: arrays.position_terms_scale || null } : null;
+  const st = header.score_terms;
+  const terms = st ? { names: st.names, codes: arrays[st.section], scale: arrays[`${st.section}_scale`] } : null;
   return { header, layers: header.layers, heads: header.heads, length: header.length, headSize: header.head_size,
     queries: arrays.queries, keys: arrays.keys, queryScale: arrays.queries_scale, keyScale: arrays.keys_scale,
-    relative };
+    terms, scoreScale: st && st.scale != null ? st.scale : null };
 }
 
 /** Refuses a query/key header that belongs to another input than `payload` (if given). */

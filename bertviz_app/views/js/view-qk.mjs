@@ -1,6 +1,7 @@
 // Query/key view: how one head turns the selected token's query and every key into a row of attention:
-// q . k_j for each key, times 1/sqrt(d), then a softmax. DeBERTa adds two position terms to each q . k (content to
-// position, position to content), shown as columns of their own. Drawn from the query/key blob, which the page may
+// q . k_j for each key, then the model's score terms of the row (each already scaled: "q.k", and whatever else the
+// model adds, DeBERTa's "c2p" and "p2c"), one column each, their sum, then a softmax. The terms are the model's, as
+// the query/key blob carries them: this view knows no family's rule. Drawn from that blob, which the page may
 // have to load first. Pure layout / paint / hit functions; view-shell.mjs mounts them.
 
 import { layerMatrix, queryKeyRow } from "./data.mjs";
@@ -17,7 +18,7 @@ const LUT = makeLUT(DIVERGING_STOPS);
 const HEADER = 78; // column titles, then the query vector above the key columns
 const TOP = HEADER + 8;
 const PAD = 8, GAP = 14, NUMBER_W = 64, TERM_W = 76, BAR_W = 150, MAX_LABEL_CHARS = 14;
-// DeBERTa's columns are wider: their two-line titles ("\u2192position") need the room
+// With several terms the columns are wider: their two-line titles need the room
 
 /** The token whose query is shown: the selected one, else the first that is not [CLS] or [SEP]. */
 export function queryToken(payload, state) {
@@ -36,6 +37,8 @@ export function layout(data, state, size) {
   const T = payload.length;
   const model = layerMatrix(payload.sets.attention, T, payload.heads, state.layer, head)
     .subarray(token * T, (token + 1) * T);
+  // Without the model's terms (a long input, a page with queries and keys only) the weights are the model's own row.
+  if (!row.weights) row.weights = model;
   let limit = 0, productLimit = 0;
   for (const x of row.q) limit = Math.max(limit, Math.abs(x));
   for (const x of row.keys) limit = Math.max(limit, Math.abs(x));
@@ -47,8 +50,10 @@ export function layout(data, state, size) {
   const type = labelType(pitch, largest);
   const labelW = Math.ceil((labelW15 * type.px) / LABEL_FONT_PX);
   const blocks = state.expand ? 2 : 1;
-  const numbers = row.terms ? 4 : 2; // q.k (and DeBERTa's c->p, p->c), the score
-  const numberW = row.terms ? TERM_W : NUMBER_W;
+  const terms = row.terms || [];
+  // q.k, each term, and their sum when there is more than one (one term is the score itself)
+  const numbers = 1 + terms.length + (terms.length > 1 ? 1 : 0);
+  const numberW = terms.length > 1 ? TERM_W : NUMBER_W;
   const fixed = PAD + labelW + GAP + blocks * GAP + numbers * numberW + GAP + BAR_W + PAD;
   const cw = Math.max(6, Math.min(18, (size.width - fixed) / (row.d * blocks))); // narrower: scroll sideways
   const xKeys = PAD + labelW + GAP;
@@ -122,11 +127,12 @@ export function paint(ctx, layout, v, focus) {
       ctx.font = SMALL;
       ctx.fillStyle = "#222";
       ctx.fillText(formatNumber(row.dots[j], 1), xDot + numberW - 8, y);
-      if (row.terms) {
-        ctx.fillText(formatNumber(row.terms.c2p[j], 1), xDot + 2 * numberW - 8, y);
-        ctx.fillText(formatNumber(row.terms.p2c[j], 1), xDot + 3 * numberW - 8, y);
-      }
-      ctx.fillText(formatNumber(row.scores[j]), xScore + numberW - 8, y);
+      const terms = row.terms || [];
+      terms.forEach((term, t) => {
+        // a lone term is the score itself, written as the score was
+        ctx.fillText(formatNumber(term.values[j], terms.length === 1 ? undefined : 1), xDot + (t + 2) * numberW - 8, y);
+      });
+      if (terms.length > 1) ctx.fillText(formatNumber(row.scores[j]), xScore + numberW - 8, y);
       ctx.textAlign = "right";
       ctx.fillText(formatWeight(row.weights[j]), xBar + BAR_W, y);
     }
@@ -157,18 +163,14 @@ function paintHeader(ctx, layout, v) {
     ctx.fillText("q \u00d7 k, element by element", xProducts, 12);
     ctx.fillText("(red: signs agree)", xProducts, HEADER - 12);
   }
-  if (row.terms) {
-    // DeBERTa: content to content (q.k), content to position, position to content, then their sum scaled
-    // (two lines each, above the keys' own title: a narrow head's title runs under the first column)
-    const columns = [["content", "\u2192content"], ["content", "\u2192position"],
-      ["position", "\u2192content"], ["sum", `\u00f7\u221a${scaleRoot(row)}`]];
-    columns.forEach((lines, c) => lines.forEach((text, k) => {
-      ctx.fillText(text, xDot + c * layout.numberW + 4, HEADER - 48 + 18 * k);
-    }));
-  } else {
-    ctx.fillText("q\u00b7k", xDot + 10, HEADER - 12);
-    ctx.fillText(`\u00f7\u221a${row.d}`, xScore + 10, HEADER - 12);
-  }
+  // q.k, then each of the model's terms by its name, then their sum (two lines each, above the keys' own title: a
+  // narrow head's title runs under the first column)
+  const terms = row.terms || [];
+  const columns = [["q\u00b7k", ""], ...terms.map((term) => [truncate(term.name, 9), "term"])];
+  if (terms.length > 1) columns.push(["score", "= sum"]);
+  columns.forEach((lines, c) => lines.forEach((text, k) => {
+    ctx.fillText(text, xDot + c * layout.numberW + 4, HEADER - 30 + 18 * k);
+  }));
   ctx.fillText("softmax = weight", xBar, HEADER - 12);
   // The query vector, over the key columns (and over the products, which it multiplies).
   for (let e = 0; e < row.d; e++) {
@@ -195,18 +197,13 @@ export function click(layout, target) {
 
 export function tooltip(layout, { key }) {
   const { payload, row } = layout;
-  const lines = [`key \u201c${payload.tokens[key]}\u201d (token ${key})`,
-    `score ${formatNumber(row.scores[key])}, weight ${formatWeight(row.weights[key])}`];
-  if (row.terms) {
-    lines.push(`content\u2192content ${formatNumber(row.dots[key])}, content\u2192position `
-      + `${formatNumber(row.terms.c2p[key])}, position\u2192content ${formatNumber(row.terms.p2c[key])}`);
+  const lines = [`key \u201c${payload.tokens[key]}\u201d (token ${key})`];
+  if (row.scores) lines.push(`score ${formatNumber(row.scores[key])}, weight ${formatWeight(row.weights[key])}`);
+  else lines.push(`q\u00b7k ${formatNumber(row.dots[key])}, weight ${formatWeight(row.weights[key])}`);
+  if (row.terms && row.terms.length > 1) {
+    lines.push(row.terms.map((term) => `${term.name} ${formatNumber(term.values[key])}`).join(", "));
   }
   return lines;
-}
-
-/** What the scores are divided by the root of: d, or d x 3 for DeBERTa with both position terms. */
-function scaleRoot(row) {
-  return Math.round(1 / (row.scale * row.scale));
 }
 
 export function fileName(layout) {
@@ -218,27 +215,26 @@ export function explain(layout, j) {
   const { payload, row, model } = layout;
   const tokens = payload.tokens;
   const q = `\u201c${tokens[row.token]}\u201d`, k = `\u201c${tokens[j]}\u201d`;
+  const dot = `q \u00b7 k = the sum of the ${row.d} products q\u1d62 \u00d7 k\u1d62 = ${formatNumber(row.dots[j])}; `;
+  if (!row.terms) {
+    return [`Query ${q} (token ${row.token}) and key ${k} (token ${j}):`,
+      dot + `the model's weight here is ${formatWeight(model[j])}.`,
+      "The model's score terms did not come with these vectors (they grow with the square of the input's length: a "
+        + "long input, or a page that computes only queries and keys, goes without), so the weights are the model's "
+        + "own row. Click a key's row to keep it here."];
+  }
   let worst = 0;
   for (let i = 0; i < row.weights.length; i++) worst = Math.max(worst, Math.abs(row.weights[i] - model[i]));
-  const dot = `q \u00b7 k = the sum of the ${row.d} products q\u1d62 \u00d7 k\u1d62 = ${formatNumber(row.dots[j])}; `;
-  const sum = row.terms ? positionSum(row, j) : dot;
+  const scaled = row.scale ? ` (the model multiplies q \u00b7 k by ${formatNumber(row.scale, 3)})` : "";
+  const parts = row.terms.map((term) => `${term.name} = ${formatNumber(term.values[j])}`);
+  const sum = row.terms.length > 1 ? `the model's score terms ${parts.join(", ")} add up to the score `
+    : `the model's score term ${row.terms[0].name} is the score `;
   return [`Query ${q} (token ${row.token}) and key ${k} (token ${j}):`,
-    sum + `times 1/\u221a${scaleRoot(row)} = ${formatNumber(row.scale, 3)} gives the score `
-      + `${formatNumber(row.scores[j])}; `
+    dot + sum + `${formatNumber(row.scores[j])}${scaled}; `
       + `softmax (e to the score, divided by the sum over all ${row.weights.length} keys) gives the weight `
       + `${formatWeight(row.weights[j])}. The model's own weight here: ${formatWeight(model[j])}.`,
-    "Rebuilt from 8-bit queries and keys, so it can differ a little from the model's own row: here by "
+    "Rebuilt from the 8-bit score terms, so it can differ a little from the model's own row: here by "
       + `${worst < 0.005 ? "less than 0.01" : `up to ${formatWeight(worst)}`}. Click a key's row to keep it here.`];
-}
-
-/** DeBERTa's three terms of one score, in words and numbers. */
-function positionSum(row, j) {
-  const { dots, terms } = row;
-  const total = dots[j] + terms.c2p[j] + terms.p2c[j];
-  return `content\u2192content q \u00b7 k = ${formatNumber(dots[j])}, plus content\u2192position (the query with the `
-    + `key vector of their distance, ${row.token - j}) = ${formatNumber(terms.c2p[j])}, plus position\u2192content `
-    + `(the key with the query vector of that distance) = ${formatNumber(terms.p2c[j])}: together `
-    + `${formatNumber(total)}; `;
 }
 
 /** The notice (data missing, loading, all heads), the explanation and the expand button above the picture. */
@@ -265,8 +261,8 @@ export function extras(root, shell) {
           "Load query and key vectors"));
     } else {
       notice.replaceChildren(el("p", {}, "This page was saved without the query and key vectors, so it cannot show "
-        + "how attention is computed. In Python, save it with them: standalone_html(payload, "
-        + "query_key=query_key_from_run(run)) from bertviz_app.views."));
+        + "how attention is computed. In Python, save it with them: run.save_html(path), or standalone_html(payload, "
+        + "query_key=run.query_key_payload()) from bertviz_app.views."));
     }
   }
 
@@ -308,15 +304,14 @@ export function extras(root, shell) {
 }
 
 function describe(state, row, payload, token) {
+  const scaled = row.scale ? `, scaled by ${formatNumber(row.scale, 3)} so that the scores do not grow with the `
+    + "vector size" : "";
   const parts = [`How head ${row.head} of layer ${row.layer} decides where \u201c${payload.tokens[token]}\u201d looks. `
     + `Its query q (top) is compared with every token's key k (rows): multiply them element by element and add up `
-    + `(q\u00b7k), divide by \u221a${row.d} = ${formatNumber(Math.sqrt(row.d))} so that the scores do not grow with `
-    + "the vector size, then softmax turns the scores into weights that add up to 1. Blue is negative, red positive."];
-  if (row.terms) {
-    parts.push("DeBERTa keeps what a token is and where it is apart: to q\u00b7k (content\u2192content) it adds the "
-      + "query times a key vector for the distance between the two tokens (content\u2192position, c\u2192pos) and "
-      + "the key times a query vector for that distance (position\u2192content, pos\u2192c), then divides the sum by "
-      + `\u221a${scaleRoot(row)} (the head size times the number of terms).`);
+    + `(q\u00b7k${scaled}); softmax turns the scores into weights that add up to 1. Blue is negative, red positive.`];
+  if (row.terms && row.terms.length > 1) {
+    parts.push(`This model's score is a sum of ${row.terms.length} terms (${row.terms.map((t) => t.name).join(", ")}), `
+      + "each a column, as the model computed them.");
   }
   if (state.token === null) {
     parts.push("Select a token (in the list above, or by clicking it in another view) to follow its query.");

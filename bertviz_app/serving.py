@@ -1,0 +1,106 @@
+"""The serving pass: BertModel's forward pass with every output an analysis reads, as the explorer runs it for new
+inputs, traced by TorchScript on the CPU where the trace gives the Python pass's numbers bit for bit. It sits beside
+the model, not inside it: model.py is the paper's BERT, read top to bottom; this is how a server calls it."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .config import BertConfig
+from .model import BertModel, BertModelOutput, EmbeddingParts
+
+log = logging.getLogger(__name__)
+
+
+class AnalysisPass(nn.Module):
+    """BertModel's forward pass with every output an analysis reads (hidden states, attention, queries, keys, value
+    Grams, embedding parts, pooler) as one flat tuple of tensors, the form `torch.jit.trace` records; `output`
+    gives the BertModelOutput back. See `analysis_pass`."""
+
+    def __init__(self, bert: BertModel):
+        super().__init__()
+        self.bert = bert
+
+    def forward(self, ids: Tensor, segments: Tensor, mask: Tensor) -> tuple[Tensor, ...]:
+        out = self.bert(ids, segments, mask, output_attentions=True, output_hidden_states=True, output_qk=True,
+                        output_embedding_parts=True, output_value_grams=True)
+        parts = out.embedding_parts
+        pooled = () if out.pooler_output is None else (out.pooler_output,)
+        return (*out.hidden_states, *out.attentions, *out.queries, *out.keys, *out.value_grams, parts.token,
+                parts.segment, parts.position, *pooled)
+
+    def output(self, flat: tuple[Tensor, ...]) -> BertModelOutput:
+        L = self.bert.config.num_hidden_layers
+        hidden = flat[:L + 1]  # L + 1 of (B, T, H): the embeddings, then each layer's output
+        attentions = flat[L + 1:2 * L + 1]  # L of (B, h, T, T)
+        queries, keys = flat[2 * L + 1:3 * L + 1], flat[3 * L + 1:4 * L + 1]  # L of (B, h, T, d) each
+        grams = flat[4 * L + 1:5 * L + 1]  # L of (B, T, h, h)
+        token, segment, position, *pooled = flat[5 * L + 1:]  # (B, T, E) each, then the (B, H) pooler if any
+        return BertModelOutput(hidden[-1], pooled[0] if pooled else None, hidden, attentions, queries, keys,
+                               EmbeddingParts(token, segment, position), value_grams=grams)
+
+
+@dataclass
+class TracedPass:
+    """`pass_(ids, segments, mask) -> BertModelOutput`, for inference (no gradients): the TorchScript trace of
+    `module` where `analysis_pass` could make one that holds, else `module` in Python."""
+
+    module: AnalysisPass
+    script: torch.jit.ScriptModule | None = None
+
+    @property
+    def traced(self) -> bool:
+        return self.script is not None
+
+    def __call__(self, ids: Tensor, segments: Tensor, mask: Tensor) -> BertModelOutput:
+        run = self.module if self.script is None else self.script
+        with torch.inference_mode():
+            return self.module.output(run(ids, segments, mask))
+
+
+def analysis_pass(bert: BertModel) -> TracedPass:
+    """The pass of new inputs, traced by TorchScript on the CPU. In Python each of the pass's ~600 operations gives up
+    the GIL and takes it back, and beside a busy Python thread (a server's event loop, another visitor's payload)
+    every retake waits: a 36-token pass of the default model took 271 ms instead of 14 there, 31 ms traced, whose
+    whole pass runs in C++. The trace is recorded on a padded pair (the masked path, which adds a zero bias where
+    Python skips it) and must give the Python pass's numbers bit for bit on other lengths and batch sizes; where it
+    cannot (DeBERTa's relative positions are cut by Python integers, a failed trace, any difference) the pass stays
+    in Python. Not on a GPU: there the trace's fuser may round differently after its first runs, and kernel launches
+    do not wait for the GIL anyway."""
+    module = AnalysisPass(bert).eval()
+    if bert.config.relative_attention or next(bert.parameters()).device.type != "cpu":
+        return TracedPass(module)
+    try:
+        script = _exact_trace(module, bert.config)
+    except Exception as err:  # noqa: BLE001 (a model TorchScript cannot trace runs in Python, as before)
+        log.info("the analysis pass stays in Python: %s", err)
+        return TracedPass(module)
+    return TracedPass(module, script)
+
+
+def _exact_trace(module: AnalysisPass, config: BertConfig) -> torch.jit.ScriptModule:
+    """`module` traced on a padded pair; raises unless it matches the Python pass exactly on other shapes."""
+    pad = config.pad_token_id or 0
+    token = next(i for i in range(3, config.vocab_size) if i != pad)
+
+    def batch(lengths):
+        lengths = [max(1, min(n, config.max_tokens)) for n in lengths]
+        T = max(lengths)
+        ids = torch.tensor([[token] * n + [pad] * (T - n) for n in lengths])
+        mask = torch.tensor([[1] * n + [0] * (T - n) for n in lengths])
+        return ids, torch.zeros_like(ids), mask
+
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # jit.trace's deprecation notice, and its notes on traced constants
+        script = torch.jit.trace(module, batch([6, 4]), check_trace=False)
+        for lengths in ([9], [3, 11, 7], [2]):
+            inputs = batch(lengths)
+            if not all(torch.equal(a, b) for a, b in zip(module(*inputs), script(*inputs), strict=True)):
+                raise ValueError(f"the trace differs from the Python pass on lengths {lengths}")
+    return script
+
