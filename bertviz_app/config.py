@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .files import read_json
 
-# Activation names as they appear in Hugging Face configs; model.py maps each to a function.
+# Activation names as they appear in Hugging Face configs; model/bert.py maps each to a function.
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu", "silu", "swish", "tanh")
 # How transformers' BertForSequenceClassification chooses its loss; None infers it from num_labels and the labels.
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")

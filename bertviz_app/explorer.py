@@ -405,7 +405,7 @@ def _model_tables(model: BertForPreTraining) -> ModelTables:
 
 class ModelScoreTerms:
     """`run.ScoreTerms` of a model: one layer's score terms from a Run's queries and keys, computed by the layer's own
-    `score_terms` (model.py), the function its forward pass adds up. Nothing here knows a family: the names and
+    `score_terms` (model/bert.py), the function its forward pass adds up. Nothing here knows a family: the names and
     arrays are the model's. A few milliseconds a layer; a Run asks only when the query/key view or its arithmetic
     is wanted, so no Run keeps (L, terms, h, T, T) floats it may never show."""
 

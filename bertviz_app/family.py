@@ -1,6 +1,6 @@
 """The BERT family's checkpoints in BERT's layout, and what each member lacks or adds, in words.
 
-Our model keeps BERT's attribute names for every member (model.py), so a family checkpoint is read by renaming its
+Our model keeps BERT's attribute names for every member (model/bert.py), so a family checkpoint is read by renaming its
 keys: `roberta.encoder.layer.0...` -> `bert.encoder.layer.0...`, DistilBERT's `q_lin` -> `query`, ALBERT's layer
 group -> the one shared layer, each family's heads -> `cls.predictions`, `cls.seq_relationship` (ALBERT's
 sentence-order head) or `cls.discriminator` (ELECTRA's). The renaming is a list of regular expressions per family,

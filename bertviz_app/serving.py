@@ -1,6 +1,6 @@
 """The serving pass: BertModel's forward pass with every output an analysis reads, as the explorer runs it for new
 inputs, traced by TorchScript on the CPU where the trace gives the Python pass's numbers bit for bit. It sits beside
-the model, not inside it: model.py is the paper's BERT, read top to bottom; this is how a server calls it."""
+the model, not inside it: model/bert.py is the paper's BERT, read top to bottom; this is how a server calls it."""
 
 from __future__ import annotations
 

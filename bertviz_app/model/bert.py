@@ -33,7 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .config import BertConfig
+from ..config import BertConfig
+from .outputs import BertModelOutput, BertPreTrainingOutput, EmbeddingParts
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # exact (erf) GELU, as in the original BERT
@@ -46,85 +47,6 @@ ACTIVATIONS = {
     "tanh": torch.tanh,
 }
 
-
-# ------------------------------------------------------------------------------------------------------------------
-# Typed outputs
-# ------------------------------------------------------------------------------------------------------------------
-@dataclass
-class EmbeddingParts:
-    """The three embeddings of each token before they are summed. All (B, T, E), E the embedding width (the hidden
-    size but for ALBERT and ELECTRA). A family without segments or absolute positions has zeros there."""
-
-    token: Tensor
-    segment: Tensor
-    position: Tensor
-
-    @property
-    def sum(self) -> Tensor:
-        """The pre-LayerNorm embedding, exactly as the model computes it."""
-        return self.token + self.segment + self.position
-
-
-@dataclass
-class BertModelOutput:
-    """Shapes: B batch, T tokens, H hidden size, L layers, h heads, d = H / h.
-
-    last_hidden_state: (B, T, H)
-    pooler_output: (B, H); None for a model without a pooler
-    hidden_states: L + 1 tensors (B, T, H), the embedding output first; with output_hidden_states
-    attentions: L tensors (B, h, T, T), rows sum to 1 over unmasked keys; with output_attentions
-    queries, keys: L tensors (B, h, T, d), before the 1/sqrt(d) scaling; with output_qk
-    embedding_parts: token, segment and position embeddings; with output_embedding_parts
-    value_grams: L tensors (B, T, h, h), entry [b, j, h, g] = f_h(x_j) · f_g(x_j), where f_h(x_j) is token j's value
-        in head h carried through that head's columns of the attention output projection (its bias left out, as it
-        belongs to no token); with output_value_grams. See `BertAttention.value_grams`.
-    score_terms: L dicts, term name -> (B, h, T, T): each layer's pre-softmax scores as named additive terms, each
-        already scaled ("q.k" for every member, DeBERTa's "c2p" and "p2c" beside it); with output_score_terms.
-        softmax(sum of a layer's terms + score_bias) is its attention (before head_mask).
-    score_bias: (B, 1, 1, T) what is added to every row's terms before the softmax: 0 for tokens, the most negative
-        float for padding keys; None when nothing is padded (or score terms were not asked for).
-    """
-
-    last_hidden_state: Tensor
-    pooler_output: Tensor | None = None
-    hidden_states: tuple[Tensor, ...] | None = None
-    attentions: tuple[Tensor, ...] | None = None
-    queries: tuple[Tensor, ...] | None = None
-    keys: tuple[Tensor, ...] | None = None
-    embedding_parts: EmbeddingParts | None = None
-    value_grams: tuple[Tensor, ...] | None = None
-    score_terms: tuple[dict[str, Tensor], ...] | None = None
-    score_bias: Tensor | None = None
-
-
-@dataclass
-class BertPreTrainingOutput(BertModelOutput):
-    """prediction_logits: (B, T, vocab), None without an MLM head; seq_relationship_logits: (B, 2), index 0 = IsNext
-    (for ALBERT's sentence-order head: index 0 = in order), None without such a head; loss = mlm_loss + nsp_loss when labels are given."""
-
-    prediction_logits: Tensor | None = None
-    seq_relationship_logits: Tensor | None = None
-    replaced_logits: Tensor | None = None  # (B, T) ELECTRA: logit that each token was replaced
-    loss: Tensor | None = None
-    mlm_loss: Tensor | None = None
-    nsp_loss: Tensor | None = None
-
-
-@dataclass
-class ClassifierOutput(BertModelOutput):
-    """logits: (B, num_labels) for sequences, (B, T, num_labels) for tokens."""
-
-    logits: Tensor | None = None
-    loss: Tensor | None = None
-
-
-@dataclass
-class QuestionAnsweringOutput(BertModelOutput):
-    """start_logits, end_logits: (B, T)."""
-
-    start_logits: Tensor | None = None
-    end_logits: Tensor | None = None
-    loss: Tensor | None = None
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -662,94 +584,3 @@ class BertForPreTraining(BertPreTrainedModel):
         losses = [x for x in (out.mlm_loss, out.nsp_loss) if x is not None]
         out.loss = sum(losses) if losses else None
         return out
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Fine-tuning heads
-# ------------------------------------------------------------------------------------------------------------------
-def _classifier_dropout(config: BertConfig) -> nn.Dropout:
-    p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-    return nn.Dropout(p)
-
-
-class BertForSequenceClassification(BertPreTrainedModel):
-    """A linear layer on the pooler output. The loss follows config.problem_type as transformers does: by default
-    num_labels == 1 is regression (mean squared error), integer labels are single-label classification (cross
-    entropy) and float labels of shape (B, num_labels) are multi-label classification (binary cross entropy)."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.num_labels = config.num_labels
-        self.bert = BertModel(config)
-        self.dropout = _classifier_dropout(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.init_weights()
-
-    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None, labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
-        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
-        logits = self.classifier(self.dropout(base.pooler_output))  # (B, num_labels)
-        loss = None
-        if labels is not None:
-            problem = self.config.problem_type
-            if problem is None:
-                problem = ("regression" if self.num_labels == 1 else "single_label_classification"
-                           if not labels.is_floating_point() else "multi_label_classification")
-            if problem == "regression":
-                # Flattened on both sides: labels of shape (B,) and (B, 1) must not broadcast into a (B, B) loss.
-                target_shape = (-1,) if self.num_labels == 1 else (-1, self.num_labels)
-                loss = F.mse_loss(logits.float().reshape(target_shape), labels.float().reshape(target_shape))
-            elif problem == "single_label_classification":
-                loss = F.cross_entropy(logits.float(), labels.flatten())
-            else:
-                loss = F.binary_cross_entropy_with_logits(logits.float(), labels.float())
-        return ClassifierOutput(**vars(base), logits=logits, loss=loss)
-
-
-class BertForTokenClassification(BertPreTrainedModel):
-    """A linear layer on every token's last hidden state (tagging, named entities)."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.num_labels = config.num_labels
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.dropout = _classifier_dropout(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.init_weights()
-
-    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None, labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
-        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
-        logits = self.classifier(self.dropout(base.last_hidden_state))  # (B, T, num_labels)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
-        return ClassifierOutput(**vars(base), logits=logits, loss=loss)
-
-
-class BertForQuestionAnswering(BertPreTrainedModel):
-    """Span extraction: a start and an end logit for every token."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        self.init_weights()
-
-    def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None, start_positions: Tensor | None = None,
-                end_positions: Tensor | None = None, **kwargs) -> QuestionAnsweringOutput:
-        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
-        start_logits, end_logits = self.qa_outputs(base.last_hidden_state).unbind(-1)  # (B, T) each
-        loss = None
-        if start_positions is not None and end_positions is not None:
-            T = start_logits.shape[1]
-            # Positions outside the input are ignored, as transformers does.
-            start = start_positions.flatten().clamp(0, T)
-            end = end_positions.flatten().clamp(0, T)
-            loss = (F.cross_entropy(start_logits.float(), start, ignore_index=T)
-                    + F.cross_entropy(end_logits.float(), end, ignore_index=T)) / 2
-        return QuestionAnsweringOutput(**vars(base), start_logits=start_logits, end_logits=end_logits, loss=loss)
