@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -624,3 +625,28 @@ def test_the_words_about_silenced_heads_follow_the_sign():
     assert "it falls without 0.1 (→ 88.1%), a head that supports it" in text
     assert "needs" not in text
     assert "leaves it at 95.3%" in _top_heads(HeadRanking(["[CLS]"], target, "ablation", 3.0, np.zeros((2, 3))))
+
+
+def test_a_folder_is_named_by_its_own_name_never_by_the_servers_path(tiny_mlm_folder, tmp_path):
+    """`--model /srv/models/x`: the picker, the Model tab and the Task tab show `x`, not where the server keeps it; two
+    folders of one name stay apart, and a folder given twice is offered once."""
+    import shutil
+
+    from bertviz_app.app.tabs.model_info import model_text
+
+    twin = shutil.copytree(tiny_mlm_folder, tmp_path / "elsewhere" / Path(tiny_mlm_folder).name)
+    loaded = app.load_models([tiny_mlm_folder, str(twin), tiny_mlm_folder, DEFAULT], device="cpu")
+    name = Path(tiny_mlm_folder).name
+    assert list(loaded) == [name, f"elsewhere/{name}", DEFAULT]
+    for shown in [*loaded, *(model_text(e) for e in loaded.values())]:
+        assert str(tmp_path) not in shown and str(Path(tiny_mlm_folder).parent) not in shown
+
+
+def test_the_task_tab_names_a_missing_base_model_by_its_folder_name():
+    from types import SimpleNamespace
+
+    from bertviz_app.app.tabs.task import base_name
+
+    tuned = SimpleNamespace(name="tuned", task="text-classification", base_model="/srv/secret/models/base-model")
+    name, sentence = base_name(tuned, {"tuned": tuned})
+    assert name is None and "**base-model**" in sentence and "/srv" not in sentence

@@ -364,7 +364,7 @@ def test_masked_lm_without_the_head_says_so(visitor, tmp_path):
 def test_masked_lm_and_next_sentence_with_the_heads(visitor, tmp_path, tiny_folder):
     page = visitor.page
     page.locator("#model input").click()
-    page.get_by_role("option", name=tiny_folder).click()
+    page.get_by_role("option", name=Path(tiny_folder).name).click()
     page.wait_for_function("() => document.querySelector('#mlm-explainer')?.innerText.includes('has a masked-LM "
                            "head')", timeout=TIMEOUT_MS)
     page.get_by_role("tab", name="Masked LM").click()

@@ -120,7 +120,7 @@ def deep_and_shallow(tmp_path_factory):
     loaded = app.load_models([str(folders[6]), str(folders[3])], device="cpu")
     demo = app.build_demo(loaded)
     url = app.serve(demo, port=app.free_port(), block=False)
-    yield Client(url, verbose=False), str(folders[6]), str(folders[3])
+    yield Client(url, verbose=False), folders[6].name, folders[3].name  # shown by the folders' names
     demo.close()
 
 

@@ -39,7 +39,7 @@ def visitor(browser, explorers):
 
 
 def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers, folders, tmp_path):
-    roberta = explorers[str(folders["roberta"])]
+    roberta = explorers[folders["roberta"].name]
     visitor.analyze("The cat sat on the mat.", "Dogs bark, cats purr.")
     visitor.views_drawn("lines")
     encoding = roberta.encode("The cat sat on the mat.", "Dogs bark, cats purr.")
@@ -70,7 +70,7 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
 
 
 def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path):
-    electra_name = str(folders["electra"])
+    electra_name = folders["electra"].name
     page = visitor.page
     page.locator("#model input").click()
     page.get_by_role("option", name=electra_name).click()
@@ -89,7 +89,7 @@ def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path
 
 
 def test_deberta_query_key_view_splits_each_score(visitor, explorers, folders, tmp_path):
-    name = str(folders["deberta-v2"])
+    name = folders["deberta-v2"].name
     page = visitor.page
     page.locator("#model input").click()
     page.get_by_role("option", name=name).click()

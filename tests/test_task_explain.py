@@ -164,15 +164,15 @@ def test_the_model_before_fine_tuning_is_named_loaded_and_compared_layer_by_laye
     from bertviz_app.app import build_demo, load_models
 
     explorers = load_models([finetuned_classifier], device="cpu")
-    fine = explorers[str(finetuned_classifier)]
+    fine = explorers[finetuned_classifier.name]
     base_folder = str(finetuned_classifier.parent / "base")
-    assert fine.base_model == base_folder and len(explorers) == 2  # the base came with it
-    base = explorers[base_folder]
+    assert fine.base_model == base_folder and len(explorers) == 2  # the base came with it, named by its folder
+    base = explorers["base"]
     change = fine.layer_change(base)
     assert change.shape == (2,) and (change > 0).all()  # every layer moved, and by how much is reported
     assert fine.layer_change(fine).max() == 0.0
     name, why = task.base_name(fine, explorers)
-    assert name == base_folder and why == ""
+    assert name == "base" and why == ""
     assert "not loaded in this app" in task.base_name(fine, {fine.name: fine})[1]
     demo = build_demo(explorers)
     (before,) = [f.fn for f in demo.fns.values() if f.api_name == "task_compare"]

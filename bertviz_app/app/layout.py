@@ -11,6 +11,7 @@ if it is, or when the visitor opens it, if what it shows belongs to an earlier a
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 
 import gradio as gr
@@ -75,18 +76,35 @@ def load_models(sources, device: str = "auto", max_tokens: int | None = None, ca
     explorers: dict[str, Explorer] = {}
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
     extra.update({} if cache_dtype is None else {"cache_dtype": cache_dtype})
+
+    def loaded(source) -> Explorer:
+        return load(source, device=device, max_tokens=max_tokens, name=shown_name(source, explorers), **extra)
+
     for source in sources:
-        explorer = load(source, device=device, max_tokens=max_tokens, **extra)
-        explorers.setdefault(explorer.name, explorer)  # the same model named twice is offered once
+        explorer = loaded(source)
+        if all(other.folder is None or other.folder != explorer.folder for other in explorers.values()):
+            explorers.setdefault(explorer.name, explorer)  # the same model named twice is offered once
     for explorer in list(explorers.values()):
         if explorer.base_model is not None and explorer.base_model not in explorers:
             try:
-                base = load(explorer.base_model, device=device, max_tokens=max_tokens, **extra)
+                base = loaded(explorer.base_model)
             except ValueError:  # moved or deleted since: the Task tab says it is missing
                 continue
             if all(other.folder != base.folder for other in explorers.values()):
                 explorers[base.name] = base
     return explorers
+
+
+def shown_name(source, taken) -> str | None:
+    """The name a visitor sees for a model folder given by its path: the folder's own name (its parent's too, or a
+    number, where two folders share one), never the server's path. None for a built-in or hub name, shown as given."""
+    path = Path(str(source)).expanduser()
+    if source is None or not path.is_dir():
+        return None
+    for name in (path.name, f"{path.parent.name}/{path.name}", *(f"{path.name} ({n})" for n in range(2, 1000))):
+        if name and name not in taken:
+            return name
+    return None
 
 
 class InputArea:

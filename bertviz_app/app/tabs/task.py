@@ -160,8 +160,8 @@ def base_name(explorer: Explorer, names: dict[str, Explorer]) -> tuple[str | Non
         if other is not explorer and (name == base or (other.folder is not None and other.folder.resolve() ==
                                                        Path(base).expanduser().resolve())):
             return name, ""
-    return None, (f"The model before fine-tuning, **{plain(base)}**, is not loaded in this app (it could not be "
-                  "found or read); start the app with `--model` naming it too.")
+    return None, (f"The model before fine-tuning, **{plain(Path(base).name or base)}**, is not loaded in this app "
+                  "(it could not be found or read); start the app with `--model` naming it too.")
 
 
 def heldout_frame(explorer: Explorer | None) -> pd.DataFrame:
