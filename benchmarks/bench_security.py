@@ -19,6 +19,12 @@ process on 127.0.0.1; this process logs in and then, against that one server, in
    analysis is still theirs, and the server's memory;
 4. logins (last: it locks the user name out): 120 wrong passwords, each request naming a fresh address in
    X-Forwarded-For; reported: how many reached the password check, and what the right password then got.
+Issue #31's attacks, as phases of their own:
+- api-poisoning (first, before anything else asks for the API description): the first GET /gradio_api/info after
+  start-up names X-Forwarded-Host: evil.example and X-Forwarded-Proto: https; reported: whether a later visitor's
+  description (and the page's "Use via API" snippets) names evil.example;
+- malformed: 4 threads for `--seconds` send event calls by a number no event has, by the number of an event that
+  runs only in the page, and by an unknown name; reported: the answers by status, and how much the server's log grew.
 The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
 """
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import os
 import statistics
 import sys
 import threading
@@ -201,6 +208,38 @@ def per_session(url, cookies, config, pid, clients: int) -> list[tuple[str, str]
             ("memory per session", f"{(after - before) / (clients - 1) * 1024:.0f} kB")]
 
 
+def api_poisoning(url: str, cookies) -> list[tuple[str, str]]:
+    evil = {"x-forwarded-host": "evil.example", "x-forwarded-proto": "https"}
+    with httpx.Client(base_url=url, cookies=cookies) as attacker, httpx.Client(base_url=url, cookies=cookies) as other:
+        attacker.get("gradio_api/info", headers=evil)
+        later = other.get("gradio_api/info").text + other.get("gradio_api/openapi.json").text
+    return [("the first API description asked with X-Forwarded-Host: evil.example; a later visitor's names it",
+             "yes" if "evil.example" in later else "no")]
+
+
+def malformed(url: str, cookies, config, pid: int, seconds: float) -> list[tuple[str, str]]:
+    page_only = next(d["id"] for d in config["dependencies"] if d.get("backend_fn") is False)
+    calls = [("gradio_api/queue/join", {"fn_index": 100_000}), ("gradio_api/queue/join", {"fn_index": page_only}),
+             ("gradio_api/run/predict", {"fn_index": page_only}), ("gradio_api/run/no_such_endpoint", {})]
+    log = Path(os.readlink(f"/proc/{pid}/fd/2"))
+    before, statuses, stop = log.stat().st_size, [], time.monotonic() + seconds
+
+    def attack(i: int) -> None:
+        with httpx.Client(base_url=url, cookies=cookies) as http:
+            while time.monotonic() < stop:
+                path, body = calls[len(statuses) % len(calls)]
+                try:
+                    statuses.append(http.post(path, json={"data": [], "session_hash": f"bad{i}", **body}).status_code)
+                except httpx.HTTPError:  # a server that broke off the connection after its 500
+                    statuses.append("connection reset")
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(attack, range(4)))
+    counts = ", ".join(f"{statuses.count(code)} x {code}" for code in sorted(set(statuses), key=str))
+    return [(f"malformed event calls, 4 threads x {seconds:.0f} s", counts),
+            ("the server's log grew by", f"{(log.stat().st_size - before) / 1024:.1f} kB")]
+
+
 def logins(url: str) -> list[tuple[str, str]]:
     statuses = []
     start = time.perf_counter()
@@ -222,8 +261,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="how long the exports go on")
     parser.add_argument("--threads", type=int, default=1, help="the server's --threads")
     parser.add_argument("--clients", type=int, default=30, help="visitors for the memory per session")
-    parser.add_argument("--phases", default="per-session,exports,sessions,logins",
-                        help="which of per-session, exports, sessions, logins to run (comma-separated)")
+    parser.add_argument("--phases", default="api-poisoning,per-session,exports,sessions,malformed,logins",
+                        help="which of api-poisoning, per-session, exports, sessions, malformed, logins to run "
+                             "(comma-separated)")
     args = parser.parse_args()
     rows = []
     server_args = ("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}")
@@ -234,6 +274,8 @@ def main() -> None:
             config = http.get("config").json()
         rows.append(("server", f"`bertviz-app serve --device cpu --threads {args.threads} --max-tokens "
                                f"{MAX_TOKENS} --auth ...`; RSS at the start {rss_mib(proc.pid):.0f} MiB"))
+        if "api-poisoning" in args.phases:  # first: gradio kept the first description it built
+            rows += api_poisoning(url, cookies)
         # memory per session first, on a fresh heap: later, sessions would fill memory the attacks freed
         if "per-session" in args.phases:
             rows += per_session(url, cookies, config, proc.pid, args.clients)
@@ -241,6 +283,8 @@ def main() -> None:
             rows += exports(url, cookies, config, proc.pid, args)
         if "sessions" in args.phases:
             rows += sessions(url, cookies, config, proc.pid)
+        if "malformed" in args.phases:
+            rows += malformed(url, cookies, config, proc.pid, args.seconds)
         if "logins" in args.phases:
             rows += logins(url)
         rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
