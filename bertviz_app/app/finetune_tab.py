@@ -46,6 +46,7 @@ LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
 # BERT's 5e-5 (wsj-pos from the command line reached 0.933 in 2 epochs at 1e-4, batch 16: README)
 SUGGESTED_RATE = {"token-classification": "1e-4"}
 BATCH_SIZE = 32
+REPEAT_SEEDS = (0, 1, 2)  # "repeat 3 times": one seed is one draw
 MAX_TRAINED = 4  # models fine-tuned in one server's life (each holds its weights in memory, ~90 MB for the default)
 # Added to the training thread's nice value (Linux keeps one per thread): 0. At +10 the analyses' p95 was 6.3x its
 # idle value in one run and 1.3x in another (0.5x and 1.0x at 0): a low-priority thread descheduled while it holds
@@ -143,6 +144,7 @@ class Job:
     name: str  # the new model's name in the list
     output: Path
     device: str = "cpu"  # where the model it starts from runs (a GPU server trains there too)
+    seeds: tuple[int, ...] = ()  # several: one run each, the best kept (finetune's --seeds)
 
 
 @dataclass
@@ -160,6 +162,10 @@ class Progress:
     before: dict | None = None  # held-out metrics before training (known once it is done)
     best: dict | None = None  # held-out metrics of the epoch the folder keeps
     model: str | None = None  # the name it joined the model list under
+    run: int = 0  # which of the job's seeds is training (0-based)
+    run_steps: int = 0  # steps of one run
+    seeds: dict | None = None  # metrics.json's seed summary, once done
+    unseen: dict | None = None  # held-out labels the training data never shows (metrics.json's unseen_labels)
     started: float = 0.0
     seconds: float = 0.0
 
@@ -231,9 +237,11 @@ class TrainingLane:
     def _on_step(self, record: dict) -> None:
         with self._lock:
             p = self._progress
-            p.steps.append(record["step"])
+            # several seeds: their steps follow each other on the curve
+            p.run, p.run_steps = record.get("run", 0), record["total"]
+            p.steps.append(record["step"] + p.run * p.run_steps)
             p.losses.append(record["loss"])
-            p.total = record["total"]
+            p.total = record["total"] * max(1, len(p.job.seeds))
             p.steps_per_epoch = record["step"] / record["epoch"] if record["epoch"] else None
             if p.state == "running":
                 p.message = ""
@@ -258,17 +266,21 @@ class TrainingLane:
         try:
             result = finetune(job.data.task, job.data.source, job.output, model=job.base_source,
                               epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
-                              device=job.device, threads=self.threads, progress=False, stop=self._stop,
+                              device=job.device, threads=self.threads, seeds=job.seeds, progress=False,
+                              stop=self._stop,
                               on_step=self._on_step, on_epoch=self._on_epoch, say=self._say)
             metrics = result.metrics
             del result  # the weights: the model list loads them again from the folder
+            self._update(seeds=metrics.get("seeds"), unseen=metrics.get("unseen_labels"))
             if metrics.get("stopped_early") and not any(r["epoch"] >= 1 for r in metrics["history"]):
                 shutil.rmtree(job.output, ignore_errors=True)
                 self._update(state="cancelled", before=metrics.get("eval_before_training"),
                              message="Cancelled before the first epoch was complete: nothing was kept.")
                 return
             name = on_trained(job, job.output)
-            self._update(state="cancelled" if metrics.get("stopped_early") else "done", model=name,
+            # with several seeds, a run cancelled after the first is left out, and the best complete one kept
+            stopped = metrics.get("stopped_early") or self._stop.is_set()
+            self._update(state="cancelled" if stopped else "done", model=name,
                          before=metrics.get("eval_before_training"), best=metrics.get("eval"), message="")
         except OSError as err:  # a full disk, a folder it may not write: in words, without the server's paths
             shutil.rmtree(job.output, ignore_errors=True)
@@ -342,25 +354,46 @@ def status_text(p: Progress) -> str:
         return f"**The training could not run.** {plain(p.message)}"
     if p.state == "done":
         return (f"{what} **joined the model list**: held-out {_score(p.best)} ({_score(p.before)} before "
-                f"training), in {p.seconds:.0f} s. Pick it in the model list and press Analyze: every view shows the "
-                "fine-tuned encoder, and the Task tab what it predicts.")
+                f"training), in {p.seconds:.0f} s.{_seeds_text(p.seeds)}{_unseen_text(p.unseen)} Pick it in the model "
+                "list and press Analyze: every view shows the fine-tuned encoder, and the Task tab what it predicts.")
     if p.state == "cancelled":
         if p.model is None:
             return f"Cancelled {what}. {plain(p.message)}"
         return f"Cancelled {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model list**."
     if p.message:
         return f"Training {what}: {plain(p.message)}"
-    epoch = p.steps[-1] / p.steps_per_epoch if p.steps and p.steps_per_epoch else 0.0
+    step = p.steps[-1] - p.run * p.run_steps if p.steps else 0
+    epoch = step / p.steps_per_epoch if p.steps_per_epoch else 0.0
     last = f"; after epoch {p.epochs[-1]['epoch']}: held-out {_score(p.epochs[-1]['eval'])}" if p.epochs else ""
-    return (f"Training {what}: epoch {epoch:.2f} of {job.epochs}, step {p.steps[-1] if p.steps else 0} of {p.total}, "
+    run = f"run {p.run + 1} of {len(job.seeds)} (seed {job.seeds[p.run]}), " if len(job.seeds) > 1 else ""
+    return (f"Training {what}: {run}epoch {epoch:.2f} of {job.epochs}, step {step} of {p.run_steps or p.total}, "
             f"loss {p.losses[-1] if p.losses else float('nan'):.3f}{last} · {p.seconds:.0f} s")
+
+
+def _seeds_text(seeds: dict | None) -> str:
+    """' Over 3 seeds: accuracy 0.801 ± 0.012 ...' (a space first), or ''."""
+    if not seeds or len(seeds["runs"]) < 2:
+        return ""
+    each = ", ".join(f"{r['score']:.3f}" for r in seeds["runs"])
+    return (f" Over {len(seeds['runs'])} seeds, held-out {seeds['metric'].replace('_', ' ')} {seeds['mean']:.3f} ± "
+            f"{seeds['std']:.3f} (mean ± standard deviation; each: {each}): one seed is one draw, and this model is "
+            f"the best of them (seed {seeds['kept']}).")
+
+
+def _unseen_text(unseen: dict | None) -> str:
+    if not unseen or not unseen.get("count"):
+        return ""
+    names = ", ".join(plain(str(label)) for label in list(unseen["labels"])[:8])
+    return (f" {unseen['count']} of {unseen['of']} held-out {unseen['unit']} carry a label the training data never "
+            f"shows ({names}): the model cannot predict them, and the score counts them as wrong.")
 
 
 def epochs_frame(p: Progress) -> pd.DataFrame:
     """One row per evaluation: before training (once known), then each epoch."""
     rows = []
     for label, train_loss, ev in ([("before training", None, p.before)] if p.before else []) + [
-            (f"{r['epoch']:g}", r["train_loss"], r["eval"]) for r in p.epochs]:
+            (f"seed {r['seed']}, {r['epoch']:g}" if "seed" in r else f"{r['epoch']:g}", r["train_loss"], r["eval"])
+            for r in p.epochs]:
         row = {"epoch": label, "train loss": "" if train_loss is None else f"{train_loss:.4f}",
                "held-out loss": f"{ev['loss']:.4f}" if "loss" in ev else ""}
         row.update({name: f"{ev[key]:.4f}" for key, name in (("accuracy", "held-out accuracy"), ("f1", "held-out F1"),
@@ -401,6 +434,9 @@ class FineTuneTab:
                                       elem_id="finetune-epochs")
             self.rate = gr.Dropdown(list(LEARNING_RATES), value=self.suggest_rate(first), label="Learning rate",
                                     scale=1, min_width=120, elem_id="finetune-rate")
+            self.repeat = gr.Checkbox(False, label=f"Repeat {len(REPEAT_SEEDS)} times (seeds "
+                                      f"{', '.join(map(str, REPEAT_SEEDS))}: one seed is one draw)", scale=1,
+                                      min_width=150, elem_id="finetune-repeat")
             self.start_button = gr.Button("Start", variant="primary", scale=1, min_width=90, elem_id="finetune-start")
             self.cancel_button = gr.Button("Cancel", scale=1, min_width=90, interactive=False,
                                            elem_id="finetune-cancel")
@@ -414,11 +450,11 @@ class FineTuneTab:
 
     # handlers ----------------------------------------------------------------------------------------------------
     @user_errors
-    def start(self, data, base, epochs, rate, request: gr.Request = None):
+    def start(self, data, base, epochs, rate, repeat=False, request: gr.Request = None):
         choice = self.choices.get(data) if isinstance(data, str) else None
         if choice is None:
             raise refuse("Choose the data in the list.")
-        if epochs not in EPOCHS or rate not in LEARNING_RATES:
+        if epochs not in EPOCHS or rate not in LEARNING_RATES or not isinstance(repeat, bool):
             raise refuse(f"Choose the epochs ({', '.join(map(str, EPOCHS))}) and the learning rate "
                          f"({', '.join(LEARNING_RATES)}) in their lists.")
         explorer = self.page.models.get(base)  # one of the list's names, or a sentence
@@ -432,7 +468,8 @@ class FineTuneTab:
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
-        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device))
+        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device),
+                  REPEAT_SEEDS if repeat else ())
         self.lane.start(job, self._join, owner=getattr(request, "session_hash", None))
         return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
@@ -486,7 +523,7 @@ class FineTuneTab:
         outputs = [self.status, self.curve, self.table, self.start_button, self.cancel_button, self.timer, self.seen,
                    *self._pickers]
         quiet = dict(queue=False, show_progress="hidden")
-        self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate],
+        self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
                                 [self.status, self.timer, self.start_button, self.cancel_button],
                                 **api("finetune_start"), **quiet)
         self.cancel_button.click(self.cancel, None, [self.status], **api("finetune_cancel"), **quiet)

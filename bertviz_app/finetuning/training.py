@@ -291,16 +291,20 @@ def _finetune_seeds(s: FinetuneSettings, hooks: Hooks) -> FineTuneResult:
     output = Path(s.output).expanduser()
     _check_output(output, s.overwrite)
     runs, best, folders = [], None, {}
+    main = int(os.environ.get("RANK", "0")) == 0
+    say = hooks.say or (say_above_progress if main else (lambda *a: None))
     try:
         for index, seed in enumerate(s.seeds):
             folders[seed] = output.parent / f".{output.name}.seed-{seed}-{os.getpid()}"
             one = dataclasses.replace(s, seed=seed, seeds=(), split_seed=s.heldout_seed, output=folders[seed],
                                       overwrite=True)
-            if int(os.environ.get("RANK", "0")) == 0:
-                (hooks.say or say_above_progress)(f"run {index + 1} of {len(s.seeds)}: seed {seed}")
+            say(f"run {index + 1} of {len(s.seeds)}: seed {seed}")
             result = _finetune_once(one, _for_run(hooks, index, seed))
             if not result.metrics:  # another process under torchrun: the main one writes
                 continue
+            if result.metrics["stopped_early"] and runs:
+                say(f"run {index + 1} (seed {seed}) was stopped: left out, the {len(runs)} complete runs kept")
+                break  # a run cut short is not a draw of the same training
             score = result.metrics["eval"][result.metrics["metric"]]
             runs.append({"seed": seed, "score": score, "best_epoch": result.metrics["best_epoch"],
                          "eval": result.metrics["eval"], "stopped_early": result.metrics["stopped_early"]})
