@@ -228,8 +228,11 @@ def logits_of(model: BertPreTrainedModel, features: list[Feature], pad_id: int, 
         if not _has_targets(chunk, task):
             batch.labels = None
         out = forward(model, batch)
-        # text: the loss is the mean over the examples with a target (a label the training never showed has none)
-        targets = sum(f.label != IGNORE for f in chunk) if task == TEXT_CLASSIFICATION else len(chunk)
+        # the loss is the mean over the targets there are (a label the training never showed has none)
+        if task == TEXT_CLASSIFICATION:
+            targets = sum(f.label != IGNORE for f in chunk)
+        else:
+            targets = len(chunk) if batch.labels is None or bool((batch.labels != IGNORE).any()) else 0
         if out.loss is not None and targets:
             loss_sum += float(out.loss) * targets
             count += targets
