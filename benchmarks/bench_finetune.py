@@ -68,8 +68,8 @@ def child(side: str, args) -> dict:
 
         net, _ = _load_for("text-classification", default_model_path())
         _fit_head(net, "text-classification", ["negative", "positive"], default_model_path())
-        trainer = Trainer.create(net, TaskObjective(net), lr=args.lr, weight_decay=0.01, total_steps=total,
-                                 warmup=0, device=torch.device("cpu"))
+        trainer = Trainer.create(net, TaskObjective(net), lr=args.lr, weight_decay=0.01,
+                                 schedule=linear_schedule(0, total), device=torch.device("cpu"))
         for epoch in range(args.epochs):
             batches = epoch_batches(epoch)
             start = time.perf_counter()

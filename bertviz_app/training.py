@@ -1,6 +1,7 @@
-"""The one training loop that pretraining and fine-tuning share: AdamW with BERT's parameter groups, warmup and linear
-decay, gradient clipping, mixed precision on GPU, one process or `torchrun` DistributedDataParallel (gloo on CPU, nccl
-on GPU), a progress bar with the loss and examples per second, and a clean stop on Ctrl-C (or a cancel event).
+"""The one training loop that pretraining and fine-tuning share: AdamW with BERT's parameter groups, a learning-rate
+schedule handed in (warmup then linear decay, cosine or constant: `SCHEDULES`), gradient clipping, mixed precision on
+GPU, one process or `torchrun` DistributedDataParallel (gloo on CPU, nccl on GPU), a progress bar with the loss and
+examples per second, and a clean stop on Ctrl-C (or a cancel event).
 
 What changes between objectives is handed in: the objective (a module whose forward takes a batch and returns a dict
 with `loss`), the batch for each step, and what to do after a step (log, evaluate, save). Keeping the best epoch,
@@ -8,6 +9,7 @@ checkpoints and resuming belong to the callers, which know what "best" and "a ch
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -49,13 +51,41 @@ def setup_distributed(device: str) -> tuple[Distributed, torch.device]:
     return info, torch.device("cuda", info.local_rank) if use_cuda else torch.device("cpu")
 
 
-def linear_schedule(warmup: int, total: int):
-    """Learning-rate factor: linear warmup from 0 to 1 over `warmup` steps, then linear decay to 0 at `total`."""
+Schedule = Callable[[int], float]  # optimizer step -> the learning rate's factor (of the peak rate)
+
+
+def linear_schedule(warmup: int, total: int) -> Schedule:
+    """Linear warmup from 0 to 1 over `warmup` steps, then linear decay to 0 at `total` (BERT's schedule)."""
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / max(1, warmup)
         return max(0.0, (total - step) / max(1, total - warmup))
     return factor
+
+
+def cosine_schedule(warmup: int, total: int) -> Schedule:
+    """Linear warmup, then half a cosine from 1 down to 0 at `total`."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        done = min(1.0, (step - warmup) / max(1, total - warmup))
+        return 0.5 * (1.0 + math.cos(math.pi * done))
+    return factor
+
+
+def constant_schedule(warmup: int, total: int) -> Schedule:
+    """Linear warmup, then the peak rate to the end."""
+    return lambda step: (step + 1) / max(1, warmup) if step < warmup else 1.0
+
+
+# The schedules a settings field may name: (warmup steps, total steps) -> Schedule. A new one is one line here.
+SCHEDULES: dict[str, Callable[[int, int], Schedule]] = {
+    "linear": linear_schedule, "cosine": cosine_schedule, "constant": constant_schedule}
+
+
+def warmup_steps(ratio: float, total: int) -> int:
+    """The warmup a ratio of `total` steps gives (at least one step when the ratio is not 0)."""
+    return max(1, round(ratio * total)) if ratio > 0 else 0
 
 
 def configure_optimizer(model: nn.Module, lr: float, weight_decay: float, new_parameters: set[str] = frozenset(),
@@ -89,16 +119,17 @@ class Trainer:
     step: int = 0
 
     @classmethod
-    def create(cls, model: nn.Module, objective: nn.Module, *, lr: float, weight_decay: float, total_steps: int,
-               warmup: int, device: torch.device, dist_info: Distributed | None = None,
+    def create(cls, model: nn.Module, objective: nn.Module, *, lr: float, weight_decay: float, schedule: Schedule,
+               device: torch.device, dist_info: Distributed | None = None,
                new_parameters: set[str] = frozenset(), new_lr_scale: float = 1.0) -> "Trainer":
-        """Optimizer, schedule and mixed precision as every objective here trains: `model` moved to `device` in
-        training mode, the objective wrapped in DDP when there are several processes."""
+        """Optimizer and mixed precision as every objective here trains, the learning rate following `schedule`
+        (e.g. `SCHEDULES["linear"](warmup, total)`): `model` moved to `device` in training mode, the objective
+        wrapped in DDP when there are several processes."""
         dist_info = dist_info or Distributed()
         model.to(device).train()
         optimizer = configure_optimizer(model, lr, weight_decay, set(new_parameters), new_lr_scale,
                                         fused=device.type == "cuda")
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup, total_steps))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         amp_dtype = None
         if device.type == "cuda":
             amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

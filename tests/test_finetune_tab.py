@@ -35,7 +35,20 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return {"reviews": write_csv(folder / "reviews.csv", rows),
             "columns": write_csv(folder / "columns.csv", rows, header=("review", "stars")),
             "single": write_csv(folder / "single.csv", [(t, "positive") for t in GOOD * 2]),
-            "conll": folder / "tags.conll"}
+            "conll": folder / "tags.conll", "rare": _rare_tag_file(folder / "rare.conll")}
+
+
+def _rare_tag_file(path: Path) -> Path:
+    """20 tagged sentences; the one the tab's seeded 10% split holds out first ends with a word tagged 'SYM', a tag
+    no other sentence shows."""
+    from bertviz_app.finetuning.data import split
+
+    rare = min(split(list(range(20)), 0.1, 0)[1])
+    sentences = [[("a", "DT"), ("good" if i % 2 else "bad", "JJ"), ("film", "NN")] + ([("!", "SYM")] if i == rare
+                                                                                     else [])
+                 for i in range(20)]
+    path.write_text("\n\n".join("\n".join(f"{w} {t}" for w, t in s) for s in sentences) + "\n")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +103,31 @@ def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
     # nothing changed since: the lists and switches are not sent again
     again = tab.poll(seen)
     assert all(isinstance(u, type(gr.skip())) for u in again[3:6] + again[7:])
+
+
+def test_a_held_out_tag_the_training_never_shows_trains_and_is_counted_wrong(tab):
+    p = run(tab, "rare.conll", epochs=1)
+    assert p.state == "done", p.message
+    assert p.unseen["count"] == 1 and p.unseen["labels"] == {"SYM": 1} and p.unseen["of"] == 7
+    status = tab.poll(None)[0]
+    assert "1 of 7 held-out words carry a label the training data never shows (SYM): the model cannot predict " \
+           "them, and the score counts them as wrong" in status
+    assert p.best["accuracy"] <= 6 / 7  # the word tagged SYM is never right
+
+
+def test_repeat_three_times_trains_one_model_per_seed_and_keeps_the_best(tab):
+    tab.start("reviews.csv", "tiny", 1, "1e-4", True)
+    assert tab.lane.wait(300), "the training did not end"
+    p = tab.lane.snapshot()
+    assert p.state == "done", p.message
+    assert [r["seed"] for r in p.seeds["runs"]] == [0, 1, 2] and p.seeds["kept"] in (0, 1, 2)
+    assert p.seeds["mean"] == pytest.approx(sum(r["score"] for r in p.seeds["runs"]) / 3)
+    # the three runs follow each other on the curve: 5 steps each
+    assert p.steps == list(range(1, 16)) and p.total == 15
+    status, figure, table, *_ = tab.poll(None)
+    assert "Over 3 seeds, held-out accuracy" in status and "mean ± standard deviation" in status
+    assert list(table["epoch"])[1:] == ["seed 0, 1", "seed 1, 1", "seed 2, 1"]
+    assert tab.page.models.names == ["tiny", p.model]  # one model joins the list: the best run
 
 
 def test_cancel_keeps_the_best_complete_epoch(tab):

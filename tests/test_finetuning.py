@@ -5,8 +5,10 @@ CPU processes, and every bad input of the issue's section 5 answered with one se
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -392,13 +394,110 @@ def test_bad_data_is_one_sentence_on_the_command_line(case, tmp_path, base, caps
     assert not out.exists()
 
 
-def test_validation_labels_never_seen_in_training(tmp_path, base, sentiment, capsys):
+def test_a_held_out_label_the_training_never_shows_trains_and_counts_as_wrong(tmp_path, base, sentiment, capsys):
     validation = write_csv(tmp_path / "val.csv", [("a good film", "pos"), ("a fine film", "meh")])
     code = cli.main(["finetune", "text-classification", "--train", str(sentiment), "--validation", str(validation),
-                     "--model", str(base), "--output", str(tmp_path / "out")])
+                     "--model", str(base), "--output", str(tmp_path / "out"), "--max-length", "32", "--epochs", "1",
+                     "--device", "cpu"])
     err = capsys.readouterr().err
-    assert code == 2 and "the label 'meh' (example 2), which the training data never shows (its labels: neg, pos)" \
-        in err and "Traceback" not in err
+    assert code == 0 and "Traceback" not in err, err
+    assert "1 of 2 held-out examples carry a label the training data never shows ('meh' (1); the first in example " \
+           "2): the model cannot predict them, and the held-out score counts them as wrong" in err
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["labels"] == ["neg", "pos"] and metrics["eval"]["accuracy"] <= 0.5  # 'meh' is never right
+    assert metrics["unseen_labels"] == {"count": 1, "of": 2, "unit": "examples", "labels": {"meh": 1},
+                                        "where": [{"example": 2, "label": "meh"}]}
+    assert math.isfinite(metrics["eval"]["loss"])  # the loss of the example it can score
+
+
+def test_a_conll_split_with_held_out_only_tags_scores_those_words_wrong(tmp_path, base, capsys):
+    """The issue's case: one tagged file split in two, a tag only in the held-out part. 20 sentences, 10% held
+    out (2 sentences, 7 words); one held-out word is tagged 'X' that no training sentence shows. The other tags
+    are one per word, which the model learns whole, so the held-out accuracy is 6 / 7 by hand."""
+    from bertviz_app.finetuning.data import split
+
+    heldout = set(split(list(range(20)), 0.1, 0)[1])
+    assert len(heldout) == 2
+    sentences = []
+    for i in range(20):
+        words = [("the", "DT"), ("cat" if i % 2 else "dog", "NN"), ("sat" if i % 2 else "sang", "VBD")]
+        if i == min(heldout):
+            words.append((".", "X"))  # the rare tag, held out only
+        sentences.append(words)
+    (tmp_path / "pos.conll").write_text("\n\n".join("\n".join(f"{w} {t}" for w, t in s) for s in sentences) + "\n")
+    result = finetune("token-classification", tmp_path / "pos.conll", tmp_path / "out", model=base,
+                      **{**FAST, "epochs": 6})
+    metrics = result.metrics
+    assert metrics["labels"] == ["DT", "NN", "VBD"]
+    assert metrics["unseen_labels"]["count"] == 1 and metrics["unseen_labels"]["of"] == 7
+    assert metrics["unseen_labels"]["labels"] == {"X": 1}
+    rows = [json.loads(line) for line in (tmp_path / "out" / "heldout_predictions.jsonl").read_text().splitlines()]
+    known = [(g, p) for r in rows for g, p in zip(r["gold"].split(), r["prediction"].split()) if g != "X"]
+    assert len(known) == 6 and all(g == p for g, p in known), known  # what the model can predict, it got right
+    assert metrics["eval"]["accuracy"] == pytest.approx(6 / 7)  # ... and the word tagged X counts as wrong
+    assert "counted as wrong" in str(result)
+
+
+def test_seeds_give_one_run_each_their_mean_and_spread(tmp_path, base, sentiment, capsys):
+    out = tmp_path / "out"
+    code = cli.main(["finetune", "text-classification", "--train", str(sentiment), "--model", str(base), "--output",
+                     str(out), "--max-length", "32", "--epochs", "1", "--batch-size", "4", "--learning-rate", "5e-3",
+                     "--device", "cpu", "--seeds", "0,1,2", "--keep-all"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    seeds = metrics["seeds"]
+    assert [r["seed"] for r in seeds["runs"]] == [0, 1, 2] and seeds["metric"] == "accuracy"
+    scores = [r["score"] for r in seeds["runs"]]
+    assert seeds["mean"] == pytest.approx(sum(scores) / 3)
+    assert seeds["std"] == pytest.approx(statistics.stdev(scores))
+    assert (seeds["min"], seeds["max"]) == (min(scores), max(scores)) and "std" in seeds["spread"]
+    # --output is the best run; --keep-all keeps the others beside it, each metrics.json with the same summary
+    kept = seeds["kept"]
+    assert metrics["eval"]["accuracy"] == max(scores) and metrics["settings"]["seed"] == kept
+    for r in seeds["runs"]:
+        folder = out if r["seed"] == kept else tmp_path / f"out-seed-{r['seed']}"
+        assert r["folder"] == str(folder)
+        theirs = json.loads((folder / "metrics.json").read_text())
+        assert theirs["eval"]["accuracy"] == r["score"] and theirs["seeds"] == seeds
+    # every run was scored on the same held-out examples
+    assert len({json.loads((Path(r["folder"]) / "metrics.json").read_text())["data"]["validation"]
+                for r in seeds["runs"]}) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out-seed-0", "out-seed-1", "out-seed-2"][:1] + \
+        sorted(f"out-seed-{r['seed']}" for r in seeds["runs"] if r["seed"] != kept)
+    assert "over 3 seeds: accuracy" in printed and "mean +- std" in printed
+
+
+def test_every_setting_is_an_option_a_check_and_a_metrics_entry(trained):
+    """A new setting is one field: the options, the checks and metrics.json's settings are read from the fields."""
+    import argparse
+    import dataclasses
+
+    from bertviz_app.finetuning import FinetuneSettings, add_finetune_arguments
+    from bertviz_app.settings import add_arguments, as_dict, setting
+
+    parser = add_finetune_arguments(argparse.ArgumentParser())
+    usage, dests = parser.format_help(), {a.dest for a in parser._actions}
+    recorded = json.loads((trained["text-classification"] / "metrics.json").read_text())["settings"]
+    for f in dataclasses.fields(FinetuneSettings):
+        shown = "{" + ",".join(f.metadata["choices"]) + "}" if f.metadata["positional"] else \
+            f"--{f.name.replace('_', '-')}"
+        assert shown in usage and f.name in dests and f.name in recorded, f.name
+        assert f.metadata["help"], f"{f.name} has no help"
+
+    @dataclasses.dataclass
+    class WithOneMore(FinetuneSettings):
+        label_smoothing: float = setting(0.0, "how much of each target to spread", check=lambda v: 0 <= v < 1,
+                                         why="--label-smoothing must be at least 0 and below 1, not {value}")
+
+    assert "--label-smoothing" in add_arguments(argparse.ArgumentParser(), WithOneMore).format_help()
+    assert as_dict(WithOneMore("text-classification", "t.csv", "out"))["label_smoothing"] == 0.0
+    with pytest.raises(DataError, match="--label-smoothing must be at least 0 and below 1, not 2"):
+        WithOneMore("text-classification", "t.csv", "out", label_smoothing=2)
+    with pytest.raises(DataError, match="--epochs must be 1 or more"):
+        finetune("text-classification", "t.csv", "out", epochs=0)
+    settings = FinetuneSettings("text-classification", "t.csv", "out", epochs=2)
+    assert dataclasses.replace(settings, epochs=3).epochs == 3
 
 
 def test_a_checkpoint_folder_without_a_tokenizer(tmp_path, base, sentiment, capsys):

@@ -68,3 +68,37 @@ def test_the_page_has_a_task_tab(folders):
 
     demo = build_demo({"classifier": bertviz_app.load(folders["cls"], device="cpu")})
     assert "task" in {fn.api_name for fn in demo.fns.values()}
+
+
+def test_the_task_tab_shows_a_difference_beside_the_spread_of_seeds(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from bertviz_app.app.tabs.task import score_note
+    from bertviz_app.finetuning import seed_summary
+
+    def model(name, score, data="movie-reviews", seeds=None):
+        folder = tmp_path / name
+        folder.mkdir()
+        metrics = {"metric": "accuracy", "eval": {"accuracy": score}, "eval_before_training": {"accuracy": 0.5},
+                   "data": {"train": data}}
+        if seeds:
+            metrics["seeds"] = seed_summary([{"seed": i, "score": s} for i, s in enumerate(seeds)], "accuracy")
+        (folder / "metrics.json").write_text(json.dumps(metrics))
+        return SimpleNamespace(name=name, task=SimpleNamespace(task="text-classification"), folder=folder)
+
+    three = model("three seeds", 0.82, seeds=[0.80, 0.82, 0.81])  # a range of 0.02
+    others = {"three seeds": three, "close": model("close", 0.81), "far": model("far", 0.75),
+              "other data": model("other data", 0.60, data="my.csv"), "base": SimpleNamespace(name="base", task=None,
+                                                                                                folder=None)}
+    note = score_note(three, others)
+    assert note.startswith("**Held-out accuracy 0.820** (the best of 3 seeds: mean 0.810 ± 0.010, mean ± standard "
+                           "deviation; range 0.800 to 0.820)")
+    assert "0.500 before fine-tuning: +0.320, beyond the spread of seeds (their scores ranged over 0.020)" in note
+    assert "close, on the same held-out data: 0.810, this one +0.010, **within the spread of seeds** (their scores " \
+           "ranged over 0.020)" in note
+    assert "far, on the same held-out data: 0.750, this one +0.070, beyond the spread of seeds" in note
+    assert "other data" not in note  # another held-out set: not comparable
+    alone = score_note(others["close"], {"far": others["far"]})
+    assert "this one +0.060, one seed each, so no spread is known: train with --seeds" in alone
+    assert score_note(others["base"], others) == ""

@@ -26,6 +26,7 @@ FLOORS = {
     "checkpoint": 3, "masking": 3,
     "serving": 3,  # the pass of new inputs (TorchScript), beside the model, not inside it
     "analysis": 4, "figures": 4,
+    "settings": 0,  # a run's settings as one dataclass: checks, argparse and metrics.json from its fields
     "training": 4,  # the one training loop that pretraining and fine-tuning share
     "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
     "run": 6,  # numbers only: no plotting below it

@@ -414,3 +414,46 @@ def test_export_of_a_two_stage_run_reports_both_stages(tmp_path, corpus, tokeniz
     refused = export(second, shipped, "one", "two")
     assert refused.returncode != 0 and "lacks hardware.txt" in refused.stderr
     assert (shipped / "model.safetensors").read_bytes() == before
+
+
+def test_every_setting_is_an_option_a_check_and_in_settings_json(tmp_path, corpus, tokenizer):
+    """A new setting is one field of PretrainSettings: its option, its check and its entry in settings.json."""
+    import argparse
+    import dataclasses
+    import json
+
+    from bertviz_app.pretraining import PretrainSettings
+
+    parser = add_pretrain_arguments(argparse.ArgumentParser())
+    usage, dests = parser.format_help(), {a.dest for a in parser._actions}
+    for f in dataclasses.fields(PretrainSettings):
+        assert f"--{f.name.replace('_', '-')}" in usage and f.name in dests and f.metadata["help"], f.name
+    tokenizer.save(tmp_path / "tok")
+    run_pretrain(_args(corpus, tmp_path / "run", "--steps", "2", "--save-every", "2", "--tokenizer",
+                       str(tmp_path / "tok"), "--warmup-ratio", "0.5", "--schedule", "cosine"))
+    recorded = json.loads((tmp_path / "run" / "settings.json").read_text())
+    assert set(recorded) == {f.name for f in dataclasses.fields(PretrainSettings)}
+    assert recorded["schedule"] == "cosine" and recorded["warmup_ratio"] == 0.5 and recorded["steps"] == 2
+    with pytest.raises(ValueError, match="--warmup-ratio must be at least 0 and below 1"):
+        PretrainSettings("corpus.txt", "out", warmup_ratio=1.5)
+    with pytest.raises(ValueError, match="--preset must be one of tiny, mini, base, large, not 'huge'"):
+        PretrainSettings("corpus.txt", "out", preset="huge")
+
+
+def test_warmup_is_a_ratio_and_the_old_steps_flag_still_works():
+    from bertviz_app.pretraining import PretrainSettings
+
+    assert PretrainSettings("c", "o", steps=10_000).warmup_steps == 600  # 6%, as before
+    assert PretrainSettings("c", "o", steps=10_000, warmup_ratio=0.1).warmup_steps == 1000
+    assert PretrainSettings("c", "o", steps=10_000, warmup=3).warmup_steps == 3  # deprecated --warmup, in steps
+    assert PretrainSettings("c", "o", steps=10, warmup_ratio=0.0).warmup_steps == 0
+
+
+def test_the_schedules_warm_up_then_fall():
+    from bertviz_app.training import SCHEDULES
+
+    for name, schedule in SCHEDULES.items():
+        f = schedule(10, 110)
+        assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0), name
+    assert SCHEDULES["cosine"](10, 110)(60) == pytest.approx(0.5) and SCHEDULES["cosine"](10, 110)(110) == 0.0
+    assert SCHEDULES["constant"](10, 110)(100) == 1.0

@@ -295,16 +295,36 @@ def label_names(examples, what: str = "training data") -> list[str]:
     return names
 
 
-def check_labels(examples, known: list[str], what: str = "validation data") -> None:
-    """Refuse labels in `examples` (validation) that the training data never shows: the model could not predict
-    them, and its accuracy would be silently capped."""
+def unseen_labels(examples, known: list[str], listed: int = 100) -> dict:
+    """The labels of `examples` (held-out) that the training data never shows: rare tags are normal, so they are not
+    refused; the model cannot predict them, and the held-out score counts them as wrong. {count: how many words
+    (tagging) or examples carry one, of: how many there are, unit, labels: {label: count}, where: the first `listed`
+    as {example (1-based), label}}."""
     known_set = set(known)
+    tagged = bool(examples) and isinstance(examples[0], TaggedExample)
+    counts: dict[str, int] = {}
+    where, total = [], 0
     for index, e in enumerate(examples, 1):
         for tag in e.tags if isinstance(e, TaggedExample) else [e.label]:
+            total += 1
             if tag not in known_set:
-                shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-                raise DataError(f"the {what} has the label {tag!r} (example {index}), which the training data never "
-                                f"shows (its labels: {shown})")
+                counts[tag] = counts.get(tag, 0) + 1
+                if len(where) < listed:
+                    where.append({"example": index, "label": tag})
+    return {"count": sum(counts.values()), "of": total, "unit": "words" if tagged else "examples",
+            "labels": counts, "where": where}
+
+
+def unseen_sentence(unseen: dict, what: str = "held-out") -> str:
+    """What `unseen_labels` found, in words ('' when nothing)."""
+    if not unseen["count"]:
+        return ""
+    names = ", ".join(f"{label!r} ({n})" for label, n in list(unseen["labels"].items())[:8])
+    more = ", ..." if len(unseen["labels"]) > 8 else ""
+    first = unseen["where"][0]
+    return (f"{unseen['count']} of {unseen['of']} {what} {unseen['unit']} carry a label the training data never "
+            f"shows ({names}{more}; the first in example {first['example']}): the model cannot predict them, and "
+            "the held-out score counts them as wrong")
 
 
 def split(examples: list, fraction: float, seed: int) -> tuple[list, list]:

@@ -131,7 +131,9 @@ def _encode_text(examples: list[TextExample], tokenizer: Tokenizer, max_length: 
                  label_id: dict[str, int]) -> list[Feature]:
     pairs = [e.text_pair for e in examples] if any(e.text_pair is not None for e in examples) else None
     encodings = tokenizer.encode_batch([e.text for e in examples], pairs, max_tokens=max_length)
-    return [Feature(enc.ids, enc.segment_ids, i, label_id.get(e.label))
+    # A held-out label the training data never shows: no target (the loss skips it); the score counts it wrong.
+    missing = IGNORE if label_id else None
+    return [Feature(enc.ids, enc.segment_ids, i, label_id.get(e.label, missing))
             for i, (e, enc) in enumerate(zip(examples, encodings))]
 
 
@@ -227,9 +229,14 @@ def logits_of(model: BertPreTrainedModel, features: list[Feature], pad_id: int, 
         if not _has_targets(chunk, task):
             batch.labels = None
         out = forward(model, batch)
-        if out.loss is not None:
-            loss_sum += float(out.loss) * len(chunk)
-            count += len(chunk)
+        # the loss is the mean over the targets there are (a label the training never showed has none)
+        if task == TEXT_CLASSIFICATION:
+            targets = sum(f.label != IGNORE for f in chunk)
+        else:
+            targets = len(chunk) if batch.labels is None or bool((batch.labels != IGNORE).any()) else 0
+        if out.loss is not None and targets:
+            loss_sum += float(out.loss) * targets
+            count += targets
         if task == QUESTION_ANSWERING:
             for row, k in enumerate(order[begin:begin + batch_size]):
                 n = len(features[k].ids)
@@ -267,13 +274,15 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 def _evaluate_text(examples, features, outputs, labels, loss):
     rows, correct = [], 0
+    index = {name: k for k, name in enumerate(labels)}
     for e, logits in zip(examples, outputs):
         p = _softmax(logits)
         k = int(p.argmax())
-        gold = labels.index(e.label)
-        correct += k == gold
+        gold = index.get(e.label)  # None: a label the training data never shows, which counts as wrong
+        correct += gold is not None and k == gold
         rows.append({"text": e.text, "text_pair": e.text_pair, "gold": e.label, "prediction": labels[k],
-                     "confidence": float(p[k]), "loss": float(-math.log(max(p[gold], 1e-45)))})
+                     "confidence": float(p[k]),
+                     "loss": None if gold is None else float(-math.log(max(p[gold], 1e-45)))})
     return {"accuracy": correct / len(examples), "loss": loss}, rows
 
 
@@ -290,7 +299,7 @@ def _evaluate_tags(examples, features, outputs, labels, loss):
         total += len(e.tags)
         gold_all.append(e.tags)
         pred_all.append(predicted)
-        gold_p = [p[t, index[g]] for t, g in zip(f.word_starts, e.tags) if t >= 0]
+        gold_p = [p[t, index[g]] for t, g in zip(f.word_starts, e.tags) if t >= 0 and g in index]
         confidence = [p[t].max() for t in f.word_starts if t >= 0]
         rows.append({"text": " ".join(e.words), "gold": " ".join(e.tags), "prediction": " ".join(predicted),
                      "confidence": float(np.mean(confidence)) if confidence else 0.0,

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import sys
 import threading
 import time
@@ -25,12 +26,14 @@ from torch import nn
 from .. import catalog
 from ..checkpoint import TASK_MODELS, CheckpointError, load_model, save_pretrained, task_head
 from ..model import BertModel
+from ..settings import add_arguments, as_dict, from_args
 from ..tokenizer import Tokenizer, TokenizerError
-from ..training import Trainer, fit, say_above_progress, setup_distributed
+from ..training import SCHEDULES, Trainer, fit, say_above_progress, setup_distributed, warmup_steps
 from . import recipes
-from .data import (DataError, check_labels, label_names, read_squad, read_tagged_examples, read_text_examples,
-                   split)
-from .tasks import (QUESTION_ANSWERING, TASKS, TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, TaskObjective, collate,
+from .data import (DataError, label_names, read_squad, read_tagged_examples, read_text_examples, split,
+                   unseen_labels, unseen_sentence)
+from .settings import FinetuneSettings
+from .tasks import (QUESTION_ANSWERING, TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, TaskObjective, collate,
                     encode, evaluate, main_metric)
 
 
@@ -45,167 +48,307 @@ class FineTuneResult:
     def __str__(self) -> str:
         ev = self.metrics["eval"]
         shown = ", ".join(f"{k} {v:.4f}" for k, v in ev.items() if k in ("accuracy", "f1", "exact_match"))
-        return f"{self.output}: held-out {shown} (epoch {self.metrics['best_epoch']})"
+        line = f"{self.output}: held-out {shown} (epoch {self.metrics['best_epoch']})"
+        unseen = self.metrics.get("unseen_labels") or {}
+        if unseen.get("count"):
+            line += (f"; {unseen['count']} of {unseen['of']} held-out {unseen['unit']} carry a label the training "
+                     "data never shows, counted as wrong")
+        seeds = self.metrics.get("seeds")
+        if seeds:
+            each = ", ".join(f"seed {r['seed']} {r['score']:.4f}" for r in seeds["runs"])
+            line += (f"\nover {len(seeds['runs'])} seeds: {seeds['metric']} {seeds['mean']:.4f} +- "
+                     f"{seeds['std']:.4f} (mean +- std; min {seeds['min']:.4f}, max {seeds['max']:.4f}): {each}; "
+                     f"kept seed {seeds['kept']}")
+        return line
 
 
-def finetune(task: str, train: str | os.PathLike, output: str | os.PathLike, *, validation: str | os.PathLike | None = None,
-             model: str | os.PathLike | None = None, text_column: str = "text", pair_column: str | None = "text_pair",
-             label_column: str = "label", epochs: int = 3, batch_size: int = 32, learning_rate: float = 5e-5,
-             max_length: int = 128, seed: int = 0, overwrite: bool = False, warmup_ratio: float = 0.0,
-             weight_decay: float = 0.01, clip: float = 1.0, validation_fraction: float = 0.1,
-             eval_batch_size: int = 64, stride: int = 128, device: str = "auto", threads: int | None = None,
-             progress: bool | None = None, stop: threading.Event | None = None,
-             on_epoch: Callable[[dict], None] | None = None, on_step: Callable[[dict], None] | None = None,
-             say: Callable[[str], None] | None = None) -> FineTuneResult:
-    """Fine-tune `model` (default: the default model) for `task` ('text-classification', 'token-classification',
-    'question-answering') on `train` (a file, or a recipe name: 'movie-reviews', 'wsj-pos') and write the result to
-    `output`. Without `validation`, a seeded `validation_fraction` of `train` is held out. `stop` (an event) ends the
-    run after the step under way, keeping the best epoch so far, as Ctrl-C does; `on_epoch` receives each epoch's
-    record, `on_step` each step's {step, total, epoch (a fraction), loss} (the app draws its loss curve from them).
-    Returns the output folder and the metrics."""
-    dist_info, torch_device = setup_distributed(device)
-    say = say or (say_above_progress if dist_info.is_main else (lambda *a: None))
-    _check_settings(task, epochs, batch_size, learning_rate, max_length, warmup_ratio, validation_fraction, clip,
-                    eval_batch_size, stride)
-    output = Path(output).expanduser()
-    _check_output(output, overwrite)
-    if threads:
-        torch.set_num_threads(threads)
+@dataclass
+class Hooks:
+    """What a caller watches or stops a fine-tuning with; not settings (nothing of it goes into metrics.json)."""
 
-    recipe, train_examples = _read(task, train, text_column, pair_column, label_column, say)
-    if validation is not None:
-        heldout = _read(task, validation, text_column, pair_column, label_column, say, role="validation")[1]
+    progress: bool | None = None  # the tqdm bar; None: only on a terminal
+    stop: threading.Event | None = None  # set: stop after the step under way, keeping the best epoch so far
+    on_epoch: Callable[[dict], None] | None = None  # each epoch's record
+    on_step: Callable[[dict], None] | None = None  # each step's {step, total, epoch (a fraction), loss}
+    say: Callable[[str], None] | None = None  # progress in words (default: stderr, above the bar)
+
+
+def finetune(task: str | None = None, train: str | os.PathLike | None = None, output: str | os.PathLike | None = None,
+             *, settings: FinetuneSettings | None = None, progress: bool | None = None,
+             stop: threading.Event | None = None, on_epoch: Callable[[dict], None] | None = None,
+             on_step: Callable[[dict], None] | None = None, say: Callable[[str], None] | None = None,
+             **options) -> FineTuneResult:
+    """Fine-tune as `settings` (a `FinetuneSettings`) say, or as its fields given here as arguments
+    (`finetune("text-classification", "movie-reviews", "runs/sentiment", epochs=2)`; given both, the arguments
+    replace those fields): the model (default: the default model) for the task ('text-classification',
+    'token-classification', 'question-answering') on `train` (a file, or a recipe name: 'movie-reviews', 'wsj-pos'),
+    written to `output`. Without `validation`, a seeded `validation_fraction` of `train` is held out. With `seeds`,
+    one run per seed, each scored on the same held-out examples: metrics["seeds"] has each run's score, their mean
+    and spread, and `output` the best run. `stop` (an event) ends the run after the step under way, keeping the best
+    epoch so far, as Ctrl-C does; `on_epoch` receives each epoch's record, `on_step` each step's {step, total, epoch
+    (a fraction), loss} (the app draws its loss curve from them). Returns the output folder and the metrics."""
+    given = {k: v for k, v in (("task", task), ("train", train), ("output", output)) if v is not None}
+    given.update(options)
+    if settings is None:
+        settings = FinetuneSettings(**given)
+    elif given:
+        settings = dataclasses.replace(settings, **given)
+    hooks = Hooks(progress, stop, on_epoch, on_step, say)
+    return _finetune_seeds(settings, hooks) if settings.seeds else _finetune_once(settings, hooks)
+
+
+@dataclass
+class _Data:
+    recipe: object | None  # the built-in recipe read, or None for a file
+    train: list
+    heldout: list
+    labels: list[str] | None  # the training data's labels (None: question answering)
+    unseen: dict | None  # held-out labels the training data never shows (data.unseen_labels)
+
+
+def _prepare_data(s: FinetuneSettings, say) -> _Data:
+    recipe, train_examples = _read(s.task, s.train, s.text_column, s.pair_column, s.label_column, say)
+    if s.validation is not None:
+        heldout = _read(s.task, s.validation, s.text_column, s.pair_column, s.label_column, say, role="validation")[1]
     else:
-        train_examples, heldout = split(train_examples, validation_fraction, seed)
-    labels = label_names(train_examples) if task != QUESTION_ANSWERING else None
-    if labels is not None:
-        check_labels(heldout, labels)
+        train_examples, heldout = split(train_examples, s.validation_fraction, s.heldout_seed)
+    labels = label_names(train_examples) if s.task != QUESTION_ANSWERING else None
+    unseen = unseen_labels(heldout, labels) if labels is not None else None
+    if unseen is not None and unseen["count"]:
+        say(unseen_sentence(unseen))
+    return _Data(recipe, train_examples, heldout, labels, unseen)
 
-    source = catalog.resolve(model)
-    torch.manual_seed(seed)  # the new head's weights (the same on every rank), then dropout
-    net, report = _load_for(task, source)
+
+def _prepare_model(s: FinetuneSettings, source, labels: list[str] | None, say):
+    """(the task's model with its head, the tokenizer, the new parameters' names)."""
+    torch.manual_seed(s.seed)  # the new head's weights (the same on every rank), then dropout
+    net, report = _load_for(s.task, source)
     try:
         tokenizer = Tokenizer.from_folder(report.folder, max_tokens=net.config.max_position_embeddings)
     except TokenizerError as err:
         raise CheckpointError(f"{err}; fine-tuning needs the model's tokenizer beside its weights") from None
-    if max_length > net.config.max_position_embeddings:
-        raise DataError(f"--max-length {max_length} exceeds the model's {net.config.max_position_embeddings} "
+    if s.max_length > net.config.max_position_embeddings:
+        raise DataError(f"--max-length {s.max_length} exceeds the model's {net.config.max_position_embeddings} "
                         "positions")
-    new = _fit_head(net, task, labels, source)
-    say(f"{task}: {len(train_examples)} training and {len(heldout)} held-out examples"
-        + (f", labels {', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''}" if labels else "")
-        + f"; model {report.folder} ({net.num_parameters() / 1e6:.1f} M parameters, new: {', '.join(new) or 'none'})")
+    new = _fit_head(net, s.task, labels, source)
+    say(f"model {report.folder} ({net.num_parameters() / 1e6:.1f} M parameters, new: {', '.join(new) or 'none'})")
+    return net, tokenizer, new
 
-    train_features = encode(task, train_examples, tokenizer, max_length, labels, stride)
-    # Tagging is scored on every word, so held-out sentences are read whole (up to the model's positions).
-    eval_length = net.config.max_position_embeddings if task == TOKEN_CLASSIFICATION else max_length
-    eval_features = encode(task, heldout, tokenizer, eval_length, labels, stride)
-    per_step = batch_size * dist_info.world_size
-    steps_per_epoch = math.ceil(len(train_features) / per_step)
-    total = epochs * steps_per_epoch
-    trainer = Trainer.create(net, TaskObjective(net), lr=learning_rate, weight_decay=weight_decay, total_steps=total,
-                             warmup=round(warmup_ratio * total), device=torch_device, dist_info=dist_info,
-                             new_parameters=set(new))
 
-    def batch_at(step: int):
-        epoch, k = divmod(step, steps_per_epoch)
-        order = torch.randperm(len(train_features), generator=torch.Generator().manual_seed(seed * 1009 + epoch))
-        chosen = order[k * per_step:(k + 1) * per_step].tolist()
-        if dist_info.world_size > 1 and len(chosen) < per_step:
-            chosen += order[:per_step - len(chosen)].tolist()  # every process needs a full share of the last batch
-        mine = chosen[dist_info.rank * batch_size:(dist_info.rank + 1) * batch_size]
-        return collate([train_features[i] for i in mine], tokenizer.pad_token_id, task).to(torch_device)
-
-    metric = main_metric(task, labels)
-    history: list[dict] = []
-    best = {"score": -math.inf, "state": None, "epoch": 0, "eval": None, "rows": None}
-    started = time.perf_counter()
-    epoch_started = [started]
-    losses: list[float] = []
-
-    def evaluate_now(epoch: float) -> None:
-        if not dist_info.is_main:
-            return
-        result, rows = evaluate(task, net, tokenizer, heldout, eval_features, labels, eval_batch_size, torch_device)
-        record = {"epoch": epoch, "step": trainer.step, "train_loss": sum(losses) / len(losses) if losses else None,
-                  "eval": result, "seconds": time.perf_counter() - epoch_started[0]}
-        history.append(record)
-        improved = result[metric] > best["score"]
-        if improved:
-            best.update(score=result[metric], epoch=epoch, eval=result, rows=rows,
-                        state={k: v.detach().to("cpu", copy=True) for k, v in net.state_dict().items()})
-        trained = "-" if record["train_loss"] is None else f"{record['train_loss']:.4f}"
-        say(f"epoch {epoch}: train loss {trained}, held-out {metric} {result[metric]:.4f}, loss "
-            f"{result['loss']:.4f}{' (best so far)' if improved else ''}")
-        if on_epoch is not None:
-            on_epoch(record)
-        losses.clear()
-        epoch_started[0] = time.perf_counter()
-
-    before = None
-    if dist_info.is_main:
-        before = evaluate(task, net, tokenizer, heldout, eval_features, labels, eval_batch_size, torch_device)[0]
-        say(f"before training: held-out {metric} {before[metric]:.4f}")
-
-    def after_step(result: dict) -> None:
-        losses.append(float(result["loss"].detach()))
-        if on_step is not None:
-            on_step({"step": trainer.step, "total": total, "epoch": trainer.step / steps_per_epoch,
-                     "loss": losses[-1]})
-        if trainer.step % steps_per_epoch == 0:
-            evaluate_now(trainer.step // steps_per_epoch)
-
-    finished = fit(trainer, batch_at, total, clip=clip, after_step=after_step, stop=stop, progress=progress,
-                   description=f"fine-tuning {epochs} epochs")
-    train_seconds = time.perf_counter() - started
-    if not finished and (trainer.step % steps_per_epoch or not history):
-        say(f"stopped at step {trainer.step} of {total}; keeping the best so far")
-        evaluate_now(round(trainer.step / steps_per_epoch, 3))
+def _finetune_once(s: FinetuneSettings, hooks: Hooks) -> FineTuneResult:
+    dist_info, torch_device = setup_distributed(s.device)
+    say = hooks.say or (say_above_progress if dist_info.is_main else (lambda *a: None))
+    output = Path(s.output).expanduser()
+    _check_output(output, s.overwrite)
+    if s.threads:
+        torch.set_num_threads(s.threads)
+    data = _prepare_data(s, say)
+    say(f"{s.task}: {len(data.train)} training and {len(data.heldout)} held-out examples"
+        + (f", labels {', '.join(data.labels[:8])}{' ...' if len(data.labels) > 8 else ''}" if data.labels else ""))
+    net, tokenizer, new = _prepare_model(s, catalog.resolve(s.model), data.labels, say)
+    loop = _Loop(s, data, net, tokenizer, new, dist_info, torch_device, hooks, say).run()
     if dist_info.world_size > 1:
         dist.barrier()
     if not dist_info.is_main:
         return FineTuneResult(output, {}, net)
-    if best["state"] is not None:
-        net.load_state_dict(best["state"])
-    metrics = {
-        "task": task, "eval": best["eval"], "best_epoch": best["epoch"], "eval_before_training": before,
-        "history": history, "stopped_early": not finished,
-        "examples": {"train": len(train_examples), "validation": len(heldout), "train_features": len(train_features),
-                     "validation_features": len(eval_features)},
-        "train_seconds": round(train_seconds, 2), "labels": labels,
-        "baseline": _baseline(task, train_examples, heldout),
-        "data": {"train": str(train), "validation": str(validation) if validation is not None else
-                 f"{validation_fraction:g} of train held out (seed {seed})"},
-        "settings": {"model": str(model if model is not None else catalog.default_model_name()), "epochs": epochs,
-                     "batch_size": batch_size, "processes": dist_info.world_size, "learning_rate": learning_rate,
-                     "max_length": max_length, "seed": seed, "warmup_ratio": warmup_ratio,
-                     "weight_decay": weight_decay, "clip": clip, "device": str(torch_device),
-                     "threads": torch.get_num_threads()},
-    }
-    if recipe is not None:
-        metrics["data"]["source"] = recipe.source
-        metrics["data"]["license"] = recipe.license
-    _write_output(output, net.to("cpu").eval(), tokenizer, task, labels, metrics, best["rows"] or [], overwrite)
+    if loop.best["state"] is not None:
+        net.load_state_dict(loop.best["state"])
+    metrics = _metrics(s, data, loop, dist_info.world_size, torch_device)
+    _write_output(output, net.to("cpu").eval(), tokenizer, s.task, data.labels, metrics, loop.best["rows"] or [],
+                  s.overwrite)
     say(f"saved {output}")
     return FineTuneResult(output, metrics, net)
 
 
-def _check_settings(task, epochs, batch_size, learning_rate, max_length, warmup_ratio, validation_fraction, clip,
-                    eval_batch_size, stride) -> None:
-    if task not in TASKS:
-        raise DataError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    checks = [(isinstance(epochs, int) and epochs >= 1, "--epochs must be 1 or more"),
-              (isinstance(batch_size, int) and batch_size >= 1, "--batch-size must be 1 or more"),
-              (isinstance(eval_batch_size, int) and eval_batch_size >= 1, "the evaluation batch size must be 1 or more"),
-              (0 < learning_rate < 1, "--learning-rate must be a number between 0 and 1 (BERT: 2e-5 to 5e-5)"),
-              (isinstance(max_length, int) and max_length >= 16, "--max-length must be 16 tokens or more"),
-              (0 <= warmup_ratio < 1, "--warmup-ratio must be at least 0 and below 1"),
-              (0 < validation_fraction < 1, "--validation-fraction must be between 0 and 1"),
-              (0 <= clip < math.inf, "--clip must be 0 (off) or a positive number"),
-              (isinstance(stride, int) and stride >= 0, "--stride must be 0 or more")]
-    for ok, message in checks:
-        if not ok:
-            raise DataError(message)
+class _Loop:
+    """One fine-tuning on the shared loop: the features, the trainer, an evaluation after each epoch (and before
+    training), the best epoch's weights and held-out rows."""
+
+    def __init__(self, s: FinetuneSettings, data: _Data, net, tokenizer: Tokenizer, new: list[str],
+                 dist_info, device: torch.device, hooks: Hooks, say):
+        self.s, self.data, self.net, self.tokenizer = s, data, net, tokenizer
+        self.dist, self.device, self.hooks, self.say = dist_info, device, hooks, say
+        self.train_features = encode(s.task, data.train, tokenizer, s.max_length, data.labels, s.stride)
+        # Tagging is scored on every word, so held-out sentences are read whole (up to the model's positions).
+        eval_length = net.config.max_position_embeddings if s.task == TOKEN_CLASSIFICATION else s.max_length
+        self.eval_features = encode(s.task, data.heldout, tokenizer, eval_length, data.labels, s.stride)
+        self.per_step = s.batch_size * dist_info.world_size
+        self.steps_per_epoch = math.ceil(len(self.train_features) / self.per_step)
+        self.total = s.epochs * self.steps_per_epoch
+        schedule = SCHEDULES[s.schedule](warmup_steps(s.warmup_ratio, self.total), self.total)
+        self.trainer = Trainer.create(net, TaskObjective(net), lr=s.learning_rate, weight_decay=s.weight_decay,
+                                      schedule=schedule, device=device, dist_info=dist_info, new_parameters=set(new))
+        self.metric = main_metric(s.task, data.labels)
+        self.history: list[dict] = []
+        self.best = {"score": -math.inf, "state": None, "epoch": 0, "eval": None, "rows": None}
+        self.before: dict | None = None
+        self.losses: list[float] = []
+        self.finished, self.seconds = False, 0.0
+
+    def batch_at(self, step: int):
+        s, info = self.s, self.dist
+        epoch, k = divmod(step, self.steps_per_epoch)
+        generator = torch.Generator().manual_seed(s.seed * 1009 + epoch)
+        order = torch.randperm(len(self.train_features), generator=generator)
+        chosen = order[k * self.per_step:(k + 1) * self.per_step].tolist()
+        if info.world_size > 1 and len(chosen) < self.per_step:
+            # every process needs a full share of the last batch
+            chosen += order[:self.per_step - len(chosen)].tolist()
+        mine = chosen[info.rank * s.batch_size:(info.rank + 1) * s.batch_size]
+        return collate([self.train_features[i] for i in mine], self.tokenizer.pad_token_id, s.task).to(self.device)
+
+    def evaluate(self):
+        return evaluate(self.s.task, self.net, self.tokenizer, self.data.heldout, self.eval_features,
+                        self.data.labels, self.s.eval_batch_size, self.device)
+
+    def evaluate_now(self, epoch: float) -> None:
+        if not self.dist.is_main:
+            return
+        result, rows = self.evaluate()
+        losses, metric = self.losses, self.metric
+        record = {"epoch": epoch, "step": self.trainer.step,
+                  "train_loss": sum(losses) / len(losses) if losses else None, "eval": result,
+                  "seconds": time.perf_counter() - self.epoch_started}
+        self.history.append(record)
+        improved = result[metric] > self.best["score"]
+        if improved:
+            self.best.update(score=result[metric], epoch=epoch, eval=result, rows=rows,
+                             state={k: v.detach().to("cpu", copy=True) for k, v in self.net.state_dict().items()})
+        trained = "-" if record["train_loss"] is None else f"{record['train_loss']:.4f}"
+        self.say(f"epoch {epoch}: train loss {trained}, held-out {metric} {result[metric]:.4f}, loss "
+                 f"{result['loss']:.4f}{' (best so far)' if improved else ''}")
+        if self.hooks.on_epoch is not None:
+            self.hooks.on_epoch(record)
+        losses.clear()
+        self.epoch_started = time.perf_counter()
+
+    def after_step(self, result: dict) -> None:
+        self.losses.append(float(result["loss"].detach()))
+        step = self.trainer.step
+        if self.hooks.on_step is not None:
+            self.hooks.on_step({"step": step, "total": self.total, "epoch": step / self.steps_per_epoch,
+                                "loss": self.losses[-1]})
+        if step % self.steps_per_epoch == 0:
+            self.evaluate_now(step // self.steps_per_epoch)
+
+    def run(self) -> "_Loop":
+        started = self.epoch_started = time.perf_counter()
+        if self.dist.is_main:
+            self.before = self.evaluate()[0]
+            self.say(f"before training: held-out {self.metric} {self.before[self.metric]:.4f}")
+        self.finished = fit(self.trainer, self.batch_at, self.total, clip=self.s.clip, after_step=self.after_step,
+                            stop=self.hooks.stop, progress=self.hooks.progress,
+                            description=f"fine-tuning {self.s.epochs} epochs")
+        self.seconds = time.perf_counter() - started
+        step = self.trainer.step
+        if not self.finished and (step % self.steps_per_epoch or not self.history):
+            self.say(f"stopped at step {step} of {self.total}; keeping the best so far")
+            self.evaluate_now(round(step / self.steps_per_epoch, 3))
+        return self
+
+
+def _metrics(s: FinetuneSettings, data: _Data, loop: _Loop, processes: int, device: torch.device) -> dict:
+    """What metrics.json says; `settings` is every field of `s` (the model and the device as resolved), plus how it
+    ran (processes, threads)."""
+    metrics = {
+        "task": s.task, "metric": loop.metric, "eval": loop.best["eval"], "best_epoch": loop.best["epoch"],
+        "eval_before_training": loop.before, "history": loop.history, "stopped_early": not loop.finished,
+        "examples": {"train": len(data.train), "validation": len(data.heldout),
+                     "train_features": len(loop.train_features), "validation_features": len(loop.eval_features)},
+        "train_seconds": round(loop.seconds, 2), "labels": data.labels, "unseen_labels": data.unseen,
+        "baseline": _baseline(s.task, data.train, data.heldout),
+        "data": {"train": str(s.train), "validation": str(s.validation) if s.validation is not None else
+                 f"{s.validation_fraction:g} of train held out (seed {s.heldout_seed})"},
+        "settings": {**as_dict(s), "model": str(s.model if s.model is not None else catalog.default_model_name()),
+                     "device": str(device), "processes": processes, "threads": torch.get_num_threads()},
+    }
+    if data.recipe is not None:
+        metrics["data"]["source"] = data.recipe.source
+        metrics["data"]["license"] = data.recipe.license
+    return metrics
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Several seeds: one seed is one draw
+# ------------------------------------------------------------------------------------------------------------------
+SPREAD = ("std: the sample standard deviation (n - 1) of the runs' held-out scores; min and max: their range. A "
+          "difference smaller than the range is within the spread of seeds")
+
+
+def seed_summary(runs: list[dict], metric: str) -> dict:
+    """Each run's score ({seed, score, ...}), their mean, std (n - 1) and range, and the seed of the best run."""
+    scores = [r["score"] for r in runs]
+    best = max(runs, key=lambda r: r["score"])
+    return {"metric": metric, "runs": runs, "mean": statistics.fmean(scores),
+            "std": statistics.stdev(scores) if len(scores) > 1 else 0.0, "min": min(scores), "max": max(scores),
+            "spread": SPREAD, "kept": best["seed"]}
+
+
+def _finetune_seeds(s: FinetuneSettings, hooks: Hooks) -> FineTuneResult:
+    """One run per seed into a hidden folder beside `output`, all scored on the same held-out examples; the best
+    becomes `output` (with keep_all, the others stay beside it as OUTPUT-seed-N) and every kept metrics.json gets
+    the summary."""
+    output = Path(s.output).expanduser()
+    _check_output(output, s.overwrite)
+    runs, best, folders = [], None, {}
+    main = int(os.environ.get("RANK", "0")) == 0
+    say = hooks.say or (say_above_progress if main else (lambda *a: None))
+    try:
+        for index, seed in enumerate(s.seeds):
+            folders[seed] = output.parent / f".{output.name}.seed-{seed}-{os.getpid()}"
+            one = dataclasses.replace(s, seed=seed, seeds=(), split_seed=s.heldout_seed, output=folders[seed],
+                                      overwrite=True)
+            say(f"run {index + 1} of {len(s.seeds)}: seed {seed}")
+            result = _finetune_once(one, _for_run(hooks, index, seed))
+            if not result.metrics:  # another process under torchrun: the main one writes
+                continue
+            if result.metrics["stopped_early"] and runs:
+                say(f"run {index + 1} (seed {seed}) was stopped: left out, the {len(runs)} complete runs kept")
+                break  # a run cut short is not a draw of the same training
+            score = result.metrics["eval"][result.metrics["metric"]]
+            runs.append({"seed": seed, "score": score, "best_epoch": result.metrics["best_epoch"],
+                         "eval": result.metrics["eval"], "stopped_early": result.metrics["stopped_early"]})
+            if best is None or score > best.metrics["eval"][best.metrics["metric"]]:
+                best = result
+            else:
+                result.model = None  # only the best run's weights are handed back
+            if result.metrics["stopped_early"]:
+                break  # Ctrl-C or Cancel: no further seeds
+        if best is None:
+            return FineTuneResult(output, {}, None)
+        return _keep_runs(s, output, best, runs, folders)
+    finally:
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _for_run(hooks: Hooks, index: int, seed: int) -> Hooks:
+    """The hooks, each record saying which run (0-based) and seed it comes from."""
+    def tagged(callback):
+        return None if callback is None else (lambda record: callback({**record, "run": index, "seed": seed}))
+    return dataclasses.replace(hooks, on_epoch=tagged(hooks.on_epoch), on_step=tagged(hooks.on_step))
+
+
+def _keep_runs(s: FinetuneSettings, output: Path, best: FineTuneResult, runs: list[dict],
+               folders: dict[int, Path]) -> FineTuneResult:
+    summary = seed_summary(runs, best.metrics["metric"])
+    kept = {summary["kept"]: output}
+    if s.keep_all:
+        kept.update({r["seed"]: output.parent / f"{output.name}-seed-{r['seed']}" for r in runs
+                     if r["seed"] != summary["kept"]})
+    for r in runs:
+        r["folder"] = str(kept[r["seed"]]) if r["seed"] in kept else None
+    for seed, target in kept.items():
+        path = folders[seed] / "metrics.json"
+        metrics = json.loads(path.read_text())
+        metrics["seeds"] = summary
+        metrics["settings"].update(seeds=list(s.seeds), keep_all=s.keep_all, output=str(output))
+        path.write_text(json.dumps(metrics, indent=2) + "\n")
+        _move_into_place(folders[seed], target, s.overwrite)
+        if seed == summary["kept"]:
+            best.metrics = metrics
+    best.output = output
+    return best
 
 
 def _check_output(output: Path, overwrite: bool) -> None:
@@ -317,67 +460,34 @@ def _write_output(output: Path, net, tokenizer: Tokenizer, task: str, labels, me
         with (partial / "heldout_predictions.jsonl").open("w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        _check_output(output, overwrite)  # nobody filled it while we trained
-        old = None
-        if output.exists():
-            old = output.parent / f".{output.name}.old-{os.getpid()}"
-            output.rename(old)
-        partial.rename(output)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _move_into_place(partial, output, overwrite)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+
+
+def _move_into_place(folder: Path, output: Path, overwrite: bool) -> None:
+    """Rename a complete `folder` to `output`, replacing an old one only now (and only with `overwrite`)."""
+    _check_output(output, overwrite)  # nobody filled it while we trained
+    old = None
+    if output.exists():
+        old = output.parent / f".{output.name}.old-{os.getpid()}"
+        output.rename(old)
+    folder.rename(output)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Command line
 # ------------------------------------------------------------------------------------------------------------------
 def add_finetune_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of `bertviz-app finetune`."""
-    parser.add_argument("task", choices=TASKS, help="what to teach: a label per text (or pair), a tag per word, or "
-                        "an answer span in a context")
-    parser.add_argument("--train", required=True, metavar="FILE|RECIPE",
-                        help="training data: CSV/TSV/JSONL with a header (text-classification), CoNLL columns or "
-                             "JSONL tokens/tags (token-classification), SQuAD v1.1 JSON (question-answering); or a "
-                             f"built-in recipe fetched on first use: {', '.join(recipes.RECIPES)}")
-    parser.add_argument("--validation", default=None, metavar="FILE",
-                        help="held-out data in the same format (default: a seeded --validation-fraction of --train)")
-    parser.add_argument("--model", default=None, metavar="NAME|DIR",
-                        help="the checkpoint to start from (default: the built-in default model)")
-    parser.add_argument("--output", required=True, metavar="DIR", help="folder to write the fine-tuned model and "
-                        "metrics.json into; refused if it exists and is not empty, unless --overwrite")
-    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --output (only once the new "
-                        "model is complete)")
-    parser.add_argument("--text-column", default="text")
-    parser.add_argument("--pair-column", default="text_pair", help="second text of a pair, used when the file has "
-                        "this column")
-    parser.add_argument("--label-column", default="label")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32, help="examples per step and process")
-    parser.add_argument("--learning-rate", "--lr", dest="learning_rate", type=float, default=5e-5)
-    parser.add_argument("--max-length", type=int, default=128, help="tokens per input, special tokens included")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup-ratio", type=float, default=0.0, help="share of the steps spent warming up the "
-                        "learning rate (then it decays linearly to 0)")
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping (0: off)")
-    parser.add_argument("--validation-fraction", type=float, default=0.1)
-    parser.add_argument("--stride", type=int, default=128, help="question answering: tokens two windows of a long "
-                        "context share")
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
-    return parser
+    """The options of `bertviz-app finetune`: one per field of FinetuneSettings."""
+    return add_arguments(parser, FinetuneSettings)
 
 
 def run_finetune(args: argparse.Namespace) -> FineTuneResult:
-    result = finetune(args.task, args.train, args.output, validation=args.validation, model=args.model,
-                      text_column=args.text_column, pair_column=args.pair_column, label_column=args.label_column,
-                      epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
-                      max_length=args.max_length, seed=args.seed, overwrite=args.overwrite,
-                      warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, clip=args.clip,
-                      validation_fraction=args.validation_fraction, stride=args.stride, device=args.device,
-                      threads=args.threads)
+    result = finetune(settings=from_args(FinetuneSettings, args))
     if result.metrics:
         print(result)
     return result

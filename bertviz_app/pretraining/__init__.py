@@ -9,11 +9,12 @@ from .data import (IS_NEXT, NOT_NEXT, PairExample, PretrainingBatch, SentencePai
                    tokenize_documents)
 from .evaluation import Evaluation, add_evaluate_arguments, evaluate, run_evaluate
 from .objective import PretrainingObjective, build_model, init_mlm_head, token_counts, unigram_log_prior
+from .settings import PretrainSettings
 from .training import (TRAINER_STATE, add_pretrain_arguments, configure_optimizer, latest_checkpoint,
                        linear_schedule, main, run_pretrain, setup_distributed)
 
-__all__ = ["IS_NEXT", "NOT_NEXT", "TRAINER_STATE", "Evaluation", "PairExample", "PretrainingBatch",
-           "PretrainingObjective", "SentencePairDataset", "add_evaluate_arguments", "add_pretrain_arguments",
-           "build_model", "collate", "configure_optimizer", "evaluate", "init_mlm_head", "latest_checkpoint",
+__all__ = ["IS_NEXT", "NOT_NEXT", "TRAINER_STATE", "Evaluation", "PairExample", "PretrainSettings",
+           "PretrainingBatch", "PretrainingObjective", "SentencePairDataset", "add_evaluate_arguments",
+           "add_pretrain_arguments", "build_model", "collate", "configure_optimizer", "evaluate", "init_mlm_head", "latest_checkpoint",
            "linear_schedule", "main", "read_documents", "run_evaluate", "run_pretrain", "setup_distributed",
            "token_counts", "tokenize_documents", "unigram_log_prior"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import shutil
 import sys
@@ -22,14 +23,16 @@ from ..checkpoint import load_model, save_pretrained
 from ..masking import random_token_ids
 from ..model import BertForPreTraining
 from ..tokenizer import Tokenizer
-from ..training import (Distributed, Trainer, configure_optimizer, fit, linear_schedule, say_above_progress,
-                        setup_distributed)
+from ..settings import add_arguments, as_dict, from_args
+from ..training import (SCHEDULES, Distributed, Trainer, configure_optimizer, fit, linear_schedule,
+                        say_above_progress, setup_distributed)
 from .data import SentencePairDataset, collate
 from .evaluation import add_evaluate_arguments, evaluate, run_evaluate
 from .objective import PretrainingObjective, build_model, token_counts, unigram_log_prior
+from .settings import PretrainSettings
 
-__all__ = ["TRAINER_STATE", "add_pretrain_arguments", "configure_optimizer", "latest_checkpoint", "linear_schedule",
-           "main", "run_pretrain", "setup_distributed"]
+__all__ = ["TRAINER_STATE", "PretrainSettings", "add_pretrain_arguments", "configure_optimizer", "latest_checkpoint",
+           "linear_schedule", "main", "run_pretrain", "setup_distributed"]
 
 TRAINER_STATE = "trainer_state.pt"
 
@@ -126,64 +129,21 @@ def _resume(trainer: Trainer, out: Path) -> Path | None:
 
 
 def add_pretrain_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of `bertviz-app pretrain`."""
-    parser.add_argument("--corpus", required=True,
-                        help="a text file (one sentence per line, blank line between documents) or a folder with "
-                             "train.txt and heldout.txt (scripts/build_corpus.py writes one)")
-    parser.add_argument("--heldout", default=None, help="held-out text file for evaluation (default: "
-                        "CORPUS/heldout.txt when CORPUS is a folder)")
-    parser.add_argument("--init", default="scratch",
-                        help="'scratch' for random weights, or a checkpoint folder to continue from (heads it lacks "
-                             "are newly initialized)")
-    parser.add_argument("--preset", default="mini", choices=("tiny", "mini", "base", "large"),
-                        help="model size with --init scratch (default: mini)")
-    parser.add_argument("--tokenizer", default=None, help="tokenizer folder (default: the --init folder, or the "
-                        "default model's tokenizer with --init scratch)")
-    parser.add_argument("--out", required=True, help="output folder: checkpoints step-NNNNNNN/, log.csv; a run "
-                        "with the same --out resumes from its latest checkpoint")
-    parser.add_argument("--steps", type=int, default=10_000, help="total optimizer steps (default: 10000)")
-    parser.add_argument("--batch-size", type=int, default=32, help="sentence pairs per step and process")
-    # --max-length: the name this option had before; the model card's commands use it
-    parser.add_argument("--max-tokens", "--max-length", dest="max_tokens", type=int, default=128,
-                        help="tokens per pair, special tokens included")
-    parser.add_argument("--lr", type=float, default=1e-4, help="peak learning rate (default: 1e-4)")
-    parser.add_argument("--head-lr-scale", type=float, default=1.0,
-                        help="learning-rate multiplier for newly initialized heads (default: 1)")
-    parser.add_argument("--warmup", type=int, default=None, help="warmup steps (default: 6%% of --steps)")
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping (0: off)")
-    parser.add_argument("--freeze-encoder-steps", type=int, default=0,
-                        help="train only the newly initialized heads for the first N steps (the encoder, embeddings "
-                             "and pooler stay fixed), so that a new head does not disturb a pretrained encoder; "
-                             "single process only")
-    parser.add_argument("--mlm-probability", type=float, default=0.15)
-    parser.add_argument("--whole-word", action="store_true", help="mask whole words instead of word pieces")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads per process (default: torch's)")
-    parser.add_argument("--log-every", type=int, default=10, help="steps between progress lines and CSV rows")
-    parser.add_argument("--eval-every", type=int, default=0, help="steps between held-out evaluations (0: at "
-                        "checkpoints only)")
-    parser.add_argument("--eval-examples", type=int, default=256, help="held-out pairs per evaluation")
-    parser.add_argument("--save-every", type=int, default=500, help="steps between checkpoints")
-    parser.add_argument("--save-minutes", type=float, default=15.0, help="also save when this many minutes have "
-                        "passed since the last checkpoint (0: off)")
-    parser.add_argument("--keep", type=int, default=2, help="checkpoints to keep (0: all)")
-    parser.add_argument("--max-documents", type=int, default=None, help="read only the first N documents")
-    return parser
+    """The options of `bertviz-app pretrain`: one per field of PretrainSettings."""
+    return add_arguments(parser, PretrainSettings)
 
 
-def _build_trainer(args: argparse.Namespace, tokenizer: Tokenizer, train_data: SentencePairDataset,
+def _build_trainer(args: PretrainSettings, tokenizer: Tokenizer, train_data: SentencePairDataset,
                    dist_info: Distributed, device: torch.device, say) -> Trainer:
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model, new = build_model(args.init, tokenizer, args.preset, args.max_tokens,
                              log_prior=unigram_log_prior(train_data, tokenizer.vocab_size))
     say(f"model: {model.num_parameters() / 1e6:.1f} M parameters; newly initialized: "
         f"{', '.join(new) if new else 'nothing'}")
-    warmup = args.warmup if args.warmup is not None else max(1, int(0.06 * args.steps))
+    schedule = SCHEDULES[args.schedule](args.warmup_steps, args.steps)
     return Trainer.create(model, PretrainingObjective(model), lr=args.lr, weight_decay=args.weight_decay,
-                          total_steps=args.steps, warmup=warmup, device=device, dist_info=dist_info,
-                          new_parameters=set(new), new_lr_scale=args.head_lr_scale)
+                          schedule=schedule, device=device, dist_info=dist_info, new_parameters=set(new),
+                          new_lr_scale=args.head_lr_scale)
 
 
 def _freeze_encoder(trainer: Trainer, frozen: bool) -> None:
@@ -240,8 +200,11 @@ def _read_corpus(args, tokenizer: Tokenizer, say) -> tuple[SentencePairDataset, 
     return train_data, heldout
 
 
-def run_pretrain(args: argparse.Namespace) -> BertForPreTraining:
-    """Train (or resume) as `args` say; returns the trained model (unwrapped, on its device)."""
+def run_pretrain(args: PretrainSettings | argparse.Namespace) -> BertForPreTraining:
+    """Train (or resume) as `args` (PretrainSettings, or the options add_pretrain_arguments parsed) say; returns the
+    trained model (unwrapped, on its device)."""
+    if not isinstance(args, PretrainSettings):
+        args = from_args(PretrainSettings, args)
     if args.freeze_encoder_steps and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise ValueError("--freeze-encoder-steps is not supported under torchrun (DDP needs every parameter to "
                          "train from the start); run the frozen phase in one process, then resume under torchrun")
@@ -251,6 +214,8 @@ def run_pretrain(args: argparse.Namespace) -> BertForPreTraining:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     say = say_above_progress if dist_info.is_main else (lambda *a: None)
+    if dist_info.is_main:  # the settings of the latest start (a resumed run may change --steps)
+        (out / "settings.json").write_text(json.dumps(as_dict(args), indent=2) + "\n")
     tokenizer = _load_tokenizer(args)
     train_data, heldout = _read_corpus(args, tokenizer, say)
     trainer = _build_trainer(args, tokenizer, train_data, dist_info, device, say)
@@ -339,5 +304,6 @@ def main(argv: list[str] | None = None) -> None:
         run_evaluate(parser.parse_args(argv[1:]))
         return
     parser = add_pretrain_arguments(argparse.ArgumentParser(
-        prog="bertviz-app pretrain", description="Pretrain BERT with masked-LM and next-sentence prediction."))
+        prog="bertviz-app pretrain", description="Pretrain BERT with masked-LM and next-sentence prediction.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter))
     run_pretrain(parser.parse_args(argv))

@@ -128,6 +128,7 @@ class Job:
     name: str  # the new model's name in the list
     output: Path
     device: str = "cpu"  # where the model it starts from runs (a GPU server trains there too)
+    seeds: tuple[int, ...] = ()  # several: one run each, the best kept (finetune's --seeds)
 
 
 @dataclass
@@ -145,6 +146,10 @@ class Progress:
     before: dict | None = None  # held-out metrics before training (known once it is done)
     best: dict | None = None  # held-out metrics of the epoch the folder keeps
     model: str | None = None  # the name it joined the model list under
+    run: int = 0  # which of the job's seeds is training (0-based)
+    run_steps: int = 0  # steps of one run
+    seeds: dict | None = None  # metrics.json's seed summary, once done
+    unseen: dict | None = None  # held-out labels the training data never shows (metrics.json's unseen_labels)
     started: float = 0.0
     seconds: float = 0.0
 
@@ -216,9 +221,11 @@ class TrainingLane:
     def _on_step(self, record: dict) -> None:
         with self._lock:
             p = self._progress
-            p.steps.append(record["step"])
+            # several seeds: their steps follow each other on the curve
+            p.run, p.run_steps = record.get("run", 0), record["total"]
+            p.steps.append(record["step"] + p.run * p.run_steps)
             p.losses.append(record["loss"])
-            p.total = record["total"]
+            p.total = record["total"] * max(1, len(p.job.seeds))
             p.steps_per_epoch = record["step"] / record["epoch"] if record["epoch"] else None
             if p.state == "running":
                 p.message = ""
@@ -243,17 +250,21 @@ class TrainingLane:
         try:
             result = finetune(job.data.task, job.data.source, job.output, model=job.base_source,
                               epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
-                              device=job.device, threads=self.threads, progress=False, stop=self._stop,
+                              device=job.device, threads=self.threads, seeds=job.seeds, progress=False,
+                              stop=self._stop,
                               on_step=self._on_step, on_epoch=self._on_epoch, say=self._say)
             metrics = result.metrics
             del result  # the weights: the model list loads them again from the folder
+            self._update(seeds=metrics.get("seeds"), unseen=metrics.get("unseen_labels"))
             if metrics.get("stopped_early") and not any(r["epoch"] >= 1 for r in metrics["history"]):
                 shutil.rmtree(job.output, ignore_errors=True)
                 self._update(state="cancelled", before=metrics.get("eval_before_training"),
                              message="Cancelled before the first epoch was complete: nothing was kept.")
                 return
             name = on_trained(job, job.output)
-            self._update(state="cancelled" if metrics.get("stopped_early") else "done", model=name,
+            # with several seeds, a run cancelled after the first is left out, and the best complete one kept
+            stopped = metrics.get("stopped_early") or self._stop.is_set()
+            self._update(state="cancelled" if stopped else "done", model=name,
                          before=metrics.get("eval_before_training"), best=metrics.get("eval"), message="")
         except OSError as err:  # a full disk, a folder it may not write: in words, without the server's paths
             shutil.rmtree(job.output, ignore_errors=True)

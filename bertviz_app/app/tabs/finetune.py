@@ -33,6 +33,7 @@ LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
 # The learning rate a data choice suggests (the visitor may change it): a tagging head over 44 tags learns slowly at
 # BERT's 5e-5 (wsj-pos from the command line reached 0.933 in 2 epochs at 1e-4, batch 16: README)
 SUGGESTED_RATE = {"token-classification": "1e-4"}
+REPEAT_SEEDS = (0, 1, 2)  # "repeat 3 times": one seed is one draw
 MAX_TRAINED = 4  # models fine-tuned in one server's life (each holds its weights in memory, ~90 MB for the default)
 POLL_S = 1.0
 
@@ -59,25 +60,46 @@ def status_text(p: Progress) -> str:
         return f"**The training could not run.** {plain(p.message)}"
     if p.state == "done":
         return (f"{what} **joined the model list**: held-out {_score(p.best)} ({_score(p.before)} before "
-                f"training), in {p.seconds:.0f} s. Pick it in the model list and press Analyze: every view shows the "
-                "fine-tuned encoder, and the Task tab what it predicts.")
+                f"training), in {p.seconds:.0f} s.{_seeds_text(p.seeds)}{_unseen_text(p.unseen)} Pick it in the model "
+                "list and press Analyze: every view shows the fine-tuned encoder, and the Task tab what it predicts.")
     if p.state == "cancelled":
         if p.model is None:
             return f"Cancelled {what}. {plain(p.message)}"
         return f"Cancelled {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model list**."
     if p.message:
         return f"Training {what}: {plain(p.message)}"
-    epoch = p.steps[-1] / p.steps_per_epoch if p.steps and p.steps_per_epoch else 0.0
+    step = p.steps[-1] - p.run * p.run_steps if p.steps else 0
+    epoch = step / p.steps_per_epoch if p.steps_per_epoch else 0.0
     last = f"; after epoch {p.epochs[-1]['epoch']}: held-out {_score(p.epochs[-1]['eval'])}" if p.epochs else ""
-    return (f"Training {what}: epoch {epoch:.2f} of {job.epochs}, step {p.steps[-1] if p.steps else 0} of {p.total}, "
+    run = f"run {p.run + 1} of {len(job.seeds)} (seed {job.seeds[p.run]}), " if len(job.seeds) > 1 else ""
+    return (f"Training {what}: {run}epoch {epoch:.2f} of {job.epochs}, step {step} of {p.run_steps or p.total}, "
             f"loss {p.losses[-1] if p.losses else float('nan'):.3f}{last} · {p.seconds:.0f} s")
+
+
+def _seeds_text(seeds: dict | None) -> str:
+    """' Over 3 seeds: accuracy 0.801 ± 0.012 ...' (a space first), or ''."""
+    if not seeds or len(seeds["runs"]) < 2:
+        return ""
+    each = ", ".join(f"{r['score']:.3f}" for r in seeds["runs"])
+    return (f" Over {len(seeds['runs'])} seeds, held-out {seeds['metric'].replace('_', ' ')} {seeds['mean']:.3f} ± "
+            f"{seeds['std']:.3f} (mean ± standard deviation; each: {each}): one seed is one draw, and this model is "
+            f"the best of them (seed {seeds['kept']}).")
+
+
+def _unseen_text(unseen: dict | None) -> str:
+    if not unseen or not unseen.get("count"):
+        return ""
+    names = ", ".join(plain(str(label)) for label in list(unseen["labels"])[:8])
+    return (f" {unseen['count']} of {unseen['of']} held-out {unseen['unit']} carry a label the training data never "
+            f"shows ({names}): the model cannot predict them, and the score counts them as wrong.")
 
 
 def epochs_frame(p: Progress) -> pd.DataFrame:
     """One row per evaluation: before training (once known), then each epoch."""
     rows = []
     for label, train_loss, ev in ([("before training", None, p.before)] if p.before else []) + [
-            (f"{r['epoch']:g}", r["train_loss"], r["eval"]) for r in p.epochs]:
+            (f"seed {r['seed']}, {r['epoch']:g}" if "seed" in r else f"{r['epoch']:g}", r["train_loss"], r["eval"])
+            for r in p.epochs]:
         row = {"epoch": label, "train loss": "" if train_loss is None else f"{train_loss:.4f}",
                "held-out loss": f"{ev['loss']:.4f}" if "loss" in ev else ""}
         row.update({name: f"{ev[key]:.4f}" for key, name in (("accuracy", "held-out accuracy"), ("f1", "held-out F1"),
@@ -121,6 +143,9 @@ class FineTuneTab:
                                       elem_id="finetune-epochs")
             self.rate = gr.Dropdown(list(LEARNING_RATES), value=self.suggest_rate(first), label="Learning rate",
                                     scale=1, min_width=120, elem_id="finetune-rate")
+            self.repeat = gr.Checkbox(False, label=f"Repeat {len(REPEAT_SEEDS)} times (seeds "
+                                      f"{', '.join(map(str, REPEAT_SEEDS))}: one seed is one draw)", scale=1,
+                                      min_width=150, elem_id="finetune-repeat")
             self.start_button = gr.Button("Start", variant="primary", scale=1, min_width=90, elem_id="finetune-start")
             self.cancel_button = gr.Button("Cancel", scale=1, min_width=90, interactive=False,
                                            elem_id="finetune-cancel")
@@ -134,11 +159,11 @@ class FineTuneTab:
 
     # handlers ----------------------------------------------------------------------------------------------------
     @user_errors
-    def start(self, data, base, epochs, rate, request: gr.Request = None):
+    def start(self, data, base, epochs, rate, repeat=False, request: gr.Request = None):
         choice = self.choices.get(data) if isinstance(data, str) else None
         if choice is None:
             raise refuse("Choose the data in the list.")
-        if epochs not in EPOCHS or rate not in LEARNING_RATES:
+        if epochs not in EPOCHS or rate not in LEARNING_RATES or not isinstance(repeat, bool):
             raise refuse(f"Choose the epochs ({', '.join(map(str, EPOCHS))}) and the learning rate "
                          f"({', '.join(LEARNING_RATES)}) in their lists.")
         explorer = self.page.models.get(base)  # one of the list's names, or a sentence
@@ -152,7 +177,8 @@ class FineTuneTab:
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
-        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device))
+        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device),
+                  REPEAT_SEEDS if repeat else ())
         self.lane.start(job, self._join, owner=getattr(request, "session_hash", None))
         return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
@@ -207,7 +233,7 @@ class FineTuneTab:
         outputs = [self.status, self.curve, self.table, self.start_button, self.cancel_button, self.timer, self.seen,
                    *self._pickers]
         quiet = dict(queue=False, show_progress="hidden")
-        self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate],
+        self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
                                 [self.status, self.timer, self.start_button, self.cancel_button],
                                 **api("finetune_start"), **quiet)
         self.cancel_button.click(self.cancel, None, [self.status], **api("finetune_cancel"), **quiet)

@@ -12,6 +12,7 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from ... import files
 from ...explorer import Explorer
 from ...finetuning import ClassPrediction, TagPrediction
 from ...run import Run
@@ -199,6 +200,61 @@ def _number(value) -> float:
     return round(float(value), 3) if isinstance(value, (int, float)) and math.isfinite(value) else float("nan")
 
 
+def _metrics_of(explorer: Explorer) -> dict | None:
+    """A fine-tuned folder's metrics.json with a held-out score, or None (none, unreadable, or not ours)."""
+    if explorer.task is None or explorer.folder is None or not (explorer.folder / "metrics.json").is_file():
+        return None
+    try:
+        metrics = files.read_json(explorer.folder / "metrics.json", ValueError)
+    except ValueError:
+        return None
+    ok = isinstance(metrics, dict) and isinstance(metrics.get("eval"), dict) and isinstance(metrics.get("metric"), str)
+    return metrics if ok and isinstance(metrics["eval"].get(metrics["metric"]), (int, float)) else None
+
+
+def _spread(*metrics: dict) -> float | None:
+    """The widest range (max - min) of the seeds' scores among `metrics`; None when none ran several seeds."""
+    ranges = [m["seeds"]["max"] - m["seeds"]["min"] for m in metrics
+              if isinstance(m.get("seeds"), dict) and len(m["seeds"].get("runs", ())) > 1]
+    return max(ranges) if ranges else None
+
+
+def _against(difference: float, spread: float | None) -> str:
+    if spread is None:
+        return "one seed each, so no spread is known: train with --seeds (or Repeat 3 times) to know whether it is " \
+               "more than chance"
+    verdict = "**within the spread of seeds**" if abs(difference) <= spread else "beyond the spread of seeds"
+    return f"{verdict} (their scores ranged over {spread:.3f})"
+
+
+def score_note(explorer: Explorer, others: dict[str, Explorer]) -> str:
+    """The model's held-out score (and, trained with several seeds, their mean and spread), its difference from the
+    model before training and from the app's other fine-tuned models scored on the same held-out data, each beside
+    the spread of seeds: one seed is one draw, and a difference inside that spread may be chance."""
+    metrics = _metrics_of(explorer)
+    if metrics is None:
+        return ""
+    name, score = metrics["metric"], metrics["eval"][metrics["metric"]]
+    words = name.replace("_", " ")
+    lines = [f"**Held-out {words} {score:.3f}**"]
+    seeds = metrics.get("seeds")
+    if isinstance(seeds, dict) and len(seeds.get("runs", ())) > 1:
+        lines[0] += (f" (the best of {len(seeds['runs'])} seeds: mean {seeds['mean']:.3f} ± {seeds['std']:.3f}, "
+                     f"mean ± standard deviation; range {seeds['min']:.3f} to {seeds['max']:.3f})")
+    before = (metrics.get("eval_before_training") or {}).get(name)
+    if isinstance(before, (int, float)):
+        lines.append(f"{before:.3f} before fine-tuning: {score - before:+.3f}, "
+                     f"{_against(score - before, _spread(metrics))}")
+    for other_name, other in others.items():
+        theirs = _metrics_of(other) if other is not explorer else None
+        if theirs is None or theirs["metric"] != name or theirs.get("data") != metrics.get("data"):
+            continue  # another task, or another held-out set: not comparable
+        difference = score - theirs["eval"][name]
+        lines.append(f"{plain(other_name)}, on the same held-out data: {theirs['eval'][name]:.3f}, "
+                     f"this one {difference:+.3f}, {_against(difference, _spread(metrics, theirs))}")
+    return lines[0] + "".join(f"\n- {line}" for line in lines[1:]) + "\n\n"
+
+
 def heldout_note(explorer: Explorer, shown: int) -> str:
     if explorer.task is None:
         return ""
@@ -255,7 +311,7 @@ class TaskTab:
         if heldout_of != session["model"]:
             try:
                 frame = heldout_frame(explorer)
-                info = heldout_note(explorer, len(frame))
+                info = score_note(explorer, self.page.models.explorers) + heldout_note(explorer, len(frame))
             except ValueError as err:  # a damaged file: the rest of the tab still answers
                 frame = heldout_frame(None)
                 info = f"{plain(explorer.name)}'s held-out predictions could not be read: {plain(str(err))}"
