@@ -29,7 +29,8 @@
 //
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
-//   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the view on screen; viewer.destroy()
+//   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the whole picture of the view on screen (every row
+//                                         and label, whatever its box scrolls to); viewer.destroy()
 //
 // The app's host is gradio-host.mjs (exported here as gradioHost): each gr.HTML of bertviz_app/app/views_host.py
 // waits for this script in the page's head and calls BertvizViews.gradioHost({ element, props, server, trigger,

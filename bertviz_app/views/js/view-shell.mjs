@@ -59,9 +59,20 @@ function bitmapCanvases() {
   };
 }
 
-/** The view on screen as the exports draw it: the viewport at twice the pixels, painted with the focus of now. */
-function sceneOf(view, layout, viewport, focus, image) {
-  const v = { ...viewport, dpr: 2 };
+/**
+ * The layout an export draws: the chosen layer, head and filters with every label, whatever the box scrolls to or
+ * how small "fit the box" makes the rows: of the zoom on screen and "every label", the one with the larger picture.
+ */
+export function exportLayout(view, data, state, size) {
+  const chosen = view.layout(data, state, size);
+  if (chosen.hidden || state.zoom === "labels") return chosen;
+  const labeled = view.layout(data, { ...state, zoom: "labels" }, size);
+  return labeled.width * labeled.height > chosen.width * chosen.height ? labeled : chosen;
+}
+
+/** A scene for the exports (export.mjs): the whole of a layout, painted at twice the pixels with a focus. */
+export function exportScene(view, layout, focus, image) {
+  const v = { x: 0, y: 0, width: layout.width, height: layout.height, dpr: 2 };
   return { width: v.width, height: v.height, paint: (ctx) => view.paint(ctx, layout, v, focus, image),
     bitmap: Boolean(view.BITMAP), name: view.fileName ? view.fileName(layout) : view.NAME };
 }
@@ -132,11 +143,14 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     }
   }
 
+  function layoutSize(reserve = extra?.reserve ? extra.reserve() : 0) {
+    return { width: root.clientWidth || 600, maxHeight: (env.maxHeight ? env.maxHeight() : 600) - reserve,
+      measure: measureText, labelMax: labelMax() };
+  }
+
   function update(state) {
     const before = layout;
-    const reserve = extra?.reserve ? extra.reserve() : 0;
-    layout = view.layout(data, state, { width: root.clientWidth || 600,
-      maxHeight: (env.maxHeight ? env.maxHeight() : 600) - reserve, measure: measureText, labelMax: labelMax() });
+    layout = view.layout(data, state, layoutSize());
     surface.box.hidden = Boolean(layout.hidden);
     if (!layout.hidden) surface.setSize(layout.width, layout.height, layout.boxHeight);
     caption.textContent = layout.caption || "";
@@ -164,8 +178,11 @@ export function mountView(container, view, { payload, selection, env = {} }) {
   return {
     name: view.NAME,
     refresh: () => render(selection.get()),
-    /** What is on screen now, for the PNG and SVG exports; null when there is no picture. */
-    scene: () => (!layout || layout.hidden ? null : sceneOf(view, layout, surface.viewport(), focus(), image)),
+    /** The whole picture of what is on screen, for the PNG and SVG exports; null when there is no picture. */
+    scene: () => {
+      if (!layout || layout.hidden) return null;
+      return exportScene(view, exportLayout(view, data, selection.get(), layoutSize()), focus(), image);
+    },
     destroy() { unsubscribe(); resize.disconnect(); extra?.destroy?.(); root.remove(); },
   };
 }
