@@ -208,10 +208,13 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
         shoot(v.page, tmp_path, f"20-picture-{mode}")
         seen = picture(v.page)
         assert seen["tokens"] == 21 and v.no_sideways_scroll() and v.errors == []
-        if mode != "presenter":
+        if mode == "phone":
             assert seen["labelPx"] == 15, seen  # the type grows only when presenter mode asks
         if mode == "projector":  # under the input and the controls, whole on the first screen
             assert seen["top"] < 330 and seen["height"] >= 290 and seen["bottom"] <= 720, seen
+            # the type never grows; it shrinks to 13 px (rows 16 px apart) where that brings every row into the box
+            assert 13 <= seen["labelPx"] <= 15 and seen["pitch"] >= seen["labelPx"] + 3, seen
+            assert seen["rows"] >= 21, seen  # the whole pair in sight (15 rows of 18 px before)
         elif mode == "presenter":  # most of the screen, every token of the pair in sight
             assert seen["top"] < 220 and seen["height"] >= 0.55 * 720 and seen["bottom"] <= 720, seen
             assert seen["rows"] >= 21, seen
@@ -230,6 +233,41 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
                                      ".dataset.geometry).labelPx > px", arg=seen["labelPx"])
         else:  # a phone: after Analyze the picture is on the screen, a good part of it
             assert 0 <= seen["top"] < 844 * 0.6 and min(seen["bottom"], 844) - seen["top"] >= 250, seen
+    finally:
+        v.page.close()
+
+
+SIXTEEN = "The quick brown fox jumps over the lazy dog because it was very tired today."  # 16 tokens and 2 marks
+
+
+def test_a_sixteen_token_sentence_fits_the_first_screen(browser, server, tmp_path):
+    """At 1280 x 720 the Lines view showed 14 of its 18 rows and the Matrix 12 ("every label"), with ~800 px empty
+    on the right: the box now takes the caption's height (the caption goes beside) and rows a little short of 18 px
+    carry 13-14 px labels, so every row and its label is on the first screen without scrolling."""
+    v = AppPage(browser, server)
+    try:
+        v.views_drawn("lines")
+        v.analyze(SIXTEEN)
+        for view in ("lines", "matrix"):
+            v.page.click(f"#view-tab-{view}")
+            v.views_drawn(view)
+            v.page.wait_for_timeout(300)  # a resize after the new input settles the box
+            seen = v.page.evaluate("""v => {
+              const s = document.querySelector(`#view-pane-${v} .bv-scroller`);
+              const g = JSON.parse(s.dataset.geometry), box = s.getBoundingClientRect();
+              return { g, client: [s.clientWidth, s.clientHeight], scroll: [s.scrollWidth, s.scrollHeight],
+                       bottom: box.bottom, tokens: document.querySelectorAll('#view-token option').length - 1 };
+            }""", view)
+            g = seen["g"]
+            pitch = g.get("pitch") or g["cell"]
+            assert seen["tokens"] == 18, seen
+            assert seen["scroll"][1] <= seen["client"][1] and seen["scroll"][0] <= seen["client"][0], seen
+            assert g["top"] + 18 * pitch <= seen["client"][1] and seen["bottom"] <= 720, seen
+            assert g["labelPx"] >= 13 and pitch >= g["labelPx"] + 3, seen  # readable, one label per row
+            v.page.wait_for_function("v => document.querySelector(`#view-pane-${v} .bv-view`).dataset.labels"
+                                     " === '36'", arg=view)  # every row's label, on both sides (both axes)
+            shoot(v.page, tmp_path, f"22-sixteen-tokens-{view}")
+        assert v.no_sideways_scroll() and v.errors == []
     finally:
         v.page.close()
 

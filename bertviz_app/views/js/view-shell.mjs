@@ -40,9 +40,29 @@ export function currentLock(lock, layout) {
 
 /**
  * mountView(container, view, { payload, selection, env }) -> { name, scene(), refresh(), destroy() }
- * env: { maxHeight() -> px, detailView() -> "lines" | "matrix", onSilence, loadQueryKey, idPrefix }
+ * env: { maxHeight({ beside }) -> px (beside: the caption is beside the picture, not under it),
+ *   detailView() -> "lines" | "matrix", onSilence, loadQueryKey, idPrefix }
  */
 /** image(pixels): one canvas per bitmap a layout built, drawn once (the layout's cache keeps the bitmap alive). */
+// A wide box puts the caption beside the picture, not under it: at 1280 x 720 a Matrix of 16 tokens leaves ~800 px
+// empty on the right while the caption's lines below took the rows' height. Views with DOM of their own (extras)
+// keep it under the picture.
+const BESIDE_MIN_WIDTH = 960;
+const CAPTION_WIDTH = 300; // and style.mjs: .bv-beside
+const CAPTION_GAP = 16;
+const BOX_BORDER = 2; // style.mjs: .bv-surface's border, top and bottom (left and right), that the picture is inside
+
+/**
+ * The layout on screen and where its caption goes: beside the picture (which gives it that width) only where the box
+ * is wide and that brings every row into the box, else under it. sizeFor(beside) -> the size a layout gets.
+ */
+export function placeCaption(view, data, state, sizeFor, wide) {
+  const under = view.layout(data, state, sizeFor(false));
+  if (!wide || under.hidden || under.height <= under.boxHeight) return { layout: under, beside: false };
+  const beside = view.layout(data, state, sizeFor(true));
+  return beside.height <= beside.boxHeight ? { layout: beside, beside: true } : { layout: under, beside: false };
+}
+
 function bitmapCanvases() {
   const images = new WeakMap();
   return (pixels) => {
@@ -143,16 +163,22 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     }
   }
 
-  function layoutSize(reserve = extra?.reserve ? extra.reserve() : 0) {
-    return { width: root.clientWidth || 600, maxHeight: (env.maxHeight ? env.maxHeight() : 600) - reserve,
+  /** The box a layout gets; beside: the caption beside the picture (which takes its width) instead of under it. */
+  function layoutSize(beside = root.classList.contains("bv-beside")) {
+    const reserve = extra?.reserve ? extra.reserve() : 0;
+    const width = (root.clientWidth || 600) - (beside ? CAPTION_WIDTH + CAPTION_GAP : 0) - BOX_BORDER;
+    return { width, maxHeight: (env.maxHeight ? env.maxHeight({ beside }) : 600) - reserve - BOX_BORDER,
       measure: measureText, labelMax: labelMax() };
   }
 
   function update(state) {
     const before = layout;
-    layout = view.layout(data, state, layoutSize());
+    const wide = !extra && root.clientWidth >= BESIDE_MIN_WIDTH && getComputedStyle(caption).display !== "none";
+    const placed = placeCaption(view, data, state, layoutSize, wide);
+    root.classList.toggle("bv-beside", placed.beside);
+    layout = placed.layout;
     surface.box.hidden = Boolean(layout.hidden);
-    if (!layout.hidden) surface.setSize(layout.width, layout.height, layout.boxHeight);
+    if (!layout.hidden) surface.setSize(layout.width, layout.height, layout.boxHeight + BOX_BORDER);
     caption.textContent = layout.caption || "";
     if (layout.drawn !== undefined) root.dataset.drawn = layout.drawn;
     if (layout.geometry) surface.scroller.dataset.geometry = JSON.stringify(layout.geometry);
