@@ -194,6 +194,48 @@ def picture(page) -> dict:
     }""")
 
 
+def covered(page) -> list[str]:
+    """What presenter mode's two buttons lie over: a view's box, its buttons or statistics, the controls, the inputs."""
+    return page.evaluate("""() => {
+      const buttons = [...document.querySelectorAll('#title-row button')].map(b => b.getBoundingClientRect());
+      const out = [];
+      const parts = '.bv-pane:not([hidden]) .bv-surface, .bv-pane:not([hidden]) .bv-tools button, '
+        + '.bv-pane:not([hidden]) .bv-stats, .bv-controls .bv-field, .bv-bar button, #input-row textarea, '
+        + '#input-row input, #analyze';
+      for (const e of document.querySelectorAll(parts)) {
+        const r = e.getBoundingClientRect();
+        if (!r.width || !r.height) continue;
+        for (const b of buttons) {
+          if (b.left < r.right && r.left < b.right && b.top < r.bottom && r.top < b.bottom) {
+            out.push(`${e.tagName}.${e.className}#${e.id}`);
+          }
+        }
+      }
+      return out;
+    }""")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_presenter_buttons_cover_nothing(browser, server, tmp_path, size):
+    """Floating in the bottom corner, "Copy link" and "Leave presenter mode" lay over the All-heads tiles (1280 x 720)
+    and the phone's Lines view; they now sit at the end of the input row."""
+    v = AppPage(browser, server, size=size)
+    try:
+        v.views_drawn("lines")
+        v.page.click("#presenter")
+        v.page.wait_for_function("() => document.body.classList.contains('bv-presenter')")
+        v.analyze(*PAIR)
+        for view in ("lines", "matrix", "overview"):
+            v.page.click(f"#view-tab-{view}")
+            v.views_drawn(view)
+            v.page.wait_for_timeout(300)
+            assert covered(v.page) == [], view
+            shoot(v.page, tmp_path, f"23-presenter-{size[0]}x{size[1]}-{view}")
+        assert v.no_sideways_scroll() and v.errors == []
+    finally:
+        v.page.close()
+
+
 @pytest.mark.parametrize("mode, size", [("projector", (1280, 720)), ("presenter", (1280, 720)), ("phone", (390, 844))])
 def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, size):
     v = AppPage(browser, server, size=size)
@@ -224,8 +266,7 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
             assert box["height"] <= 50 and box["y"] < 40, box  # the input row, one line at the top
             font = v.page.eval_on_selector("#sentence-a textarea", "e => parseFloat(getComputedStyle(e).fontSize)")
             assert font >= 20
-            buttons = v.page.locator("#presenter").bounding_box()
-            assert buttons["y"] >= seen["bottom"] and buttons["x"] + buttons["width"] <= 1280, buttons
+            assert covered(v.page) == [] and v.page.locator("#presenter").bounding_box()["y"] < 40
             assert not v.page.locator("#tabs").is_visible()
             # a taller window (the projector's full screen) gives the rows, and their type, what it adds
             v.page.set_viewport_size({"width": 1280, "height": 900})
