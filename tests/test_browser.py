@@ -194,6 +194,48 @@ def picture(page) -> dict:
     }""")
 
 
+def covered(page) -> list[str]:
+    """What presenter mode's two buttons lie over: a view's box, its buttons or statistics, the controls, the inputs."""
+    return page.evaluate("""() => {
+      const buttons = [...document.querySelectorAll('#title-row button')].map(b => b.getBoundingClientRect());
+      const out = [];
+      const parts = '.bv-pane:not([hidden]) .bv-surface, .bv-pane:not([hidden]) .bv-tools button, '
+        + '.bv-pane:not([hidden]) .bv-stats, .bv-controls .bv-field, .bv-bar button, #input-row textarea, '
+        + '#input-row input, #analyze';
+      for (const e of document.querySelectorAll(parts)) {
+        const r = e.getBoundingClientRect();
+        if (!r.width || !r.height) continue;
+        for (const b of buttons) {
+          if (b.left < r.right && r.left < b.right && b.top < r.bottom && r.top < b.bottom) {
+            out.push(`${e.tagName}.${e.className}#${e.id}`);
+          }
+        }
+      }
+      return out;
+    }""")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_presenter_buttons_cover_nothing(browser, server, tmp_path, size):
+    """Floating in the bottom corner, "Copy link" and "Leave presenter mode" lay over the All-heads tiles (1280 x 720)
+    and the phone's Lines view; they now sit at the end of the input row."""
+    v = AppPage(browser, server, size=size)
+    try:
+        v.views_drawn("lines")
+        v.page.click("#presenter")
+        v.page.wait_for_function("() => document.body.classList.contains('bv-presenter')")
+        v.analyze(*PAIR)
+        for view in ("lines", "matrix", "overview"):
+            v.page.click(f"#view-tab-{view}")
+            v.views_drawn(view)
+            v.page.wait_for_timeout(300)
+            assert covered(v.page) == [], view
+            shoot(v.page, tmp_path, f"23-presenter-{size[0]}x{size[1]}-{view}")
+        assert v.no_sideways_scroll() and v.errors == []
+    finally:
+        v.page.close()
+
+
 @pytest.mark.parametrize("mode, size", [("projector", (1280, 720)), ("presenter", (1280, 720)), ("phone", (390, 844))])
 def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, size):
     v = AppPage(browser, server, size=size)
@@ -208,10 +250,13 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
         shoot(v.page, tmp_path, f"20-picture-{mode}")
         seen = picture(v.page)
         assert seen["tokens"] == 21 and v.no_sideways_scroll() and v.errors == []
-        if mode != "presenter":
+        if mode == "phone":
             assert seen["labelPx"] == 15, seen  # the type grows only when presenter mode asks
         if mode == "projector":  # under the input and the controls, whole on the first screen
             assert seen["top"] < 330 and seen["height"] >= 290 and seen["bottom"] <= 720, seen
+            # the type never grows; it shrinks to 13 px (rows 16 px apart) where that brings every row into the box
+            assert 13 <= seen["labelPx"] <= 15 and seen["pitch"] >= seen["labelPx"] + 3, seen
+            assert seen["rows"] >= 21, seen  # the whole pair in sight (15 rows of 18 px before)
         elif mode == "presenter":  # most of the screen, every token of the pair in sight
             assert seen["top"] < 220 and seen["height"] >= 0.55 * 720 and seen["bottom"] <= 720, seen
             assert seen["rows"] >= 21, seen
@@ -221,8 +266,7 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
             assert box["height"] <= 50 and box["y"] < 40, box  # the input row, one line at the top
             font = v.page.eval_on_selector("#sentence-a textarea", "e => parseFloat(getComputedStyle(e).fontSize)")
             assert font >= 20
-            buttons = v.page.locator("#presenter").bounding_box()
-            assert buttons["y"] >= seen["bottom"] and buttons["x"] + buttons["width"] <= 1280, buttons
+            assert covered(v.page) == [] and v.page.locator("#presenter").bounding_box()["y"] < 40
             assert not v.page.locator("#tabs").is_visible()
             # a taller window (the projector's full screen) gives the rows, and their type, what it adds
             v.page.set_viewport_size({"width": 1280, "height": 900})
@@ -230,6 +274,41 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
                                      ".dataset.geometry).labelPx > px", arg=seen["labelPx"])
         else:  # a phone: after Analyze the picture is on the screen, a good part of it
             assert 0 <= seen["top"] < 844 * 0.6 and min(seen["bottom"], 844) - seen["top"] >= 250, seen
+    finally:
+        v.page.close()
+
+
+SIXTEEN = "The quick brown fox jumps over the lazy dog because it was very tired today."  # 16 tokens and 2 marks
+
+
+def test_a_sixteen_token_sentence_fits_the_first_screen(browser, server, tmp_path):
+    """At 1280 x 720 the Lines view showed 14 of its 18 rows and the Matrix 12 ("every label"), with ~800 px empty
+    on the right: the box now takes the caption's height (the caption goes beside) and rows a little short of 18 px
+    carry 13-14 px labels, so every row and its label is on the first screen without scrolling."""
+    v = AppPage(browser, server)
+    try:
+        v.views_drawn("lines")
+        v.analyze(SIXTEEN)
+        for view in ("lines", "matrix"):
+            v.page.click(f"#view-tab-{view}")
+            v.views_drawn(view)
+            v.page.wait_for_timeout(300)  # a resize after the new input settles the box
+            seen = v.page.evaluate("""v => {
+              const s = document.querySelector(`#view-pane-${v} .bv-scroller`);
+              const g = JSON.parse(s.dataset.geometry), box = s.getBoundingClientRect();
+              return { g, client: [s.clientWidth, s.clientHeight], scroll: [s.scrollWidth, s.scrollHeight],
+                       bottom: box.bottom, tokens: document.querySelectorAll('#view-token option').length - 1 };
+            }""", view)
+            g = seen["g"]
+            pitch = g.get("pitch") or g["cell"]
+            assert seen["tokens"] == 18, seen
+            assert seen["scroll"][1] <= seen["client"][1] and seen["scroll"][0] <= seen["client"][0], seen
+            assert g["top"] + 18 * pitch <= seen["client"][1] and seen["bottom"] <= 720, seen
+            assert g["labelPx"] >= 13 and pitch >= g["labelPx"] + 3, seen  # readable, one label per row
+            v.page.wait_for_function("v => document.querySelector(`#view-pane-${v} .bv-view`).dataset.labels"
+                                     " === '36'", arg=view)  # every row's label, on both sides (both axes)
+            shoot(v.page, tmp_path, f"22-sixteen-tokens-{view}")
+        assert v.no_sideways_scroll() and v.errors == []
     finally:
         v.page.close()
 

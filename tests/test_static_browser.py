@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import bertviz_app
-from pages import AppPage
+from pages import AppPage, shoot
 from texts import HARD, PAIRS
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -306,12 +306,46 @@ def test_a_link_copied_in_the_app_opens_the_same_view_in_the_static_page_and_bac
         back.page.close()
 
 
-def test_presenter_mode_enlarges_the_views(served):
-    before = served.page.evaluate("getComputedStyle(document.querySelector('#views')).zoom")
-    served.page.click("#presenter")
-    assert served.page.evaluate("getComputedStyle(document.querySelector('#views')).zoom") != before
-    assert served.page.text_content("#presenter") == "Leave presenter mode"
-    served.page.click("#presenter")
+PAIR25 = ("The animal didn't cross the street because it was too tired.", "It slept all day in the sun.")
+
+
+def test_presenter_mode_folds_the_controls_and_fits_a_pair(browser, server, tmp_path):
+    """Presenter mode zoomed #views by 1.25 and folded nothing: four rows of controls under the link's field, and a
+    25-token pair's matrix ran past the bottom of 1280 x 720. Now, as in the app: the controls in one row (the rest
+    under "More options"), no link field or caption, labels that grow with their rows, the whole matrix on screen."""
+    opened = Opened(browser, server, server)
+    page = opened.page
+    geometry = "v => JSON.parse(document.querySelector(`#view-pane-${v} .bv-scroller`).dataset.geometry)"
+    try:
+        page.fill("#text-a", PAIR25[0])
+        page.fill("#text-b", PAIR25[1])
+        page.click("#analyze")
+        page.wait_for_function("() => document.querySelectorAll('#view-token option').length === 26")
+        page.click("#copy-link")
+        assert page.locator("#link-out").is_visible()
+        page.click("#view-tab-matrix")
+        assert page.evaluate(geometry, "matrix")["labelPx"] == 15
+        page.click("#presenter")
+        assert page.text_content("#presenter") == "Leave presenter mode"
+        page.wait_for_function(f"() => ({geometry})('matrix').labelPx > 15")  # the labels grow with the rows
+        assert not page.locator("#link-out").is_visible()
+        tops = page.eval_on_selector_all("#views .bv-root > .bv-controls > *", "es => es.filter(e => e.offsetWidth)"
+                                         ".map(e => Math.round(e.getBoundingClientRect().top))")
+        assert len(tops) >= 6 and max(tops) - min(tops) <= 6, tops  # one row
+        assert page.eval_on_selector("#views .bv-more", "e => e.open") is False
+        fits = page.evaluate("""() => { const s = document.querySelector('#view-pane-matrix .bv-scroller');
+            return [s.scrollWidth <= s.clientWidth, s.scrollHeight <= s.clientHeight,
+                    s.getBoundingClientRect().bottom <= window.innerHeight]; }""")
+        assert fits == [True, True, True], fits
+        shoot(page, tmp_path, "static-presenter-pair25-matrix-1280x720")
+        page.click("#view-tab-lines")
+        page.wait_for_function(f"() => ({geometry})('lines').labelPx > 15")
+        page.click("#presenter")
+        page.wait_for_function(f"() => ({geometry})('lines').labelPx === 15")
+        assert page.eval_on_selector("#views .bv-more", "e => e.open") is True  # wide: open again
+        assert opened.outside == [] and opened.errors == []
+    finally:
+        opened.close()
 
 
 class _IsolatingHandler(http.server.SimpleHTTPRequestHandler):

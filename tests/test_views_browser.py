@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_MS = 60_000  # two shared cores; a 512-token page inflates 1.4 MB and pools 72 heads on its first draw
 VIEWS = ("lines", "matrix", "overview", "qk")
 ANIMAL = "The animal didn't cross the street because it was too tired."
+SIXTEEN = "The quick brown fox jumps over the lazy dog because it was very tired today."  # 16 tokens and 2 marks
+PAIR25 = (ANIMAL, "It slept all day in the sun.")  # 25 tokens
 MARKUP = ["[CLS]", "<b>", "bold", "</b>", "<script>alert(1)</script>", "&amp;", "[SEP]", "<img src=x>", "[SEP]"]
 
 
@@ -53,6 +55,9 @@ def pages(tmp_path_factory):
             out["no-qk"].write_text(standalone_html(run.views_payload()), encoding="utf-8")
     out["animal"] = folder / "animal.html"
     out["animal"].write_text(standalone_html(explorer.run(ANIMAL).views_payload()), encoding="utf-8")
+    for key, text in (("sixteen", (SIXTEEN,)), ("pair25", PAIR25)):
+        out[key] = folder / f"{key}.html"
+        out[key].write_text(standalone_html(explorer.run(*text).views_payload()), encoding="utf-8")
     t = len(MARKUP)
     rng = np.random.default_rng(0)
     logits = rng.standard_normal((2, 2, t, t))
@@ -291,6 +296,59 @@ def test_exports_give_files_that_open(opened, browser, tmp_path):
     finally:
         again.close()
     assert o.errors == []
+
+
+def saved(o: Opened, button: str) -> tuple[str, bytes]:
+    with o.page.expect_download() as info:
+        o.page.click(f"#view-export-{button}")
+    return info.value.suggested_filename, Path(info.value.path()).read_bytes()
+
+
+def picture_size(o: Opened, view: str) -> tuple[int, int, int]:
+    """The whole picture's width and height (its scrolling spacer) and the height of the box that shows it."""
+    return tuple(o.page.eval_on_selector(f"#view-pane-{view} .bv-scroller",
+                                         "e => [e.firstChild.offsetWidth, e.firstChild.offsetHeight, e.clientHeight]"))
+
+
+@pytest.mark.parametrize("key, view, max_height", [("sixteen", "lines", 300), ("pair25", "matrix", 300)])
+def test_exports_hold_the_whole_picture_whatever_the_box_shows(opened, tmp_path, key, view, max_height):
+    """A 16-token Lines view in the app's 300 px box was saved down to "tired" (an SVG 331 px high, clipped); a
+    25-token pair's Matrix at 1280 x 720 only with sentence A's rows. The saved picture is all of it."""
+    o = opened(key)
+    if max_height:  # a box that shows part of the picture (the app's first screen gave 300 px at 1280 x 720)
+        o.page.evaluate("async ([h, v]) => { await BertvizViews.mount(document.getElementById('bertviz-root'), "
+                        "document.getElementById('bertviz-payload').textContent.trim(), "
+                        "{ maxHeight: h, selection: { view: v } }); }", [max_height, view])
+    o.tab(view)
+    tokens = [t.split(": ", 1)[1] for t in o.page.eval_on_selector_all("#view-token option",
+                                                                      "os => os.slice(1).map(o => o.textContent)")]
+    assert len(tokens) == (18 if key == "sixteen" else 25)
+    width, height, box = picture_size(o, view)
+    assert box < height  # the premise: the box shows only part of the picture
+    shoot(o.page, tmp_path, f"export-{key}-{view}-on-screen")
+    name, svg = saved(o, "svg")
+    tree = ET.fromstring(svg.decode("utf-8").split("?>", 1)[1])
+    ns = "{http://www.w3.org/2000/svg}"
+    assert float(tree.get("height")) == height + 30  # the picture under its title line
+    texts = [t.text for t in tree.iter(f"{ns}text")]
+    for token in set(tokens):  # every label, on both sides (lines) or both axes (matrix)
+        assert texts.count(token) >= 2 * tokens.count(token), (token, texts.count(token))
+    last = max(float(t.get("y") or 0) for t in tree.iter(f"{ns}text") if t.text == tokens[-1]
+               and not (t.get("transform") or "").strip())
+    assert last < height + 30
+    for clip in tree.iter(f"{ns}clipPath"):  # a view's own clip (the matrix's cells) ends under the last row
+        ys = [float(y) for y in re.findall(r"[ML][\d.-]+ ([\d.-]+)", clip[0].get("d"))]
+        assert max(ys) >= last, clip[0].get("d")
+    name, png = saved(o, "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and name.endswith(".png")
+    png_width, png_height = struct.unpack(">II", png[16:24])
+    assert png_height == 2 * (height + 30)  # twice the whole picture, as wide as it or its title
+    assert png_width == 2 * float(tree.get("width")) and png_width >= 2 * width
+    (tmp_path / name).write_bytes(png)
+    target = os.environ.get("BERTVIZ_SCREENSHOTS")
+    if target:
+        Path(target, f"views_export-{key}-{name}").write_bytes(png)
+    assert o.errors == [] and o.network == []
 
 
 def test_query_key_view_says_how_to_get_its_data_and_loads_it_lazily(opened, pages):

@@ -108,9 +108,24 @@ section.extra input[type=text] { max-width: 100%; box-sizing: border-box; }
 section.extra { border-top: 1px solid #ddd; margin-top: 14px; padding-top: 6px; }
 section.extra h2 { font-size: 16px; margin: 4px 0; }
 #server-note { font-size: 13px; color: #555; margin-top: 16px; }
-body.bv-presenter { font-size: 19px; }
-body.bv-presenter #server-note, body.bv-presenter section.extra, body.bv-presenter #load-note { display: none; }
-body.bv-presenter #views { zoom: 1.25; }
+/* presenter mode, as the app's: the input in one line of large type without labels, the views' controls in one row
+   (page.mjs folds the rest under "More options"), no caption (the presenter says it), token labels that grow with
+   their rows up to 28 px (--bv-label-max, read by the views). No page zoom: the views measure the window in CSS
+   pixels, and a zoomed #views pushed a 25-token matrix past the bottom of a 1280 x 720 screen. */
+body.bv-presenter { padding-top: 4px; }
+body.bv-presenter h1, body.bv-presenter #server-note, body.bv-presenter section.extra, body.bv-presenter #load-note,
+body.bv-presenter #load-progress, body.bv-presenter #link-out, body.bv-presenter #input-error:empty,
+body.bv-presenter #truncated:empty { display: none; }
+body.bv-presenter #input-row { flex-wrap: nowrap; margin-bottom: 6px; }
+body.bv-presenter #input-row label { font-size: 0; flex: 1 1 0; min-width: 0; }
+body.bv-presenter #input-row input[type=text] { font-size: 20px; }
+body.bv-presenter #views .bv-root { --bv-label-max: 28px; --bv-room-below: 12px; }
+body.bv-presenter #views .bv-caption { display: none; }
+body.bv-presenter #views .bv-more > summary { display: list-item; cursor: pointer; color: #08306b; font-weight: 600; }
+body.bv-presenter #views .bv-more:not([open]) { flex-basis: auto; }
+body.bv-presenter #views .bv-controls input[type=range] { width: 70px; min-width: 60px; }
+@media (max-width: 700px) { body.bv-presenter #input-row { flex-wrap: wrap; }
+  body.bv-presenter #input-row label { flex-basis: 100%; } }
 """
 
 

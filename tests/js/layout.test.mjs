@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { defaultZoom, LABEL_PITCH, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from
+import { defaultZoom, FIT_LABEL_PX, LABEL_PITCH, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from
   "../../bertviz_app/views/js/layout.mjs";
 
 test("pitch: fit the box, zoom by a factor, or make room for every label", () => {
@@ -60,4 +60,15 @@ test("label type: the base size unless a host asks for more; then it grows with 
   assert.equal(labelType(60, 28).px, 28);
   assert.equal(labelType(8, 28).px, 15); // crowded rows keep the base size (and thin their labels)
   assert.match(labelType(22, 28).bold, /^bold 19px /);
+});
+
+test("rows a little short of a label's pitch keep every label in smaller type, so that all of them fit the box", () => {
+  // A 16-token sentence (18 rows) in the app's first box at 1280 x 720: 322 px for the rows.
+  assert.equal(pitchFor(18, 322, "labels"), 322 / 18); // 17.9 px rows: every one in the box
+  assert.equal(labelType(322 / 18).px, 14);
+  assert.equal(labelType(16).px, FIT_LABEL_PX);
+  assert.equal(labelType(16).pitch, 16); // one label per row
+  assert.equal(labelType(16, 28).px, FIT_LABEL_PX); // a host's wish for larger type does not outgrow the rows
+  assert.equal(pitchFor(18, 18 * 15.9, "labels"), LABEL_PITCH); // smaller still: the base size, and the box scrolls
+  assert.equal(labelType(15.9).px, 15);
 });

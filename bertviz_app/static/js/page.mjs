@@ -243,6 +243,7 @@ function wireControls(doc, api, link) {
   $("presenter").addEventListener("click", () => {
     const on = doc.body.classList.toggle("bv-presenter");
     $("presenter").textContent = on ? "Leave presenter mode" : "Presenter mode";
+    fitPresenter(doc);
   });
   $("fill").addEventListener("click", guarded("fill-out", async () => {
     const rows = await api.fillMask($("fill-text").value, 5);
@@ -257,6 +258,18 @@ function wireControls(doc, api, link) {
     const p = await api.nextSentence($("nsp-a").value, $("nsp-b").value);
     say("nsp-out", `P(B follows A) = ${(100 * p).toFixed(1)} %`);
   }));
+}
+
+/**
+ * Presenter mode gives the picture the screen, as the app's does: the views' controls fold to one row (the others
+ * under "More options", open again on leaving where the screen is wide), and the views size themselves again to the
+ * room this leaves (they listen to the window's resize).
+ */
+export function fitPresenter(doc) {
+  const on = doc.body.classList.contains("bv-presenter");
+  const wide = (doc.defaultView?.innerWidth ?? 0) >= 700; // main.mjs opens "More options" from 700 px
+  doc.querySelectorAll("#views .bv-more").forEach((more) => { more.open = !on && wide; });
+  doc.defaultView?.dispatchEvent(new Event("resize"));
 }
 
 /** The two boxes' sentences: B is null when its box is blank. */
@@ -301,6 +314,7 @@ export function start(doc = document) {
     mount: window.BertvizViews.mount, container: $("views"),
     shown: ({ viewer, a, b, r }) => {
       onScreen = { viewer, a, b };
+      if (doc.body.classList.contains("bv-presenter")) fitPresenter(doc); // views mounted afresh: fold them too
       viewer.selection.subscribe(updateLink);
       updateLink();
       $("truncated").textContent = r.truncated

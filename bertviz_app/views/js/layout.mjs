@@ -3,27 +3,32 @@
 export const ZOOMS = ["fit", "2", "4", "labels"];
 export const LABEL_FONT_PX = 15; // tokens must be read from the back of a classroom
 export const LABEL_PITCH = LABEL_FONT_PX + 3; // the smallest row that still carries its own label
+// Rows a little short of LABEL_PITCH carry labels down to this size rather than lose every other label or push the
+// last rows out of the box: a 16-token sentence fits the app's first box at 1280 x 720 (13 px at 16 px rows).
+export const FIT_LABEL_PX = 13;
 const FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif';
 
 /**
  * The token labels' type for rows (or cells) `pitch` pixels apart: LABEL_FONT_PX, grown with the rows up to
  * `largest` px (a host's presenter mode asks for more, through the CSS variable --bv-label-max; by default the type
- * never grows). { px, pitch: the smallest row that carries such a label, font, bold }.
+ * never grows); rows of FIT_LABEL_PX + 3 to LABEL_PITCH pixels get the type that fits them, so that each keeps its
+ * label. { px, pitch: the smallest row that carries such a label, font, bold }.
  */
 export function labelType(pitch, largest = LABEL_FONT_PX) {
-  const px = Math.max(LABEL_FONT_PX, Math.min(largest, Math.floor(pitch) - 3));
+  const fits = Math.floor(pitch) - 3;
+  const px = fits >= FIT_LABEL_PX && fits < LABEL_FONT_PX ? fits : Math.max(LABEL_FONT_PX, Math.min(largest, fits));
   return { px, pitch: px + 3, font: `${px}px ${FAMILY}`, bold: `bold ${px}px ${FAMILY}` };
 }
 
 /**
  * Pixels per row (or cell) for n rows in `available` pixels. 'fit': everything in the box (at least `min`);
- * '2', '4': that many times the fitted size; 'labels': large enough for every label (LABEL_PITCH), never more
- * than `max` unless zoomed.
+ * '2', '4': that many times the fitted size; 'labels': large enough for every label (the fitted size where it
+ * carries FIT_LABEL_PX labels, else LABEL_PITCH), never more than `max` unless zoomed.
  */
 export function pitchFor(n, available, zoom, { min = 1, max = 28 } = {}) {
   const fit = Math.max(min, Math.min(max, available / Math.max(n, 1)));
   if (zoom === "2" || zoom === "4") return fit * Number(zoom);
-  if (zoom === "labels") return Math.max(fit, LABEL_PITCH);
+  if (zoom === "labels") return fit >= FIT_LABEL_PX + 3 ? fit : Math.max(fit, LABEL_PITCH);
   return fit;
 }
 

@@ -29,7 +29,8 @@
 //
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
-//   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the view on screen; viewer.destroy()
+//   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the whole picture of the view on screen (every row
+//                                         and label, whatever its box scrolls to); viewer.destroy()
 //
 // The app's host is gradio-host.mjs (exported here as gradioHost): each gr.HTML of bertviz_app/app/views_host.py
 // waits for this script in the page's head and calls BertvizViews.gradioHost({ element, props, server, trigger,
@@ -57,6 +58,7 @@ import { injectStyle } from "./style.mjs";
 import { mountView } from "./view-shell.mjs";
 
 const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
+const BESIDE_ROOM = 12; // under a box whose caption is beside it: a margin
 const ZOOMS = { fit: "fit the box", 2: "2\u00d7", 4: "4\u00d7", labels: "every label" };
 
 export async function mount(container, payloadInput, options = {}) {
@@ -65,7 +67,7 @@ export async function mount(container, payloadInput, options = {}) {
   const payload = await loadPayload(container, payloadInput, options);
   const id = (name) => `${options.idPrefix || ""}${name}`;
   const frame = buildFrame(container, payload, options, id);
-  const maxHeight = () => viewBoxHeight(options, frame);
+  const maxHeight = (where = {}) => viewBoxHeight(options, frame, where);
   // Without a layer and head asked for, the page opens on a head that shows something (guide.mjs), not on
   // layer 0, head 0.
   const asked = options.selection || {};
@@ -156,12 +158,14 @@ function buildFrame(container, payload, options, id) {
 /** A view box takes what the window has left under the controls, keeping room for its caption, so that on a
  * 1280 x 720 projector controls, view and caption are on one screen: measured from where the views start on the
  * page (a host may put its own input above them). */
-function viewBoxHeight(options, { root, panes }) {
+function viewBoxHeight(options, { root, panes }, { beside = false } = {}) {
   if (options.maxHeight) return options.maxHeight;
   const top = Math.max(0, panes.getBoundingClientRect().top + window.scrollY);
-  // the room kept under the box: its caption, unless a host hides it (presenter mode sets --bv-room-below)
+  // the room kept under the box: its caption, unless a host hides it (presenter mode sets --bv-room-below) or a
+  // wide box has it beside the picture
   const below = parseFloat(getComputedStyle(root).getPropertyValue("--bv-room-below"));
-  return Math.max(300, window.innerHeight - top - (Number.isFinite(below) ? below : 100));
+  const room = beside ? BESIDE_ROOM : Number.isFinite(below) ? below : 100;
+  return Math.max(300, window.innerHeight - top - room);
 }
 
 /** A tab and a pane per view, each view mounted in its pane; (views by name, showPanes(state)). */

@@ -48,6 +48,10 @@ export const CSS = `
 .bv-root .bv-scroller { position: absolute; inset: 0; overflow: auto; }
 .bv-root .bv-spacer { pointer-events: none; }
 .bv-root .bv-caption { margin: 6px 0 0; color: #333; font-size: 15px; max-width: 72em; }
+.bv-root .bv-view.bv-beside { display: grid; grid-template-columns: minmax(0, 1fr) 300px; column-gap: 16px;
+  align-items: start; }
+.bv-root .bv-beside > .bv-surface { grid-column: 1; grid-row: 1; }
+.bv-root .bv-beside > .bv-caption { grid-column: 2; grid-row: 1; margin: 0; font-size: 14px; }
 .bv-root .bv-note { margin: 6px 0 0; color: #111; font-size: 15px; font-weight: 600; max-width: 72em; }
 .bv-root .bv-overview .bv-error { margin: 0 0 6px; }
 .bv-root .bv-stats { display: flex; flex-direction: column; gap: 2px; margin: 0 0 6px; font-size: 15px;

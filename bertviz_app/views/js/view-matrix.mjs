@@ -4,7 +4,7 @@
 
 import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
-import { LABEL_FONT_PX, labelType, thinLabels, truncate, visibleRange } from "./layout.mjs";
+import { FIT_LABEL_PX, LABEL_FONT_PX, LABEL_PITCH, labelType, thinLabels, truncate, visibleRange } from "./layout.mjs";
 import { ATTENTION_STOPS, BOUNDARY_COLOR, formatShare, formatWeight, makeLUT, paintValues,
   SELECTED_COLOR } from "./scale.mjs";
 
@@ -34,7 +34,10 @@ export function layout(data, state, size) {
     return [band, Math.min(MAX_CELL, (size.width - band - PAD) / nc, (size.maxHeight - band - PAD) / nr)];
   };
   const largest = size.labelMax ?? LABEL_FONT_PX;
-  const type = labelType(fitFor(labelType(fitFor(LABEL_FONT_PX)[1], largest).px)[1], largest);
+  // Cells short of LABEL_PITCH: the smaller type's narrower bands may leave cells that carry it, every label kept.
+  const small = fitFor(FIT_LABEL_PX)[1];
+  const seed = fitFor(LABEL_FONT_PX)[1] < LABEL_PITCH && small >= FIT_LABEL_PX + 3 ? small : fitFor(LABEL_FONT_PX)[1];
+  const type = labelType(fitFor(labelType(seed, largest).px)[1], largest);
   const [band, fit] = fitFor(type.px);
   const left = band, top = band;
   const cell = state.zoom === "labels" ? Math.max(fit, type.pitch)

@@ -40,9 +40,29 @@ export function currentLock(lock, layout) {
 
 /**
  * mountView(container, view, { payload, selection, env }) -> { name, scene(), refresh(), destroy() }
- * env: { maxHeight() -> px, detailView() -> "lines" | "matrix", onSilence, loadQueryKey, idPrefix }
+ * env: { maxHeight({ beside }) -> px (beside: the caption is beside the picture, not under it),
+ *   detailView() -> "lines" | "matrix", onSilence, loadQueryKey, idPrefix }
  */
 /** image(pixels): one canvas per bitmap a layout built, drawn once (the layout's cache keeps the bitmap alive). */
+// A wide box puts the caption beside the picture, not under it: at 1280 x 720 a Matrix of 16 tokens leaves ~800 px
+// empty on the right while the caption's lines below took the rows' height. Views with DOM of their own (extras)
+// keep it under the picture.
+const BESIDE_MIN_WIDTH = 960;
+const CAPTION_WIDTH = 300; // and style.mjs: .bv-beside
+const CAPTION_GAP = 16;
+const BOX_BORDER = 2; // style.mjs: .bv-surface's border, top and bottom (left and right), that the picture is inside
+
+/**
+ * The layout on screen and where its caption goes: beside the picture (which gives it that width) only where the box
+ * is wide and that brings every row into the box, else under it. sizeFor(beside) -> the size a layout gets.
+ */
+export function placeCaption(view, data, state, sizeFor, wide) {
+  const under = view.layout(data, state, sizeFor(false));
+  if (!wide || under.hidden || under.height <= under.boxHeight) return { layout: under, beside: false };
+  const beside = view.layout(data, state, sizeFor(true));
+  return beside.height <= beside.boxHeight ? { layout: beside, beside: true } : { layout: under, beside: false };
+}
+
 function bitmapCanvases() {
   const images = new WeakMap();
   return (pixels) => {
@@ -59,9 +79,20 @@ function bitmapCanvases() {
   };
 }
 
-/** The view on screen as the exports draw it: the viewport at twice the pixels, painted with the focus of now. */
-function sceneOf(view, layout, viewport, focus, image) {
-  const v = { ...viewport, dpr: 2 };
+/**
+ * The layout an export draws: the chosen layer, head and filters with every label, whatever the box scrolls to or
+ * how small "fit the box" makes the rows: of the zoom on screen and "every label", the one with the larger picture.
+ */
+export function exportLayout(view, data, state, size) {
+  const chosen = view.layout(data, state, size);
+  if (chosen.hidden || state.zoom === "labels") return chosen;
+  const labeled = view.layout(data, { ...state, zoom: "labels" }, size);
+  return labeled.width * labeled.height > chosen.width * chosen.height ? labeled : chosen;
+}
+
+/** A scene for the exports (export.mjs): the whole of a layout, painted at twice the pixels with a focus. */
+export function exportScene(view, layout, focus, image) {
+  const v = { x: 0, y: 0, width: layout.width, height: layout.height, dpr: 2 };
   return { width: v.width, height: v.height, paint: (ctx) => view.paint(ctx, layout, v, focus, image),
     bitmap: Boolean(view.BITMAP), name: view.fileName ? view.fileName(layout) : view.NAME };
 }
@@ -132,13 +163,22 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     }
   }
 
+  /** The box a layout gets; beside: the caption beside the picture (which takes its width) instead of under it. */
+  function layoutSize(beside = root.classList.contains("bv-beside")) {
+    const reserve = extra?.reserve ? extra.reserve() : 0;
+    const width = (root.clientWidth || 600) - (beside ? CAPTION_WIDTH + CAPTION_GAP : 0) - BOX_BORDER;
+    return { width, maxHeight: (env.maxHeight ? env.maxHeight({ beside }) : 600) - reserve - BOX_BORDER,
+      measure: measureText, labelMax: labelMax() };
+  }
+
   function update(state) {
     const before = layout;
-    const reserve = extra?.reserve ? extra.reserve() : 0;
-    layout = view.layout(data, state, { width: root.clientWidth || 600,
-      maxHeight: (env.maxHeight ? env.maxHeight() : 600) - reserve, measure: measureText, labelMax: labelMax() });
+    const wide = !extra && root.clientWidth >= BESIDE_MIN_WIDTH && getComputedStyle(caption).display !== "none";
+    const placed = placeCaption(view, data, state, layoutSize, wide);
+    root.classList.toggle("bv-beside", placed.beside);
+    layout = placed.layout;
     surface.box.hidden = Boolean(layout.hidden);
-    if (!layout.hidden) surface.setSize(layout.width, layout.height, layout.boxHeight);
+    if (!layout.hidden) surface.setSize(layout.width, layout.height, layout.boxHeight + BOX_BORDER);
     caption.textContent = layout.caption || "";
     if (layout.drawn !== undefined) root.dataset.drawn = layout.drawn;
     if (layout.geometry) surface.scroller.dataset.geometry = JSON.stringify(layout.geometry);
@@ -164,8 +204,11 @@ export function mountView(container, view, { payload, selection, env = {} }) {
   return {
     name: view.NAME,
     refresh: () => render(selection.get()),
-    /** What is on screen now, for the PNG and SVG exports; null when there is no picture. */
-    scene: () => (!layout || layout.hidden ? null : sceneOf(view, layout, surface.viewport(), focus(), image)),
+    /** The whole picture of what is on screen, for the PNG and SVG exports; null when there is no picture. */
+    scene: () => {
+      if (!layout || layout.hidden) return null;
+      return exportScene(view, exportLayout(view, data, selection.get(), layoutSize()), focus(), image);
+    },
     destroy() { unsubscribe(); resize.disconnect(); extra?.destroy?.(); root.remove(); },
   };
 }
