@@ -31,6 +31,9 @@ TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING = ("text-classific
                                                                   "question-answering")
 TASKS = tuple(TASK_MODELS)
 IGNORE = -100
+# A word's start in Feature.word_starts when the model never saw it: NO_PIECES (only control characters: counted as
+# wrong, as the reference counts it) or PAST_LENGTH (cut by --max-length: not scored, and counted as cut).
+NO_PIECES, PAST_LENGTH = -1, -2
 MAX_QUESTION_TOKENS = 64
 QA_WINDOW = 384  # tokens of each window `predict` reads a question and its context in
 MAX_ANSWER_TOKENS = 30
@@ -50,7 +53,7 @@ class Feature:
     end: int = 0
     context_start: int = 0
     offsets: list[tuple[int, int]] = field(default_factory=list)
-    word_starts: list[int] = field(default_factory=list)  # tagging: each word's first piece, -1 if not in the input
+    word_starts: list[int] = field(default_factory=list)  # tagging: each word's first piece; NO_PIECES, PAST_LENGTH
 
 
 @dataclass
@@ -152,7 +155,7 @@ def _encode_tagged(examples: list[TaggedExample], tokenizer: Tokenizer, max_leng
         for tag in e.tags:
             word = next(pieces)
             if not word or len(ids) + len(word) > max_length - 1:
-                starts.append(-1)  # a word of no pieces (only control characters), or past the length: not scored
+                starts.append(PAST_LENGTH if word else NO_PIECES)
                 continue
             starts.append(len(ids))
             ids += word
@@ -287,25 +290,32 @@ def _evaluate_text(examples, features, outputs, labels, loss):
 
 
 def _evaluate_tags(examples, features, outputs, labels, loss):
-    rows, correct, total = [], 0, 0
+    rows, correct, total, cut, cut_sentences = [], 0, 0, 0, 0
     gold_all, pred_all = [], []
     index = {name: k for k, name in enumerate(labels)}
     for e, f, logits in zip(examples, features, outputs):
         p = _softmax(logits)  # (T, tags)
-        # A word that is not in the input (cut by the length limit, or of no pieces) counts as wrong: "".
+        # Only what the model saw is scored: a word cut by the length limit is counted apart; a word of no pieces
+        # counts as wrong ("").
+        seen = [k for k, t in enumerate(f.word_starts) if t != PAST_LENGTH]
         predicted = [labels[int(p[t].argmax())] if t >= 0 else "" for t in f.word_starts]
-        hits = sum(g == q for g, q in zip(e.tags, predicted))
+        gold, guessed = [e.tags[k] for k in seen], [predicted[k] for k in seen]
+        hits = sum(g == q for g, q in zip(gold, guessed))
         correct += hits
-        total += len(e.tags)
-        gold_all.append(e.tags)
-        pred_all.append(predicted)
+        total += len(seen)
+        cut += len(e.tags) - len(seen)
+        cut_sentences += len(seen) < len(e.tags)
+        gold_all.append(gold)
+        pred_all.append(guessed)
         gold_p = [p[t, index[g]] for t, g in zip(f.word_starts, e.tags) if t >= 0 and g in index]
         confidence = [p[t].max() for t in f.word_starts if t >= 0]
         rows.append({"text": " ".join(e.words), "gold": " ".join(e.tags), "prediction": " ".join(predicted),
                      "confidence": float(np.mean(confidence)) if confidence else 0.0,
                      "loss": -float(np.mean(np.log(np.maximum(gold_p, 1e-45)))) if gold_p else 0.0,
-                     "accuracy": hits / max(len(e.tags), 1)})
+                     "accuracy": hits / max(len(seen), 1)})
     metrics = {"accuracy": correct / max(total, 1), "loss": loss, "words": total}
+    if cut:
+        metrics.update(words_cut=cut, sentences_cut=cut_sentences)
     if is_bio(labels):
         metrics.update(entity_scores(gold_all, pred_all))
     return metrics, rows

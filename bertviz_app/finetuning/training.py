@@ -53,6 +53,9 @@ class FineTuneResult:
         if unseen.get("count"):
             line += (f"; {unseen['count']} of {unseen['of']} held-out {unseen['unit']} carry a label the training "
                      "data never shows, counted as wrong")
+        if ev.get("words_cut"):
+            line += (f"; {ev['words_cut']} words of {ev['sentences_cut']} held-out sentences were past --max-length "
+                     f"{self.metrics['settings']['max_length']} pieces and are not scored (raise it to score them)")
         seeds = self.metrics.get("seeds")
         if seeds:
             each = ", ".join(f"seed {r['seed']} {r['score']:.4f}" for r in seeds["runs"])
