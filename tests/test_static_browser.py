@@ -6,6 +6,7 @@ next-sentence answers are compared with our PyTorch model and Python tokenizer."
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import http.server
 import random
@@ -41,13 +42,14 @@ def site(explorer, tmp_path_factory):
     return explorer.export_static(tmp_path_factory.mktemp("static") / "site")
 
 
-@pytest.fixture(scope="module")
-def server(site):
+@contextlib.contextmanager
+def static_host(directory: Path):
+    """Python's http.server over `directory` (no special headers), its address for the `with` block."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                             "--directory", str(site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--directory", str(directory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -60,6 +62,12 @@ def server(site):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    with static_host(site) as url:
+        yield url
 
 
 class Opened:
@@ -400,23 +408,8 @@ def test_opened_from_file_with_no_request_outside_the_folder(browser, site, expl
 def parent_server(site):
     """The exported folder served as a subfolder of a host (https://school.example/class/ is where it often lands):
     anything the page asks of the host's root is outside its folder."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                             "--directory", str(site.parent)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/{site.name}/"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with static_host(site.parent) as url:
+        yield f"{url}{site.name}/"
 
 
 def test_in_a_subfolder_the_page_asks_nothing_outside_it(browser, parent_server):

@@ -396,6 +396,17 @@ async def read_body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
+async def read_call(receive: Receive) -> tuple[bytes | None, Any]:
+    """(the body, its JSON or None when it is not JSON); (None, None) if the client disconnected."""
+    body = await read_body(receive)
+    if body is None:
+        return None, None
+    try:
+        return body, json.loads(body)
+    except ValueError:
+        return body, None
+
+
 def replay(body: bytes, receive: Receive) -> Receive:
     """A receive that gives `body` again, then whatever the connection says next (a disconnect)."""
     sent = False
@@ -523,13 +534,9 @@ class ServerFunctions:
         if scope["type"] != "http" or scope["method"] != "POST" or route_path(scope) not in self.PATHS:
             await self.app(scope, receive, send)
             return
-        body = await read_body(receive)
+        body, call = await read_call(receive)
         if body is None:
             return
-        try:
-            call = json.loads(body)
-        except ValueError:
-            call = None
         session = call.get("session_hash") if isinstance(call, dict) else None
         if not isinstance(session, str) or not self.session_exists(session):
             await answer(send, 200, {"error": SESSION_GONE})
@@ -626,13 +633,9 @@ class EventCalls:
         if not (path in self.JOIN or path.startswith(self.RUN)):
             await self.app(scope, receive, send)
             return
-        body = await read_body(receive)
+        body, call = await read_call(receive)
         if body is None:
             return
-        try:
-            call = json.loads(body)
-        except ValueError:
-            call = None
         why = self.refusal(path, call)
         if why is not None:
             await answer(send, 404, {"error": why})
