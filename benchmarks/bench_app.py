@@ -17,6 +17,10 @@ pressing Analyze to every attention view drawn from the new payload, and from a 
 frame, with the requests the page made meanwhile (targets of issue #13: <= 300 ms, 0 requests and < 16 ms at 32
 tokens; issue #19: 50 visitors at once p95 <= 1 s, and a new 512-token input drawn <= 1 s).
 
+`--train-beside`: the server also fine-tunes (`--allow-training --data` a CSV of 3,000 labelled sentences, 5 epochs,
+started through the Fine-tune tab's own event); the visitors' burst begins once its first steps are done and the
+training is cancelled after it (issue #31: p95 <= 1.5 s with a training beside).
+
 A classroom server is rarely alone on its machine: `--contention N` times new 32-token inputs in process with N
 busy processes beside it, one and two torch threads alternating input by input (the served default, --threads, is
 chosen from it); `--busy N` keeps N busy processes running through the whole benchmark.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import csv
 import itertools
 import os
 import statistics
@@ -137,6 +142,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=limits.CONCURRENCY,
                         help="the server's --concurrency (default: the served default)")
     parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--train-beside", action="store_true",
+                        help="the server fine-tunes through the visitors' burst (--allow-training --data)")
     parser.add_argument("--client", choices=("page", "gradio_client"), default="page",
                         help="how the --clients visitors ask: as the page does (queue/join and the event stream, "
                              "light) or through gradio_client (~13 ms of CPU per request on the same cores)")
@@ -285,6 +292,46 @@ def analyze_fn_index(url: str) -> int:
     return next(d["id"] for d in config["dependencies"] if d.get("api_name") == "analyze")
 
 
+def training_data(folder: Path) -> Path:
+    """A CSV of 3,000 labelled sentences: long enough to train through a burst of visitors."""
+    path = folder / "beside.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows((sentence(i, 24), "even" if i % 2 else "odd") for i in range(3000))
+    return path
+
+
+@contextlib.contextmanager
+def training_running(url: str):
+    """A training started as the Fine-tune tab starts it, under way (its first steps done) for the `with` block, then
+    cancelled."""
+    import httpx
+
+    config = httpx.get(url + "config", timeout=60).json()
+    fns = {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+    value = {c["props"].get("elem_id"): c["props"].get("value") for c in config["components"]}
+    session = "trainer"
+
+    def call(name: str, data: list):
+        answer = httpx.post(url + "gradio_api/run/predict", timeout=60,
+                            json={"fn_index": fns[name], "data": data, "session_hash": session})
+        answer.raise_for_status()
+        return answer.json()["data"]
+
+    status = call("finetune_start", [value["finetune-data"], value["finetune-base"], 5, "5e-5"])[0]
+    deadline = time.monotonic() + 600
+    while not isinstance(status, str) or "step" not in status or "step 0 " in status:
+        if time.monotonic() > deadline or "could not run" in str(status):
+            raise RuntimeError(f"the training did not start: {status}")
+        time.sleep(1)
+        status = call("finetune_progress", [None])[0]
+    try:
+        yield status
+    finally:
+        call("finetune_cancel", [])
+
+
 def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
     """`--clients` visitors at once, each analyzing 3 new inputs; every request timed on its own, from the moment it
     is sent to its result read (the page, or gradio_client's connection, comes first, untimed). Also the CPU this
@@ -322,12 +369,14 @@ def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
     for error in sorted(set(errors))[:5]:
         print(f"visitor error: {error[:300]}", file=sys.stderr)
     served = len(latencies) == 3 * args.clients
-    ok = served and not errors and percentile(latencies, 0.95) <= 1.0
+    bound = 1.5 if args.train_beside else 1.0
+    ok = served and not errors and percentile(latencies, 0.95) <= bound
     p50, p95 = (f"{percentile(latencies, q):.2f} s" if latencies else "-" for q in (0.5, 0.95))
     who = "browser-like visitors" if fn_index is not None else "gradio_client visitors"
+    beside = ", a fine-tuning training beside them" if args.train_beside else ""
     return [(f"{args.clients} visitors x 3 new inputs at once, through the server ({who}: {len(latencies)} served, "
-             f"{len(errors)} errors, {wall:.1f} s wall, the visitors' CPU {cpu:.1f} s)", p50, p95,
-             "all served, p95 <= 1 s", "yes" if ok else "NO")]
+             f"{len(errors)} errors, {wall:.1f} s wall, the visitors' CPU {cpu:.1f} s{beside})", p50, p95,
+             f"all served, p95 <= {bound:g} s", "yes" if ok else "NO")]
 
 
 def memory_rounds(url: str, pid: int, model_name: str, args) -> list[tuple]:
@@ -422,10 +471,14 @@ def main() -> None:
     server_log = tempfile.TemporaryFile(mode="w+")
     server = None
     try:
-        server = start_server(port, args.server_threads, args.concurrency, server_log, args.device,
-                              ("--max-tokens", "512") if args.browser and args.long else ())
+        extra = ("--max-tokens", "512") if args.browser and args.long else ()
+        data_folder = tempfile.TemporaryDirectory()
+        if args.train_beside:
+            extra += ("--allow-training", "--data", str(training_data(Path(data_folder.name))))
+        server = start_server(port, args.server_threads, args.concurrency, server_log, args.device, extra)
         if args.clients:
-            rows += concurrent_visitors(url, explorer.name, args)
+            with training_running(url) if args.train_beside else contextlib.nullcontext():
+                rows += concurrent_visitors(url, explorer.name, args)
         if args.browser:
             rows += in_the_browser(url, args)
         rows += memory_rounds(url, server.pid, explorer.name, args)
