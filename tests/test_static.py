@@ -18,18 +18,31 @@ from bertviz_app import cli
 from bertviz_app.analysis import attention_rollout
 from bertviz_app.checkpoint import load_model
 from bertviz_app.static import ExportError, RuntimeMissing, export_onnx, export_static, runtime
+from bertviz_app.static.onnx_export import OUTPUTS, score_term_names
+from bertviz_app.views import SCORE_TERMS_MAX_VALUES
 from bertviz_app.tokenizer import Tokenizer
 
 ATOL_ATTENTION = 1e-4  # the issue's bound; measured 2e-6 to 7e-6
 ATOL_LOGITS = 1e-3  # logits are O(10): float32 sums over 384 or 1536 terms in another order
+# Score terms are pre-softmax scores: 1e-5, or where they reach ~70 (the default model), where float32's step is
+# 7.6e-6, 2e-6 of the input's largest term (measured at most 0.9e-6 of it: 4.6e-5 at 512 tokens).
+ATOL_TERMS, RTOL_TERMS = 1e-5, 2e-6
 
 
 def _reference(model, ids, segments, positions):
     with torch.no_grad():
         out = model(torch.tensor([ids]), torch.tensor([segments]), output_attentions=True, output_qk=True)
+        terms = model.bert(torch.tensor([ids]), torch.tensor([segments]), output_score_terms=True).score_terms
     stack = lambda xs: torch.stack([x[0] for x in xs]).numpy()  # noqa: E731
+    # (L, h, n, T, T): each layer's terms in the model's order, beside its heads
+    by_layer = np.stack([np.stack([t[0].numpy() for t in layer.values()], axis=1) for layer in terms])
     return (stack(out.attentions), out.prediction_logits[0, positions].numpy(), out.seq_relationship_logits[0].numpy(),
-            stack(out.queries), stack(out.keys))
+            stack(out.queries), stack(out.keys), by_layer)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
 
 
 def _check_graph(path, model, tokenizer, inputs):
@@ -37,8 +50,9 @@ def _check_graph(path, model, tokenizer, inputs):
     for a, b in inputs:
         enc = tokenizer.encode(a, b, max_tokens=model.config.max_position_embeddings)
         positions = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"] or [0]
-        got = session.run(None, {"input_ids": np.array([enc.ids]), "token_type_ids": np.array([enc.segment_ids]),
-                                 "mlm_positions": np.array(positions)})
+        feeds = {"input_ids": np.array([enc.ids]), "token_type_ids": np.array([enc.segment_ids]),
+                 "mlm_positions": np.array(positions)}
+        got = session.run(None, {**feeds, "with_score_terms": np.array(True)})
         want = _reference(model, enc.ids, enc.segment_ids, positions)
         assert got[0].shape == want[0].shape == (model.config.num_hidden_layers, model.config.num_attention_heads,
                                                  len(enc), len(enc))
@@ -48,11 +62,27 @@ def _check_graph(path, model, tokenizer, inputs):
         np.testing.assert_allclose(got[3], want[3], rtol=0, atol=ATOL_LOGITS, err_msg="queries")
         np.testing.assert_allclose(got[4], want[4], rtol=0, atol=ATOL_LOGITS, err_msg="keys")
         np.testing.assert_allclose(got[5], attention_rollout(want[0]), rtol=0, atol=1e-5, err_msg="rollout")
+        L, h, T = want[0].shape[:3]
+        assert got[6].shape == want[5].shape == (L, h, len(score_term_names(model)), T, T)
+        np.testing.assert_allclose(got[6], want[5], rtol=0, atol=max(ATOL_TERMS, RTOL_TERMS * np.abs(want[5]).max()),
+                                   err_msg=f"score terms, {T}")
+        # the terms are the scores: their sum's softmax is the graph's own attention (one input: no padding bias)
+        np.testing.assert_allclose(_softmax(got[6].sum(axis=2)), got[0], rtol=0, atol=1e-5, err_msg="terms' softmax")
+        # without asking, the graph computes no terms and gives the same other outputs
+        plain = session.run(None, {**feeds, "with_score_terms": np.array(False)})
+        assert plain[6].shape == (L, h, len(score_term_names(model)), 0, 0)
+        for a, b, name in zip(plain[:6], got[:6], OUTPUTS):
+            np.testing.assert_array_equal(a, b, err_msg=name)
 
 
 def test_tiny_model_graph_matches_pytorch(tiny_mlm_folder, tmp_path):
     model, _ = load_model(tiny_mlm_folder)
     model.eval()
+    # The graph stores weights as float16, as the shipped model's are; a random model's are rounded first, so that
+    # graph and PyTorch compute the same function and the score terms are compared within ATOL_TERMS.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.half().float())
     tokenizer = Tokenizer.from_folder(tiny_mlm_folder)
     path = export_onnx(model, tmp_path / "tiny.onnx")
     _check_graph(path, model, tokenizer, [("a", None), ("The cat sat on the [MASK].", "It was [MASK] tired."),
@@ -89,6 +119,10 @@ def test_weights_are_stored_as_float16_and_computed_in_float32(default_onnx):
     assert casts and all(next(a.i for a in n.attribute if a.name == "to") == onnx.TensorProto.FLOAT for n in casts)
     assert not any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "MatMulInteger") for n in proto.graph.node)
     assert 40e6 < default_onnx.stat().st_size < 50e6  # 22.7 M parameters at two bytes each
+    # the score terms add nodes, no weights: an If whose branches hold no initializer and weigh 14 kB in all
+    gate = next(n for n in proto.graph.node if n.op_type == "If")
+    assert [list(g.g.initializer) for g in gate.attribute] == [[], []]
+    assert sum(g.g.ByteSize() for g in gate.attribute) < 50_000
 
 
 def test_a_model_without_pretraining_heads_is_refused_in_words(tmp_path):
@@ -133,7 +167,8 @@ def test_the_folder_holds_page_runtime_model_and_tokenizer(explorer, tmp_path, d
                           .removesuffix(";\n"))
     assert manifest["runtime"] == {"name": "onnxruntime-web", "version": runtime.VERSION, "license": "MIT"}
     assert manifest["model"] == {"name": "minilm-l6-mlm-nsp-en", "layers": 6, "heads": 12, "headSize": 32,
-                                 "hidden": 384, "maxTokens": 512}
+                                 "hidden": 384, "maxTokens": 512, "scoreTerms": ["q.k"], "scoreScale": 32 ** -0.5,
+                                 "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES}
     # the parts join to the runtime's binary and to a graph equal to a fresh export
     wasm = _part_bytes(folder, "wasm", manifest["files"]["wasm"])
     assert wasm == (runtime.runtime_dir() / "ort-wasm-simd-threaded.wasm").read_bytes()

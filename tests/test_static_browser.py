@@ -201,6 +201,30 @@ def test_query_key_view_gets_the_pages_queries_and_keys(served, explorer):
     want = out.queries[0][0, 0].numpy()  # layer 0, head 0: (T, d)
     q = np.array(got["q"], dtype=np.float32).reshape(got["T"], got["d"]) * got["scale"]
     assert np.abs(q - want).max() <= got["scale"] / 2 + 1e-4
+    # the model's score terms, asked of the graph as the view opened, quantized per row as the server's blob: the
+    # view shows the app's columns, and their softmax is the page's attention within the 8-bit codes' error
+    terms = page.evaluate("""() => { const qk = bertvizPage.viewer.payload.queryKey;
+        return {names: qk.terms.names, codes: Array.from(qk.terms.codes), scale: Array.from(qk.terms.scale),
+                scoreScale: qk.scoreScale}; }""")
+    L, H, T = explorer.model.config.num_hidden_layers, explorer.model.config.num_attention_heads, len(tokens)
+    assert terms["names"] == ["q.k"] and terms["scoreScale"] == pytest.approx(32 ** -0.5)
+    rows = np.array(terms["scale"], dtype=np.float32).reshape(L, H, 1, T, 1)
+    values = np.array(terms["codes"], dtype=np.float32).reshape(L, H, 1, T, T) * rows
+    scores = values.sum(axis=2)  # (L, H, T, T)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    _, attention = served.analyze(None, None, source="bertvizPage.last")
+    # each term is within half its row's step, so a weight within a factor e^(sum of the steps) of the model's
+    bound = np.expm1(rows.sum(axis=2))  # (L, H, T, 1)
+    assert (np.abs(weights - attention) <= bound + 1e-5).all()
+    assert np.abs(weights - attention).max() > 0  # 8-bit codes, not the model's floats passed through
+    with torch.no_grad():
+        exact = explorer.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]),
+                                    output_score_terms=True).score_terms
+    exact = np.stack([layer["q.k"][0].numpy() for layer in exact])  # (L, H, T, T)
+    assert (np.abs(values[:, :, 0] - exact) <= rows[:, :, 0] / 2 + 1e-4).all()
+    page.wait_for_function("() => document.querySelector('#view-pane-qk').innerText.includes("
+                           "\"the model's score term q.k is the score\")")
     page.click("#view-tab-lines")
 
 

@@ -4,7 +4,8 @@
     views.js, page.js     our JavaScript as two classic scripts (the views' bundle; the page's glue, its tokenizer
                           and the views' data it makes, from static/js)
     runtime/              onnxruntime-web's classic-script API and its MIT license
-    data/manifest.js      the model's sizes, the tokenizer's vocabulary and settings, the parts below
+    data/manifest.js      the model's sizes and score terms' names, the tokenizer's vocabulary and settings, the parts
+                          below
     data/model-NN.js      the ONNX graph (onnx_export.py), data/wasm-NN.js the WebAssembly binary, data/glue-NN.js
                           its JavaScript glue: base64 in parts of 4 MiB, each a classic script
 
@@ -21,8 +22,9 @@ import shutil
 from pathlib import Path
 
 from ..views.page import _script_text, bundle_js, inline_modules
+from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
-from .onnx_export import export_onnx, require_heads
+from .onnx_export import export_onnx, require_heads, score_scale, score_term_names
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 PART_BYTES = 4 << 20
@@ -77,7 +79,10 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
     c = model.config
     manifest = {
         "model": {"name": name, "layers": c.num_hidden_layers, "heads": c.num_attention_heads,
-                  "headSize": c.head_dim, "hidden": c.hidden_size, "maxTokens": c.max_position_embeddings},
+                  "headSize": c.head_dim, "hidden": c.hidden_size, "maxTokens": c.max_position_embeddings,
+                  # the graph's score_terms, named as the model names them, and the server's cap on them
+                  "scoreTerms": score_term_names(model), "scoreScale": score_scale(model),
+                  "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES},
         "files": files, "tokenizer": _tokenizer_settings(tokenizer),
         "runtime": {"name": runtime.PACKAGE, "version": runtime.VERSION, "license": runtime.LICENSE},
     }

@@ -10,11 +10,12 @@ import { test } from "node:test";
 import { decodePayload, decodeQueryKey } from "../../bertviz_app/views/js/decode.mjs";
 import * as links from "../../bertviz_app/views/js/permalink.mjs";
 import { attentionData, queryKeyData } from "../../bertviz_app/static/js/views-data.mjs";
-import { isNextProbability, maskedInput, modelFeeds, openingSelection, pageLink, topPredictions,
+import { queryKeyRow } from "../../bertviz_app/views/js/data.mjs";
+import { isNextProbability, maskedInput, modelFeeds, openingSelection, pageLink, termsFit, topPredictions,
   viewsDataOf } from "../../bertviz_app/static/js/page.mjs";
 import { createTokenizer, readSettings, splitWords, truncateLongestFirst,
   wordPieces } from "../../bertviz_app/static/js/wordpiece.mjs";
-import { close, expected, payloadBytes } from "./helpers.mjs";
+import { close, expected, payloadBytes, termsQueryKeyBytes } from "./helpers.mjs";
 
 const SEGMENTS = [0, 0, 0, 0, 0, 0, 1, 1, 1];
 const SPECIAL = [1, 0, 0, 0, 0, 1, 0, 0, 1];
@@ -57,6 +58,46 @@ test("the page's query/key data is within one int8 step, and the views take it a
   const payload = { layers: L, heads: H, length: T, key: "key" };
   assert.equal(await decodeQueryKey(data, payload), data); // as it is, checked against its payload
   await assert.rejects(decodeQueryKey(data, { ...payload, key: "other" }), /belong to another input/);
+  assert.equal(data.terms, null); // no terms given: the view shows the model's attention row
+  assert.equal(data.scoreScale, null);
+});
+
+test("the page's score terms are quantized as Python's blob: the same codes, scales and row arithmetic", async () => {
+  // Python's blob of a model with three terms; its values (float32 codes x scales, as the graph would give them)
+  // quantized again by the page must give back Python's codes, row by row in its (L, h, n, T, T) order.
+  const python = await decodeQueryKey(termsQueryKeyBytes("terms"));
+  const { layers: L, heads: H, length: T, headSize: d } = python;
+  const n = python.terms.names.length;
+  const values = (codes, scale, size) => Float32Array.from(codes, (c, i) => c * scale[Math.floor(i / size)]);
+  const data = queryKeyData(values(python.queries, python.queryScale, T * d), values(python.keys, python.keyScale,
+    T * d), L, H, T, d, python.header.key, { names: python.terms.names,
+    values: values(python.terms.codes, python.terms.scale, T), scale: python.scoreScale });
+  assert.deepEqual(data.terms.names, ["q.k", "c2p", "p2c"]);
+  assert.equal(data.terms.scale.length, L * H * n * T);
+  assert.deepEqual(Array.from(data.terms.codes), Array.from(python.terms.codes));
+  close(data.terms.scale, python.terms.scale, 1e-7 * Math.max(...python.terms.scale), "row scales");
+  assert.equal(data.scoreScale, python.scoreScale);
+  const [layer, head, token] = expected.query_at;
+  const row = queryKeyRow(data, layer, head, token);
+  assert.deepEqual(row.terms.map((t) => t.name), expected.terms.names);
+  close(row.scores, expected.terms.scores, 1e-5, "scores");
+  close(row.weights, expected.terms.weights, 1e-6, "weights");
+});
+
+test("the page asks for score terms up to the server's cap, and the graph computes them only when asked", () => {
+  const model = { layers: 6, heads: 12, scoreTerms: ["q.k"], scoreTermsMaxValues: 6 * 12 * 256 * 256 };
+  assert.ok(termsFit(model, 256));
+  assert.ok(!termsFit(model, 257));
+  assert.ok(!termsFit({ ...model, scoreTerms: ["q.k", "c2p", "p2c"] }, 256)); // three terms: fewer tokens
+  assert.ok(termsFit({ ...model, scoreTerms: ["q.k", "c2p", "p2c"] }, 147));
+  assert.ok(!termsFit({ ...model, scoreTerms: [] }, 8)); // a graph without terms: the view says so
+  class Tensor { constructor(type, data, dims) { Object.assign(this, { type, data, dims }); } }
+  const enc = { ids: [2, 5, 3], segments: [0, 0, 0] };
+  for (const [withTerms, flag] of [[false, 0], [true, 1]]) {
+    const gate = modelFeeds(Tensor, enc, [0], withTerms).with_score_terms;
+    assert.deepEqual([gate.type, Array.from(gate.data), gate.dims], ["bool", [flag], []]);
+  }
+  assert.deepEqual(Array.from(modelFeeds(Tensor, enc, [0]).with_score_terms.data), [0]); // an analysis: none
 });
 
 test("the page's views data of an analysis: the app's title and a key of tokens and segments", () => {

@@ -95,12 +95,22 @@ async function startSession(doc, manifest, threads, onBytes, say) {
   return ort.InferenceSession.create(onnx, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
 }
 
-/** The graph's inputs for one encoding: ids, segments and the positions whose MLM logits it returns. */
-export function modelFeeds(Tensor, enc, positions) {
+/** The graph's inputs for one encoding: ids, segments, the positions whose MLM logits it returns, and whether it
+ * computes the model's score terms (onnx_export.py: only the query/key view asks). */
+export function modelFeeds(Tensor, enc, positions, withTerms = false) {
   const T = enc.ids.length;
   const int64 = (values, dims) => new Tensor("int64", BigInt64Array.from(values, BigInt), dims);
   return { input_ids: int64(enc.ids, [1, T]), token_type_ids: int64(enc.segments, [1, T]),
-    mlm_positions: int64(positions, [positions.length]) };
+    mlm_positions: int64(positions, [positions.length]),
+    with_score_terms: new Tensor("bool", Uint8Array.of(withTerms ? 1 : 0), []) };
+}
+
+/** Whether the score terms of `length` tokens travel to the query/key view: at most model.scoreTermsMaxValues
+ * values (layers x heads x terms x T^2), the cap of the server's blob (views.SCORE_TERMS_MAX_VALUES), so that
+ * the page shows the columns the app shows. */
+export function termsFit(model, length) {
+  const n = (model.scoreTerms || []).length;
+  return n > 0 && model.layers * model.heads * n * length * length <= model.scoreTermsMaxValues;
 }
 
 export function checkText(a) {
@@ -171,11 +181,17 @@ export function pageLink(links, href, input, state) {
 function createApi(ctx) {
   const { tokenizer, model } = ctx;
   let viewer = null;
-  const run = async (a, b, positions = [0]) => {
+  const run = async (a, b, positions = [0], withTerms = false, fetches = undefined) => {
     const session = await ctx.ready;
     const enc = tokenizer.encode(a, b, model.maxTokens);
-    const out = await session.run(modelFeeds(window.ort.Tensor, enc, positions));
+    const out = await session.run(modelFeeds(window.ort.Tensor, enc, positions, withTerms), fetches);
     return { enc, out };
+  };
+  // The model's score terms of (a, b) for the query/key view, or null past the cap: a pass of their own.
+  const scoreTerms = async (a, b, r) => {
+    if (!termsFit(model, r.length)) return null;
+    const { out } = await run(a, b, [0], true, ["score_terms"]);
+    return { names: model.scoreTerms, values: out.score_terms.data, scale: model.scoreScale };
   };
   const api = {
     ready: ctx.ready, tokenizer, timings: ctx.timings,
@@ -201,9 +217,10 @@ function createApi(ctx) {
       const t0 = performance.now();
       const r = await api.analyze(a, b);
       const viewsData = viewsDataOf(r, a, b, model.name);
-      // Made when the query/key view first opens (0.3 s at 512 tokens that most visits never need).
+      // Made when the query/key view first opens (0.3 s at 512 tokens that most visits never need), with the
+      // model's score terms from a pass that asks for them (docs/ARCHITECTURE.md, "Measured").
       const loadQueryKey = async () => queryKeyData(r.queries, r.keys, r.layers, r.heads, r.length, r.headSize,
-        viewsData.key);
+        viewsData.key, await scoreTerms(a, b, r));
       const keep = selection || (viewer ? viewer.selection.get() : {});
       viewer?.destroy();
       viewer = await ctx.mount(ctx.container, viewsData, { loadQueryKey, showTitle: false,

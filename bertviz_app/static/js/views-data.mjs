@@ -2,7 +2,8 @@
 // (decode.mjs: decodePayload, decodeQueryKey), handed to mount as it is. Nothing is encoded to be decoded again.
 // The numbers are those of Python's payload (views/payload.py), so that the views show the same as the app's: floor
 // 8-bit codes, head statistics as in analysis/attention.py, word ids as payload.wordpiece_word_ids, int8 queries
-// and keys with one scale per head (rollout comes from the graph, onnx_export.py).
+// and keys with one scale per head, the model's score terms in int8 with one scale per row (rollout and the terms
+// come from the graph, onnx_export.py).
 
 const SHARES = { cls: "[CLS]", sep: "[SEP]", self: "self", previous: "previous token", next: "next token" };
 const DOMINANT_SHARE = 0.5;
@@ -93,11 +94,12 @@ export function attentionData(input) {
     words: Int32Array.from(wordIds(tokens, special)), sets, statistics: stats, dominant, queryKey: null };
 }
 
-/** codes (Int8Array) and one scale per head (Float32Array (L * h)) of x (L, h, T, d), as payload._add_int8. */
-export function quantizeSymmetric8(x, heads, size) {
-  const scale = new Float32Array(heads);
+/** codes (Int8Array) and one scale (Float32Array (groups)) per `size` consecutive values of x, as payload._add_int8:
+ *  per head of queries or keys (L, h, T, d), per row of score terms (L, h, n, T, T). */
+export function quantizeSymmetric8(x, groups, size) {
+  const scale = new Float32Array(groups);
   const codes = new Int8Array(x.length);
-  for (let k = 0; k < heads; k++) {
+  for (let k = 0; k < groups; k++) {
     let max = 0;
     for (let i = k * size; i < (k + 1) * size; i++) max = Math.max(max, Math.abs(x[i]));
     const s = max > 0 ? Math.fround(max / 127) : 1;
@@ -107,11 +109,19 @@ export function quantizeSymmetric8(x, heads, size) {
   return { codes, scale };
 }
 
-/** The query/key data of one input, as decodeQueryKey gives it: queries and keys Float32Array (L, h, T, d). */
-export function queryKeyData(queries, keys, L, H, T, d, key = "") {
+/** The query/key data of one input, as decodeQueryKey gives it: queries and keys Float32Array (L, h, T, d).
+ *  scores: the model's score terms from the graph ({names, values: Float32Array (L, h, n, T, T), scale: the factor
+ *  of q.k}), quantized as the server's blob quantizes them (payload.encode_query_key: int8, one scale per row of T
+ *  keys), or null (none: the view shows the model's attention row, as the app's does past its cap). */
+export function queryKeyData(queries, keys, L, H, T, d, key = "", scores = null) {
   const q = quantizeSymmetric8(queries, L * H, T * d);
   const k = quantizeSymmetric8(keys, L * H, T * d);
+  let terms = null;
+  if (scores) {
+    const rows = quantizeSymmetric8(scores.values, L * H * scores.names.length * T, T);
+    terms = { names: scores.names, codes: rows.codes, scale: rows.scale };
+  }
   return { header: { kind: "query_key", key, layers: L, heads: H, length: T, head_size: d }, layers: L, heads: H,
     length: T, headSize: d, queries: q.codes, keys: k.codes, queryScale: q.scale, keyScale: k.scale,
-    terms: null, scoreScale: null };
+    terms, scoreScale: scores ? scores.scale ?? null : null };
 }
