@@ -467,6 +467,13 @@ def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
         v.page.wait_for_selector("#compare-change .main-svg")
         for side in ("cmp-a-", "cmp-b-"):
             v.page.wait_for_selector(f"#{side}attention-view")
+        # both open on the head the message names as the most changed, from their first frame
+        named = re.search(r"changed most is layer (\d+), head (\d+)", v.page.locator("#compare-message").inner_text())
+        assert named, v.page.locator("#compare-message").inner_text()
+        shown = [[v.page.input_value(f"#{side}view-{k}") for k in ("layer", "head")] for side in ("cmp-a-", "cmp-b-")]
+        assert shown == [list(named.groups())] * 2, (shown, named.groups())
+        # how much each head changed fits its box: every head and the color scale in sight
+        assert v.page.eval_on_selector("#compare-change .js-plotly-plot", "e => e.scrollWidth <= e.clientWidth + 1")
         # the two views follow each other: a layer and a head chosen on the left show on the right
         main = v.page.input_value("#view-layer")
         layer = "2" if main == "3" else "3"
