@@ -420,6 +420,49 @@ def test_the_default_model_answers_paris(visitor, tmp_path):
     shoot(page, tmp_path, "09-default-model-masked-lm")
 
 
+def test_masked_lm_starts_from_the_analyzed_mask_and_refuses_in_place(browser, server, tmp_path):
+    """An analyzed input with a [MASK] is where the tab starts (fill box, predictions, logit lens); a refused text
+    is said in one sentence where the message is, over the last good result, dimmed and named: no toast, no red
+    "Error" over the results."""
+    v = AppPage(browser, server + "?a=The+keys+to+the+cabinet+%5BMASK%5D+on+the+table.&model=minilm-l6-mlm-nsp-en")
+    page = v.page
+    try:
+        v.views_drawn("lines")
+        v.settle()
+        v.open_tab("Masked LM")
+        page.wait_for_function("() => document.querySelector('#mask-text textarea')?.value === "
+                               "'The keys to the cabinet [MASK] on the table.'")
+        wait_for_rows(page, "mask-table", 5)
+        assert "the [MASK]" in page.locator("#mask-message").inner_text()
+        page.wait_for_function("() => document.querySelector('#lens-message')?.innerText.includes('token 6')")
+        wait_for_rows(page, "lens-table", 7)
+        page.locator("#mask-text").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "22-masked-lm-from-the-analysis")
+        for text, why in [("", "The masked text is empty"), ("No mask in here.", "has no [MASK]"),
+                          (" ".join(["[MASK]"] * 25), "25 masks is too many")]:
+            page.locator("#mask-text textarea").fill(text)
+            page.click("#mask-predict")
+            page.wait_for_function("w => document.querySelector('#mask-message .bv-stale')?.innerText.includes(w)",
+                                   arg=why)
+            v.settle()
+            message = page.locator("#mask-message").inner_text()
+            assert "still those of the last text predicted" in message and "cabinet [MASK]" in message, message
+        assert page.locator(".toast-body, [data-testid=toast-body]").count() == 0
+        assert page.locator("#mlm-views .error").evaluate_all(
+            "es => es.filter(e => e.offsetParent !== null && getComputedStyle(e.closest('.wrap') || e).opacity "
+            "!== '0').length") == 0
+        assert float(page.eval_on_selector("#mask-bars", "e => getComputedStyle(e).opacity")) < 0.6
+        page.locator("#mask-message").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "23-masked-lm-refused")
+        page.locator("#mask-text textarea").fill("Paris is the [MASK] of France.")
+        page.click("#mask-predict")
+        page.wait_for_function("() => document.querySelector('#mask-message')?.innerText.startsWith('Top 5')")
+        assert float(page.eval_on_selector("#mask-bars", "e => getComputedStyle(e).opacity")) == 1
+        assert v.errors == []
+    finally:
+        page.close()
+
+
 def test_silencing_heads_picked_in_the_overview_changes_the_predictions(browser, server, tmp_path):
     v = AppPage(browser, server + "?a=The+capital+of+France+is+%5BMASK%5D.&model=minilm-l6-mlm-nsp-en&tab=overview")
     try:
