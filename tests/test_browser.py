@@ -463,6 +463,41 @@ def test_masked_lm_starts_from_the_analyzed_mask_and_refuses_in_place(browser, s
         page.close()
 
 
+def test_on_a_phone_the_embeddings_and_hidden_states_figures_fit_and_every_tab_is_named(browser, server, tmp_path):
+    """At 390 x 844 the figures of these two tabs (820-1000 px wide) fit their box, instead of showing a third of
+    themselves; back at 1280 x 720 they have their own width again. The tabs that do not fit the bar sit under a
+    button that says so, not under three bare dots."""
+    v = AppPage(browser, server + "?model=minilm-l6-mlm-nsp-en")
+    page = v.page
+    figures = {"Embeddings": ["embedding-parts", "segment-embeddings", "position-similarity", "position-path"],
+               "Hidden states": ["hidden-norms", "layer-similarity", "token-similarity", "hidden-projection"]}
+    fits = ("ids => ids.every(id => { const p = document.querySelector(`#${id} .js-plotly-plot`);"
+            " const svg = p?.querySelector('.main-svg'); return svg && p.clientWidth > 0"
+            " && svg.getBoundingClientRect().width <= p.clientWidth + 1; })")
+    try:
+        v.views_drawn("lines")
+        v.settle()
+        with v.on_a_phone():
+            more = page.locator("#tabs .overflow-menu > button")
+            assert more.evaluate("b => getComputedStyle(b, '::after').content") == '"More tabs"'
+            assert more.bounding_box()["x"] + more.bounding_box()["width"] <= 390
+            page.locator("#tabs").scroll_into_view_if_needed()
+            shoot(page, tmp_path, "24-phone-tab-bar")
+            for tab, ids in figures.items():
+                v.open_tab(tab)
+                page.wait_for_function(fits, arg=ids)
+                assert v.no_sideways_scroll()
+                page.locator(f"#{ids[0]}").scroll_into_view_if_needed()
+                shoot(page, tmp_path, f"25-phone-{ids[0]}")
+        # wide again: the last tab's figures take back their own width (820 px and more), wider than they were
+        assert page.wait_for_function(
+            "id => { const s = document.querySelector(`#${id} .main-svg`); return s && "
+            "s.getBoundingClientRect().width >= 800; }", arg=figures["Hidden states"][0])
+        assert v.errors == []
+    finally:
+        page.close()
+
+
 def test_silencing_heads_picked_in_the_overview_changes_the_predictions(browser, server, tmp_path):
     v = AppPage(browser, server + "?a=The+capital+of+France+is+%5BMASK%5D.&model=minilm-l6-mlm-nsp-en&tab=overview")
     try:
