@@ -133,6 +133,8 @@ def test_analyze_a_pair(client, explorer):
     assert "no masked-LM head" in app.tabs.masked_lm.mlm_status(explorer)
     info = app.tabs.model_info.model_text(explorer)
     assert "22,713,216" in info and "cpu" in info
+    # no empty header row, and no classifier's label count for a model without a classifier
+    assert "| | |" not in info and "num_labels" not in info and "`num_hidden_layers`" in info
     # what a permalink needs, beside the payload
     assert (value["a"], value["b"], value["model"]) == ("The cat sat.", "It slept.", MODEL)
 

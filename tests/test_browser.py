@@ -499,6 +499,84 @@ def test_the_default_model_answers_paris(visitor, tmp_path):
     shoot(page, tmp_path, "09-default-model-masked-lm")
 
 
+def test_masked_lm_starts_from_the_analyzed_mask_and_refuses_in_place(browser, server, tmp_path):
+    """An analyzed input with a [MASK] is where the tab starts (fill box, predictions, logit lens); a refused text
+    is said in one sentence where the message is, over the last good result, dimmed and named: no toast, no red
+    "Error" over the results."""
+    v = AppPage(browser, server + "?a=The+keys+to+the+cabinet+%5BMASK%5D+on+the+table.&model=minilm-l6-mlm-nsp-en")
+    page = v.page
+    try:
+        v.views_drawn("lines")
+        v.settle()
+        v.open_tab("Masked LM")
+        page.wait_for_function("() => document.querySelector('#mask-text textarea')?.value === "
+                               "'The keys to the cabinet [MASK] on the table.'")
+        wait_for_rows(page, "mask-table", 5)
+        assert "the [MASK]" in page.locator("#mask-message").inner_text()
+        page.wait_for_function("() => document.querySelector('#lens-message')?.innerText.includes('token 6')")
+        wait_for_rows(page, "lens-table", 7)
+        page.locator("#mask-text").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "22-masked-lm-from-the-analysis")
+        for text, why in [("", "The masked text is empty"), ("No mask in here.", "has no [MASK]"),
+                          (" ".join(["[MASK]"] * 25), "25 masks is too many")]:
+            page.locator("#mask-text textarea").fill(text)
+            page.click("#mask-predict")
+            page.wait_for_function("w => document.querySelector('#mask-message .bv-stale')?.innerText.includes(w)",
+                                   arg=why)
+            v.settle()
+            message = page.locator("#mask-message").inner_text()
+            assert "still those of the last text predicted" in message and "cabinet [MASK]" in message, message
+        assert page.locator(".toast-body, [data-testid=toast-body]").count() == 0
+        assert page.locator("#mlm-views .error").evaluate_all(
+            "es => es.filter(e => e.offsetParent !== null && getComputedStyle(e.closest('.wrap') || e).opacity "
+            "!== '0').length") == 0
+        assert float(page.eval_on_selector("#mask-bars", "e => getComputedStyle(e).opacity")) < 0.6
+        page.locator("#mask-message").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "23-masked-lm-refused")
+        page.locator("#mask-text textarea").fill("Paris is the [MASK] of France.")
+        page.click("#mask-predict")
+        page.wait_for_function("() => document.querySelector('#mask-message')?.innerText.startsWith('Top 5')")
+        assert float(page.eval_on_selector("#mask-bars", "e => getComputedStyle(e).opacity")) == 1
+        assert v.errors == []
+    finally:
+        page.close()
+
+
+def test_on_a_phone_the_embeddings_and_hidden_states_figures_fit_and_every_tab_is_named(browser, server, tmp_path):
+    """At 390 x 844 the figures of these two tabs (820-1000 px wide) fit their box, instead of showing a third of
+    themselves; back at 1280 x 720 they have their own width again. The tabs that do not fit the bar sit under a
+    button that says so, not under three bare dots."""
+    v = AppPage(browser, server + "?model=minilm-l6-mlm-nsp-en")
+    page = v.page
+    figures = {"Embeddings": ["embedding-parts", "segment-embeddings", "position-similarity", "position-path"],
+               "Hidden states": ["hidden-norms", "layer-similarity", "token-similarity", "hidden-projection"]}
+    fits = ("ids => ids.every(id => { const p = document.querySelector(`#${id} .js-plotly-plot`);"
+            " const svg = p?.querySelector('.main-svg'); return svg && p.clientWidth > 0"
+            " && svg.getBoundingClientRect().width <= p.clientWidth + 1; })")
+    try:
+        v.views_drawn("lines")
+        v.settle()
+        with v.on_a_phone():
+            more = page.locator("#tabs .overflow-menu > button")
+            assert more.evaluate("b => getComputedStyle(b, '::after').content") == '"More tabs"'
+            assert more.bounding_box()["x"] + more.bounding_box()["width"] <= 390
+            page.locator("#tabs").scroll_into_view_if_needed()
+            shoot(page, tmp_path, "24-phone-tab-bar")
+            for tab, ids in figures.items():
+                v.open_tab(tab)
+                page.wait_for_function(fits, arg=ids)
+                assert v.no_sideways_scroll()
+                page.locator(f"#{ids[0]}").scroll_into_view_if_needed()
+                shoot(page, tmp_path, f"25-phone-{ids[0]}")
+        # wide again: the last tab's figures take back their own width (820 px and more), wider than they were
+        assert page.wait_for_function(
+            "id => { const s = document.querySelector(`#${id} .main-svg`); return s && "
+            "s.getBoundingClientRect().width >= 800; }", arg=figures["Hidden states"][0])
+        assert v.errors == []
+    finally:
+        page.close()
+
+
 def test_silencing_heads_picked_in_the_overview_changes_the_predictions(browser, server, tmp_path):
     v = AppPage(browser, server + "?a=The+capital+of+France+is+%5BMASK%5D.&model=minilm-l6-mlm-nsp-en&tab=overview")
     try:
@@ -546,6 +624,13 @@ def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
         v.page.wait_for_selector("#compare-change .main-svg")
         for side in ("cmp-a-", "cmp-b-"):
             v.page.wait_for_selector(f"#{side}attention-view")
+        # both open on the head the message names as the most changed, from their first frame
+        named = re.search(r"changed most is layer (\d+), head (\d+)", v.page.locator("#compare-message").inner_text())
+        assert named, v.page.locator("#compare-message").inner_text()
+        shown = [[v.page.input_value(f"#{side}view-{k}") for k in ("layer", "head")] for side in ("cmp-a-", "cmp-b-")]
+        assert shown == [list(named.groups())] * 2, (shown, named.groups())
+        # how much each head changed fits its box: every head and the color scale in sight
+        assert v.page.eval_on_selector("#compare-change .js-plotly-plot", "e => e.scrollWidth <= e.clientWidth + 1")
         # the two views follow each other: a layer and a head chosen on the left show on the right
         main = v.page.input_value("#view-layer")
         layer = "2" if main == "3" else "3"

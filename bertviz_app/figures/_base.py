@@ -190,7 +190,8 @@ def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | 
                              showgrid=False, zeroline=False),
                   yaxis=dict(tickmode="array", tickvals=list(range(n_layers)), range=[n_layers - 0.5, -0.5],
                              ticktext=labels, showgrid=False, zeroline=False))
-    width = max(640, 170 + 56 * n_heads) + (80 if layer_labels is not None else 0)
+    # 38 px a head: 12 heads and the color bar fit a half page's box at 1280 x 720 (Compare's, beside its table)
+    width = max(520, 170 + 38 * n_heads) + (80 if layer_labels is not None else 0)
     return _figure([heat], layout, title, width=width, height=max(340, 170 + 42 * n_layers))
 
 

@@ -190,3 +190,41 @@ test("two models of different depths follow each other at the same relative dept
   assert.equal(shallow.viewer().selection.get().layer, 2);
   assert.equal(deep.viewer().selection.get().layer, 4);
 });
+
+test("linked hosts open on the head their value names, or where the other side already is", async () => {
+  const groups = createGroups();
+  const start = (value, prefix, layers = 4) => {
+    const g = fakeGradio({ value, id_prefix: prefix, sync: "cmp" });
+    const host = startGradioHost(g.context, { mount: fakeMount([], layers), location: { pathname: "/", search: "" },
+      history: {}, groups });
+    return { host, g };
+  };
+  // Compare names a head: both sides open on it from their first frame, whatever either showed before.
+  const named = { payload: "P", key: "k", a: "a", b: "", model: "m", open: { layer: 3, head: 2 } };
+  const left = start(named, "l-"), right = start({ ...named, open: { layer: 3, head: 2 } }, "r-");
+  await Promise.all([left.host.ready(), right.host.ready()]);
+  for (const side of [left, right]) {
+    const state = side.host.viewer().selection.get();
+    assert.deepEqual([state.layer, state.head], [3, 2]);
+    assert.deepEqual([side.host.viewer().options.selection.layer, side.host.viewer().options.selection.head], [3, 2]);
+  }
+  // No head named (inputs Compare cannot set head to head): each payload would open on a head of its own (mount's
+  // informative head); the side that mounts later follows the earlier instead.
+  const own = (log) => async (host, data, options) => {
+    const informative = data === "L" ? { layer: 1, head: 7 } : { layer: 2, head: 3 };
+    const opening = options.selection.layer === undefined ? informative : {};
+    return fakeMount(log)(host, data, { ...options, selection: { ...opening, ...options.selection } });
+  };
+  const pair = createGroups();
+  const side = (payload) => startGradioHost(fakeGradio({ value: { payload, key: payload, a: "a", b: "", model: "m" },
+    sync: "cmp" }).context, { mount: own([]), location: { pathname: "/", search: "" }, history: {}, groups: pair });
+  const [a, b] = [side("L"), side("R")];
+  await Promise.all([a.ready(), b.ready()]);
+  const [l, r] = [a.viewer().selection.get(), b.viewer().selection.get()];
+  assert.deepEqual([l.layer, l.head, r.layer, r.head], [1, 7, 1, 7]);
+  // A side alone in its group, given nothing, keeps mount's own choice.
+  const alone = startGradioHost(fakeGradio({ value: { payload: "R", key: "x", a: "a", b: "", model: "m" },
+    sync: "solo" }).context, { mount: own([]), location: { pathname: "/", search: "" }, history: {}, groups: pair });
+  await alone.ready();
+  assert.deepEqual([alone.viewer().selection.get().layer, alone.viewer().selection.get().head], [2, 3]);
+});

@@ -43,10 +43,10 @@ class CompareTab:
             self.right = host.component("compare-right", id_prefix="cmp-b-", sync="compare")
         # shown only when the two sides can be compared head by head (the message says why not)
         with gr.Column(visible=False) as self.results:
-            with gr.Row():
-                self.change = gr.Plot(label="How much each head changed", elem_id="compare-change")
+            with gr.Row():  # the heat map wider than the table: 12 heads and its color scale fit at 1280 x 720
+                self.change = gr.Plot(label="How much each head changed", scale=3, elem_id="compare-change")
                 self.table = gr.Dataframe(interactive=False, label="The heads that changed most", max_height=420,
-                                          elem_id="compare-table")
+                                          scale=2, elem_id="compare-table")
             self.layers = gr.Plot(label="How much each layer changed", elem_id="compare-layers")
         # what `against` fills: the second input, its model, and the comparison
         self.against_outputs = [self.other_a, self.other_b, self.other_model, self.prefilled, self.message,
@@ -102,6 +102,10 @@ class CompareTab:
                 layers["weights (relative change)"] = explorer_a.layer_change(explorer_b)
             except ValueError:  # the same numbers of layers and heads, other sizes: no weights to set side by side
                 pass
+        # both views open on the head the message names (the right one at its paired layer)
+        left["open"] = {"layer": int(top["layer"]), "head": int(top["head"])}
+        right["open"] = {"layer": int(top["layer_b"] if difference.paired_by_depth else top["layer"]),
+                         "head": int(top["head"])}
         message = (f"Compared: {what}. The head that changed most is {where} (change {top['change']:.2f}); the "
                    f"layer that changed most is {layer}. {_per_layer(layers)}{pairs}")
         change = figures.attention_change_figure(difference.head_change, layers_a=difference.layers_a,

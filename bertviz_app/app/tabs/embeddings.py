@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..common import index_value, user_errors
-from .base import Gate, TabPage
+from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
 
 def family_note(explorer) -> str:
@@ -20,15 +20,16 @@ class EmbeddingsTab:
 
     def __init__(self, page: TabPage):
         self.page = page
+        fits = [FIT_ON_A_PHONE]  # figures that fit their box on a phone (base.py)
         max_positions = page.models.first.config.max_tokens
         self.note = gr.Markdown(family_note(page.models.first), elem_id="embeddings-family-note")
-        self.parts_plot = gr.Plot(label="Token + segment + position", elem_id="embedding-parts")
-        self.segment_plot = gr.Plot(label="Segment embeddings", elem_id="segment-embeddings")
+        self.parts_plot = gr.Plot(label="Token + segment + position", elem_id="embedding-parts", elem_classes=fits)
+        self.segment_plot = gr.Plot(label="Segment embeddings", elem_id="segment-embeddings", elem_classes=fits)
         self.positions = gr.Slider(2, max_positions, value=min(128, max_positions), step=1,
                                    label="Positions to compare", elem_id="positions")
         # one below the other: these figures have a fixed width that half a row would crop
-        self.similarity_plot = gr.Plot(label="Position similarity", elem_id="position-similarity")
-        self.path_plot = gr.Plot(label="Position path", elem_id="position-path")
+        self.similarity_plot = gr.Plot(label="Position similarity", elem_id="position-similarity", elem_classes=fits)
+        self.path_plot = gr.Plot(label="Position path", elem_id="position-path", elem_classes=fits)
         self.outputs = [self.parts_plot, self.segment_plot, self.similarity_plot, self.path_plot]
 
     @user_errors
@@ -44,6 +45,9 @@ class EmbeddingsTab:
     @user_errors
     def note_of(self, session):
         return family_note(self.page.models.run_of(session)[0])
+
+    def on_load(self, demo: gr.Blocks) -> None:
+        fit_figures_on_a_phone(demo)
 
     def wire(self) -> None:
         self.positions.release(self.draw, [self.page.session, self.positions], self.outputs,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..common import index_value, user_errors
-from .base import Gate, TabPage
+from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
 
 def shared_layers_note(explorer) -> str:
@@ -21,14 +21,16 @@ class HiddenTab:
 
     def __init__(self, page: TabPage):
         self.page = page
+        fits = [FIT_ON_A_PHONE]  # figures that fit their box on a phone (base.py)
         layers = page.models.first.config.num_hidden_layers
         self.note = gr.Markdown(shared_layers_note(page.models.first), elem_id="hidden-family-note")
-        self.norms_plot = gr.Plot(label="Norms", elem_id="hidden-norms")
-        self.layer_plot = gr.Plot(label="Layer-to-layer change", elem_id="layer-similarity")
+        self.norms_plot = gr.Plot(label="Norms", elem_id="hidden-norms", elem_classes=fits)
+        self.layer_plot = gr.Plot(label="Layer-to-layer change", elem_id="layer-similarity", elem_classes=fits)
         self.layer = gr.Slider(0, layers, value=layers, step=1, label="Layer for token similarity (0 = embeddings)",
                                elem_id="hidden-layer")
-        self.similarity_plot = gr.Plot(label="Token similarity", elem_id="token-similarity")
-        self.projection_plot = gr.Plot(label="Tokens through the layers", elem_id="hidden-projection")
+        self.similarity_plot = gr.Plot(label="Token similarity", elem_id="token-similarity", elem_classes=fits)
+        self.projection_plot = gr.Plot(label="Tokens through the layers", elem_id="hidden-projection",
+                                       elem_classes=fits)
 
     @user_errors
     def layer_range(self, session, layer):
@@ -51,6 +53,9 @@ class HiddenTab:
     def draw_similarity(self, session, layer):
         _, run = self.page.models.run_of(session)
         return run.plot.token_similarity(index_value(layer, run.num_layers + 1, "Layer"))
+
+    def on_load(self, demo: gr.Blocks) -> None:
+        fit_figures_on_a_phone(demo)
 
     def wire(self) -> None:
         self.layer.input(self.draw_similarity, [self.page.session, self.layer], [self.similarity_plot],

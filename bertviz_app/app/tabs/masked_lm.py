@@ -11,7 +11,7 @@ import pandas as pd
 from ... import figures
 from ...catalog import read_example_notes
 from ...explorer import Explorer
-from ...masked_lm import normalize_mask
+from ...masked_lm import mask_positions, normalize_mask
 from ...run import Run
 from ..common import MAX_CHARS, api, index_value, percent, plain, significant, text_value, user_errors
 from .base import Gate, TabPage
@@ -33,6 +33,27 @@ def mlm_status(explorer: Explorer, alternatives: Sequence[str] = ()) -> str:
         return NO_MLM_HEAD.format(name=plain(explorer.name), other=other)
     return (f"{plain(explorer.name)} has a masked-LM head: it guesses the token hidden behind each [MASK], the task "
             "BERT was pre-trained on.")
+
+
+def masked_sentence(explorer, run: Run) -> str | None:
+    """The analyzed sentence that holds a [MASK] as the model read it (A's first, else B's), for the tab to start
+    from; None when the input has none or the model no masked-LM head."""
+    if not explorer.has_mlm_head:
+        return None
+    positions = mask_positions(explorer.tokenizer, run.encoding)
+    if not positions:
+        return None
+    in_a = any(run.encoding.sequence_ids[p] == 0 for p in positions)
+    return run.encoding.text if in_a else run.encoding.text_pair
+
+
+def stale_notice(why: str, last: str | None, what: str) -> str:
+    """A refusal in one sentence where the result is, and what the (dimmed, see app.css) result below still shows."""
+    why = why if why.endswith((".", "!", "?")) else f"{why}."
+    if not last:
+        return f"<span class='bv-stale'>**{plain(why)}**</span>"
+    last = last if len(last) <= 80 else last[:79] + "…"
+    return f"<span class='bv-stale'>**{plain(why)}** {what}: “{plain(last)}”</span>"
 
 
 def top_k_value(value) -> int:
@@ -131,6 +152,7 @@ class MaskedLMTab:
 
     def __init__(self, page: TabPage):
         self.page = page
+        self._refusals: dict[str | None, str] = {}  # session hash -> why its last request was refused
         masked_examples = list(page.masked_examples)
         first = page.models.first
         self.alternatives = [name for name, e in page.models.explorers.items() if e.has_mlm_head]
@@ -155,6 +177,7 @@ class MaskedLMTab:
             if any(m in notes for m in masked_examples):
                 gr.Markdown("\n".join(f"- {plain(m)}: {notes[m]}" for m in masked_examples if m in notes),
                             elem_id="mask-example-notes")
+            self.predicted = gr.State(None)  # the text whose predictions are on screen, to name under a refusal
             with gr.Column(elem_id="mask-results"):
                 message = gr.Markdown(elem_id="mask-message")
                 bars = gr.Plot(label="Top predictions per mask", elem_id="mask-bars")
@@ -169,6 +192,9 @@ class MaskedLMTab:
                 gr.Dataframe(interactive=False, datatype="str", label="Top predictions per layer", max_height=300,
                              elem_id="lens-table", headers=["layer", "top predictions", "P(final answer)"]),
                 gr.Plot(label="Logit lens", elem_id="logit-lens")]
+            # what an analyzed input with a [MASK] fills (`from_analysis`)
+            self.mask_start_outputs = [self.mask_text, *self.mask_out, self.predicted, self.lens_mask,
+                                       *self.lens_out]
             gr.Markdown("### Mask one token of the analyzed input")
             self.mask_choice = gr.Dropdown([], value=None, label="Token to mask (from the analyzed sentences)",
                                            allow_custom_value=True, elem_id="mask-token")
@@ -192,9 +218,66 @@ class MaskedLMTab:
 
     # --- handlers ------------------------------------------------------------------------------------------------
     @user_errors
-    def fill_mask(self, model, text, top_k):
+    def _fill_mask(self, model, text, top_k):
+        if isinstance(text, str) and not text.strip():  # the explorer's words would name sentence A
+            raise ValueError("The masked text is empty: type a sentence with [MASK] where the model should guess a "
+                             "word.")
         return fill_mask_view(self.page.models.get(model), text_value(text, "The masked text"), top_k_value(top_k),
                               self.alternatives)
+
+    def fill_mask(self, model, text, top_k, request: gr.Request = None):
+        """(message, table, figure, the text predicted). A refusal is an error without a toast (API clients read it
+        as before); the page says it in one sentence where the message is (`refused`), over the last good result."""
+        try:
+            return (*self._fill_mask(model, text, top_k), text)
+        except gr.Error as err:
+            raise self._refuse(request, err.message) from None
+
+    def _refuse(self, request, message: str) -> gr.Error:
+        """Remember why this visitor's request was refused, for `refused` (a failure listener gets no error), and
+        the error to raise: no toast, no traceback."""
+        self._refusals[getattr(request, "session_hash", None)] = message
+        while len(self._refusals) > 1000:  # a bound, as the sessions themselves have
+            self._refusals.pop(next(iter(self._refusals)))
+        return gr.Error(message, visible=False, print_exception=False)
+
+    def refused(self, last, request: gr.Request = None) -> str:
+        """After a refused prediction: why, and the text the dimmed result below still belongs to."""
+        why = self._refusals.pop(getattr(request, "session_hash", None), "The text was not predicted.")
+        return stale_notice(why, last if isinstance(last, str) else None,
+                            "The predictions below are still those of the last text predicted")
+
+    def refused_lens(self, request: gr.Request = None) -> str:
+        why = self._refusals.pop(getattr(request, "session_hash", None), "The logit lens was not computed.")
+        return stale_notice(why, None, "")
+
+    def lens_of_box(self, model, text, mask_number, request: gr.Request = None):
+        """The slider's logit lens: refused as a prediction is (one sentence in place, no toast)."""
+        try:
+            return self.logit_lens(model, text, mask_number)
+        except gr.Error as err:
+            raise self._refuse(request, err.message) from None
+
+    @user_errors
+    def from_analysis(self, session, top_k, predicted):
+        """When the analyzed input has a [MASK]: that sentence in the fill box, its predictions and the logit lens at
+        its first mask (what `mask_start_outputs` shows); otherwise the tab stays as it was."""
+        explorer, run = self.page.models.run_of(session)
+        text = masked_sentence(explorer, run)
+        if text is None:
+            return (gr.skip(),) * len(self.mask_start_outputs)
+        k = top_k_value(top_k)
+        try:
+            message, table, bars = fill_mask_view(explorer, text, k, self.alternatives)
+        except ValueError as err:  # more masks than the tab reads: said in place, the last result dimmed
+            why = str(err)
+            return (text, stale_notice(why[:1].upper() + why[1:], predicted,
+                                       "The predictions below are still those of the last text predicted"),
+                    *(gr.skip(),) * (len(self.mask_start_outputs) - 2))
+        count = len(table["mask"].unique()) if len(table) else 1
+        lens = logit_lens_view(explorer, text, 1, alternatives=self.alternatives)
+        return (text, message, table, bars, text,
+                gr.update(maximum=max(count, 2), value=1, visible=count > 1), *lens)
 
     @staticmethod
     def lens_range(table, mask_number):
@@ -242,22 +325,34 @@ class MaskedLMTab:
                                **page.api("mask_token"))
         lens_io = ([page.model, self.mask_text, self.lens_mask], self.lens_out)
         mask_table = self.mask_out[1]
-        (gr.on([self.predict.click, self.mask_text.submit], self.fill_mask, [page.model, self.mask_text, self.top_k],
-               self.mask_out, **page.api("fill_mask"))
-         .success(self.lens_range, [mask_table, self.lens_mask], [self.lens_mask], **api("lens_range", False))
-         .success(self.logit_lens, *lens_io, **page.api("logit_lens")))
-        self.lens_mask.release(self.logit_lens, *lens_io, **page.api("logit_lens", False))
+        # A refusal (no [MASK], too many, an empty box) is said in place over the last good result, dimmed, as the
+        # input's refusals are (layout.InputArea): no red "Error" over the results, no toast piling up.
+        quiet = dict(show_progress="hidden")
+        predicted = gr.on([self.predict.click, self.mask_text.submit], self.fill_mask,
+                          [page.model, self.mask_text, self.top_k], [*self.mask_out, self.predicted],
+                          **page.api("fill_mask"), **quiet)
+        predicted.failure(self.refused, [self.predicted], [self.mask_out[0]], **api("fill_mask_refused", False),
+                          queue=False)
+        (predicted
+         .success(self.lens_range, [mask_table, self.lens_mask], [self.lens_mask], **api("lens_range", False),
+                  **quiet)
+         .success(self.logit_lens, *lens_io, **page.api("logit_lens"), **quiet))
+        lens = self.lens_mask.release(self.lens_of_box, *lens_io, **page.api("logit_lens", False), **quiet)
+        lens.failure(self.refused_lens, None, [self.lens_out[0]], **api("lens_refused", False), queue=False)
         (self.another.click(lambda n: (n or 0) + 1, [self.seed], [self.seed], **api("next_seed", False), queue=False)
          .then(self.corrupt, [page.session, self.seed], self.corruption_out, **page.api("corrupt", False)))
         self.seed.submit(self.corrupt, [page.session, self.seed], self.corruption_out, **page.api("corrupt", False))
 
     def after_analysis(self, event: Gate, public: bool) -> None:
-        """The new model's explainer and token choices; a cleared masked-token result (it belonged to the last
-        input); the new input as a pretraining example."""
+        """The new model's explainer and token choices; the analyzed sentence's [MASK], if it has one, in the fill
+        box with its predictions and logit lens; a cleared masked-token result (it belonged to the last input); the
+        new input as a pretraining example."""
         page, session = self.page, self.page.session
         (event
          .then(self.new_analysis, [session], [self.explainer, self.views, self.mask_choice],
                **page.api("new_analysis", False))
+         .then(self.from_analysis, [session, self.top_k, self.predicted], self.mask_start_outputs,
+               **page.api("mask_from_analysis", False))
          .then(self.mask_token, [session, self.mask_choice, self.top_k], self.masked_out,
                **page.api("mask_token", False))
          .then(self.replaced, [session], [self.replaced_views, *self.replaced_out],

@@ -13,10 +13,12 @@ from .base import Gate, TabPage
 
 def model_text(explorer: Explorer) -> str:
     c = explorer.config
-    rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in dataclasses.asdict(c).items())
+    # the fine-tuning heads' fields mean nothing for a model without one (its num_labels is the default 2)
+    unused = set() if getattr(explorer, "task", None) is not None else {"num_labels", "problem_type"}
+    rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in dataclasses.asdict(c).items() if k not in unused)
     name = explorer.name.replace("`", "")
     return (f"### `{name}`\n\n"
-            f"| | |\n|---|---|\n"
+            f"| what | value |\n|---|---|\n"
             f"| parameters | {explorer.model.num_parameters():,} |\n"
             f"| device | `{explorer.device}` |\n"
             f"| load time | {explorer.load_seconds:.2f} s |\n"

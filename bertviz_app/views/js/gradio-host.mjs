@@ -1,7 +1,8 @@
 // The app's host: what each gr.HTML of bertviz_app/app/views_host.py runs. Its js_on_load is three lines that wait
 // for this bundle (in the page's head, once) and call BertvizViews.gradioHost({ element, props, server, trigger,
 // watch }) with what Gradio gives a js_on_load. The props:
-//   value       { payload: base64, key, a, b, model } of one analysis (never in the template: megabytes of text)
+//   value       { payload: base64, key, a, b, model } of one analysis (never in the template: megabytes of text),
+//               and optionally open: { layer, head }, the head to show it on (Compare's most changed head)
 //   id_prefix   element ids, unique per host
 //   permalink   this host writes the address (permalink.mjs) and opens where it says
 //   sync        hosts with the same sync name follow each other's layer, head, token, view and filters (models of
@@ -30,7 +31,9 @@ export function pairedLayer(layer, from, to) {
  * Groups of hosts that follow each other: join(group, member) -> leave(); member = { selection() -> a selection or
  * null, layers() -> its model's depth }. share(group, from, state, changed) sets the SHARED keys on every other
  * member, the layer moved to the same relative depth; what that changes there is not shared back (pairing 6
- * layers with 3 is not one to one: an echo would move the first side off the layer it was set to).
+ * layers with 3 is not one to one: an echo would move the first side off the layer it was set to). current(group,
+ * member) is the SHARED state of another member that shows something, its layer moved to `member`'s depth (null
+ * when none does): a side that mounts after the other starts where the other is.
  */
 export function createGroups() {
   const groups = new Map();
@@ -53,6 +56,15 @@ export function createGroups() {
       } finally {
         sharing = false;
       }
+    },
+    current(group, member) {
+      for (const other of groups.get(group) || []) {
+        const state = other === member ? null : other.selection()?.get();
+        if (!state) continue;
+        const patch = Object.fromEntries(SHARED.map((key) => [key, state[key]]));
+        return { ...patch, token: null, layer: pairedLayer(state.layer, other.layers?.(), member.layers?.()) };
+      }
+      return null;
     },
   };
 }
@@ -114,7 +126,15 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
     // A new input keeps every choice but the token (its index means another token now) and the picks; the first
     // one comes from the address.
     const wanted = viewer ? { ...viewer.selection.get(), token: null, silenced: [] }
-      : props.permalink ? readLink(location.search).selection : {};
+      : props.permalink ? { ...readLink(location.search).selection } : {};
+    // The head the value names (both sides of Compare: its most changed head) wins, so linked hosts open together.
+    if (value.open) Object.assign(wanted, { layer: value.open.layer, head: value.open.head });
+    // A linked host given no head starts where the other side is, so the pair is linked from its first frame. Both
+    // sides mount at once, so the one that finishes later looks again and follows the earlier (and only a mounted
+    // side knows its depth, to pair layers with).
+    const follow = () => (props.sync && !value.open ? registry.current(props.sync, member) : null);
+    const before = follow();
+    if (before) Object.assign(wanted, before);
     if (unsubscribe) unsubscribe();
     if (viewer) viewer.destroy();
     viewer = null;
@@ -129,6 +149,8 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
       onSilence: props.silence ? async (heads) => { trigger("submit", { key: value.key, heads }); } : undefined,
     });
     viewer = next;
+    const after = follow();
+    if (after) viewer.selection.set(after);
     const write = (state) => {
       if (!props.permalink) return;
       history.replaceState(history.state, "", `${location.pathname}?${writeLink(location.search, value, state)}`);
