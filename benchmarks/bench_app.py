@@ -319,7 +319,7 @@ def training_running(url: str):
         answer.raise_for_status()
         return answer.json()["data"]
 
-    status = call("finetune_start", [value["finetune-data"], value["finetune-base"], 5, "5e-5"])[0]
+    status = call("finetune_start", [value["finetune-data"], value["finetune-base"], 5, "5e-5", False])[0]
     deadline = time.monotonic() + 600
     while not isinstance(status, str) or "step" not in status or "step 0 " in status:
         if time.monotonic() > deadline or "could not run" in str(status):

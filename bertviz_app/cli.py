@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__, limits
+from .settings import HelpFormatter
 
 DEFAULT_COMMAND = "serve"
 DEFAULT_PORT = 7860
@@ -29,7 +30,7 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "serve", help="launch the web UI (the default command)",
         description="Launch the web UI. Open the printed address in a browser.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=HelpFormatter)
     p.add_argument("--model", action="append", metavar="PATH_OR_HUB_ID", default=argparse.SUPPRESS,
                    help="a BERT checkpoint folder (Hugging Face format), hub id or built-in name; repeat to offer "
                         "several in the UI's model picker (default: the built-in minilm-l6-mlm-nsp-en, our English "
@@ -91,7 +92,7 @@ def add_pretrain_command(commands) -> argparse.ArgumentParser:
         description="Pretrain BERT (masked LM + next-sentence prediction) on plain-text files; checkpoints are "
                     "Hugging Face format folders that `bertviz-app --model` and transformers load. Re-running the "
                     "same command resumes from the newest checkpoint in --out.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=HelpFormatter)
     pretraining.add_pretrain_arguments(p)
     p.set_defaults(handler=lambda args: _in_words(pretraining.run_pretrain, args))
     return p
@@ -147,7 +148,7 @@ def add_finetune_command(commands) -> argparse.ArgumentParser:
                     "model.safetensors, tokenizer files) plus metrics.json. Built-in recipes fetch real data on first "
                     f"use: {', '.join(f'{n} ({r.task})' for n, r in recipes.RECIPES.items())}. Under torchrun: "
                     "`torchrun --nproc_per_node 2 -m bertviz_app.finetuning TASK ...`.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=HelpFormatter)
     add_finetune_arguments(p)
 
     def handler(args: argparse.Namespace) -> int:

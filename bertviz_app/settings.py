@@ -15,6 +15,17 @@ from dataclasses import MISSING
 __all__ = ["add_arguments", "as_dict", "check", "from_args", "parse_ints", "setting"]
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default in its help, once: not where the help already says it in words, nor where there is none
+    to say (None: "(default: None)" told a reader nothing)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default is None or "(default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 def setting(default=MISSING, help: str = "", *, flags: tuple[str, ...] = (), check: Callable | None = None,
             why: str = "", choices=None, metavar: str | None = None, positional: bool = False,
             parse: Callable[[str], object] | None = None, **extra):

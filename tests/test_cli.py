@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -286,3 +287,14 @@ def test_evaluate_reports_a_bad_checkpoint_in_one_line(tmp_path, tiny_mlm_folder
 def test_one_line_joins_a_listing_after_its_colon():
     assert cli.one_line("a:\n  b: 1\n  c\n") == "a: b: 1; c"
     assert cli.one_line("single") == "single"
+
+
+@pytest.mark.parametrize("command", ["serve", "finetune", "pretrain"])
+def test_help_says_each_default_once_and_never_none(command, capsys):
+    """`finetune --help` printed "(default: the built-in default model) (default: None)"."""
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "(default: None)" not in out and "default" in out
+    for option in re.split(r"\n  (?=-)", out):
+        assert option.count("(default") <= 1, option

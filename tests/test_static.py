@@ -138,7 +138,7 @@ def test_runtime_integrity_is_checked():
 
 def test_export_without_the_runtime_says_how_to_fetch_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runtime, "RUNTIME_DIR", tmp_path / "missing")
-    with pytest.raises(RuntimeMissing, match=r"python -m bertviz_app.static.runtime"):
+    with pytest.raises(RuntimeMissing, match=r"python -m bertviz_app.static"):
         runtime.runtime_dir()
     assert cli.main(["export-static", str(tmp_path / "site")]) == 2
     err = capsys.readouterr().err
@@ -206,3 +206,15 @@ def test_the_page_names_every_file_inside_its_folder():
     assert '<link rel="icon" href="data:,">' in page
     for ref in re.findall(r'(?:src|href)="([^"]*)"', page):
         assert ref.startswith("data:") or not (ref.startswith(("/", "..")) or "://" in ref), ref
+
+
+def test_fetching_the_runtime_warns_of_nothing():
+    """`make setup` ran `python -m bertviz_app.static.runtime`, which runpy warned may run twice (the package had
+    imported it already)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "bertviz_app.static"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "RuntimeWarning" not in done.stderr, done.stderr
+    assert "onnxruntime-web" in done.stdout

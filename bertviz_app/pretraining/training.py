@@ -23,7 +23,7 @@ from ..checkpoint import load_model, save_pretrained
 from ..masking import random_token_ids
 from ..model import BertForPreTraining
 from ..tokenizer import Tokenizer
-from ..settings import add_arguments, as_dict, from_args
+from ..settings import HelpFormatter, add_arguments, as_dict, from_args
 from ..training import (SCHEDULES, Distributed, Trainer, configure_optimizer, fit, linear_schedule,
                         say_above_progress, setup_distributed)
 from .data import SentencePairDataset, collate
@@ -305,5 +305,5 @@ def main(argv: list[str] | None = None) -> None:
         return
     parser = add_pretrain_arguments(argparse.ArgumentParser(
         prog="bertviz-app pretrain", description="Pretrain BERT with masked-LM and next-sentence prediction.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter))
+        formatter_class=HelpFormatter))
     run_pretrain(parser.parse_args(argv))

@@ -1,5 +1,5 @@
 """onnxruntime-web, the page's forward pass, brought into the package once at setup (`make setup` runs
-`python -m bertviz_app.static.runtime`), so that exporting a static page later needs no network.
+`python -m bertviz_app.static`), so that exporting a static page later needs no network.
 
 The npm tarball is pinned by version and by the registry's sha512 integrity; from its 33 MB only the three files a
 page needs are kept (the classic-script API, the WebAssembly module's JavaScript glue and the SIMD + threads
@@ -15,7 +15,6 @@ import io
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import urllib.request
@@ -56,7 +55,7 @@ def runtime_dir() -> Path:
     if not stamp.exists() or stamp.read_text().strip() != VERSION or not all((RUNTIME_DIR / f).exists()
                                                                            for f in (*FILES, "LICENSE")):
         raise RuntimeMissing(f"{PACKAGE} {VERSION} is not in the package yet; fetch it once with "
-                             f"`python -m bertviz_app.static.runtime` (`make setup` does), then export again")
+                             f"`python -m bertviz_app.static` (`make setup` does), then export again")
     return RUNTIME_DIR
 
 
@@ -98,8 +97,3 @@ def fetch(force: bool = False) -> Path:
     (RUNTIME_DIR / "LICENSE").write_text(MIT_LICENSE)
     (RUNTIME_DIR / "VERSION").write_text(VERSION + "\n")
     return RUNTIME_DIR
-
-
-if __name__ == "__main__":
-    where = fetch(force="--force" in sys.argv[1:])
-    print(f"{PACKAGE} {VERSION} in {where}")

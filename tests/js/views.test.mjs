@@ -303,3 +303,10 @@ test("query/key without the model's terms (a long input, a page with vectors onl
   assert.match(qk.explain(l, 2)[2], /score terms did not come with these vectors/);
   assert.equal(record(qk, l, focus(l)).done.labels, 9);
 });
+
+test("matrix: the caption names sentence B only when the input has one", async () => {
+  const data = await fixture();
+  assert.match(matrix.layout(data, state(data), size(700, 500)).caption, /where sentence B starts/);
+  const single = { ...data, payload: { ...data.payload, segments: new Uint8Array(data.payload.segments.length) } };
+  assert.doesNotMatch(matrix.layout(single, state(single), size(700, 500)).caption, /sentence B/);
+});

@@ -279,8 +279,9 @@ function describe(state, shown, payload) {
       + "much of each input token has flowed into position i, multiplying the layers' attention (heads averaged, "
       + "the residual connection counted as half).");
   }
-  parts.push("Darker = more. Red dashes: where sentence B starts. Hover a cell for its value, click it to select "
-    + "that row's token.");
+  const pair = Array.prototype.some.call(payload.segments, (segment) => segment === 1);
+  parts.push(`Darker = more.${pair ? " Red dashes: where sentence B starts." : ""} Hover a cell for its value, `
+    + "click it to select that row's token.");
   if (state.scale === "sqrt") {
     parts.push("Square-root color scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");
   }
