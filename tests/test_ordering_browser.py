@@ -56,3 +56,22 @@ def test_the_visitors_input_wins_over_a_slower_opening_analysis(browser, slowed)
         assert not visitor.errors
     finally:
         visitor.page.close()
+
+
+def test_a_paste_longer_than_the_server_reads_is_refused_in_words_not_cut(browser, slowed):
+    """The box cut a 25,000-character paste at 20,000 without a word, and the notice then counted the cut text's
+    tokens; now the server's check says how long it was."""
+    url, entered, explorer = slowed
+    visitor = AppPage(browser, url)
+    try:
+        box = visitor.page.locator("#sentence-a textarea")
+        box.click()
+        box.fill("")
+        visitor.page.keyboard.insert_text("word " * 5000)  # as a paste arrives: 25,000 characters
+        assert len(box.input_value()) == 25_000
+        visitor.page.click("#analyze")
+        visitor.page.wait_for_function("() => document.querySelector('#notice')?.innerText.includes('25,000')",
+                                       timeout=TIMEOUT_MS)
+        assert "at most 20,000" in visitor.page.locator("#notice").inner_text()
+    finally:
+        visitor.page.close()

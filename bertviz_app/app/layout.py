@@ -120,11 +120,13 @@ class InputArea:
                     apply_default_css=False)
             self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
             self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
+        # A box takes twice what the server reads: a paste the browser cut at the limit was analyzed silently cut;
+        # longer now, it reaches the server's check, which says how long it is and what it reads.
         with gr.Row(equal_height=True, elem_id="input-row"):
             self.sentence_a = gr.Textbox(label="Sentence A", value=pairs[0][0], lines=1, max_lines=4,
-                                         max_length=MAX_CHARS, scale=5, elem_id="sentence-a")
+                                         max_length=2 * MAX_CHARS, scale=5, elem_id="sentence-a")
             self.sentence_b = gr.Textbox(label="Sentence B (optional)", value=pairs[0][1], lines=1, max_lines=4,
-                                         max_length=MAX_CHARS, scale=4, elem_id="sentence-b")
+                                         max_length=2 * MAX_CHARS, scale=4, elem_id="sentence-b")
             self.model = gr.Dropdown(models.names, value=models.names[0], label="Model", scale=2, min_width=210,
                                      interactive=len(models.names) > 1, elem_id="model")
             self.example = gr.Dropdown([(_example_label(a, b), i) for i, (a, b) in enumerate(pairs)], value=None,
