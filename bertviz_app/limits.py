@@ -43,3 +43,5 @@ CONCURRENCY = 2
 # taking every new input that waits for it (Explorer.forward_passes), so more analyses than passes under way is what
 # lets a class's inputs share passes.
 ANALYSES_AT_ONCE = 8
+# [MASK]s one fill-mask reads, in the app and in the static page alike
+MAX_MASKS = 20

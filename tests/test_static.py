@@ -168,7 +168,7 @@ def test_the_folder_holds_page_runtime_model_and_tokenizer(explorer, tmp_path, d
     assert manifest["runtime"] == {"name": "onnxruntime-web", "version": runtime.VERSION, "license": "MIT"}
     assert manifest["model"] == {"name": "minilm-l6-mlm-nsp-en", "layers": 6, "heads": 12, "headSize": 32,
                                  "hidden": 384, "maxTokens": 512, "scoreTerms": ["q.k"], "scoreScale": 32 ** -0.5,
-                                 "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES}
+                                 "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": 20}  # the app's too
     # the parts join to the runtime's binary and to a graph equal to a fresh export
     wasm = _part_bytes(folder, "wasm", manifest["files"]["wasm"])
     assert wasm == (runtime.runtime_dir() / "ort-wasm-simd-threaded.wasm").read_bytes()

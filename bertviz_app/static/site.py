@@ -21,6 +21,7 @@ import json
 import shutil
 from pathlib import Path
 
+from .. import limits
 from ..views.page import _script_text, bundle_js, inline_modules
 from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
@@ -82,7 +83,7 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
                   "headSize": c.head_dim, "hidden": c.hidden_size, "maxTokens": c.max_position_embeddings,
                   # the graph's score_terms, named as the model names them, and the server's cap on them
                   "scoreTerms": score_term_names(model), "scoreScale": score_scale(model),
-                  "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES},
+                  "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": limits.MAX_MASKS},
         "files": files, "tokenizer": _tokenizer_settings(tokenizer),
         "runtime": {"name": runtime.PACKAGE, "version": runtime.VERSION, "license": runtime.LICENSE},
     }

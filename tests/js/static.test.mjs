@@ -131,6 +131,9 @@ test("the page's fill-mask and next-sentence numbers", () => {
   assert.deepEqual(maskedInput("the [ mask ] cat [MASK].", tokenize),
     { text: "the [MASK] cat [MASK].", positions: [2, 4] });
   assert.throws(() => maskedInput("the cat", tokenize), /put \[MASK\]/);
+  // the server's limit, said in the server's words (limits.MAX_MASKS, written into the manifest)
+  assert.throws(() => maskedInput("[MASK] ".repeat(21), tokenize, 20), /21 masks is too many; use at most 20\./);
+  assert.equal(maskedInput("[MASK] ".repeat(20), tokenize, 20).positions.length, 20);
   const top = topPredictions(Float32Array.from([0, Math.log(3), 0, 2, 1, 0]), 3, 2, (id) => `t${id}`);
   assert.deepEqual(top.map((row) => row.map((p) => p.token)), [["t1", "t0"], ["t0", "t1"]]);
   close(top[0].map((p) => p.probability), [0.6, 0.2], 1e-6, "softmax");

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import gradio as gr
 import pandas as pd
 
-from ... import figures
+from ... import figures, limits
 from ...catalog import read_example_notes
 from ...explorer import Explorer
 from ...masked_lm import mask_positions, normalize_mask
@@ -16,7 +16,7 @@ from ...run import Run
 from ..common import MAX_CHARS, api, index_value, percent, plain, significant, text_value, user_errors
 from .base import Gate, TabPage
 
-MAX_MASKS = 20
+MAX_MASKS = limits.MAX_MASKS
 MAX_TOP_K = 20
 NO_MLM_HEAD = ("**{name} has no masked-LM head.** BERT learned language by guessing hidden words; the part of the "
                "model that makes those guesses (the masked-LM head) was left out when {name} was saved, as "

@@ -118,10 +118,13 @@ export function checkText(a) {
 }
 
 /** The text with every spelling of the mask written [MASK] (masked_lm.normalize_mask), and where its masks are. */
-export function maskedInput(text, tokenize) {
+export function maskedInput(text, tokenize, maxMasks = Infinity) {
   const normalized = text.replace(MASK_SPELLING, "[MASK]");
   const positions = tokenize(normalized).flatMap((t, i) => (t === "[MASK]" ? [i] : []));
   if (!positions.length) throw new Error("put [MASK] where a word should be predicted");
+  if (positions.length > maxMasks) { // the server's limit too (limits.MAX_MASKS), in the server's words
+    throw new Error(`${positions.length} masks is too many; use at most ${maxMasks}.`);
+  }
   return { text: normalized, positions };
 }
 
@@ -203,7 +206,7 @@ function createApi(ctx) {
     },
     async fillMask(text, k = 5) {
       checkText(text);
-      const masked = maskedInput(text, (t) => tokenizer.encode(t, null, model.maxTokens).tokens);
+      const masked = maskedInput(text, (t) => tokenizer.encode(t, null, model.maxTokens).tokens, model.maxMasks);
       const { out } = await run(masked.text, null, masked.positions);
       return topPredictions(out.mlm_logits.data, out.mlm_logits.dims[1], k, tokenizer.token);
     },
