@@ -20,6 +20,7 @@ from bertviz_app import checkpoint
 from bertviz_app import device as device_module
 from bertviz_app import model as ours
 from bertviz_app.checkpoint import CheckpointError, load_model, save_pretrained
+from bertviz_app.config import BertConfig
 from conftest import perturb_
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -314,7 +315,7 @@ def test_transformers_loads_what_we_save(tmp_path, inputs, source_class, target_
     (ours.BertForQuestionAnswering, transformers.BertForQuestionAnswering),
 ])
 def test_transformers_loads_our_other_classes(tmp_path, inputs, our_class, hf_class):
-    config = ours.BertConfig(**{k: v for k, v in HF_CONFIG.items() if k != "attn_implementation"}, num_labels=3)
+    config = BertConfig(**{k: v for k, v in HF_CONFIG.items() if k != "attn_implementation"}, num_labels=3)
     model = our_class(config).eval()
     perturb_(model, seed=6)
     save_pretrained(model, tmp_path)
@@ -340,7 +341,7 @@ def test_transformers_loads_our_other_classes(tmp_path, inputs, our_class, hf_cl
 @pytest.mark.parametrize("mlm, nsp, pooler", [(True, True, True), (True, False, False), (False, True, True),
                                               (False, False, True), (False, False, False)])
 def test_our_save_round_trips(tmp_path, mlm, nsp, pooler):
-    model = ours.BertForPreTraining(ours.BertConfig.preset("tiny", type_vocab_size=3), mlm_head=mlm, nsp_head=nsp,
+    model = ours.BertForPreTraining(BertConfig.preset("tiny", type_vocab_size=3), mlm_head=mlm, nsp_head=nsp,
                                     pooler=pooler)
     perturb_(model, seed=7)
     save_pretrained(model, tmp_path)
