@@ -284,3 +284,46 @@ def test_a_training_leaves_torch_threads_and_the_model_list_as_other_threads_see
         torch.set_num_threads(served)
     # another session iterating the list while the model joined saw a list that did not change under it
     assert list(explorers) == ["tiny"] and names == ["tiny"] and tab.page.models.names == ["tiny", p.model]
+
+
+def test_a_server_started_again_offers_its_fine_tuned_models_newest_first(tab, tiny_mlm_folder, caplog):
+    """The models stay in the cache; a restart used to forget them. At most MAX_TRAINED, newest first, named as the
+    tab named them; a damaged folder is left out with a log line, never a crash."""
+    import json
+    import os
+    import shutil
+
+    from bertviz_app.app import load_models
+    from bertviz_app.app.tabs.finetune import MAX_TRAINED
+
+    p = run(tab, "reviews.csv")
+    assert p.state == "done", p.message
+    folder = tab.folders[p.model]
+    root = training_root()
+    # copies of it trained "later" (a newer metrics.json), on the first of the recipes' data
+    copies = []
+    for i in range(MAX_TRAINED):
+        copy = shutil.copytree(folder, root / f"movie-reviews-20250101-1{i}3000")
+        metrics = json.loads((copy / "metrics.json").read_text())
+        metrics["settings"]["train"] = "movie-reviews"
+        (copy / "metrics.json").write_text(json.dumps(metrics))
+        os.utime(copy / "metrics.json", (2e9 + i, 2e9 + i))
+        copies.append(copy)
+    (root / "broken-20250101-120000").mkdir()
+    (root / "broken-20250101-120000" / "metrics.json").write_text("{not json")
+    newest = shutil.copytree(folder, root / "reviews-csv-20250101-235900")  # newest of all, but its weights are gone
+    os.utime(newest / "metrics.json", (3e9, 3e9))
+    (newest / "model.safetensors").unlink()
+
+    explorers = load_models([tiny_mlm_folder], device="cpu", trained=True)
+    names = list(explorers)
+    assert len(names) == 1 + MAX_TRAINED, names
+    assert names[1:] == [f"movie-reviews fine-tuned 1{i}:30" for i in reversed(range(MAX_TRAINED))], names
+    assert explorers[names[1]].task.task == "text-classification"
+    logged = caplog.text
+    assert "broken-20250101-120000" in logged and "reviews-csv-20250101-235900" in logged
+    # the first training, now the oldest, is the one beyond MAX_TRAINED; the same name as it joined under alone
+    shutil.rmtree(copies[0])
+    explorers = load_models([tiny_mlm_folder], device="cpu", trained=True)
+    assert p.model in explorers and explorers[p.model].folder.resolve() == folder.resolve()
+    assert load_models([tiny_mlm_folder], device="cpu").keys() == {names[0]}  # training off: none

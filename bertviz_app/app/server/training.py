@@ -17,6 +17,7 @@ import copy
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -42,6 +43,32 @@ NICE = 0
 def training_root() -> Path:
     """Where the app writes fine-tuned models: `finetuned/` in the user's cache, beside the recipes' data."""
     return cache_dir().parent / "finetuned"
+
+
+def trained_folders() -> list[tuple[str, Path]]:
+    """The folders the app fine-tuned earlier (`training_root()`), newest first, each with the name the tab gave it
+    ("{data} fine-tuned HH:MM", the data as its list named it; the caller makes names unique). A folder without a
+    readable metrics.json is left out with a log line: a server starting again must not fail on one damaged
+    folder."""
+    root = training_root()
+    found = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        if folder.name.startswith(".") or not folder.is_dir():  # a training under way, or one killed mid-write
+            continue
+        try:
+            metrics = folder / "metrics.json"
+            source = json.loads(metrics.read_text())["settings"]["train"]
+            when = metrics.stat().st_mtime
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("fine-tuned folder %s left out: no readable metrics.json (%s)", folder.name, err)
+            continue
+        # the data list's key: a recipe's name, or an operator's file by its name (data_choices)
+        data = source if source in RECIPES else Path(str(source)).name
+        # the time the tab named it by: its start, which the folder's name carries (tabs/finetune.py)
+        started = re.search(r"-\d{8}-(\d\d)(\d\d)\d\d(-1)*$", folder.name)
+        clock = f"{started[1]}:{started[2]}" if started else time.strftime("%H:%M", time.localtime(when))
+        found.append((when, f"{data} fine-tuned {clock}", folder))
+    return [(name, folder) for _, name, folder in sorted(found, key=lambda f: f[0], reverse=True)]
 
 
 # --- what may be trained on ----------------------------------------------------------------------------------------

@@ -125,7 +125,9 @@ class FineTuneTab:
         self.page = page
         self.settings = settings = page.training
         self.lane = lane or TrainingLane()
-        self.folders: dict[str, Path] = {}  # models trained here: name -> folder
+        # models trained here: name -> folder (those of an earlier run of the server too, which load_models offers)
+        self.folders: dict[str, Path] = {name: e.folder for name, e in page.models.explorers.items()
+                                         if e.folder is not None and e.folder.resolve().parent == training_root().resolve()}
         self._pickers: list[gr.Dropdown] = []
         if not settings.enabled:
             self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
