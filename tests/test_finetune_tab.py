@@ -327,3 +327,41 @@ def test_a_server_started_again_offers_its_fine_tuned_models_newest_first(tab, t
     explorers = load_models([tiny_mlm_folder], device="cpu", trained=True)
     assert p.model in explorers and explorers[p.model].folder.resolve() == folder.resolve()
     assert load_models([tiny_mlm_folder], device="cpu").keys() == {names[0]}  # training off: none
+
+
+def test_the_score_before_training_and_each_epoch_show_while_it_runs(tab):
+    """The before-training score used to appear only at the end; the epochs' table fills as each epoch ends."""
+    reached, go = threading.Event(), threading.Event()
+    on_epoch = tab.lane._on_epoch
+
+    def held(record):  # the training waits after its first epoch until the test has looked
+        on_epoch(record)
+        reached.set()
+        go.wait(60)
+
+    tab.lane._on_epoch = held
+    tab.start("reviews.csv", "tiny", 2, "1e-4")
+    try:
+        assert reached.wait(120), "the first epoch did not end"
+        status, _, table, *_ = tab.poll((1, (True, True)))
+        assert list(table["epoch"]) == ["before training", "1"], table
+        assert "Before training: held-out accuracy" in status and "epoch 1.00 of 2" in status, status
+        assert "**50% done**, about " in status and " s left" in status, status
+    finally:
+        go.set()
+    assert tab.lane.wait(120) and tab.lane.snapshot().state == "done"
+
+
+def test_percent_done_and_time_left_come_from_the_pace_since_the_first_step(files):
+    from bertviz_app.app.tabs.finetune import status_text
+    from bertviz_app.app.server.training import Job, Progress
+
+    choice = data_choices([files["reviews"]])["reviews.csv"]
+    job = Job(choice, "tiny", "tiny", 2, 1e-4, "reviews.csv fine-tuned 10:00", Path("out"))
+    # reading and scoring took 20 s, then 4 s for steps 2 to 5: one second a step, 15 steps to go
+    p = Progress("running", job, steps=[1, 2, 3, 4, 5], losses=[0.7] * 5, total=20, steps_per_epoch=10,
+                 first_step=20.0, seconds=24.0, before={"accuracy": 0.5, "loss": 0.69})
+    text = status_text(p)
+    assert "**25% done**, about 15 s left" in text and "Before training: held-out accuracy 0.500" in text, text
+    assert "about 3 min left" in status_text(Progress("running", job, steps=[1, 2, 3], losses=[0.7] * 3, total=93,
+                                                      steps_per_epoch=10, first_step=0.0, seconds=4.0))

@@ -170,7 +170,7 @@ class Progress:
     total: int = 0
     steps_per_epoch: float | None = None
     epochs: list[dict] = field(default_factory=list)
-    before: dict | None = None  # held-out metrics before training (known once it is done)
+    before: dict | None = None  # held-out metrics before training (the first run's, once scored; the kept run's at the end)
     best: dict | None = None  # held-out metrics of the epoch the folder keeps
     model: str | None = None  # the name it joined the model list under
     run: int = 0  # which of the job's seeds is training (0-based)
@@ -179,6 +179,7 @@ class Progress:
     unseen: dict | None = None  # held-out labels the training data never shows (metrics.json's unseen_labels)
     started: float = 0.0
     seconds: float = 0.0
+    first_step: float | None = None  # `seconds` at the first step: the time left is measured from there
 
     @property
     def running(self) -> bool:
@@ -251,6 +252,8 @@ class TrainingLane:
             # several seeds: their steps follow each other on the curve
             p.run, p.run_steps = record.get("run", 0), record["total"]
             p.steps.append(record["step"] + p.run * p.run_steps)
+            if p.first_step is None:
+                p.first_step = time.time() - p.started
             p.losses.append(record["loss"])
             p.total = record["total"] * max(1, len(p.job.seeds))
             p.steps_per_epoch = record["step"] / record["epoch"] if record["epoch"] else None
@@ -261,6 +264,11 @@ class TrainingLane:
     def _on_epoch(self, record: dict) -> None:
         with self._lock:
             self._progress.epochs.append(copy.deepcopy(record))
+
+    def _on_before(self, metrics: dict) -> None:
+        with self._lock:
+            if self._progress.before is None:  # with several seeds, the first run's until the kept one is known
+                self._progress.before = copy.deepcopy(metrics)
 
     def _say(self, text: str) -> None:
         # Only a recipe's first fetch is worth a line here: the others name the server's folders.
@@ -279,7 +287,8 @@ class TrainingLane:
                               epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
                               device=job.device, threads=self.threads, seeds=job.seeds, progress=False,
                               stop=self._stop,
-                              on_step=self._on_step, on_epoch=self._on_epoch, say=self._say)
+                              on_step=self._on_step, on_epoch=self._on_epoch, say=self._say,
+                              on_before=self._on_before)
             metrics = result.metrics
             del result  # the weights: the model list loads them again from the folder
             self._update(seeds=metrics.get("seeds"), unseen=metrics.get("unseen_labels"))
