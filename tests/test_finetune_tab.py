@@ -299,6 +299,9 @@ def test_a_server_started_again_offers_its_fine_tuned_models_newest_first(tab, t
     p = run(tab, "reviews.csv")
     assert p.state == "done", p.message
     folder = tab.folders[p.model]
+    saved = json.loads((folder / "metrics.json").read_text())["eval"]  # sentence classification: per class too
+    assert saved["confusion"]["labels"] == ["negative", "positive"] and set(saved["per_class"]) == {"negative",
+                                                                                                   "positive"}
     root = training_root()
     # copies of it trained "later" (a newer metrics.json), on the first of the recipes' data
     copies = []
