@@ -515,6 +515,10 @@ def save_pretrained(model: BertPreTrainedModel, folder: str | os.PathLike, token
         # transformers sizes qa_outputs by num_labels; ours always has the two outputs, start and end.
         config = dataclasses.replace(config, num_labels=2)
     (folder / "config.json").write_text(json.dumps(config.to_hf_dict([architecture]), indent=2) + "\n")
+    # safetensors writes its file as 0600 (a private temporary file renamed into place), while config.json and the
+    # tokenizer's files get 0666 less the umask: a folder copied to a shared place then has weights no one else can
+    # read. The weights take config.json's mode, which is what the umask gave (no process-wide umask call).
+    os.chmod(folder / "model.safetensors", (folder / "config.json").stat().st_mode & 0o777)
     if tokenizer is not None:
         tokenizer.save(folder)
     return folder

@@ -321,7 +321,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         models = getattr(args, "model", None) or list(builtin_models())
         explorers = app.load_models(models, device=args.device, max_tokens=args.max_tokens, cache_mb=args.cache_mb,
-                                    cache_dtype=args.cache_dtype)
+                                    cache_dtype=args.cache_dtype, trained=training.enabled)
     except (ValueError, OSError) as err:  # CheckpointError, ConfigError, a missing GPU, a disk: all say what to do
         raise UsageError(str(err)) from None
     for explorer in explorers.values():

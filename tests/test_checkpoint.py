@@ -851,3 +851,20 @@ def test_a_fifo_is_refused_instead_of_waited_on(tmp_path, pretraining_folder):
     assert not thread.is_alive(), "loading waits on a FIFO named config.json"
     assert errors and re.search(r"config.json is a pipe, not a regular file; put the checkpoint's own config.json "
                                 r"there", str(errors[0].value))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_every_file_of_a_saved_folder_has_the_mode_the_umask_gives(tmp_path, tiny_config, umask):
+    """safetensors alone writes the weights 0600: copied to a shared place, they were the one unreadable file."""
+    from bertviz_app.tokenizer import Tokenizer
+    from bertviz_app.catalog import minilm_path
+
+    old = os.umask(umask)
+    try:
+        save_pretrained(ours.BertForPreTraining(tiny_config), tmp_path / "saved",
+                        tokenizer=Tokenizer.from_folder(minilm_path()))
+    finally:
+        os.umask(old)
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in (tmp_path / "saved").iterdir()}
+    assert "model.safetensors" in modes and len(modes) > 2
+    assert set(modes.values()) == {oct(0o666 & ~umask)}, modes

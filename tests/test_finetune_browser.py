@@ -48,7 +48,20 @@ def test_a_training_started_from_the_tab_draws_its_curve_and_joins_the_model_lis
                                     " return p && p.calcdata && p.calcdata[0].length; }").json_value()
     assert points == 3
     assert "before training" in page.locator("#finetune-epochs-table").inner_text()
+    # every header of the finished table inside the table's box (the last one was cut at the right edge)
+    page.locator("#finetune-epochs-table").scroll_into_view_if_needed()
+    cut = page.evaluate("""() => {
+        const box = document.querySelector('#finetune-epochs-table').getBoundingClientRect();
+        return [...document.querySelectorAll('#finetune-epochs-table th')].filter(th => th.innerText.trim())
+            .map(th => [th.innerText.trim(), th.getBoundingClientRect()])
+            .filter(([, r]) => r.right > box.right + 0.5 || r.left < box.left - 0.5).map(([t]) => t);
+    }""")
+    headers = page.locator("#finetune-epochs-table th").all_inner_texts()
+    assert any("accuracy" in h for h in headers) and cut == [], (headers, cut)
     shoot(page, tmp_path, "finetune_done")
+    with v.on_a_phone():
+        page.locator("#finetune-status").scroll_into_view_if_needed()
+        shoot(page, tmp_path, "finetune_done_phone", full_page=True)
     page.locator("#model input").click()
     page.get_by_role("option", name=name).click()
     v.views_drawn()

@@ -284,3 +284,87 @@ def test_a_training_leaves_torch_threads_and_the_model_list_as_other_threads_see
         torch.set_num_threads(served)
     # another session iterating the list while the model joined saw a list that did not change under it
     assert list(explorers) == ["tiny"] and names == ["tiny"] and tab.page.models.names == ["tiny", p.model]
+
+
+def test_a_server_started_again_offers_its_fine_tuned_models_newest_first(tab, tiny_mlm_folder, caplog):
+    """The models stay in the cache; a restart used to forget them. At most MAX_TRAINED, newest first, named as the
+    tab named them; a damaged folder is left out with a log line, never a crash."""
+    import json
+    import os
+    import shutil
+
+    from bertviz_app.app import load_models
+    from bertviz_app.app.tabs.finetune import MAX_TRAINED
+
+    p = run(tab, "reviews.csv")
+    assert p.state == "done", p.message
+    folder = tab.folders[p.model]
+    saved = json.loads((folder / "metrics.json").read_text())["eval"]  # sentence classification: per class too
+    assert saved["confusion"]["labels"] == ["negative", "positive"] and set(saved["per_class"]) == {"negative",
+                                                                                                   "positive"}
+    root = training_root()
+    # copies of it trained "later" (a newer metrics.json), on the first of the recipes' data
+    copies = []
+    for i in range(MAX_TRAINED):
+        copy = shutil.copytree(folder, root / f"movie-reviews-20250101-1{i}3000")
+        metrics = json.loads((copy / "metrics.json").read_text())
+        metrics["settings"]["train"] = "movie-reviews"
+        (copy / "metrics.json").write_text(json.dumps(metrics))
+        os.utime(copy / "metrics.json", (2e9 + i, 2e9 + i))
+        copies.append(copy)
+    (root / "broken-20250101-120000").mkdir()
+    (root / "broken-20250101-120000" / "metrics.json").write_text("{not json")
+    newest = shutil.copytree(folder, root / "reviews-csv-20250101-235900")  # newest of all, but its weights are gone
+    os.utime(newest / "metrics.json", (3e9, 3e9))
+    (newest / "model.safetensors").unlink()
+
+    explorers = load_models([tiny_mlm_folder], device="cpu", trained=True)
+    names = list(explorers)
+    assert len(names) == 1 + MAX_TRAINED, names
+    assert names[1:] == [f"movie-reviews fine-tuned 1{i}:30" for i in reversed(range(MAX_TRAINED))], names
+    assert explorers[names[1]].task.task == "text-classification"
+    logged = caplog.text
+    assert "broken-20250101-120000" in logged and "reviews-csv-20250101-235900" in logged
+    # the first training, now the oldest, is the one beyond MAX_TRAINED; the same name as it joined under alone
+    shutil.rmtree(copies[0])
+    explorers = load_models([tiny_mlm_folder], device="cpu", trained=True)
+    assert p.model in explorers and explorers[p.model].folder.resolve() == folder.resolve()
+    assert load_models([tiny_mlm_folder], device="cpu").keys() == {names[0]}  # training off: none
+
+
+def test_the_score_before_training_and_each_epoch_show_while_it_runs(tab):
+    """The before-training score used to appear only at the end; the epochs' table fills as each epoch ends."""
+    reached, go = threading.Event(), threading.Event()
+    on_epoch = tab.lane._on_epoch
+
+    def held(record):  # the training waits after its first epoch until the test has looked
+        on_epoch(record)
+        reached.set()
+        go.wait(60)
+
+    tab.lane._on_epoch = held
+    tab.start("reviews.csv", "tiny", 2, "1e-4")
+    try:
+        assert reached.wait(120), "the first epoch did not end"
+        status, _, table, *_ = tab.poll((1, (True, True)))
+        assert list(table["epoch"]) == ["before training", "1"], table
+        assert "Before training: held-out accuracy" in status and "epoch 1.00 of 2" in status, status
+        assert "**50% done**, about " in status and " s left" in status, status
+    finally:
+        go.set()
+    assert tab.lane.wait(120) and tab.lane.snapshot().state == "done"
+
+
+def test_percent_done_and_time_left_come_from_the_pace_since_the_first_step(files):
+    from bertviz_app.app.tabs.finetune import status_text
+    from bertviz_app.app.server.training import Job, Progress
+
+    choice = data_choices([files["reviews"]])["reviews.csv"]
+    job = Job(choice, "tiny", "tiny", 2, 1e-4, "reviews.csv fine-tuned 10:00", Path("out"))
+    # reading and scoring took 20 s, then 4 s for steps 2 to 5: one second a step, 15 steps to go
+    p = Progress("running", job, steps=[1, 2, 3, 4, 5], losses=[0.7] * 5, total=20, steps_per_epoch=10,
+                 first_step=20.0, seconds=24.0, before={"accuracy": 0.5, "loss": 0.69})
+    text = status_text(p)
+    assert "**25% done**, about 15 s left" in text and "Before training: held-out accuracy 0.500" in text, text
+    assert "about 3 min left" in status_text(Progress("running", job, steps=[1, 2, 3], losses=[0.7] * 3, total=93,
+                                                      steps_per_epoch=10, first_step=0.0, seconds=4.0))

@@ -584,3 +584,19 @@ def test_the_summary_line_says_how_many_words_were_cut():
                "settings": {"max_length": 16}}
     line = str(FineTuneResult(Path("out"), metrics))
     assert "26 words of 1 held-out sentences were past --max-length 16 pieces and are not scored" in line
+
+
+def test_per_class_precision_recall_and_the_confusion_matrix_by_hand():
+    """Worked by hand: 4 positives and 2 negatives held out, plus one 'neutral' the training never showed.
+    Predicted positive: 3 true positives, 1 negative, 1 neutral -> precision 3/5, recall 3/4.
+    Predicted negative: 1 negative, 1 positive -> precision 1/2, recall 1/2. Neutral: never predicted, recall 0."""
+    from bertviz_app.finetuning.tasks import class_scores
+
+    gold = ["positive"] * 4 + ["negative"] * 2 + ["neutral"]
+    predicted = ["positive", "positive", "positive", "negative", "positive", "negative", "positive"]
+    scores = class_scores(gold, predicted, ["negative", "positive"])
+    assert scores["confusion"] == {"labels": ["negative", "positive", "neutral"],
+                                   "matrix": [[1, 1, 0], [1, 3, 0], [0, 1, 0]]}
+    assert scores["per_class"] == {"negative": {"precision": 0.5, "recall": 0.5, "support": 2},
+                                   "positive": {"precision": 0.6, "recall": 0.75, "support": 4},
+                                   "neutral": {"precision": None, "recall": 0.0, "support": 1}}

@@ -11,6 +11,7 @@ if it is, or when the visitor opens it, if what it shows belongs to an earlier a
 from __future__ import annotations
 
 import itertools
+import logging
 from pathlib import Path
 from collections.abc import Mapping, Sequence
 
@@ -22,9 +23,12 @@ from ..explorer import Explorer, load
 from .attention import AttentionSection
 from .common import MAX_CHARS, Models, api, check_inputs, plain, refuse, user_errors
 from .server import gradio_internals
-from .server.training import TrainingSettings
+from .server.training import TrainingSettings, trained_folders
 from .tabs import TABS, Gate, Tab, TabPage, check_tabs, tab_step_js
+from .tabs.finetune import MAX_TRAINED
 from .views_host import ViewsHost
+
+log = logging.getLogger("bertviz_app.app")
 
 TITLE = "bertviz-app: see inside BERT"
 
@@ -69,10 +73,12 @@ SHOW_PICTURE_JS = """() => {
 }"""
 
 def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None,
-                cache_dtype: str | None = None) -> dict[str, Explorer]:
-    """Load every model the operator named, once, keyed by the name the model picker shows (None: the default),
-    then the model each fine-tuned one started from, where its folder names one that can be read (the Task tab
-    compares the two). Raises ValueError (CheckpointError, a missing GPU...) with a message for the command line."""
+                cache_dtype: str | None = None, trained: bool = False) -> dict[str, Explorer]:
+    """Load every model the operator named, once, keyed by the name the model picker shows (None: the default);
+    with `trained` (the Fine-tune tab is on), the models the app fine-tuned before it was last stopped (newest first,
+    at most the tab's MAX_TRAINED, named as the tab named them; a damaged folder is left out with a log line); then
+    the model each fine-tuned one started from, where its folder names one that can be read (the Task tab compares
+    the two). Raises ValueError (CheckpointError, a missing GPU...) with a message for the command line."""
     explorers: dict[str, Explorer] = {}
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
     extra.update({} if cache_dtype is None else {"cache_dtype": cache_dtype})
@@ -84,6 +90,9 @@ def load_models(sources, device: str = "auto", max_tokens: int | None = None, ca
         explorer = loaded(source)
         if all(other.folder is None or other.folder != explorer.folder for other in explorers.values()):
             explorers.setdefault(explorer.name, explorer)  # the same model named twice is offered once
+    if trained:
+        _load_trained(explorers, lambda folder, name: load(folder, device=device, max_tokens=max_tokens, name=name,
+                                                           **extra))
     for explorer in list(explorers.values()):
         if explorer.base_model is not None and explorer.base_model not in explorers:
             try:
@@ -93,6 +102,24 @@ def load_models(sources, device: str = "auto", max_tokens: int | None = None, ca
             if all(other.folder != base.folder for other in explorers.values()):
                 explorers[base.name] = base
     return explorers
+
+
+def _load_trained(explorers: dict[str, Explorer], loaded) -> None:
+    """The app's earlier fine-tuned models into `explorers`, each under the tab's name (numbered as the tab numbers
+    a name already taken)."""
+    count = 0
+    for stem, folder in trained_folders():
+        if count == MAX_TRAINED:
+            break
+        if any(e.folder is not None and e.folder.resolve() == folder.resolve() for e in explorers.values()):
+            continue  # the operator named it with --model too
+        name = next(n for n in (stem, *(f"{stem} ({i})" for i in range(2, 1000))) if n not in explorers)
+        try:
+            explorers[name] = loaded(folder, name)
+        except (ValueError, OSError) as err:  # CheckpointError is a ValueError
+            log.warning("fine-tuned folder %s left out: %s", folder.name, err)
+            continue
+        count += 1
 
 
 def shown_name(source, taken) -> str | None:

@@ -276,7 +276,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def _evaluate_text(examples, features, outputs, labels, loss):
-    rows, correct = [], 0
+    rows, correct, predicted = [], 0, []
     index = {name: k for k, name in enumerate(labels)}
     for e, logits in zip(examples, outputs):
         p = _softmax(logits)
@@ -286,7 +286,27 @@ def _evaluate_text(examples, features, outputs, labels, loss):
         rows.append({"text": e.text, "text_pair": e.text_pair, "gold": e.label, "prediction": labels[k],
                      "confidence": float(p[k]),
                      "loss": None if gold is None else float(-math.log(max(p[gold], 1e-45)))})
-    return {"accuracy": correct / len(examples), "loss": loss}, rows
+        predicted.append(labels[k])
+    return {"accuracy": correct / len(examples), "loss": loss,
+            **class_scores([e.label for e in examples], predicted, labels)}, rows
+
+
+def class_scores(gold: list[str], predicted: list[str], labels: list[str]) -> dict:
+    """Per-class precision and recall, and the confusion matrix, beside accuracy: with one class much more common, a
+    good accuracy can hide a class the model never predicts. `confusion["matrix"][i][j]` counts the examples of
+    label i predicted as label j; held-out labels the training never shows come after `labels` (their row only can
+    be non-zero). Precision is None for a class never predicted, recall for one never seen."""
+    names = list(labels) + sorted({g for g in gold} - set(labels))
+    index = {name: k for k, name in enumerate(names)}
+    matrix = [[0] * len(names) for _ in names]
+    for g, p in zip(gold, predicted):
+        matrix[index[g]][index[p]] += 1
+    per_class = {}
+    for k, name in enumerate(names):
+        hits, said, seen = matrix[k][k], sum(row[k] for row in matrix), sum(matrix[k])
+        per_class[name] = {"precision": hits / said if said else None, "recall": hits / seen if seen else None,
+                           "support": seen}
+    return {"per_class": per_class, "confusion": {"labels": names, "matrix": matrix}}
 
 
 def _evaluate_tags(examples, features, outputs, labels, loss):

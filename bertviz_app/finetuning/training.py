@@ -74,13 +74,14 @@ class Hooks:
     on_epoch: Callable[[dict], None] | None = None  # each epoch's record
     on_step: Callable[[dict], None] | None = None  # each step's {step, total, epoch (a fraction), loss}
     say: Callable[[str], None] | None = None  # progress in words (default: stderr, above the bar)
+    on_before: Callable[[dict], None] | None = None  # the held-out metrics before training, once known
 
 
 def finetune(task: str | None = None, train: str | os.PathLike | None = None, output: str | os.PathLike | None = None,
              *, settings: FinetuneSettings | None = None, progress: bool | None = None,
              stop: threading.Event | None = None, on_epoch: Callable[[dict], None] | None = None,
              on_step: Callable[[dict], None] | None = None, say: Callable[[str], None] | None = None,
-             **options) -> FineTuneResult:
+             on_before: Callable[[dict], None] | None = None, **options) -> FineTuneResult:
     """Fine-tune as `settings` (a `FinetuneSettings`) say, or as its fields given here as arguments
     (`finetune("text-classification", "movie-reviews", "runs/sentiment", epochs=2)`; given both, the arguments
     replace those fields): the model (default: the default model) for the task ('text-classification',
@@ -89,14 +90,15 @@ def finetune(task: str | None = None, train: str | os.PathLike | None = None, ou
     one run per seed, each scored on the same held-out examples: metrics["seeds"] has each run's score, their mean
     and spread, and `output` the best run. `stop` (an event) ends the run after the step under way, keeping the best
     epoch so far, as Ctrl-C does; `on_epoch` receives each epoch's record, `on_step` each step's {step, total, epoch
-    (a fraction), loss} (the app draws its loss curve from them). Returns the output folder and the metrics."""
+    (a fraction), loss} (the app draws its loss curve from them), `on_before` the held-out metrics before training
+    (each run's, with seeds) as soon as they are known. Returns the output folder and the metrics."""
     given = {k: v for k, v in (("task", task), ("train", train), ("output", output)) if v is not None}
     given.update(options)
     if settings is None:
         settings = FinetuneSettings(**given)
     elif given:
         settings = dataclasses.replace(settings, **given)
-    hooks = Hooks(progress, stop, on_epoch, on_step, say)
+    hooks = Hooks(progress, stop, on_epoch, on_step, say, on_before)
     return _finetune_seeds(settings, hooks) if settings.seeds else _finetune_once(settings, hooks)
 
 
@@ -239,6 +241,8 @@ class _Loop:
         if self.dist.is_main:
             self.before = self.evaluate()[0]
             self.say(f"before training: held-out {self.metric} {self.before[self.metric]:.4f}")
+            if self.hooks.on_before is not None:
+                self.hooks.on_before(self.before)
         self.finished = fit(self.trainer, self.batch_at, self.total, clip=self.s.clip, after_step=self.after_step,
                             stop=self.hooks.stop, progress=self.hooks.progress,
                             description=f"fine-tuning {self.s.epochs} epochs")

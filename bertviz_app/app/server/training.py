@@ -17,6 +17,7 @@ import copy
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -42,6 +43,32 @@ NICE = 0
 def training_root() -> Path:
     """Where the app writes fine-tuned models: `finetuned/` in the user's cache, beside the recipes' data."""
     return cache_dir().parent / "finetuned"
+
+
+def trained_folders() -> list[tuple[str, Path]]:
+    """The folders the app fine-tuned earlier (`training_root()`), newest first, each with the name the tab gave it
+    ("{data} fine-tuned HH:MM", the data as its list named it; the caller makes names unique). A folder without a
+    readable metrics.json is left out with a log line: a server starting again must not fail on one damaged
+    folder."""
+    root = training_root()
+    found = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        if folder.name.startswith(".") or not folder.is_dir():  # a training under way, or one killed mid-write
+            continue
+        try:
+            metrics = folder / "metrics.json"
+            source = json.loads(metrics.read_text())["settings"]["train"]
+            when = metrics.stat().st_mtime
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("fine-tuned folder %s left out: no readable metrics.json (%s)", folder.name, err)
+            continue
+        # the data list's key: a recipe's name, or an operator's file by its name (data_choices)
+        data = source if source in RECIPES else Path(str(source)).name
+        # the time the tab named it by: its start, which the folder's name carries (tabs/finetune.py)
+        started = re.search(r"-\d{8}-(\d\d)(\d\d)\d\d(-1)*$", folder.name)
+        clock = f"{started[1]}:{started[2]}" if started else time.strftime("%H:%M", time.localtime(when))
+        found.append((when, f"{data} fine-tuned {clock}", folder))
+    return [(name, folder) for _, name, folder in sorted(found, key=lambda f: f[0], reverse=True)]
 
 
 # --- what may be trained on ----------------------------------------------------------------------------------------
@@ -143,7 +170,7 @@ class Progress:
     total: int = 0
     steps_per_epoch: float | None = None
     epochs: list[dict] = field(default_factory=list)
-    before: dict | None = None  # held-out metrics before training (known once it is done)
+    before: dict | None = None  # held-out metrics before training (the first run's, once scored; the kept run's at the end)
     best: dict | None = None  # held-out metrics of the epoch the folder keeps
     model: str | None = None  # the name it joined the model list under
     run: int = 0  # which of the job's seeds is training (0-based)
@@ -152,6 +179,7 @@ class Progress:
     unseen: dict | None = None  # held-out labels the training data never shows (metrics.json's unseen_labels)
     started: float = 0.0
     seconds: float = 0.0
+    first_step: float | None = None  # `seconds` at the first step: the time left is measured from there
 
     @property
     def running(self) -> bool:
@@ -224,6 +252,8 @@ class TrainingLane:
             # several seeds: their steps follow each other on the curve
             p.run, p.run_steps = record.get("run", 0), record["total"]
             p.steps.append(record["step"] + p.run * p.run_steps)
+            if p.first_step is None:
+                p.first_step = time.time() - p.started
             p.losses.append(record["loss"])
             p.total = record["total"] * max(1, len(p.job.seeds))
             p.steps_per_epoch = record["step"] / record["epoch"] if record["epoch"] else None
@@ -234,6 +264,11 @@ class TrainingLane:
     def _on_epoch(self, record: dict) -> None:
         with self._lock:
             self._progress.epochs.append(copy.deepcopy(record))
+
+    def _on_before(self, metrics: dict) -> None:
+        with self._lock:
+            if self._progress.before is None:  # with several seeds, the first run's until the kept one is known
+                self._progress.before = copy.deepcopy(metrics)
 
     def _say(self, text: str) -> None:
         # Only a recipe's first fetch is worth a line here: the others name the server's folders.
@@ -252,7 +287,8 @@ class TrainingLane:
                               epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
                               device=job.device, threads=self.threads, seeds=job.seeds, progress=False,
                               stop=self._stop,
-                              on_step=self._on_step, on_epoch=self._on_epoch, say=self._say)
+                              on_step=self._on_step, on_epoch=self._on_epoch, say=self._say,
+                              on_before=self._on_before)
             metrics = result.metrics
             del result  # the weights: the model list loads them again from the folder
             self._update(seeds=metrics.get("seeds"), unseen=metrics.get("unseen_labels"))

@@ -66,14 +66,30 @@ def status_text(p: Progress) -> str:
         if p.model is None:
             return f"Cancelled {what}. {plain(p.message)}"
         return f"Cancelled {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model list**."
+    before = f" Before training: held-out {_score(p.before)}." if p.before else ""
     if p.message:
-        return f"Training {what}: {plain(p.message)}"
+        return f"Training {what}: {plain(p.message)}{before}"
     step = p.steps[-1] - p.run * p.run_steps if p.steps else 0
     epoch = step / p.steps_per_epoch if p.steps_per_epoch else 0.0
     last = f"; after epoch {p.epochs[-1]['epoch']}: held-out {_score(p.epochs[-1]['eval'])}" if p.epochs else ""
     run = f"run {p.run + 1} of {len(job.seeds)} (seed {job.seeds[p.run]}), " if len(job.seeds) > 1 else ""
-    return (f"Training {what}: {run}epoch {epoch:.2f} of {job.epochs}, step {step} of {p.run_steps or p.total}, "
-            f"loss {p.losses[-1] if p.losses else float('nan'):.3f}{last} · {p.seconds:.0f} s")
+    return (f"Training {what}: **{_done_text(p)}**{_left_text(p)} · {run}epoch {epoch:.2f} of {job.epochs}, step "
+            f"{step} of {p.run_steps or p.total}, loss {p.losses[-1] if p.losses else float('nan'):.3f}{last} · "
+            f"{p.seconds:.0f} s.{before}")
+
+
+def _done_text(p: Progress) -> str:
+    return f"{100 * p.steps[-1] / p.total:.0f}% done" if p.steps and p.total else "0% done"
+
+
+def _left_text(p: Progress) -> str:
+    """', about 2 min left' from the pace since the first step (reading and scoring before it are not steps; the
+    evaluations after each epoch are, once one has passed), or '' until two steps are done."""
+    done = p.steps[-1] if p.steps else 0
+    if p.first_step is None or done < 2 or not p.total:
+        return ""
+    left = (p.seconds - p.first_step) / (done - 1) * max(p.total - done, 0)
+    return f", about {left:.0f} s left" if left < 90 else f", about {left / 60:.0f} min left"
 
 
 def _seeds_text(seeds: dict | None) -> str:
@@ -125,7 +141,9 @@ class FineTuneTab:
         self.page = page
         self.settings = settings = page.training
         self.lane = lane or TrainingLane()
-        self.folders: dict[str, Path] = {}  # models trained here: name -> folder
+        # models trained here: name -> folder (those of an earlier run of the server too, which load_models offers)
+        self.folders: dict[str, Path] = {name: e.folder for name, e in page.models.explorers.items()
+                                         if e.folder is not None and e.folder.resolve().parent == training_root().resolve()}
         self._pickers: list[gr.Dropdown] = []
         if not settings.enabled:
             self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
@@ -153,7 +171,8 @@ class FineTuneTab:
         with gr.Row(elem_id="finetune-results"):
             self.curve = gr.Plot(label="Training loss", scale=5, elem_id="finetune-curve")
             self.table = gr.Dataframe(epochs_frame(Progress()), label="Held-out score after each epoch",
-                                      interactive=False, datatype="str", scale=4, elem_id="finetune-epochs-table")
+                                      interactive=False, datatype="str", scale=4, wrap=True,
+                                      elem_id="finetune-epochs-table")
         self.timer = gr.Timer(POLL_S, active=False)
         self.seen = gr.State((len(names), False))  # what this page shows: (models in its lists, running)
 
