@@ -146,15 +146,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=0, help="stop earlier than --minutes at this step")
     parser.add_argument("--state", type=Path, default=DEVICE_DIR / "state.json",
                         help="the previous session's state.json, when resuming")
+    parser.add_argument("--work", type=Path, default=None, help="the local checkpoints with the optimizer state, too "
+                        "big to return (default: a folder per session in the temporary folder, so that the same "
+                        "command on the same machine resumes)")
     parser.add_argument("--lr", type=float, default=1e-5)
     parser.add_argument("--pairs", type=int, default=0, help="held-out pairs per split (default 512; 8 rehearsing)")
     args = parser.parse_args(argv)
-    out = args.out or Path(os.environ.get("OUT") or DEVICE_DIR / "out")
+    out = args.out or Path(os.environ.get("OUT") or ROOT / "runs" / "device-out")
     out.mkdir(parents=True, exist_ok=True)
     init = ENGLISH_MLM_PATH
     state = resume_state(args.state, init)
     session = state.get("sessions", 0) + 1
-    work = Path(tempfile.gettempdir()) / f"bertviz-device-session-{session}"  # trainer state: too big to return
+    work = args.work or Path(tempfile.gettempdir()) / f"bertviz-device-session-{session}"
     print(f"session {session}, {state.get('steps', 0)} steps before it; init {init}; cuda {torch.cuda.is_available()}",
           flush=True)
     settings = settings_for(args, args.corpus, work, init, session)

@@ -527,7 +527,7 @@ def test_device_script_rehearses_on_the_cpu(tmp_path):
     save_token_corpus(corpus / "heldout.npz", documents[:3])
     out = tmp_path / "out"
     device.main(["--rehearse", "--corpus", str(corpus), "--out", str(out), "--steps", "3",
-                 "--state", str(tmp_path / "no-state.json"), "--pairs", "4"])
+                 "--state", str(tmp_path / "no-state.json"), "--pairs", "4", "--work", str(tmp_path / "work")])
     figures = json.loads((out / "figures.json").read_text())
     assert [(row["label"], row["step"]) for row in figures] == [("start", 0), ("checkpoint step-0000003", 3)]
     assert 0 <= figures[-1]["probes copy rate"] <= 1 and "heldout top-1" in figures[-1]
