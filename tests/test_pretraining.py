@@ -19,8 +19,8 @@ from bertviz_app.masking import (IGNORE_INDEX, KEPT, MASKED, RANDOM, UNCHANGED, 
                                  random_token_ids)
 from bertviz_app.pretraining import (IS_NEXT, NOT_NEXT, PretrainingObjective, SentencePairDataset,
                                      add_pretrain_arguments, build_model, collate, evaluate, latest_checkpoint,
-                                     linear_schedule, read_documents, run_pretrain, token_counts, tokenize_documents,
-                                     unigram_log_prior)
+                                     linear_schedule, load_token_corpus, read_documents, run_pretrain,
+                                     save_token_corpus, token_counts, tokenize_documents, unigram_log_prior)
 from bertviz_app.tokenizer import Tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -457,3 +457,90 @@ def test_the_schedules_warm_up_then_fall():
         assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0), name
     assert SCHEDULES["cosine"](10, 110)(60) == pytest.approx(0.5) and SCHEDULES["cosine"](10, 110)(110) == 0.0
     assert SCHEDULES["constant"](10, 110)(100) == 1.0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Token-id corpora, same-source negatives, the time limit, and the lent-GPU script's rehearsal
+# ------------------------------------------------------------------------------------------------------------------
+def _marked_documents(n: int, tokenizer: Tokenizer) -> list[list[list[int]]]:
+    """Document d: three sentences made of one token of its own, so every sentence tells which document it is from."""
+    return [[[10 + d, 10 + d]] * 3 for d in range(n)]
+
+
+def test_token_corpus_round_trip(tmp_path, tokenizer):
+    documents = _marked_documents(6, tokenizer)
+    documents[2] = [[7, 8, 9], [5]]
+    path = save_token_corpus(tmp_path / "c.npz", documents, [0, 1, 0, 1, 0, 1], ["dict", "speech"])
+    loaded, sources, names = load_token_corpus(path)
+    assert loaded == documents and sources == [0, 1, 0, 1, 0, 1] and names == ["dict", "speech"]
+    with pytest.raises(ValueError, match="6 documents"):
+        save_token_corpus(tmp_path / "bad.npz", documents, [0, 1])
+
+
+def test_random_next_sentences_come_from_the_same_source(tmp_path, tokenizer):
+    documents = _marked_documents(8, tokenizer)
+    sources = [d % 2 for d in range(8)]
+    save_token_corpus(tmp_path / "c.npz", documents, sources)
+    data = SentencePairDataset.from_token_corpus(tmp_path / "c.npz", tokenizer, 32, same_source=True)
+    mixed = SentencePairDataset.from_token_corpus(tmp_path / "c.npz", tokenizer, 32)
+    for dataset, same in ((data, True), (mixed, False)):
+        pairs = []
+        for i in range(400):
+            e = dataset[i]
+            if e.next_sentence_label == NOT_NEXT:
+                first, second = e.ids[1], e.ids[e.segment_ids.index(1)]
+                assert first != second  # never the document itself
+                pairs.append((first - 10) % 2 == (second - 10) % 2)
+        assert len(pairs) > 150
+        assert all(pairs) if same else not all(pairs)
+    with pytest.raises(ValueError, match="records no document sources"):
+        save_token_corpus(tmp_path / "plain.npz", documents)
+        SentencePairDataset.from_token_corpus(tmp_path / "plain.npz", tokenizer, 32, same_source=True)
+
+
+def test_minutes_stop_training_with_a_checkpoint(tmp_path, corpus, tokenizer):
+    tok_folder = tmp_path / "tok"
+    tokenizer.save(tok_folder)
+    saved = []
+    run_pretrain(_args(corpus, tmp_path / "run", "--steps", "500", "--save-every", "400", "--minutes", "1e-6",
+                       "--tokenizer", str(tok_folder)), on_checkpoint=lambda folder, model: saved.append(folder.name))
+    checkpoint = latest_checkpoint(tmp_path / "run")
+    assert checkpoint is not None and int(checkpoint.name.split("-")[1]) < 500 and saved == [checkpoint.name]
+
+
+def test_device_script_rehearses_on_the_cpu(tmp_path):
+    """scripts/train_on_device.py --rehearse: the lent-GPU path, end to end, on a tiny token-id corpus."""
+    import importlib.util
+    import json
+
+    from bertviz_app.catalog import ENGLISH_MLM_PATH
+
+    spec = importlib.util.spec_from_file_location("train_on_device", REPO / "scripts" / "train_on_device.py")
+    device = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(device)
+    english = Tokenizer.from_folder(ENGLISH_MLM_PATH)
+    texts = [[f"The {w} sat on the mat.", f"A {w} sang in the tree.", "It rained all day."]
+             for w in ("cat", "dog", "bird", "fox", "cow", "hen", "pig", "owl")]
+    documents = tokenize_documents(texts, english)
+    corpus = tmp_path / "corpus"
+    save_token_corpus(corpus / "train.npz", documents, [d % 2 for d in range(len(documents))], ["a", "b"])
+    save_token_corpus(corpus / "heldout.npz", documents[:3])
+    out = tmp_path / "out"
+    device.main(["--rehearse", "--corpus", str(corpus), "--out", str(out), "--steps", "3",
+                 "--state", str(tmp_path / "no-state.json"), "--pairs", "4", "--work", str(tmp_path / "work")])
+    figures = json.loads((out / "figures.json").read_text())
+    assert [(row["label"], row["step"]) for row in figures] == [("start", 0), ("checkpoint step-0000003", 3)]
+    assert 0 <= figures[-1]["probes copy rate"] <= 1 and "heldout top-1" in figures[-1]
+    parts = sorted(out.glob("model.safetensors.part*"))
+    assert len(parts) == 3 and all(p.stat().st_size <= device.PART_BYTES for p in parts)
+    state = json.loads((out / "state.json").read_text())
+    assert state["sessions"] == 1 and state["steps"] == 3
+    rebuilt = tmp_path / "rebuilt"
+    shutil_copy = __import__("shutil").copytree(ENGLISH_MLM_PATH, rebuilt)
+    (rebuilt / "model.safetensors").write_bytes(b"".join(p.read_bytes() for p in parts))
+    assert device.sha256(rebuilt / "model.safetensors") == state["weights_sha256"]
+    assert device.resume_state(out / "state.json", shutil_copy) == state  # the next session resumes from it
+    assert load_model(rebuilt)[0].has_nsp_head
+    assert "step" in (out / "log.csv").read_text().splitlines()[0]
+    with pytest.raises(SystemExit, match="put the returned parts back"):  # the shipped weights are not the trained
+        device.resume_state(out / "state.json", ENGLISH_MLM_PATH)

@@ -10,7 +10,8 @@ import pytest
 from bertviz_app.catalog import ASSETS, ENGLISH_MLM_PATH, read_example_notes, read_examples
 from bertviz_app.checkpoint import load_model
 from bertviz_app.masked_lm import fill_mask, normalize_mask
-from bertviz_app.pretraining.probes import PROBES_PATH, load_probes, run_probes, summarize
+from bertviz_app.pretraining.probes import (PROBES_PATH, Probe, ProbeResult, copies_sentence, copy_rate, load_probes,
+                                           run_probes, summarize)
 from bertviz_app.tokenizer import Tokenizer
 
 # (top-1, top-5) floors. The shipped model measured facts 0.18 / 0.64 and grammar 0.575 / 0.95 (model card), its
@@ -94,3 +95,15 @@ def test_the_masked_lm_tab_shows_the_notes_under_its_examples(tiny_mlm_folder):
     (notes,) = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "mask-example-notes"]
     assert "Bees make [MASK]" in notes.value and "instructively wrong" in notes.value
     assert notes.value.count("\n- ") == len(read_example_notes()) - 1
+
+
+def test_copy_rate_counts_first_choices_that_repeat_a_word_of_the_sentence():
+    bees = Probe("animals", "fact", "Bees make [MASK].", ("honey",))
+    paris = Probe("capitals", "fact", "Paris is the capital of [MASK].", ("france",))
+    two = Probe("everyday", "fact", "One and [MASK] make three.", ("two", "one"))
+    assert copies_sentence(bees, "bees") and copies_sentence(paris, "paris") and not copies_sentence(bees, "honey")
+    assert not copies_sentence(bees, "mask") and not copies_sentence(bees, "wax")  # [MASK] is no word of it
+    assert not copies_sentence(two, "one")  # an accepted answer is never a copy
+    results = [ProbeResult(bees, [("bees", 0.5)]), ProbeResult(paris, [("france", 0.5)]),
+               ProbeResult(two, [("one", 0.5)]), ProbeResult(paris, [("capital", 0.2)])]
+    assert [r.copies for r in results] == [True, False, False, True] and copy_rate(results) == 0.5

@@ -4,6 +4,7 @@ top-5 accuracy per group, so that a model's everyday knowledge and grammar are m
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,27 @@ class ProbeResult:
     @property
     def top5(self) -> bool:
         return any(token in self.probe.answers for token, _ in self.predictions[:5])
+
+    @property
+    def copies(self) -> bool:
+        """The first choice repeats a word of the sentence itself, and that word is not an answer ("Bees make
+        [MASK]." -> bees)."""
+        return copies_sentence(self.probe, self.predictions[0][0])
+
+
+def sentence_words(text: str) -> set[str]:
+    """The lower-cased words of a probe's text, [MASK] left out."""
+    return set(re.findall(r"[a-z0-9']+", text.replace("[MASK]", " ").lower()))
+
+
+def copies_sentence(probe: Probe, token: str) -> bool:
+    """Whether `token` (a predicted word piece) is a word of the probe's own sentence but not an accepted answer."""
+    return token not in probe.answers and token.lower() in sentence_words(probe.text)
+
+
+def copy_rate(results: list[ProbeResult]) -> float:
+    """Share of the probes whose first choice copies a word of the sentence (ProbeResult.copies)."""
+    return sum(r.copies for r in results) / len(results) if results else 0.0
 
 
 def load_probes(tokenizer: Tokenizer, path: Path = PROBES_PATH) -> list[Probe]:

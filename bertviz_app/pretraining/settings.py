@@ -21,8 +21,9 @@ class PretrainSettings:
     """What `run_pretrain()` does; invalid values raise ValueError with a sentence naming the option."""
 
     corpus: str | os.PathLike = setting(
-        help="a text file (one sentence per line, blank line between documents) or a folder with train.txt and "
-             "heldout.txt (scripts/build_corpus.py writes one)")
+        help="a text file (one sentence per line, blank line between documents), a token-id corpus (.npz, "
+             "scripts/tokenize_corpus.py), or a folder with train.txt and heldout.txt (scripts/build_corpus.py "
+             "writes one) or train.npz and heldout.npz")
     out: str | os.PathLike = setting(
         help="output folder: checkpoints step-NNNNNNN/, log.csv, settings.json; a run with the same --out resumes "
              "from its latest checkpoint")
@@ -60,6 +61,11 @@ class PretrainSettings:
     mlm_probability: float = setting(0.15, "share of the tokens masked", check=lambda v: 0 < v < 1,
                                      why="--mlm-probability must be between 0 and 1")
     whole_word: bool = setting(False, "mask whole words instead of word pieces")
+    same_source_negatives: bool = setting(
+        False, "draw the random second sentence of NSP from another document of the first one's source (needs a "
+               "token-id corpus that records sources)")
+    minutes: float = setting(0.0, "stop after this many minutes of training, saving a checkpoint there (0: no limit; "
+                             "the same command resumes)", check=lambda v: v >= 0, why="--minutes must be 0 or more")
     seed: int = setting(0, "initial weights, the pairs' order and the masks")
     device: str = setting("auto", "auto, cpu or cuda")
     threads: int | None = setting(None, "CPU threads per process (default: torch's)",

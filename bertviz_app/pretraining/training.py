@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -47,6 +48,9 @@ def _resolve_corpus(args) -> tuple[list[Path], Path | None]:
     corpus = Path(args.corpus)
     heldout = Path(args.heldout) if args.heldout else None
     if corpus.is_dir():
+        if (corpus / "train.npz").exists():  # a token-id corpus (scripts/tokenize_corpus.py)
+            heldout = heldout or ((corpus / "heldout.npz") if (corpus / "heldout.npz").exists() else None)
+            return [corpus / "train.npz"], heldout
         if (corpus / "train.txt").exists():
             heldout = heldout or ((corpus / "heldout.txt") if (corpus / "heldout.txt").exists() else None)
             return [corpus / "train.txt"], heldout
@@ -188,21 +192,33 @@ class _Progress:
         self.sums, self.steps, self.last = Counter(), 0, now
 
 
+def read_pairs(files: list[Path], tokenizer: Tokenizer, max_tokens: int, seed: int, max_documents: int | None = None,
+               same_source: bool = False) -> SentencePairDataset:
+    """Sentence pairs of text files, or of one token-id corpus (.npz)."""
+    if len(files) == 1 and Path(files[0]).suffix == ".npz":
+        return SentencePairDataset.from_token_corpus(files[0], tokenizer, max_tokens, seed, max_documents, same_source)
+    if same_source:
+        raise ValueError("--same-source-negatives needs a token-id corpus that records each document's source; "
+                         "make one with scripts/tokenize_corpus.py")
+    return SentencePairDataset.from_files(files, tokenizer, max_tokens, seed, max_documents)
+
+
 def _read_corpus(args, tokenizer: Tokenizer, say) -> tuple[SentencePairDataset, SentencePairDataset | None]:
     files, heldout_file = _resolve_corpus(args)
     t0 = time.perf_counter()
-    train_data = SentencePairDataset.from_files(files, tokenizer, args.max_tokens, args.seed, args.max_documents)
-    heldout = (SentencePairDataset.from_files([heldout_file], tokenizer, args.max_tokens, seed=1234)
-               if heldout_file else None)
+    train_data = read_pairs(files, tokenizer, args.max_tokens, args.seed, args.max_documents,
+                            args.same_source_negatives)
+    heldout = read_pairs([heldout_file], tokenizer, args.max_tokens, seed=1234) if heldout_file else None
     say(f"corpus: {len(train_data.documents)} documents, {len(train_data)} pairs per epoch"
         + (f", held-out {len(heldout.documents)} documents" if heldout else "")
         + f" (read in {time.perf_counter() - t0:.1f} s)")
     return train_data, heldout
 
 
-def run_pretrain(args: PretrainSettings | argparse.Namespace) -> BertForPreTraining:
+def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None) -> BertForPreTraining:
     """Train (or resume) as `args` (PretrainSettings, or the options add_pretrain_arguments parsed) say; returns the
-    trained model (unwrapped, on its device)."""
+    trained model (unwrapped, on its device). on_checkpoint(folder, model): a hook called on the main process after
+    each checkpoint is saved (scripts/train_on_device.py copies its weights out there)."""
     if not isinstance(args, PretrainSettings):
         args = from_args(PretrainSettings, args)
     if args.freeze_encoder_steps and int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -228,14 +244,14 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace) -> BertForPreTrain
     if args.freeze_encoder_steps and not trainer.new_parameters:
         raise ValueError("--freeze-encoder-steps needs newly initialized heads to train; use it with --init PATH "
                          "of a checkpoint without them")
-    _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say)
+    _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say, on_checkpoint)
     if dist_info.world_size > 1:
         dist.barrier()
     return trainer.model
 
 
 def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePairDataset,
-           heldout: SentencePairDataset | None, dist_info: Distributed, out: Path, say) -> None:
+           heldout: SentencePairDataset | None, dist_info: Distributed, out: Path, say, on_checkpoint=None) -> None:
     """From trainer.step to --steps on the shared loop, with logging, checkpoints and held-out evaluations as `args`
     say. Ctrl-C finishes the step under way, saves a checkpoint there and returns (the same command resumes)."""
     device = trainer.model.device
@@ -268,10 +284,14 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
         generator = torch.Generator().manual_seed(args.seed * 1_000_003 + step * 131 + dist_info.rank)
         return collate(items, tokenizer, rand_ids, generator, args.mlm_probability, args.whole_word).to(device)
 
-    last_save = time.perf_counter()
+    last_save = started = time.perf_counter()
+    # --minutes: a lent machine's time is counted; a stop there saves and returns like Ctrl-C
+    out_of_time = threading.Event()
 
     def after_step(result: dict) -> None:
         nonlocal last_save
+        if args.minutes and time.perf_counter() - started > 60 * args.minutes:
+            out_of_time.set()
         progress.add(result)
         step = trainer.step
         if step % args.log_every == 0 or step == args.steps:
@@ -279,7 +299,7 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
         timed_save = args.save_minutes > 0 and time.perf_counter() - last_save > 60 * args.save_minutes
         if step % args.save_every == 0 or step == args.steps or timed_save:
             if dist_info.is_main:
-                say(f"saved {_save_checkpoint(trainer, tokenizer, out, args.keep)}")
+                save()
             last_save = time.perf_counter()
             if args.eval_every == 0:
                 evaluate_now()
@@ -287,12 +307,18 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
             evaluate_now()
         set_phase()
 
+    def save(message: str = "saved") -> None:
+        folder = _save_checkpoint(trainer, tokenizer, out, args.keep)
+        say(f"{message} {folder}" + (" (run the same command to resume)" if message != "saved" else ""))
+        if on_checkpoint is not None:
+            on_checkpoint(folder, trainer.model)
+
     set_phase()
-    finished = fit(trainer, batch_at, args.steps, clip=args.clip, after_step=after_step, description="pretraining")
+    finished = fit(trainer, batch_at, args.steps, clip=args.clip, after_step=after_step, stop=out_of_time,
+                   description="pretraining")
     if not finished:
         if dist_info.is_main:
-            say(f"stopped at step {trainer.step}; saved {_save_checkpoint(trainer, tokenizer, out, args.keep)} "
-                "(run the same command to resume)")
+            save(f"stopped at step {trainer.step}; saved")
 
 
 def main(argv: list[str] | None = None) -> None:
