@@ -74,8 +74,9 @@ def test_serve_passes_the_options_on(fake_app, capsys):
                      "--concurrency", "3", "--auth", "u:p", "--cache-mb", "32", "--max-sessions", "40",
                      "--session-minutes", "1.5", "--sessions-per-address", "7", "--behind-proxy",
                      "--cache-dtype", "float16"]) == 0
+    # trained: the models the Fine-tune tab trained before are offered only where it may train (not here)
     assert fake_app["load"] == (["m1", "m2"], {"device": "cpu", "max_tokens": 64, "cache_mb": 32,
-                                               "cache_dtype": "float16"})
+                                               "cache_dtype": "float16", "trained": False})
     training = fake_app["build"].pop("training")
     assert fake_app["build"] == {"concurrency": 3}
     # 127.0.0.1, but a reverse proxy forwards others' visitors: the Fine-tune tab may not train unless allowed
