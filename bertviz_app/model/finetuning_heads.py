@@ -18,19 +18,27 @@ def _classifier_dropout(config: BertConfig) -> nn.Dropout:
     return nn.Dropout(p)
 
 
-class BertForSequenceClassification(BertPreTrainedModel):
+class _LinearClassifier(BertPreTrainedModel):
+    """The encoder, dropout and one linear layer scoring `num_labels` classes (named as transformers' checkpoints
+    name them): of the whole input (on the pooler) or of each token (no pooler)."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool):
+        super().__init__()
+        self.config = config
+        self.num_labels = config.num_labels
+        self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
+        self.dropout = _classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.init_weights()
+
+
+class BertForSequenceClassification(_LinearClassifier):
     """A linear layer on the pooler output. The loss follows config.problem_type as transformers does: by default
     num_labels == 1 is regression (mean squared error), integer labels are single-label classification (cross
     entropy) and float labels of shape (B, num_labels) are multi-label classification (binary cross entropy)."""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.num_labels = config.num_labels
-        self.bert = BertModel(config)
-        self.dropout = _classifier_dropout(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.init_weights()
+        super().__init__(config, add_pooling_layer=True)
 
     def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None, labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
@@ -53,17 +61,11 @@ class BertForSequenceClassification(BertPreTrainedModel):
         return ClassifierOutput(**vars(base), logits=logits, loss=loss)
 
 
-class BertForTokenClassification(BertPreTrainedModel):
+class BertForTokenClassification(_LinearClassifier):
     """A linear layer on every token's last hidden state (tagging, named entities)."""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.num_labels = config.num_labels
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.dropout = _classifier_dropout(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.init_weights()
+        super().__init__(config, add_pooling_layer=False)
 
     def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None, labels: Tensor | None = None, **kwargs) -> ClassifierOutput:
