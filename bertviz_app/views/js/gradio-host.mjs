@@ -78,6 +78,17 @@ export function openHead(rootId, layer, head, doc = globalThis.document) {
   return false;
 }
 
+/** The viewer of the first host inside the element with id `rootId` that has one, or null (a lesson's step
+ * selects in it once its input is analyzed). */
+export function viewerIn(rootId, doc = globalThis.document) {
+  const root = doc?.getElementById(rootId);
+  for (const entry of running) {
+    const viewer = entry.viewer();
+    if (root && viewer && root.contains(entry.element)) return viewer;
+  }
+  return null;
+}
+
 /** A server function's answer as a value, or an Error with its sentence (shown by the views or in an alert). */
 export async function ask(server, name, argument, alert = () => {}) {
   let answer;

@@ -46,12 +46,13 @@
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
-import { openHead as openHeadIn, startGradioHost } from "./gradio-host.mjs";
+import { openHead as openHeadIn, startGradioHost, viewerIn as viewerInHost } from "./gradio-host.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
 import { withSelection } from "./offline.mjs";
 import { formatWeight } from "./scale.mjs";
 import * as links from "./permalink.mjs";
+import * as lessons from "./lesson.mjs";
 import { VIEW_NAMES, VIEWS } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
@@ -236,6 +237,14 @@ export const decode = decodePayload;
 
 /** The permalink's reader and writer (permalink.mjs), for a host's own address: the static page's. */
 export const permalink = links;
+
+/** Lessons (lesson.mjs): reading a lesson file, recording a step, the player both hosts drive. */
+export const lesson = lessons;
+
+/** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */
+export function viewerIn(rootId) {
+  return viewerInHost(rootId);
+}
 
 /** The app's host (gradio-host.mjs) with this page's mount, address and history. */
 export function gradioHost(context) {
