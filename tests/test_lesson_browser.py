@@ -59,6 +59,15 @@ def shows(page, step: int) -> None:
     assert page.text_content("#lesson-where").endswith(f"step {step} of 5")
 
 
+def keys_listed(page, button: str) -> None:
+    """The visible Keys button lists the lesson's and the views' shortcuts; Esc closes the list."""
+    page.click(button)
+    text = page.locator("#keys-help").text_content()
+    assert "next step of a lesson" in text and "move between heads" in text
+    page.keyboard.press("Escape")
+    assert page.locator("#keys-help").count() == 0
+
+
 def record(visitor: AppPage) -> None:
     page = visitor.page
     page.click("#lesson")
@@ -108,10 +117,12 @@ def test_a_lesson_plays_in_the_apps_presenter_mode_with_the_arrow_keys(browser, 
     page = visitor.page
     try:
         visitor.views_drawn("lines")
+        keys_listed(page, "#keys")
         page.click("#lesson")
         page.set_input_files("#lesson-file", str(lesson_file))
         shows(page, 1)
         page.click("#presenter")
+        keys_listed(page, "#lesson-keys")  # in presenter mode, from the lesson's bar
         page.locator("body").click(position={"x": 5, "y": 700})  # the keys go to the page, not a box
         for step in (2, 3, 4, 5):
             page.keyboard.press("ArrowRight")
@@ -189,6 +200,7 @@ def test_the_lesson_plays_in_the_static_page_and_a_link_opens_step_3(browser, se
     try:
         shows(page, 3)
         assert (page.input_value("#text-a"), page.input_value("#text-b")) == (A2, "")
+        keys_listed(page, "#keys")
         page.click("#presenter")
         page.locator("body").click(position={"x": 5, "y": 700})
         page.keyboard.press("ArrowRight")

@@ -84,6 +84,8 @@ LESSON_START = """
   if (window.BertvizViews && !window.bvLessons) window.bvLessons = window.BertvizViews.appLessons(document);
 })();
 """
+KEYS_JS = """() => { const row = document.querySelector("#title-row");
+  if (row && window.BertvizViews) window.BertvizViews.showKeys(row); }"""
 LESSON_JS = """() => {
   const panel = document.querySelector("#lesson-panel");
   if (panel) panel.hidden = !panel.hidden;
@@ -149,6 +151,7 @@ class InputArea:
             self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
             self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
             self.lesson = gr.Button("Lesson", size="sm", scale=0, min_width=80, elem_id="lesson")
+            self.keys = gr.Button("Keys", size="sm", scale=0, min_width=60, elem_id="keys")
         with gr.Row(equal_height=True, elem_id="input-row"):
             self.sentence_a = gr.Textbox(label="Sentence A", value=pairs[0][0], lines=1, max_lines=4,
                                          max_length=MAX_CHARS, scale=5, elem_id="sentence-a")
@@ -295,6 +298,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                                        **api("pick_example", False), queue=False)
         inputs.presenter.click(None, js=PRESENTER_JS)
         inputs.lesson.click(None, js=LESSON_JS)
+        inputs.keys.click(None, js=KEYS_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.
         # always_last: a press of Analyze while an analysis is under way (the one a model switch started, say) runs
         # when that one ends; gradio's default for a click, "once", dropped it and left the previous input on screen.

@@ -171,6 +171,8 @@ body.bv-presenter #views .bv-controls input[type=range] { width: 70px; min-width
 .bv-lesson-caption:empty, .bv-lesson-problem:empty { display: none; }
 .bv-lesson-problem { margin: 2px 0; color: #a50f15; }
 body.bv-presenter .bv-lesson-caption { font-size: 24px; }
+.bv-keys { border: 1px solid #9ecae1; background: #fff; padding: 6px 10px; margin: 6px 0; max-width: 560px; }
+.bv-keys th { text-align: left; padding: 2px 12px 2px 0; white-space: nowrap; }
 @media (max-width: 700px) { body.bv-presenter #input-row { flex-wrap: wrap; }
   body.bv-presenter #input-row label { flex-basis: 100%; } }
 """
@@ -196,6 +198,7 @@ def index_html(name: str, a: str, b: str) -> str:
   <button type="button" id="copy-link" title="An address that reopens this input and view">Copy link</button>
   <button type="button" id="presenter">Presenter mode</button>
   <button type="button" id="lesson-open" title="Play the lesson this folder carries (arrow keys step)" hidden>Lesson</button>
+  <button type="button" id="keys" title="The keyboard shortcuts">Keys</button>
 </div>
 <input type="text" id="link-out" readonly hidden>
 <p id="load-note" role="status">Loading\u2026</p>

@@ -383,6 +383,7 @@ export function start(doc = document) {
   const lessonCtx = { doc, api, views: window.BertvizViews, onScreen: () => onScreen, at, updateLink };
   const lessons = manifest.lessons || [];
   $("lesson-open").hidden = !lessons.length;
+  $("keys").addEventListener("click", () => window.BertvizViews.showKeys($("input-row"), doc));
   $("lesson-open").addEventListener("click", () => openLesson(lessonCtx, lessons[0], 1)
     .catch((error) => { $("input-error").textContent = error.message || String(error); }));
   const first = opened.lesson !== undefined

@@ -2,7 +2,7 @@
 // shown, never run) and, where a step could not be played as written, why. The arrow keys step through the lesson
 // while the bar is up (lesson.mjs keyMove says which keys, and where they are left to the page).
 
-import { createPlayer } from "./lesson.mjs";
+import { KEYS, createPlayer } from "./lesson.mjs";
 
 function make(doc, tag, props = {}, text = "") {
   const node = doc.createElement(tag);
@@ -26,12 +26,13 @@ export function playLesson(container, lesson, host) {
   const where = make(doc, "span", { id: "lesson-where" });
   where.setAttribute("aria-live", "polite");
   const next = make(doc, "button", { type: "button", id: "lesson-next", title: "Next step (→)" }, "Next ▶");
+  const keys = make(doc, "button", { type: "button", id: "lesson-keys", title: "The keyboard shortcuts" }, "Keys");
   const close = make(doc, "button", { type: "button", id: "lesson-close", title: "Close the lesson" }, "✕");
   const caption = make(doc, "p", { id: "lesson-caption", className: "bv-lesson-caption" });
   const problem = make(doc, "p", { id: "lesson-problem", className: "bv-lesson-problem" });
   problem.setAttribute("role", "alert");
   const row = make(doc, "div", { className: "bv-lesson-row" });
-  row.append(prev, where, next, close);
+  row.append(prev, where, next, keys, close);
   bar.append(row, caption, problem);
   container.prepend(bar);
 
@@ -49,6 +50,7 @@ export function playLesson(container, lesson, host) {
       if (!s.busy) host.moved?.(s.index);
     },
   });
+  keys.addEventListener("click", () => toggleKeys(doc, bar));
   prev.addEventListener("click", () => player.prev());
   next.addEventListener("click", () => player.next());
   const onKey = (event) => { if (player.key(event)) event.preventDefault(); };
@@ -61,4 +63,29 @@ export function playLesson(container, lesson, host) {
   bar.bvClose = player.close;
   close.addEventListener("click", () => player.close());
   return player;
+}
+
+/** Open (or close, when open) the list of keyboard shortcuts (lesson.mjs KEYS) under the element `after`; Esc or
+ * its button closes it. Both hosts call it from a visible "Keys" button. */
+export function toggleKeys(doc, after) {
+  const open = doc.getElementById("keys-help");
+  if (open) { open.bvClose(); return false; }
+  const box = make(doc, "div", { id: "keys-help", className: "bv-keys" });
+  box.setAttribute("role", "dialog");
+  box.setAttribute("aria-label", "Keyboard shortcuts");
+  const table = make(doc, "table");
+  for (const [keys, what] of KEYS) {
+    const row = make(doc, "tr");
+    row.append(make(doc, "th", {}, keys), make(doc, "td", {}, what));
+    table.append(row);
+  }
+  const done = make(doc, "button", { type: "button", id: "keys-close" }, "Close");
+  box.append(make(doc, "strong", {}, "Keys"), table, done);
+  const onKey = (event) => { if (event.key === "Escape") box.bvClose(); };
+  box.bvClose = () => { doc.removeEventListener("keydown", onKey); box.remove(); };
+  done.addEventListener("click", box.bvClose);
+  doc.addEventListener("keydown", onKey);
+  after.after(box);
+  done.focus();
+  return true;
 }

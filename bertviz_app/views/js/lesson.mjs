@@ -146,12 +146,14 @@ export function keyMove(event, index, count) {
 
 /** The shortcuts of the views and the lesson, for a host's "Keys" help: [keys, what they do]. */
 export const KEYS = [
-  ["→  PageDown", "next step of the lesson"],
-  ["←  PageUp", "previous step of the lesson"],
-  ["Home  End", "first, last step of the lesson"],
-  ["Arrow keys (in the overview)", "move between heads"],
-  ["Enter (in the overview)", "open the head"],
-  ["Esc", "close this help"],
+  ["→ or PageDown", "next step of a lesson"],
+  ["← or PageUp", "previous step of a lesson"],
+  ["Home, End", "first, last step of a lesson"],
+  ["Arrow keys (in All heads)", "move between heads"],
+  ["Enter (in All heads)", "open the head"],
+  ["Enter (in a sentence box)", "analyze"],
+  ["Tab", "the next control; every control is reachable by keyboard"],
+  ["Esc", "close this list"],
 ];
 
 /**

@@ -55,7 +55,7 @@ import { withSelection } from "./offline.mjs";
 import { formatWeight } from "./scale.mjs";
 import * as links from "./permalink.mjs";
 import * as lessons from "./lesson.mjs";
-import { playLesson as playLessonIn } from "./lesson-bar.mjs";
+import { playLesson as playLessonIn, toggleKeys } from "./lesson-bar.mjs";
 import { startAppLessons } from "./lesson-app.mjs";
 import { VIEW_NAMES, VIEWS } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
@@ -248,6 +248,11 @@ export const lesson = lessons;
 /** A lesson's bar and player at the start of `container` (lesson-bar.mjs), for either host. */
 export function playLesson(container, lessonRead, host) {
   return playLessonIn(container, lessonRead, host);
+}
+
+/** The keyboard shortcuts, listed under `after` (a host's "Keys" button or its row); again closes them. */
+export function showKeys(after, doc = document) {
+  return toggleKeys(doc, after);
 }
 
 /** The app's lesson panel (lesson-app.mjs), on this page with its address, history and storage. */
