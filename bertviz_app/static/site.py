@@ -166,6 +166,7 @@ body.bv-presenter #views .bv-more:not([open]) { flex-basis: auto; }
 body.bv-presenter #views .bv-controls input[type=range] { width: 70px; min-width: 60px; }
 .bv-lesson { border: 1px solid #c6dbef; background: #f4f8fc; padding: 4px 8px; margin: 6px 0; }
 .bv-lesson-row { display: flex; gap: 8px; align-items: center; }
+.bv-lesson-row button { white-space: nowrap; flex: none; }
 #lesson-where { font-weight: 600; flex: 1 1 auto; }
 .bv-lesson-caption { margin: 4px 0; font-size: 17px; white-space: pre-wrap; }
 .bv-lesson-caption:empty, .bv-lesson-problem:empty { display: none; }
