@@ -120,6 +120,9 @@ def add_export_static_command(commands) -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, metavar="NAME_OR_DIR",
                    help="a built-in name or a checkpoint folder with both pretraining heads "
                         "(default: minilm-l6-mlm-nsp-en)")
+    p.add_argument("--lesson", default=None, metavar="FILE",
+                   help="a lesson saved from the app's Lesson bar, copied into DIR: the page's Lesson button plays "
+                        "it, and DIR/index.html?lesson=NAME&step=N opens step N (NAME: the file's name)")
     p.set_defaults(handler=run_export_static)
     return p
 
@@ -130,7 +133,7 @@ def run_export_static(args: argparse.Namespace) -> int:
 
     try:
         explorer = load(args.model, device="cpu")
-        folder = explorer.export_static(args.dir)
+        folder = explorer.export_static(args.dir, lesson=args.lesson)
     except (ExportError, RuntimeMissing, ValueError, OSError) as err:
         raise UsageError(str(err)) from None
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())

@@ -65,6 +65,36 @@ PRESENTER_JS = """() => {
   }
 }"""
 
+# The lesson panel (views/js/lesson-app.mjs does the work): recording steps, saving and opening a lesson file in the
+# browser (nothing is uploaded), and the bar that plays one above the views; the "Lesson" button shows it.
+LESSON_HTML = """<div id="lesson-panel" class="bv-lesson-panel" hidden>
+  <input type="text" id="lesson-caption-in" maxlength="2000" placeholder="Caption of the next step (optional)"
+    aria-label="Caption of the next step">
+  <button type="button" id="lesson-add" title="Add the input and the view on screen as the lesson's next step">Add
+    this view as a step</button>
+  <span id="lesson-count"></span>
+  <button type="button" id="lesson-play">Play</button>
+  <button type="button" id="lesson-save" title="Download the steps as a lesson file">Save lesson</button>
+  <label class="bv-lesson-file">Open a lesson file <input type="file" id="lesson-file"
+    accept=".json,application/json"></label>
+  <span id="lesson-error" class="bv-lesson-problem" role="alert"></span>
+</div>
+<div id="lesson-place"></div>"""
+LESSON_START = """
+(async () => {
+  for (let waited = 0; !window.BertvizViews && waited < 10000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  if (window.BertvizViews && !window.bvLessons) window.bvLessons = window.BertvizViews.appLessons(document);
+})();
+"""
+KEYS_JS = """() => { const row = document.querySelector("#title-row");
+  if (row && window.BertvizViews) window.BertvizViews.showKeys(row); }"""
+LESSON_JS = """() => {
+  const panel = document.querySelector("#lesson-panel");
+  if (panel) panel.hidden = !panel.hidden;
+}"""
+
 # On a phone the input fills the first screen: after Analyze the page scrolls to the picture the visitor asked for.
 SHOW_PICTURE_JS = """() => {
   if (window.innerWidth > 700) return;
@@ -147,6 +177,8 @@ class InputArea:
                     apply_default_css=False)
             self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
             self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
+            self.lesson = gr.Button("Lesson", size="sm", scale=0, min_width=80, elem_id="lesson")
+            self.keys = gr.Button("Keys", size="sm", scale=0, min_width=60, elem_id="keys")
         # A box takes twice what the server reads: a paste the browser cut at the limit was analyzed silently cut;
         # longer now, it reaches the server's check, which says how long it is and what it reads.
         with gr.Row(equal_height=True, elem_id="input-row"):
@@ -160,6 +192,8 @@ class InputArea:
                                        label="Examples", scale=2, min_width=150, elem_id="example")
             self.button = gr.Button("Analyze", variant="primary", scale=1, min_width=110, elem_id="analyze")
         self.notice = gr.Markdown(elem_id="notice")
+        gr.HTML(value=None, html_template=LESSON_HTML, js_on_load=LESSON_START, apply_default_css=False,
+                elem_id="lesson-host")
         self._refusals: dict[str | None, str] = {}  # session hash -> the sentence its last refused input got
         self._asked = itertools.count()
         self._latest: dict[str, int] = {}  # session hash -> the number of its latest analysis asked for
@@ -292,6 +326,8 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         example = inputs.example.input(inputs.pick_example, [inputs.example], [inputs.sentence_a, inputs.sentence_b],
                                        **api("pick_example", False), queue=False)
         inputs.presenter.click(None, js=PRESENTER_JS)
+        inputs.lesson.click(None, js=LESSON_JS)
+        inputs.keys.click(None, js=KEYS_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.
         # always_last: a press of Analyze while an analysis is under way (the one a model switch started, say) runs
         # when that one ends; gradio's default for a click, "once", dropped it and left the previous input on screen.

@@ -6,6 +6,7 @@
     runtime/              onnxruntime-web's classic-script API and its MIT license
     data/manifest.js      the model's sizes and score terms' names, the tokenizer's vocabulary and settings, the parts
                           below
+    lessons/NAME.js       a lesson (`--lesson FILE`, made in the app), as a classic script the page plays
     data/model-NN.js      the ONNX graph (onnx_export.py), data/wasm-NN.js the WebAssembly binary, data/glue-NN.js
                           its JavaScript glue: base64 in parts of 4 MiB, each a classic script
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from .. import limits
 from ..views.page import _script_text, bundle_js, inline_modules
 from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
-from .onnx_export import export_onnx, require_heads, score_scale, score_term_names
+from .onnx_export import ExportError, export_onnx, require_heads, score_scale, score_term_names
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 PART_BYTES = 4 << 20
@@ -59,15 +61,52 @@ def _tokenizer_settings(tokenizer) -> dict:
             "prefix": model.continuing_subword_prefix, "maxInputCharsPerWord": model.max_input_chars_per_word}
 
 
-def export_static(folder: str | Path, model, tokenizer, name: str, example: tuple[str, str] | None = None) -> Path:
+MAX_LESSON_BYTES = 2 << 20
+
+
+def read_lesson(path: str | Path) -> tuple[str, object]:
+    """A lesson file (the app's Lesson bar saves one) as (its name for links, from the file name; its JSON value).
+    Raises ExportError in a sentence for a file that is not a lesson; each step is checked by the page that plays it
+    (views/js/lesson.mjs), so the app and the page refuse the same steps in the same words."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_LESSON_BYTES:
+            raise ExportError(f"{path} is over {MAX_LESSON_BYTES >> 20} MB: a lesson file is a few kB of JSON.")
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ExportError(f"{path} is not a lesson file (JSON saved from the app's Lesson bar): {err}") from None
+    steps = value if isinstance(value, list) else value.get("steps") if isinstance(value, dict) else None
+    if not isinstance(steps, list) or not steps:
+        raise ExportError(f'{path} is not a lesson file: it has no list of "steps".')
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", path.stem).strip("-")[:64] or "lesson"  # lesson.mjs nameFromFile
+    return name, value
+
+
+def _write_lesson(folder: Path, lesson: str | Path) -> str:
+    name, value = read_lesson(lesson)
+    lessons = folder / "lessons"
+    lessons.mkdir()
+    # Inside a <script src>, JSON is a JavaScript literal; "</script" cannot end anything in a file of its own.
+    text = json.dumps(value, ensure_ascii=True)
+    (lessons / f"{name}.js").write_text(f"window.bertvizLessons = window.bertvizLessons || {{}};\n"
+                                        f"window.bertvizLessons[{json.dumps(name)}] = {text};\n", encoding="ascii")
+    return name
+
+
+def export_static(folder: str | Path, model, tokenizer, name: str, example: tuple[str, str] | None = None,
+                  lesson: str | Path | None = None) -> Path:
     """Write the static page of `model` (a BertForPreTraining with both heads) and `tokenizer` into `folder`
-    (created; files of an earlier export there are replaced). Returns the folder."""
+    (created; files of an earlier export there are replaced), with the lesson file `lesson` if given (the page's
+    Lesson button plays it; `?lesson=NAME&step=N` opens a step). Returns the folder."""
+    if lesson is not None:
+        read_lesson(lesson)  # a bad lesson file fails before the slow export
     ort_dir = runtime.runtime_dir()  # before the slow export: a missing runtime or head fails at once
     require_heads(model)
     folder = Path(folder)
     data = folder / "data"
-    if data.exists():
-        shutil.rmtree(data)
+    for old in (data, folder / "lessons"):  # an earlier export's lesson goes too: its links would still open it
+        if old.exists():
+            shutil.rmtree(old)
     data.mkdir(parents=True)
     (folder / "runtime").mkdir(exist_ok=True)
     onnx_path = export_onnx(model, data / "model.onnx")
@@ -86,6 +125,7 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
                   "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": limits.MAX_MASKS},
         "files": files, "tokenizer": _tokenizer_settings(tokenizer),
         "runtime": {"name": runtime.PACKAGE, "version": runtime.VERSION, "license": runtime.LICENSE},
+        "lessons": [_write_lesson(folder, lesson)] if lesson is not None else [],
     }
     (data / "manifest.js").write_text(
         f"window.bertvizManifest = {json.dumps(manifest, ensure_ascii=True, separators=(',', ':'))};\n",
@@ -130,6 +170,16 @@ body.bv-presenter #views .bv-caption { display: none; }
 body.bv-presenter #views .bv-more > summary { display: list-item; cursor: pointer; color: #08306b; font-weight: 600; }
 body.bv-presenter #views .bv-more:not([open]) { flex-basis: auto; }
 body.bv-presenter #views .bv-controls input[type=range] { width: 70px; min-width: 60px; }
+.bv-lesson { border: 1px solid #c6dbef; background: #f4f8fc; padding: 4px 8px; margin: 6px 0; }
+.bv-lesson-row { display: flex; gap: 8px; align-items: center; }
+.bv-lesson-row button { white-space: nowrap; flex: none; }
+#lesson-where { font-weight: 600; flex: 1 1 auto; }
+.bv-lesson-caption { margin: 4px 0; font-size: 17px; white-space: pre-wrap; }
+.bv-lesson-caption:empty, .bv-lesson-problem:empty { display: none; }
+.bv-lesson-problem { margin: 2px 0; color: #a50f15; }
+body.bv-presenter .bv-lesson-caption { font-size: 24px; }
+.bv-keys { border: 1px solid #9ecae1; background: #fff; padding: 6px 10px; margin: 6px 0; max-width: 560px; }
+.bv-keys th { text-align: left; padding: 2px 12px 2px 0; white-space: nowrap; }
 @media (max-width: 700px) { body.bv-presenter #input-row { flex-wrap: wrap; }
   body.bv-presenter #input-row label { flex-basis: 100%; } }
 """
@@ -154,12 +204,15 @@ def index_html(name: str, a: str, b: str) -> str:
   <button type="button" id="analyze">Analyze</button>
   <button type="button" id="copy-link" title="An address that reopens this input and view">Copy link</button>
   <button type="button" id="presenter">Presenter mode</button>
+  <button type="button" id="lesson-open" title="Play the lesson this folder carries (arrow keys step)" hidden>Lesson</button>
+  <button type="button" id="keys" title="The keyboard shortcuts">Keys</button>
 </div>
 <input type="text" id="link-out" readonly hidden>
 <p id="load-note" role="status">Loading\u2026</p>
 <progress id="load-progress" value="0" max="1"></progress>
 <p id="input-error" class="error" role="alert"></p>
 <p id="truncated"></p>
+<div id="lesson-place"></div>
 <div id="views"></div>
 <section class="extra" id="fill-mask">
   <h2>Fill the mask</h2>

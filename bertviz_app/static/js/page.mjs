@@ -171,9 +171,58 @@ export function openingSelection(keep) {
 }
 
 /** The page's address for `input` ({a, b, model}) at `state`, written by the views' permalink module (links): the
- * same address the app writes, with the parameters of `href` that are not a link's kept. */
-export function pageLink(links, href, input, state) {
-  return `${href.split(/[?#]/)[0]}?${links.writeLink(new URL(href).search, input, state)}`;
+ * same address the app writes, with the parameters of `href` that are not a link's kept; `at` ({ lesson, step })
+ * while a lesson plays. */
+export function pageLink(links, href, input, state, at = null) {
+  return `${href.split(/[?#]/)[0]}?${links.writeLink(new URL(href).search, input, state, at)}`;
+}
+
+/** A lesson of this page's folder (lessons/<name>.js, which export-static writes: a classic script, since file://
+ * pages may not fetch), as the value its file held; a sentence when there is none of that name. */
+export function loadLesson(doc, name, validName) {
+  return new Promise((resolve, reject) => {
+    const none = () => reject(new Error(`This page's folder holds no lesson named "${String(name).slice(0, 80)}".`));
+    if (!validName(name)) { none(); return; }
+    const script = doc.createElement("script");
+    script.src = `lessons/${name}.js`;
+    script.onload = () => {
+      script.remove();
+      const value = window.bertvizLessons?.[name];
+      if (value) resolve(value); else none();
+    };
+    script.onerror = () => { script.remove(); none(); };
+    doc.head.append(script);
+  });
+}
+
+/**
+ * Plays the lesson `name` of the folder from step `step` (from 1, as a link says) in the bar above the views: each
+ * step fills the boxes, analyzes when its input is not the one on screen, then selects. ctx: { doc, api, views
+ * (BertvizViews), onScreen() ({ viewer, a, b } or null), at (the link's { lesson, step }, kept current),
+ * updateLink() }. A lesson that cannot be read or a step past its end is one sentence in the input's error line.
+ */
+export async function openLesson(ctx, name, step) {
+  const { doc, api, views } = ctx;
+  const $ = (id) => doc.getElementById(id);
+  const lesson = views.lesson.parseLesson(await loadLesson(doc, name, views.lesson.validName));
+  const player = views.playLesson($("lesson-place"), lesson, {
+    async apply(s) {
+      $("text-a").value = s.a;
+      $("text-b").value = s.b;
+      const [a, b] = inputOf(doc);
+      const shown = ctx.onScreen();
+      if (!shown || shown.a !== a || shown.b !== b) await api.show(a, b, s.selection);
+      else shown.viewer.selection.set({ token: null, ...s.selection });
+      const r = api.last;
+      return { layers: r.layers, heads: r.heads, length: r.length };
+    },
+    moved(index) { Object.assign(ctx.at, { lesson: name, step: index + 1 }); ctx.updateLink(); },
+    close() { ctx.at.lesson = null; ctx.updateLink(); },
+  });
+  const where = views.lesson.stepOfLink(step, lesson.steps.length);
+  $("input-error").textContent = where.error || "";
+  await player.go(where.index);
+  return player;
 }
 
 /**
@@ -324,8 +373,9 @@ export function start(doc = document) {
   ready.catch((error) => { $("load-note").textContent = `The model could not start in this browser: ${error.message}`; });
 
   let onScreen = null; // { viewer, a, b } of the last show
+  const at = { lesson: null, step: null }; // the lesson playing, for the link
   const link = () => (onScreen ? pageLink(links, window.location.href, { a: onScreen.a, b: onScreen.b,
-    model: model.name }, onScreen.viewer.selection.get()) : null);
+    model: model.name }, onScreen.viewer.selection.get(), at.lesson ? at : null) : null);
   const updateLink = () => {
     if (!onScreen) return;
     try { window.history.replaceState(null, "", link()); } catch { /* some file:// hosts refuse: no harm */ }
@@ -350,7 +400,19 @@ export function start(doc = document) {
     $("text-a").value = opened.a;
     $("text-b").value = opened.b ?? "";
   }
-  ready.then(() => api.show(...inputOf(doc), opened.selection))
+  const lessonCtx = { doc, api, views: window.BertvizViews, onScreen: () => onScreen, at, updateLink };
+  const lessons = manifest.lessons || [];
+  $("lesson-open").hidden = !lessons.length;
+  $("keys").addEventListener("click", () => window.BertvizViews.showKeys($("input-row"), doc));
+  $("lesson-open").addEventListener("click", () => openLesson(lessonCtx, lessons[0], 1)
+    .catch((error) => { $("input-error").textContent = error.message || String(error); }));
+  const first = opened.lesson !== undefined
+    ? () => openLesson(lessonCtx, opened.lesson, opened.step).catch((error) => {
+      $("input-error").textContent = error.message || String(error); // the page still shows its boxes' input
+      return api.show(...inputOf(doc), opened.selection);
+    })
+    : () => api.show(...inputOf(doc), opened.selection);
+  ready.then(first)
     .then(() => { timings.firstPictureSeconds = performance.now() / 1000; },
       (error) => { $("input-error").textContent = error.message || String(error); });
   window.bertvizPage = api;

@@ -90,6 +90,17 @@ export function openHead(rootId, layer, head, doc = globalThis.document) {
   return false;
 }
 
+/** { viewer, input: { a, b, model } } of the first host inside the element with id `rootId` that shows views, or
+ * null (a lesson's step selects in it once its input is analyzed). */
+export function viewerIn(rootId, doc = globalThis.document) {
+  const root = doc?.getElementById(rootId);
+  for (const entry of running) {
+    const viewer = entry.viewer();
+    if (root && viewer && root.contains(entry.element)) return { viewer, input: entry.input() };
+  }
+  return null;
+}
+
 /** A server function's answer as a value, or an Error with its sentence (shown by the views or in an alert). */
 export async function ask(server, name, argument, alert = () => {}) {
   let answer;
@@ -117,7 +128,8 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
   let showing = Promise.resolve();
   const member = { selection: () => viewer?.selection || null, layers: () => viewer?.payload?.layers };
   const leave = registry.join(props.sync || "", member);
-  const entry = { element, viewer: () => viewer };
+  let input = null; // { a, b, model } of what the viewer shows
+  const entry = { element, viewer: () => viewer, input: () => input };
   running.add(entry);
 
   async function show() {
@@ -149,6 +161,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
       onSilence: props.silence ? async (heads) => { trigger("submit", { key: value.key, heads }); } : undefined,
     });
     viewer = next;
+    input = { a: value.a, b: value.b, model: value.model };
     const after = follow();
     if (after) viewer.selection.set(after);
     const write = (state) => {

@@ -26,6 +26,8 @@
 //
 //   BertvizViews.decode(bytes or base64) -> the decoded payload that mount also takes
 //   BertvizViews.permalink.readLink(search), .writeLink(search, input, state): the address every host writes
+//   BertvizViews.lesson (lesson.mjs: parseLesson, recordStep, lessonText, ...), BertvizViews.playLesson(container,
+//   lesson, host): a lesson's bar and player, which both hosts use
 //
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
@@ -46,12 +48,15 @@
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
-import { openHead as openHeadIn, startGradioHost } from "./gradio-host.mjs";
+import { openHead as openHeadIn, startGradioHost, viewerIn as viewerInHost } from "./gradio-host.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
 import { withSelection } from "./offline.mjs";
 import { formatWeight } from "./scale.mjs";
 import * as links from "./permalink.mjs";
+import * as lessons from "./lesson.mjs";
+import { playLesson as playLessonIn, toggleKeys } from "./lesson-bar.mjs";
+import { startAppLessons } from "./lesson-app.mjs";
 import { VIEW_NAMES, VIEWS } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
@@ -236,6 +241,32 @@ export const decode = decodePayload;
 
 /** The permalink's reader and writer (permalink.mjs), for a host's own address: the static page's. */
 export const permalink = links;
+
+/** Lessons (lesson.mjs): reading a lesson file, recording a step, the player both hosts drive. */
+export const lesson = lessons;
+
+/** A lesson's bar and player at the start of `container` (lesson-bar.mjs), for either host. */
+export function playLesson(container, lessonRead, host) {
+  return playLessonIn(container, lessonRead, host);
+}
+
+/** The keyboard shortcuts, listed under `after` (a host's "Keys" button or its row); again closes them. */
+export function showKeys(after, doc = document) {
+  return toggleKeys(doc, after);
+}
+
+/** The app's lesson panel (lesson-app.mjs), on this page with its address, history and storage. */
+export function appLessons(doc = document) {
+  let storage = null;
+  try { storage = window.localStorage; } catch { /* storage refused (a private window's setting): links say so */ }
+  return startAppLessons(doc, { viewerIn: viewerInHost, playLesson: playLessonIn, storage, location: window.location,
+    history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+}
+
+/** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */
+export function viewerIn(rootId) {
+  return viewerInHost(rootId);
+}
 
 /** The app's host (gradio-host.mjs) with this page's mount, address and history. */
 export function gradioHost(context) {

@@ -1,12 +1,13 @@
 // The permalink, read and written in one place for every host (the app's gradio-host.mjs and the static page):
 //   ?a=<sentence A>&b=<sentence B>&model=<model>&layer=<l>&head=<h or all>&token=<t>&tab=<a view's url name>
+//   &lesson=<a lesson's name>&step=<its step, from 1> while a lesson plays (lesson.mjs)
 // `tab`, not `view`: Gradio's page reads `view`. The view travels under its url name (registry.mjs), so a link made
 // in one host opens the same view in the other.
 
 import { viewForTab, viewNamed } from "./registry.mjs";
 
 /** The parameters a link owns; a writer replaces these and keeps any other (a host's own, such as threads=). */
-export const LINK_KEYS = ["a", "b", "model", "layer", "head", "token", "tab"];
+export const LINK_KEYS = ["a", "b", "model", "layer", "head", "token", "tab", "lesson", "step"];
 
 /** The most characters a link may put in a sentence box: the app's own box (app/common.py MAX_CHARS). A link of
  * 100,000 combining marks froze a tab for ~40 s in the box's layout before anything could refuse it. */
@@ -15,7 +16,9 @@ export const MAX_LINK_CHARS = 20000;
 /**
  * What a query string (with or without its "?") holds: { a, b, model } as text or null, and `selection`, the view
  * it asks for ({ layer, head, token, view }, only what parses: the views clamp the rest). A link whose a or b is
- * longer than MAX_LINK_CHARS gives neither (null) and names them in `tooLong`.
+ * longer than MAX_LINK_CHARS gives neither (null) and names them in `tooLong`. Where it names a lesson,
+ * `lesson` (its name) and `step` (from 1; a number, else what the link wrote or null, for the lesson to refuse in
+ * words) say where the lesson stands.
  */
 export function readLink(search) {
   const q = new URLSearchParams(search);
@@ -24,15 +27,17 @@ export function readLink(search) {
   const int = (name) => (q.has(name) && /^\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
   const selection = { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
     view: viewForTab(q.get("tab"))?.name };
-  return { a: q.get("a"), b: q.get("b"), model: q.get("model"),
+  const lesson = q.has("lesson") ? { lesson: q.get("lesson"), step: int("step") ?? q.get("step") } : {};
+  return { a: q.get("a"), b: q.get("b"), model: q.get("model"), ...lesson,
     selection: Object.fromEntries(Object.entries(selection).filter(([, v]) => v !== undefined)) };
 }
 
 /**
  * The query string (without "?") that reopens `input` ({ a, b, model }: b and model left out when empty) at
- * `state` (a selection's state: layer, head, token, view), keeping the parameters of `search` that are not a link's.
+ * `state` (a selection's state: layer, head, token, view), keeping the parameters of `search` that are not a link's;
+ * `at` ({ lesson, step }, step from 1) while a lesson plays.
  */
-export function writeLink(search, input, state) {
+export function writeLink(search, input, state, at = null) {
   const q = new URLSearchParams(search);
   for (const name of LINK_KEYS) q.delete(name);
   q.set("a", input.a);
@@ -42,6 +47,10 @@ export function writeLink(search, input, state) {
   q.set("head", String(state.head));
   if (state.token !== null && state.token !== undefined) q.set("token", String(state.token));
   q.set("tab", viewNamed(state.view)?.url ?? state.view);
+  if (at && at.lesson) {
+    q.set("lesson", at.lesson);
+    q.set("step", String(at.step));
+  }
   return q.toString();
 }
 

@@ -1,0 +1,125 @@
+// The app's lesson panel (bertviz_app/app/layout.py puts its HTML under the input row; the "Lesson" button shows
+// it): record what the views show as a step with a caption, save the steps as a lesson file, open a lesson file
+// the teacher picks (read in the browser: nothing goes to the server or into the link), and play it in the bar
+// above the views (lesson-bar.mjs). A played step fills the boxes, presses Analyze when its input is not the one
+// on screen, waits for the new views, then selects.
+//
+// A link holds the lesson's name and step (?lesson=NAME&step=N), not the lesson: the browser keeps each lesson it
+// opened (localStorage), so the link reopens that step where the lesson was opened; elsewhere it says so.
+
+import { lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
+import { readLink, writeLink } from "./permalink.mjs";
+
+const STORE = "bertviz-lesson:";
+const ANALYSIS_WAIT_MS = 180000;
+
+/** deps: { viewerIn(rootId) -> { viewer, input } or null, playLesson, storage, location, history, sleep(ms) }. */
+export function startAppLessons(doc, deps) {
+  const $ = (id) => doc.getElementById(id);
+  const steps = [];
+  const say = (text) => { $("lesson-error").textContent = text; };
+  const count = () => {
+    $("lesson-count").textContent = `${steps.length} step${steps.length === 1 ? "" : "s"}`;
+    $("lesson-save").disabled = $("lesson-play").disabled = !steps.length;
+  };
+  const shown = () => deps.viewerIn("attention-host");
+  const at = { lesson: null, step: null };
+  const writeAddress = () => {
+    const now = shown();
+    if (!now || !at.lesson) return;
+    const search = writeLink(deps.location.search, now.input, now.viewer.selection.get(), at);
+    deps.history.replaceState(deps.history.state, "", `${deps.location.pathname}?${search}`);
+  };
+
+  async function apply(step, index) {
+    const model = doc.querySelector("#model input")?.value;
+    if (step.model && model && step.model !== model) throw new Error(`Step ${index + 1} was made with the model `
+      + `"${step.model}"; pick it in the Model list, then play the step again.`);
+    let now = shown();
+    if (!now || now.input.a !== step.a || (now.input.b || "") !== step.b) {
+      for (const [id, text] of [["sentence-a", step.a], ["sentence-b", step.b]]) {
+        const box = doc.querySelector(`#${id} textarea`);
+        box.value = text;
+        box.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      const before = now?.viewer;
+      await deps.sleep(50); // gradio takes the boxes' input events before the click
+      doc.querySelector("#analyze").click();
+      for (let waited = 0; ; waited += 100) {
+        now = shown();
+        if (now && now.viewer !== before && now.input.a === step.a && (now.input.b || "") === step.b) break;
+        const refused = doc.querySelector("#notice .bv-stale");
+        if (refused && waited > 500) throw new Error(refused.textContent.replace(/ The picture below.*$/, ""));
+        if (waited > ANALYSIS_WAIT_MS) throw new Error(`Step ${index + 1}'s input was not analyzed; is the server `
+          + "still running?");
+        await deps.sleep(100);
+      }
+    }
+    now.viewer.selection.set({ token: null, ...step.selection });
+    const p = now.viewer.payload;
+    return { layers: p.layers, heads: p.heads, length: p.length };
+  }
+
+  function play(lesson, name, step = 1) {
+    deps.storage?.setItem(STORE + name, JSON.stringify(lesson.source));
+    const player = deps.playLesson($("lesson-place"), lesson, {
+      apply,
+      moved(index) { Object.assign(at, { lesson: name, step: index + 1 }); writeAddress(); },
+      close() { at.lesson = null; },
+    });
+    const where = stepOfLink(step, lesson.steps.length);
+    say(where.error || "");
+    player.go(where.index);
+    return player;
+  }
+  const read = (source) => ({ ...parseLesson(source), source: typeof source === "string" ? JSON.parse(source)
+    : source });
+
+  $("lesson-add").addEventListener("click", () => {
+    const now = shown();
+    if (!now) { say("Analyze an input first: a step is what the views show."); return; }
+    steps.push(recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value));
+    $("lesson-caption-in").value = "";
+    say("");
+    count();
+  });
+  $("lesson-save").addEventListener("click", () => {
+    const link = doc.createElement("a");
+    link.href = URL.createObjectURL(new Blob([lessonText(steps)], { type: "application/json" }));
+    link.download = "lesson.json";
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  });
+  $("lesson-play").addEventListener("click", () => {
+    try { play(read({ lesson: 1, title: "", steps }), "lesson"); } catch (error) { say(error.message); }
+  });
+  $("lesson-file").addEventListener("change", async () => {
+    const file = $("lesson-file").files[0];
+    if (!file) return;
+    try {
+      if (file.size > 2 << 20) throw new Error("This file is over 2 MB: a lesson file is a few kB of JSON.");
+      play(read(await file.text()), nameFromFile(file.name));
+    } catch (error) {
+      say(error.message);
+    }
+    $("lesson-file").value = "";
+  });
+  count();
+
+  const opened = readLink(deps.location.search);
+  if (opened.lesson !== undefined) {
+    const kept = deps.storage?.getItem(STORE + opened.lesson);
+    $("lesson-panel").hidden = false;
+    if (!kept) {
+      say(`This link opens step ${opened.step ?? 1} of the lesson "${String(opened.lesson).slice(0, 80)}", which `
+        + "this browser has not opened: open its file with “Open a lesson file”.");
+    } else {
+      // the page's own first analysis comes from the link's input: the step waits for the views to be there
+      (async () => {
+        for (let waited = 0; !shown() && waited < ANALYSIS_WAIT_MS; waited += 100) await deps.sleep(100);
+        try { play(read(kept), opened.lesson, opened.step); } catch (error) { say(error.message); }
+      })();
+    }
+  }
+  return { steps, play: (source, name, step) => play(read(source), name, step) };
+}

@@ -1,0 +1,209 @@
+// A lesson: the steps a teacher prepared, played one after another in either host (the app's gradio-host page and
+// the static page). A step is exactly what a permalink holds (permalink.mjs: a, b, model, layer, head, token, tab)
+// plus a caption; a lesson file is JSON:
+//   { "lesson": 1, "title": "...", "steps": [ { "a": "...", "b": "...", "layer": 2, "head": 5, "token": 3,
+//     "tab": "lines", "caption": "..." }, ... ] }
+// (a bare list of steps is read too). Everything here is pure but createPlayer, which takes the host's own apply
+// (set the boxes, analyze if the input changed, select) and show (the caption) as functions.
+
+import { LINK_KEYS, MAX_LINK_CHARS, readLink } from "./permalink.mjs";
+import { VIEWS, viewForTab } from "./registry.mjs";
+
+export const MAX_STEPS = 200;
+export const MAX_CAPTION = 2000;
+/** A lesson's name in a link and a file name of the static page's folder: no path, nothing to escape. */
+export const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+const INT = (v) => Number.isInteger(v) && v >= 0;
+
+/** Whether `name` can name a lesson (in `?lesson=` and as lessons/<name>.js). */
+export function validName(name) {
+  return typeof name === "string" && NAME.test(name);
+}
+
+/** A lesson's name made from a file name: "My lesson (2).json" -> "My-lesson-2". */
+export function nameFromFile(fileName) {
+  const name = String(fileName || "").replace(/\.[^.]*$/, "").replace(/[^A-Za-z0-9_-]+/g, "-")
+    .replace(/^-+|-+$/g, "").slice(0, 64);
+  return name || "lesson";
+}
+
+/** Why step `n` (1-based) cannot be played, in one sentence, or null when it can. */
+function stepProblem(step, n) {
+  if (!step || typeof step !== "object" || Array.isArray(step)) return `Step ${n} is not an object of a, b, layer, `
+    + "head, token, tab and caption.";
+  if (typeof step.a !== "string" || !step.a.trim()) return `Step ${n} has no sentence A ("a").`;
+  for (const box of ["a", "b"]) {
+    if (step[box] === undefined || step[box] === null) continue;
+    if (typeof step[box] !== "string") return `Step ${n}'s sentence ${box.toUpperCase()} is not text.`;
+    if ([...step[box]].length > MAX_LINK_CHARS) return `Step ${n}'s sentence ${box.toUpperCase()} is longer than `
+      + `${MAX_LINK_CHARS.toLocaleString("en")} characters, the most a box takes.`;
+  }
+  if (step.tab !== undefined && !viewForTab(step.tab)) return `Step ${n} names the view "${String(step.tab)}", which `
+    + `these views do not have (${VIEWS.map((v) => v.url).join(", ")}).`;
+  for (const key of ["layer", "token"]) {
+    if (step[key] !== undefined && step[key] !== null && !INT(step[key])) return `Step ${n}'s ${key} is not a whole `
+      + "number from 0.";
+  }
+  if (step.head !== undefined && step.head !== "all" && !INT(step.head)) return `Step ${n}'s head is not a whole `
+    + 'number from 0 or "all".';
+  if (step.caption !== undefined && typeof step.caption !== "string") return `Step ${n}'s caption is not text.`;
+  if ((step.caption || "").length > MAX_CAPTION) return `Step ${n}'s caption is longer than ${MAX_CAPTION} `
+    + "characters.";
+  if (step.model !== undefined && step.model !== null && typeof step.model !== "string") return `Step ${n}'s model `
+    + "is not a name.";
+  return null;
+}
+
+/** A checked step as the hosts play it: the input, the selection (as a link would open it) and the caption. */
+function playable(step) {
+  const q = new URLSearchParams();
+  for (const key of LINK_KEYS) {
+    if (step[key] !== undefined && step[key] !== null && step[key] !== "") q.set(key, String(step[key]));
+  }
+  const link = readLink(q.toString());
+  return { a: step.a, b: step.b || "", model: step.model || null, selection: link.selection,
+    caption: step.caption || "" };
+}
+
+/**
+ * A lesson from its file's text (or the parsed value): { title, steps: [{ a, b, model, selection, caption }] }.
+ * Throws an Error whose message is one sentence naming what is wrong (and which step) for anything else.
+ */
+export function parseLesson(input) {
+  let value = input;
+  if (typeof input === "string") {
+    try {
+      value = JSON.parse(input);
+    } catch {
+      throw new Error("This lesson file is not JSON: save a lesson from the app's Lesson bar and open that file.");
+    }
+  }
+  const steps = Array.isArray(value) ? value : value?.steps;
+  if (!Array.isArray(steps)) throw new Error('This file is not a lesson: it has no list of "steps".');
+  if (!steps.length) throw new Error("This lesson has no steps.");
+  if (steps.length > MAX_STEPS) throw new Error(`This lesson has ${steps.length} steps; a lesson holds at most `
+    + `${MAX_STEPS}.`);
+  steps.forEach((step, i) => {
+    const problem = stepProblem(step, i + 1);
+    if (problem) throw new Error(problem);
+  });
+  const title = typeof value?.title === "string" ? value.title.slice(0, 200) : "";
+  return { title, steps: steps.map(playable) };
+}
+
+/** The file's form of one step: what the screen shows now (input { a, b, model }, a selection's state) and a caption.*/
+export function recordStep(input, state, caption = "") {
+  const step = { a: input.a };
+  if (input.b) step.b = input.b;
+  if (input.model) step.model = input.model;
+  step.layer = state.layer;
+  step.head = state.head;
+  if (state.token !== null && state.token !== undefined) step.token = state.token;
+  step.tab = VIEWS.find((v) => v.name === state.view)?.url ?? state.view;
+  step.caption = caption;
+  return step;
+}
+
+/** A lesson file's text from recorded steps (recordStep's objects). */
+export function lessonText(steps, title = "") {
+  return `${JSON.stringify({ lesson: 1, title, steps }, null, 2)}\n`;
+}
+
+/** Why a step's selection does not fit what the model gave ({ layers, heads, length }), or null when it fits. */
+export function checkStep(step, index, dims) {
+  const s = step.selection;
+  const n = index + 1;
+  if (s.layer !== undefined && s.layer >= dims.layers) return `Step ${n} asks for layer ${s.layer}; this model has `
+    + `layers 0 to ${dims.layers - 1}.`;
+  if (typeof s.head === "number" && s.head >= dims.heads) return `Step ${n} asks for head ${s.head}; this model has `
+    + `heads 0 to ${dims.heads - 1}.`;
+  if (s.token !== undefined && s.token >= dims.length) return `Step ${n} asks for token ${s.token}; its input has `
+    + `tokens 0 to ${dims.length - 1}.`;
+  return null;
+}
+
+/** The step index (0-based) a link's `step=` (1-based) asks for in a lesson of `count` steps: { index } or
+ * { error: a sentence }. No step in the link: the first. */
+export function stepOfLink(step, count) {
+  if (step === undefined || step === null) return { index: 0 };
+  if (!INT(step) || step < 1 || step > count) return { index: 0, error: `This link asks for step ${step}; the lesson `
+    + `has ${count} step${count === 1 ? "" : "s"}, so it opens on step 1.` };
+  return { index: step - 1 };
+}
+
+/** The step a key press moves to from `index` of `count` (Right/PageDown/space on, Left/PageUp back, Home, End),
+ * or null for a key that is not the lesson's, or pressed where it types or moves something else. */
+export function keyMove(event, index, count) {
+  if (event.altKey || event.ctrlKey || event.metaKey || event.defaultPrevented) return null;
+  const tag = (event.target?.tagName || "").toUpperCase();
+  if (["INPUT", "TEXTAREA", "SELECT"].includes(tag) || event.target?.isContentEditable) return null;
+  if (event.target?.closest?.(".bv-scroller")) return null; // the overview's own arrow keys move between heads
+  const to = { ArrowRight: index + 1, PageDown: index + 1, ArrowLeft: index - 1, PageUp: index - 1, Home: 0,
+    End: count - 1 }[event.key];
+  return to === undefined ? null : Math.max(0, Math.min(count - 1, to));
+}
+
+/** The shortcuts of the views and the lesson, for a host's "Keys" help: [keys, what they do]. */
+export const KEYS = [
+  ["→ or PageDown", "next step of a lesson"],
+  ["← or PageUp", "previous step of a lesson"],
+  ["Home, End", "first, last step of a lesson"],
+  ["Arrow keys (in All heads)", "move between heads"],
+  ["Enter (in All heads)", "open the head"],
+  ["Enter (in a sentence box)", "analyze"],
+  ["Tab", "the next control; every control is reachable by keyboard"],
+  ["Esc", "close this list"],
+];
+
+/**
+ * One lesson's player. host: { apply(step, index) -> Promise of the model's { layers, heads, length } once the
+ * step's input is analyzed and selected; show({ index, count, caption, title, problem }) the bar and caption }.
+ * go(i) plays step i; a step asked for while another plays waits, and only the last one asked for then plays.
+ */
+export function createPlayer(lesson, host) {
+  let index = -1;
+  let wanted = null;
+  let playing = null;
+  const count = lesson.steps.length;
+  async function play() {
+    while (wanted !== null) {
+      const i = wanted;
+      wanted = null;
+      index = i;
+      const step = lesson.steps[i];
+      host.show({ index: i, count, caption: step.caption, title: lesson.title, problem: null, busy: true });
+      let problem = null;
+      try {
+        const dims = await host.apply(step, i);
+        problem = dims ? checkStep(step, i, dims) : null;
+      } catch (error) {
+        problem = error.message || String(error);
+      }
+      if (wanted === null) host.show({ index: i, count, caption: step.caption, title: lesson.title, problem,
+        busy: false });
+    }
+    playing = null;
+  }
+  const player = {
+    lesson,
+    get index() { return index; },
+    count,
+    go(i) {
+      if (!INT(i) || i >= count) return playing || Promise.resolve();
+      wanted = i;
+      if (!playing) playing = play();
+      return playing;
+    },
+    next() { return player.go(Math.min(count - 1, Math.max(0, index + 1))); },
+    prev() { return player.go(Math.max(0, index - 1)); },
+    /** A keydown: true when it moved the lesson (the host then prevents the browser's own scrolling). */
+    key(event) {
+      const to = keyMove(event, Math.max(0, index), count);
+      if (to === null || to === index) return to !== null;
+      player.go(to);
+      return true;
+    },
+  };
+  return player;
+}

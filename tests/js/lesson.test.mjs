@@ -1,0 +1,144 @@
+// A lesson (lesson.mjs): read from its file with one sentence for anything wrong, recorded from what the screen
+// shows, stepped through by key or link, its steps checked against the model that plays them.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import * as lesson from "../../bertviz_app/views/js/lesson.mjs";
+import * as links from "../../bertviz_app/views/js/permalink.mjs";
+
+const STEPS = [
+  { a: "The cat sat on the mat.", b: "It was tired.", layer: 2, head: 5, token: 3, tab: "lines", caption: "one" },
+  { a: "The cat sat on the mat.", layer: 0, head: "all", tab: "overview", caption: "<b>two</b>" },
+  { a: "Paris is in France.", layer: 4, head: 1, token: 2, tab: "query_key", caption: "" },
+];
+
+test("a recorded lesson reads back as the steps it recorded", () => {
+  const recorded = [
+    lesson.recordStep({ a: "A.", b: "B.", model: "m" }, { layer: 1, head: 2, token: 3, view: "qk" }, "first"),
+    lesson.recordStep({ a: "C.", b: "" }, { layer: 0, head: "all", token: null, view: "overview" }, "second"),
+  ];
+  assert.deepEqual(recorded[0], { a: "A.", b: "B.", model: "m", layer: 1, head: 2, token: 3, tab: "query_key",
+    caption: "first" });
+  const read = lesson.parseLesson(lesson.lessonText(recorded, "Heads"));
+  assert.equal(read.title, "Heads");
+  assert.deepEqual(read.steps, [
+    { a: "A.", b: "B.", model: "m", selection: { layer: 1, head: 2, token: 3, view: "qk" }, caption: "first" },
+    { a: "C.", b: "", model: null, selection: { layer: 0, head: "all", view: "overview" }, caption: "second" },
+  ]);
+  // a bare list of steps is a lesson too, and the caption stays the text it was (markup is the host's to show
+  // as text)
+  assert.equal(lesson.parseLesson(JSON.stringify(STEPS)).steps[1].caption, "<b>two</b>");
+});
+
+test("a bad lesson file is refused in one sentence that names the step", () => {
+  const refused = (input) => {
+    try {
+      lesson.parseLesson(input);
+    } catch (error) {
+      assert.ok(!error.message.includes("\n") && error.message.endsWith("."), error.message);
+      return error.message;
+    }
+    assert.fail("accepted");
+  };
+  assert.match(refused("{not json"), /not JSON/);
+  assert.match(refused("{}"), /no list of "steps"/);
+  assert.match(refused('{"steps": []}'), /no steps/);
+  assert.match(refused([STEPS[0], { ...STEPS[1], tab: "heatmap" }]), /^Step 2 names the view "heatmap".*query_key/);
+  assert.match(refused([{ ...STEPS[0], head: -1 }]), /^Step 1's head/);
+  assert.match(refused([{ ...STEPS[0], layer: 1.5 }]), /^Step 1's layer/);
+  assert.match(refused([STEPS[0], STEPS[1], { b: "only B" }]), /^Step 3 has no sentence A/);
+  assert.match(refused([{ ...STEPS[0], caption: 7 }]), /caption is not text/);
+  assert.match(refused([{ ...STEPS[0], a: "x".repeat(links.MAX_LINK_CHARS + 1) }]), /longer than 20,000/);
+  assert.match(refused(Array(lesson.MAX_STEPS + 1).fill(STEPS[0])), /at most 200/);
+  assert.match(refused(["a step"]), /^Step 1 is not an object/);
+});
+
+test("a step past the model's layers, heads or tokens is named, and one within passes", () => {
+  const [one, two] = lesson.parseLesson(STEPS).steps;
+  const dims = { layers: 6, heads: 12, length: 12 };
+  assert.equal(lesson.checkStep(one, 0, dims), null);
+  assert.equal(lesson.checkStep(two, 1, dims), null); // head "all"
+  assert.equal(lesson.checkStep(one, 0, { ...dims, heads: 4 }), "Step 1 asks for head 5; this model has heads 0 to 3.");
+  assert.match(lesson.checkStep(one, 0, { ...dims, layers: 2 }), /layer 2; this model has layers 0 to 1/);
+  assert.match(lesson.checkStep(one, 0, { ...dims, length: 3 }), /token 3; its input has tokens 0 to 2/);
+});
+
+test("the link carries the lesson and its step, and a step past the end opens step 1 with a sentence", () => {
+  const q = links.writeLink("threads=2", { a: "A." }, { layer: 1, head: 2, token: null, view: "lines" },
+    { lesson: "heads", step: 3 });
+  const read = links.readLink(q);
+  assert.equal(read.lesson, "heads");
+  assert.equal(read.step, 3);
+  assert.equal(new URLSearchParams(q).get("threads"), "2");
+  assert.deepEqual(lesson.stepOfLink(read.step, 5), { index: 2 });
+  // leaving the lesson: the next link without `at` drops both
+  const left = links.readLink(links.writeLink(q, { a: "A." }, { layer: 1, head: 2, view: "lines" }));
+  assert.equal(left.lesson, undefined);
+  assert.equal(left.step, undefined);
+  assert.equal(links.readLink("a=x").lesson, undefined); // an ordinary link has neither key
+  assert.deepEqual(lesson.stepOfLink(undefined, 5), { index: 0 });
+  for (const step of [9, 0, "two"]) {
+    const at = lesson.stepOfLink(step, 5);
+    assert.equal(at.index, 0);
+    assert.match(at.error, /the lesson has 5 steps, so it opens on step 1\.$/);
+  }
+  assert.equal(links.readLink("lesson=x&step=abc").step, "abc");
+  assert.deepEqual(lesson.stepOfLink(links.readLink("lesson=x").step, 5), { index: 0 }); // no step: the first
+});
+
+test("lesson names are plain file names", () => {
+  assert.ok(lesson.validName("Heads_1-a"));
+  for (const bad of ["", "../x", "a/b", "a.js", "x".repeat(65), null]) assert.ok(!lesson.validName(bad), bad);
+  assert.equal(lesson.nameFromFile("My lesson (2).json"), "My-lesson-2");
+  assert.equal(lesson.nameFromFile("..json"), "lesson");
+});
+
+test("keys move between steps, but not from a box, a list or the overview", () => {
+  const key = (k, target = { tagName: "BODY" }, extra = {}) => ({ key: k, target, ...extra });
+  assert.equal(lesson.keyMove(key("ArrowRight"), 1, 5), 2);
+  assert.equal(lesson.keyMove(key("PageDown"), 4, 5), 4); // stays on the last
+  assert.equal(lesson.keyMove(key("ArrowLeft"), 0, 5), 0);
+  assert.equal(lesson.keyMove(key("PageUp"), 3, 5), 2);
+  assert.equal(lesson.keyMove(key("Home"), 3, 5), 0);
+  assert.equal(lesson.keyMove(key("End"), 0, 5), 4);
+  assert.equal(lesson.keyMove(key("a"), 0, 5), null);
+  assert.equal(lesson.keyMove(key("ArrowRight", { tagName: "input" }), 0, 5), null);
+  assert.equal(lesson.keyMove(key("ArrowRight", { tagName: "SELECT" }), 0, 5), null);
+  assert.equal(lesson.keyMove(key("ArrowRight", { tagName: "DIV", closest: (s) => s === ".bv-scroller" }), 0, 5),
+    null);
+  assert.equal(lesson.keyMove(key("ArrowRight", undefined, { ctrlKey: true }), 0, 5), null);
+});
+
+test("the player plays the last step asked for, and shows a step's problem in words", async () => {
+  const played = [];
+  const shown = [];
+  let release;
+  const player = lesson.createPlayer(lesson.parseLesson(STEPS), {
+    apply: (step, i) => {
+      played.push(i);
+      return i === 0 ? new Promise((r) => { release = r; }) : Promise.resolve({ layers: 6, heads: 4, length: 9 });
+    },
+    show: (s) => shown.push(s),
+  });
+  const first = player.go(0);
+  player.next(); // asked while step 1 still plays: both wait, only the last asked plays
+  player.go(2);
+  release({ layers: 6, heads: 12, length: 12 });
+  await first;
+  assert.deepEqual(played, [0, 2]);
+  assert.equal(player.index, 2);
+  const last = shown.at(-1);
+  assert.equal(last.busy, false);
+  assert.equal(last.problem, null);
+  assert.equal(shown.filter((s) => !s.busy).length, 1); // step 1's outcome was overtaken, never shown
+  // a host that fails says why, in the caption's place
+  const failing = lesson.createPlayer(lesson.parseLesson(STEPS), {
+    apply: async () => { throw new Error("The model is not loaded."); }, show: (s) => shown.push(s) });
+  await failing.go(1);
+  assert.equal(shown.at(-1).problem, "The model is not loaded.");
+  assert.equal(failing.key({ key: "ArrowRight", target: { tagName: "BODY" } }), true);
+  await failing.go(2);
+  assert.equal(failing.index, 2);
+  assert.equal(failing.key({ key: "x", target: { tagName: "BODY" } }), false);
+});
