@@ -12,7 +12,7 @@ import pytest
 
 import bertviz_app
 from pages import AppPage, shoot
-from test_static_browser import Opened, static_host
+from static_pages import Opened, static_host
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
