@@ -386,6 +386,7 @@ def test_starts_are_limited_per_page_and_per_address(tab, monkeypatch):
     start("d", "192.0.2.2")  # another address
     assert started == ["a", "a", "b", "d"]
     # where only this machine reaches the server, its one visitor is the operator: no count
+    assert TrainingSettings.for_server("127.0.0.1", True, False, True).shared  # allowed: for others
     tab.settings = TrainingSettings.for_server("127.0.0.1", True, False, False, tab.settings.data_files)
     assert not tab.settings.shared
     start("a"), start("a")

@@ -116,10 +116,11 @@ class TrainingSettings:
                    cache_mb: float = limits.CACHE_MB, proxied: bool = False,
                    max_minutes: float = limits.TRAINING_MINUTES) -> "TrainingSettings":
         """On where only this machine can reach the server, or where the operator allowed it. Behind a reverse proxy
-        (--behind-proxy) the server listens on 127.0.0.1 but the proxy's visitors reach it: not private."""
+        (--behind-proxy) the server listens on 127.0.0.1 but the proxy's visitors reach it: not private. The starts
+        are counted wherever the operator allowed training (--allow-training: for others), or others can reach it."""
         private = loopback and not share and not proxied
         if allow or private:
-            return cls(True, "", tuple(map(str, data_files)), cache_mb, max_minutes, shared=not private)
+            return cls(True, "", tuple(map(str, data_files)), cache_mb, max_minutes, shared=allow or not private)
         reach = ("it is open through a public --share link" if share else
                  "a reverse proxy forwards other machines' visitors to it (--behind-proxy)" if proxied else
                  f"it listens on {host}, an address other machines can reach")
