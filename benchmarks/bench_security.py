@@ -1,6 +1,7 @@
 """The audit of issue #20, repeated against a served app (not a test: prints a Markdown table).
 
-    .venv/bin/python benchmarks/bench_security.py [--seconds 20] [--threads 1] [--clients 30] [--phases ...]
+    .venv/bin/python benchmarks/bench_security.py [--seconds 20] [--threads 1] [--clients 30] [--pollers 8]
+                                                   [--phases ...]
 
 `bertviz-app serve --device cpu --auth USER:PASSWORD` (the built-in models, 256 tokens at most) runs as its own
 process on 127.0.0.1; this process logs in and then, against that one server, in this order:
@@ -25,6 +26,13 @@ Issue #31's attacks, as phases of their own:
   description (and the page's "Use via API" snippets) names evil.example;
 - malformed: 4 threads for `--seconds` send event calls by a number no event has, by the number of an event that
   runs only in the page, and by an unknown name; reported: the answers by status, and how much the server's log grew.
+- progress-polling and finetune-exhaustion (the server started with `--allow-training --data FILE` as well, FILE a
+  CSV of 80 labelled sentences written here, only when one of them is asked for):
+  progress-polling: a visitor trains once (the loss figure then exists), then `--pollers` threads each ask
+  `finetune_progress` without pause from a page of their own for `--seconds`, while another visitor analyzes new
+  12-token sentences; reported: the polls' answers, and the visitor's median analysis time against alone just before;
+  finetune-exhaustion: one visitor (one page) starts 1-epoch trainings, each after the last is done, until refused;
+  reported: how many it started and the refusal, then what a second visitor (another page, another address) gets.
 The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
 """
 
@@ -33,8 +41,10 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -256,17 +266,134 @@ def logins(url: str) -> list[tuple[str, str]]:
                                                                   if right.status_code == 429 else ""))]
 
 
+# --- the Fine-tune tab (issue #31) ---------------------------------------------------------------------------------
+def training_data(folder: Path) -> Path:
+    """80 labelled sentences: one short epoch of the default model."""
+    import csv
+
+    good = ["a good film", "a great movie", "the film was good", "a fine and lovely story", "a witty movie"]
+    bad = ["a bad film", "an awful movie", "the film was bad", "a dull and boring story", "a tedious movie"]
+    path = folder / "bench-80.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(("text", "label"))
+        for i in range(40):
+            writer.writerows([(f"{good[i % 5]} number {i}", "positive"), (f"{bad[i % 5]} number {i}", "negative")])
+    return path
+
+
+def unqueued(visitor: Visitor, name: str, data: list) -> dict:
+    """An event outside the queue, as the page calls it: gradio's answer ({"data": ...} or {"error": ...})."""
+    answer = visitor.http.post("gradio_api/run/predict", json={"data": data, "fn_index": visitor.events[name],
+                                                               "session_hash": visitor.session})
+    try:
+        return answer.json()
+    except ValueError:
+        return {"error": f"HTTP {answer.status_code}"}
+
+
+def start_training(visitor: Visitor) -> str:
+    """Start one epoch on the --data file; '' once started, else the refusal."""
+    data = next(c["props"]["value"] for c in visitor.config["components"]
+                if c["props"].get("elem_id") == "finetune-data")
+    base = next(c["props"]["value"] for c in visitor.config["components"]
+                if c["props"].get("elem_id") == "finetune-base")
+    answer = unqueued(visitor, "finetune_start", [data, base, 1, "1e-4", False])
+    return str(answer.get("error") or "") if "data" not in answer else ""
+
+
+def training_done(visitor: Visitor, timeout: float = 600) -> str:
+    """Poll as the page's timer does (once a second) until the lane is idle; the last status."""
+    deadline, status = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        data = unqueued(visitor, "finetune_progress", [None]).get("data") or [""]
+        status = data[0] if isinstance(data[0], str) else status
+        if status and not status.startswith(("Training", "Stopping", "Cancelling")):
+            return status
+    return f"still running after {timeout:.0f} s: {status}"
+
+
+def progress_polling(url, cookies, config, args) -> list[tuple[str, str]]:
+    trainer = Visitor(url, cookies, config)
+    refused = start_training(trainer)
+    shown = training_done(trainer) if not refused else refused
+    victim = Visitor(url, cookies, config, address="127.0.0.2")
+    alone = latencies(victim, 10, "alone")
+    answers: dict[str, int] = {}
+    lock, stop = threading.Lock(), threading.Event()
+
+    def poll(n: int):
+        page = Visitor(url, cookies, config)
+        while not stop.is_set():
+            data = unqueued(page, "finetune_progress", [None]).get("data")
+            kind = ("error" if data is None else "figure sent" if isinstance(data[1], dict) and "plot" in data[1]
+                    else "nothing new (skipped)")
+            with lock:
+                answers[kind] = answers.get(kind, 0) + 1
+
+    with concurrent.futures.ThreadPoolExecutor(args.pollers + 1) as pool:
+        started = time.perf_counter()
+        for n in range(args.pollers):
+            pool.submit(poll, n)
+        during = pool.submit(latencies, victim, 10_000, "during", stop)
+        time.sleep(args.seconds)
+        stop.set()
+        during = during.result()
+        elapsed = time.perf_counter() - started
+    total = sum(answers.values())
+    return [("the training before the polls", shown[:90].replace("|", "/")),
+            (f"{args.pollers} threads polling finetune_progress without pause",
+             f"{total} calls in {elapsed:.0f} s ({total / elapsed:.0f}/s): " + ", ".join(
+                 f"{n} {kind}" for kind, n in sorted(answers.items(), key=lambda kv: -kv[1]))),
+            ("a new 12-token analysis alone: median (max)", f"{statistics.median(alone):.3f} s ({max(alone):.3f} s)"),
+            ("the same during the polls: median (max), n", f"{statistics.median(during):.3f} s "
+                                                           f"({max(during):.3f} s), {len(during)}")]
+
+
+def finetune_exhaustion(url, cookies, config) -> list[tuple[str, str]]:
+    first = Visitor(url, cookies, config)
+    started, refusal, begun = 0, "", time.perf_counter()
+    while started < 20:
+        refusal = start_training(first)
+        if refusal:
+            break
+        started += 1
+        training_done(first)
+    elapsed = time.perf_counter() - begun
+    second = Visitor(url, cookies, config, address="127.0.0.2")
+    answer = start_training(second)
+    got = f"refused: {answer}" if answer else f"started; then: {training_done(second)}"
+    return [("one page starts 1-epoch trainings (80 rows) until refused",
+             f"{started} started in {elapsed:.0f} s, then: {refusal or 'never refused'}".replace("|", "/")),
+            ("a second visitor (another page and address) then", got[:400].replace("|", "/").replace("\n", " "))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20, help="how long the exports go on")
     parser.add_argument("--threads", type=int, default=1, help="the server's --threads")
     parser.add_argument("--clients", type=int, default=30, help="visitors for the memory per session")
+    parser.add_argument("--pollers", type=int, default=8, help="threads polling the Fine-tune tab's progress")
     parser.add_argument("--phases", default="api-poisoning,per-session,exports,sessions,malformed,logins",
-                        help="which of api-poisoning, per-session, exports, sessions, malformed, logins to run "
-                             "(comma-separated)")
+                        help="which of api-poisoning, per-session, exports, sessions, malformed, logins, "
+                             "progress-polling, finetune-exhaustion to run (comma-separated)")
     args = parser.parse_args()
     rows = []
     server_args = ("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}")
+    folder = Path(tempfile.mkdtemp(prefix="bench-security-"))
+    if "progress-polling" in args.phases or "finetune-exhaustion" in args.phases:
+        # a cache of its own: the models fine-tuned here are written there, and removed afterwards
+        os.environ["BERTVIZ_APP_CACHE"] = str(folder / "cache")
+        server_args += ("--allow-training", "--data", str(training_data(folder)))
+    try:
+        run_phases(args, server_args, rows)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print_measures(rows)
+
+
+def run_phases(args, server_args: tuple[str, ...], rows: list) -> None:
     with served("security", args.threads, server_args) as (proc, url):
         with httpx.Client(base_url=url) as http:
             assert http.post("login", data={"username": USER, "password": PASSWORD}).status_code == 200
@@ -285,10 +412,13 @@ def main() -> None:
             rows += sessions(url, cookies, config, proc.pid)
         if "malformed" in args.phases:
             rows += malformed(url, cookies, config, proc.pid, args.seconds)
+        if "progress-polling" in args.phases:
+            rows += progress_polling(url, cookies, config, args)
+        if "finetune-exhaustion" in args.phases:
+            rows += finetune_exhaustion(url, cookies, config)
         if "logins" in args.phases:
             rows += logins(url)
         rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
-    print_measures(rows)
 
 
 if __name__ == "__main__":

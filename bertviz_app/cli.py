@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import gc
 import ipaddress
+import os
+import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +82,10 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                    help="a labelled file the Fine-tune tab offers beside the built-in recipes (CSV/TSV/JSONL with "
                         "text and label columns, CoNLL, SQuAD JSON); repeat for several. Visitors pick it by name, "
                         "never send a file")
+    p.add_argument("--max-training-minutes", type=float, default=limits.TRAINING_MINUTES,
+                   help="a training started in the Fine-tune tab stops after this many minutes, as Cancel stops it "
+                        "(the best complete epoch is kept); 0: no bound. `kill -USR1 <server pid>` stops the one "
+                        "under way at any time")
     p.set_defaults(handler=run_serve)
     return p
 
@@ -284,7 +291,27 @@ def training_settings(args: argparse.Namespace):
             raise UsageError(str(err)) from None
     return TrainingSettings.for_server(args.host, is_loopback(args.host), args.share, args.allow_training,
                                        [str(Path(n).expanduser().resolve()) for n in args.data], args.cache_mb,
-                                       proxied=args.behind_proxy)
+                                       proxied=args.behind_proxy, max_minutes=args.max_training_minutes)
+
+
+def install_training_stop():
+    """SIGUSR1 stops the training under way, as its page's Cancel would (whoever started it). Returns the handler it
+    replaced, or None where the system has no SIGUSR1 (Windows). The stop runs in a thread of its own: a signal
+    handler runs in the main thread between two of its steps, and must not wait for a lock that thread may hold."""
+    if not hasattr(signal, "SIGUSR1"):
+        return None
+
+    def stop() -> None:
+        from .app.server.training import stop_trainings
+
+        stopped = stop_trainings()
+        print("bertviz-app: SIGUSR1: " + ("stopping the training under way; it ends after the step under way, "
+                                          "keeping its best complete epoch" if stopped else "no training is running"),
+              file=sys.stderr, flush=True)
+
+    before = signal.signal(signal.SIGUSR1, lambda signum, frame: threading.Thread(
+        target=stop, name="bertviz-training-stop", daemon=True).start())
+    return signal.SIG_DFL if before is None else before  # None: one set outside Python; the default is restored
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -304,6 +331,8 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError("--sessions-per-address must be at least 1")
     if not 0 < args.session_minutes < float("inf"):
         raise UsageError("--session-minutes must be a number of minutes, more than 0")
+    if not 0 <= args.max_training_minutes < float("inf"):
+        raise UsageError("--max-training-minutes must be a number of minutes, 0 or more (0: no bound)")
     auth = parse_auth(args.auth)
     if args.share and not auth:
         print("bertviz-app: warning: --share without --auth: anyone who has the public link can use this app "
@@ -335,9 +364,19 @@ def run_serve(args: argparse.Namespace) -> int:
     # inputs paid ~0.2 s of the CPU for each full collection, two or three per burst).
     gc.collect()
     gc.freeze()
-    app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth, max_sessions=args.max_sessions,
-              session_idle_s=args.session_minutes * 60, sessions_per_address=args.sessions_per_address,
-              behind_proxy=args.behind_proxy)
+    before = install_training_stop() if training.enabled else None
+    if before is not None:
+        bound = (f"each stops after {args.max_training_minutes:g} minutes" if args.max_training_minutes else
+                 "no time bound (--max-training-minutes 0)")
+        print(f"bertviz-app: fine-tuning is on ({bound}); `kill -USR1 {os.getpid()}` stops the training under way",
+              flush=True)
+    try:
+        app.serve(demo, host=args.host, port=args.port, share=args.share, auth=auth, max_sessions=args.max_sessions,
+                  session_idle_s=args.session_minutes * 60, sessions_per_address=args.sessions_per_address,
+                  behind_proxy=args.behind_proxy)
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGUSR1, before)
     return 0
 
 

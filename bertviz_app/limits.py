@@ -45,3 +45,18 @@ CONCURRENCY = 2
 ANALYSES_AT_ONCE = 8
 # [MASK]s one fill-mask reads, in the app and in the static page alike
 MAX_MASKS = 20
+
+# The Fine-tune tab (on a server others can reach): trainings one page, and one client address, may start in an
+# hour. One training runs at a time; a short one of the default model takes 3-5 minutes on two cores (README), so
+# an hour holds about a dozen: one page may start a few (a first try, another learning rate, a repeat), one address
+# (a class behind a school's network, or a --share tunnel, where every visitor is 127.0.0.1) about what the lane
+# can run in that hour, so that no one visitor can keep it from the others.
+TRAINING_WINDOW_S = 3600
+TRAININGS_PER_SESSION = 4
+TRAININGS_PER_ADDRESS = 12
+# One training's length, for every page (`--max-training-minutes`; 0: no bound): stopped as Cancel stops it, the best
+# complete epoch kept. Movie-reviews, one epoch of the default model: 4 minutes on two busy cores.
+TRAINING_MINUTES = 15
+# A recipe whose data could not be fetched is not fetched again (pip, apt: up to minutes each) at every Start: not
+# before this many minutes.
+FETCH_RETRY_MINUTES = 10

@@ -87,6 +87,29 @@ def test_serve_passes_the_options_on(fake_app, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_serve_bounds_a_training_and_lets_its_operator_stop_it_with_sigusr1(fake_app, monkeypatch, capsys):
+    import os
+    import signal
+
+    before = signal.getsignal(signal.SIGUSR1)
+    during = []
+    monkeypatch.setattr(app, "serve", lambda demo, **kw: during.append(signal.getsignal(signal.SIGUSR1)))
+    assert cli.main(["--device", "cpu", "--max-training-minutes", "7.5"]) == 0
+    training = fake_app["build"]["training"]
+    assert training.enabled and training.max_minutes == 7.5 and not training.shared
+    out = capsys.readouterr().out
+    assert f"fine-tuning is on (each stops after 7.5 minutes); `kill -USR1 {os.getpid()}` stops the training under " \
+           "way" in out
+    # the serve command's own handler while it serves; the one before it afterwards
+    assert callable(during[0]) and during[0] is not before and signal.getsignal(signal.SIGUSR1) is before
+    assert cli.main(["--device", "cpu", "--max-training-minutes", "-1"]) == 2
+    assert "--max-training-minutes must be a number of minutes, 0 or more" in capsys.readouterr().err
+    # without fine-tuning there is nothing to stop: no handler, no line
+    during.clear()
+    assert cli.main(["--device", "cpu", "--host", "0.0.0.0"]) == 0
+    assert during == [before] and "kill -USR1" not in capsys.readouterr().out
+
+
 def test_serve_traces_each_model_and_freezes_what_lives_before_it_serves(monkeypatch):
     order = []
 

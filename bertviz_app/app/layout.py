@@ -347,8 +347,10 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         for tab in built:  # a tab opened (by the visitor or an event) computes if it is stale
             opened = page.items[tab.id].select(None, js=tab_step_js(tab.id, "opened", first))
             tab.after_analysis(Gate(lambda opened=opened: opened), public=False)
-    # Every event's values are checked in words before gradio processes them, however the demo is launched.
-    gradio_internals.check_inputs_first(demo, check_inputs)
+    # Every event's values are checked in words before gradio processes them, however the demo is launched; a model
+    # the Fine-tune tab replaced is answered with its own sentence
+    gradio_internals.check_inputs_first(demo, lambda components, values: check_inputs(components, values,
+                                                                                     models.gone))
     return demo
 
 

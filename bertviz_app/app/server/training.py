@@ -8,7 +8,13 @@ much slower they get). The model is written to the user's cache (`finetuned/` be
 `training_root`), never to a path a visitor chose.
 
 Cancel stops after the step under way. When at least one epoch is complete, the best epoch so far is kept, as Ctrl-C
-does on the command line; otherwise nothing is kept (the folder is removed).
+does on the command line; otherwise nothing is kept (the folder is removed). The server's bound on a training's length
+(`Job.limit_s`, `--max-training-minutes`) and the operator's stop (`stop_trainings`, which `bertviz-app serve` calls on
+SIGUSR1) stop it the same way. `StartBudget` counts the starts of each page and each client address.
+
+What a failed training says to the page never names the server's folders or its network set-up: a file by its name
+only, a recipe whose data could not be fetched in one sentence (and not fetched again for FETCH_RETRY_MINUTES); the
+server's log keeps the detail.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import re
 import shutil
 import threading
 import time
+import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +37,7 @@ import torch
 
 from ... import limits
 from ...explorer import release_freed_memory
-from ...finetuning import RECIPES, cache_dir, finetune
+from ...finetuning import RECIPES, RecipeError, cache_dir, finetune
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -124,21 +132,70 @@ class TrainingSettings:
                     "on 127.0.0.1).")
     data_files: tuple[str, ...] = ()
     cache_mb: float = limits.CACHE_MB
+    max_minutes: float = limits.TRAINING_MINUTES  # one training's length at most; 0: no bound
+    # Whether others can reach the server: then each page and each client address may start only so many trainings
+    # an hour (StartBudget); where only this machine can, its one visitor is the operator.
+    shared: bool = True
 
     @classmethod
     def for_server(cls, host: str, loopback: bool, share: bool, allow: bool, data_files: Sequence[str] = (),
-                   cache_mb: float = limits.CACHE_MB, proxied: bool = False) -> "TrainingSettings":
+                   cache_mb: float = limits.CACHE_MB, proxied: bool = False,
+                   max_minutes: float = limits.TRAINING_MINUTES) -> "TrainingSettings":
         """On where only this machine can reach the server, or where the operator allowed it. Behind a reverse proxy
-        (--behind-proxy) the server listens on 127.0.0.1 but the proxy's visitors reach it: not private."""
-        if allow or (loopback and not share and not proxied):
-            return cls(True, "", tuple(map(str, data_files)), cache_mb)
+        (--behind-proxy) the server listens on 127.0.0.1 but the proxy's visitors reach it: not private. The starts
+        are counted wherever the operator allowed training (--allow-training: for others), or others can reach it."""
+        private = loopback and not share and not proxied
+        if allow or private:
+            return cls(True, "", tuple(map(str, data_files)), cache_mb, max_minutes, shared=allow or not private)
         reach = ("it is open through a public --share link" if share else
                  "a reverse proxy forwards other machines' visitors to it (--behind-proxy)" if proxied else
                  f"it listens on {host}, an address other machines can reach")
         return cls(False, f"Fine-tuning is off on this server: {reach}, a training takes its processor for minutes, "
                           "and anyone who reaches it could start one. Whoever runs the server can turn it on with "
                           "`--allow-training`; on 127.0.0.1 it is on by default.",
-                   tuple(map(str, data_files)), cache_mb)
+                   tuple(map(str, data_files)), cache_mb, max_minutes)
+
+
+# --- how many trainings a page and an address may start ----------------------------------------------------------
+class StartBudget:
+    """Starts per page (session) and per client address over a sliding window. `check` raises ValueError in words
+    that say when the next start is possible; `record` counts a start that got the lane."""
+
+    def __init__(self, per_session: int = limits.TRAININGS_PER_SESSION,
+                 per_address: int = limits.TRAININGS_PER_ADDRESS, window_s: float = limits.TRAINING_WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.per_session, self.per_address, self.window_s, self.clock = per_session, per_address, window_s, clock
+        self._lock = threading.Lock()
+        self._starts: dict[tuple[str, str], deque] = {}
+
+    def _recent(self, key: tuple[str, str], now: float) -> deque:
+        starts = self._starts.get(key, deque())
+        while starts and starts[0] <= now - self.window_s:
+            starts.popleft()
+        return starts
+
+    def check(self, session: str | None, address: str | None) -> None:
+        now = self.clock()
+        with self._lock:
+            # forget who has not started one within the window: the table stays as small as the last hour's starters
+            for key in [k for k, v in self._starts.items() if not self._recent(k, now)]:
+                del self._starts[key]
+            for kind, who, most in (("session", session, self.per_session), ("address", address, self.per_address)):
+                starts = self._recent((kind, who), now) if who else ()
+                if len(starts) >= most:
+                    wait = max(1, round((starts[0] + self.window_s - now) / 60))
+                    whom = ("This page has" if kind == "session" else
+                            "Pages from your network address (a class behind one school address shares it) have")
+                    raise ValueError(f"{whom} started {most} trainings in the last {self.window_s / 60:.0f} "
+                                     f"minutes, the most allowed, so that the one training lane stays free for "
+                                     f"others; you may start another in about {wait} minute{'s' if wait > 1 else ''}.")
+
+    def record(self, session: str | None, address: str | None) -> None:
+        now = self.clock()
+        with self._lock:
+            for key in (("session", session), ("address", address)):
+                if key[1]:
+                    self._starts.setdefault(key, deque()).append(now)
 
 
 # --- the lane: one training at a time, in a thread of its own -----------------------------------------------------
@@ -156,6 +213,7 @@ class Job:
     output: Path
     device: str = "cpu"  # where the model it starts from runs (a GPU server trains there too)
     seeds: tuple[int, ...] = ()  # several: one run each, the best kept (finetune's --seeds)
+    limit_s: float | None = None  # stopped as Cancel stops it once it has trained this long (the server's bound)
 
 
 @dataclass
@@ -177,9 +235,12 @@ class Progress:
     run_steps: int = 0  # steps of one run
     seeds: dict | None = None  # metrics.json's seed summary, once done
     unseen: dict | None = None  # held-out labels the training data never shows (metrics.json's unseen_labels)
+    stopped_by: str = ""  # what stopped it early: "cancel" (its page), "limit" (the server's bound), "operator"
+    replaced: str | None = None  # the model fine-tuned here that the new one replaced in the lists
     started: float = 0.0
     seconds: float = 0.0
     first_step: float | None = None  # `seconds` at the first step: the time left is measured from there
+    version: int = 0  # one more at every change: a page that has drawn this version needs nothing new
 
     @property
     def running(self) -> bool:
@@ -190,29 +251,40 @@ class TrainingLane:
     """Runs one `finetune()` at a time in a daemon thread, keeps its progress for every page to read, and stops it
     on Cancel. `on_trained(job, folder)` (in the lane's thread) loads the result and returns its name in the list."""
 
-    def __init__(self, threads: int = limits.THREADS, nice: int = NICE):
-        self.threads, self.nice = threads, nice
+    def __init__(self, threads: int = limits.THREADS, nice: int = NICE,
+                 fetch_retry_s: float = limits.FETCH_RETRY_MINUTES * 60):
+        self.threads, self.nice, self.fetch_retry_s = threads, nice, fetch_retry_s
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._owner: str | None = None
         self._progress = Progress()
+        self._fetch_failed: dict[str, float] = {}  # recipe -> when its data could not be fetched (time.time())
+        LANES.add(self)
 
     def snapshot(self) -> Progress:
         with self._lock:
             return copy.deepcopy(self._progress)
 
-    def start(self, job: Job, on_trained: Callable[[Job, Path], str], owner: str | None = None) -> None:
-        """Raises ValueError while another training runs."""
+    def start(self, job: Job, on_trained: Callable[[Job, Path], str | tuple[str, str | None]],
+              owner: str | None = None) -> None:
+        """Raises ValueError while another training runs, and for a recipe whose data could not be fetched lately."""
         with self._lock:
             if self._progress.running:
                 running = self._progress.job
                 raise ValueError(f"A training is already running ({running.name}, started "
                                  f"{time.time() - self._progress.started:.0f} s ago); one runs at a time. Watch it "
                                  "here, and start yours when it is done.")
+            failed = self._fetch_failed.get(job.data.source)
+            if failed is not None and time.time() < failed + self.fetch_retry_s:
+                raise ValueError(f"{fetch_failed_words(job.data.key)} It tries again from "
+                                 f"{time.strftime('%H:%M', time.localtime(failed + self.fetch_retry_s))} (server "
+                                 f"time, in about {max(1, round((failed + self.fetch_retry_s - time.time()) / 60))} "
+                                 "min); pick other data meanwhile.")
             self._stop.clear()
             self._owner = owner
-            self._progress = Progress("running", job, PREPARING, started=time.time())
+            self._progress = Progress("running", job, PREPARING, started=time.time(),
+                                      version=self._progress.version + 1)
             self._thread = threading.Thread(target=self._run, args=(job, on_trained), name="bertviz-training",
                                             daemon=True)
             self._thread.start()
@@ -224,10 +296,26 @@ class TrainingLane:
                 return "No training is running."
             if owner != self._owner:
                 return "Only the page that started this training can cancel it."
-            self._stop.set()
-            self._progress.state = "cancelling"
-            self._progress.message = "Cancelling: the training stops after the step under way."
-            return self._progress.message
+            return self._stopping("cancel", "Cancelling: the training stops after the step under way.")
+
+    def stop(self) -> bool:
+        """The operator's stop (SIGUSR1 to `bertviz-app serve`): as Cancel, whoever started it. True if one ran."""
+        with self._lock:
+            if not self._progress.running:
+                return False
+            self._stopping("operator", "Stopping: the server's operator stopped this training; it ends after the "
+                                       "step under way.")
+            return True
+
+    def _stopping(self, why: str, message: str) -> str:
+        """(Under the lock.) Stop after the step under way, saying why."""
+        if not self._stop.is_set():
+            self._progress.stopped_by = why
+        self._stop.set()
+        self._progress.state = "cancelling"
+        self._progress.message = message
+        self._progress.version += 1
+        return message
 
     def started_by(self, owner: str | None) -> bool:
         with self._lock:
@@ -245,6 +333,7 @@ class TrainingLane:
             for key, value in changes.items():
                 setattr(self._progress, key, value)
             self._progress.seconds = time.time() - self._progress.started
+            self._progress.version += 1
 
     def _on_step(self, record: dict) -> None:
         with self._lock:
@@ -260,10 +349,16 @@ class TrainingLane:
             if p.state == "running":
                 p.message = ""
             p.seconds = time.time() - p.started
+            p.version += 1
+            limit = p.job.limit_s
+            if limit and p.seconds >= limit and p.state == "running":
+                self._stopping("limit", f"Stopping: this training reached the server's limit of {limit / 60:g} "
+                                        "minutes per training; it ends after the step under way.")
 
     def _on_epoch(self, record: dict) -> None:
         with self._lock:
             self._progress.epochs.append(copy.deepcopy(record))
+            self._progress.version += 1
 
     def _on_before(self, metrics: dict) -> None:
         with self._lock:
@@ -276,8 +371,9 @@ class TrainingLane:
             with self._lock:
                 if self._progress.state == "running":
                     self._progress.message = text + " (the first use of this recipe)"
+                    self._progress.version += 1
 
-    def _run(self, job: Job, on_trained: Callable[[Job, Path], str]) -> None:
+    def _run(self, job: Job, on_trained: Callable[[Job, Path], str | tuple[str, str | None]]) -> None:
         _lower_priority(self.nice)
         # finetune() sets torch's thread count, which is also what every thread started later begins with: the
         # gradio workers' forward passes must not inherit the lane's one thread
@@ -295,21 +391,32 @@ class TrainingLane:
             if metrics.get("stopped_early") and not any(r["epoch"] >= 1 for r in metrics["history"]):
                 shutil.rmtree(job.output, ignore_errors=True)
                 self._update(state="cancelled", before=metrics.get("eval_before_training"),
-                             message="Cancelled before the first epoch was complete: nothing was kept.")
+                             message=f"{STOPPED_BY.get(self.snapshot().stopped_by, 'Cancelled')} before the first "
+                                     "epoch was complete: nothing was kept.")
                 return
-            name = on_trained(job, job.output)
+            joined = on_trained(job, job.output)
+            name, replaced = joined if isinstance(joined, tuple) else (joined, None)
             # with several seeds, a run cancelled after the first is left out, and the best complete one kept
             stopped = metrics.get("stopped_early") or self._stop.is_set()
-            self._update(state="cancelled" if stopped else "done", model=name,
+            self._update(state="cancelled" if stopped else "done", model=name, replaced=replaced,
                          before=metrics.get("eval_before_training"), best=metrics.get("eval"), message="")
         except OSError as err:  # a full disk, a folder it may not write: in words, without the server's paths
             shutil.rmtree(job.output, ignore_errors=True)
             self._update(state="failed", message="The server could not read or write a file the training needs ("
                                                  f"{err.strerror or type(err).__name__}); the details are in its log.")
             log.warning("fine-tuning %s failed: %s", job.name, err)
-        except (ValueError, RuntimeError) as err:  # bad data, an unreachable recipe, a NaN loss: in words
+        except RecipeError as err:  # pip's and apt's words name the server's network set-up: the log keeps them
+            shutil.rmtree(job.output, ignore_errors=True)
+            with self._lock:
+                self._fetch_failed[job.data.source] = time.time()
+            retry = time.strftime("%H:%M", time.localtime(time.time() + self.fetch_retry_s))
+            self._update(state="failed", message=f"{fetch_failed_words(job.data.key)} It tries again from {retry} "
+                                                 "(server time); pick other data meanwhile.")
+            log.warning("fine-tuning %s: %s", job.name, err)
+        except (ValueError, RuntimeError) as err:  # bad data, a NaN loss: in words, without the server's paths
             shutil.rmtree(job.output, ignore_errors=True)
             self._update(state="failed", message=in_app_words(str(err)))
+            log.warning("fine-tuning %s failed: %s", job.name, err)
         except Exception:  # noqa: BLE001 - our bug: the page gets a sentence, the log the traceback
             log.exception("fine-tuning %s failed", job.name)
             shutil.rmtree(job.output, ignore_errors=True)
@@ -322,13 +429,41 @@ class TrainingLane:
             release_freed_memory()
 
 
+# Every lane of this process, for the operator's stop (weak: a lane goes with its page's demo).
+LANES: "weakref.WeakSet[TrainingLane]" = weakref.WeakSet()
+STOPPED_BY = {"cancel": "Cancelled", "limit": "Stopped at the server's time limit",
+              "operator": "Stopped by the server's operator"}
+
+
+def stop_trainings() -> int:
+    """Stop every training under way in this process, as its Cancel would (the operator's stop); how many."""
+    return sum(lane.stop() for lane in list(LANES))
+
+
+def fetch_failed_words(recipe: str) -> str:
+    return (f"The data of the {recipe} recipe could not be fetched from the internet (the server's log has the "
+            "details).")
+
+
 # The readers' advice names `finetune`'s options; the app reads a --data file with the default columns.
 COLUMN_ADVICE = "; name the right ones with --text-column, --pair-column and --label-column"
 
 
+# An absolute path in a message (POSIX, ~, or a Windows drive), with at least one folder (not 'without /TAG'): the
+# page is shown only its last part, a file's name.
+PATH = re.compile(r"(?<![\w.:/~-])(?:~[/\\]|(?:[A-Za-z]:)?[/\\][^\s'\"(),;/\\]+[/\\])(?:[^\s'\"(),;/\\]+[/\\])*([^\s'\"(),;/\\]+)")
+
+
+def without_paths(message: str) -> str:
+    """`message` with each absolute path reduced to its last part: a visitor learns a file's name, never where the
+    server keeps it (its home folder, the cache, the operator's folders)."""
+    return PATH.sub(lambda m: m.group(1), message)
+
+
 def in_app_words(message: str) -> str:
-    """A fine-tuning error as the tab says it: a sentence, with advice the operator of the app can follow."""
-    message = message.strip("'\"")
+    """A fine-tuning error as the tab says it: a sentence without the server's paths, with advice the operator of the
+    app can follow."""
+    message = without_paths(message.strip("'\""))
     if COLUMN_ADVICE in message:
         message = message.replace(COLUMN_ADVICE, "; the app reads the columns text and label (and text_pair for a "
                                                  "pair task): rename the file's columns and start the server again")

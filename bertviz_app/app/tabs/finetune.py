@@ -10,23 +10,36 @@ epoch is complete, the best epoch so far is kept and joins the model lists.
 
 On by default only where no one else can reach the server (127.0.0.1, no --share link); elsewhere the operator turns
 it on with `--allow-training`, and until then the tab says why it is off and the server has no endpoint to start one.
+There, one page and one client address may start only so many trainings an hour (limits.TRAININGS_PER_*). Every
+training stops at the operator's `--max-training-minutes`, keeping its best complete epoch. The server keeps the
+MAX_TRAINED latest models fine-tuned here: one more replaces the oldest.
+
+The pages poll the lane's progress every POLL_S seconds, outside the queue: the figure and the table are built once
+per change of the lane (its progress version), sent to a page only when it has not had them, and a page that asks
+faster than its own timer would is answered with nothing new (gr.skip()).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 from pathlib import Path
 
 import gradio as gr
 import pandas as pd
 
+from ... import limits
 from ...explorer import load
 from ...figures.training import loss_curve_figure
 from ...finetuning import RECIPES
+from ...explorer import release_freed_memory
 from ..common import api, plain, refuse, user_errors
-from ..server.training import Job, Progress, TrainingLane, data_choices, training_root
+from ..server.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
+
+log = logging.getLogger("bertviz_app.app")
 
 EPOCHS = (1, 2, 3, 4, 5)
 LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
@@ -34,8 +47,10 @@ LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
 # BERT's 5e-5 (wsj-pos from the command line reached 0.933 in 2 epochs at 1e-4, batch 16: README)
 SUGGESTED_RATE = {"token-classification": "1e-4"}
 REPEAT_SEEDS = (0, 1, 2)  # "repeat 3 times": one seed is one draw
-MAX_TRAINED = 4  # models fine-tuned in one server's life (each holds its weights in memory, ~90 MB for the default)
+MAX_TRAINED = 4  # models fine-tuned here that the server holds (each its weights in memory, ~90 MB for the default)
 POLL_S = 1.0
+# A page's own timer asks every POLL_S; a call sooner than this after the page's last answered one gets nothing new.
+MIN_POLL_S = POLL_S / 2
 
 
 # --- what the page shows -------------------------------------------------------------------------------------------
@@ -53,19 +68,25 @@ def status_text(p: Progress) -> str:
     if p.job is None:
         return ("Pick the data, the model to start from, the epochs and the learning rate, then press **Start**. The "
                 "loss appears below after each step, the held-out score after each epoch; when it is done the new "
-                "model joins the model list at the top.")
+                f"model joins the model list at the top. The server keeps the {MAX_TRAINED} latest models fine-tuned "
+                "here: a newer one replaces the oldest.")
     job = p.job
     what = f"**{plain(job.name)}** (from {plain(job.base)} on {plain(job.data.key)})"
     if p.state == "failed":
         return f"**The training could not run.** {plain(p.message)}"
     if p.state == "done":
-        return (f"{what} **joined the model list**: held-out {_score(p.best)} ({_score(p.before)} before "
-                f"training), in {p.seconds:.0f} s.{_seeds_text(p.seeds)}{_unseen_text(p.unseen)} Pick it in the model "
-                "list and press Analyze: every view shows the fine-tuned encoder, and the Task tab what it predicts.")
+        return (f"{what} **joined the model list**{_replaced_text(p.replaced)}: held-out {_score(p.best)} "
+                f"({_score(p.before)} before training), in {p.seconds:.0f} s.{_seeds_text(p.seeds)}"
+                f"{_unseen_text(p.unseen)} Pick it in the model list and press Analyze: every view shows the "
+                "fine-tuned encoder, and the Task tab what it predicts.")
     if p.state == "cancelled":
+        how = STOPPED_BY.get(p.stopped_by, "Cancelled")
         if p.model is None:
-            return f"Cancelled {what}. {plain(p.message)}"
-        return f"Cancelled {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model list**."
+            return f"{how}: {what}. {plain(p.message)}"
+        limit = (f" ({job.limit_s / 60:g} minutes, whoever runs the server sets it)" if p.stopped_by == "limit"
+                 and job.limit_s else "")
+        return (f"{how}{limit}: {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model "
+                f"list**{_replaced_text(p.replaced)}.")
     before = f" Before training: held-out {_score(p.before)}." if p.before else ""
     if p.message:
         return f"Training {what}: {plain(p.message)}{before}"
@@ -90,6 +111,20 @@ def _left_text(p: Progress) -> str:
         return ""
     left = (p.seconds - p.first_step) / (done - 1) * max(p.total - done, 0)
     return f", about {left:.0f} s left" if left < 90 else f", about {left / 60:.0f} min left"
+
+
+def _replaced_text(replaced: str | None) -> str:
+    if not replaced:
+        return ""
+    return (f", in place of **{plain(replaced)}**, the oldest of the {MAX_TRAINED} models fine-tuned here that the "
+            "server keeps")
+
+
+def replaced_words(name: str, by: str) -> str:
+    """What a page that still picks a replaced model is told."""
+    return (f"{name} is no longer offered: the server keeps the {MAX_TRAINED} latest models fine-tuned in the app, "
+            f"and {by} took its place. Pick another model in the list (reload the page to see the list as it is "
+            "now).")
 
 
 def _seeds_text(seeds: dict | None) -> str:
@@ -141,10 +176,17 @@ class FineTuneTab:
         self.page = page
         self.settings = settings = page.training
         self.lane = lane or TrainingLane()
-        # models trained here: name -> folder (those of an earlier run of the server too, which load_models offers)
-        self.folders: dict[str, Path] = {name: e.folder for name, e in page.models.explorers.items()
-                                         if e.folder is not None and e.folder.resolve().parent == training_root().resolve()}
+        # models trained here and still offered, oldest first: name -> folder (those an earlier run of the server
+        # trained too, which load_models offers newest first)
+        earlier = [(name, e.folder) for name, e in page.models.explorers.items()
+                   if e.folder is not None and e.folder.resolve().parent == training_root().resolve()]
+        self.folders: dict[str, Path] = dict(reversed(earlier))
+        self.replaced = 0  # models replaced so far: with the list's length, what a page's lists are up to date with
+        self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
+        self._drawn: tuple[int, object, pd.DataFrame] | None = None  # (progress version, figure, table)
+        self._polls: dict[str, tuple[float, int]] = {}  # page -> (when it was last answered, the version it got)
+        self._polls_lock = threading.Lock()
         if not settings.enabled:
             self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
             return
@@ -189,16 +231,21 @@ class FineTuneTab:
         source = explorer.folder
         if source is None:
             raise refuse(f"{base} was not loaded from a folder, so it cannot be fine-tuned here; pick another model.")
-        if len(self.folders) >= MAX_TRAINED:
-            raise refuse(f"This server already holds {MAX_TRAINED} models fine-tuned here, the most it keeps in "
-                         "memory; restart it to train more (their folders stay in its cache).")
+        if choice.source not in RECIPES and not Path(choice.source).is_file():
+            raise refuse(f"{Path(choice.source).name}, the file named when the server started, is no longer there; "
+                         "whoever runs the server can put it back. Pick other data meanwhile.")
+        session, address = getattr(request, "session_hash", None), client_address(request)
+        if self.settings.shared:
+            self.budget.check(session, address)
         name = self._new_name(choice.key)
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
         job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device),
-                  REPEAT_SEEDS if repeat else ())
-        self.lane.start(job, self._join, owner=getattr(request, "session_hash", None))
+                  REPEAT_SEEDS if repeat else (), limit_s=self.settings.max_minutes * 60 or None)
+        self.lane.start(job, self._join, owner=session)
+        if self.settings.shared:
+            self.budget.record(session, address)
         return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 
@@ -213,15 +260,53 @@ class FineTuneTab:
         """The lane's state for this page; the model lists once a new model has joined; the buttons and the timer
         when the lane starts or stops (Cancel only on the page that started it). Each prop update makes gradio build
         a new component for the session, so only what changed is sent."""
+        page = getattr(request, "session_hash", None) or (f"address {client_address(request)}" if request else None)
+        shown = self._last_poll(page)
+        if shown is None:  # sooner than the page's own timer asks: nothing new
+            return (gr.skip(),) * (7 + len(self._pickers))
         p = self.lane.snapshot()
         mine = p.running and self.lane.started_by(getattr(request, "session_hash", None))
         names = self.page.models.names
         models, running = seen if isinstance(seen, tuple) else (None, None)
+        # replaced models leave the length as it was: the count of replacements tells the page's lists apart
         lists = ([gr.update(choices=list(names), interactive=len(names) > 1) for _ in self._pickers]
-                 if models != len(names) else [gr.skip()] * len(self._pickers))
+                 if models != len(names) + self.replaced else [gr.skip()] * len(self._pickers))
         switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
                     if running != (p.running, mine) else (gr.skip(),) * 3)
-        return (status_text(p), curve(p), epochs_frame(p), *switches, (len(names), (p.running, mine)), *lists)
+        if shown == p.version:
+            drawn = (gr.skip(),) * 3
+        else:
+            figure, table = self._drawing(p)
+            drawn = (status_text(p), figure, table)
+        if page is not None:
+            with self._polls_lock:
+                self._polls[page] = (self._polls[page][0], p.version)
+        return (*drawn, *switches, (len(names) + self.replaced, (p.running, mine)), *lists)
+
+    def _last_poll(self, page: str | None) -> int | None:
+        """The progress version this page was last sent (-1: none), or None when it asks too soon; notes the call.
+        Direct calls (no request: tests, the notebook) are always answered in full."""
+        if page is None:
+            return -1
+        now = time.monotonic()
+        with self._polls_lock:
+            last, version = self._polls.get(page, (float("-inf"), -1))
+            if now - last < MIN_POLL_S:
+                return None
+            if len(self._polls) >= 2 * limits.MAX_SESSIONS:  # forget pages that stopped asking
+                for key in [k for k, (t, _) in self._polls.items() if now - t > 60 * POLL_S]:
+                    del self._polls[key]
+                if len(self._polls) >= 2 * limits.MAX_SESSIONS:
+                    self._polls.clear()
+            self._polls[page] = (now, version)
+            return version
+
+    def _drawing(self, p: Progress):
+        """The loss figure and the epochs' table of progress version `p.version`, built once for every page."""
+        drawn = self._drawn
+        if drawn is None or drawn[0] != p.version:
+            drawn = self._drawn = (p.version, curve(p), epochs_frame(p))
+        return drawn[1], drawn[2]
 
     def _join(self, job: Job, folder: Path) -> str:
         """Load the trained folder as the other models were loaded and offer it in every model list."""
@@ -229,11 +314,20 @@ class FineTuneTab:
         explorer = load(folder, device=base.device, max_tokens=base.max_tokens, name=job.name,
                         cache_mb=self.settings.cache_mb, cache_dtype=base.cache_dtype)
         explorer.warm_up()  # here, on the training's thread, not at the first visitor's input
+        oldest = next(iter(self.folders)) if len(self.folders) >= MAX_TRAINED else None
+        if oldest is None:
+            self.page.models.add(job.name, explorer)
+        else:  # its folder stays in the cache (`--model` offers it again); its weights leave the memory
+            self.page.models.replace(oldest, job.name, explorer, replaced_words(oldest, job.name))
+            del self.folders[oldest]
+            self.replaced += 1
+            log.info("fine-tuned model %s replaced %s (the server keeps %d)", job.name, oldest, MAX_TRAINED)
         self.folders[job.name] = folder
-        self.page.models.add(job.name, explorer)
         for picker in self._pickers:  # the server's copy: what the page may send from now on
             picker.choices = [(n, n) for n in self.page.models.names]
-        return job.name
+        if oldest is not None:
+            release_freed_memory()
+        return job.name, oldest
 
     def _new_name(self, data: str) -> str:
         stem = f"{data} fine-tuned {time.strftime('%H:%M')}"
@@ -278,6 +372,12 @@ def _default_base(page: TabPage) -> str:
     untrained = [n for n in names if page.models.explorers[n].task is None]
     default = default_model_name()
     return default if default in untrained else (untrained or names)[0]
+
+
+def client_address(request: gr.Request | None) -> str | None:
+    """The client address of a request (the connection's, or a trusted proxy's X-Forwarded-For), None if unknown."""
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None) or (client.get("host") if isinstance(client, dict) else None)
 
 
 def _slug(name: str) -> str:
