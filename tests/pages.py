@@ -27,12 +27,17 @@ class AppPage:
 
     @contextlib.contextmanager
     def on_a_phone(self):
-        """The page at 390 x 844 for the `with` block, then back at 1280 x 720."""
+        """The page at 390 x 844 for the `with` block, then back at 1280 x 720 once the tab bar shows again the tabs
+        it showed before (gradio moves tabs out of its "More tabs" menu a moment after a resize: a tab looked for at
+        once could be in neither place)."""
+        shown_tabs = "() => document.querySelectorAll('#tabs [role=tab]').length"
+        before = self.page.evaluate(shown_tabs)
         self.page.set_viewport_size({"width": 390, "height": 844})
         try:
             yield self.page
         finally:
             self.page.set_viewport_size({"width": 1280, "height": 720})
+            self.page.wait_for_function(f"n => ({shown_tabs})() >= n", arg=before)
 
     def views_drawn(self, view: str = "lines", contains: str = "") -> str:
         # One check that also gives the value: a new payload remounts the view, so a second look may find none.
