@@ -999,3 +999,55 @@ def test_a_large_server_function_answer_gives_its_memory_back():
     for size in (1000, 2 * MIB):
         asyncio.run(call())
     assert released == [2 * MIB]
+
+
+def test_a_page_polling_the_training_without_pause_is_refused_before_gradio():
+    """8 threads polling finetune_progress at 37 calls/s slowed everyone's analyses tenfold: every call, even one
+    answered "nothing new", cost gradio's handling. Beyond a burst of 4, two a second per session; the rest 429."""
+    from bertviz_app.app.server.polls import PollRate
+
+    now, reached = [0.0], []
+
+    async def gradio(scope, receive, send):
+        reached.append(json.loads((await receive())["body"]))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    rate = PollRate(gradio, polls=lambda: {7}, clock=lambda: now[0])
+
+    def call(fn_index: int, session: str = "s") -> int:
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": json.dumps({"fn_index": fn_index, "session_hash": session,
+                                                                "data": []}).encode(), "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/gradio_api/run/predict", "headers": []}
+        asyncio.run(rate(scope, receive, send))
+        return sent[0]["status"]
+
+    assert [call(7) for _ in range(6)] == [200] * 4 + [429] * 2  # a burst of 4 at one instant
+    assert call(7, "another page") == 200 and call(3) == 200  # other pages, and other events, are not counted
+    now[0] += 1.0
+    assert [call(7) for _ in range(3)] == [200, 200, 429]  # two a second
+    now[0] += 10.0
+    assert [call(7) for _ in range(5)] == [200] * 4 + [429]  # the burst refills, no further
+    assert len(reached) == 4 + 2 + 2 + 4
+
+
+def test_the_page_s_own_polls_pass_the_poll_rate(served):
+    """The timer's poll, once a second from one page, is never refused."""
+    url, demo = served
+    poll = next(i for i, fn in demo.fns.items() if fn.api_name == "finetune_progress")
+    with httpx.Client(base_url=url) as page:
+        for _ in range(4):
+            answer = page.post("gradio_api/run/predict", json={"fn_index": poll, "data": [None],
+                                                               "session_hash": "timer"})
+            assert answer.status_code == 200, answer.text
+            time.sleep(0.5)
+        fast = [page.post("gradio_api/run/predict", json={"fn_index": poll, "data": [None],
+                                                          "session_hash": "flood"}).status_code for _ in range(12)]
+    assert fast.count(429) >= 6 and "too often" not in str(fast)

@@ -295,3 +295,8 @@ def events(demo: gr.Blocks) -> tuple[set[int], set[int], set[str]]:
     backend = {i for i, fn in demo.fns.items() if fn.fn is not None}
     names = {fn.api_name for fn in demo.fns.values() if isinstance(fn.api_name, str)}
     return backend, set(demo.fns) - backend, names
+
+
+def events_named(demo: gr.Blocks, names: tuple[str, ...]) -> set[int]:
+    """The numbers of the events whose API name is one of `names`."""
+    return {i for i, fn in demo.fns.items() if fn.api_name in names}

@@ -38,7 +38,7 @@ from starlette.middleware import Middleware
 from ... import limits, views
 from ...catalog import ASSETS
 from ...explorer import release_freed_memory
-from . import gradio_internals, guards
+from . import gradio_internals, guards, polls
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -106,7 +106,9 @@ def middleware(demo: gr.Blocks, max_body_bytes: int, auth: bool) -> list[Middlew
                                session_exists=lambda session: gradio_internals.session_exists(demo, session),
                                release=release_freed_memory),
                     Middleware(guards.CallErrors),
-                    Middleware(guards.EventCalls, events=functools.partial(gradio_internals.events, demo))]
+                    Middleware(guards.EventCalls, events=functools.partial(gradio_internals.events, demo)),
+                    Middleware(polls.PollRate, polls=functools.partial(gradio_internals.events_named, demo,
+                                                                       ("finetune_progress", "_finetune_progress")))]
 
 
 @contextlib.contextmanager
