@@ -326,8 +326,10 @@ def progress_polling(url, cookies, config, args) -> list[tuple[str, str]]:
     def poll(n: int):
         page = Visitor(url, cookies, config)
         while not stop.is_set():
-            data = unqueued(page, "finetune_progress", [None]).get("data")
-            kind = ("error" if data is None else "figure sent" if isinstance(data[1], dict) and "plot" in data[1]
+            answer = unqueued(page, "finetune_progress", [None])
+            data = answer.get("data")
+            kind = ("refused before gradio (429)" if "too often" in str(answer.get("error")) else "error"
+                    if data is None else "figure sent" if isinstance(data[1], dict) and "plot" in data[1]
                     else "nothing new (skipped)")
             with lock:
                 answers[kind] = answers.get(kind, 0) + 1
