@@ -8,8 +8,8 @@ import { createCache } from "../../bertviz_app/views/js/data.mjs";
 import { decodePayload } from "../../bertviz_app/views/js/decode.mjs";
 import { constrain } from "../../bertviz_app/views/js/selection.mjs";
 import { createSvgContext } from "../../bertviz_app/views/js/svg.mjs";
-import { attentionLUT, largestLabel, PROJECTOR_CLASS, setTheme, STORAGE_KEY, storedTheme, themeOf,
-  THEMES } from "../../bertviz_app/views/js/theme.mjs";
+import { attentionLUT, largestLabel, PROJECTOR_CLASS, restoreTheme, setTheme, STORAGE_KEY, storedTheme, themeOf,
+  THEMES, toggleTheme } from "../../bertviz_app/views/js/theme.mjs";
 import * as lines from "../../bertviz_app/views/js/view-lines.mjs";
 import * as matrix from "../../bertviz_app/views/js/view-matrix.mjs";
 import * as overview from "../../bertviz_app/views/js/view-overview.mjs";
@@ -120,4 +120,20 @@ test("setTheme: a class on the page, remembered in storage, and a resize that la
   const refusing = { getItem() { throw new Error("denied"); }, setItem() { throw new Error("denied"); } };
   assert.equal(storedTheme(refusing), "default");
   assert.equal(setTheme(doc, true, refusing), true); // on for this page, only not remembered
+});
+
+test("a host's button: the start restores the stored theme and marks the button; a press switches and remembers", () => {
+  const classes = new Set();
+  const doc = { body: { classList: { toggle: (c, on) => (on ? classes.add(c) : classes.delete(c)),
+    contains: (c) => classes.has(c) } }, defaultView: { dispatchEvent() {} } };
+  const pressed = {};
+  const button = { setAttribute: (k, v) => { pressed[k] = v; } };
+  const store = new Map([[STORAGE_KEY, "projector"]]);
+  const storage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v) };
+  assert.equal(restoreTheme(doc, button, storage), true);
+  assert.ok(classes.has(PROJECTOR_CLASS) && pressed["aria-pressed"] === "true");
+  assert.equal(toggleTheme(doc, button, storage), false);
+  assert.ok(!classes.has(PROJECTOR_CLASS) && pressed["aria-pressed"] === "false");
+  assert.equal(store.get(STORAGE_KEY), "default");
+  assert.equal(restoreTheme(doc, null, storage), false); // a page without the button still starts
 });
