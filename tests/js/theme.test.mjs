@@ -63,7 +63,7 @@ test("lines: the projector theme paints larger labels and wider lines that never
   assert.ok(Math.min(...sizes(projector)) > Math.max(...sizes(plain)));
 });
 
-test("matrix: the projector's ramp is darker at every weight and its labels larger; its bitmap is its own", async () => {
+test("matrix: the projector's ramp is darker at every weight, its labels larger; its bitmap its own", async () => {
   const data = await fixture();
   const plain = matrix.layout(data, state(data), size(700, 500));
   const projector = matrix.layout(data, state(data), size(700, 500, "projector"));
@@ -122,7 +122,7 @@ test("setTheme: a class on the page, remembered in storage, and a resize that la
   assert.equal(setTheme(doc, true, refusing), true); // on for this page, only not remembered
 });
 
-test("a host's button: the start restores the stored theme and marks the button; a press switches and remembers", () => {
+test("a host's button: the start restores the stored theme and marks it; a press switches and remembers", () => {
   const classes = new Set();
   const doc = { body: { classList: { toggle: (c, on) => (on ? classes.add(c) : classes.delete(c)),
     contains: (c) => classes.has(c) } }, defaultView: { dispatchEvent() {} } };
