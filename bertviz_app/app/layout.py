@@ -86,8 +86,12 @@ LESSON_START = """
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   if (window.BertvizViews && !window.bvLessons) window.bvLessons = window.BertvizViews.appLessons(document);
+  // the projector theme this browser chose last (theme.mjs remembers it)
+  if (window.BertvizViews) window.BertvizViews.theme.restoreTheme(document, document.querySelector("#projector-theme"));
 })();
 """
+THEME_JS = """() => { if (window.BertvizViews) {
+  window.BertvizViews.theme.toggleTheme(document, document.querySelector("#projector-theme")); } }"""
 KEYS_JS = """() => { const row = document.querySelector("#title-row");
   if (row && window.BertvizViews) window.BertvizViews.showKeys(row); }"""
 LESSON_JS = """() => {
@@ -177,6 +181,7 @@ class InputArea:
                     apply_default_css=False)
             self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
             self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
+            self.theme = gr.Button("Projector", size="sm", scale=0, min_width=0, elem_id="projector-theme")
             self.lesson = gr.Button("Lesson", size="sm", scale=0, min_width=80, elem_id="lesson")
             self.keys = gr.Button("Keys", size="sm", scale=0, min_width=60, elem_id="keys")
         # A box takes twice what the server reads: a paste the browser cut at the limit was analyzed silently cut;
@@ -326,6 +331,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         example = inputs.example.input(inputs.pick_example, [inputs.example], [inputs.sentence_a, inputs.sentence_b],
                                        **api("pick_example", False), queue=False)
         inputs.presenter.click(None, js=PRESENTER_JS)
+        inputs.theme.click(None, js=THEME_JS)
         inputs.lesson.click(None, js=LESSON_JS)
         inputs.keys.click(None, js=KEYS_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.

@@ -404,6 +404,9 @@ export function start(doc = document) {
   const lessons = manifest.lessons || [];
   $("lesson-open").hidden = !lessons.length;
   $("keys").addEventListener("click", () => window.BertvizViews.showKeys($("input-row"), doc));
+  window.BertvizViews.theme.restoreTheme(doc, $("projector-theme"));
+  $("projector-theme").addEventListener("click",
+    () => window.BertvizViews.theme.toggleTheme(doc, $("projector-theme")));
   $("lesson-open").addEventListener("click", () => openLesson(lessonCtx, lessons[0], 1)
     .catch((error) => { $("input-error").textContent = error.message || String(error); }));
   const first = opened.lesson !== undefined

@@ -12,11 +12,12 @@ const FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif'
  * The token labels' type for rows (or cells) `pitch` pixels apart: LABEL_FONT_PX, grown with the rows up to
  * `largest` px (a host's presenter mode asks for more, through the CSS variable --bv-label-max; by default the type
  * never grows); rows of FIT_LABEL_PX + 3 to LABEL_PITCH pixels get the type that fits them, so that each keeps its
- * label. { px, pitch: the smallest row that carries such a label, font, bold }.
+ * label. { px, pitch: the smallest row that carries such a label, font, bold }. `smallest` replaces LABEL_FONT_PX
+ * where a theme asks for larger type (the projector's): rows that carry it get at least that.
  */
-export function labelType(pitch, largest = LABEL_FONT_PX) {
+export function labelType(pitch, largest = LABEL_FONT_PX, smallest = LABEL_FONT_PX) {
   const fits = Math.floor(pitch) - 3;
-  const px = fits >= FIT_LABEL_PX && fits < LABEL_FONT_PX ? fits : Math.max(LABEL_FONT_PX, Math.min(largest, fits));
+  const px = fits >= FIT_LABEL_PX && fits < smallest ? fits : Math.max(smallest, Math.min(largest, fits));
   return { px, pitch: px + 3, font: `${px}px ${FAMILY}`, bold: `bold ${px}px ${FAMILY}` };
 }
 

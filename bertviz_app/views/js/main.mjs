@@ -60,6 +60,7 @@ import { startAppLessons } from "./lesson-app.mjs";
 import { VIEW_NAMES, VIEWS } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
+import * as themes from "./theme.mjs";
 import { mountView } from "./view-shell.mjs";
 
 const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
@@ -241,6 +242,9 @@ export const decode = decodePayload;
 
 /** The permalink's reader and writer (permalink.mjs), for a host's own address: the static page's. */
 export const permalink = links;
+
+/** Themes (theme.mjs): the projector theme's switch and memory, for either host's button. */
+export const theme = themes;
 
 /** Lessons (lesson.mjs): reading a lesson file, recording a step, the player both hosts drive. */
 export const lesson = lessons;

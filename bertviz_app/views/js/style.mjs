@@ -83,6 +83,11 @@ export const CSS = `
   .bv-root .bv-finder .bv-narrow { display: inline; }
   .bv-root .bv-finder-list button { padding: 2px 6px; font-size: 14px; }
 }
+/* The projector theme (theme.mjs): the views read --bv-theme for their drawing; the text around it goes black. */
+.bv-projector .bv-root { --bv-theme: projector; }
+.bv-projector .bv-root .bv-subtitle, .bv-projector .bv-root .bv-caption, .bv-projector .bv-root .bv-muted,
+.bv-projector .bv-root .bv-field > span { color: #000; }
+.bv-projector .bv-root .bv-surface { border-color: #6e7781; }
 .bv-root .bv-error { padding: 10px; border: 1px solid #d62728; color: #8b1a1a; }
 .bv-root [hidden] { display: none !important; }
 `;

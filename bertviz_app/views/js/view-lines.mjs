@@ -6,6 +6,7 @@ import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
 import { LABEL_FONT_PX, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
 import { formatWeight, headColor, SELECTED_COLOR, weightIndex } from "./scale.mjs";
+import { largestLabel, THEMES } from "./theme.mjs";
 
 export const NAME = "lines";
 export const LABEL = "Attention lines between tokens";
@@ -41,9 +42,10 @@ export function layout(data, state, size) {
     for (const label of units.labels) w = Math.max(w, size.measure(BOLD, truncate(label, MAX_LABEL_CHARS)));
     return w;
   });
-  const largest = size.labelMax ?? LABEL_FONT_PX;
+  const theme = size.theme || THEMES.default;
+  const largest = largestLabel(size);
   const pitch = pitchFor(n, size.maxHeight - TOP - PAD, state.zoom, { min: 1, max: Math.max(26, largest + 3) });
-  const type = labelType(pitch, largest);
+  const type = labelType(pitch, largest, theme.labelMin);
   const labelW = Math.ceil((labelW15 * type.px) / LABEL_FONT_PX);
   const side = PAD + labelW + GUTTER; // a label column and its margins
   const gap = Math.max(MIN_GAP, Math.min(MAX_GAP, size.width - 2 * side));
@@ -59,7 +61,7 @@ export function layout(data, state, size) {
     if (index >= 0) locked = { side: where, index };
   }
   return {
-    shown, state, heads: payload.heads, n, pitch, type, labelW, width, height, x0, xL, xR, locked,
+    shown, state, heads: payload.heads, n, pitch, type, labelW, width, height, x0, xL, xR, locked, theme,
     boxHeight: Math.min(height, size.maxHeight),
     caption: describe(state, shown, payload),
     drawn: drawnKey(state),
@@ -84,6 +86,7 @@ const rowY = (layout, index) => TOP + (index + 0.5) * layout.pitch;
 
 export function paint(ctx, layout, v, focus) {
   const { shown, state, pitch, xL, xR } = layout;
+  const theme = layout.theme || THEMES.default;
   const { rows, cols } = shown.axes;
   const act = focus.active;
   const [r0, r1] = visibleRange(v.y, v.height, TOP, pitch, Math.max(rows.length, cols.length));
@@ -112,10 +115,10 @@ export function paint(ctx, layout, v, focus) {
       }
     }
     ctx.strokeStyle = lineColor(state, block);
-    ctx.lineWidth = act ? 2.5 : 2;
+    ctx.lineWidth = act ? theme.activeLineWidth : theme.lineWidth;
     buckets.forEach((ys, k) => {
       if (!ys.length) return;
-      ctx.globalAlpha = Math.max(0.1, (k + 0.5) / 16);
+      ctx.globalAlpha = Math.max(theme.alphaFloor, (k + 0.5) / 16); // a projector loses the faintest lines
       ctx.beginPath();
       for (let i = 0; i < ys.length; i += 2) { ctx.moveTo(xL, ys[i]); ctx.lineTo(xR, ys[i + 1]); }
       ctx.stroke();
@@ -183,7 +186,7 @@ function paintLabels(ctx, layout, r0, r1, act, locked) {
         ctx.globalAlpha = 1;
       }
       ctx.font = isActive ? type.bold : type.font;
-      ctx.fillStyle = units.special[unit] ? "#6b6b6b" : "#111";
+      ctx.fillStyle = units.special[unit] ? (layout.theme || THEMES.default).special : "#111";
       ctx.textAlign = side === "left" ? "right" : "left";
       ctx.fillText(text, side === "left" ? xL - GUTTER : xR + GUTTER, y);
       if (w >= 0.01 && pitch >= type.pitch - 1) {

@@ -5,8 +5,8 @@
 import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
 import { FIT_LABEL_PX, LABEL_FONT_PX, LABEL_PITCH, labelType, thinLabels, truncate, visibleRange } from "./layout.mjs";
-import { ATTENTION_STOPS, BOUNDARY_COLOR, formatShare, formatWeight, makeLUT, paintValues,
-  SELECTED_COLOR } from "./scale.mjs";
+import { BOUNDARY_COLOR, formatShare, formatWeight, paintValues, SELECTED_COLOR } from "./scale.mjs";
+import { attentionLUT, largestLabel, THEMES } from "./theme.mjs";
 
 export const NAME = "matrix";
 export const LABEL = "Attention matrix";
@@ -16,7 +16,6 @@ const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-se
 const PAD = 8;
 const MAX_LABEL_CHARS = 14;
 const MAX_CELL = 32;
-const LUT = makeLUT(ATTENTION_STOPS);
 
 /** Layout of the heatmap for a selection state in a box: cell size, label bands, and its bitmap (one pixel a cell). */
 export function layout(data, state, size) {
@@ -33,11 +32,12 @@ export function layout(data, state, size) {
     const band = Math.ceil((labelW * px) / LABEL_FONT_PX) + 14;
     return [band, Math.min(MAX_CELL, (size.width - band - PAD) / nc, (size.maxHeight - band - PAD) / nr)];
   };
-  const largest = size.labelMax ?? LABEL_FONT_PX;
+  const theme = size.theme || THEMES.default;
+  const largest = largestLabel(size);
   // Cells short of LABEL_PITCH: the smaller type's narrower bands may leave cells that carry it, every label kept.
   const small = fitFor(FIT_LABEL_PX)[1];
   const seed = fitFor(LABEL_FONT_PX)[1] < LABEL_PITCH && small >= FIT_LABEL_PX + 3 ? small : fitFor(LABEL_FONT_PX)[1];
-  const type = labelType(fitFor(labelType(seed, largest).px)[1], largest);
+  const type = labelType(fitFor(labelType(seed, largest, theme.labelMin).px)[1], largest, theme.labelMin);
   const [band, fit] = fitFor(type.px);
   const left = band, top = band;
   const cell = state.zoom === "labels" ? Math.max(fit, type.pitch)
@@ -45,15 +45,16 @@ export function layout(data, state, size) {
   const width = left + nc * cell + PAD, height = top + nr * cell + PAD;
   // One bitmap pixel per cell, kept with the block: the canvas scales it, so zooming and scrolling never rebuild it.
   const pixels = cache.get(`matrix-pixels|${state.matrix}|${state.layer}|${state.head}|${state.units}|`
-    + `${state.segments}|${state.hideSpecial}|${state.renormalize}|${state.scale}`, () => {
+    + `${state.segments}|${state.hideSpecial}|${state.renormalize}|${state.scale}|${theme.name}`, () => {
     const data = new Uint8ClampedArray(cols.length * rows.length * 4);
-    if (rows.length && cols.length) paintValues(data, block.values, LUT, state.scale);
+    if (rows.length && cols.length) paintValues(data, block.values, attentionLUT(theme), state.scale);
     return { width: cols.length, height: rows.length, data };
   });
-  return { shown, block, state, left, top, cell, type, nr, nc, width, height, pixels,
+  return { shown, block, state, left, top, cell, type, nr, nc, width, height, pixels, theme,
     key: keyLayout(left, top, cell, type, state.scale, size.measure),
     boxHeight: Math.min(height, size.maxHeight), locked: selectedIndex(shown, state),
-    caption: describe(state, shown, payload), drawn: drawnKey(state), geometry: { left, top, cell, labelPx: type.px } };
+    caption: describe(state, shown, payload), drawn: drawnKey(state),
+    geometry: { left, top, cell, labelPx: type.px } };
 }
 
 export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
@@ -131,7 +132,7 @@ function paintLabels(ctx, layout, v, hover) {
     const y = top + (r + 0.5) * cell - v.y;
     if (y < top) continue;
     ctx.font = rowPriority.includes(r) ? type.bold : type.font;
-    ctx.fillStyle = units.special[rows[r]] ? "#6b6b6b" : "#111";
+    ctx.fillStyle = units.special[rows[r]] ? layout.theme.special : "#111";
     ctx.textAlign = "right";
     ctx.fillText(truncate(units.labels[rows[r]], MAX_LABEL_CHARS), left - 8, y);
     if (block.flagged[r]) {
@@ -151,12 +152,12 @@ function paintLabels(ctx, layout, v, hover) {
     ctx.translate(x, top - 8);
     ctx.rotate(-Math.PI / 2);
     ctx.font = colPriority.includes(c) ? type.bold : type.font;
-    ctx.fillStyle = units.special[cols[c]] ? "#6b6b6b" : "#111";
+    ctx.fillStyle = units.special[cols[c]] ? layout.theme.special : "#111";
     ctx.textAlign = "left";
     ctx.fillText(truncate(units.labels[cols[c]], MAX_LABEL_CHARS), 0, 0);
     ctx.restore();
   }
-  paintKey(ctx, layout.key);
+  paintKey(ctx, layout.key, attentionLUT(layout.theme));
   return rowLabels.length + colLabels.length;
 }
 
@@ -179,7 +180,7 @@ export function keyLayout(left, top, cell, type, scale, measure) {
     rect: { x, y, width: Math.max(w, ...lines.map((line) => measure(SMALL, line))), height: bottom - y } };
 }
 
-function paintKey(ctx, key) {
+function paintKey(ctx, key, LUT) {
   if (!key) return;
   const { x, y, w, h, scale } = key;
   const stops = 32;

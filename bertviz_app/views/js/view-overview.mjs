@@ -11,28 +11,35 @@
 
 import { headStatistics, poolMax } from "./data.mjs";
 import { el } from "./dom.mjs";
-import { ATTENTION_STOPS, formatNumber, formatShare, makeLUT, SELECTED_COLOR, weightIndex } from "./scale.mjs";
+import { formatNumber, formatShare, SELECTED_COLOR, weightIndex } from "./scale.mjs";
+import { attentionLUT, THEMES } from "./theme.mjs";
 import { isPicked, toggleHeads } from "./selection.mjs";
 
 export const NAME = "overview";
 export const LABEL = "Every head of every layer. Arrow keys move between heads, Enter opens one (or, while picking "
   + "heads to silence, picks it).";
-const FONT = `14px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
-const BOLD = `bold ${FONT}`;
-const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
-const LEFT = 64; // "layer 11"
-const TOP = 24; // head numbers
+const FAMILY = `system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
 const GAP = 8;
-const CAPTION = 16; // the behavior label under each tile
 const MIN_TILE = 44, MAX_TILE = 104;
-const LUT = makeLUT(ATTENTION_STOPS);
+
+/**
+ * The bands around the tiles for a theme's type: left holds "layer 11", top the head numbers, tag the behavior
+ * label under each tile; all grow with the type (the projector's).
+ */
+export function frameFor(theme = THEMES.default) {
+  const k = theme.axisPx / 14;
+  return { left: Math.ceil(64 * k), top: Math.ceil(24 * k), tag: theme.tagPx + 4,
+    font: `${theme.axisPx}px ${FAMILY}`, bold: `bold ${theme.axisPx}px ${FAMILY}`,
+    small: `${theme.tagPx}px ${FAMILY}` };
+}
 const SHORT = { "[CLS]": "[CLS]", "[SEP]": "[SEP]", self: "self", "previous token": "prev", "next token": "next" };
 
 /**
  * Every head pooled to size x size (largest code per block) in one atlas canvas, heads along x, layers along y.
  * Built once per payload and color scale: it reads every code of every head, which at 512 tokens is 19 M bytes.
  */
-export function buildAtlas(payload, scale) {
+export function buildAtlas(payload, scale, theme = THEMES.default) {
+  const LUT = attentionLUT(theme);
   const T = payload.length, L = payload.layers, H = payload.heads;
   const size = Math.min(T, 64);
   const set = payload.sets.attention;
@@ -147,6 +154,7 @@ const countHeads = (n) => `${n} head${n === 1 ? "" : "s"}`;
 
 /** Where a tile is in the picture: [x, y] of its top-left corner. */
 export function tileOrigin(layout, layer, head) {
+  const { left: LEFT, top: TOP, tag: CAPTION } = layout.frame;
   return [LEFT + GAP + head * (layout.tile + GAP), TOP + layer * (layout.tile + CAPTION + GAP)];
 }
 
@@ -154,17 +162,20 @@ export function tileOrigin(layout, layer, head) {
 export function layout(data, state, size) {
   const { payload, cache } = data;
   const H = payload.heads, L = payload.layers;
+  const theme = size.theme || THEMES.default;
+  const frame = frameFor(theme);
+  const { left: LEFT, top: TOP, tag: CAPTION } = frame;
   const tile = Math.max(MIN_TILE, Math.min(MAX_TILE, Math.floor((size.width - LEFT - GAP) / H - GAP)));
   const width = LEFT + H * (tile + GAP) + GAP;
   const height = TOP + L * (tile + CAPTION + GAP) + GAP;
   // Built once per payload and color scale: it reads every code of every head.
-  const atlas = cache.get(`atlas|${state.scale}`, () => buildAtlas(payload, state.scale));
+  const atlas = cache.get(`atlas|${state.scale}|${theme.name}`, () => buildAtlas(payload, state.scale, theme));
   return {
-    payload, state, tile, width, height, atlas, silence: Boolean(data.silence), locked: null,
+    payload, state, tile, width, height, atlas, frame, silence: Boolean(data.silence), locked: null,
     boxHeight: Math.min(height, Math.max(size.maxHeight, 260)),
     drawn: `layer=${state.layer} head=${state.head} scale=${state.scale} silenced=`
       + state.silenced.map(([l, h]) => `${l}.${h}`).join(","),
-    geometry: { left: LEFT + GAP, top: TOP, tile, gap: GAP, rowPitch: tile + CAPTION + GAP },
+    geometry: { left: LEFT + GAP, top: TOP, tile, gap: GAP, rowPitch: tile + CAPTION + GAP, labelPx: theme.axisPx },
     caption: "Every head of every layer, each drawn as a thumbnail of its attention matrix (rows: "
       + "attending tokens, columns: attended ones; a thumbnail pixel shows the strongest weight in its patch). "
       + "The label under a tile names the head's habit when over half its attention goes one way: [CLS], [SEP], "
@@ -186,6 +197,7 @@ export function pointedAt(focus) {
 
 export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
   const { payload, state, tile, atlas } = layout;
+  const { left: LEFT, top: TOP, tag: CAPTION, font: FONT, bold: BOLD, small: SMALL } = layout.frame;
   const picking = Boolean(focus.ui?.picking);
   const size = atlas.size;
   const drawable = image(atlas.image);
@@ -263,6 +275,7 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
 /** The tile under a point, or a label: { layer, head: -1 } left of the tiles, { layer: -1, head } above them. */
 export function hit(layout, x, y, viewport = { x: 0, y: 0 }) {
   const { payload, tile } = layout;
+  const { left: LEFT, top: TOP, tag: CAPTION } = layout.frame;
   const vx = x - viewport.x, vy = y - viewport.y;
   if (vx < LEFT && vy < TOP) return null;
   const head = vx < LEFT ? -1 : Math.floor((x - LEFT - GAP / 2) / (tile + GAP));
@@ -418,6 +431,7 @@ export function statsLines(payload, state, focus, picking, canSilence) {
 function reveal(shell, t) {
   const layout = shell.layout();
   const v = shell.viewport();
+  const { left: LEFT, top: TOP, tag: CAPTION } = layout.frame;
   const [x, y] = tileOrigin(layout, Math.max(t.layer, 0), Math.max(t.head, 0));
   let { x: sx, y: sy } = v;
   if (t.head >= 0 && x - GAP < sx + LEFT) sx = x - GAP - LEFT;

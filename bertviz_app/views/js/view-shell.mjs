@@ -4,7 +4,7 @@
 //   layout(data, state, size) -> layout   what to draw where, for a selection state in a box; no DOM.
 //       data = { payload, cache, silence }   cache memoizes per payload (createCache); silence: a host offers it
 //       size = { width, maxHeight, measure(font, text) -> px, labelMax: the largest label type in px, when a host
-//       asks labels to grow with their rows (CSS --bv-label-max) }
+//       asks labels to grow with their rows (CSS --bv-label-max), theme: theme.mjs's style values (CSS --bv-theme) }
 //       The layout carries width, height (the whole picture), boxHeight (the part on screen), caption, drawn (a
 //       string a test waits for), geometry (where rows and cells are, for automation) and `locked`: the target the
 //       selection keeps (the selected token), or null. hidden: true leaves the picture out (nothing to draw yet).
@@ -27,6 +27,7 @@
 
 import { createCache } from "./data.mjs";
 import { createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
+import { themeOf } from "./theme.mjs";
 
 /** Hover-or-locked: what a view highlights. The pointer wins; without it, what was clicked. */
 export function activeTarget(hover, locked) {
@@ -115,6 +116,8 @@ export function mountView(container, view, { payload, selection, env = {} }) {
   const dpr = () => window.devicePixelRatio || 1;
   // The host's wish for larger type (presenter mode sets it in CSS): labels grow up to it when the rows have room.
   const labelMax = () => parseFloat(getComputedStyle(root).getPropertyValue("--bv-label-max")) || undefined;
+  // The host's theme (its projector switch sets --bv-theme in CSS), read with every layout as the label size is.
+  const theme = () => themeOf(getComputedStyle(root).getPropertyValue("--bv-theme"));
 
   const shell = {
     root, ui, selection, payload, env,
@@ -168,7 +171,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     const reserve = extra?.reserve ? extra.reserve() : 0;
     const width = (root.clientWidth || 600) - (beside ? CAPTION_WIDTH + CAPTION_GAP : 0) - BOX_BORDER;
     return { width, maxHeight: (env.maxHeight ? env.maxHeight({ beside }) : 600) - reserve - BOX_BORDER,
-      measure: measureText, labelMax: labelMax() };
+      measure: measureText, labelMax: labelMax(), theme: theme() };
   }
 
   function update(state) {
