@@ -179,13 +179,32 @@ def confusion(p: Progress):
     if not matrix:
         return None
     return confusion_matrix_figure(matrix["matrix"], [str(label) for label in matrix["labels"]],
-                                   title="Held-out: gold label (rows) predicted as (columns)")
+                                   title="Held-out: gold × predicted")
 
 
 def curve(p: Progress):
     if not p.steps:
         return None
     return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None)
+
+
+# The loss curve and the confusion matrix take their box's width when drawn (autosize), but plotly keeps that width
+# when the window narrows (a phone turned, a resized window): the curve's right edge and legend were cut. Redrawn at
+# the box's width on every resize; the tables' cells wrap at words and shrink on a phone (assets/app.css).
+FIT_PLOTS_JS = """() => {
+  if (window.bvFitFinetune) return;
+  window.bvFitFinetune = true;
+  let pending = false;
+  window.addEventListener("resize", () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      document.querySelectorAll("#finetune-curve .js-plotly-plot, #finetune-confusion .js-plotly-plot")
+        .forEach((plot) => plot.isConnected && window.Plotly && window.Plotly.Plots.resize(plot));
+    });
+  });
+}"""
 
 
 # --- the tab -------------------------------------------------------------------------------------------------------
@@ -447,6 +466,7 @@ class FineTuneTab:
         if self.settings.enabled:
             demo.load(self.poll, [self.seen], self._poll_outputs(),
                       **api("finetune_progress_load", False), queue=False, show_progress="hidden")
+            demo.load(None, js=FIT_PLOTS_JS)
 
 
 def _default_base(page: TabPage) -> str:
