@@ -348,3 +348,21 @@ def test_small_probabilities_get_bars_one_can_see():
     assert 0.054 < top <= 0.1  # the best answer's bar spans most of the panel, its label beside it
     sure = figures.fill_mask_figure([[("days", 0.99)]])
     assert sure.layout.xaxis.range[1] >= 0.99
+
+
+def test_the_confusion_matrix_counts_gold_down_the_rows_and_predictions_across():
+    from bertviz_app.figures.training import confusion_matrix_figure
+
+    # 3 negatives (one called positive), 4 positives, 1 held-out "<b>neutral" the training never showed
+    matrix = [[2, 1, 0], [0, 4, 0], [1, 0, 0]]
+    fig = confusion_matrix_figure(matrix, ["negative", "positive", "<b>neutral"])
+    go.Figure(fig.to_dict())  # valid plotly: the builder skips validation
+    heat = fig.data[0]
+    assert heat.z.tolist() == matrix and heat.text.tolist() == [["2", "1", "0"], ["0", "4", "0"], ["1", "0", "0"]]
+    assert heat.texttemplate == "%{text}" and heat.zmin == 0 and heat.zmax == 4
+    assert fig.layout.yaxis.title.text == "gold label" and fig.layout.xaxis.title.text == "predicted label"
+    assert list(fig.layout.yaxis.ticktext) == ["negative", "positive", "&lt;b&gt;neutral"]  # shown literally
+    assert tuple(fig.layout.yaxis.range) == (2.5, -0.5)  # the first label on top, as a table reads
+    assert heat.customdata[1][0].tolist() == ["positive", "negative"]  # the hover names gold, then predicted
+    with pytest.raises(ValueError):
+        confusion_matrix_figure([[1, 2], [3, 4]], ["one", "two", "three"])

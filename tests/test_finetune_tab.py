@@ -88,7 +88,8 @@ def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
     assert tab.page.models.get(name).forward_passes == 2  # batched like the operator's models
     # the curve: one point per step (36 training sentences in batches of 8, two epochs), epoch lines at 5
     assert p.steps == list(range(1, 11)) and p.steps_per_epoch == 5 and len(p.losses) == 10
-    status, figure, table, start, cancel, timer, seen, *lists = tab.poll((1, (True, True)))
+    status, figure, table, classes, matrix, text, button, start, cancel, timer, seen, *lists = tab.poll(
+        (1, (True, True)))
     assert "joined the model list" in status and "held-out accuracy" in status
     assert list(figure.data[0].x) == p.steps
     assert list(table["epoch"]) == ["before training", "1", "2"] and "held-out accuracy" in table
@@ -102,17 +103,74 @@ def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
     assert set(bars) == {"positive", "negative"} and "according to" in message
     # nothing changed since: the lists and switches are not sent again
     again = tab.poll(seen)
-    assert all(isinstance(u, type(gr.skip())) for u in again[3:6] + again[7:])
+    assert all(isinstance(u, type(gr.skip())) for u in again[7:10] + again[11:])
 
 
 def test_a_held_out_tag_the_training_never_shows_trains_and_is_counted_wrong(tab):
     p = run(tab, "rare.conll", epochs=1)
     assert p.state == "done", p.message
     assert p.unseen["count"] == 1 and p.unseen["labels"] == {"SYM": 1} and p.unseen["of"] == 7
-    status = tab.poll(None)[0]
+    status, _, _, classes, matrix = tab.poll(None)[:5]
+    assert classes["visible"] is False and matrix["visible"] is False  # per class: sentence classification only
     assert "1 of 7 held-out words carry a label the training data never shows (SYM): the model cannot predict " \
            "them, and the score counts them as wrong" in status
     assert p.best["accuracy"] <= 6 / 7  # the word tagged SYM is never right
+
+
+def _refusal(tab: FineTuneTab, text) -> str:
+    """What the page shows in place of the answer when the try box refuses `text`: the handler fails without a toast
+    (API clients read an error), and its failure step says why."""
+    with pytest.raises(gr.Error) as refused:
+        tab.try_sentence(text)
+    assert refused.value.visible is False  # no red "Error" pill on the page
+    return tab.try_refused()
+
+
+def test_a_finished_classifier_shows_precision_recall_per_class_and_its_confusion_matrix(tab):
+    before = tab.poll(None)
+    assert before[3]["visible"] is False and before[4]["visible"] is False
+    assert before[5]["interactive"] is False and before[6]["interactive"] is False  # the try box: no model yet
+    p = run(tab, "reviews.csv")
+    assert p.state == "done", p.message
+    status, _, _, classes, matrix, text, button = tab.poll(None)[:7]
+    frame = classes["value"]
+    assert classes["visible"] and list(frame.columns) == ["class", "precision", "recall", "examples"]
+    per_class = p.best["per_class"]
+    assert list(frame["class"]) == list(per_class) == ["negative", "positive"]
+    for row in frame.itertuples():
+        for key in ("precision", "recall"):
+            value = per_class[row[1]][key]
+            assert getattr(row, key) == ("" if value is None else f"{value:.3f}")
+        assert row.examples == str(per_class[row[1]]["support"])
+    # the held-out sentences, counted once each: gold down the rows, predicted across
+    figure = matrix["value"]
+    heat = figure.data[0]
+    assert matrix["visible"] and heat.type == "heatmap"
+    assert heat.z.tolist() == p.best["confusion"]["matrix"] and heat.z.sum() == sum(
+        s["support"] for s in per_class.values())
+    assert list(figure.layout.yaxis.ticktext) == ["negative", "positive"] == list(figure.layout.xaxis.ticktext)
+    assert figure.layout.yaxis.title.text == "gold label" and figure.layout.xaxis.title.text == "predicted label"
+    assert text["interactive"] and button["interactive"]
+
+
+def test_the_try_box_answers_with_the_new_model_and_refuses_in_one_sentence(tab):
+    assert _refusal(tab, "a good film").startswith("No model has been fine-tuned here yet")
+    p = run(tab, "reviews.csv")
+    assert p.state == "done", p.message
+    answer = tab.try_sentence("a good film")
+    explorer = tab.page.models.get(p.model)
+    predicted = explorer.predict("a good film")
+    assert answer.startswith(f"**{predicted.label}** (") and f"according to {p.model}" in answer
+    assert _refusal(tab, "") == "Type a sentence first, then press Predict."
+    assert _refusal(tab, "   ") == "Type a sentence first, then press Predict."
+    too_long = _refusal(tab, "good " * 20_000)
+    assert too_long.startswith("The sentence has 100,000 characters; paste at most"), too_long
+    assert _refusal(tab, None).startswith("Type a sentence first")
+    # a page's refusal is its own: another page that asks after it gets the general sentence, never the first's
+    with pytest.raises(gr.Error):
+        tab.try_sentence("", request=gr.Request(session_hash="one"))
+    assert tab.try_refused(request=gr.Request(session_hash="two")) == "The sentence was not predicted."
+    assert tab.try_refused(request=gr.Request(session_hash="one")) == "Type a sentence first, then press Predict."
 
 
 def test_repeat_three_times_trains_one_model_per_seed_and_keeps_the_best(tab):
@@ -161,7 +219,7 @@ def test_one_training_at_a_time_and_only_its_page_cancels_it(tab):
     assert tab.lane.cancel("student") == "Only the page that started this training can cancel it."
     # only the page that started it has Cancel on
     student, teacher = (tab.poll(None, request=gr.Request(session_hash=who)) for who in ("student", "teacher"))
-    assert not student[4].interactive and teacher[4].interactive and not teacher[3].interactive
+    assert not student[8].interactive and teacher[8].interactive and not teacher[7].interactive
     assert "Cancelling" in tab.cancel(request=gr.Request(session_hash="teacher"))
     assert tab.lane.wait(60) and tab.lane.snapshot().state == "cancelled"
 
@@ -431,11 +489,12 @@ def test_a_model_beyond_the_limit_replaces_the_oldest_and_a_page_that_picks_it_g
         assert p.state == "done", p.message
         names.append(p.model)
         if len(names) == 2:
-            seen = tab.poll(None)[6]  # what a page is up to date with, before the third
+            seen = tab.poll(None)[10]  # what a page is up to date with, before the third
     first, second, third = names
     assert p.replaced == first and tab.page.models.names == ["tiny", second, third] and list(tab.folders) == [
         second, third]
-    status, _, _, _, _, _, now, *lists = tab.poll(seen)
+    answer = tab.poll(seen)
+    status, now, lists = answer[0], answer[10], answer[11:]
     assert f"joined the model list**, in place of **{first}**, the oldest of the 2 models" in status
     # the page's lists had as many names before: they are sent again all the same
     assert seen == (3, (False, False)) and now == (4, (False, False))
@@ -545,8 +604,8 @@ def test_progress_polls_draw_once_per_change_and_fast_callers_get_nothing_new(ta
     assert all(isinstance(value, type(gr.skip())) for value in tab.poll(None, request=pages[0]))
     # later, with nothing new: the status, the figure and the table are not sent again
     monkeypatch.setattr(finetune, "MIN_POLL_S", 0)
-    again = tab.poll(answers[1][6], request=pages[1])
-    assert all(isinstance(value, type(gr.skip())) for value in again[:3]) and len(drawn) == 1
+    again = tab.poll(answers[1][10], request=pages[1])
+    assert all(isinstance(value, type(gr.skip())) for value in again[:7]) and len(drawn) == 1
     # a new training: drawn anew, once
     assert run(tab, "reviews.csv").state == "done"
     assert "joined the model list" in tab.poll(None, request=pages[1])[0] and len(drawn) == 2

@@ -1,5 +1,6 @@
 """A training's loss curve, as the app's Fine-tune tab draws it while the model learns: the loss of every step (thin),
-its running mean (thick), and a dashed line where each epoch ends."""
+its running mean (thick), and a dashed line where each epoch ends; and, once it is done, the held-out confusion matrix
+of a sentence classifier."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import _f32, _figure
+from ._base import ATTENTION_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _token_axis
 
 MAX_POINTS = 2000  # a long run's steps are thinned to this many points: the page redraws the curve every second
 
@@ -43,3 +44,25 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], steps_per_e
                   legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"),
                   margin=dict(l=60, r=20, t=60, b=50))
     return _figure(data, layout, title, width=None, height=320)
+
+
+def confusion_matrix_figure(matrix: Sequence[Sequence[int]], labels: Sequence[str], *,
+                            title: str = "Held-out confusion matrix") -> go.Figure:
+    """matrix: (L, L) counts, `matrix[i][j]` the held-out examples of gold label i that the model predicted as label
+    j; labels: (L,) their names. Gold runs down the rows (the first label on top), predicted across the columns; each
+    cell shows its count, so that a class the model never predicts reads as an empty column."""
+    counts = np.asarray(matrix, dtype=np.int64).reshape(len(labels), len(labels))  # (gold, predicted)
+    n = len(labels)
+    names = _escape_all(labels)
+    gold = np.repeat(np.asarray(names, dtype=object)[:, None], n, axis=1)  # (L, L) the row's label in each cell
+    predicted = np.repeat(np.asarray(names, dtype=object)[None, :], n, axis=0)
+    heat = dict(type="heatmap", z=counts, x=np.arange(n), y=np.arange(n), colorscale=ATTENTION_COLORSCALE,
+                zmin=0, zmax=max(int(counts.max()) if counts.size else 0, 1), text=counts.astype(str),
+                texttemplate="%{text}", customdata=np.stack([gold, predicted], -1),
+                hovertemplate="gold %{customdata[0]}, predicted %{customdata[1]}: %{z}<extra></extra>",
+                colorbar=_colorbar("examples"))
+    side = 60 + 48 * n
+    layout = dict(xaxis=_token_axis(labels, "predicted label"),
+                  yaxis=_token_axis(labels, "gold label", range=[n - 0.5, -0.5]),
+                  margin=dict(l=110, r=20, t=60, b=90))
+    return _figure([heat], layout, title, width=None, height=min(max(side + 150, 300), 640))

@@ -32,10 +32,10 @@ import pandas as pd
 
 from ... import limits
 from ...explorer import load
-from ...figures.training import loss_curve_figure
+from ...figures.training import confusion_matrix_figure, loss_curve_figure
 from ...finetuning import RECIPES
 from ...explorer import release_freed_memory
-from ..common import api, plain, refuse, user_errors
+from ..common import api, plain, refuse, text_value, user_errors
 from ..server.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
 
@@ -160,10 +160,51 @@ def epochs_frame(p: Progress) -> pd.DataFrame:
                                                          "held-out accuracy"])
 
 
+def classes_frame(p: Progress) -> pd.DataFrame | None:
+    """Per-class held-out precision and recall of the kept epoch (a sentence classifier's), or None."""
+    per_class = (p.best or {}).get("per_class")
+    if not per_class:
+        return None
+
+    def share(value):
+        return "" if value is None else f"{value:.3f}"  # never predicted, or never seen: no such rate
+
+    return pd.DataFrame([{"class": str(name), "precision": share(s["precision"]), "recall": share(s["recall"]),
+                          "examples": str(s["support"])} for name, s in per_class.items()])
+
+
+def confusion(p: Progress):
+    """The kept epoch's held-out confusion matrix (a sentence classifier's), or None."""
+    matrix = (p.best or {}).get("confusion")
+    if not matrix:
+        return None
+    return confusion_matrix_figure(matrix["matrix"], [str(label) for label in matrix["labels"]],
+                                   title="Held-out: gold × predicted")
+
+
 def curve(p: Progress):
     if not p.steps:
         return None
     return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None)
+
+
+# The loss curve and the confusion matrix take their box's width when drawn (autosize), but plotly keeps that width
+# when the window narrows (a phone turned, a resized window): the curve's right edge and legend were cut. Redrawn at
+# the box's width on every resize; the tables' cells wrap at words and shrink on a phone (assets/app.css).
+FIT_PLOTS_JS = """() => {
+  if (window.bvFitFinetune) return;
+  window.bvFitFinetune = true;
+  let pending = false;
+  window.addEventListener("resize", () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      document.querySelectorAll("#finetune-curve .js-plotly-plot, #finetune-confusion .js-plotly-plot")
+        .forEach((plot) => plot.isConnected && window.Plotly && window.Plotly.Plots.resize(plot));
+    });
+  });
+}"""
 
 
 # --- the tab -------------------------------------------------------------------------------------------------------
@@ -187,6 +228,7 @@ class FineTuneTab:
         self._drawn: tuple[int, object, pd.DataFrame] | None = None  # (progress version, figure, table)
         self._polls: dict[str, tuple[float, int]] = {}  # page -> (when it was last answered, the version it got)
         self._polls_lock = threading.Lock()
+        self._refusals: dict[str | None, str] = {}  # page -> why its last try was refused, for `try_refused`
         if not settings.enabled:
             self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
             return
@@ -215,6 +257,18 @@ class FineTuneTab:
             self.table = gr.Dataframe(epochs_frame(Progress()), label="Held-out score after each epoch",
                                       interactive=False, datatype="str", scale=4, wrap=True,
                                       elem_id="finetune-epochs-table")
+        with gr.Row(elem_id="finetune-classes"):
+            self.classes = gr.Dataframe(None, label="Held-out precision and recall per class", interactive=False,
+                                        datatype="str", scale=4, wrap=True, visible=False,
+                                        elem_id="finetune-classes-table")
+            self.matrix = gr.Plot(label="Confusion matrix", scale=5, visible=False, elem_id="finetune-confusion")
+        with gr.Row(equal_height=True, elem_id="finetune-try"):
+            self.try_text = gr.Textbox(label="Try your own sentence on the new model", scale=4, min_width=200,
+                                       interactive=False, placeholder="Once a model has joined the list",
+                                       elem_id="finetune-try-text")
+            self.try_button = gr.Button("Predict", scale=1, min_width=90, interactive=False,
+                                        elem_id="finetune-try-button")
+        self.try_out = gr.Markdown("", elem_id="finetune-try-out")
         self.timer = gr.Timer(POLL_S, active=False)
         self.seen = gr.State((len(names), False))  # what this page shows: (models in its lists, running)
 
@@ -263,7 +317,7 @@ class FineTuneTab:
         page = getattr(request, "session_hash", None) or (f"address {client_address(request)}" if request else None)
         shown = self._last_poll(page)
         if shown is None:  # sooner than the page's own timer asks: nothing new
-            return (gr.skip(),) * (7 + len(self._pickers))
+            return (gr.skip(),) * (11 + len(self._pickers))
         p = self.lane.snapshot()
         mine = p.running and self.lane.started_by(getattr(request, "session_hash", None))
         names = self.page.models.names
@@ -274,10 +328,13 @@ class FineTuneTab:
         switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
                     if running != (p.running, mine) else (gr.skip(),) * 3)
         if shown == p.version:
-            drawn = (gr.skip(),) * 3
+            drawn = (gr.skip(),) * 7
         else:
-            figure, table = self._drawing(p)
-            drawn = (status_text(p), figure, table)
+            figure, table, classes, matrix = self._drawing(p)
+            trying = self._tried_model(p) is not None
+            drawn = (status_text(p), figure, table, gr.update(value=classes, visible=classes is not None),
+                     gr.update(value=matrix, visible=matrix is not None), gr.update(interactive=trying),
+                     gr.update(interactive=trying))
         if page is not None:
             with self._polls_lock:
                 self._polls[page] = (self._polls[page][0], p.version)
@@ -302,11 +359,51 @@ class FineTuneTab:
             return version
 
     def _drawing(self, p: Progress):
-        """The loss figure and the epochs' table of progress version `p.version`, built once for every page."""
+        """The loss figure, the epochs' table, the per-class table and the confusion matrix of progress version
+        `p.version`, built once for every page."""
         drawn = self._drawn
         if drawn is None or drawn[0] != p.version:
-            drawn = self._drawn = (p.version, curve(p), epochs_frame(p))
-        return drawn[1], drawn[2]
+            drawn = self._drawn = (p.version, curve(p), epochs_frame(p), classes_frame(p), confusion(p))
+        return drawn[1:]
+
+    def _tried_model(self, p: Progress) -> str | None:
+        """The model the try box asks: the lane's latest, while the lists still offer it."""
+        return p.model if p.model is not None and p.model in self.page.models.names else None
+
+    # the try box -------------------------------------------------------------------------------------------------
+    def try_sentence(self, text, request: gr.Request = None) -> str:
+        """The latest fine-tuned model's answer to `text`, as Markdown. A refusal (no model yet, an empty or too long
+        sentence) is an error without a toast; the page says it in place (`try_refused`)."""
+        try:
+            return self._try(text)
+        except gr.Error as err:
+            raise self._refuse(request, err.message) from None
+        except ValueError as err:  # the explorer's own limits (too many tokens): the visitor's input, in its words
+            raise self._refuse(request, str(err).strip("'\"")) from None
+
+    def _try(self, text) -> str:
+        from .task import task_view
+
+        name = self._tried_model(self.lane.snapshot())
+        if name is None:
+            raise refuse("No model has been fine-tuned here yet: press Start, and try a sentence once it has "
+                         "joined the model list.")
+        text = text_value(text, "The sentence")
+        if not text.strip():
+            raise refuse("Type a sentence first, then press Predict.")
+        explorer = self.page.models.get(name)
+        message, _ = task_view(explorer, explorer.run(text))
+        return message
+
+    def _refuse(self, request, message: str) -> gr.Error:
+        self._refusals[getattr(request, "session_hash", None)] = message
+        while len(self._refusals) > 1000:  # a bound, as the sessions themselves have
+            self._refusals.pop(next(iter(self._refusals)))
+        return gr.Error(message, visible=False, print_exception=False)
+
+    def try_refused(self, request: gr.Request = None) -> str:
+        """After a refused try: why, in one sentence where the answer goes."""
+        return self._refusals.pop(getattr(request, "session_hash", None), "The sentence was not predicted.")
 
     def _join(self, job: Job, folder: Path) -> str:
         """Load the trained folder as the other models were loaded and offer it in every model list."""
@@ -343,8 +440,7 @@ class FineTuneTab:
         if not self.settings.enabled:
             return
         self._pickers = [*self.page.model_pickers, self.base]
-        outputs = [self.status, self.curve, self.table, self.start_button, self.cancel_button, self.timer, self.seen,
-                   *self._pickers]
+        outputs = self._poll_outputs()
         quiet = dict(queue=False, show_progress="hidden")
         self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
                                 [self.status, self.timer, self.start_button, self.cancel_button],
@@ -353,6 +449,14 @@ class FineTuneTab:
         self.data.input(self.suggest_rate, [self.data], [self.rate], **api("finetune_rate", False), **quiet)
         self.timer.tick(self.poll, [self.seen], outputs, **api("finetune_progress"), **quiet)
         self.page.items[self.id].select(self.poll, [self.seen], outputs, **api("finetune_progress", False), **quiet)
+        # a refusal is said in place, as the Masked LM tab's are: no red "Error" over the answer, no toast
+        tried = gr.on([self.try_button.click, self.try_text.submit], self.try_sentence, [self.try_text],
+                      [self.try_out], **self.page.api("finetune_try"), show_progress="hidden")
+        tried.failure(self.try_refused, None, [self.try_out], **api("finetune_try_refused", False), queue=False)
+
+    def _poll_outputs(self) -> list:
+        return [self.status, self.curve, self.table, self.classes, self.matrix, self.try_text, self.try_button,
+                self.start_button, self.cancel_button, self.timer, self.seen, *self._pickers]
 
     def after_analysis(self, event: Gate, public: bool) -> None:
         pass  # a new input changes nothing here: the tab follows the training lane, not the analysis
@@ -360,9 +464,9 @@ class FineTuneTab:
     def on_load(self, demo: gr.Blocks) -> None:
         """A page opened after a training finished offers its model too."""
         if self.settings.enabled:
-            demo.load(self.poll, [self.seen], [self.status, self.curve, self.table, self.start_button,
-                                               self.cancel_button, self.timer, self.seen, *self._pickers],
+            demo.load(self.poll, [self.seen], self._poll_outputs(),
                       **api("finetune_progress_load", False), queue=False, show_progress="hidden")
+            demo.load(None, js=FIT_PLOTS_JS)
 
 
 def _default_base(page: TabPage) -> str:
