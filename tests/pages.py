@@ -122,3 +122,15 @@ def wait_for_rows(page, elem_id: str, n: int) -> None:
     """A gradio table's row count, header row included in aria-rowcount (its body is virtualized)."""
     page.wait_for_function(f"() => document.querySelector('#{elem_id} [role=grid]')"
                            f"?.getAttribute('aria-rowcount') === '{n + 1}'", timeout=TIMEOUT_MS)
+
+
+@contextlib.contextmanager
+def serving(explorers):
+    """The app of `explorers` (one Explorer, or name -> Explorer) on a free port for the `with` block: its address."""
+    from bertviz_app import app
+
+    demo = app.build_demo(explorers)
+    try:
+        yield app.serve(demo, port=app.free_port(), block=False)
+    finally:
+        demo.close()

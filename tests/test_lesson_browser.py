@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import bertviz_app
-from pages import AppPage, shoot
+from pages import AppPage, serving, shoot
 from static_pages import Opened, static_host
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -36,12 +36,8 @@ def explorer():
 
 @pytest.fixture(scope="module")
 def app_server(explorer):
-    from bertviz_app import app
-
-    demo = app.build_demo(explorer)
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+    with serving(explorer) as url:
+        yield url
 
 
 def shows(page, step: int) -> None:

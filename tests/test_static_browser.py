@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import bertviz_app
-from pages import AppPage, shoot
+from pages import AppPage, serving, shoot
 from static_pages import TIMEOUT_MS, Opened, static_host
 from texts import HARD, PAIRS
 
@@ -219,12 +219,8 @@ def test_permalink_restores_input_layer_head_token_and_tab(browser, server, expl
 @pytest.fixture(scope="module")
 def app_server(explorer):
     """The app serving the model the static page was exported from: the same tokens, layers and heads."""
-    from bertviz_app import app
-
-    demo = app.build_demo(explorer)
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+    with serving(explorer) as url:
+        yield url
 
 
 def _shows(page, layer: int, head: int, token: int) -> None:

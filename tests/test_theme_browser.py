@@ -44,6 +44,17 @@ def theme_on(page) -> bool:
 def test_the_projector_theme_redraws_the_views_and_survives_a_reload(browser, app_server, tmp_path):
     v = AppPage(browser, app_server)
     page = v.page
+
+    def on_screen(visitor, size: str):
+        """Lines, then Matrix: each opened, drawn and in sight (yielded), then shot as theme-<view>-<size>."""
+        for view in ("lines", "matrix"):
+            page.click(f"#view-tab-{view}")
+            visitor.views_drawn(view)
+            page.locator(f"#view-pane-{view} .bv-surface").scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+            yield view
+            shoot(page, tmp_path, f"theme-{view}-{size}")
+
     try:
         v.views_drawn("lines")
         v.analyze(SHORT)
@@ -70,13 +81,8 @@ def test_the_projector_theme_redraws_the_views_and_survives_a_reload(browser, ap
             shoot(page, tmp_path, f"theme-{view}-1280x720-short")
         assert big["lines"] >= 20, big
         with v.on_a_phone():
-            for view in ("lines", "matrix"):
-                page.click(f"#view-tab-{view}")
-                v.views_drawn(view)
-                page.locator(f"#view-pane-{view} .bv-surface").scroll_into_view_if_needed()
-                page.wait_for_timeout(300)
+            for view in on_screen(v, "390x844-short"):
                 assert geometry(page, view)["labelPx"] >= 15
-                shoot(page, tmp_path, f"theme-{view}-390x844-short")
         assert v.no_sideways_scroll()
 
         page.reload()
@@ -95,12 +101,7 @@ def test_the_projector_theme_redraws_the_views_and_survives_a_reload(browser, ap
             page.wait_for_timeout(300)
             shoot(page, tmp_path, f"theme-{view}-1280x720")
         with v.on_a_phone():
-            for view in ("lines", "matrix"):
-                page.click(f"#view-tab-{view}")
-                v.views_drawn(view)
-                page.locator(f"#view-pane-{view} .bv-surface").scroll_into_view_if_needed()
-                page.wait_for_timeout(300)
-                shoot(page, tmp_path, f"theme-{view}-390x844")
+            list(on_screen(v, "390x844"))
 
         # the Keys list and presenter mode, with the theme on
         page.click("#keys")
