@@ -140,7 +140,7 @@ def test_a_finished_classifier_shows_precision_recall_per_class_and_its_confusio
     for row in frame.itertuples():
         for key in ("precision", "recall"):
             value = per_class[row[1]][key]
-            assert getattr(row, key) == ("" if value is None else f"{value:.3f}")
+            assert getattr(row, key) == ("n/a" if value is None else f"{value:.3f}")  # never predicted: no such rate
         assert row.examples == str(per_class[row[1]]["support"])
     # the held-out sentences, counted once each: gold down the rows, predicted across
     figure = matrix["value"]

@@ -167,10 +167,10 @@ def classes_frame(p: Progress) -> pd.DataFrame | None:
         return None
 
     def share(value):
-        return "" if value is None else f"{value:.3f}"  # never predicted, or never seen: no such rate
+        return "n/a" if value is None else f"{value:.3f}"  # never predicted, or never seen: no such rate
 
     return pd.DataFrame([{"class": str(name), "precision": share(s["precision"]), "recall": share(s["recall"]),
-                          "examples": str(s["support"])} for name, s in per_class.items()])
+                          "examples": str(s["support"])} for name, s in per_class.items()])  # n/a: never predicted
 
 
 def confusion(p: Progress):
