@@ -217,11 +217,11 @@ FINE_TUNE_EVENTS = {"finetune_start", "finetune_cancel", "finetune_progress", "_
                     "_finetune_progress_load", "_finetune_rate"}
 # None of these runs the model: fill in an example, add one to the seed, fill the boxes from a permalink, copy the
 # input into Compare, put back the silencing hint, put a held-out example in the boxes (the Task tab), say why a
-# fill-mask text or the logit lens was refused (the Masked LM tab), and the two buttons and steps done in the browser
+# fill-mask text, the logit lens or the Fine-tune tab's try box was refused, and the two buttons and steps done in the browser
 # (copy link, presenter, whether a tab computes). By handler: gradio names a handler's later uses `_1`, `_2`...
 UNQUEUED = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
-            "_task_pick_heldout", "_stale_notice", "_fill_mask_refused", "_lens_refused", "js_fn",
-            *FINE_TUNE_EVENTS}
+            "_task_pick_heldout", "_stale_notice", "_fill_mask_refused", "_lens_refused", "_finetune_try_refused",
+            "js_fn", *FINE_TUNE_EVENTS}
 
 
 def test_every_event_that_can_run_the_model_is_queued(server):
@@ -234,7 +234,7 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 # from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons.
 NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
                    "_lens_range", "_show", "_stale_notice", "_fill_mask_refused", "_lens_refused",
-                   "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS}
+                   "_finetune_try_refused", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS}
 
 
 def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served, explorers):
