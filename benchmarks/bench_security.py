@@ -128,6 +128,20 @@ def latencies(visitor: Visitor, count: int, tag: str, stop: threading.Event | No
     return times
 
 
+def under_attack(attack, threads: int, victim: Visitor, seconds: float, stop: threading.Event
+                 ) -> tuple[list[float], float]:
+    """`threads` runs of attack(n) for `seconds` while `victim` analyzes one new sentence after another; (the victim's
+    latencies meanwhile, the seconds it all took). `attack` returns once `stop` is set."""
+    with concurrent.futures.ThreadPoolExecutor(threads + 1) as pool:
+        started = time.perf_counter()
+        for n in range(threads):
+            pool.submit(attack, n)
+        during = pool.submit(latencies, victim, 10_000, "during", stop)
+        time.sleep(seconds)
+        stop.set()
+        return during.result(), time.perf_counter() - started
+
+
 def exports(url, cookies, config, pid, args) -> list[tuple[str, str]]:
     attackers = [Visitor(url, cookies, config) for _ in range(10)]
     keys = []
@@ -158,15 +172,7 @@ def exports(url, cookies, config, pid, args) -> list[tuple[str, str]]:
                 answers[kind] = answers.get(kind, 0) + 1
 
     with Sampler(pid) as memory:
-        with concurrent.futures.ThreadPoolExecutor(21) as pool:
-            started = time.perf_counter()
-            for n in range(20):
-                pool.submit(attack, n)
-            during = pool.submit(latencies, victim, 10_000, "during", stop)
-            time.sleep(args.seconds)
-            stop.set()
-            during = during.result()
-            elapsed = time.perf_counter() - started
+        during, elapsed = under_attack(attack, 20, victim, args.seconds, stop)
         time.sleep(3)
         after = rss_mib(pid)
     total = sum(answers.values())
@@ -334,15 +340,7 @@ def progress_polling(url, cookies, config, args) -> list[tuple[str, str]]:
             with lock:
                 answers[kind] = answers.get(kind, 0) + 1
 
-    with concurrent.futures.ThreadPoolExecutor(args.pollers + 1) as pool:
-        started = time.perf_counter()
-        for n in range(args.pollers):
-            pool.submit(poll, n)
-        during = pool.submit(latencies, victim, 10_000, "during", stop)
-        time.sleep(args.seconds)
-        stop.set()
-        during = during.result()
-        elapsed = time.perf_counter() - started
+    during, elapsed = under_attack(poll, args.pollers, victim, args.seconds, stop)
     total = sum(answers.values())
     return [("the training before the polls", shown[:90].replace("|", "/")),
             (f"{args.pollers} threads polling finetune_progress without pause",
