@@ -174,6 +174,36 @@ def add_finetune_command(commands) -> argparse.ArgumentParser:
     return p
 
 
+def add_corpus_command(commands) -> argparse.ArgumentParser:
+    from .corpus import CORPUS_RECIPES, CorpusSettings
+    from .settings import add_arguments
+
+    p = commands.add_parser(
+        "corpus", help="build a corpus: many sentences through the model, for head summaries, search and maps",
+        description="Corpus commands. `bertviz-app corpus build SOURCE --output DIR` runs every sentence of SOURCE "
+                    "through the model and keeps, per token, every layer's hidden state and every head's attention "
+                    "statistics, in shards; re-running it resumes. Then, in Python: "
+                    "`bertviz_app.open_corpus(DIR).head_summary()`, `.search(...)`, `.qk_map(...)`. Under torchrun "
+                    "(`torchrun --nproc_per_node 2 -m bertviz_app corpus build ...`) each process builds its share.",
+        formatter_class=HelpFormatter)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = actions.add_parser(
+        "build", help="build (or finish) a corpus folder", formatter_class=HelpFormatter,
+        description="Recipes, fetched at first use: " + "; ".join(f"{n}: {d}" for n, d in CORPUS_RECIPES.items()))
+    add_arguments(build, CorpusSettings)
+
+    def handler(args: argparse.Namespace) -> int:
+        from .corpus import build_corpus
+        from .settings import as_dict, from_args
+
+        settings = as_dict(from_args(CorpusSettings, args))
+        build_corpus(settings.pop("source"), settings.pop("output"), settings.pop("model"), **settings)
+        return 0
+
+    build.set_defaults(handler=lambda args: _in_words(handler, args))
+    return p
+
+
 def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> int:
     try:
         job(args)
@@ -185,7 +215,7 @@ def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namesp
 # Subcommands in the order `--help` lists them: name -> the function that adds its parser.
 COMMANDS: dict[str, Callable[..., argparse.ArgumentParser]] = {
     "serve": add_serve_command, "pretrain": add_pretrain_command, "evaluate": add_evaluate_command,
-    "export-static": add_export_static_command, "finetune": add_finetune_command}
+    "export-static": add_export_static_command, "finetune": add_finetune_command, "corpus": add_corpus_command}
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

@@ -37,12 +37,13 @@ FLOORS = {
     "attribution": 9, "ablation": 9,
     "finetuning": 9,  # below explorer, whose predict() gives a fine-tuned head's answer
     "explorer": 10, "pretraining": 10,
-    "__init__": 11,  # the package face: what `import bertviz_app` gives
-    "app": 12,
-    "cli": 13, "__main__": 14,
+    "corpus": 11,  # many sentences through the explorer's model, and the questions asked of them
+    "__init__": 12,  # the package face: what `import bertviz_app` gives
+    "app": 13,
+    "cli": 14, "__main__": 15,
 }
 
-# Inside app/ (floor 12), the same rule one level down, by module or subpackage: the serving side knows nothing of the
+# Inside app/ (floor 13), the same rule one level down, by module or subpackage: the serving side knows nothing of the
 # page, a tab nothing of the layout that lists it (so adding a tab touches tabs/ alone).
 APP_FLOORS = {
     "server": 0,  # launch, guards, gradio's internals, the training lane
@@ -219,9 +220,9 @@ def test_the_architecture_page_draws_the_same_floors():
         for name in re.findall(r"`([\w/.]+)`", modules):
             drawn[name.removesuffix(".py").rstrip("/")] = int(floor)
     assert drawn == FLOORS
-    # app/'s own floors, drawn as 12.0, 12.1, ...
+    # app/'s own floors, drawn as 13.0, 13.1, ...
     inside = {}
-    for floor, modules in re.findall(r"^\| 12\.(\d+) \| ([^|]+) \|", page, flags=re.MULTILINE):
+    for floor, modules in re.findall(r"^\| 13\.(\d+) \| ([^|]+) \|", page, flags=re.MULTILINE):
         for name in re.findall(r"`app/([\w/.]+)`", modules):
             inside[name.removesuffix(".py").rstrip("/")] = int(floor)
     assert inside == APP_FLOORS

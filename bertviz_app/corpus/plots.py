@@ -1,0 +1,55 @@
+"""`corpus.plot.*`: the corpus's questions as plotly figures (figures/corpus.py draws them), for notebooks and the
+app's static side."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..figures import head_map_figure
+from ..figures.corpus import point_map_figure, positional_profile_figure, tag_links_figure
+
+SUMMARY_STATISTICS = ("entropy", "distance", "cls", "sep", "self", "previous", "next", "punctuation")
+
+
+class CorpusPlots:
+    def __init__(self, corpus):
+        self.corpus = corpus
+
+    def head_summary(self, statistic: str = "entropy"):
+        """The layer x head grid of the corpus's head summary, each tile named by its role."""
+        summary = self.corpus.head_summary()
+        shape = (self.corpus.num_layers, self.corpus.num_heads)
+        stats = {name: summary[name].to_numpy().reshape(shape) for name in SUMMARY_STATISTICS}
+        return head_map_figure(stats, summary["role"].to_numpy().reshape(shape), statistic,
+                               title=f"Heads over {len(self.corpus):,} sentences")
+
+    def positional_profile(self, layer: int, head: int):
+        profile = self.corpus.positional_profile(layer, head)
+        return positional_profile_figure(profile["offset"], profile["attention"].to_numpy(), layer, head)
+
+    def tag_links(self, layer: int, head: int, top: int = 20):
+        links = self.corpus.tag_links(layer, head)
+        return tag_links_figure(list(links["from_tag"]), list(links["to_tag"]), links["lift"].to_numpy(),
+                                links["share"].to_numpy(), layer, head, top)
+
+    def qk_map(self, layer: int, head: int, n: int | None = 20_000, color: str = "kind"):
+        """The joint query/key map; `color`: "kind" (query or key), "tag", "position" or "piece"."""
+        points = self.corpus.qk_map(layer, head, n)
+        sentences = self.corpus.sentences["text"]
+        hover = [f"{kind} {piece!s} (sentence {s}, position {p}): {sentences.get(s, '')[:80]}"
+                 for kind, piece, s, p in zip(points["kind"], points["piece"], points["sentence"], points["position"])]
+        categories = points[color] if color != "position" else np.minimum(points["position"], 20)
+        symbols = np.where(points["kind"] == "query", "circle", "diamond")
+        return point_map_figure(points["x"].to_numpy(), points["y"].to_numpy(), categories, hover,
+                                title=f"Layer {layer}, head {head}: queries and keys of {len(points) // 2:,} tokens",
+                                colour_title=color, symbols=symbols)
+
+    def sentence_map(self, layer: int = -1, pooling: str = "cls", color: str = "label"):
+        """The sentence map; `color`: "label", "prediction" or "error" (a fine-tuned classifier's)."""
+        points = self.corpus.sentence_map(layer, pooling)
+        if color not in points:
+            raise ValueError(f"this corpus has no {color!r} to colour by; choose one of "
+                             f"{', '.join(c for c in ('label', 'prediction', 'error') if c in points)}")
+        hover = [f"{s}: {text[:100]}" for s, text in zip(points["sentence"], points["text"])]
+        return point_map_figure(points["x"].to_numpy(), points["y"].to_numpy(), points[color], hover,
+                                title=f"{len(points):,} sentences by their {pooling} vector", colour_title=color)

