@@ -48,6 +48,8 @@ import tarfile
 from html.parser import HTMLParser
 from pathlib import Path
 
+from bertviz_app.corpus.sources import is_prose, split_sentences  # one home: the corpus engine reads prose too
+
 FORTUNES = Path("/usr/share/games/fortunes")
 WORDNET = Path("/usr/share/wordnet")
 GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
@@ -55,33 +57,6 @@ PYTHON_DOC = Path("/usr/share/doc/python3.11/html")
 PACKAGES = ("fortunes", "fortunes-min", "wordnet-base", "dict-gcide", "python3-doc")
 # Fortune files that are pictures or lists rather than prose.
 FORTUNE_SKIP = {"art", "ascii-art", "zippy", "startrek", "linuxcookie", "debian", "perl"}
-
-# A sentence ends at . ! or ? (optionally followed by a closing quote or bracket) before a space and a capital.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z])")
-_ABBREVIATIONS = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|St|Sr|Jr|Prof|vs|etc|cf|e\.g|i\.e|No|Vol|Fig|Gen|Col|Capt|Lt)\.$")
-
-
-def split_sentences(paragraph: str) -> list[str]:
-    """Sentences of a paragraph, with a guard against the common abbreviations."""
-    paragraph = re.sub(r"\s+", " ", paragraph).strip()
-    pieces, start = [], 0
-    for match in _SENTENCE_END.finditer(paragraph):
-        candidate = paragraph[start:match.start()] + paragraph[match.start():match.end()].rstrip()
-        if _ABBREVIATIONS.search(paragraph[start:match.start()]):
-            continue
-        pieces.append(candidate.strip())
-        start = match.end()
-    pieces.append(paragraph[start:].strip())
-    return [p for p in pieces if is_prose(p)]
-
-
-def is_prose(sentence: str) -> bool:
-    """Mostly letters, not too short, not a wall of symbols (ASCII art, code, tables)."""
-    if len(sentence) < 8 or len(sentence) > 600:
-        return False
-    letters = sum(c.isalpha() for c in sentence)
-    return letters >= 0.6 * len(sentence.replace(" ", "")) and " " in sentence
-
 
 # ------------------------------------------------------------------------------------------------------------------
 # Sources

@@ -80,6 +80,9 @@ class CorpusSettings:
                               check=_whole(4), why="--max-length must be 4 or more")
     batch_size: int = setting(64, "sentences per forward pass, at most (a pass also holds at most "
                               f"{BATCH_TOKENS} tokens)", check=_whole(1), why="--batch-size must be 1 or more")
+    shard_tokens: int = setting(SHARD_TOKENS, "tokens per shard: a build holds one shard's arrays in memory "
+                                "(~75 MB at the default for the default model)", check=_whole(1),
+                                why="--shard-tokens must be 1 or more")
     qk_sample: float = setting(0.1, "share of the tokens whose queries and keys are kept for the joint map",
                                check=lambda v: 0 <= v <= 1, why="--qk-sample must be between 0 and 1")
     text_column: str = setting("text", "a table's text column")
@@ -92,7 +95,7 @@ class CorpusSettings:
 
     def identity(self) -> dict:
         """The settings a folder's arrays depend on (a resumed build must repeat them)."""
-        keep = ("max_sentences", "max_length", "qk_sample", "text_column", "pair_column", "label_column")
+        keep = ("max_sentences", "max_length", "shard_tokens", "qk_sample", "text_column", "pair_column", "label_column")
         return {k: v for k, v in as_dict(self).items() if k in keep}
 
 
@@ -114,13 +117,14 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
     the folder; `bertviz_app.open_corpus(folder)` asks it questions."""
     settings = CorpusSettings(str(source), str(output), None if model is None else str(model), **options)
     world, rank = _distributed(settings.device)
-    explorer = explorer or load(settings.model, device=_device(settings.device, rank, world))
+    explorer = explorer or load(settings.model, device=_device(settings.device, rank, world),
+                                max_tokens=settings.max_length)
     folder = Path(settings.output)
     read = read_source(settings.source, settings.text_column, settings.pair_column, settings.label_column,
                        say if rank == 0 else lambda text: None)
     sentences = read.sentences[:settings.max_sentences]
     lengths, truncated = _lengths(explorer, sentences, settings.max_length)
-    shards = plan_shards(lengths)
+    shards = plan_shards(lengths, settings.shard_tokens)
     manifest = _manifest(explorer, read, sentences, settings, shards, truncated)
     if rank == 0:
         _start(folder, manifest, explorer)
@@ -145,7 +149,7 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
     return folder
 
 
-def plan_shards(lengths: list[int], shard_tokens: int = SHARD_TOKENS) -> list[Shard]:
+def plan_shards(lengths: list[int], shard_tokens: int) -> list[Shard]:
     """Consecutive sentence ranges of at most `shard_tokens` tokens each (a longer sentence alone)."""
     shards, start, tokens = [], 0, 0
     for i, n in enumerate(lengths):

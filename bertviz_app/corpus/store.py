@@ -33,7 +33,8 @@ SHAPES = {
 
 def open_corpus(folder: str | os.PathLike, explorer=None) -> "Corpus":
     """The corpus in `folder` (built by `bertviz-app corpus build` or `build_corpus`). `explorer`: the loaded model
-    it was built with, for `run(i)` and searches by text (default: loaded from the manifest when first needed)."""
+    it was built with, for `run(i)` and searches by text (default: loaded from the manifest when first needed, with
+    the build's --max-length as its token limit)."""
     return Corpus(Path(folder), explorer)
 
 
@@ -125,7 +126,8 @@ class Corpus:
             from ..explorer import load
             model = self.manifest["model"]
             source = model["folder"] if model["folder"] and Path(model["folder"]).is_dir() else model["name"]
-            self._explorer = load(source, name=model["name"])
+            # the corpus's own token limit, so that a sentence it cut is cut the same way in its Run
+            self._explorer = load(source, name=model["name"], max_tokens=self.manifest["settings"]["max_length"])
         return self._explorer
 
     def run(self, i: int):

@@ -58,21 +58,23 @@ def _check_file(path: str | os.PathLike) -> Path:
 
 
 def _lines(path: Path):
-    """(line number, line without its newline), refusing overlong lines and text that is not UTF-8."""
-    with path.open(encoding="utf-8-sig", newline="") as handle:
+    """(line number, line without its newline), refusing overlong lines and text that is not UTF-8. Each line is
+    decoded on its own: a text decoder reads ahead, and named the line before a bad byte's."""
+    with path.open("rb") as handle:
         number = 0
         while True:
-            try:
-                line = handle.readline(MAX_LINE_CHARS + 1)
-            except UnicodeDecodeError as err:
-                raise DataError(f"{path.name} line {number + 1}: not UTF-8 text ({err.reason}); save the file as "
-                                "UTF-8") from None
-            if not line:
+            raw = handle.readline(MAX_LINE_CHARS + 1)
+            if not raw:
                 return
             number += 1
-            if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+            if len(raw) > MAX_LINE_CHARS and not raw.endswith(b"\n"):
                 raise DataError(f"{path.name} line {number}: longer than {MAX_LINE_CHARS:,} characters; is this the "
                                 "right file? (one example a line)")
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError(f"{path.name} line {number}: not UTF-8 text ({err.reason}); save the file as "
+                                "UTF-8") from None
             yield number, line.rstrip("\r\n")
 
 

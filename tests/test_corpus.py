@@ -1,0 +1,336 @@
+"""The corpus engine (bertviz_app.corpus): a build's numbers against one-sentence Runs of the same model, exact search
+against numpy, resuming, refusing to mix, damaged folders and bad input, each one sentence."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import bertviz_app
+from bertviz_app.corpus import CorpusError, build_corpus, open_corpus
+from bertviz_app.corpus import build as build_module
+from bertviz_app.corpus.questions import coarse_tag, normalize_qk, project
+from bertviz_app.corpus.sources import read_source
+from bertviz_app.corpus.stats import OFFSETS, STATISTICS, is_punctuation
+
+SENTENCES = ["The cat sat on the mat.", "A dog barked at the mailman, twice!", "I sat by the bank of the river.",
+             "I paid at the bank.", "She reads books.\tThey write letters.", "Colorless green ideas sleep furiously.",
+             "The old man the boat.", "Time flies like an arrow; fruit flies like a banana.", "Where is the station?",
+             "He said \"no\" (quietly).", "Paris is the capital of France.", "The quick brown fox jumps over the lazy "
+             "dog near the river bank on a sunny afternoon in late September while the children play outside.",
+             "東京 is a city.", "Emoji 🙂 are text too."]
+
+
+@pytest.fixture(scope="module")
+def explorer(tiny_mlm_folder):
+    # the corpus's token limit, so that a sentence it cuts is cut the same way in its Run
+    return bertviz_app.load(tiny_mlm_folder, device="cpu", max_tokens=24)
+
+
+OPTIONS = dict(max_length=24, batch_size=3, qk_sample=0.5, shard_tokens=64)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    path = tmp_path_factory.mktemp("source") / "sentences.txt"
+    # a blank line and a duplicate, counted and skipped
+    path.write_text("\n".join(SENTENCES[:5] + ["", SENTENCES[0]] + SENTENCES[5:]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(explorer, source, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("corpus") / "c"
+    # small shards and batches, so that the corpus has several of each
+    build_corpus(source, folder, explorer=explorer, **OPTIONS, say=lambda text: None)
+    return open_corpus(folder, explorer=explorer)
+
+
+def test_the_source_is_read_with_blanks_and_duplicates_counted(source):
+    read = read_source(source)
+    assert [s.text for s in read.sentences][:4] == SENTENCES[:4]
+    assert read.sentences[4].pair == "They write letters."
+    assert (read.blank, read.duplicates, len(read.sentences)) == (1, 1, len(SENTENCES))
+    assert "1 blank lines skipped" in read.summary() and "1 duplicates skipped" in read.summary()
+
+
+def test_a_corpus_is_split_into_shards_and_holds_every_sentence(corpus):
+    assert len(corpus) == len(SENTENCES) and len(corpus.shards) > 2
+    assert list(corpus.sentences["text"]) == SENTENCES[:4] + ["She reads books."] + SENTENCES[5:]
+    assert corpus.manifest["source"]["truncated"] == 1  # the long sentence, cut at 24 tokens
+    assert corpus.sentences["truncated"].sum() == 1
+    assert corpus.manifest["tokens"] == len(corpus.tokens) == corpus.sentences["length"].sum()
+
+
+def test_each_sentences_statistics_equal_its_run(corpus, explorer):
+    """A sentence's mean of the per-token statistics is `Run.head_statistics()` within 1e-6, and the corpus means
+    of the summary are the token-weighted means of the Runs'."""
+    totals = {name: 0.0 for name in ("entropy", "sep", "previous")}
+    weights = {name: 0 for name in totals}
+    for i in range(len(corpus)):
+        run = corpus.run(i)
+        assert len(run) == corpus.sentences.loc[i, "length"]
+        start, stop = corpus.sentence_starts[i], corpus.sentence_starts[i + 1]
+        expected = run.head_statistics()
+        for name in ("entropy", "distance", "cls", "sep", "self", "previous", "next"):
+            got = np.nanmean(corpus.statistic(name)[start:stop].astype(np.float64), axis=0)
+            np.testing.assert_allclose(got, getattr(expected, name), atol=1e-6, rtol=1e-6, err_msg=name)
+        for name in totals:
+            values = corpus.statistic(name)[start:stop].astype(np.float64)
+            totals[name] += np.nansum(values, axis=0)
+            weights[name] += (~np.isnan(values)).sum(0)
+        strongest = run.attentions.argmax(-1) - np.arange(len(run))  # (L, h, T)
+        np.testing.assert_array_equal(corpus.statistic("strongest")[start:stop], strongest.transpose(2, 0, 1))
+    summary = corpus.head_summary()
+    for name in totals:
+        np.testing.assert_allclose(summary[name].to_numpy(), (totals[name] / weights[name]).ravel(), rtol=1e-6,
+                                   atol=1e-6)
+
+
+def test_punctuation_and_positional_profile_agree_with_runs(corpus):
+    assert is_punctuation(".") and is_punctuation("##,") and not is_punctuation("cat") and not is_punctuation("")
+    sums, counts = np.zeros(len(OFFSETS)), np.zeros(len(OFFSETS))
+    for i in range(len(corpus)):
+        a = corpus.run(i).attentions[1, 2].astype(np.float64)
+        for k, d in enumerate(OFFSETS):
+            band = np.diagonal(a, offset=d)
+            sums[k] += band.sum()
+            counts[k] += len(band)
+    profile = corpus.positional_profile(1, 2)
+    assert list(profile["offset"]) == list(OFFSETS)
+    np.testing.assert_array_equal(profile["pairs"], counts)
+    np.testing.assert_allclose(profile["attention"], sums / counts, rtol=1e-6, atol=1e-7)
+    # the punctuation share: what each row gives to the pieces that are punctuation
+    run = corpus.run(9)  # He said "no" (quietly).
+    marks = np.array([is_punctuation(t) and not s for t, s in zip(run.tokens, run.special_mask)])
+    start = corpus.sentence_starts[9]
+    np.testing.assert_allclose(corpus.statistic("punctuation")[start:start + len(run)],
+                               run.attentions[..., marks].sum(-1).transpose(2, 0, 1), atol=1e-6)
+
+
+def test_search_equals_brute_force_in_numpy(corpus):
+    layer = 2
+    hidden = np.concatenate([np.asarray(s.array("hidden")[layer], np.float32) for s in corpus.shards])
+    unit = hidden / np.linalg.norm(hidden, axis=1, keepdims=True)
+    query = corpus.run(2).hidden_states[layer][5]  # "bank" in "I sat by the bank of the river."
+    result = corpus.search("I sat by the bank of the river.", 5, layer=layer, k=7)
+    scores = unit @ (query / np.linalg.norm(query))
+    order = np.argsort(-scores, kind="stable")[:7]
+    np.testing.assert_array_equal(result.table["row"].to_numpy(), order)
+    np.testing.assert_allclose(result.table["score"].to_numpy(), scores[order], rtol=1e-6)
+    assert result.table["sentence"].iloc[0] == 2 and result.table["word"].iloc[0] == "bank"  # itself, first
+    assert result.words.sum() == 7
+    by_vector = corpus.search(query, layer=layer, k=7)
+    np.testing.assert_array_equal(by_vector.table["row"].to_numpy(), order)
+
+
+def test_sentence_map_and_vectors_equal_the_runs(corpus):
+    run = corpus.run(0)
+    vectors = corpus.shards[0].array("sentence_vectors")[0]  # (L + 1, 2, H)
+    np.testing.assert_allclose(vectors[:, 0], run.hidden_states[:, 0], atol=2e-5)
+    np.testing.assert_allclose(vectors[:, 1], run.hidden_states.mean(1), atol=2e-5)
+    frame = corpus.sentence_map(layer=-1, pooling="mean")
+    assert len(frame) == len(corpus) and list(frame["sentence"]) == list(range(len(corpus)))
+    assert np.isfinite(frame[["x", "y"]].to_numpy()).all()
+
+
+def test_the_joint_map_keeps_queries_and_keys_of_a_sample_and_attention_as_it_was(corpus):
+    frame = corpus.qk_map(1, 3)
+    kept = frame[frame["kind"] == "query"]
+    assert 0 < len(kept) < len(corpus.tokens) and len(frame) == 2 * len(kept)
+    row = int(kept["row"].iloc[0])
+    sentence, position = corpus.token_columns[row, :2]
+    run = corpus.run(int(sentence))
+    shard = next(s for s in corpus.shards if s.start <= sentence < s.stop)
+    offset = sum(s.tokens for s in corpus.shards if s.index < shard.index)
+    m = int(np.flatnonzero(np.asarray(shard.array("qk_rows")) == row - offset)[0])
+    np.testing.assert_allclose(shard.array("qk")[1, 3, 0, m], run.queries[1, 3, position], rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(shard.array("qk")[1, 3, 1, m], run.keys[1, 3, position], rtol=2e-3, atol=2e-3)
+    # AttentionViz's normalization leaves every softmax row as it was, and brings the centroids together
+    q, k = run.queries[1, 3].astype(np.float64), run.keys[1, 3].astype(np.float64)
+    q2, k2 = normalize_qk(q, k)
+
+    def softmax(s):
+        e = np.exp(s - s.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(softmax(q2 @ k2.T), softmax(q @ k.T), atol=1e-9)
+    np.testing.assert_allclose(q2.mean(0), k2.mean(0), atol=1e-9)
+    xy = project(np.random.default_rng(0).normal(size=(50, 4)) * [5, 3, 1, 0.1])
+    assert xy.shape == (50, 2) and np.var(xy[:, 0]) >= np.var(xy[:, 1])
+
+
+def test_a_killed_build_resumes_and_equals_a_whole_one(explorer, source, corpus, tmp_path, monkeypatch):
+    real = build_module._ShardWriter.write
+    calls = []
+
+    def dies_on_third(self, folder, shard, sentences, bar):
+        calls.append(shard.index)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of a build
+        real(self, folder, shard, sentences, bar)
+
+    monkeypatch.setattr(build_module._ShardWriter, "write", dies_on_third)
+    options = dict(explorer=explorer, **OPTIONS, say=lambda text: None)
+    with pytest.raises(KeyboardInterrupt):
+        build_corpus(source, tmp_path / "c", **options)
+    with pytest.raises(CorpusError, match="has not finished .2 of"):
+        open_corpus(tmp_path / "c")
+    monkeypatch.setattr(build_module._ShardWriter, "write", real)
+    said = []
+    build_corpus(source, tmp_path / "c", **{**options, "say": said.append})
+    assert any("resuming: " in s for s in said)
+    for shard in corpus.shards:
+        for name in ("hidden", "head_stats", "token_columns", "qk"):
+            np.testing.assert_array_equal(np.load(tmp_path / "c" / shard.path.name / f"{name}.npy"),
+                                          shard.array(name), err_msg=name)
+
+
+def test_a_folder_refuses_another_model_source_or_settings(explorer, source, corpus, tmp_path):
+    folder = corpus.folder
+    other = tmp_path / "other.txt"
+    other.write_text("Another sentence.\n")
+    with pytest.raises(CorpusError, match="was built from 'sentences.txt', not from this 'other.txt'"):
+        build_corpus(other, folder, explorer=explorer, **OPTIONS, say=lambda t: None)
+    with pytest.raises(CorpusError, match=r"was built with other settings \(max_length: 24\)"):
+        build_corpus(source, folder, explorer=explorer, **{**OPTIONS, "max_length": 32}, say=lambda t: None)
+    default = bertviz_app.load(device="cpu")
+    with pytest.raises(CorpusError, match="was built by the model .* not by 'minilm"):
+        build_corpus(source, folder, explorer=default, **OPTIONS, say=lambda t: None)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    with pytest.raises(CorpusError, match="is not empty and holds no corpus"):
+        build_corpus(source, tmp_path / "full", explorer=explorer, say=lambda t: None)
+
+
+def test_missing_and_damaged_shards_are_named(corpus, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(corpus.folder, copy)
+    (copy / "shard-00001" / "hidden.npy").write_bytes((copy / "shard-00001" / "hidden.npy").read_bytes()[:300])
+    with pytest.raises(CorpusError, match="shard-00001/hidden.npy of .* is damaged"):
+        open_corpus(copy)
+    shutil.rmtree(copy / "shard-00001")
+    with pytest.raises(CorpusError, match="shard-00001 of .* is missing .*run the same build command again"):
+        open_corpus(copy)
+    with pytest.raises(CorpusError, match="no corpus folder at"):
+        open_corpus(tmp_path / "nowhere")
+    (copy / "corpus.json").write_text("{not json")
+    with pytest.raises(CorpusError, match="corpus.json cannot be read"):
+        open_corpus(copy)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: c.positional_profile(99, 0), "layer 99 is out of range"),
+    (lambda c: c.qk_map(0, 12), "head 12 is out of range"),
+    (lambda c: c.search(np.ones(5), layer=1), "must have 32 numbers"),
+    (lambda c: c.search("I paid at the bank."), "needs the token to look for"),
+    (lambda c: c.search("I paid at the bank.", 99), "token 99 is out of range"),
+    (lambda c: c.search(np.ones(32), layer=1, k=0), "k must be a whole number"),
+    (lambda c: c.sentence_map(pooling="max"), "pooling must be 'cls' or 'mean'"),
+    (lambda c: c.head_summary(by="label"), "has no labels"),
+    (lambda c: c.tag_links(), "has no tags"),
+    (lambda c: c.run(len(SENTENCES)), "sentence 14 is out of range"),
+])
+def test_questions_out_of_range_are_one_sentence(corpus, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(corpus)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("empty.txt", "\n\n  \n", "has no sentences .3 blank lines"),
+    ("latin1.txt", b"fine\nna\xefve\n", "latin1.txt line 2: not UTF-8"),
+    ("table.csv", "sentence,label\nhello,1\n", "has no column 'text'"),
+])
+def test_bad_sources_are_one_sentence(explorer, tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(CorpusError if "column" in message or "sentences" in message else ValueError, match=message):
+        build_corpus(path, tmp_path / "out", explorer=explorer, say=lambda t: None)
+    assert not (tmp_path / "out").exists()  # nothing written before the source is read
+
+
+def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("text,label\nA good film.,pos\nA bad film.,neg\nA fine film.,pos\n")
+    corpus = open_corpus(build_corpus(table, tmp_path / "t", explorer=explorer, say=lambda t: None))
+    assert list(corpus.sentences["label"]) == ["pos", "neg", "pos"] and corpus.labels == ["neg", "pos"]
+    by = corpus.head_summary(by="label")
+    assert set(by["label"]) == {"neg", "pos"} and len(by) == 2 * 2 * 4
+    conll = tmp_path / "t.conll"
+    conll.write_text("The DT\nold JJ\ncat NN\nsat VBD\non IN\nthe DT\nmat NN\n. .\n\nA DT\ndog NN\nbarked VBD\n")
+    tagged = open_corpus(build_corpus(conll, tmp_path / "c", explorer=explorer, say=lambda t: None))
+    tokens = tagged.tokens
+    first = tokens[tokens["sentence"] == 0]
+    assert list(first["tag"]) == ["", "DT", "JJ", "NN", "VBD", "IN", "DT", "NN", ".", ""]
+    relations = tagged.relation_heads()
+    assert set(relations["relation"]) == {"determiner -> its noun", "adjective -> its noun",
+                                          "preposition -> the noun after it"}
+    det = relations[relations["relation"] == "determiner -> its noun"].iloc[0]
+    assert det["count"] == 3  # The -> cat (past "old"), the -> mat, A -> dog
+    assert det["next_word_baseline"] == pytest.approx(2 / 3)
+    links = tagged.tag_links(min_count=1)
+    assert (links["lift"] >= 2).all() and set(links["from_tag"]) <= {"DT", "JJ", "NN", "VBD", "IN", "."}
+    assert [coarse_tag(t) for t in ("at", "nn-tl", "NNPS", "jjr", "IN", "vbd", "np$")] == \
+        ["DET", "NOUN", "NOUN", "ADJ", "ADP", "", "NOUN"]
+
+
+def test_a_fine_tuned_classifier_corpus_keeps_predictions(finetuned_classifier, tmp_path):
+    model = bertviz_app.load(finetuned_classifier, device="cpu")
+    table = tmp_path / "reviews.csv"
+    table.write_text("text,label\na good film,positive\nthe movie was awful,negative\nit was good,negative\n")
+    corpus = open_corpus(build_corpus(table, tmp_path / "c", explorer=model, say=lambda t: None), explorer=model)
+    for row in corpus.sentences.itertuples():
+        expected = model.predict(row.text)
+        assert row.prediction == expected.label
+        assert row.probabilities[expected.label] == pytest.approx(expected.probability, abs=1e-5)
+        assert row.loss == pytest.approx(-np.log(expected.probabilities[row.label]), abs=1e-4)
+    frame = corpus.sentence_map()
+    assert list(frame["error"]) == list(corpus.sentences["prediction"] != corpus.sentences["label"])
+
+
+def test_the_command_line_builds_and_says_what_is_wrong(tiny_mlm_folder, source, tmp_path):
+    out = tmp_path / "cli"
+    done = subprocess.run([sys.executable, "-m", "bertviz_app", "corpus", "build", str(source), "--output", str(out),
+                           "--model", tiny_mlm_folder, "--max-sentences", "3"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "3 sentences" in done.stdout and json.loads((out / "corpus.json").read_text())["complete"]
+    bad = subprocess.run([sys.executable, "-m", "bertviz_app", "corpus", "build", str(tmp_path / "missing.txt"),
+                          "--output", str(tmp_path / "x"), "--model", tiny_mlm_folder], capture_output=True,
+                         text=True, timeout=300)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().startswith("bertviz-app: error: no source at")
+    bad = subprocess.run([sys.executable, "-m", "bertviz_app", "corpus", "build", str(source), "--output",
+                          str(tmp_path / "y"), "--qk-sample", "2"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--qk-sample must be between 0 and 1" in bad.stderr
+
+
+@pytest.mark.slow
+def test_two_torchrun_processes_build_the_same_folder_as_one(tiny_mlm_folder, source, tmp_path):
+    common = ["corpus", "build", str(source), "--model", tiny_mlm_folder, "--max-length", "24", "--batch-size", "3",
+              "--qk-sample", "0.5", "--shard-tokens", "64", "--device", "cpu"]
+    one = subprocess.run([sys.executable, "-m", "bertviz_app", *common, "--output", str(tmp_path / "one")],
+                         capture_output=True, text=True, timeout=300, env=_env())
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          "-m", "bertviz_app", *common, "--output", str(tmp_path / "two")],
+                         capture_output=True, text=True, timeout=600, env=_env())
+    assert two.returncode == 0, two.stderr[-3000:]
+    shards = sorted(p.name for p in (tmp_path / "one").glob("shard-*"))
+    assert len(shards) > 2 and shards == sorted(p.name for p in (tmp_path / "two").glob("shard-*"))
+    for shard in shards:
+        for name in ("hidden", "head_stats", "token_columns", "sentence_vectors", "qk", "offsets"):
+            np.testing.assert_array_equal(np.load(tmp_path / "one" / shard / f"{name}.npy"),
+                                          np.load(tmp_path / "two" / shard / f"{name}.npy"), err_msg=name)
+    assert open_corpus(tmp_path / "two").manifest == open_corpus(tmp_path / "one").manifest
+
+
+def _env():
+    import os
+    return {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+
+
+def test_statistics_are_named_in_one_order():
+    assert STATISTICS[-1] == "strongest" and len(set(STATISTICS)) == len(STATISTICS)
