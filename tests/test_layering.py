@@ -39,6 +39,7 @@ FLOORS = {
     "explorer": 10, "pretraining": 10,
     "__init__": 11,  # the package face: what `import bertviz_app` gives
     "app": 12,
+    "space": 12,  # export-space: the package, its models and an app.py that serves through cli
     "cli": 13, "__main__": 14,
 }
 
