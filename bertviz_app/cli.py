@@ -148,6 +148,41 @@ def run_export_static(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_export_space_command(commands) -> argparse.ArgumentParser:
+    from . import space
+
+    p = commands.add_parser(
+        "export-space", help="write a folder that is a Hugging Face Space serving the app",
+        description="Write DIR: a Gradio Space as it stands (README.md with the Space's settings, app.py, "
+                    "requirements.txt, this package and the models it serves). Push it to a Space with git (the "
+                    "README's 'Put it on a Space'), or try it here with `python DIR/app.py`. The Space serves with a "
+                    "public page's settings: fine-tuning off, the default limits, and a login when its secret "
+                    f"{space.AUTH_VARIABLE} holds USER:PASSWORD lines.",
+        formatter_class=HelpFormatter)
+    p.add_argument("dir", metavar="DIR", help="the folder to write (created)")
+    p.add_argument("--model", action="append", metavar="NAME_OR_DIR", default=None,
+                   help="a built-in name or a checkpoint folder (copied into DIR); repeat to offer several "
+                        "(default: minilm-l6-mlm-nsp-en)")
+    p.add_argument("--force", action="store_true",
+                   help="write into DIR although it is not empty (a clone of the Space's repository), replacing "
+                        "what an export writes there; other files stay")
+    p.set_defaults(handler=run_export_space)
+    return p
+
+
+def run_export_space(args: argparse.Namespace) -> int:
+    from .space import export_space
+
+    try:
+        folder = export_space(args.dir, args.model, force=args.force)
+    except (ValueError, OSError) as err:  # SpaceError, a folder that is no checkpoint, a full disk
+        raise UsageError(str(err)) from None
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    print(f"wrote {folder} ({size / 1e6:.1f} MB): push it to a Hugging Face Space (README: Put it on a Space), "
+          f"or try it with `python {folder / 'app.py'}`")
+    return 0
+
+
 def add_finetune_command(commands) -> argparse.ArgumentParser:
     from .finetuning import recipes
     from .finetuning.training import add_finetune_arguments
@@ -215,7 +250,8 @@ def _in_words(job: Callable[[argparse.Namespace], object], args: argparse.Namesp
 # Subcommands in the order `--help` lists them: name -> the function that adds its parser.
 COMMANDS: dict[str, Callable[..., argparse.ArgumentParser]] = {
     "serve": add_serve_command, "pretrain": add_pretrain_command, "evaluate": add_evaluate_command,
-    "export-static": add_export_static_command, "finetune": add_finetune_command, "corpus": add_corpus_command}
+    "export-static": add_export_static_command, "export-space": add_export_space_command,
+    "finetune": add_finetune_command, "corpus": add_corpus_command}
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

@@ -40,6 +40,7 @@ FLOORS = {
     "corpus": 11,  # many sentences through the explorer's model, and the questions asked of them
     "__init__": 12,  # the package face: what `import bertviz_app` gives
     "app": 13,
+    "space": 13,  # export-space: the package, its models and an app.py that serves through cli
     "cli": 14, "__main__": 15,
 }
 
