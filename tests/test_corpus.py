@@ -334,3 +334,15 @@ def _env():
 
 def test_statistics_are_named_in_one_order():
     assert STATISTICS[-1] == "strongest" and len(set(STATISTICS)) == len(STATISTICS)
+
+
+def test_the_summary_sums_written_by_the_build_equal_a_fresh_sum(corpus, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(corpus.folder, copy)
+    for sums in copy.glob("shard-*/summary_sums.npy"):
+        sums.unlink()
+    fresh = open_corpus(copy).head_summary()
+    written = corpus.head_summary()
+    numbers = written.select_dtypes("number").columns
+    np.testing.assert_allclose(fresh[numbers].to_numpy(float), written[numbers].to_numpy(float), rtol=1e-12)
+    assert list(fresh["role"]) == list(written["role"])

@@ -17,6 +17,7 @@ builds its tables from them without a copy, and no dependency is added for it.
       head_stats.npy            (N, L, h, S) float32: stats.STATISTICS of every head, per query token (float32: a
                                 sentence's means equal `Run.head_statistics()` within 1e-6)
       offsets.npy               (L, h, 21) float64 summed attention by offset -10..10; offset_counts.npy (21,)
+      summary_sums.npy          (3, 1, L * h * 10) float64: the head summary's sums, sums of squares and counts
       qk.npy                    (L, h, 2, M, d) float16: queries and keys of a sample of the tokens (qk_rows.npy: their
                                 rows), not all of them: all heads of the default model cost 9 KB a token, so the joint
                                 map keeps about --qk-sample of them, chosen by a hash of (sentence id, position) so the
@@ -47,6 +48,7 @@ from ..checkpoint import _weight_files
 from ..explorer import Explorer, load
 from ..settings import as_dict, check, setting
 from ..finetuning.tasks import TEXT_CLASSIFICATION
+from .questions import statistic_sums
 from .sources import CorpusError, Sentence, Source, read_source
 from .stats import OFFSETS, STATISTICS, is_punctuation, offset_sums, token_statistics
 
@@ -293,6 +295,8 @@ class _ShardWriter:
         for batch in _batches(encodings, self.settings.batch_size):
             self._forward(batch, encodings, sentences, rows, qk_index, arrays, records)
             bar.update(len(batch))
+        lengths = np.diff(rows)[np.repeat(np.arange(n), np.diff(rows))]  # each token's sentence length
+        arrays["summary_sums"] = statistic_sums(arrays["head_stats"], lengths, np.zeros(N, np.int64), 1)
         _save(folder, shard.name, arrays, records)
 
     @torch.inference_mode()

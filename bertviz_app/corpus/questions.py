@@ -21,33 +21,26 @@ ROLE_SHARES = {**SHARE_LABELS, "punctuation": "punctuation"}
 RELATIONS = (("determiner -> its noun", "DET", "NOUN", 4), ("adjective -> its noun", "ADJ", "NOUN", 3),
              ("preposition -> the noun after it", "ADP", "NOUN", 4))
 SPECIAL_TAGS = ("[CLS]", "[SEP]")
+SUMMARY_COLUMNS = (*STATISTICS, "entropy_ratio")  # entropy_ratio: a row's entropy over a uniform row's
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # What each head does
 # ------------------------------------------------------------------------------------------------------------------
 def head_summary(corpus, by: str | None) -> pd.DataFrame:
+    L, h = corpus.num_layers, corpus.num_heads
     groups, names = _groups(corpus, by)
-    L, h, S = corpus.num_layers, corpus.num_heads, len(STATISTICS)
-    columns = [*STATISTICS, "entropy_ratio"]
-    width = L * h * len(columns)
-    sums, squares, counts = (np.zeros((len(names), width)) for _ in range(3))
     lengths = np.diff(corpus.sentence_starts)
-    row = 0
+    totals, row = 0.0, 0
     for shard in corpus.shards:
-        x = np.asarray(shard.array("head_stats"), dtype=np.float64)  # (n, L, h, S)
-        n = len(x)
-        length = lengths[corpus.token_columns[row:row + n, 0]].astype(np.float64)
-        ratio = x[..., 0] / np.log(np.maximum(length, 2))[:, None, None]  # entropy over a uniform row's
-        x = np.concatenate([x, ratio[..., None]], -1).reshape(n, width)
-        valid = ~np.isnan(x)
-        x = np.where(valid, x, 0.0)
-        g = groups[row:row + n]
-        one_hot = (g[None, :] == np.arange(len(names))[:, None]).astype(np.float64)  # (G, n)
-        sums += one_hot @ x
-        squares += one_hot @ (x * x)
-        counts += one_hot @ valid
+        n = shard.tokens
+        if by is None and shard.has("summary_sums"):  # the build summed the shard already
+            totals = totals + np.asarray(shard.array("summary_sums"), dtype=np.float64)
+        else:
+            totals = totals + statistic_sums(shard.array("head_stats"), lengths[corpus.token_columns[row:row + n, 0]],
+                                             groups[row:row + n], len(names))
         row += n
+    sums, squares, counts = totals
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = sums / counts
         spread = np.sqrt(np.maximum(squares / counts - mean ** 2, 0.0))
@@ -57,7 +50,7 @@ def head_summary(corpus, by: str | None) -> pd.DataFrame:
         data = {} if by is None else {by: name}
         data.update(layer=layer.ravel(), head=head.ravel())
         m, s = mean[k].reshape(L * h, -1), spread[k].reshape(L * h, -1)
-        for j, column in enumerate(columns):
+        for j, column in enumerate(SUMMARY_COLUMNS):
             data[column] = m[:, j]
             data[f"{column}_spread"] = s[:, j]
         data["tokens"] = counts[k].reshape(L * h, -1)[:, 0].astype(np.int64)
@@ -68,6 +61,19 @@ def head_summary(corpus, by: str | None) -> pd.DataFrame:
     if corpus.tags and by is None:
         _linking_roles(corpus, summary)
     return summary
+
+
+def statistic_sums(stats: np.ndarray, lengths: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """(3, G, L * h * C): per group, the sums, sums of squares and counts (NaN left out) of SUMMARY_COLUMNS of every
+    head. stats: (n, L, h, S) per token; lengths: (n,) the token's sentence length; groups: (n,) 0..G-1 or -1."""
+    x = np.asarray(stats, dtype=np.float64)
+    n = len(x)
+    ratio = x[..., 0] / np.log(np.maximum(lengths.astype(np.float64), 2))[:, None, None]  # of a uniform row's
+    x = np.concatenate([x, ratio[..., None]], -1).reshape(n, -1)
+    valid = ~np.isnan(x)
+    x[~valid] = 0.0
+    one_hot = (groups[None, :] == np.arange(n_groups)[:, None]).astype(np.float64)  # (G, n)
+    return np.stack([one_hot @ x, one_hot @ (x * x), one_hot @ valid])
 
 
 def _groups(corpus, by: str | None) -> tuple[np.ndarray, list[str]]:
@@ -174,22 +180,25 @@ def tag_links(corpus, layer: int | None, head: int | None, min_count: int) -> pd
 
 
 def relation_targets(corpus) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per relation: the query rows (a word's first token) and the id of the word they should link to."""
+    """Per relation: the query rows (a word's first token) and the id of the word they should link to (the first word
+    of the target class within the relation's window, in the same sentence)."""
     c = corpus.token_columns
     classes = np.array([coarse_tag(t) for t in corpus.tags] + [""], dtype=object)[c[:, 4]]
     starts = _word_starts(corpus)
-    found: dict[str, tuple[list, list]] = {name: ([], []) for name, *_ in RELATIONS}
-    bounds = np.searchsorted(c[starts, 0], np.arange(len(corpus) + 1))  # each sentence's words among `starts`
-    for s in range(len(corpus)):
-        words = starts[bounds[s]:bounds[s + 1]]
-        kinds = classes[words]
-        for name, source, target, window in RELATIONS:
-            for k in np.flatnonzero(kinds == source):
-                ahead = np.flatnonzero(kinds[k + 1:k + 1 + window] == target)
-                if len(ahead):
-                    found[name][0].append(words[k])
-                    found[name][1].append(c[words[k + 1 + ahead[0]], 3])
-    return {name: (np.asarray(q, dtype=np.int64), np.asarray(w, dtype=np.int64)) for name, (q, w) in found.items()}
+    kinds, sentence = classes[starts], c[starts, 0]
+    found = {}
+    for name, source, target, window in RELATIONS:
+        queries = np.flatnonzero(kinds == source)  # indexes into `starts`
+        goal = np.full(len(queries), -1)
+        for ahead in range(window, 0, -1):  # the nearest last, so that it wins
+            j = queries + ahead
+            inside = j < len(starts)
+            hit = np.zeros(len(queries), dtype=bool)
+            hit[inside] = (kinds[j[inside]] == target) & (sentence[j[inside]] == sentence[queries[inside]])
+            goal[hit] = j[hit]
+        keep = goal >= 0
+        found[name] = (starts[queries[keep]].astype(np.int64), c[starts[goal[keep]], 3].astype(np.int64))
+    return found
 
 
 def relation_heads(corpus, all_heads: bool = False) -> pd.DataFrame:

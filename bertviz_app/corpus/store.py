@@ -28,7 +28,10 @@ SHAPES = {
     "offset_counts": lambda n, N, M, L, h, H, d: (len(OFFSETS),),
     "qk_rows": lambda n, N, M, L, h, H, d: (M,),  # before qk, whose shape it gives
     "qk": lambda n, N, M, L, h, H, d: (L, h, 2, M, d),
+    # optional: a head summary sums the shards' statistics itself where a shard lacks it
+    "summary_sums": lambda n, N, M, L, h, H, d: (3, 1, L * h * (len(STATISTICS) + 1)),
 }
+OPTIONAL = ("summary_sums",)
 
 
 def open_corpus(folder: str | os.PathLike, explorer=None) -> "Corpus":
@@ -203,9 +206,13 @@ class _Shard:
             raise CorpusError(f"{self.path.name} of {self.path.parent} is missing (sentences {self.start:,} to "
                               f"{self.stop - 1:,}); run the same build command again: it rebuilds only what is missing")
         for name in SHAPES:
-            self.array(name)
+            if name not in OPTIONAL or self.has(name):
+                self.array(name)
         if not (self.path / "sentences.jsonl").is_file():
             raise CorpusError(self._damaged("sentences.jsonl", "missing"))
+
+    def has(self, name: str) -> bool:
+        return (self.path / f"{name}.npy").is_file()
 
     def array(self, name: str) -> np.ndarray:
         if name not in self._arrays:

@@ -1,0 +1,163 @@
+"""The corpus engine's speed and memory (bertviz_app.corpus), each phase against what it promises:
+
+  build    sentences per second of `build_corpus` against what a user would write instead, in the same process:
+           transformers' BertModel (eager, output_attentions and output_hidden_states) over the same sentences in
+           batches of the same size, in the source's order, padded by its tokenizer; the two alternate (ours, theirs,
+           theirs, ours) so that a neighbour's load hits both alike. Target: ours >= 0.9x theirs.
+  memory   peak RSS of whole builds (each in a process of its own) at two corpus sizes. Target: within 20 %, < 2 GB.
+  search   top-10 by cosine over every token of a corpus folder (--corpus) at the last layer, median of 20 queries,
+           each checked against numpy's brute force. Target: <= 200 ms over >= 1M token vectors.
+  summary  open_corpus(folder).head_summary(), from the folder. Target: <= 2 s for 10,000 sentences.
+
+    .venv/bin/python benchmarks/bench_corpus.py build --sentences 1000
+    .venv/bin/python benchmarks/bench_corpus.py memory --sizes 2000,10000
+    .venv/bin/python benchmarks/bench_corpus.py search summary --corpus /work/corpora/brown50k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import bertviz_app  # noqa: E402
+from bertviz_app.catalog import minilm_path  # noqa: E402
+from bertviz_app.corpus import build_corpus, open_corpus  # noqa: E402
+from bertviz_app.corpus.sources import read_source  # noqa: E402
+
+
+def build_phase(sentences: int, batch: int, repeats: int) -> None:
+    from transformers import AutoTokenizer, BertModel
+
+    explorer = bertviz_app.load(device="cpu", max_tokens=128)
+    texts = [s.text for s in read_source("brown").sentences[:sentences]]
+    folder = minilm_path()
+    theirs_model = BertModel.from_pretrained(folder, attn_implementation="eager").eval()
+    theirs_tokenizer = AutoTokenizer.from_pretrained(folder)
+
+    def ours() -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            source = Path(tmp) / "s.txt"
+            source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+            start = time.perf_counter()
+            build_corpus(source, Path(tmp) / "c", explorer=explorer, batch_size=batch, say=lambda t: None)
+            return time.perf_counter() - start
+
+    @torch.inference_mode()
+    def theirs() -> float:
+        start = time.perf_counter()
+        for k in range(0, len(texts), batch):
+            enc = theirs_tokenizer(texts[k:k + batch], padding=True, truncation=True, max_length=128,
+                                   return_tensors="pt")
+            theirs_model(**enc, output_attentions=True, output_hidden_states=True)
+        return time.perf_counter() - start
+
+    times = {"ours": [], "theirs": []}
+    for r in range(repeats):
+        for side in (("ours", "theirs") if r % 2 == 0 else ("theirs", "ours")):
+            times[side].append(ours() if side == "ours" else theirs())
+    rate = {side: len(texts) / statistics.median(t) for side, t in times.items()}
+    print(f"build, {len(texts):,} Brown sentences, batches of {batch}, {torch.get_num_threads()} threads, "
+          f"{repeats} runs each:")
+    print(f"  ours (build_corpus, everything kept on disk)   {rate['ours']:7.1f} sentences/s")
+    print(f"  transformers forward (eager, outputs, padded)  {rate['theirs']:7.1f} sentences/s")
+    print(f"  ratio ours/theirs: {rate['ours'] / rate['theirs']:.2f} (target >= 0.9)")
+
+
+MEMORY_CHILD = """
+import json, resource, sys, tempfile, time
+from pathlib import Path
+from bertviz_app.corpus import build_corpus
+n, out = int(sys.argv[1]), sys.argv[2]
+start = time.perf_counter()
+build_corpus("brown", out, max_sentences=n, say=lambda t: None)
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def memory_phase(sizes: list[int]) -> None:
+    print("memory, whole builds of the Brown corpus with the default model, each in its own process:")
+    peaks = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(n), str(Path(tmp) / "c")],
+                                  capture_output=True, text=True, check=True)
+            figures = json.loads(done.stdout.strip().splitlines()[-1])
+            size = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file())
+        peaks.append(figures["peak_mb"])
+        print(f"  {n:>7,} sentences: peak RSS {figures['peak_mb']:7.0f} MB, {figures['seconds']:7.0f} s "
+              f"({n / figures['seconds']:.1f} sentences/s), folder {size / 1e9:.2f} GB")
+    print(f"  growth of the peak: {peaks[-1] / peaks[0] - 1:+.0%} (target within 20 %, under 2 GB)")
+
+
+def search_phase(folder: Path, queries: int = 20) -> None:
+    corpus = open_corpus(folder)
+    layer = corpus.num_layers
+    start = time.perf_counter()
+    vectors = corpus.hidden(layer)
+    load = time.perf_counter() - start
+    rng = np.random.default_rng(0)
+    rows = rng.choice(len(vectors), size=queries, replace=False)
+    times = []
+    for row in rows:
+        query = vectors[row] * 3.0  # any length: the search normalizes it
+        start = time.perf_counter()
+        result = corpus.search(query, layer=layer, k=10)
+        times.append(time.perf_counter() - start)
+        brute = np.argsort(-(vectors @ (query / np.linalg.norm(query))), kind="stable")[:10]
+        if not np.array_equal(result.table["row"].to_numpy(), brute):
+            raise SystemExit(f"search differs from numpy's brute force for row {row}")
+    print(f"search over {len(vectors):,} token vectors of {corpus.hidden_size} (layer {layer}), "
+          f"{torch.get_num_threads()} threads:")
+    print(f"  first search loads the layer's vectors: {load:.1f} s ({vectors.nbytes / 1e9:.2f} GB as float32)")
+    print(f"  top-10: median {statistics.median(times) * 1e3:.0f} ms, max {max(times) * 1e3:.0f} ms over {queries} "
+          "queries, each equal to numpy's brute force (target <= 200 ms)")
+
+
+def summary_phase(folder: Path) -> None:
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        corpus = open_corpus(folder)
+        summary = corpus.head_summary()
+        times.append(time.perf_counter() - start)
+    print(f"head summary of {len(corpus):,} sentences ({corpus.manifest['tokens']:,} tokens, {len(summary)} heads) "
+          f"from the folder: median {statistics.median(times):.2f} s of 3 (target <= 2 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("phases", nargs="*", default=["build"], choices=["build", "memory", "search", "summary"])
+    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--sizes", default="2000,10000")
+    parser.add_argument("--corpus", type=Path, help="a corpus folder for the search and summary phases")
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; load average "
+          f"{' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
+    for phase in args.phases:
+        if phase == "build":
+            build_phase(args.sentences, args.batch_size, args.repeats)
+        elif phase == "memory":
+            memory_phase([int(x) for x in args.sizes.split(",")])
+        elif args.corpus is None:
+            raise SystemExit(f"the {phase} phase needs --corpus DIR")
+        else:
+            (search_phase if phase == "search" else summary_phase)(args.corpus)
+
+
+if __name__ == "__main__":
+    main()
