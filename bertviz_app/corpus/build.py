@@ -321,6 +321,11 @@ class _ShardWriter:
         else:
             out = self.explorer.model.bert(ids, segments, mask, **options)
         mask_f = mask.unsqueeze(-1).float()
+        kept = [(b, t, qk_index[rows[i] + t]) for b, i in enumerate(batch) for t in range(len(chosen[b]))
+                if qk_index[rows[i] + t] >= 0]  # (row in batch, position, place among the shard's sampled tokens)
+        sample_b = torch.tensor([b for b, _, _ in kept], dtype=torch.long, device=device)
+        sample_t = torch.tensor([t for _, t, _ in kept], dtype=torch.long, device=device)
+        sample_at = np.array([m for _, _, m in kept], dtype=np.int64)
         for layer, hidden in enumerate(out.hidden_states):  # (B, T, H) each
             mean = (hidden * mask_f).sum(1) / mask_f.sum(1)
             vectors = torch.stack([hidden[:, 0], mean], 1).float().cpu().numpy()  # (B, 2, H)
@@ -333,14 +338,13 @@ class _ShardWriter:
             sums, counts = offset_sums(attention.float(), lengths)
             arrays["offsets"][layer] += sums.numpy()
             arrays["offset_counts"] += counts.numpy() if layer == 0 else 0
-            q, k = out.queries[layer].half().cpu().numpy(), out.keys[layer].half().cpu().numpy()  # (B, h, T, d)
             for b, i in enumerate(batch):
-                n = len(chosen[b])
-                arrays["head_stats"][rows[i]:rows[i + 1], layer] = stats[b, :n]
-                where = qk_index[rows[i]:rows[i + 1]]
-                kept = np.flatnonzero(where >= 0)
-                arrays["qk"][layer, :, 0, where[kept]] = q[b][:, kept].transpose(1, 0, 2)
-                arrays["qk"][layer, :, 1, where[kept]] = k[b][:, kept].transpose(1, 0, 2)
+                arrays["head_stats"][rows[i]:rows[i + 1], layer] = stats[b, :len(chosen[b])]
+            # only the sampled tokens' queries and keys leave the batch: (K, h, d) each
+            q = out.queries[layer][sample_b, :, sample_t].half().cpu().numpy()
+            k = out.keys[layer][sample_b, :, sample_t].half().cpu().numpy()
+            arrays["qk"][layer, :, 0, sample_at] = q
+            arrays["qk"][layer, :, 1, sample_at] = k
 
     def _predictions(self, logits: torch.Tensor, sentences: list[Sentence], records: list[dict]) -> None:
         probabilities = torch.softmax(logits.float(), -1).cpu().numpy()

@@ -55,15 +55,14 @@ def offset_sums(attention: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     """For each offset d of OFFSETS: the summed weight from token i to i + d over the batch's valid pairs, per head
     ((h, len(OFFSETS)) float64), and how many (i, i + d) pairs there were ((len(OFFSETS),) int64)."""
     B, h, T, _ = attention.shape
-    sums = torch.zeros(h, len(OFFSETS), dtype=torch.float64)
-    counts = torch.zeros(len(OFFSETS), dtype=torch.int64)
-    for k, d in enumerate(OFFSETS):
-        if abs(d) >= T:
-            continue
-        band = attention.diagonal(offset=d, dim1=-2, dim2=-1)  # (B, h, T - |d|): entry m is (row, col) below
-        m = torch.arange(T - abs(d), device=attention.device)
-        far = m + abs(d)  # the larger of row and column: the pair is valid when it lies inside the sentence
-        valid = far[None, :] < lengths[:, None].to(far.device)  # (B, T - |d|)
-        sums[:, k] = (band * valid[:, None, :]).sum((0, 2)).double().cpu()
-        counts[k] = int(valid.sum())
-    return sums, counts
+    index = torch.arange(T, device=attention.device)
+    offset = index[None, :] - index[:, None]  # (T, T): j - i
+    rows, cols = torch.nonzero(offset.abs() <= OFFSETS[-1], as_tuple=True)  # the band of pairs within reach
+    valid = (torch.maximum(rows, cols)[None, :] < lengths[:, None]).to(attention.dtype)  # (B, P): inside the sentence
+    weights = (attention[:, :, rows, cols] * valid[:, None, :]).sum(0)  # (h, P)
+    bins = offset[rows, cols] - OFFSETS[0]  # (P,) 0 .. len(OFFSETS) - 1
+    sums = torch.zeros(h, len(OFFSETS), dtype=torch.float64, device=attention.device)
+    sums.index_add_(1, bins, weights.double())
+    counts = torch.zeros(len(OFFSETS), dtype=torch.float64, device=attention.device).index_add_(
+        0, bins, valid.sum(0).double())
+    return sums.cpu(), counts.round().long().cpu()
