@@ -92,8 +92,8 @@ def timeline_loss_figure(steps: Sequence[int], loss: Sequence[float | None], lr:
                   legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"),
                   margin=dict(l=60, r=70, t=80, b=50))
     if lr is not None:
-        data.append(dict(type="scatter", mode="lines", x=steps, y=np.asarray(lr, dtype=np.float64), name="learning rate",
-                         yaxis="y2", line=dict(color="#888", width=1, dash="dot"),
+        data.append(dict(type="scatter", mode="lines", x=steps, y=np.asarray(lr, dtype=np.float64),
+                         name="learning rate", yaxis="y2", line=dict(color="#888", width=1, dash="dot"),
                          hovertemplate="step %{x}: learning rate %{y:.2e}<extra></extra>"))
         layout["yaxis2"] = dict(title=dict(text="learning rate"), overlaying="y", side="right", rangemode="tozero",
                                 showgrid=False, exponentformat="e")

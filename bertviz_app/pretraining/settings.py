@@ -26,8 +26,8 @@ class PretrainSettings:
              "scripts/tokenize_corpus.py), or a folder with train.txt and heldout.txt (scripts/build_corpus.py "
              "writes one) or train.npz and heldout.npz")
     out: str | os.PathLike = setting(
-        help="output folder: checkpoints step-NNNNNNN/, log.csv, settings.json, timeline/; a run with the same --out resumes "
-             "from its latest checkpoint")
+        help="output folder: checkpoints step-NNNNNNN/, log.csv, settings.json, timeline/; a run with the same --out "
+             "resumes from its latest checkpoint")
     heldout: str | os.PathLike | None = setting(
         None, "held-out text file for evaluation (default: CORPUS/heldout.txt when CORPUS is a folder)")
     init: str = setting("scratch", "'scratch' for random weights, or a checkpoint folder to continue from (heads it "

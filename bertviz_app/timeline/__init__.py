@@ -9,6 +9,6 @@ from .inputs import (MAX_INPUTS, MAX_LINE_CHARS, MAX_SNAPSHOTS, PRETRAINING_PROB
 from .reader import SnapshotRun, Timeline, TimelinePlots, open_timeline
 from .writer import TimelineWriter, snapshot_steps
 
-__all__ = ["FOLDER", "MAX_INPUTS", "MAX_LINE_CHARS", "MAX_SNAPSHOTS", "PRETRAINING_PROBES", "SnapshotRun", "Timeline",
-           "TimelineError", "TimelineInput", "TimelinePlots", "TimelineWriter", "choose_inputs", "open_timeline", "read_inputs",
-           "snapshot_steps"]
+__all__ = ["FOLDER", "MAX_INPUTS", "MAX_LINE_CHARS", "MAX_SNAPSHOTS", "PRETRAINING_PROBES", "SnapshotRun",
+           "Timeline", "TimelineError", "TimelineInput", "TimelinePlots", "TimelineWriter", "choose_inputs",
+           "open_timeline", "read_inputs", "snapshot_steps"]
