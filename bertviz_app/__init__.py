@@ -8,9 +8,10 @@ from .finetuning import finetune
 from .model import (BertForPreTraining, BertForQuestionAnswering, BertForSequenceClassification,
                     BertForTokenClassification, BertModel)
 from .run import Run
+from .timeline import open_timeline
 from .tokenizer import Encoding, Tokenizer
 
 __version__ = "0.1.0"
 __all__ = ["BertConfig", "Corpus", "CorpusError", "build_corpus", "open_corpus", "BertForPreTraining", "BertForQuestionAnswering", "BertForSequenceClassification",
            "BertForTokenClassification", "BertModel", "CheckpointError", "ConfigError", "Encoding", "Explorer",
-           "Run", "Tokenizer", "finetune", "load", "load_model", "save_pretrained"]
+           "Run", "Tokenizer", "finetune", "load", "load_model", "open_timeline", "save_pretrained"]

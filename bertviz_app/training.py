@@ -4,7 +4,8 @@ GPU, one process or `torchrun` DistributedDataParallel (gloo on CPU, nccl on GPU
 examples per second, and a clean stop on Ctrl-C (or a cancel event).
 
 What changes between objectives is handed in: the objective (a module whose forward takes a batch and returns a dict
-with `loss`), the batch for each step, and what to do after a step (log, evaluate, save). Keeping the best epoch,
+with `loss`), the batch for each step, what to do after a step (log, evaluate, save), and the timeline that keeps
+snapshots of the model as it learns (`Snapshots`; bertviz_app.timeline writes one). Keeping the best epoch,
 checkpoints and resuming belong to the callers, which know what "best" and "a checkpoint" mean for them."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
@@ -167,6 +169,14 @@ class Trainer:
         return result
 
 
+class Snapshots(Protocol):
+    """What `fit` tells a training timeline (bertviz_app.timeline.TimelineWriter is one): every step's model, loss and
+    learning rate, on the main process only. The timeline decides which steps it keeps; `last` marks the step a run
+    ends or stops at, which it keeps whatever its schedule (a stopped run's checkpoint is at that step)."""
+
+    def record(self, model: nn.Module, step: int, loss: float | None, lr: float, *, last: bool = False) -> None: ...
+
+
 @contextmanager
 def stop_requests(cancel: threading.Event | None = None) -> Iterator[threading.Event]:
     """An event that is set when the run should stop: `cancel` (the app's Cancel button), or a first Ctrl-C in the
@@ -204,25 +214,40 @@ def _everyone_agrees_to_stop(asked: bool, info: Distributed) -> bool:
 
 def fit(trainer: Trainer, batch_at: Callable[[int], object], until: int, *, clip: float = 1.0,
         after_step: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
-        progress: bool | None = None, description: str = "training") -> bool:
+        progress: bool | None = None, description: str = "training", timeline: Snapshots | None = None) -> bool:
     """The loop: optimizer steps from `trainer.step` up to `until`, on `batch_at(step)` (a batch with `input_ids` of
     shape (B, T)), calling `after_step(result)` after each. A progress bar (tqdm, on the main process; None shows it
-    only on a terminal) reports the loss and examples per second. Returns True when `until` was reached, False when
-    the run was asked to stop (Ctrl-C or `stop`), after a complete step."""
+    only on a terminal) reports the loss and examples per second. `timeline` sees the model before the first step,
+    after each step (before `after_step`, so a checkpoint saved there has its snapshot already written) and where the
+    run ends. Returns True when `until` was reached, False when the run was asked to stop (Ctrl-C or `stop`), after
+    a complete step."""
     from tqdm.auto import tqdm
 
     # disable=None: tqdm draws only on a terminal (a log file would fill with carriage returns)
     disable = True if not trainer.dist.is_main or progress is False else (None if progress is None else False)
     bar = tqdm(total=until, initial=trainer.step, desc=description, unit="step", dynamic_ncols=True, disable=disable)
     smoothed, examples, started = None, 0, time.perf_counter()
+    # only the main process keeps a timeline; the others wait for it at the next step's gradients
+    timeline = timeline if trainer.dist.is_main else None
+    loss, lr = None, trainer.scheduler.get_last_lr()[0]
+
+    def snapshot(last: bool = False) -> None:
+        if timeline is not None:
+            timeline.record(trainer.model, trainer.step, loss, lr, last=last)
+
+    snapshot()
     try:
         with stop_requests(stop) as asked:
             while trainer.step < until:
                 if _everyone_agrees_to_stop(asked.is_set(), trainer.dist):
+                    snapshot(last=True)
                     return False
                 batch = batch_at(trainer.step)
+                lr = trainer.scheduler.get_last_lr()[0]  # the rate this step uses
                 result = trainer.train_step(batch, clip)
                 loss = float(result["loss"].detach())
+                if timeline is not None:
+                    timeline.record(trainer.model, trainer.step, loss, lr)
                 smoothed = loss if smoothed is None else 0.9 * smoothed + 0.1 * loss
                 examples += int(batch.input_ids.shape[0]) * trainer.dist.world_size
                 bar.set_postfix(loss=f"{smoothed:.4f}", examples_per_s=f"{examples / (time.perf_counter() - started):.1f}",
@@ -230,6 +255,7 @@ def fit(trainer: Trainer, batch_at: Callable[[int], object], until: int, *, clip
                 bar.update(1)
                 if after_step is not None:
                     after_step(result)
+            snapshot(last=True)
             return True
     finally:
         bar.close()

@@ -94,6 +94,7 @@ def finetuned_classifier(tmp_path_factory) -> Path:
                     tokenizer=tokenizer)
     rows = [f"{text},{label}" for label, texts in SENTIMENT.items() for text in texts] * 2
     (root / "train.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    # timeline=10: the folder carries a short training timeline, as the app's fine-tuned models do
     return finetune("text-classification", root / "train.csv", root / "model", model=root / "base", epochs=6,
                     batch_size=4, learning_rate=5e-3, max_length=32, device="cpu", progress=False,
-                    say=lambda *a: None).output
+                    say=lambda *a: None, timeline=10).output

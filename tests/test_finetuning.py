@@ -41,7 +41,8 @@ POSITIVE = ["a good film", "a great movie", "the film was good", "good and fine"
             "the movie was great", "it was good", "good good movie", "a great great film"]
 NEGATIVE = ["a bad film", "an awful movie", "the film was bad", "bad and boring", "a boring movie", "awful film",
             "the movie was awful", "it was bad", "bad bad movie", "a boring boring film"]
-FAST = dict(epochs=2, batch_size=4, learning_rate=5e-3, max_length=32, device="cpu", progress=False)
+# timeline=0: a snapshot of a tiny model costs about a training step; tests/test_timeline.py covers the timeline
+FAST = dict(epochs=2, batch_size=4, learning_rate=5e-3, max_length=32, device="cpu", progress=False, timeline=0)
 
 
 @pytest.fixture(scope="module")
@@ -466,6 +467,8 @@ def test_seeds_give_one_run_each_their_mean_and_spread(tmp_path, base, sentiment
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out-seed-0", "out-seed-1", "out-seed-2"][:1] + \
         sorted(f"out-seed-{r['seed']}" for r in seeds["runs"] if r["seed"] != kept)
     assert "over 3 seeds: accuracy" in printed and "mean +- std" in printed
+    # each kept run carries its own timeline (the default is on), moved in with its model
+    assert all((Path(r["folder"]) / "timeline" / "timeline.json").is_file() for r in seeds["runs"])
 
 
 def test_every_setting_is_an_option_a_check_and_a_metrics_entry(trained):

@@ -34,6 +34,7 @@ FLOORS = {
     "static": 6,  # the page that runs the model itself: ONNX export, runtime, the views beside it
     "masked_lm": 7,
     "targets": 8,  # the one number an attribution or an ablation explains
+    "timeline": 8,  # a training's snapshots: written by the loop's callers, read by the app and a notebook
     "attribution": 9, "ablation": 9,
     "finetuning": 9,  # below explorer, whose predict() gives a fine-tuned head's answer
     "explorer": 10, "pretraining": 10,

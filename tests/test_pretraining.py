@@ -203,7 +203,7 @@ def _args(corpus, out, *extra):
     parser = add_pretrain_arguments(argparse.ArgumentParser())
     return parser.parse_args(["--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--batch-size", "8",
                               "--max-tokens", "32", "--log-every", "2", "--device", "cpu", "--save-minutes", "0",
-                              "--eval-examples", "16", *extra])
+                              "--eval-examples", "16", "--timeline", "0", *extra])
 
 
 def test_init_from_a_checkpoint_without_heads(tmp_path, tokenizer):
@@ -331,6 +331,10 @@ def test_two_process_ddp_keeps_ranks_identical(tmp_path, corpus, tokenizer):
     assert moved  # training changed the weights
     assert latest_checkpoint(tmp_path / "out").name == "step-0000004"
     assert sorted(p.name for p in (tmp_path / "out").glob("step-*")) == ["step-0000003", "step-0000004"]  # --keep 2
+    # the main process wrote the timeline (on by default: every step of so short a run)
+    from bertviz_app.timeline import open_timeline
+
+    assert open_timeline(tmp_path / "out").steps == [0, 1, 2, 3, 4]
 
 
 def test_frozen_encoder_phase_trains_only_new_heads(tmp_path, corpus, tokenizer):

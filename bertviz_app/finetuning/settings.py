@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from ..settings import check, parse_ints, setting
+from ..timeline import MAX_SNAPSHOTS
 from ..training import SCHEDULES
 from . import recipes
 from .data import DataError
@@ -78,6 +79,15 @@ class FinetuneSettings:
                                    why="the evaluation batch size must be 1 or more")
     stride: int = setting(128, "question answering: tokens two windows of a long context share", check=_whole(0),
                           why="--stride must be 0 or more")
+    timeline: int = setting(
+        50, "snapshots of the model kept in OUTPUT/timeline/ as it learns, log-spaced early where heads change "
+            "fastest: every head's attention and the task's answer on a few inputs, for the app's timeline slider "
+            "and bertviz_app.open_timeline (0: none)",
+        check=lambda v: _whole(0)(v) and v <= MAX_SNAPSHOTS, why=f"--timeline must be 0 (off) to {MAX_SNAPSHOTS}")
+    timeline_inputs: str | os.PathLike | None = setting(
+        None, "the timeline's inputs: a UTF-8 text file, one per line ('A [SEP] B' for a pair, 'question [SEP] "
+              "context' for question answering) (default: the 5 shortest of the first 200 held-out examples)",
+        metavar="FILE")
     device: str = setting("auto", "auto, cpu or cuda")
     threads: int | None = setting(None, "CPU threads (default: torch's)",
                                   check=lambda v: v is None or _whole(1)(v), why="--threads must be 1 or more")

@@ -27,6 +27,8 @@ from .. import catalog
 from ..checkpoint import TASK_MODELS, CheckpointError, load_model, save_pretrained, task_head
 from ..model import BertModel
 from ..settings import add_arguments, as_dict, from_args
+from ..timeline import FOLDER as TIMELINE_FOLDER
+from ..timeline import MAX_LINE_CHARS, TimelineError, TimelineInput, TimelineWriter, choose_inputs, read_inputs
 from ..tokenizer import Tokenizer, TokenizerError
 from ..training import SCHEDULES, Trainer, fit, say_above_progress, setup_distributed, warmup_steps
 from . import recipes
@@ -34,7 +36,7 @@ from .data import (DataError, label_names, read_squad, read_tagged_examples, rea
                    unseen_labels, unseen_sentence)
 from .settings import FinetuneSettings
 from .tasks import (QUESTION_ANSWERING, TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, TaskObjective, collate,
-                    encode, evaluate, main_metric)
+                    encode, evaluate, main_metric, predict)
 
 
 @dataclass
@@ -75,13 +77,15 @@ class Hooks:
     on_step: Callable[[dict], None] | None = None  # each step's {step, total, epoch (a fraction), loss}
     say: Callable[[str], None] | None = None  # progress in words (default: stderr, above the bar)
     on_before: Callable[[dict], None] | None = None  # the held-out metrics before training, once known
+    on_snapshot: Callable[[dict], None] | None = None  # each timeline snapshot's record, once it is on disk
 
 
 def finetune(task: str | None = None, train: str | os.PathLike | None = None, output: str | os.PathLike | None = None,
              *, settings: FinetuneSettings | None = None, progress: bool | None = None,
              stop: threading.Event | None = None, on_epoch: Callable[[dict], None] | None = None,
              on_step: Callable[[dict], None] | None = None, say: Callable[[str], None] | None = None,
-             on_before: Callable[[dict], None] | None = None, **options) -> FineTuneResult:
+             on_before: Callable[[dict], None] | None = None, on_snapshot: Callable[[dict], None] | None = None,
+             **options) -> FineTuneResult:
     """Fine-tune as `settings` (a `FinetuneSettings`) say, or as its fields given here as arguments
     (`finetune("text-classification", "movie-reviews", "runs/sentiment", epochs=2)`; given both, the arguments
     replace those fields): the model (default: the default model) for the task ('text-classification',
@@ -91,14 +95,16 @@ def finetune(task: str | None = None, train: str | os.PathLike | None = None, ou
     and spread, and `output` the best run. `stop` (an event) ends the run after the step under way, keeping the best
     epoch so far, as Ctrl-C does; `on_epoch` receives each epoch's record, `on_step` each step's {step, total, epoch
     (a fraction), loss} (the app draws its loss curve from them), `on_before` the held-out metrics before training
-    (each run's, with seeds) as soon as they are known. Returns the output folder and the metrics."""
+    (each run's, with seeds) as soon as they are known, `on_snapshot` each snapshot of the timeline (`timeline`
+    snapshots, OUTPUT/timeline once the model is written; `open_timeline` reads it). Returns the output folder and
+    the metrics."""
     given = {k: v for k, v in (("task", task), ("train", train), ("output", output)) if v is not None}
     given.update(options)
     if settings is None:
         settings = FinetuneSettings(**given)
     elif given:
         settings = dataclasses.replace(settings, **given)
-    hooks = Hooks(progress, stop, on_epoch, on_step, say, on_before)
+    hooks = Hooks(progress, stop, on_epoch, on_step, say, on_before, on_snapshot)
     return _finetune_seeds(settings, hooks) if settings.seeds else _finetune_once(settings, hooks)
 
 
@@ -147,6 +153,8 @@ def _finetune_once(s: FinetuneSettings, hooks: Hooks) -> FineTuneResult:
     _check_output(output, s.overwrite)
     if s.threads:
         torch.set_num_threads(s.threads)
+    if s.timeline and s.timeline_inputs is not None:
+        read_inputs(s.timeline_inputs)  # a bad file is said before the data is read
     data = _prepare_data(s, say)
     say(f"{s.task}: {len(data.train)} training and {len(data.heldout)} held-out examples"
         + (f", labels {', '.join(data.labels[:8])}{' ...' if len(data.labels) > 8 else ''}" if data.labels else ""))
@@ -160,7 +168,7 @@ def _finetune_once(s: FinetuneSettings, hooks: Hooks) -> FineTuneResult:
         net.load_state_dict(loop.best["state"])
     metrics = _metrics(s, data, loop, dist_info.world_size, torch_device)
     _write_output(output, net.to("cpu").eval(), tokenizer, s.task, data.labels, metrics, loop.best["rows"] or [],
-                  s.overwrite)
+                  s.overwrite, loop.timeline.folder if loop.timeline is not None else None)
     say(f"saved {output}")
     return FineTuneResult(output, metrics, net)
 
@@ -189,6 +197,7 @@ class _Loop:
         self.before: dict | None = None
         self.losses: list[float] = []
         self.finished, self.seconds = False, 0.0
+        self.timeline = _timeline(s, data, net, tokenizer, self.total, hooks) if dist_info.is_main else None
 
     def batch_at(self, step: int):
         s, info = self.s, self.dist
@@ -245,13 +254,64 @@ class _Loop:
                 self.hooks.on_before(self.before)
         self.finished = fit(self.trainer, self.batch_at, self.total, clip=self.s.clip, after_step=self.after_step,
                             stop=self.hooks.stop, progress=self.hooks.progress,
-                            description=f"fine-tuning {self.s.epochs} epochs")
+                            description=f"fine-tuning {self.s.epochs} epochs", timeline=self.timeline)
         self.seconds = time.perf_counter() - started
         step = self.trainer.step
         if not self.finished and (step % self.steps_per_epoch or not self.history):
             self.say(f"stopped at step {step} of {self.total}; keeping the best so far")
             self.evaluate_now(round(step / self.steps_per_epoch, 3))
         return self
+
+
+def _timeline(s: FinetuneSettings, data: _Data, net, tokenizer: Tokenizer, total: int,
+              hooks: Hooks) -> TimelineWriter | None:
+    """The writer of this run's timeline, or None with --timeline 0. It writes beside the output folder (a hidden
+    .NAME.timeline-PID), since the output is renamed into place only once complete, and _write_output moves it in
+    as OUTPUT/timeline; a run killed before that leaves it there, readable by open_timeline."""
+    if not s.timeline:
+        return None
+    if s.timeline_inputs is not None:
+        inputs = choose_inputs(s.timeline_inputs, (), tokenizer.vocab)
+        name = f"--timeline-inputs {Path(s.timeline_inputs).name}"
+        if s.task == QUESTION_ANSWERING and not all(i.text_pair for i in inputs):
+            raise TimelineError(f"{name}: question answering reads a question and a context; write each input as "
+                                "'question [SEP] context'")
+        if s.task == TOKEN_CLASSIFICATION and any(i.text_pair for i in inputs):
+            raise TimelineError(f"{name}: a tagger reads one text; write each input without [SEP]")
+    else:
+        inputs = heldout_inputs(s.task, data.heldout)
+    output = Path(s.output).expanduser()
+    folder = output.parent / f".{output.name}.timeline-{os.getpid()}"
+    shutil.rmtree(folder, ignore_errors=True)
+
+    def answer(model, encoding) -> dict:
+        return dataclasses.asdict(predict(model, tokenizer, s.task, data.labels, encoding))
+
+    return TimelineWriter(folder, tokenizer=tokenizer, inputs=inputs, total_steps=total, count=s.timeline,
+                          kind="finetuning", max_tokens=net.config.max_tokens, model_name=output.name,
+                          predict=answer, task=s.task, labels=data.labels, on_snapshot=hooks.on_snapshot)
+
+
+def heldout_inputs(task: str, heldout: list, count: int = 5, among: int = 200) -> list[TimelineInput]:
+    """A timeline's default inputs for a fine-tuning: the `count` shortest of the first `among` held-out examples,
+    in their order, each with its gold answer (a label, the tags, the answer's text). A question's context is cut to
+    MAX_LINE_CHARS characters (every snapshot keeps every head's attention, which grows with the square of the
+    length); its gold answer stays only when the cut keeps it."""
+    items = []
+    for example in heldout[:among]:
+        if task == TEXT_CLASSIFICATION:
+            items.append(TimelineInput(example.text, example.text_pair, gold=example.label))
+        elif task == TOKEN_CLASSIFICATION:
+            items.append(TimelineInput(" ".join(example.words), gold=list(example.tags)))
+        else:
+            context = example.context
+            if len(context) > MAX_LINE_CHARS:
+                context = context[:MAX_LINE_CHARS].rsplit(" ", 1)[0]
+            gold = next((text for text, start in example.answers if start + len(text) <= len(context)), None)
+            items.append(TimelineInput(example.question, context, gold=gold))
+    size = [len(i.text) + len(i.text_pair or "") for i in items]
+    keep = sorted(sorted(range(len(items)), key=lambda k: size[k])[:count])
+    return [items[k] for k in keep]
 
 
 def _metrics(s: FinetuneSettings, data: _Data, loop: _Loop, processes: int, device: torch.device) -> dict:
@@ -448,9 +508,10 @@ def _baseline(task: str, train, heldout) -> dict | None:
 
 
 def _write_output(output: Path, net, tokenizer: Tokenizer, task: str, labels, metrics: dict, rows: list[dict],
-                  overwrite: bool) -> None:
+                  overwrite: bool, timeline: Path | None = None) -> None:
     """Everything into a temporary folder beside `output`, then renamed into place: a failure leaves no half-written
-    model, and --overwrite replaces the old folder only once the new one is complete."""
+    model, and --overwrite replaces the old folder only once the new one is complete. `timeline`: the run's timeline
+    folder, moved in as OUTPUT/timeline (removed with the rest when the model cannot be saved)."""
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.parent / f".{output.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
@@ -467,9 +528,13 @@ def _write_output(output: Path, net, tokenizer: Tokenizer, task: str, labels, me
         with (partial / "heldout_predictions.jsonl").open("w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if timeline is not None and timeline.is_dir():
+            timeline.rename(partial / TIMELINE_FOLDER)
         _move_into_place(partial, output, overwrite)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
+        if timeline is not None:  # the timeline of a model that was not saved
+            shutil.rmtree(timeline, ignore_errors=True)
         raise
 
 

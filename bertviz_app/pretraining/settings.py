@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from ..settings import check, setting
+from ..timeline import MAX_SNAPSHOTS
 from ..training import SCHEDULES, warmup_steps
 
 
@@ -25,8 +26,8 @@ class PretrainSettings:
              "scripts/tokenize_corpus.py), or a folder with train.txt and heldout.txt (scripts/build_corpus.py "
              "writes one) or train.npz and heldout.npz")
     out: str | os.PathLike = setting(
-        help="output folder: checkpoints step-NNNNNNN/, log.csv, settings.json; a run with the same --out resumes "
-             "from its latest checkpoint")
+        help="output folder: checkpoints step-NNNNNNN/, log.csv, settings.json, timeline/; a run with the same --out "
+             "resumes from its latest checkpoint")
     heldout: str | os.PathLike | None = setting(
         None, "held-out text file for evaluation (default: CORPUS/heldout.txt when CORPUS is a folder)")
     init: str = setting("scratch", "'scratch' for random weights, or a checkpoint folder to continue from (heads it "
@@ -80,6 +81,15 @@ class PretrainSettings:
     save_minutes: float = setting(15.0, "also save when this many minutes have passed since the last checkpoint "
                                   "(0: off)", check=lambda v: v >= 0, why="--save-minutes must be 0 or more")
     keep: int = setting(2, "checkpoints to keep (0: all)", check=_whole(0), why="--keep must be 0 or more")
+    timeline: int = setting(
+        50, "snapshots of the model kept in OUT/timeline/ as it learns, log-spaced early where heads change fastest: "
+            "every head's attention and the predictions on a few inputs, for the app's timeline slider and "
+            "bertviz_app.open_timeline (0: none)",
+        check=lambda v: _whole(0)(v) and v <= MAX_SNAPSHOTS, why=f"--timeline must be 0 (off) to {MAX_SNAPSHOTS}")
+    timeline_inputs: str | os.PathLike | None = setting(
+        None, "the timeline's inputs: a UTF-8 text file, one sentence per line ('A [SEP] B' for a pair; end a line "
+              "with [MASK] in it with '=> word' to follow that word's probability) (default: built-in probes, e.g. "
+              "'The capital of France is [MASK]. => paris')", metavar="FILE")
     max_documents: int | None = setting(None, "read only the first N documents",
                                         check=lambda v: v is None or _whole(1)(v),
                                         why="--max-documents must be 1 or more")

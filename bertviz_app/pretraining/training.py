@@ -25,6 +25,8 @@ from ..masking import random_token_ids
 from ..model import BertForPreTraining
 from ..tokenizer import Tokenizer
 from ..settings import HelpFormatter, add_arguments, as_dict, from_args
+from ..timeline import FOLDER as TIMELINE_FOLDER
+from ..timeline import PRETRAINING_PROBES, TimelineWriter, choose_inputs
 from ..training import (SCHEDULES, Distributed, Trainer, configure_optimizer, fit, linear_schedule,
                         say_above_progress, setup_distributed)
 from .data import SentencePairDataset, collate
@@ -215,10 +217,12 @@ def _read_corpus(args, tokenizer: Tokenizer, say) -> tuple[SentencePairDataset, 
     return train_data, heldout
 
 
-def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None) -> BertForPreTraining:
+def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None,
+                 on_snapshot=None) -> BertForPreTraining:
     """Train (or resume) as `args` (PretrainSettings, or the options add_pretrain_arguments parsed) say; returns the
     trained model (unwrapped, on its device). on_checkpoint(folder, model): a hook called on the main process after
-    each checkpoint is saved (scripts/train_on_device.py copies its weights out there)."""
+    each checkpoint is saved (scripts/train_on_device.py copies its weights out there); on_snapshot(record): after
+    each snapshot of the timeline (OUT/timeline) is in place, with its snapshot.json's record."""
     if not isinstance(args, PretrainSettings):
         args = from_args(PretrainSettings, args)
     if args.freeze_encoder_steps and int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -233,6 +237,9 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
     if dist_info.is_main:  # the settings of the latest start (a resumed run may change --steps)
         (out / "settings.json").write_text(json.dumps(as_dict(args), indent=2) + "\n")
     tokenizer = _load_tokenizer(args)
+    # a bad --timeline-inputs is said before the corpus is read, which may take minutes
+    timeline_inputs = choose_inputs(args.timeline_inputs, PRETRAINING_PROBES, tokenizer.vocab) if args.timeline \
+        else []
     train_data, heldout = _read_corpus(args, tokenizer, say)
     trainer = _build_trainer(args, tokenizer, train_data, dist_info, device, say)
     resumed = _resume(trainer, out)
@@ -244,14 +251,22 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
     if args.freeze_encoder_steps and not trainer.new_parameters:
         raise ValueError("--freeze-encoder-steps needs newly initialized heads to train; use it with --init PATH "
                          "of a checkpoint without them")
-    _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say, on_checkpoint)
+    timeline = None
+    if timeline_inputs and dist_info.is_main:
+        # after resuming: snapshots past the checkpoint resumed from are made again, not kept twice
+        timeline = TimelineWriter(out / TIMELINE_FOLDER, tokenizer=tokenizer, inputs=timeline_inputs,
+                                  total_steps=args.steps, count=args.timeline, kind="pretraining",
+                                  max_tokens=trainer.model.config.max_tokens, model_name=out.name,
+                                  start_step=trainer.step, on_snapshot=on_snapshot)
+    _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say, on_checkpoint, timeline)
     if dist_info.world_size > 1:
         dist.barrier()
     return trainer.model
 
 
 def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePairDataset,
-           heldout: SentencePairDataset | None, dist_info: Distributed, out: Path, say, on_checkpoint=None) -> None:
+           heldout: SentencePairDataset | None, dist_info: Distributed, out: Path, say, on_checkpoint=None,
+           timeline: TimelineWriter | None = None) -> None:
     """From trainer.step to --steps on the shared loop, with logging, checkpoints and held-out evaluations as `args`
     say. Ctrl-C finishes the step under way, saves a checkpoint there and returns (the same command resumes)."""
     device = trainer.model.device
@@ -315,7 +330,7 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
 
     set_phase()
     finished = fit(trainer, batch_at, args.steps, clip=args.clip, after_step=after_step, stop=out_of_time,
-                   description="pretraining")
+                   description="pretraining", timeline=timeline)
     if not finished:
         if dist_info.is_main:
             save(f"stopped at step {trainer.step}; saved")

@@ -1,0 +1,100 @@
+"""A training timeline's pictures (bertviz_app.timeline reads the snapshots and calls these): every head's role at
+every snapshot, one prediction's probability by step, and the loss with the learning rate. Snapshots are log-spaced
+early, so the role picture puts one column per snapshot (labelled with its step), and the line figures use a
+logarithmic step axis when the steps span more than two decades."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import _escape_all, _f32, _figure
+
+# A color per role, in the order the legend lists them; the rule that names them is analysis.head_statistics'.
+ROLE_COLORS = {"previous token": "#d62728", "next token": "#ff7f0e", "self": "#9467bd", "[CLS]": "#2ca02c",
+               "[SEP]": "#1f77b4", "broad": "#bdbdbd", "mixed": "#f0f0f0"}
+
+
+def _step_axis(steps: np.ndarray) -> dict:
+    positive = steps[steps > 0]
+    log = len(positive) > 1 and positive.max() / positive.min() >= 100
+    return dict(title=dict(text="step" + (" (log scale; step 0 not shown)" if log and (steps == 0).any() else "")),
+                type="log" if log else "linear", zeroline=False)
+
+
+def head_roles_figure(steps: Sequence[int], roles: Sequence[Sequence[Sequence[str]]], *,
+                      title: str = "Each head's role at each snapshot") -> go.Figure:
+    """steps: (S,) the snapshots' steps; roles: (S, L, h) role labels (ROLE_COLORS' names). One row per head (layer 0
+    head 0 on top), one column per snapshot, colored by role; hover names the head, the step and the role."""
+    steps = np.asarray(steps, dtype=np.int64)
+    labels = np.asarray(roles, dtype=object)
+    if labels.ndim != 3 or labels.shape[0] != len(steps):
+        raise ValueError(f"roles must be (snapshots, layers, heads) for {len(steps)} snapshots, got {labels.shape}")
+    n_steps, n_layers, n_heads = labels.shape
+    names = list(ROLE_COLORS) + sorted({str(r) for r in labels.ravel()} - set(ROLE_COLORS))
+    code = {name: i for i, name in enumerate(names)}
+    flat = labels.reshape(n_steps, n_layers * n_heads).T  # (heads, snapshots)
+    z = np.asarray([[code[str(r)] for r in row] for row in flat], dtype=np.float32).reshape(flat.shape)
+    colors = [ROLE_COLORS.get(n, "#000000") for n in names]
+    k = len(names)
+    # a stepped color scale: code i fills [i, i + 1) / k of it
+    scale = [pair for i, c in enumerate(colors) for pair in ([i / k, c], [(i + 1) / k, c])]
+    heads = [f"layer {l} head {h}" for l in range(n_layers) for h in range(n_heads)]
+    custom = np.stack([np.repeat(np.asarray(heads, dtype=object)[:, None], n_steps, 1),
+                       np.repeat(steps.astype(str).astype(object)[None, :], len(heads), 0),
+                       np.asarray(_escape_all(flat.ravel()), dtype=object).reshape(flat.shape)], -1)
+    heat = dict(type="heatmap", z=z + 0.5, x=np.arange(n_steps), y=np.arange(len(heads)), zmin=0, zmax=k,
+                colorscale=scale, showscale=False, customdata=custom, xgap=1, ygap=1,
+                hovertemplate="%{customdata[0]}, step %{customdata[1]}: %{customdata[2]}<extra></extra>")
+    legend = [dict(type="scatter", mode="markers", x=[None], y=[None], name=name, hoverinfo="skip",
+                   marker=dict(color=ROLE_COLORS[name], size=12, symbol="square", line=dict(color="#999", width=1)))
+              for name in ROLE_COLORS if name in code and (labels == name).any()]
+    ticks = np.unique(np.linspace(0, n_steps - 1, min(n_steps, 12)).round().astype(int)) if n_steps else []
+    layout = dict(xaxis=dict(title=dict(text="step (one column per snapshot)"), tickmode="array",
+                             tickvals=list(map(int, ticks)), ticktext=[str(int(steps[i])) for i in ticks],
+                             range=[-0.5, n_steps - 0.5], showgrid=False, zeroline=False),
+                  yaxis=dict(tickmode="array", tickvals=list(range(0, len(heads), max(1, n_heads))),
+                             ticktext=[f"layer {l}" for l in range(n_layers)], range=[len(heads) - 0.5, -0.5],
+                             showgrid=False, zeroline=False),
+                  legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"), margin=dict(l=80, r=20, t=90, b=60))
+    return _figure([heat, *legend], layout, title, width=None, height=min(max(220 + 9 * len(heads), 320), 900))
+
+
+def prediction_figure(steps: Sequence[int], series: Mapping[str, Sequence[float | None]], *,
+                      title: str = "Prediction by step", y_title: str = "probability") -> go.Figure:
+    """steps: (S,); series: name -> (S,) probabilities, None where a snapshot does not know it (a word outside its
+    top five). One line per series, with a point at each snapshot."""
+    steps = np.asarray(steps, dtype=np.int64)
+    data = []
+    for name, values in series.items():
+        y = np.asarray([np.nan if v is None else v for v in values], dtype=np.float32)
+        if len(y) != len(steps):
+            raise ValueError(f"{name!r} has {len(y)} values for {len(steps)} steps")
+        label = _escape_all([name])[0]
+        data.append(dict(type="scatter", mode="lines+markers", x=steps, y=_f32(y), name=label,
+                         hovertemplate=f"{label}: %{{y:.3f}} at step %{{x}}<extra></extra>", connectgaps=False))
+    layout = dict(xaxis=_step_axis(steps), yaxis=dict(title=dict(text=y_title), range=[0, 1.02]),
+                  legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"), margin=dict(l=60, r=20, t=90, b=50))
+    return _figure(data, layout, title, width=None, height=360)
+
+
+def timeline_loss_figure(steps: Sequence[int], loss: Sequence[float | None], lr: Sequence[float] | None = None, *,
+                         title: str = "Training loss at each snapshot") -> go.Figure:
+    """steps: (S,); loss: (S,) the mean training loss since the previous snapshot (None before the first step);
+    lr: (S,) the learning rate, on a second axis."""
+    steps = np.asarray(steps, dtype=np.int64)
+    y = np.asarray([np.nan if v is None else v for v in loss], dtype=np.float32)
+    data = [dict(type="scatter", mode="lines+markers", x=steps, y=_f32(y), name="loss",
+                 line=dict(color="#08519c", width=3), hovertemplate="step %{x}: loss %{y:.4f}<extra></extra>")]
+    layout = dict(xaxis=_step_axis(steps), yaxis=dict(title=dict(text="loss"), rangemode="tozero"),
+                  legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"),
+                  margin=dict(l=60, r=70, t=80, b=50))
+    if lr is not None:
+        data.append(dict(type="scatter", mode="lines", x=steps, y=np.asarray(lr, dtype=np.float64),
+                         name="learning rate", yaxis="y2", line=dict(color="#888", width=1, dash="dot"),
+                         hovertemplate="step %{x}: learning rate %{y:.2e}<extra></extra>"))
+        layout["yaxis2"] = dict(title=dict(text="learning rate"), overlaying="y", side="right", rangemode="tozero",
+                                showgrid=False, exponentformat="e")
+    return _figure(data, layout, title, width=None, height=340)

@@ -1,0 +1,300 @@
+"""Reading a training timeline: `open_timeline(folder)` gives a `Timeline` (tables of the snapshots, a snapshot's
+views, `.plot` figures). Nothing is computed again: a snapshot's views are the payload it stored, drawn by the same
+JavaScript as `run.show()`. Snapshots are read lazily and the folder is listed again on each `refresh()`, so a
+timeline still growing (a training under way) can be followed."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import views
+from . import format as fmt
+from .inputs import TimelineError, TimelineInput
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def open_timeline(folder: str | os.PathLike) -> "Timeline":
+    """The timeline of a training: `folder` is its output folder (with timeline/ inside) or the timeline folder."""
+    folder = Path(folder).expanduser()
+    if (folder / fmt.FOLDER / fmt.MANIFEST).is_file():
+        folder = folder / fmt.FOLDER
+    if not (folder / fmt.MANIFEST).is_file():
+        raise TimelineError(f"{folder} holds no training timeline ({fmt.FOLDER}/{fmt.MANIFEST}); train with "
+                            "--timeline N (on by default) to make one")
+    return Timeline(folder)
+
+
+@dataclass
+class SnapshotRun:
+    """One input at one snapshot, as the views draw it: `payload` (the bytes `Run.views_payload()` gives), `show()`
+    and `save_html()` as a Run's, the decoded attention, the predictions. No queries or keys: the query/key view has
+    nothing to show here."""
+
+    step: int
+    index: int
+    input: TimelineInput
+    payload: bytes
+    record: dict  # the input's entry of snapshot.json: tokens, masks, is_next, prediction
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.record["tokens"]
+
+    @property
+    def title(self) -> str:
+        text = self.input.text if self.input.text_pair is None else f"{self.input.text} | {self.input.text_pair}"
+        return f"{text} · step {self.step}"
+
+    @cached_property
+    def decoded(self) -> views.Decoded:
+        return views.decode_payload(self.payload)
+
+    @property
+    def attentions(self) -> np.ndarray:
+        """(L, h, T, T) float32, from the 8-bit codes (each within 1/255 of the model's weight)."""
+        return self.decoded.values("attention")
+
+    def attention(self, layer: int, head: int) -> np.ndarray:
+        return self.attentions[layer, head]
+
+    @property
+    def masks(self) -> list[dict]:
+        """Per [MASK]: position, top (five [token, probability]), answer (the watched word's probability)."""
+        return self.record.get("masks", [])
+
+    @property
+    def is_next(self) -> float | None:
+        return self.record.get("is_next")
+
+    @property
+    def prediction(self) -> dict | None:
+        return self.record.get("prediction")
+
+    def show(self, view: str | None = None, height: int = 760) -> "views.NotebookView":
+        """The interactive attention views of this snapshot, inline in a notebook (as `run.show()`)."""
+        return views.NotebookView(self.payload, None, title=self.title, height=height, view=view)
+
+    def save_html(self, path: str | os.PathLike, view: str | None = None) -> Path:
+        return views.NotebookView(self.payload, None, title=self.title, view=view).save(path)
+
+
+class Timeline:
+    """The snapshots of one training, by step. `steps`: the steps that have a snapshot; `inputs`: what each snapshot
+    analysed; `snapshot(step)`: its snapshot.json; `run(step, i)`: input i's views at that step; `frame()`, `heads()`,
+    `predictions()`, `onsets()`: tables; `plot`: figures."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.manifest = json.loads((self.folder / fmt.MANIFEST).read_text(encoding="utf-8"))
+        if self.manifest.get("format") != fmt.FORMAT or self.manifest.get("version") != fmt.VERSION:
+            raise TimelineError(f"{self.folder / fmt.MANIFEST} is not a version {fmt.VERSION} training timeline")
+        self.inputs = [TimelineInput.from_dict(d) for d in self.manifest["inputs"]]
+        self._records: dict[int, dict] = {}
+        self.refresh()
+
+    def refresh(self) -> "Timeline":
+        """List the snapshots again (a training under way adds them)."""
+        self._folders = dict(fmt.snapshot_folders(self.folder))
+        return self
+
+    def __repr__(self) -> str:
+        return (f"Timeline({self.kind}, {len(self.steps)} snapshots, steps {self.steps[:1]}..{self.steps[-1:]}, "
+                f"{len(self.inputs)} inputs)")
+
+    def __len__(self) -> int:
+        return len(self._folders)
+
+    @property
+    def kind(self) -> str:
+        return self.manifest["kind"]
+
+    @property
+    def steps(self) -> list[int]:
+        return sorted(self._folders)
+
+    def _folder(self, step: int) -> Path:
+        if step not in self._folders:
+            near = sorted(self._folders, key=lambda s: abs(s - step))[:2]
+            raise ValueError(f"no snapshot at step {step}; the nearest are at steps "
+                             f"{', '.join(map(str, sorted(near))) or 'none'}")
+        return self._folders[step]
+
+    def snapshot(self, step: int) -> dict:
+        """The snapshot.json of `step` (format.py lists its keys)."""
+        if step not in self._records:
+            self._records[step] = json.loads((self._folder(step) / fmt.SNAPSHOT).read_text(encoding="utf-8"))
+        return self._records[step]
+
+    def payload(self, step: int, index: int = 0) -> bytes:
+        """The views payload of input `index` at `step`, as stored."""
+        self._check_input(index)
+        return (self._folder(step) / fmt.payload_name(index)).read_bytes()
+
+    def run(self, step: int, index: int = 0) -> SnapshotRun:
+        """Input `index` at snapshot `step`: what the views draw (`.show()`), its attention and predictions."""
+        record = self.snapshot(step)["inputs"][self._check_input(index)]
+        return SnapshotRun(step, index, self.inputs[index], self.payload(step, index), record)
+
+    def _check_input(self, index: int) -> int:
+        if not isinstance(index, int) or not 0 <= index < len(self.inputs):
+            raise ValueError(f"input {index!r} is not one of the timeline's inputs (0 to {len(self.inputs) - 1})")
+        return index
+
+    # --- tables --------------------------------------------------------------------------------------------------
+    def frame(self) -> "pd.DataFrame":
+        """One row per snapshot: step, loss (that step's batch), loss_mean (since the previous snapshot), lr,
+        seconds (what the snapshot took), and how many heads have each role."""
+        import pandas as pd
+
+        rows = []
+        for step in self.steps:
+            s = self.snapshot(step)
+            roles = [r for layer in s["roles"] for r in layer]
+            rows.append({"step": step, "loss": s["loss"], "loss_mean": s["loss_mean"], "lr": s["lr"],
+                         "seconds": s["seconds"], **{f"heads {r}": roles.count(r) for r in sorted(set(roles))}})
+        return pd.DataFrame(rows).fillna({c: 0 for c in (rows[0] if rows else {}) if c.startswith("heads ")})
+
+    def heads(self) -> "pd.DataFrame":
+        """One row per (step, layer, head): step, loss, lr, every statistic of analysis.HEAD_STATISTICS averaged over
+        the inputs, entropy_ratio (entropy over the uniform one), role."""
+        import pandas as pd
+
+        rows = []
+        for step in self.steps:
+            s = self.snapshot(step)
+            names = list(s["heads"])
+            for layer, role_row in enumerate(s["roles"]):
+                for head, role in enumerate(role_row):
+                    rows.append({"step": step, "loss": s["loss_mean"], "lr": s["lr"], "layer": layer, "head": head,
+                                 **{n: s["heads"][n][layer][head] for n in names}, "role": role})
+        return pd.DataFrame(rows)
+
+    def roles(self) -> tuple[np.ndarray, np.ndarray]:
+        """(steps (S,), roles (S, L, h) labels)."""
+        steps = self.steps
+        return np.asarray(steps, dtype=np.int64), np.asarray([self.snapshot(s)["roles"] for s in steps], dtype=object)
+
+    def onsets(self) -> "pd.DataFrame":
+        """When each head took the role it ends with: one row per head (layer, head, role at the last snapshot,
+        since: the first step from which it kept that role to the end)."""
+        import pandas as pd
+
+        steps, roles = self.roles()
+        rows = []
+        if len(steps):
+            for layer in range(roles.shape[1]):
+                for head in range(roles.shape[2]):
+                    final = roles[-1, layer, head]
+                    k = len(steps) - 1
+                    while k > 0 and roles[k - 1, layer, head] == final:
+                        k -= 1
+                    rows.append({"layer": layer, "head": head, "role": final, "since": int(steps[k])})
+        return pd.DataFrame(rows, columns=["layer", "head", "role", "since"])
+
+    def predictions(self) -> "pd.DataFrame":
+        """One row per (step, input, what was predicted): kind "mask" (token, probability for each of the top five,
+        watched True for the input's `=> word`), "is_next" (P(IsNext) of a pair), or the task's answer ("label":
+        every label's probability; "answer" / "tags": the predicted text with its probability)."""
+        import pandas as pd
+
+        rows = []
+        for step in self.steps:
+            for i, item in enumerate(self.snapshot(step)["inputs"]):
+                rows.extend({"step": step, "input": i, **row} for row in _prediction_rows(item, self.inputs[i]))
+        return pd.DataFrame(rows, columns=["step", "input", "kind", "mask", "token", "probability", "watched"])
+
+    def series(self, index: int = 0, token: str | None = None) -> dict[str, list[float | None]]:
+        """name -> probability at each step of `steps` for input `index`: the watched word at each [MASK] (or
+        `token`), P(IsNext) of a pair, a classifier's labels, a tagger's or reader's confidence in its answer."""
+        self._check_input(index)
+        item = self.inputs[index]
+        out: dict[str, list[float | None]] = {}
+        for n, step in enumerate(self.steps):
+            for row in _prediction_rows(self.snapshot(step)["inputs"][index], item):
+                if row["kind"] == "mask":
+                    if token is None and not row["watched"]:
+                        continue
+                    if token is not None and row["token"] != token:
+                        continue
+                    name = f"P({row['token']}) at [MASK]" + (f" {row['mask'] + 1}" if len(item.answers) > 1 else "")
+                else:
+                    name = row["token"] if row["kind"] == "label" else row["kind"]
+                out.setdefault(name, [None] * len(self.steps))[n] = row["probability"]
+        return out
+
+    @property
+    def plot(self) -> "TimelinePlots":
+        return TimelinePlots(self)
+
+
+def _prediction_rows(item: dict, spec: TimelineInput) -> list[dict]:
+    rows = []
+    for m, mask in enumerate(item.get("masks", [])):
+        watched = spec.answers[m] if m < len(spec.answers) else None
+        for token, p in mask["top"]:
+            rows.append({"kind": "mask", "mask": m, "token": token, "probability": p, "watched": token == watched})
+        if watched is not None and mask.get("answer") is not None and watched not in [t for t, _ in mask["top"]]:
+            rows.append({"kind": "mask", "mask": m, "token": watched, "probability": mask["answer"],
+                         "watched": True})
+    if item.get("is_next") is not None:
+        rows.append({"kind": "is_next", "mask": None, "token": "IsNext", "probability": item["is_next"],
+                     "watched": False})
+    prediction = item.get("prediction")
+    if prediction:
+        if "probabilities" in prediction:  # a classifier: every label
+            rows.extend({"kind": "label", "mask": None, "token": name, "probability": p,
+                         "watched": name == spec.gold} for name, p in prediction["probabilities"].items())
+        elif "answer" in prediction:  # question answering: the span, with its first and last token's probability
+            rows.append({"kind": "answer", "mask": None, "token": prediction["answer"],
+                         "probability": prediction["start_probability"] * prediction["end_probability"],
+                         "watched": prediction["answer"] == spec.gold})
+        elif "words" in prediction:  # tagging: the tags, with the mean of their probabilities
+            words = prediction["words"]
+            tags = [w["tag"] for w in words]
+            rows.append({"kind": "tags", "mask": None, "token": " ".join(tags),
+                         "probability": float(np.mean([w["probability"] for w in words])) if words else None,
+                         "watched": tags == spec.gold})
+    return rows
+
+
+class TimelinePlots:
+    """`timeline.plot.<figure>()`: plotly figures of the snapshots (figures/timeline.py draws them)."""
+
+    def __init__(self, timeline: Timeline):
+        self._t = timeline
+
+    def roles(self):
+        """Every head's role at every snapshot: when each became a previous-token, [SEP] or broad head."""
+        from ..figures.timeline import head_roles_figure
+
+        steps, roles = self._t.roles()
+        return head_roles_figure(steps, roles)
+
+    def prediction(self, index: int = 0, token: str | None = None):
+        """Input `index`'s prediction by step: the watched word's probability at its [MASK] (or `token`'s, where it
+        was in the top five), P(IsNext) of a pair, the task's answer."""
+        from ..figures import escape_label
+        from ..figures.timeline import prediction_figure
+
+        item = self._t.inputs[self._t._check_input(index)]
+        text = item.text if item.text_pair is None else f"{item.text} | {item.text_pair}"
+        return prediction_figure(self._t.steps, self._t.series(index, token),
+                                 title=f"{escape_label(text)}: prediction by step")
+
+    def loss(self):
+        """The mean training loss between snapshots, and the learning rate."""
+        from ..figures.timeline import timeline_loss_figure
+
+        frame = self._t.frame()
+        if frame.empty:
+            return timeline_loss_figure([], [], [])
+        return timeline_loss_figure(frame["step"], [None if v != v else v for v in frame["loss_mean"]], frame["lr"])
