@@ -1,7 +1,8 @@
 """A `Run`: one input and the numbers one forward pass computed for it, as numpy arrays on the CPU, with the analyses
 of `bertviz_app.analysis` as methods. A Run holds numbers and draws nothing (the TransformerLens ActivationCache
 habit): its plotly pictures are `run.plot.<view>(...)`, added above this module by plots.py to the Runs an Explorer
-makes (`RunPlots(run)` draws any other); the interactive attention views are `run.show()` and `run.save_html(path)`.
+makes (`RunPlots(run)` draws any other); the interactive attention views are `run.show()`, `run.save_html(path)`
+and `run.widget()` (two-way, with a kernel).
 
 Attention is kept in float32 by default, the model's own numbers: rows sum to 1 within 1e-6 and every weight equals
 transformers' within 1e-5. A server may ask its explorer for float16 (`cache_dtype`) to keep twice as many long
@@ -357,6 +358,17 @@ class Run:
         make it the last line of a cell. view: 'lines' (default), 'matrix', 'overview' or 'query_key'."""
         return views.NotebookView(self.views_payload(), self.query_key_payload(), title=self.title,
                                   height=height, view=view)
+
+    def widget(self, view: str = "lines", layer: int | None = None, head: int | str | None = None,
+               token: int | None = None, height: int = 520):
+        """The same views as a notebook widget that talks back (anywidget: JupyterLab, Notebook 7, VS Code, Colab,
+        marimo): `w.layer = 3` moves the picture, a click sets `w.layer`, `w.head`, `w.token` (and `w.view`) for
+        the next cell, and `w.observe(...)` follows them. Needs a kernel and `pip install bertviz-app[notebook]`;
+        `show()` draws without either. height: a view box's pixels."""
+        from .views.widget import attention_widget  # imports anywidget: the package works without it
+
+        return attention_widget(self.views_payload(), self.query_key_payload(), view=view, layer=layer,
+                                head=head, token=token, height=height)
 
     def save_html(self, path: str | Path, view: str | None = None) -> Path:
         """The interactive attention views as one self-contained HTML file that opens offline; returns the path."""

@@ -266,9 +266,8 @@ class Decoded:
         return codes.astype(np.float32) * scale.reshape(scale.shape + (1,) * (codes.ndim - scale.ndim))
 
 
-def decode(blob: bytes) -> Decoded:
-    """Read any blob of this format (attention payload or query/key blob)."""
-    blob = bytes(blob)
+def read_header(blob: bytes) -> tuple[dict, int]:
+    """(the header, where the sections start) of any blob of this format, without unpacking its sections."""
     if len(blob) < _PREFIX.size:
         raise PayloadError("too short to be a bertviz views payload")
     magic, version, length = _PREFIX.unpack_from(blob)
@@ -277,7 +276,13 @@ def decode(blob: bytes) -> Decoded:
     if version != VERSION:
         raise PayloadError(f"payload format version {version}; this bertviz-app reads version {VERSION}")
     start = _PREFIX.size + length
-    header = json.loads(blob[_PREFIX.size:start].decode("utf-8"))
+    return json.loads(bytes(blob[_PREFIX.size:start]).decode("utf-8")), start
+
+
+def decode(blob: bytes) -> Decoded:
+    """Read any blob of this format (attention payload or query/key blob)."""
+    blob = bytes(blob)
+    header, start = read_header(blob)
     out = Decoded(header)
     for s in header["sections"]:
         data = blob[start + s["offset"]:start + s["offset"] + s["length"]]

@@ -38,6 +38,8 @@
 // waits for this script in the page's head and calls BertvizViews.gradioHost({ element, props, server, trigger,
 // watch }); it mounts the views on every new value and answers loadQueryKey, offlineHtml and exportCsv with the
 // host's server functions. A page that runs the model itself calls mount() the same way with the payload it made.
+// The notebook widget's host is widget-host.mjs (exported here as widgetHost): run.widget()'s anywidget calls it with
+// its model and element, and it keeps the kernel's layer, head, token and view and the selection the same.
 //
 // Ids (prefixed): attention-view (the root), view-layer, view-head, view-all-heads, view-token, view-direction,
 // view-matrix, view-units, view-segments, view-hide-special, view-renormalize, view-scale, view-zoom,
@@ -62,6 +64,7 @@ import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
 import * as themes from "./theme.mjs";
 import { mountView } from "./view-shell.mjs";
+import { startWidgetHost } from "./widget-host.mjs";
 
 const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
 const BESIDE_ROOM = 12; // under a box whose caption is beside it: a margin
@@ -276,6 +279,12 @@ export function viewerIn(rootId) {
 export function gradioHost(context) {
   return startGradioHost(context, { mount, location: window.location, history: window.history,
     alert: (text) => window.alert(text) });
+}
+
+/** The notebook widget's host (widget-host.mjs): anywidget's render({ model, el }) with this bundle's mount; a promise
+ * of the cleanup. */
+export function widgetHost(context) {
+  return startWidgetHost(context, { mount });
 }
 
 /** Open one head in the app's views inside element `rootId` (gradio-host.mjs); false when none are there. */
