@@ -135,7 +135,7 @@ def add_export_static_command(commands) -> argparse.ArgumentParser:
                    help="how the model's matrices are stored: float16 (the default: exact for the built-in model; "
                         "a first visit reads 46 MB from a host that gzips), float32 (for a checkpoint trained in "
                         "float32: twice float16's bytes), int8 (one scale per output channel: 25 MB over gzip, but "
-                        "attention moves by up to 0.1; the README's 'The static page over the wire' has the figures)")
+                        "attention moves by up to 0.13; the README's 'The static page over the wire' has the figures)")
     p.set_defaults(handler=run_export_static)
     return p
 

@@ -116,7 +116,7 @@ export function loadingNote(loaded, total) {
 export function runningNote(name, total, threads, weights = "float16") {
   return `${name} runs in this page (${MB(total)} loaded, ${plural(threads)}`
     + `${threads > 1 ? "" : ": this host does not allow more"}).`
-    + (weights === "int8" ? " Its weights are int8: attention differs from the model's by up to 0.1." : "");
+    + (weights === "int8" ? " Its weights are int8: attention differs from the model's by up to 0.13." : "");
 }
 
 /** onnxruntime-web's session on the model: the glue, the WebAssembly binary and the model arrive (loadBytes:
