@@ -178,8 +178,8 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
     (folder / "page.js").write_text(page_js(), encoding="utf-8")
     a, b = example or ("The cat sat on the mat.", "It was tired.")
     (folder / "index.html").write_text(index_html(name, a, b), encoding="utf-8")
-    for old in folder.glob("*.js.*"):  # the copies an earlier export left beside views.js and page.js
-        old.unlink()
+    for old in ("views.js.gz", "views.js.br", "page.js.gz", "page.js.br"):  # an earlier export's copies
+        (folder / old).unlink(missing_ok=True)
     precompress(folder, ["views.js", "page.js", "data/manifest.js", "runtime/ort.wasm.min.js",
                          *(spec["path"] for spec in files.values())])
     return folder
