@@ -130,6 +130,12 @@ def add_export_static_command(commands) -> argparse.ArgumentParser:
     p.add_argument("--lesson", default=None, metavar="FILE",
                    help="a lesson saved from the app's Lesson bar, copied into DIR: the page's Lesson button plays "
                         "it, and DIR/index.html?lesson=NAME&step=N opens step N (NAME: the file's name)")
+    # the names as in static/onnx_export.WEIGHTS, written out: the parser is built without importing onnx
+    p.add_argument("--weights", choices=("float16", "float32", "int8"), default="float16",
+                   help="how the model's matrices are stored: float16 (the default: exact for the built-in model; "
+                        "a first visit reads 46 MB from a host that gzips), float32 (for a checkpoint trained in "
+                        "float32: twice float16's bytes), int8 (one scale per output channel: 25 MB over gzip, but "
+                        "attention moves by up to 0.13; the README's 'The static page over the wire' has the figures)")
     p.set_defaults(handler=run_export_static)
     return p
 
@@ -140,7 +146,7 @@ def run_export_static(args: argparse.Namespace) -> int:
 
     try:
         explorer = load(args.model, device="cpu")
-        folder = explorer.export_static(args.dir, lesson=args.lesson)
+        folder = explorer.export_static(args.dir, lesson=args.lesson, weights=args.weights)
     except (ExportError, RuntimeMissing, ValueError, OSError) as err:
         raise UsageError(str(err)) from None
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())

@@ -4,6 +4,7 @@ PyTorch model, the folder's contents, the runtime's pin, and the command line. T
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 
@@ -18,7 +19,8 @@ from bertviz_app import cli
 from bertviz_app.analysis import attention_rollout
 from bertviz_app.checkpoint import load_model
 from bertviz_app.static import ExportError, RuntimeMissing, export_onnx, export_static, runtime
-from bertviz_app.static.onnx_export import OUTPUTS, score_term_names
+from bertviz_app.static import onnx_export
+from bertviz_app.static.onnx_export import OUTPUTS, WEIGHTS, score_term_names
 from bertviz_app.views import SCORE_TERMS_MAX_VALUES
 from bertviz_app.tokenizer import Tokenizer
 
@@ -87,6 +89,65 @@ def test_tiny_model_graph_matches_pytorch(tiny_mlm_folder, tmp_path):
     path = export_onnx(model, tmp_path / "tiny.onnx")
     _check_graph(path, model, tokenizer, [("a", None), ("The cat sat on the [MASK].", "It was [MASK] tired."),
                                           ("word " * 60, "other " * 50)])
+
+
+def _quantized_per_output_channel(model) -> int:
+    """Round every matrix of `model` with at least onnx_export._HALF_MIN_ELEMENTS values as the int8 export does:
+    one scale per output channel (a Linear's or an embedding's row), codes up to 127. How many were rounded."""
+    count = 0
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2 and p.numel() >= onnx_export._HALF_MIN_ELEMENTS:
+                peak = p.abs().amax(dim=1, keepdim=True)
+                scale = torch.where(peak > 0, peak / 127, 1)  # the padding token's row is all 0
+                p.copy_(torch.round(p / scale).clamp(-127, 127) * scale)
+                count += 1
+    return count
+
+
+def test_int8_weights_are_codes_and_a_scale_per_output_channel(tiny_mlm_folder, tmp_path, monkeypatch):
+    """Every matrix (a lower floor than the real one, so that the tiny model's 32 x 32 ones count) is stored as int8
+    codes and float32 scales, turned back into float32 at the start of the graph: the graph then computes what
+    PyTorch computes in float32 with those rounded weights. Scales along the wrong axis would round the rounded
+    weights again, differently, and fail the comparison; so did onnxruntime's int8 arithmetic where the graph used
+    DequantizeLinear (queries off by 2e-3)."""
+    monkeypatch.setattr(onnx_export, "_HALF_MIN_ELEMENTS", 1024)
+    model, _ = load_model(tiny_mlm_folder)
+    model.eval()
+    rounded = _quantized_per_output_channel(model)
+    path = export_onnx(model, tmp_path / "tiny-int8.onnx", weights="int8")
+    proto = onnx.load(str(path))
+    codes = [i for i in proto.graph.initializer if i.data_type == onnx.TensorProto.INT8]
+    assert len(codes) == rounded  # the MLM decoder is the word embeddings (tied: one parameter, one matrix)
+    casts = [n for n in proto.graph.node if n.op_type == "Cast" and n.input[0].endswith("__i8")]
+    assert sorted(n.input[0] for n in casts) == sorted(i.name for i in codes)
+    # not DequantizeLinear, which onnxruntime fuses with the MatMul into arithmetic that is not float32
+    assert not any(n.op_type in ("DequantizeLinear", "MatMulNBits", "MatMulInteger") for n in proto.graph.node)
+    kinds = {i.name: onnx.TensorProto.DataType.Name(i.data_type) for i in proto.graph.initializer}
+    # the scales stay float32 (the word embeddings' 30522 would count as large); any other large tensor is float16
+    assert {kinds[i.name.replace("__i8", "__scale")] for i in codes} == {"FLOAT"}
+    assert {kinds[i.name] for i in proto.graph.initializer if np.prod(i.dims) >= 1024
+            and not i.name.endswith(("__i8", "__scale"))} <= {"FLOAT16"}
+    _check_graph(path, model, Tokenizer.from_folder(tiny_mlm_folder),
+                 [("The cat sat on the [MASK].", "It was [MASK] tired."), ("word " * 60, "other " * 50)])
+
+
+def test_float32_weights_are_the_models_own(tiny_mlm_folder, tmp_path):
+    model, _ = load_model(tiny_mlm_folder)  # random float32 weights, not rounded to float16 first
+    model.eval()
+    path = export_onnx(model, tmp_path / "tiny-f32.onnx", weights="float32")
+    proto = onnx.load(str(path))
+    assert {i.data_type for i in proto.graph.initializer} <= {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64}
+    _check_graph(path, model, Tokenizer.from_folder(tiny_mlm_folder), [("The cat sat on the [MASK].", "Yes.")])
+
+
+def test_the_weights_options_are_the_exports_and_others_are_refused(tmp_path, capsys):
+    _, commands = cli.build_parser()
+    action = next(a for a in commands["export-static"]._actions if a.dest == "weights")
+    assert tuple(action.choices) == WEIGHTS and action.default == WEIGHTS[0] == "float16"
+    with pytest.raises(ExportError, match="weights 'int4' is not one of float16, float32, int8"):
+        export_static(tmp_path / "site", None, None, "m", weights="int4")
+    assert not (tmp_path / "site").exists()
 
 
 @pytest.fixture(scope="module")
@@ -168,12 +229,34 @@ def test_the_folder_holds_page_runtime_model_and_tokenizer(explorer, tmp_path, d
     assert manifest["runtime"] == {"name": "onnxruntime-web", "version": runtime.VERSION, "license": "MIT"}
     assert manifest["model"] == {"name": "minilm-l6-mlm-nsp-en", "layers": 6, "heads": 12, "headSize": 32,
                                  "hidden": 384, "maxTokens": 512, "scoreTerms": ["q.k"], "scoreScale": 32 ** -0.5,
-                                 "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": 20}  # the app's too
-    # the parts join to the runtime's binary and to a graph equal to a fresh export
-    wasm = _part_bytes(folder, "wasm", manifest["files"]["wasm"])
-    assert wasm == (runtime.runtime_dir() / "ort-wasm-simd-threaded.wasm").read_bytes()
-    model = _part_bytes(folder, "model", manifest["files"]["model"])
-    assert len(model) == manifest["files"]["model"]["bytes"] == default_onnx.stat().st_size
+                                 "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": 20,  # the app's too
+                                 "weights": "float16"}
+    # each file twice, binary (fetched over http) and as parts (read from file://): the runtime's binary and glue,
+    # and a graph equal to a fresh export
+    files = manifest["files"]
+    assert {k: v["path"] for k, v in files.items()} == {
+        "model": "data/model.onnx", "wasm": "runtime/ort-wasm-simd-threaded.wasm",
+        "glue": "runtime/ort-wasm-simd-threaded.mjs"}
+    for key, name in (("wasm", "ort-wasm-simd-threaded.wasm"), ("glue", "ort-wasm-simd-threaded.mjs")):
+        assert (_part_bytes(folder, key, files[key]) == (folder / files[key]["path"]).read_bytes()
+                == (runtime.runtime_dir() / name).read_bytes())
+    model = _part_bytes(folder, "model", files["model"])
+    assert model == (folder / "data/model.onnx").read_bytes() == default_onnx.read_bytes()
+    assert len(model) == files["model"]["bytes"]
+    # precompressed copies of the large files a page over http reads, which decompress to them
+    copies = {p.relative_to(folder).as_posix() for p in folder.rglob("*.gz")}
+    assert copies == {f"{f}.gz" for f in ("data/model.onnx", "runtime/ort-wasm-simd-threaded.wasm", "views.js",
+                                          "page.js", "data/manifest.js", "runtime/ort.wasm.min.js")}
+    for copy in copies:
+        assert gzip.decompress((folder / copy).read_bytes()) == (folder / copy.removesuffix(".gz")).read_bytes()
+    brotli = pytest.importorskip("brotli")  # gradio's dependency: .br copies only where it is installed
+    br = {p.relative_to(folder).as_posix() for p in folder.rglob("*.br")}
+    # float16 weights hardly compress: brotli wins 0.4% over gzip there, not worth 42 MB of disk
+    assert "runtime/ort-wasm-simd-threaded.wasm.br" in br and "data/model.onnx.br" not in br
+    for copy in br:
+        assert brotli.decompress((folder / copy).read_bytes()) == (folder / copy.removesuffix(".br")).read_bytes()
+    # a version of each file's contents, which the page puts in the address it fetches
+    assert len({v["version"] for v in files.values()}) == 3
     vocab = manifest["tokenizer"]["vocab"]
     assert len(vocab) == explorer.tokenizer.vocab_size and vocab[explorer.tokenizer.mask_token_id] == "[MASK]"
     assert manifest["tokenizer"]["lowercase"] is True and manifest["tokenizer"]["prefix"] == "##"

@@ -1,9 +1,16 @@
 """The model as one ONNX graph for the page: every layer's attention, the masked-LM logits at chosen positions and
 the next-sentence logits, and the model's own score terms, from token ids and segment ids of one input.
 
-Weights are stored as float16 and cast to float32 inside the graph, so the file is half the size and every product
-runs in float32 (the shipped weights are float16 already: nothing is lost). int8 quantization is not offered: it
-moved attention weights by up to 0.5, which no picture of attention may do.
+Weights (`WEIGHTS`, the export's `weights`): "float16" (the default) stores every large matrix as float16, cast to
+float32 inside the graph, so the file is half the size and every product runs in float32 (the shipped weights are
+float16 already: nothing is lost). "float32" stores them as the model holds them (for a checkpoint trained in
+float32; twice the bytes). "int8" stores each large matrix as int8 codes with one float32 scale per output channel
+(symmetric, |w| <= 127 steps), multiplied back into float32 at the start of the graph: activations and arithmetic
+stay float32, the file is a quarter of float32. It is not faithful: on the default model it moves
+attention by up to 0.13 (at 512 tokens; 0.05 at 32) and changes fill-mask's top 5 on 41 of assets/probes.json's 90
+probes (their order; the five themselves on 18; README, "The static page over the wire"), so it is a choice for a
+host that must send less, never the default. (The dynamic
+int8 of activations, tried before, moved attention by 0.5: another method.)
 
     inputs   input_ids, token_type_ids: int64 (1, T); mlm_positions: int64 (M,), M >= 1 (pass [0] when no
              [MASK] is asked about: the graph always computes M rows of logits); with_score_terms: bool () (below)
@@ -34,6 +41,7 @@ INPUTS = ("input_ids", "token_type_ids", "mlm_positions")  # traced; the graph a
 GATE = "with_score_terms"
 OUTPUTS = ("attentions", "mlm_logits", "nsp_logits", "queries", "keys", "rollout", "score_terms")
 OPSET = 18
+WEIGHTS = ("float16", "float32", "int8")  # the first is the default
 # Tensors smaller than this stay float32 (biases, LayerNorm): they weigh nothing, and a cast each costs a node.
 _HALF_MIN_ELEMENTS = 4096
 
@@ -98,10 +106,13 @@ def require_heads(model) -> None:
                                                           ("the next-sentence head", model.has_nsp_head)) if not has))
 
 
-def export_onnx(model, path: str | Path) -> Path:
-    """Write `model` (a BertForPreTraining with both heads) as the page's ONNX graph to `path`."""
+def export_onnx(model, path: str | Path, weights: str = WEIGHTS[0]) -> Path:
+    """Write `model` (a BertForPreTraining with both heads) as the page's ONNX graph to `path`, its large matrices
+    stored as `weights` (one of WEIGHTS: the module's docstring says what each costs)."""
     import onnx  # an export extra: only this command needs it
 
+    if weights not in WEIGHTS:
+        raise ExportError(f"weights {weights!r} is not one of {', '.join(WEIGHTS)}")
     require_heads(model)
     path = Path(path)
     wrapper = _PageModel(model).float().eval().cpu()
@@ -119,7 +130,10 @@ def export_onnx(model, path: str | Path) -> Path:
             dynamic_shapes=({1: tokens}, {1: tokens}, {0: masks}), opset_version=OPSET, dynamo=True,
             external_data=False, verbose=False)
     proto = program.model_proto
-    _store_half(proto)
+    if weights == "float16":
+        _store_half(proto)
+    elif weights == "int8":
+        _store_int8(proto)
     _gate(proto, "score_terms", GATE)
     onnx.checker.check_model(proto)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,15 +141,16 @@ def export_onnx(model, path: str | Path) -> Path:
     return path
 
 
-def _store_half(proto) -> None:
-    """Every large float32 initializer becomes a float16 one plus a Cast back to float32 under its old name, at the
-    start of the graph, so the arithmetic stays float32."""
+def _store_half(proto, exact: frozenset = frozenset()) -> None:
+    """Every large float32 initializer (but those named in `exact`) becomes a float16 one plus a Cast back to float32
+    under its old name, at the start of the graph, so the arithmetic stays float32."""
     from onnx import TensorProto, helper, numpy_helper
 
     graph = proto.graph
     casts, kept = [], []
     for init in graph.initializer:
-        if init.data_type != TensorProto.FLOAT or np.prod(init.dims, dtype=np.int64) < _HALF_MIN_ELEMENTS:
+        if (init.data_type != TensorProto.FLOAT or np.prod(init.dims, dtype=np.int64) < _HALF_MIN_ELEMENTS
+                or init.name in exact):
             kept.append(init)
             continue
         values = numpy_helper.to_array(init)
@@ -148,6 +163,73 @@ def _store_half(proto) -> None:
     nodes = list(graph.node)
     del graph.node[:]
     graph.node.extend(casts + nodes)
+
+
+def _output_axes(graph) -> dict[str, set]:
+    """For each value the graph (or a subgraph) reads as a weight, the axes of its output channels there: a MatMul's
+    B is (in, out), a Gemm's B with transB (out, in), a Gather's table has one row per thing looked up; None where
+    it is read any other way."""
+    axes: dict[str, set] = {}
+
+    def walk(g):
+        for node in g.node:
+            attrs = {a.name: a for a in node.attribute}
+            for k, name in enumerate(node.input):
+                if node.op_type == "MatMul" and k == 1:
+                    axis = 1
+                elif node.op_type == "Gemm" and k == 1:
+                    axis = 0 if attrs.get("transB") is not None and attrs["transB"].i else 1
+                elif node.op_type == "Gather" and k == 0 and (attrs["axis"].i if "axis" in attrs else 0) == 0:
+                    axis = 0
+                else:
+                    axis = None
+                axes.setdefault(name, set()).add(axis)
+            for a in node.attribute:
+                if a.g.node:
+                    walk(a.g)
+
+    walk(graph)
+    return axes
+
+
+def _store_int8(proto) -> None:
+    """Every large float32 matrix read only as a weight with one output-channel axis becomes int8 codes and a
+    float32 scale per output channel (max |w| / 127, so 0 stays 0), multiplied back into float32 under its old name
+    at the start of the graph; the rest (the MLM bias, a vector) is stored as float16, as `_store_half` does.
+
+    Cast and Mul, not DequantizeLinear: onnxruntime fuses a DequantizeLinear of a weight and its MatMul into
+    MatMulNBits, whose arithmetic is not float32 (it moved a tiny model's queries by 2e-3 against the same weights
+    in float32); Cast and Mul of constants fold into a float32 weight when the session starts. The scales stay
+    float32: the word embeddings' 30522 would count as large, and float16 scales moved rows by 5e-4 of themselves."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = proto.graph
+    axes = _output_axes(graph)
+    nodes, kept, scales = [], [], set()
+    for init in graph.initializer:
+        used = axes.get(init.name, set())
+        if (init.data_type != TensorProto.FLOAT or np.prod(init.dims, dtype=np.int64) < _HALF_MIN_ELEMENTS
+                or len(init.dims) != 2 or len(used) != 1 or None in used):
+            kept.append(init)
+            continue
+        (axis,) = used
+        values = numpy_helper.to_array(init)
+        peak = np.abs(values).max(axis=1 - axis, keepdims=True)  # (1, out) or (out, 1): one per output channel
+        scale = np.where(peak > 0, peak / 127, 1).astype(np.float32)
+        codes = np.clip(np.rint(values / scale), -127, 127).astype(np.int8)
+        kept += [numpy_helper.from_array(codes, name=f"{init.name}__i8"),
+                 numpy_helper.from_array(scale, name=f"{init.name}__scale")]
+        scales.add(f"{init.name}__scale")
+        nodes += [helper.make_node("Cast", [f"{init.name}__i8"], [f"{init.name}__codes"], to=TensorProto.FLOAT,
+                                   name=f"{init.name}__codes"),
+                  helper.make_node("Mul", [f"{init.name}__codes", f"{init.name}__scale"], [init.name],
+                                   name=f"{init.name}__to_f32")]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    body = list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes + body)
+    _store_half(proto, exact=frozenset(scales))  # what stayed float32 and large
 
 
 def _gate(proto, output: str, flag: str) -> None:

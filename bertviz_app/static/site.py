@@ -7,16 +7,26 @@
     data/manifest.js      the model's sizes and score terms' names, the tokenizer's vocabulary and settings, the parts
                           below
     lessons/NAME.js       a lesson (`--lesson FILE`, made in the app), as a classic script the page plays
-    data/model-NN.js      the ONNX graph (onnx_export.py), data/wasm-NN.js the WebAssembly binary, data/glue-NN.js
-                          its JavaScript glue: base64 in parts of 4 MiB, each a classic script
+    data/model.onnx       the ONNX graph (onnx_export.py; its weights as `weights` says), and runtime/ort-wasm-simd-
+    runtime/ort-wasm-*    threaded.wasm and .mjs, the WebAssembly binary and its JavaScript glue: what a page served
+                          over http(s) fetches, as binary files
+    *.gz, *.br            precompressed copies of the large files a page served over http(s) reads, for a host that
+                          serves them (nginx's gzip_static, Caddy's precompressed); .br only where the `brotli`
+                          module is installed and it is 5% smaller than the .gz (float16 weights hardly compress)
+    data/model-NN.js,     the same three files again, as base64 in parts of 4 MiB, each a classic script: what a page
+    data/wasm-NN.js,      opened from the disk (file://) reads, since it may not fetch anything, only run <script src>
+    data/glue-NN.js       of its folder
 
-Why parts in scripts: a page opened from file:// may not fetch or import anything, only run <script src> of its
-folder; one code path serves http and file:// alike, and each part is a step of the progress bar.
+The page picks by its address: over http(s) the binary files (a third less to send than base64, which a host's gzip
+cannot win back, and kept in the browser's cache for the next visit), from file:// the parts. Measured in the
+README's "The static page over the wire".
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
+import hashlib
 import html
 import json
 import re
@@ -27,10 +37,11 @@ from .. import limits
 from ..views.page import _script_text, bundle_js, inline_modules
 from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
-from .onnx_export import ExportError, export_onnx, require_heads, score_scale, score_term_names
+from .onnx_export import WEIGHTS, ExportError, export_onnx, require_heads, score_scale, score_term_names
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 PART_BYTES = 4 << 20
+PRECOMPRESS_MIN_BYTES = 32 << 10  # smaller files gain a few hundred bytes from a copy: not worth a file
 NEEDS_SERVER = ("Integrated gradients and blank-out, silencing heads, comparing two inputs or two models, the "
                 "embeddings and hidden-state tabs, and fine-tuning need the server: get the bertviz-app project's "
                 "source and run `make app` in it (its README says more).")
@@ -42,13 +53,41 @@ def page_js() -> str:
     return inline_modules(sources, "page.mjs", "BertvizStatic")
 
 
-def _write_parts(folder: Path, name: str, data: bytes) -> dict:
+def _write_file(site: Path, path: str, name: str, data: bytes) -> dict:
+    """`data` twice: as the binary file `path` of `site` (fetched over http), and as base64 parts data/NAME-NN.js
+    (read from file://). What the manifest says of it: its parts, bytes, path and a version of its contents, which
+    the page puts in the address it fetches, so that a browser's cache never hands an earlier export's file."""
+    (site / path).write_bytes(data)
     count = max(1, -(-len(data) // PART_BYTES))
     for i in range(count):
         text = base64.b64encode(data[i * PART_BYTES:(i + 1) * PART_BYTES]).decode("ascii")
-        (folder / f"{name}-{i:02d}.js").write_text(f'bertvizStatic.part("{name}",{i},"{text}");\n',
-                                                  encoding="ascii")
-    return {"parts": count, "bytes": len(data)}
+        (site / "data" / f"{name}-{i:02d}.js").write_text(f'bertvizStatic.part("{name}",{i},"{text}");\n',
+                                                         encoding="ascii")
+    return {"parts": count, "bytes": len(data), "path": path, "version": hashlib.sha256(data).hexdigest()[:16]}
+
+
+def precompress(site: Path, paths) -> list[str]:
+    """A .gz copy (and a .br one where the `brotli` module is installed and that copy is 5% smaller than the .gz)
+    beside each of `paths` (relative to `site`) of at least PRECOMPRESS_MIN_BYTES; the copies' paths."""
+    try:
+        import brotli  # gradio installs it; no dependency of ours
+    except ImportError:
+        brotli = None
+    written = []
+    for path in paths:
+        data = (site / path).read_bytes()
+        if len(data) < PRECOMPRESS_MIN_BYTES:
+            continue
+        gz = gzip.compress(data, compresslevel=9, mtime=0)  # mtime 0: the same export gives the same bytes
+        copies = {".gz": gz}
+        if brotli is not None:
+            br = brotli.compress(data, quality=9)  # 11 gains 12% on the runtime and costs a minute
+            if len(br) <= 0.95 * len(gz):
+                copies[".br"] = br
+        for suffix, packed in copies.items():
+            (site / f"{path}{suffix}").write_bytes(packed)
+            written.append(f"{path}{suffix}")
+    return written
 
 
 def _tokenizer_settings(tokenizer) -> dict:
@@ -94,26 +133,31 @@ def _write_lesson(folder: Path, lesson: str | Path) -> str:
 
 
 def export_static(folder: str | Path, model, tokenizer, name: str, example: tuple[str, str] | None = None,
-                  lesson: str | Path | None = None) -> Path:
+                  lesson: str | Path | None = None, weights: str = WEIGHTS[0]) -> Path:
     """Write the static page of `model` (a BertForPreTraining with both heads) and `tokenizer` into `folder`
     (created; files of an earlier export there are replaced), with the lesson file `lesson` if given (the page's
-    Lesson button plays it; `?lesson=NAME&step=N` opens a step). Returns the folder."""
+    Lesson button plays it; `?lesson=NAME&step=N` opens a step), its weights stored as `weights` (one of
+    onnx_export.WEIGHTS: float16, the default, is exact for the shipped model; int8 is smaller and not faithful).
+    Returns the folder."""
+    if weights not in WEIGHTS:
+        raise ExportError(f"weights {weights!r} is not one of {', '.join(WEIGHTS)}")
     if lesson is not None:
         read_lesson(lesson)  # a bad lesson file fails before the slow export
     ort_dir = runtime.runtime_dir()  # before the slow export: a missing runtime or head fails at once
     require_heads(model)
     folder = Path(folder)
     data = folder / "data"
-    for old in (data, folder / "lessons"):  # an earlier export's lesson goes too: its links would still open it
+    # an earlier export's lesson and runtime go too: its links would still open the lesson, and a copy left beside
+    # a file (a .br) would be served instead of it
+    for old in (data, folder / "lessons", folder / "runtime"):
         if old.exists():
             shutil.rmtree(old)
     data.mkdir(parents=True)
-    (folder / "runtime").mkdir(exist_ok=True)
-    onnx_path = export_onnx(model, data / "model.onnx")
-    files = {"model": _write_parts(data, "model", onnx_path.read_bytes())}
-    onnx_path.unlink()
-    files["wasm"] = _write_parts(data, "wasm", (ort_dir / "ort-wasm-simd-threaded.wasm").read_bytes())
-    files["glue"] = _write_parts(data, "glue", (ort_dir / "ort-wasm-simd-threaded.mjs").read_bytes())
+    (folder / "runtime").mkdir()
+    onnx_path = export_onnx(model, data / "model.onnx", weights=weights)
+    files = {"model": _write_file(folder, "data/model.onnx", "model", onnx_path.read_bytes())}
+    for key, f in (("wasm", "ort-wasm-simd-threaded.wasm"), ("glue", "ort-wasm-simd-threaded.mjs")):
+        files[key] = _write_file(folder, f"runtime/{f}", key, (ort_dir / f).read_bytes())
     for f in ("ort.wasm.min.js", "LICENSE"):
         shutil.copyfile(ort_dir / f, folder / "runtime" / f)
     c = model.config
@@ -122,7 +166,7 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
                   "headSize": c.head_dim, "hidden": c.hidden_size, "maxTokens": c.max_position_embeddings,
                   # the graph's score_terms, named as the model names them, and the server's cap on them
                   "scoreTerms": score_term_names(model), "scoreScale": score_scale(model),
-                  "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": limits.MAX_MASKS},
+                  "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": limits.MAX_MASKS, "weights": weights},
         "files": files, "tokenizer": _tokenizer_settings(tokenizer),
         "runtime": {"name": runtime.PACKAGE, "version": runtime.VERSION, "license": runtime.LICENSE},
         "lessons": [_write_lesson(folder, lesson)] if lesson is not None else [],
@@ -134,6 +178,10 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
     (folder / "page.js").write_text(page_js(), encoding="utf-8")
     a, b = example or ("The cat sat on the mat.", "It was tired.")
     (folder / "index.html").write_text(index_html(name, a, b), encoding="utf-8")
+    for old in ("views.js.gz", "views.js.br", "page.js.gz", "page.js.br"):  # an earlier export's copies
+        (folder / old).unlink(missing_ok=True)
+    precompress(folder, ["views.js", "page.js", "data/manifest.js", "runtime/ort.wasm.min.js",
+                         *(spec["path"] for spec in files.values())])
     return folder
 
 

@@ -11,8 +11,8 @@ import { decodePayload, decodeQueryKey } from "../../bertviz_app/views/js/decode
 import * as links from "../../bertviz_app/views/js/permalink.mjs";
 import { attentionData, queryKeyData } from "../../bertviz_app/static/js/views-data.mjs";
 import { queryKeyRow } from "../../bertviz_app/views/js/data.mjs";
-import { isNextProbability, maskedInput, modelFeeds, openingSelection, pageLink, termsFit, topPredictions,
-  viewsDataOf } from "../../bertviz_app/static/js/page.mjs";
+import { fetchFile, isNextProbability, loadBytes, maskedInput, modelFeeds, openingSelection, pageLink,
+  runningNote, termsFit, topPredictions, viewsDataOf } from "../../bertviz_app/static/js/page.mjs";
 import { createTokenizer, readSettings, splitWords, truncateLongestFirst,
   wordPieces } from "../../bertviz_app/static/js/wordpiece.mjs";
 import { close, expected, payloadBytes, termsQueryKeyBytes } from "./helpers.mjs";
@@ -143,6 +143,73 @@ test("the page's fill-mask and next-sentence numbers", () => {
   assert.deepEqual(feeds.input_ids.dims, [1, 3]);
   assert.deepEqual(Array.from(feeds.input_ids.data), [2n, 5n, 3n]);
   assert.deepEqual(feeds.mlm_positions.dims, [1]);
+});
+
+/** A host's answer: `bytes` in chunks of 3, or a status. */
+function answering(bytes, status = 200) {
+  const asked = [];
+  const fetchFn = async (url) => {
+    asked.push(url);
+    let at = 0;
+    const body = new ReadableStream({ pull(c) {
+      if (at >= bytes.length) { c.close(); return; }
+      c.enqueue(bytes.subarray(at, at + 3));
+      at += 3;
+    } });
+    return new Response(status === 200 ? body : null, { status });
+  };
+  return { asked, fetchFn };
+}
+
+test("over http the page fetches a file, its version in the address, and counts its bytes as they come", async () => {
+  const bytes = Uint8Array.from({ length: 10 }, (_, i) => i * 7);
+  const spec = { path: "data/model.onnx", bytes: 10, version: "abc123", parts: 1 };
+  const { asked, fetchFn } = answering(bytes);
+  const counted = [];
+  assert.deepEqual(Array.from(await fetchFile(spec, (n) => counted.push(n), fetchFn)), Array.from(bytes));
+  assert.deepEqual(asked, ["data/model.onnx?v=abc123"]);
+  assert.deepEqual(counted, [3, 3, 3, 1]);
+  // a file of another size (an earlier export's) or a refusal is an error, not a model cut short
+  await assert.rejects(fetchFile({ ...spec, bytes: 12 }, () => {}, answering(bytes).fetchFn),
+    /data\/model.onnx: 10 bytes arrived, 12 expected/);
+  await assert.rejects(fetchFile({ ...spec, bytes: 8 }, () => {}, answering(bytes).fetchFn), /more than 8 bytes/);
+  await assert.rejects(fetchFile(spec, () => {}, answering(bytes, 404).fetchFn), /the host answered 404/);
+});
+
+test("the page reads the parts from file://, and after a failed fetch, with the progress counted once", async () => {
+  const spec = { path: "data/model.onnx", bytes: 4, version: "v", parts: 1 };
+  const calls = [];
+  const load = (fetched) => ({
+    fetchFile: async (s, onBytes) => {
+      calls.push("fetch");
+      onBytes(3);
+      if (!fetched) throw new Error("404");
+      return "binary";
+    },
+    loadParts: async (name, s, onBytes) => { calls.push(`parts ${name}`); onBytes(4); return "parts"; },
+  });
+  let total = 0;
+  const count = (n) => { total += n; };
+  assert.equal(await loadBytes("model", spec, "https:", count, load(true)), "binary");
+  assert.deepEqual([calls.splice(0), total], [["fetch"], 3]);
+  total = 0;
+  assert.equal(await loadBytes("model", spec, "file:", count, load(true)), "parts");
+  assert.deepEqual([calls.splice(0), total], [["parts model"], 4]);
+  total = 0;
+  const warn = console.warn;
+  console.warn = () => {};
+  try {
+    assert.equal(await loadBytes("model", spec, "http:", count, load(false)), "parts");
+  } finally {
+    console.warn = warn;
+  }
+  assert.deepEqual([calls.splice(0), total], [["fetch", "parts model"], 4]);
+});
+
+test("the page says when its weights are int8, which move the numbers", () => {
+  assert.ok(!runningNote("m", 60.7e6, 1).includes("int8"));
+  assert.ok(!runningNote("m", 60.7e6, 1, "float16").includes("int8"));
+  assert.match(runningNote("m", 38.1e6, 2, "int8"), /2 threads\)\. Its weights are int8: attention differs/);
 });
 
 // The expected pairs are what tokenizer.truncate_longest_first returns for the same arguments.

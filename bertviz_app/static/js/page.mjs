@@ -2,8 +2,9 @@
 // through the same mount as the app's (BertvizViews.mount, handed the decoded data views-data.mjs makes), with the
 // same permalinks (BertvizViews.permalink).
 //
-// Everything the page reads is a classic script of its own folder (file:// allows nothing else: no fetch, no
-// module import): data/manifest.js names the files, and the model, the WebAssembly binary and its JavaScript glue
+// data/manifest.js names the files. Served over http(s), the page fetches the model, the WebAssembly binary and its
+// JavaScript glue as binary files (the browser keeps them in its cache; a host may send them compressed). Opened
+// from file://, where a page may not fetch or import anything, only run classic scripts of its own folder, they
 // arrive as base64 parts, data/<name>-NN.js, each calling bertvizStatic.part(name, index, base64).
 //
 // For scripts and tests: window.bertvizPage.analyze(a, b) -> {tokens, layers, heads, length, attention: Float32Array
@@ -57,6 +58,43 @@ function loadParts(doc, name, spec, onBytes) {
   })();
 }
 
+/** Fetch spec.path (with its version in the address, so that no cache hands an earlier export's file) with
+ * `fetchFn`; onBytes(received) as the body arrives (decoded: a host may send it gzip'ed). Resolves to its bytes. */
+export async function fetchFile(spec, onBytes, fetchFn = globalThis.fetch) {
+  const response = await fetchFn(`${spec.path}?v=${spec.version}`);
+  if (!response.ok) throw new Error(`${spec.path}: the host answered ${response.status}`);
+  const out = new Uint8Array(spec.bytes);
+  let at = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (at + value.length > spec.bytes) throw new Error(`${spec.path}: more than ${spec.bytes} bytes arrived`);
+    out.set(value, at);
+    at += value.length;
+    onBytes(value.length);
+  }
+  if (at !== spec.bytes) throw new Error(`${spec.path}: ${at} bytes arrived, ${spec.bytes} expected`);
+  return out;
+}
+
+/** The bytes of the manifest's file `name`: fetched over http(s), from the script parts where the page is opened
+ * from the disk (`protocol` "file:") or a fetch fails (a host that refuses a file's type); onBytes as they
+ * arrive, counted again from the parts after a failed fetch. load: { fetchFile, loadParts } (the page's own, or a
+ * test's). */
+export async function loadBytes(name, spec, protocol, onBytes, load) {
+  if (protocol !== "file:" && spec.path) {
+    let fetched = 0;
+    try {
+      return await load.fetchFile(spec, (n) => { fetched += n; onBytes(n); });
+    } catch (error) {
+      onBytes(-fetched);
+      console.warn(`${error.message}; reading its script parts instead`);
+    }
+  }
+  return load.loadParts(name, spec, onBytes);
+}
+
 const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
 const plural = (n) => `${n} thread${n > 1 ? "s" : ""}`;
 
@@ -73,18 +111,23 @@ export function loadingNote(loaded, total) {
     + "computer).";
 }
 
-/** The note once the model runs. */
-export function runningNote(name, total, threads) {
+/** The note once the model runs; int8 weights (export-static --weights int8) are said, since they move the
+ * numbers. */
+export function runningNote(name, total, threads, weights = "float16") {
   return `${name} runs in this page (${MB(total)} loaded, ${plural(threads)}`
-    + `${threads > 1 ? "" : ": this host does not allow more"}).`;
+    + `${threads > 1 ? "" : ": this host does not allow more"}).`
+    + (weights === "int8" ? " Its weights are int8: attention differs from the model's by up to 0.13." : "");
 }
 
-/** onnxruntime-web's session on the model: the glue, the WebAssembly binary and the model arrive as parts (each
- * reported to onBytes), then the session starts with `threads`. */
+/** onnxruntime-web's session on the model: the glue, the WebAssembly binary and the model arrive (loadBytes:
+ * fetched, or as parts from file://; each reported to onBytes), then the session starts with `threads`. */
 async function startSession(doc, manifest, threads, onBytes, say) {
-  const glue = await loadParts(doc, "glue", manifest.files.glue, onBytes);
-  const wasm = await loadParts(doc, "wasm", manifest.files.wasm, onBytes);
-  const onnx = await loadParts(doc, "model", manifest.files.model, onBytes);
+  const load = { fetchFile, loadParts: (name, spec, counted) => loadParts(doc, name, spec, counted) };
+  const protocol = doc.defaultView.location.protocol;
+  const bytes = (name) => loadBytes(name, manifest.files[name], protocol, onBytes, load);
+  const glue = await bytes("glue");
+  const wasm = await bytes("wasm");
+  const onnx = await bytes("model");
   say(`Starting the model (${MB(onnx.length)}, ${plural(threads)})\u2026`);
   const ort = window.ort;
   ort.env.wasm.numThreads = threads;
@@ -366,7 +409,7 @@ export function start(doc = document) {
   const ready = startSession(doc, manifest, threads, progress, (text) => { $("load-note").textContent = text; })
     .then((session) => {
       timings.loadSeconds = (performance.now() - t0) / 1000;
-      $("load-note").textContent = runningNote(model.name, total, threads);
+      $("load-note").textContent = runningNote(model.name, total, threads, model.weights);
       $("load-progress").hidden = true;
       return session;
     });
