@@ -57,8 +57,10 @@ MANIFEST = "corpus.json"
 PIECES = "pieces.json"  # every token id's spelling, as the views show it
 # Shard size, in tokens: ~75 MB of arrays for the default model (hidden states 5.4 KB a token, statistics 2.6 KB).
 SHARD_TOKENS = 8192
-# A batch holds at most this many tokens (sentences x the longest, after sorting by length: almost no padding).
-BATCH_TOKENS = 4096
+# A batch holds at most this many attention weights per head (sentences x the longest squared, after sorting by
+# length: almost no padding): a pass's memory is then the same for short and long sentences (64 of 32 tokens, 8 of
+# 128), so a build's peak does not grow with the longest sentence it meets.
+BATCH_CELLS = 2**16
 TOKEN_COLUMNS = ("sentence", "position", "piece", "word", "tag", "segment")
 
 
@@ -80,8 +82,9 @@ class CorpusSettings:
                                         "more")
     max_length: int = setting(128, "tokens per sentence, special tokens included (longer ones are cut, and counted)",
                               check=_whole(4), why="--max-length must be 4 or more")
-    batch_size: int = setting(64, "sentences per forward pass, at most (a pass also holds at most "
-                              f"{BATCH_TOKENS} tokens)", check=_whole(1), why="--batch-size must be 1 or more")
+    batch_size: int = setting(64, "sentences per forward pass, at most (fewer for long sentences: a pass holds at "
+                              f"most {BATCH_CELLS:,} attention weights a head)", check=_whole(1),
+                              why="--batch-size must be 1 or more")
     shard_tokens: int = setting(SHARD_TOKENS, "tokens per shard: a build holds one shard's arrays in memory "
                                 "(~75 MB at the default for the default model)", check=_whole(1),
                                 why="--shard-tokens must be 1 or more")
@@ -384,11 +387,11 @@ def _words_and_tags(sentence: Sentence, enc, tag_ids: dict[str, int]) -> tuple[l
 
 
 def _batches(encodings, batch_size: int) -> list[list[int]]:
-    """Sentence indexes in batches of similar length (sorted by length), each within batch_size and BATCH_TOKENS."""
+    """Sentence indexes in batches of similar length (sorted by length), each within batch_size and BATCH_CELLS."""
     order = sorted(range(len(encodings)), key=lambda i: len(encodings[i]))
     batches, current = [], []
     for i in order:
-        if current and (len(current) >= batch_size or (len(current) + 1) * len(encodings[i]) > BATCH_TOKENS):
+        if current and (len(current) >= batch_size or (len(current) + 1) * len(encodings[i]) ** 2 > BATCH_CELLS):
             batches.append(current)
             current = []
         current.append(i)
