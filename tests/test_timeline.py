@@ -281,3 +281,25 @@ def test_bad_inputs_stop_pretraining_and_finetuning_before_they_start(tmp_path, 
 def test_open_timeline_says_when_a_folder_has_none(tmp_path):
     with pytest.raises(TimelineError, match="holds no training timeline"):
         open_timeline(tmp_path)
+
+
+def test_a_stop_ends_a_pretraining_at_the_step_under_way_or_before_it_starts(tmp_path, corpus):
+    """The Pretrain tab's Cancel: `stop` set at step 3 ends the run there with a checkpoint and the last snapshot;
+    set while the corpus is read, nothing is trained or saved. on_step sees every step's loss."""
+    import threading
+
+    stop, seen = threading.Event(), []
+
+    def on_step(record):
+        seen.append(record)
+        if record["step"] == 3:
+            stop.set()
+
+    out = tmp_path / "stopped"
+    assert run_pretrain(_args(corpus, out), stop=stop, on_step=on_step) is not None
+    assert [r["step"] for r in seen] == [1, 2, 3] and all(r["total"] == STEPS and r["loss"] > 0 for r in seen)
+    assert (out / "step-0000003").is_dir() and open_timeline(out).steps[-1] == 3
+    early = threading.Event()
+    early.set()
+    assert run_pretrain(_args(corpus, tmp_path / "early"), stop=early) is None
+    assert not list((tmp_path / "early").glob("step-*")) and not (tmp_path / "early" / "timeline").exists()

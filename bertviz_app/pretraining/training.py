@@ -218,11 +218,15 @@ def _read_corpus(args, tokenizer: Tokenizer, say) -> tuple[SentencePairDataset, 
 
 
 def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None,
-                 on_snapshot=None) -> BertForPreTraining:
+                 on_snapshot=None, *, stop: threading.Event | None = None,
+                 on_step=None) -> BertForPreTraining | None:
     """Train (or resume) as `args` (PretrainSettings, or the options add_pretrain_arguments parsed) say; returns the
     trained model (unwrapped, on its device). on_checkpoint(folder, model): a hook called on the main process after
     each checkpoint is saved (scripts/train_on_device.py copies its weights out there); on_snapshot(record): after
-    each snapshot of the timeline (OUT/timeline) is in place, with its snapshot.json's record."""
+    each snapshot of the timeline (OUT/timeline) is in place, with its snapshot.json's record. stop: an event that
+    ends the run as Ctrl-C does (the step under way finishes, a checkpoint is saved there); set while the corpus is
+    read, the run returns None before training. on_step({"step", "total", "loss"}): after every step (the app's
+    Pretrain tab draws the loss)."""
     if not isinstance(args, PretrainSettings):
         args = from_args(PretrainSettings, args)
     if args.freeze_encoder_steps and int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -241,6 +245,8 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
     timeline_inputs = choose_inputs(args.timeline_inputs, PRETRAINING_PROBES, tokenizer.vocab) if args.timeline \
         else []
     train_data, heldout = _read_corpus(args, tokenizer, say)
+    if stop is not None and stop.is_set():  # stopped while the corpus was read: nothing trained, nothing saved
+        return None
     trainer = _build_trainer(args, tokenizer, train_data, dist_info, device, say)
     resumed = _resume(trainer, out)
     if resumed is not None:
@@ -258,7 +264,7 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
                                   total_steps=args.steps, count=args.timeline, kind="pretraining",
                                   max_tokens=trainer.model.config.max_tokens, model_name=out.name,
                                   start_step=trainer.step, on_snapshot=on_snapshot)
-    _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say, on_checkpoint, timeline)
+    _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say, on_checkpoint, timeline, stop, on_step)
     if dist_info.world_size > 1:
         dist.barrier()
     return trainer.model
@@ -266,7 +272,7 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
 
 def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePairDataset,
            heldout: SentencePairDataset | None, dist_info: Distributed, out: Path, say, on_checkpoint=None,
-           timeline: TimelineWriter | None = None) -> None:
+           timeline: TimelineWriter | None = None, stop: threading.Event | None = None, on_step=None) -> None:
     """From trainer.step to --steps on the shared loop, with logging, checkpoints and held-out evaluations as `args`
     say. Ctrl-C finishes the step under way, saves a checkpoint there and returns (the same command resumes)."""
     device = trainer.model.device
@@ -301,7 +307,7 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
 
     last_save = started = time.perf_counter()
     # --minutes: a lent machine's time is counted; a stop there saves and returns like Ctrl-C
-    out_of_time = threading.Event()
+    out_of_time = stop if stop is not None else threading.Event()  # a caller's stop ends it the same way
 
     def after_step(result: dict) -> None:
         nonlocal last_save
@@ -309,6 +315,8 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
             out_of_time.set()
         progress.add(result)
         step = trainer.step
+        if on_step is not None:
+            on_step({"step": step, "total": args.steps, "loss": float(result["loss"].detach())})
         if step % args.log_every == 0 or step == args.steps:
             progress.report(step, args.steps, trainer.scheduler.get_last_lr()[0])
         timed_save = args.save_minutes > 0 and time.perf_counter() - last_save > 60 * args.save_minutes

@@ -5,6 +5,7 @@ timeline still growing (a training under way) can be followed."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from dataclasses import dataclass
@@ -148,6 +149,22 @@ class Timeline:
         if not isinstance(index, int) or not 0 <= index < len(self.inputs):
             raise ValueError(f"input {index!r} is not one of the timeline's inputs (0 to {len(self.inputs) - 1})")
         return index
+
+    def views_data(self, index: int = 0) -> dict:
+        """Every snapshot of input `index` as the views' timeline slider takes it at once (views/js/timeline.mjs):
+        the steps, each step's payload (base64 of the stored bytes), and each snapshot's loss, learning rate, roles
+        and this input's predictions. JSON as it is: one value, so that moving the slider asks for nothing."""
+        self._check_input(index)
+        steps = self.steps
+        snapshots = []
+        for step in steps:
+            s = self.snapshot(step)
+            snapshots.append({"step": step, "loss": s["loss"], "loss_mean": s["loss_mean"], "lr": s["lr"],
+                              "roles": s["roles"], "item": s["inputs"][index]})
+        return {"kind": self.kind, "model": self.manifest.get("model", ""),
+                "total_steps": self.manifest.get("total_steps"), "labels": self.manifest.get("labels"),
+                "input": self.inputs[index].as_dict(), "steps": steps, "snapshots": snapshots,
+                "payloads": [base64.b64encode(self.payload(step, index)).decode("ascii") for step in steps]}
 
     # --- tables --------------------------------------------------------------------------------------------------
     def frame(self) -> "pd.DataFrame":

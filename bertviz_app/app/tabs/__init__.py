@@ -12,6 +12,7 @@ from .masked_lm import MaskedLMTab
 from .model_info import ModelTab
 from .next_sentence import NextSentenceTab
 from .task import TaskTab
+from .timeline import TimelineTab
 from .tokens import TokensTab
 
 TABS: tuple[type[Tab], ...] = (
@@ -21,6 +22,7 @@ TABS: tuple[type[Tab], ...] = (
     MaskedLMTab,
     NextSentenceTab,
     TaskTab,
+    TimelineTab,
     FineTuneTab,
     BeyondTab,
     CompareTab,

@@ -8,11 +8,15 @@
 //   sync        hosts with the same sync name follow each other's layer, head, token, view and filters (models of
 //               different depths: the layer at the same relative depth, pairedLayer)
 //   silence     offer picking heads to silence in the overview; the picks go to Python as a `submit` event
+// A value { timeline: {...}, key } instead (a training's snapshots of one input, timeline.mjs) shows the timeline
+// slider over the same views (timeline-bar.mjs); a later value with the same key (the training added snapshots)
+// grows it in place.
 // server.query_key / offline_page / attention_csv (key or request) answer { value } or { error: a sentence }.
 //
 // Hosts of one page find each other through this module (one bundle per page), never through window events.
 
 import { readLink, writeLink } from "./permalink.mjs";
+import { mountTimeline } from "./timeline-bar.mjs";
 
 export const SHARED = ["layer", "head", "token", "view", "matrix", "units", "segments", "hideSpecial", "renormalize",
   "scale", "direction"];
@@ -134,6 +138,13 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
 
   async function show() {
     const value = props.value;
+    if (value && value.timeline) return showTimeline(value);
+    if (value && "timeline" in value) { // a model without a timeline: nothing to show
+      if (viewer) viewer.destroy();
+      viewer = input = null;
+      host.replaceChildren();
+      return;
+    }
     if (!value || !value.payload) return;
     // A new input keeps every choice but the token (its index means another token now) and the picks; the first
     // one comes from the address.
@@ -173,6 +184,20 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
       if (props.sync) registry.share(props.sync, member, state, changed);
     });
     write(viewer.selection.get());
+  }
+  async function showTimeline(value) {
+    if (viewer && viewer.update && input && input.timeline === value.key) {
+      await viewer.update(value.timeline);
+      return;
+    }
+    const wanted = viewer?.selection ? { ...viewer.selection.get(), token: null, silenced: [] } : {};
+    if (unsubscribe) unsubscribe();
+    unsubscribe = null;
+    if (viewer) viewer.destroy();
+    viewer = mountTimeline(host, value.timeline, { mount, idPrefix: props.id_prefix || "", selection: wanted });
+    input = { a: value.timeline.input.text, b: value.timeline.input.text_pair || "", model: value.timeline.model,
+      timeline: value.key };
+    await viewer.ready();
   }
   // One mount at a time: a value that arrives while the last one mounts waits for it.
   const queue = () => { showing = showing.then(show, show); return showing; };

@@ -12,6 +12,8 @@
 //              offlineHtml     a string, or (async) () => string: the offline page the "Save page" button saves;
 //                              without it the button is not shown
 //              exportCsv       async (selection state) => CSV text of the numbers on screen; adds a "Save CSV" button
+//              queryKeyNote    without queryKey or loadQueryKey: the sentence the query/key view shows instead (a
+//                              training timeline's snapshots keep no queries or keys; see timeline-bar.mjs)
 //              showTitle       false leaves out the title and model line (a host that shows the text already)
 //              selection       initial state (see selection.mjs), e.g. { layer: 2, head: "all", view: "matrix" };
 //                              without a layer and a head, the views open on an informative head (guide.mjs)
@@ -92,6 +94,7 @@ export async function mount(container, payloadInput, options = {}) {
     payload.queryKey = await decodeQueryKey(await options.loadQueryKey(), payload);
   } : null;
   const env = { maxHeight, detailView: () => detailView, loadQueryKey, idPrefix: options.idPrefix || "",
+    queryKeyNote: options.queryKeyNote || null,
     onSilence: typeof options.onSilence === "function" ? options.onSilence : null };
   const { views, showPanes } = buildPanes(frame, { payload, selection, env }, id);
 
@@ -116,6 +119,19 @@ export async function mount(container, payloadInput, options = {}) {
     async setQueryKey(input) {
       payload.queryKey = await decodeQueryKey(input, payload);
       for (const view of Object.values(views)) view.refresh(); // the ones drawn from it follow
+    },
+    /** Another payload of the same tokens, layers and heads in place of this one (a training timeline's next
+     * step): the DOM, the selection and the hover stay, the numbers change. False (nothing changed) otherwise. */
+    setPayload(next) {
+      if (next.length !== payload.length || next.layers !== payload.layers || next.heads !== payload.heads
+        || next.tokens.join("\u0000") !== payload.tokens.join("\u0000")) return false;
+      // in place: every view, control and the finder hold this object
+      for (const key of Object.keys(payload)) if (!(key in next)) delete payload[key];
+      Object.assign(payload, next);
+      frame.root.dataset.key = payload.key || "";
+      for (const view of Object.values(views)) view.swap();
+      finder.sync(selection.get(), true);
+      return true;
     },
     exportPNG: () => { const s = scene(); return s ? scenePNG(s, title()) : Promise.resolve(null); },
     exportSVG: () => { const s = scene(); return s ? sceneSVG(s, title()) : null; },
@@ -315,11 +331,11 @@ function buildFinder(payload, selection, id, detailView) {
   const box = el("div", { class: "bv-finder", role: "group", "aria-label": "Heads where the token attends most" },
     title, el("label", { class: "bv-field" }, el("span", {}, "to"), to), list);
   let shownFor = null;
-  function sync(state) {
+  function sync(state, again = false) {
     box.hidden = state.token === null;
     if (state.token === null) { shownFor = null; return; }
     const wanted = `${state.token}|${to.value}`;
-    if (shownFor !== wanted) {
+    if (shownFor !== wanted || again) {
       shownFor = wanted;
       const target = to.value === "" ? null : Number(to.value);
       const found = strongestHeads(payload, state.token, { to: target, count: 5 });

@@ -88,6 +88,22 @@ export const CSS = `
 .bv-projector .bv-root .bv-subtitle, .bv-projector .bv-root .bv-caption, .bv-projector .bv-root .bv-muted,
 .bv-projector .bv-root .bv-field > span { color: #000; }
 .bv-projector .bv-root .bv-surface { border-color: #6e7781; }
+/* The timeline slider (timeline-bar.mjs): slider and predictions, the picture of roles beside them. */
+.bv-root .bv-timeline { display: flex; flex-wrap: wrap; gap: 8px 20px; align-items: flex-start; margin: 0 0 10px;
+  padding: 8px 10px; border: 1px solid #d0d7de; border-radius: 6px; background: #f8fafc; }
+.bv-root .bv-timeline-main { flex: 1 1 360px; min-width: 0; }
+.bv-root .bv-timeline-row { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 10px; }
+.bv-root .bv-timeline-row input[type=range] { flex: 1 1 140px; width: auto; }
+.bv-root .bv-timeline-input { margin: 0 0 4px; font-weight: 600; overflow-wrap: anywhere; }
+.bv-root .bv-timeline-at { white-space: nowrap; }
+.bv-root .bv-timeline-prediction { margin-top: 4px; font-size: 15px; overflow-wrap: anywhere; }
+.bv-root .bv-timeline-side { flex: 0 1 auto; min-width: 0; max-width: 100%; }
+.bv-root .bv-timeline-roles { display: block; cursor: pointer; max-width: 100%; }
+.bv-root .bv-timeline-heads { margin: 4px 0 0; font-size: 14px; }
+.bv-root .bv-timeline-key { margin: 2px 0 0; font-size: 12px; color: #444; display: flex; flex-wrap: wrap;
+  gap: 2px 8px; max-width: 300px; }
+.bv-root .bv-timeline-key i { display: inline-block; width: 10px; height: 10px; margin-right: 3px;
+  border: 1px solid #999; vertical-align: -1px; }
 .bv-root .bv-error { padding: 10px; border: 1px solid #d62728; color: #8b1a1a; }
 .bv-root [hidden] { display: none !important; }
 `;

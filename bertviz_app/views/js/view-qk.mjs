@@ -259,6 +259,8 @@ export function extras(root, shell) {
           + "(they are large: about 4 kB per token)."),
         el("button", { type: "button", id: `${env.idPrefix || ""}view-qk-load`, onclick: () => load() },
           "Load query and key vectors"));
+    } else if (env.queryKeyNote) { // a host whose data never has them (a training timeline's snapshots) says why
+      notice.replaceChildren(el("p", {}, env.queryKeyNote));
     } else {
       notice.replaceChildren(el("p", {}, "This page was saved without the query and key vectors, so it cannot show "
         + "how attention is computed. In Python, save it with them: run.save_html(path), or standalone_html(payload, "

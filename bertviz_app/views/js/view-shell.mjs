@@ -207,6 +207,8 @@ export function mountView(container, view, { payload, selection, env = {} }) {
   return {
     name: view.NAME,
     refresh: () => render(selection.get()),
+    /** The payload object now holds other numbers (main.mjs setPayload): what was computed from it goes. */
+    swap() { data.cache = createCache(); render(selection.get()); },
     /** The whole picture of what is on screen, for the PNG and SVG exports; null when there is no picture. */
     scene: () => {
       if (!layout || layout.hidden) return null;

@@ -1,0 +1,111 @@
+"""The Timeline tab: how the model picked above learned, for a model whose folder holds a training timeline (every
+model the Fine-tune and Pretrain tabs make, and a folder given at launch with --model that `bertviz-app pretrain` or
+`finetune` wrote). The visitor picks one of the timeline's inputs; all of its snapshots arrive in one value, and the
+slider, Play and the picture of roles over steps swap them in the browser (views/js/timeline-bar.mjs): moving
+through the training asks the server for nothing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gradio as gr
+
+from ...timeline import FOLDER, Timeline, TimelineError, open_timeline
+from ..common import api, plain, refuse, user_errors
+from .base import Gate, TabPage
+
+_CHECKPOINT = re.compile(r"step-\d{7,}$")
+NO_TIMELINE = ("**{name}** has no training timeline. A model trained here (the Fine-tune or Pretrain tab) has one, "
+               "and so does a folder that `bertviz-app pretrain` or `finetune` wrote, given to the server with "
+               "`--model`: pick one in the model list above.")
+
+
+def timeline_folder(folder: Path | None) -> Path | None:
+    """The timeline of a model folder: its own (a fine-tuning's output), or its run's for a pretraining checkpoint
+    (OUT/step-NNNNNNN beside OUT/timeline); None when there is none."""
+    if folder is None:
+        return None
+    for place in (folder, folder.parent if _CHECKPOINT.match(folder.name) else None):
+        if place is not None and (place / FOLDER / "timeline.json").is_file():
+            return place / FOLDER
+    return None
+
+
+def timeline_value(timeline: Timeline, index: int, model: str) -> dict:
+    """The timeline views' value (gradio-host.mjs): every snapshot of input `index`; its key names the model and the
+    input, so that a later value with more snapshots grows the slider in place."""
+    return {"timeline": timeline.views_data(index), "key": f"{model}\u0000{index}"}
+
+
+def input_label(timeline: Timeline, index: int) -> str:
+    item = timeline.inputs[index]
+    text = item.text if item.text_pair is None else f"{item.text} | {item.text_pair}"
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+class TimelineTab:
+    id, title = "timeline-tab", "Timeline"
+
+    def __init__(self, page: TabPage):
+        self.page = page
+        self._timelines: dict[Path, Timeline] = {}
+        with gr.Row(equal_height=True):
+            self.status = gr.Markdown(elem_id="timeline-status")
+            self.input = gr.Dropdown([], value=None, label="Input (one of the timeline's)", allow_custom_value=True,
+                                     elem_id="timeline-input")
+        self.view = page.host.component("timeline-host", id_prefix="tl-")
+        self.shown = gr.State(None)  # (model, input, snapshots) this page shows: the same again is not sent
+
+    def timeline(self, model: str) -> Timeline | None:
+        """The model's timeline, listed again (a training under way adds snapshots); None without one."""
+        folder = timeline_folder(self.page.models.get(model).folder)
+        if folder is None:
+            return None
+        if folder not in self._timelines:
+            try:
+                self._timelines[folder] = open_timeline(folder)
+            except (TimelineError, OSError, ValueError):
+                return None
+        return self._timelines[folder].refresh()
+
+    @user_errors
+    def opened(self, model, shown):
+        """The status, the inputs and the first input's snapshots of the model picked above."""
+        timeline = self.timeline(model)
+        if timeline is None or not timeline.steps:
+            return (NO_TIMELINE.format(name=plain(str(model))), gr.update(choices=[], value=None),
+                    {"timeline": None, "key": ""}, None)
+        choices = [(input_label(timeline, i), i) for i in range(len(timeline.inputs))]
+        keep = shown[1] if isinstance(shown, tuple) and shown[0] == model else 0
+        status = (f"**{plain(model)}**: {timeline.kind}, {len(timeline.steps)} snapshots from step "
+                  f"{timeline.steps[0]} to {timeline.steps[-1]}. Move the slider or press **Play**; click a head in "
+                  "the picture of roles to follow it. Every snapshot is in this page: moving through them asks the "
+                  "server for nothing.")
+        value, now = self._value(timeline, keep, model, shown)
+        return status, gr.update(choices=choices, value=keep), value, now
+
+    @user_errors
+    def chosen(self, model, index, shown):
+        timeline = self.timeline(model)
+        if timeline is None:
+            raise refuse(NO_TIMELINE.format(name=plain(str(model))).replace("**", ""))
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(timeline.inputs):
+            raise refuse(f"Choose one of the timeline's {len(timeline.inputs)} inputs in the list.")
+        return self._value(timeline, index, model, shown)
+
+    @staticmethod
+    def _value(timeline: Timeline, index: int, model: str, shown):
+        now = (model, index, len(timeline.steps))
+        if shown == now:
+            return gr.skip(), shown
+        return timeline_value(timeline, index, model), now
+
+    def wire(self) -> None:
+        self.input.input(self.chosen, [self.page.model, self.input, self.shown], [self.view, self.shown],
+                         **api("timeline_input"), show_progress="hidden")
+
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        # the model picked above may have changed, or a training added snapshots
+        event.then(self.opened, [self.page.model, self.shown], [self.status, self.input, self.view, self.shown],
+                   **api("timeline", public), show_progress="hidden")
