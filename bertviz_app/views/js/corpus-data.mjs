@@ -9,6 +9,7 @@ const COORD_MAX = 65535;
 export const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
   "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354"];
 export const OTHER = "#b8b8b8";
+const NONE = new Set(["(none)", "(unknown)"]); // listed after every named category
 export const KIND_COLORS = ["#1f77b4", "#e6550d"]; // queries, keys (AttentionViz's blue and orange)
 
 /** A string table of a decoded blob: get(i) decodes string i once. */
@@ -120,7 +121,7 @@ export function colorCategories(map, by) {
   let names = [...counts.keys()];
   if (by === "kind") names = ["query", "key"].filter((n) => counts.has(n));
   else if (by === "position") names.sort((a, b) => parseInt(a, 10) - parseInt(b, 10));
-  else names.sort((a, b) => counts.get(b) - counts.get(a) || (a < b ? -1 : 1));
+  else names.sort((a, b) => NONE.has(a) - NONE.has(b) || counts.get(b) - counts.get(a) || (a < b ? -1 : 1));
   const ramp = by === "position";
   const room = ramp ? names.length : PALETTE.length;
   const shown = names.slice(0, names.length > room ? room - 1 : room);

@@ -85,9 +85,25 @@ export function layout(map, state, size) {
   const order = drawOrder(map);
   const pixels = paintPoints({ sx, sy, order, width, height, dpr, colors, only, zoom: window.zoom, n });
   const grid = buildGrid(sx, sy, width, height, colors, only);
-  return { width, height, window, scale, aspect, sx, sy, pixels, grid, colors, only, map,
+  const out = { width, height, window, scale, aspect, sx, sy, pixels, grid, colors, only, map,
     drawn: `${map.kind}:${map.header.layer ?? ""}:${map.header.head ?? ""}:${grid.count}`,
     caption: caption(map, grid.count) };
+  out.geometry = { points: landmarks(out) };
+  return out;
+}
+
+/** For automation (tests, a benchmark): up to 12 points, [point, x, y], that a pointer at their place hits. */
+export function landmarks(layout, most = 12) {
+  const found = [];
+  const { members } = layout.grid;
+  const step = Math.max(1, Math.floor(members.length / (most * 8)));
+  for (let m = 0; m < members.length && found.length < most; m += step) {
+    const i = members[m];
+    const x = layout.sx[i], y = layout.sy[i];
+    if (x < 12 || y < 12 || x > layout.width - 12 || y > layout.height - 12) continue;
+    if (hit(layout, x, y)?.point === i) found.push([i, Math.round(x * 10) / 10, Math.round(y * 10) / 10]);
+  }
+  return found;
 }
 
 function caption(map, shown) {
