@@ -67,6 +67,7 @@ export function layout(data, state, size) {
   const chosen = Number.isInteger(state.layer) && Number.isInteger(state.head) ? { layer: state.layer,
     head: state.head } : null;
   return { width, height, tile, tiles, stat, max, diverging: Boolean(valuesB), chosen, heads, layers,
+    geometry: { left: LEFT, top: TOP, tile, pitch: tile + GAP }, // where tiles are, for automation
     drawn: `${a.subset}${b ? ` vs ${b.subset}` : ""}:${stat}`,
     caption: `${STATISTICS[stat]}, mean over ${a.tokens.toLocaleString("en")} tokens`
       + (b ? ` (${a.subset}) minus ${b.subset} (${b.tokens.toLocaleString("en")} tokens)` : ` (${a.subset})`)
