@@ -159,3 +159,30 @@ def test_a_link_reopens_a_corpus_view_and_a_bad_head_is_one_sentence(browser, co
     visitor.views_drawn()  # the attention views above work as ever
     assert query(page)["chead"] == "0" and visitor.errors == []
     page.close()
+
+
+def test_the_offline_page_of_the_maps_works_from_a_file_without_network(browser, corpus_server, tmp_path):
+    _, corpus = corpus_server
+    path = corpus.save_html(tmp_path / "corpus.html", heads=[(1, 2)])
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+    page.goto(path.as_uri())
+    page.wait_for_selector(".bv-corpus-heads[data-drawn='all:entropy_ratio']")
+    page.wait_for_function("() => document.querySelector('#corpus-head h3')?.textContent.startsWith("
+                           "'Layer 1, head 2:')")
+    page.click("#corpus-tab-qk")
+    page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:2:']")
+    _, x, y = landmark(page, "qk")
+    page.mouse.move(x, y)
+    page.wait_for_function("() => !document.querySelector('#corpus-pane-qk .bv-tooltip').hidden")
+    sentence = re.search(r"sentence (\d+)", tooltip(page, "qk"))[1]
+    page.mouse.click(x, y)
+    page.wait_for_function("s => document.querySelector('.bv-corpus-opened').textContent.startsWith(`Sentence ${s},`)",
+                           arg=sentence)
+    page.select_option("#corpus-head-pick", "0")  # a head the page did not save: one sentence, the rest works
+    page.wait_for_function("() => document.querySelector('#corpus-message').textContent.startsWith("
+                           "'This saved page holds the query')")
+    assert errors == []
+    page.close()

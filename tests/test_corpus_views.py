@@ -6,6 +6,7 @@ not), and the Corpus tab appears only with a corpus."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from bertviz_app import app, load, open_corpus
 from bertviz_app.corpus import CorpusError
 from bertviz_app.corpus.browser import CorpusViews
 from bertviz_app.views import corpus_payload
+from bertviz_app.views.corpus_page import _json_script
 from corpus_fixture import build_small_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,10 +166,15 @@ def test_the_corpus_tab_shows_only_with_a_corpus(views, explorer):
     plain = app.build_demo({"tiny": explorer})
     views.model_name = "tiny"
     with_corpus = app.build_demo({"tiny": explorer}, corpora={"small": views})
-    broken = app.build_demo({"tiny": explorer}, corpus_problems=["The corpus x is not available: gone"])
+    broken = app.build_demo({"tiny": explorer}, corpus_problems=["The corpus x is not available: no corpus folder at /srv/x"])
     try:
         assert "corpus-tab" not in tab_ids(plain)
         assert "corpus-tab" in tab_ids(with_corpus) and "corpus-tab" in tab_ids(broken)
+        value = next(b["props"]["value"] for b in broken.config["components"]
+                     if b.get("props", {}).get("elem_id") == "corpus-host")
+        assert value == {"corpora": [], "problems": ["The corpus x is not available on this server (its folder is "
+                                                     "missing or damaged); the operator was told why when the server "
+                                                     "started."]}
     finally:
         for demo in (plain, with_corpus, broken):
             demo.close()
@@ -181,3 +188,37 @@ def test_the_js_fixture_of_the_corpus_maps_is_current():
     stored = ROOT / "tests" / "js" / "fixtures"
     assert (stored / "corpus.qk.bvz").read_bytes() == fixture.qk_blob(), "run python tests/js/make_corpus_fixture.py"
     assert (stored / "corpus.sentences.bvz").read_bytes() == fixture.sentences_blob()
+
+
+def test_corpus_show_is_one_isolated_frame_and_save_html_one_offline_page(views, tmp_path):
+    corpus = views.corpus
+    shown = corpus.show(heads=[(1, 2)])._repr_html_()
+    assert shown.count("<iframe srcdoc=") == 1 and 'sandbox="allow-scripts allow-downloads"' in shown
+    assert "data:image/png;base64," in shown  # the picture an untrusted notebook shows instead
+    page = corpus.save_html(tmp_path / "c.html", heads=[(1, 2), (0, 1)]).read_text(encoding="utf-8")
+    data = page.split('<script type="application/json" id="bertviz-corpus">')[1].split("</script>")[0]
+    saved = json.loads(data)
+    assert "/tmp" not in saved["info"]["model"]  # the model's name, never the folder's path on this machine
+    assert sorted(saved["qk"]) == ["0,1", "1,2"] and saved["state"] == {"view": "heads", "layer": 1, "head": 2}
+    assert sorted(saved["summaries"]) == ["all", "label:animals", "label:money"]
+    with pytest.raises(ValueError, match="head"):
+        corpus.show(heads=[(1, 9)])
+    # text that would end the data's <script> element travels escaped
+    assert "</script>" not in _json_script({"name": "</script><b>"}) and json.loads(_json_script({"a": "</b>"}))[
+        "a"] == "</b>"
+
+
+def test_serve_takes_several_corpora_and_says_which_cannot_be_read(folder, explorer, tmp_path, capsys):
+    import argparse
+
+    from bertviz_app.cli import build_parser, open_served_corpora
+
+    parser, _ = build_parser()
+    args = parser.parse_args(["serve", "--corpus", str(folder), "--corpus", str(tmp_path / "gone")])
+    assert args.corpus == [str(folder), str(tmp_path / "gone")]
+    assert parser.parse_args(["serve"]).corpus == []
+    explorers = {explorer.name: explorer}
+    corpora, problems = open_served_corpora(app, args, explorers)
+    assert list(corpora) == ["small"] and len(problems) == 1
+    assert capsys.readouterr().err.startswith("bertviz-app: warning: The corpus gone is not available: no corpus")
+    assert open_served_corpora(app, argparse.Namespace(corpus=[]), explorers) == ({}, [])

@@ -8,7 +8,9 @@ same head costs the server one projection. Layers and heads are 0-based, as in t
 
 from __future__ import annotations
 
+import base64
 import threading
+from pathlib import Path
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -24,6 +26,7 @@ MAP_POINTS = 100_000
 CACHED_MAPS = 32
 SUBSET_KINDS = ("label", "tag", "prediction", "error")
 SHOWN_TAG_LINKS = 12
+SHOWN_TAGS = 40  # tags offered as subsets, the commonest first
 SEARCH_CHUNK = 65_536  # token vectors per product: a float32 copy of this many at a time, never of a whole layer
 
 
@@ -63,32 +66,58 @@ class CorpusViews:
                  model_name: str | None = None):
         self.corpus = corpus
         self.name = name or corpus.folder.name
-        self.model_name = model_name or corpus.manifest["model"]["name"]  # the app's name for the corpus's model
+        # what the page calls the corpus's model: the app's name for it, else its own (a folder's name, never the path)
+        self.model_name = model_name or Path(corpus.manifest["model"]["name"]).name
         self.map_points = map_points
         self._maps = _Cache(cached_maps)
-        self._summaries = _Cache(len(SUBSET_KINDS) + 1)
+        self._summaries = _Cache(len(SUBSET_KINDS) + 2)  # by nothing, by each kind, and the relations
         self._norms: dict[int, np.ndarray] = {}
 
     # -- what the page opens with -----------------------------------------------------------------------------------
     def info(self) -> dict:
         """The corpus in a few numbers, and the subsets it can be split into (kind -> [(name, tokens)])."""
         c, m = self.corpus, self.corpus.manifest
-        subsets = {}
-        for kind in SUBSET_KINDS:
-            if kind in ("prediction", "error") and "prediction" not in c.sentences:
-                continue  # (questions._groups reads the column before it can say there is none)
-            try:
-                frame = self._summary(kind)
-            except CorpusError:
-                continue
-            counts = frame.groupby(kind, sort=False)["tokens"].max()
-            subsets[kind] = [[str(k), int(v)] for k, v in counts.sort_values(ascending=False, kind="stable").items()]
         return {"name": self.name, "sentences": len(c), "tokens": int(m["tokens"]), "source": m["source"]["name"],
-                "model": m["model"]["name"], "layers": c.num_layers, "heads": c.num_heads,
+                "model": self.model_name, "layers": c.num_layers, "heads": c.num_heads,
                 "hidden_layers": c.num_layers + 1, "tagged": bool(c.tags),
-                "predictions": "prediction" in c.sentences, "subsets": subsets,
-                "statistics": list(_GRID_STATISTICS), "map_points": self.map_points,
+                "predictions": "prediction" in c.sentences,
+                "statistics": list(_GRID_STATISTICS), "map_points": self.map_points, "subsets": self.subsets(),
                 "kept_for_map": int(sum(s.array("qk_rows").shape[0] for s in c.shards))}
+
+    def subsets(self) -> dict:
+        """kind -> [[name, tokens], ...], the largest first: the labels (and a fine-tuned classifier's predictions
+        and errors) by their sentences' tokens, the tags by their tokens (SHOWN_TAGS of them). Counted from the token
+        table, not from a summary: a summary by Brown's 283 tags takes half a minute, and is made only when asked."""
+        c = self.corpus
+        per_sentence = np.diff(c.sentence_starts)
+        sentences = c.sentences
+        out = {}
+        columns = {"label": sentences["label"]}
+        if "prediction" in sentences and sentences["prediction"].notna().any():
+            columns["prediction"] = sentences["prediction"]
+            known = sentences["prediction"].notna() & sentences["label"].notna()
+            columns["error"] = (sentences["prediction"] != sentences["label"]).where(known)
+        for kind, column in columns.items():
+            counts: dict[str, int] = {}
+            for value, tokens in zip(column, per_sentence[sentences["id"].to_numpy()]):
+                if _present(value):
+                    counts[str(value)] = counts.get(str(value), 0) + int(tokens)
+            if counts:
+                out[kind] = sorted(([k, v] for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0]))
+        if c.tags:
+            tags = c.token_columns[:, 4]
+            counts = np.bincount(tags[tags >= 0], minlength=len(c.tags))
+            order = np.argsort(-counts, kind="stable")[:SHOWN_TAGS]
+            out["tag"] = [[c.tags[t], int(counts[t])] for t in order if counts[t]]
+        return out
+
+    def warm(self) -> None:
+        """Compute now what the first visitors would otherwise wait for: the whole corpus's summary, the labels',
+        the relations a head's details name (the app runs this in a thread of its own at start)."""
+        for kind in (None, *[k for k in self.subsets() if k != "tag"]):
+            self._summary(kind)
+        if self.corpus.tags:
+            self._relations()
 
     # -- heads over the corpus --------------------------------------------------------------------------------------
     def _summary(self, kind: str | None):
@@ -123,10 +152,7 @@ class CorpusViews:
             links = c.tag_links(layer, head).head(SHOWN_TAG_LINKS)
             out["links"] = [{"from": r.from_tag, "to": r.to_tag, "lift": round(float(r.lift), 2),
                              "share": round(float(r.share), 4), "count": int(r.count)} for r in links.itertuples()]
-            try:
-                best = questions.relation_heads(c, all_heads=True)
-            except CorpusError:
-                best = None
+            best = self._relations()
             if best is not None:
                 mine = best[(best["layer"] == layer) & (best["head"] == head)]
                 for r in mine.itertuples():
@@ -135,6 +161,16 @@ class CorpusViews:
                                              "best": round(float(top), 4),
                                              "next_word": round(float(r.next_word_baseline), 4)})
         return out
+
+    def _relations(self):
+        """Every head's accuracy at each tag relation (questions.relation_heads), once; None when no word of the
+        corpus starts one."""
+        def make():
+            try:
+                return questions.relation_heads(self.corpus, all_heads=True)
+            except CorpusError:
+                return None
+        return self._summaries.get("relations", make)
 
     # -- maps -------------------------------------------------------------------------------------------------------
     def qk_map(self, layer, head) -> bytes:
@@ -281,3 +317,24 @@ def _label(v):
 
 def _sentence_text(text, pair) -> str:
     return f"{text} | {pair}" if isinstance(pair, str) and pair else str(text)
+
+
+def offline_data(views: CorpusViews, heads=None, layer: int | None = None, pooling: str = "cls") -> dict:
+    """What an offline page of the corpus views holds (views/corpus_page.py): the description, the summaries of the
+    whole corpus and of each label, the details and joint maps of `heads` ([(layer, head), ...]; default: the
+    middle layer's first head) and the sentence map at hidden layer `layer` (default: the last). Each map is about
+    1 MB at 50,000 tokens, so a page holds the heads asked for, not all of them."""
+    c = views.corpus
+    heads = [(c.num_layers // 2, 0)] if heads is None else [(c.check_layer(l), c.check_head(h)) for l, h in heads]
+    if not heads:
+        raise CorpusError("an offline page needs at least one head, as [(layer, head), ...]")
+    layer = c.check_hidden_layer(-1 if layer is None else layer)
+    info = views.info()
+    summaries = {"all": views.summary()}
+    for name, _ in info["subsets"].get("label", []):
+        summaries[f"label:{name}"] = views.summary(f"label:{name}")
+    b64 = lambda blob: base64.b64encode(blob).decode("ascii")  # noqa: E731
+    return {"info": info, "state": {"view": "heads", "layer": heads[0][0], "head": heads[0][1]},
+            "summaries": summaries, "heads": {f"{l},{h}": views.head(l, h) for l, h in heads},
+            "qk": {f"{l},{h}": b64(views.qk_map(l, h)) for l, h in heads},
+            "sentences": {f"{layer},{pooling}": b64(views.sentence_map(layer, pooling))}}

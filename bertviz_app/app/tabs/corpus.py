@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -68,7 +69,17 @@ def open_corpora(folders: Sequence[str], explorers: dict[str, Explorer],
             continue
         shown = next(n for n in (path.name, *(f"{path.name} ({k})" for k in range(2, 100))) if n not in corpora)
         corpora[shown] = CorpusViews(corpus, shown, model_name=name)
+        # the summaries a first visitor opens (5 s for 10,000 Brown sentences), made while the server starts
+        threading.Thread(target=corpora[shown].warm, name=f"bertviz-corpus-{shown}", daemon=True).start()
     return corpora, problems
+
+
+def for_visitors(problem: str) -> str:
+    """A corpus's problem as a visitor reads it: which corpus, not the server's folders (the operator's terminal has
+    the whole sentence)."""
+    name = problem.split(" is not available", 1)[0].removeprefix("The corpus ")
+    return (f"The corpus {name} is not available on this server (its folder is missing or damaged); the operator "
+            "was told why when the server started.")
 
 
 def _served_model(explorers: Mapping[str, Explorer], model: dict) -> str | None:
@@ -95,7 +106,8 @@ class CorpusTab:
         self.page = page
         self.corpora: dict[str, CorpusViews] = dict(page.corpora)
         self.lane = ExportLane(limits.CORPUS_AT_ONCE, limits.CORPUS_WAITING, limits.CORPUS_PER_MINUTE)
-        value = {"corpora": [c.info() for c in self.corpora.values()], "problems": list(page.corpus_problems)}
+        value = {"corpora": [c.info() for c in self.corpora.values()],
+                 "problems": [for_visitors(problem) for problem in page.corpus_problems]}
         self.host = gr.HTML(value=value, html_template="<div class='bv-corpus-host'></div>", js_on_load=HOST_SCRIPT,
                             apply_default_css=False, elem_id="corpus-host", server_functions=self._functions())
 

@@ -100,11 +100,13 @@ export function offlineSource(data, show) {
     corpora: [data.info], problems: [],
     summary: async (corpus, subset) => data.summaries[subset] || missing("the summary of the whole corpus and its "
       + "labels only"),
-    head: async (corpus, layer, head) => data.heads[`${layer},${head}`],
+    head: async (corpus, layer, head) => data.heads[`${layer},${head}`] || missing(`the details of `
+      + `${Object.keys(data.heads).map((k) => `layer ${k.replace(",", ", head ")}`).join("; ")} only`),
     qkMap: async (corpus, layer, head) => data.qk[`${layer},${head}`] || missing(`the query \u00d7 key maps of `
       + `${Object.keys(data.qk).map((k) => `layer ${k.replace(",", ", head ")}`).join("; ")} only`),
     sentenceMap: async (corpus, layer, pooling) => data.sentences[`${layer},${pooling}`] || missing("the sentence "
       + `map of ${Object.keys(data.sentences).map((k) => `layer ${k.replace(",", " (")})`).join(", ")} only`),
+    idPrefix: "",
     search: async () => { throw new Error("A search needs the model: in a notebook, corpus.search(text, token, "
       + "layer) answers it; in the app, the Corpus tab."); },
     selectedToken: () => null,
