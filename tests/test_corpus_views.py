@@ -222,3 +222,10 @@ def test_serve_takes_several_corpora_and_says_which_cannot_be_read(folder, explo
     assert list(corpora) == ["small"] and len(problems) == 1
     assert capsys.readouterr().err.startswith("bertviz-app: warning: The corpus gone is not available: no corpus")
     assert open_served_corpora(app, argparse.Namespace(corpus=[]), explorers) == ({}, [])
+
+
+def test_a_failed_answer_is_not_kept_and_the_next_good_one_is(views):
+    with pytest.raises(ValueError):
+        views.qk_map_text(0, 99)
+    assert views._texts._making == {} and views._maps._making == {}
+    assert views.qk_map_text(0, 1) is views.qk_map_text(0, 1)

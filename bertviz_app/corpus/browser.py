@@ -50,7 +50,12 @@ class _Cache:
             with self._lock:
                 if key in self._items:
                     return self._items[key]
-            value = make()
+            try:
+                value = make()
+            except BaseException:  # a key that failed (a bad head) leaves nothing behind
+                with self._lock:
+                    self._making.pop(key, None)
+                raise
             with self._lock:
                 self._items[key] = value
                 while len(self._items) > self.size:
@@ -70,7 +75,10 @@ class CorpusViews:
         self.model_name = model_name or Path(corpus.manifest["model"]["name"]).name
         self.map_points = map_points
         self._maps = _Cache(cached_maps)
-        self._summaries = _Cache(len(SUBSET_KINDS) + 2)  # by nothing, by each kind, and the relations
+        self._texts = _Cache(cached_maps)
+        self._summaries = _Cache(len(SUBSET_KINDS) + 3)  # by nothing, by each kind, the links and the relations
+        self._heads = _Cache(corpus.num_layers * corpus.num_heads)
+        self._grids = _Cache(64)  # a subset's grid, as the page gets it
         self._norms: dict[int, np.ndarray] = {}
 
     # -- what the page opens with -----------------------------------------------------------------------------------
@@ -117,6 +125,7 @@ class CorpusViews:
         for kind in (None, *[k for k in self.subsets() if k != "tag"]):
             self._summary(kind)
         if self.corpus.tags:
+            self._links()
             self._relations()
 
     # -- heads over the corpus --------------------------------------------------------------------------------------
@@ -127,6 +136,9 @@ class CorpusViews:
         """One subset's grid: each head's role, and each statistic's mean and spread, layer by layer (L * h values,
         layer-major). `subset`: None or "all" for the whole corpus, else "KIND:NAME" ("label:news", "tag:nn")."""
         kind, name = parse_subset(subset)
+        return self._grids.get((kind, name), lambda: self._make_grid(kind, name))
+
+    def _make_grid(self, kind: str | None, name: str | None) -> dict:
         frame = self._summary(kind)
         if kind is not None:
             frame = frame[frame[kind].astype(str) == name]
@@ -142,14 +154,19 @@ class CorpusViews:
 
     def head(self, layer, head) -> dict:
         """One head: its positional profile, its strongest tag links (a tagged corpus) and the tag relations it is
-        the best head at."""
+        the best head at; made once per head (a class clicking the same tile asks the arrays nothing more)."""
         c = self.corpus
         layer, head = c.check_layer(layer), c.check_head(head)
+        return self._heads.get((layer, head), lambda: self._make_head(layer, head))
+
+    def _make_head(self, layer: int, head: int) -> dict:
+        c = self.corpus
         profile = c.positional_profile(layer, head)
         out = {"layer": layer, "head": head, "offsets": profile["offset"].tolist(),
                "profile": _floats(profile["attention"]), "links": [], "relations": []}
         if c.tags:
-            links = c.tag_links(layer, head).head(SHOWN_TAG_LINKS)
+            links = self._links()
+            links = links[(links["layer"] == layer) & (links["head"] == head)].head(SHOWN_TAG_LINKS)
             out["links"] = [{"from": r.from_tag, "to": r.to_tag, "lift": round(float(r.lift), 2),
                              "share": round(float(r.share), 4), "count": int(r.count)} for r in links.itertuples()]
             best = self._relations()
@@ -161,6 +178,11 @@ class CorpusViews:
                                              "best": round(float(top), 4),
                                              "next_word": round(float(r.next_word_baseline), 4)})
         return out
+
+    def _links(self):
+        """Every head's tag links at once (one read of the strongest links of every token: 78 MB for 10,000 Brown
+        sentences, which a call per head read again each time)."""
+        return self._summaries.get("links", lambda: self.corpus.tag_links())
 
     def _relations(self):
         """Every head's accuracy at each tag relation (questions.relation_heads), once; None when no word of the
@@ -201,6 +223,15 @@ class CorpusViews:
                              position=columns[rows, 1], piece=token_piece, tag=tag, sentence_ids=sentence_ids,
                              context_at=context_at, context=piece_index, pieces=list(c.pieces[piece_ids]),
                              tags=[c.tags[t] for t in used_tags], header=header)
+
+    def qk_map_text(self, layer, head) -> str:
+        """`qk_map` in base64, as a server function's JSON answer carries it; encoded once per head."""
+        layer, head = self.corpus.check_layer(layer), self.corpus.check_head(head)
+        return self._texts.get(("qk", layer, head), lambda: _base64(self.qk_map(layer, head)))
+
+    def sentence_map_text(self, layer=-1, pooling: str = "cls") -> str:
+        layer = self.corpus.check_hidden_layer(layer)
+        return self._texts.get(("sentences", layer, pooling), lambda: _base64(self.sentence_map(layer, pooling)))
 
     def sentence_map(self, layer=-1, pooling: str = "cls") -> bytes:
         """Every sentence's [CLS] or mean vector at hidden layer `layer` in 2-D, as a blob; cached."""
@@ -290,6 +321,10 @@ class CorpusViews:
 _GRID_STATISTICS = ("entropy_ratio", "distance", "cls", "sep", "self", "previous", "next", "punctuation")
 
 
+def _base64(blob: bytes) -> str:
+    return base64.b64encode(blob).decode("ascii")
+
+
 def parse_subset(subset) -> tuple[str | None, str | None]:
     """("label", "news") of "label:news"; (None, None) for the whole corpus (None, "" or "all")."""
     if subset in (None, "", "all"):
@@ -333,8 +368,7 @@ def offline_data(views: CorpusViews, heads=None, layer: int | None = None, pooli
     summaries = {"all": views.summary()}
     for name, _ in info["subsets"].get("label", []):
         summaries[f"label:{name}"] = views.summary(f"label:{name}")
-    b64 = lambda blob: base64.b64encode(blob).decode("ascii")  # noqa: E731
     return {"info": info, "state": {"view": "heads", "layer": heads[0][0], "head": heads[0][1]},
             "summaries": summaries, "heads": {f"{l},{h}": views.head(l, h) for l, h in heads},
-            "qk": {f"{l},{h}": b64(views.qk_map(l, h)) for l, h in heads},
-            "sentences": {f"{layer},{pooling}": b64(views.sentence_map(layer, pooling))}}
+            "qk": {f"{l},{h}": views.qk_map_text(l, h) for l, h in heads},
+            "sentences": {f"{layer},{pooling}": views.sentence_map_text(layer, pooling)}}

@@ -11,7 +11,6 @@ analyzes it, then the host selects the layer, head and token in the attention vi
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -133,13 +132,12 @@ class CorpusTab:
 
         async def corpus_qk(request):
             r = asked(request)
-            return await lane.call(lambda session: base64.b64encode(
-                corpus(r.get("corpus")).qk_map(r.get("layer"), r.get("head"))).decode("ascii"))
+            return await lane.call(lambda session: corpus(r.get("corpus")).qk_map_text(r.get("layer"), r.get("head")))
 
         async def corpus_sentences(request):
             r = asked(request)
-            return await lane.call(lambda session: base64.b64encode(corpus(r.get("corpus")).sentence_map(
-                r.get("layer"), r.get("pooling"))).decode("ascii"))
+            return await lane.call(lambda session: corpus(r.get("corpus")).sentence_map_text(r.get("layer"),
+                                                                                              r.get("pooling")))
 
         async def corpus_sentence(request):
             r = asked(request)

@@ -278,15 +278,17 @@ function buildMapPane(ctx, kind) {
       try {
         const bytes = kind === "qk" ? await ctx.source.qkMap(info.name, s.layer, s.head)
           : await ctx.source.sentenceMap(info.name, s.sentenceLayer, s.pooling);
+        const arrived = performance.now(); // from here to the picture: decoding, colouring, layout and paint
         const map = await decodeCorpusMap(bytes);
         if (asked !== key) return;
-        Object.assign(local, { map, window: null, by: null });
+        Object.assign(local, { map, window: null, by: null, arrived });
         listBox.replaceChildren();
         view.clearBrush();
       } catch (error) { ctx.say(error.message); asked = ""; return; } finally { delete view.root.dataset.loading; }
     }
     if (local.map && local.by !== by) recolor(by);
     view.refresh();
+    if (local.arrived) { view.root.dataset.pictureMs = (performance.now() - local.arrived).toFixed(1); local.arrived = 0; }
     caption.textContent = view.layout()?.caption || "";
   }
   return { pane, sync: () => load(), view: () => view, map: () => local.map, destroy: () => view.destroy() };
