@@ -183,3 +183,14 @@ test("a link's head past the model's, or a subset the corpus lacks, is one sente
     + "showing head 0 instead.", "This corpus has no subset label:poetry; showing the whole corpus."]);
   assert.deepEqual(checkedState(info, { subset: "label:news", head: 11 }).problems, []);
 });
+
+test("on a phone the heads grid fits its box: narrower row labels and smaller tiles", () => {
+  const a = { subset: "all", tokens: 9, role: Array(72).fill("broad") };
+  for (const s of Object.keys(heads.STATISTICS)) { a[s] = Array(72).fill(0.5); a[`${s}_spread`] = Array(72).fill(0.1); }
+  const model = { layers: 6, heads: 12, a, b: null }; // the default model's 6 x 12 heads in a phone's 302 px
+  const l = heads.layout(model, { statistic: "cls" }, { width: 302, maxHeight: 420 });
+  assert.ok(l.width <= 302 && l.left < 64, `${l.width} px wide`);
+  assert.equal(heads.layout(model, { statistic: "cls" }, { width: 900, maxHeight: 420 }).left, 64);
+  const t = l.tiles[5 * 12 + 11];
+  assert.deepEqual(heads.hit(l, t.x + 1, t.y + 1), { layer: 5, head: 11 });
+});

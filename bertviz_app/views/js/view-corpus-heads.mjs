@@ -12,7 +12,7 @@ export const STATISTICS = {
 };
 const SHORT_ROLES = { "previous token": "prev", "next token": "next", self: "self", "[CLS]": "[CLS]",
   "[SEP]": "[SEP]", punctuation: "punct", broad: "broad", mixed: "mixed" };
-const LEFT = 64, TOP = 22, GAP = 3;
+const LEFT = 64, NARROW_LEFT = 24, TOP = 22, GAP = 3; // a phone's grid: "L0" beside its rows, tiles from 16 px
 
 /** A role in a few characters for a tile ("links determiner -> its noun" -> "DET→N"). */
 export function shortRole(role) {
@@ -47,7 +47,8 @@ export function tileColor(t, diverging) {
 export function layout(data, state, size) {
   const { layers, heads, a, b } = data;
   const stat = state.statistic in STATISTICS ? state.statistic : "entropy_ratio";
-  const tile = Math.max(22, Math.min(76, Math.floor((size.width - LEFT - 4) / heads) - GAP,
+  const left = size.width < 520 ? NARROW_LEFT : LEFT;
+  const tile = Math.max(16, Math.min(76, Math.floor((size.width - left - 4) / heads) - GAP,
     Math.floor(((size.maxHeight || 600) - TOP - 8) / layers) - GAP));
   const valuesA = a[stat], valuesB = b ? b[stat] : null;
   const max = statisticMax(stat, b ? [...valuesA, ...valuesB] : valuesA);
@@ -58,16 +59,16 @@ export function layout(data, state, size) {
       const va = valuesA[i], vb = valuesB ? valuesB[i] : null;
       const value = valuesB ? (va === null || vb === null ? null : va - vb) : va;
       const spread = a[`${stat}_spread`][i];
-      tiles.push({ layer: l, head: h, x: LEFT + h * (tile + GAP), y: TOP + l * (tile + GAP), value, a: va, b: vb,
+      tiles.push({ layer: l, head: h, x: left + h * (tile + GAP), y: TOP + l * (tile + GAP), value, a: va, b: vb,
         spread, role: a.role[i], color: tileColor(value === null ? null : value / max, Boolean(valuesB)),
         dark: value !== null && Math.abs(value / max) > 0.55 });
     }
   }
-  const width = LEFT + heads * (tile + GAP), height = TOP + layers * (tile + GAP);
+  const width = left + heads * (tile + GAP), height = TOP + layers * (tile + GAP);
   const chosen = Number.isInteger(state.layer) && Number.isInteger(state.head) ? { layer: state.layer,
     head: state.head } : null;
-  return { width, height, tile, tiles, stat, max, diverging: Boolean(valuesB), chosen, heads, layers,
-    geometry: { left: LEFT, top: TOP, tile, pitch: tile + GAP }, // where tiles are, for automation
+  return { width, height, tile, left, tiles, stat, max, diverging: Boolean(valuesB), chosen, heads, layers,
+    geometry: { left, top: TOP, tile, pitch: tile + GAP }, // where tiles are, for automation
     drawn: `${a.subset}${b ? ` vs ${b.subset}` : ""}:${stat}`,
     caption: `${STATISTICS[stat]}, mean over ${a.tokens.toLocaleString("en")} tokens`
       + (b ? ` (${a.subset}) minus ${b.subset} (${b.tokens.toLocaleString("en")} tokens)` : ` (${a.subset})`)
@@ -87,9 +88,12 @@ export function paint(ctx, layout, focus) {
   ctx.textBaseline = "middle";
   ctx.fillStyle = "#444";
   ctx.textAlign = "center";
-  for (let h = 0; h < layout.heads; h++) ctx.fillText(`${h}`, LEFT + h * (tile + GAP) + tile / 2, TOP / 2);
+  for (let h = 0; h < layout.heads; h++) ctx.fillText(`${h}`, layout.left + h * (tile + GAP) + tile / 2, TOP / 2);
   ctx.textAlign = "right";
-  for (let l = 0; l < layout.layers; l++) ctx.fillText(`layer ${l}`, LEFT - 6, TOP + l * (tile + GAP) + tile / 2);
+  const name = layout.left < LEFT ? "L" : "layer ";
+  for (let l = 0; l < layout.layers; l++) {
+    ctx.fillText(`${name}${l}`, layout.left - 4, TOP + l * (tile + GAP) + tile / 2);
+  }
   ctx.textAlign = "center";
   const roleFont = `${Math.max(9, Math.min(12, Math.floor(tile / 5)))}px system-ui, sans-serif`;
   for (const t of layout.tiles) {
@@ -110,7 +114,7 @@ export function paint(ctx, layout, focus) {
     if (!target) return;
     ctx.strokeStyle = color;
     ctx.lineWidth = width;
-    ctx.strokeRect(LEFT + target.head * (tile + GAP) - 1, TOP + target.layer * (tile + GAP) - 1, tile + 2, tile + 2);
+    ctx.strokeRect(layout.left + target.head * (tile + GAP) - 1, TOP + target.layer * (tile + GAP) - 1, tile + 2, tile + 2);
   };
   outline(layout.chosen, "#d62728", 3);
   outline(focus.active, "#111", 2);
@@ -119,9 +123,9 @@ export function paint(ctx, layout, focus) {
 /** The head under (x, y), as { layer, head }, or null. */
 export function hit(layout, x, y) {
   const pitch = layout.tile + GAP;
-  const h = Math.floor((x - LEFT) / pitch), l = Math.floor((y - TOP) / pitch);
+  const h = Math.floor((x - layout.left) / pitch), l = Math.floor((y - TOP) / pitch);
   if (h < 0 || l < 0 || h >= layout.heads || l >= layout.layers) return null;
-  if ((x - LEFT) - h * pitch > layout.tile || (y - TOP) - l * pitch > layout.tile) return null;
+  if ((x - layout.left) - h * pitch > layout.tile || (y - TOP) - l * pitch > layout.tile) return null;
   return { layer: l, head: h };
 }
 
