@@ -44,6 +44,7 @@ const CSS = `
   overflow: auto; }
 .bv-corpus .bv-hits li, .bv-corpus .bv-brushed li { margin: 2px 0; }
 .bv-corpus .bv-hits button, .bv-corpus .bv-brushed button { text-align: left; border: none; background: none;
+  vertical-align: top;
   padding: 2px 4px; cursor: pointer; color: #111; font-size: 15px; }
 .bv-corpus .bv-hits button:hover, .bv-corpus .bv-brushed button:hover { background: #eef4fb; }
 .bv-corpus mark { background: #fdd49e; color: #111; font-weight: 600; padding: 0 2px; border-radius: 2px; }
