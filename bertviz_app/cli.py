@@ -411,8 +411,8 @@ def run_serve(args: argparse.Namespace) -> int:
     corpora, problems = open_served_corpora(app, args, explorers)
     for explorer in explorers.values():
         explorer.warm_up()
-    demo = app.build_demo(explorers, concurrency=args.concurrency, training=training, corpora=corpora,
-                          corpus_problems=problems)
+    with_corpora = dict(corpora=corpora, corpus_problems=problems) if corpora or problems else {}
+    demo = app.build_demo(explorers, concurrency=args.concurrency, training=training, **with_corpora)
     # A full collection walks every object the process holds, and the ~300,000 of torch, gradio, the page and the
     # models live as long as this process, which only serves: frozen, they are walked no more (a class's burst of
     # inputs paid ~0.2 s of the CPU for each full collection, two or three per burst).

@@ -8,8 +8,8 @@ import { test } from "node:test";
 import { colorCategories, decodeCorpusMap, PALETTE, tokenInSentence } from "../../bertviz_app/views/js/corpus-data.mjs";
 import { checkedState } from "../../bertviz_app/views/js/corpus-app.mjs";
 import { readCorpusLink, readLink, writeCorpusLink, writeLink } from "../../bertviz_app/views/js/permalink.mjs";
-import * as heads from "../../bertviz_app/views/js/view-corpus-heads.mjs";
-import * as pm from "../../bertviz_app/views/js/view-point-map.mjs";
+import * as heads from "../../bertviz_app/views/js/corpus-heads.mjs";
+import * as pm from "../../bertviz_app/views/js/corpus-point-map.mjs";
 
 const fixture = (name) => new Uint8Array(readFileSync(new URL(`./fixtures/corpus.${name}.bvz`, import.meta.url)));
 const SIZE = { width: 400, height: 300, dpr: 1 };

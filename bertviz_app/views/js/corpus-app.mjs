@@ -15,8 +15,8 @@ import { colorCategories, decodeCorpusMap, tokenInSentence, tokenOf, isKey } fro
 import { mountCanvasView } from "./corpus-shell.mjs";
 import { el } from "./dom.mjs";
 import { injectStyle } from "./style.mjs";
-import * as headsView from "./view-corpus-heads.mjs";
-import * as pointMap from "./view-point-map.mjs";
+import * as headsView from "./corpus-heads.mjs";
+import * as pointMap from "./corpus-point-map.mjs";
 
 export const CORPUS_VIEWS = [
   { name: "heads", label: "Heads over the corpus" }, { name: "qk", label: "Query \u00d7 key map" },

@@ -1,4 +1,4 @@
-// The mount shell of the corpus views (view-corpus-heads.mjs, view-point-map.mjs): the only code around their
+// The mount shell of the corpus views (corpus-heads.mjs, corpus-point-map.mjs): the only code around their
 // pictures that touches the DOM. It owns one canvas the size of its box, the pointer (hover with its tooltip, a
 // click, a drag that brushes or moves the map, the wheel's zoom) and resizing; the view's pure functions say what
 // goes where (layout), draw it (paint) and what is under a point (hit). Nothing here asks a server: hovering,
