@@ -122,7 +122,12 @@ def test_a_click_from_each_corpus_view_opens_its_sentence_at_that_head(browser, 
     page.evaluate("() => BertvizViews.viewerIn('attention-host').viewer.selection.set({ token: null })")
     page.click("#corpus-search-go")
     page.wait_for_function("() => document.querySelector('#corpus-message').textContent.startsWith('Select a token')")
-    page.select_option("#view-token", "2")
+    visitor.open_tab("Tokens")  # a row of the token table selects its token for the search
+    page.locator("#token-table tbody tr").nth(2).click()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('token') === '2'")
+    visitor.open_tab("Corpus")
+    visitor_open_corpus_view(page, "search")
+    assert page.text_content("#corpus-search-token").startswith("Token: “")
     page.click("#corpus-search-go")
     page.wait_for_selector("#corpus-search-result ol.bv-hits button")
     assert page.text_content("#corpus-message") == ""

@@ -86,9 +86,15 @@ export function startCorpusHost({ element, props, server, trigger }, deps) {
   const source = appSource(props.value || {}, server, trigger, deps);
   const asked = readCorpusLink(deps.location.search) || {};
   const mounted = mountCorpus(box, source, asked);
-  // The search pane names the token selected in the views; it follows the views' selection.
+  // The search pane names the token selected in the views; it follows the views' selection. A row of the Tokens
+  // tab's table (one row per token, in order) selects its token in the views, for a search.
   const follow = () => mounted.showToken?.();
-  deps.doc.addEventListener("click", () => setTimeout(follow, 0), true);
+  deps.doc.addEventListener("click", (event) => {
+    const row = event.target.closest?.("#token-table tbody tr");
+    const now = row ? viewerIn(VIEWS_ROOT, deps.doc) : null;
+    if (now && row.sectionRowIndex < now.viewer.payload.length) now.viewer.selection.set({ token: row.sectionRowIndex });
+    setTimeout(follow, 0);
+  }, true);
   return mounted;
 }
 
