@@ -1,6 +1,6 @@
 """The Corpus tab's speed (not a test: prints Markdown tables).
 
-    .venv/bin/python benchmarks/bench_corpus.py --corpus DIR [--visitors 50] [--analysts 10] [--heads 4]
+    .venv/bin/python benchmarks/bench_corpus_app.py --corpus DIR [--visitors 50] [--analysts 10] [--heads 4]
                                                 [--points 100000] [--skip-server] [--skip-page]
 
 Through the server: `bertviz-app serve --corpus DIR` runs as its own process; `--heads` heads' maps are asked for
