@@ -86,6 +86,11 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                    help="a training started in the Fine-tune tab stops after this many minutes, as Cancel stops it "
                         "(the best complete epoch is kept); 0: no bound. `kill -USR1 <server pid>` stops the one "
                         "under way at any time")
+    p.add_argument("--corpus", action="append", metavar="DIR", default=[],
+                   help="a corpus folder built with `bertviz-app corpus build` (repeat for several): adds the Corpus "
+                        "tab (heads over the corpus, query/key maps, search by meaning, the sentence map); its model "
+                        "is loaded too when --model does not name it. A folder that cannot be read is left out with a "
+                        "warning, and the tab says why")
     p.set_defaults(handler=run_serve)
     return p
 
@@ -386,6 +391,23 @@ def install_training_stop():
     return signal.SIG_DFL if before is None else before  # None: one set outside Python; the default is restored
 
 
+def open_served_corpora(app, args: argparse.Namespace, explorers: dict) -> tuple[dict, list[str]]:
+    """The corpora of --corpus (their models loaded into `explorers` where needed), and one warning line for each
+    that cannot be read: the server starts without it, and its tab says why."""
+    if not getattr(args, "corpus", None):
+        return {}, []
+    from .app.tabs.corpus import open_corpora
+
+    def load_model(source):
+        return next(iter(app.load_models([source], device=args.device, max_tokens=args.max_tokens,
+                                         cache_mb=args.cache_mb, cache_dtype=args.cache_dtype).values()))
+
+    corpora, problems = open_corpora(args.corpus, explorers, load_model)
+    for problem in problems:
+        print(f"bertviz-app: warning: {problem}", file=sys.stderr)
+    return corpora, problems
+
+
 def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a port number (0 to 65535)")
@@ -428,9 +450,11 @@ def run_serve(args: argparse.Namespace) -> int:
                                     cache_dtype=args.cache_dtype, trained=training.enabled)
     except (ValueError, OSError) as err:  # CheckpointError, ConfigError, a missing GPU, a disk: all say what to do
         raise UsageError(str(err)) from None
+    corpora, problems = open_served_corpora(app, args, explorers)
     for explorer in explorers.values():
         explorer.warm_up()
-    demo = app.build_demo(explorers, concurrency=args.concurrency, training=training)
+    with_corpora = dict(corpora=corpora, corpus_problems=problems) if corpora or problems else {}
+    demo = app.build_demo(explorers, concurrency=args.concurrency, training=training, **with_corpora)
     # A full collection walks every object the process holds, and the ~300,000 of torch, gradio, the page and the
     # models live as long as this process, which only serves: frozen, they are walked no more (a class's burst of
     # inputs paid ~0.2 s of the CPU for each full collection, two or three per burst).

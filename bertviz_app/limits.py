@@ -24,6 +24,11 @@ MAX_BODY_BYTES = 2**20  # the largest request the page sends is two full text bo
 EXPORTS_AT_ONCE = 1
 EXPORTS_WAITING = 8
 EXPORTS_PER_MINUTE = 20
+# The Corpus tab's server functions (a subset's summary, a head's map, a search), in a lane of their own: a map is
+# computed once and then served from memory, so a class opening one head at once waits in line, not on the CPU.
+CORPUS_AT_ONCE = 2
+CORPUS_WAITING = 96
+CORPUS_PER_MINUTE = 120
 # One head of a 512-token input; all 12 heads of a layer up to 147 tokens (about 9 MB of CSV).
 MAX_CSV_ROWS = 512 * 512
 

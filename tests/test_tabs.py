@@ -72,7 +72,9 @@ def demo(explorers):
 def test_every_tab_built_in_the_page_is_a_tab(demo):
     (count_tab,) = TokenCountTab.built
     page = count_tab.page
-    assert list(page.tabs) == [kind.id for kind in (*TABS, TokenCountTab)]
+    # every tab of the tuple, but one that says it is not shown on this page (the Corpus tab without --corpus)
+    assert list(page.tabs) == [kind.id for kind in (*TABS, TokenCountTab) if kind.id != "corpus-tab"]
+    assert not TABS[[kind.id for kind in TABS].index("corpus-tab")].shown(page)
     assert all(isinstance(tab, Tab) for tab in page.tabs.values())
     assert not isinstance(object(), Tab)  # the check is not vacuous: an object without the methods is no tab
 
@@ -83,7 +85,7 @@ def test_a_tab_added_to_the_tuple_shows_wires_and_computes_behind_the_gate(demo)
     (tab_bar,) = [c for c in components.values() if c["props"].get("elem_id") == "tabs"]
     items = [c for c in components.values() if c["type"] == "tabitem"]
     assert [c["props"]["label"] for c in items][-1] == "Token count" and items[-1]["props"]["id"] == "count-tab"
-    assert len(items) == len(TABS) + 1 and tab_bar
+    assert len(items) == len(TABS) - 1 + 1 and tab_bar  # all of TABS but the Corpus tab (no --corpus), and this one
     deps = {d["id"]: d for d in config["dependencies"]}
     named = {d["api_name"]: d for d in deps.values()}
     # its own button

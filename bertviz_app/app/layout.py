@@ -291,12 +291,15 @@ class InputArea:
 def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                concurrency: int = limits.CONCURRENCY,
                examples: tuple[list[list[str]], list[str]] | None = None,
-               training: TrainingSettings | None = None, tabs: Sequence[type[Tab]] = TABS) -> gr.Blocks:
+               training: TrainingSettings | None = None, tabs: Sequence[type[Tab]] = TABS,
+               corpora: Mapping | None = None, corpus_problems: Sequence[str] = ()) -> gr.Blocks:
     """The app. `explorers`: name -> loaded model, as `load_models` returns (the model picker offers exactly these,
     and the models fine-tuned in the app once they are done); one Explorer; or None for the built-in models on the
     best device. `concurrency`: forward passes at once. `training`: whether the Fine-tune tab may train (off unless
     given; `TrainingSettings.for_server` applies the command line's rule). `tabs`: the tab classes, in the tab
-    bar's order (`tabs.TABS`, the app's own, by default)."""
+    bar's order (`tabs.TABS`, the app's own, by default). `corpora`: name -> corpus.browser.CorpusViews for the
+    Corpus tab (`tabs.corpus.open_corpora` makes them), and `corpus_problems` the sentences of those it could not
+    open; without either, the page has no Corpus tab."""
     check_tabs(tabs)
     if explorers is None:
         explorers = load_models(list(builtin_models()))
@@ -308,7 +311,8 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
         inputs = InputArea(models, pairs)
         host = ViewsHost(models)
         page = TabPage(models, gr.State(None), inputs.model, concurrency, host=host, masked_examples=masked_examples,
-                       training=training or TrainingSettings(), sentences=(inputs.sentence_a, inputs.sentence_b))
+                       training=training or TrainingSettings(), sentences=(inputs.sentence_a, inputs.sentence_b),
+                       corpora=dict(corpora or {}), corpus_problems=tuple(corpus_problems))
         attention = AttentionSection(page, host)  # the picture, right under the input; the other views in tabs
         built = build_tabs(page, tabs)
         analysis = inputs.analysis(demo, page, attention)
@@ -364,6 +368,8 @@ def build_tabs(page: TabPage, kinds: Sequence[type[Tab]]) -> list[Tab]:
     """The tab bar and each tab of `kinds` built in its own gr.Tab, in order; every one of them in `page.tabs`."""
     with gr.Tabs(elem_id="tabs") as page.tab_set:
         for kind in kinds:
+            if hasattr(kind, "shown") and not kind.shown(page):
+                continue
             with gr.Tab(kind.title, id=kind.id) as page.items[kind.id]:
                 page.tabs[kind.id] = kind(page)
     return list(page.tabs.values())

@@ -172,6 +172,19 @@ class Corpus:
         """Every sentence's [CLS] ("cls") or mean ("mean") vector at hidden layer `layer` in 2-D (PCA)."""
         return questions.sentence_map(self, self.check_hidden_layer(layer), pooling)
 
+    def show(self, heads=None, layer: int | None = None, height: int = 900):
+        """The corpus views in a notebook, in one isolated frame (as `run.show()`): heads over the corpus, the joint
+        query/key maps of `heads` ([(layer, head), ...]; default: the middle layer's first head) and the sentence map
+        at hidden layer `layer` (default: the last). A click names the sentence; `corpus.run(i).show()` opens it."""
+        from ..views.corpus_page import CorpusNotebookView
+        from .browser import CorpusViews, offline_data
+        return CorpusNotebookView(offline_data(CorpusViews(self), heads, layer), title=self.folder.name,
+                                  height=height)
+
+    def save_html(self, path: str | os.PathLike, heads=None, layer: int | None = None) -> Path:
+        """The same views as one offline page (no network, works from file://); returns its path."""
+        return self.show(heads, layer).save(path)
+
     @cached_property
     def plot(self):
         """plotly figures of each question: corpus.plot.head_summary(), .positional_profile(l, h), ..."""

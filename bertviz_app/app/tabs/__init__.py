@@ -5,6 +5,7 @@ below."""
 from .base import Gate, Tab, TabPage, check_tabs, tab_step_js
 from .beyond import BeyondTab
 from .compare import CompareTab
+from .corpus import CorpusTab
 from .embeddings import EmbeddingsTab
 from .finetune import FineTuneTab
 from .hidden import HiddenTab
@@ -26,6 +27,7 @@ TABS: tuple[type[Tab], ...] = (
     FineTuneTab,
     BeyondTab,
     CompareTab,
+    CorpusTab,
     ModelTab,
 )
 

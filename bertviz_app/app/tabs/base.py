@@ -8,7 +8,7 @@ Adding a tab is one new module in this folder (a class that follows `Tab`) and o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -86,6 +86,11 @@ class TabPage(Page):
     tab_set: gr.Tabs | None = None  # the tab bar, for an event that opens a tab (gr.Tabs(selected=id))
     # Chains an analysis of the input boxes after an event that filled them (a held-out row clicked), as Analyze.
     analyze_after: Callable[[Any], None] | None = None
+    # The operator's corpora (`serve --corpus`): name -> corpus.browser.CorpusViews, and a sentence for each folder
+    # that could not be opened. A tab class may say it is not shown on this page (`shown(page)` False: the Corpus
+    # tab without --corpus).
+    corpora: Mapping[str, Any] = field(default_factory=dict)
+    corpus_problems: Sequence[str] = ()
 
     def __post_init__(self):
         if not self.model_pickers:

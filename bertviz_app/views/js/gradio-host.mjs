@@ -172,7 +172,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
       onSilence: props.silence ? async (heads) => { trigger("submit", { key: value.key, heads }); } : undefined,
     });
     viewer = next;
-    input = { a: value.a, b: value.b, model: value.model };
+    input = { a: value.a, b: value.b, model: value.model, key: value.key }; // key: the corpus tab's search reads it
     const after = follow();
     if (after) viewer.selection.set(after);
     const write = (state) => {

@@ -49,6 +49,7 @@
 // view-silence-run, view-silence-clear, view-silence-note; with a token selected, view-find (the heads where it
 // attends most, one button each) and view-find-to.
 
+import { mountCorpusPage, startCorpusHost } from "./corpus-host.mjs";
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
@@ -301,6 +302,17 @@ export function gradioHost(context) {
  * of the cleanup. */
 export function widgetHost(context) {
   return startWidgetHost(context, { mount });
+}
+
+/** The app's Corpus tab (corpus-host.mjs) with this page's address and history. */
+export function corpusHost(context) {
+  return startCorpusHost(context, { doc: document, location: window.location, history: window.history,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+}
+
+/** The corpus views' offline page (a notebook's frame, corpus.save_html): the data saved in it, mounted. */
+export function corpusPage(doc = document) {
+  return mountCorpusPage(doc);
 }
 
 /** Open one head in the app's views inside element `rootId` (gradio-host.mjs); false when none are there. */

@@ -65,3 +65,34 @@ function dropped(q, names) {
   for (const name of names) kept.delete(name);
   return kept.toString();
 }
+
+// The corpus views' state (corpus-app.mjs) travels beside the attention views' under keys of its own, so that each
+// writer keeps the other's: ?corpus=<name>&cview=<heads|qk|search|sentences>&clayer=<l>&chead=<h>&subset=<kind:name>
+// &versus=<kind:name>&color=<kind|position|tag|word>
+export const CORPUS_KEYS = ["corpus", "cview", "clayer", "chead", "subset", "versus", "color"];
+
+/** The corpus views' state a query string asks for (only what it holds; numbers as written, for the views to check
+ * against the corpus: an out-of-range head is one sentence there), or null when it names no corpus view. */
+export function readCorpusLink(search) {
+  const q = new URLSearchParams(search);
+  if (!q.has("cview") && !q.has("corpus")) return null;
+  const int = (name) => (q.has(name) && /^-?\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
+  const state = { corpus: q.get("corpus") ?? undefined, view: q.get("cview") ?? undefined, layer: int("clayer"),
+    head: int("chead"), subset: q.get("subset") ?? undefined, versus: q.get("versus") ?? undefined,
+    color: q.get("color") ?? undefined };
+  return Object.fromEntries(Object.entries(state).filter(([, v]) => v !== undefined));
+}
+
+/** The query string with the corpus views' `state` written in, every other parameter kept. */
+export function writeCorpusLink(search, state) {
+  const q = new URLSearchParams(search);
+  for (const name of CORPUS_KEYS) q.delete(name);
+  q.set("corpus", state.corpus);
+  q.set("cview", state.view);
+  q.set("clayer", String(state.layer));
+  q.set("chead", String(state.head));
+  if (state.subset && state.subset !== "all") q.set("subset", state.subset);
+  if (state.versus) q.set("versus", state.versus);
+  if (state.color && state.color !== "kind") q.set("color", state.color);
+  return q.toString();
+}

@@ -1,0 +1,420 @@
+// The corpus views: heads over the corpus, one head's joint query/key map, search by meaning and the sentence map,
+// in one frame with one state. Every host hands in a `source` (what it can answer) and mounts this the same way:
+// the app (corpus-host.mjs: the server's functions, and a click opens the sentence in the attention views), a
+// notebook's frame and the offline page (corpus-offline.mjs: the data saved in the page).
+//
+//   mountCorpus(container, source, state) -> { state(), set(patch), destroy() }
+//   source: { corpora: [info], problems: [sentences], summary(corpus, subset), head(corpus, layer, head),
+//     qkMap(corpus, layer, head), sentenceMap(corpus, layer, pooling) (bytes or base64), search(corpus, layer, k),
+//     selectedToken() -> text or null, open(target), onState(state) }, each async and rejecting with a sentence
+//   state: { corpus, view (heads | qk | search | sentences), layer, head, subset, versus, statistic, color,
+//     sentenceColor, sentenceLayer, pooling, searchLayer }
+// Strings from the corpus (sentences, pieces, tags, labels) are put in the page as text, never as markup.
+
+import { colorCategories, decodeCorpusMap, tokenInSentence, tokenOf, isKey } from "./corpus-data.mjs";
+import { mountCanvasView } from "./corpus-shell.mjs";
+import { el } from "./dom.mjs";
+import { injectStyle } from "./style.mjs";
+import * as headsView from "./corpus-heads.mjs";
+import * as pointMap from "./corpus-point-map.mjs";
+
+export const CORPUS_VIEWS = [
+  { name: "heads", label: "Heads over the corpus" }, { name: "qk", label: "Query \u00d7 key map" },
+  { name: "search", label: "Search by meaning" }, { name: "sentences", label: "Sentence map" }];
+const COLORS = { kind: "query / key", position: "position", tag: "tag", word: "word" };
+const SENTENCE_COLORS = { label: "label", prediction: "prediction", error: "error" };
+const BRUSH_LISTED = 200;
+const CSS = `
+.bv-corpus .bv-corpus-panes > [hidden] { display: none; }
+.bv-corpus .bv-corpus-view { position: relative; }
+.bv-corpus .bv-corpus-canvas { display: block; border: 1px solid #e1e4e8; border-radius: 4px; touch-action: none; }
+.bv-corpus .bv-corpus-message { margin: 4px 0 8px; color: #8a1c1c; font-weight: 600; }
+.bv-corpus .bv-corpus-message:empty { display: none; }
+.bv-corpus .bv-legend { display: flex; flex-wrap: wrap; gap: 4px 10px; margin: 4px 0; font-size: 14px; }
+.bv-corpus .bv-legend button { border: 1px solid transparent; background: none; padding: 1px 4px; cursor: pointer; }
+.bv-corpus .bv-legend button[aria-pressed=true] { border-color: #111; border-radius: 4px; }
+.bv-corpus .bv-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; border-radius: 2px; }
+.bv-corpus .bv-corpus-detail { display: grid; grid-template-columns: repeat(auto-fit, minmax(280px, 1fr));
+  gap: 8px 24px; margin-top: 8px; }
+.bv-corpus .bv-profile { display: flex; align-items: end; gap: 2px; height: 90px; border-bottom: 1px solid #888; }
+.bv-corpus .bv-profile div { flex: 1; background: #2171b5; min-height: 1px; }
+.bv-corpus .bv-profile div.bv-zero { background: #08306b; }
+.bv-corpus .bv-axis { display: flex; justify-content: space-between; font-size: 12px; color: #555; }
+.bv-corpus ol.bv-hits, .bv-corpus ul.bv-brushed { margin: 6px 0; padding-left: 1.6em; max-height: 420px;
+  overflow: auto; }
+.bv-corpus .bv-hits li, .bv-corpus .bv-brushed li { margin: 2px 0; }
+.bv-corpus .bv-hits button, .bv-corpus .bv-brushed button { text-align: left; border: none; background: none;
+  vertical-align: top;
+  padding: 2px 4px; cursor: pointer; color: #111; font-size: 15px; }
+.bv-corpus .bv-hits button:hover, .bv-corpus .bv-brushed button:hover { background: #eef4fb; }
+.bv-corpus mark { background: #fdd49e; color: #111; font-weight: 600; padding: 0 2px; border-radius: 2px; }
+.bv-corpus .bv-counts { font-size: 14px; color: #333; }
+`;
+
+/** The state a corpus opens with: what the link asks for, checked against the corpus (a head past the model's is
+ * one sentence in `problems` and head 0 instead). */
+export function checkedState(info, asked = {}) {
+  const problems = [];
+  const index = (name, value, size, fallback) => {
+    if (value === undefined || value === null) return fallback;
+    if (Number.isInteger(value) && value >= 0 && value < size) return value;
+    problems.push(`This link asks for ${name} ${value}, and the corpus's model has ${size} ${name}s (0 to `
+      + `${size - 1}); showing ${name} ${fallback} instead.`);
+    return fallback;
+  };
+  const subsets = new Set(Object.entries(info.subsets || {}).flatMap(([k, list]) => list.map(([n]) => `${k}:${n}`)));
+  const subset = (value) => {
+    if (!value || value === "all") return "all";
+    if (subsets.has(value)) return value;
+    problems.push(`This corpus has no subset ${value}; showing the whole corpus.`);
+    return "all";
+  };
+  const view = CORPUS_VIEWS.some((v) => v.name === asked.view) ? asked.view : "heads";
+  const state = { corpus: info.name, view, layer: index("layer", asked.layer, info.layers, 0),
+    head: index("head", asked.head, info.heads, 0), subset: subset(asked.subset),
+    versus: asked.versus ? subset(asked.versus) : null, statistic: asked.statistic || "entropy_ratio",
+    color: COLORS[asked.color] ? asked.color : "kind", sentenceColor: "label", sentenceLayer: info.layers,
+    pooling: "cls", searchLayer: info.layers };
+  if (state.versus === "all" && state.subset === "all") state.versus = null;
+  return { state, problems };
+}
+
+function select(id, choices, value, onchange, label) {
+  const s = el("select", { id, "aria-label": label, onchange: () => onchange(s.value) },
+    ...choices.map(([v, text]) => el("option", { value: String(v) }, text)));
+  s.value = String(value ?? "");
+  return s;
+}
+
+function field(label, control) {
+  return el("label", { class: "bv-field" }, el("span", {}, label), control);
+}
+
+function subsetChoices(info, none) {
+  const out = none ? [["", none]] : [];
+  out.push(["all", `whole corpus (${info.tokens.toLocaleString("en")} tokens)`]);
+  for (const [kind, list] of Object.entries(info.subsets || {})) {
+    for (const [name, tokens] of list.slice(0, 60)) out.push([`${kind}:${name}`, `${kind} ${name} (${tokens.toLocaleString("en")})`]);
+  }
+  return out;
+}
+
+/** The legend of a colouring: a button per category; a click shows that category alone (again: all). */
+function legend(box, colors, only, onPick) {
+  box.replaceChildren(...colors.names.map((name, k) => el("button", { type: "button", "aria-pressed":
+    String(only === k), title: `${colors.counts[k].toLocaleString("en")} points; click to show only these`,
+  onclick: () => onPick(only === k ? null : k) }, el("span", { class: "bv-swatch", style: `background:${colors.colors[k]}` }),
+  `${name} (${colors.counts[k].toLocaleString("en")})`)));
+}
+
+/** A sentence's words with one of them marked, as text nodes and a <mark> (never markup from the corpus). */
+export function markedSentence(pieces, position) {
+  const words = [];
+  pieces.forEach((p, k) => {
+    if (p.startsWith("##") && words.length) { const w = words[words.length - 1]; w.text += p.slice(2); w.last = k; }
+    else words.push({ text: p, first: k, last: k });
+  });
+  const nodes = [];
+  words.forEach((w, k) => {
+    if (k) nodes.push(" ");
+    nodes.push(w.first <= position && position <= w.last ? el("mark", {}, w.text) : w.text);
+  });
+  return nodes;
+}
+
+function buildHeadsPane(ctx) {
+  const { info, state, set } = ctx;
+  const stat = select(ctx.id("corpus-statistic"), Object.entries(headsView.STATISTICS), state().statistic,
+    (v) => set({ statistic: v }), "Statistic");
+  const subset = select(ctx.id("corpus-subset"), subsetChoices(info), state().subset, (v) => set({ subset: v }),
+    "Subset");
+  const versus = select(ctx.id("corpus-versus"), subsetChoices(info, "nothing"), state().versus ?? "",
+    (v) => set({ versus: v || null }), "Compare with");
+  const box = el("div", { class: "bv-corpus-box" });
+  const detail = el("div", { class: "bv-corpus-detail", id: ctx.id("corpus-head") });
+  const pane = el("div", { id: ctx.id("corpus-pane-heads") }, el("div", { class: "bv-controls" },
+    field("Statistic", stat), field("Subset", subset), field("Compare with", versus)), box, detail);
+  const grids = { a: null, b: null };
+  const view = mountCanvasView(box, headsView, {
+    label: "Heads over the corpus: layers down, heads across", data: () => (grids.a ? { layers: info.layers,
+      heads: info.heads, a: grids.a, b: grids.b } : null),
+    state: () => state(), height: () => (ctx.narrow() ? 420 : 470),
+    onClick: (t) => set({ layer: t.layer, head: t.head }),
+  });
+  let asked = "";
+  async function load() {
+    const s = state();
+    const key = `${s.subset}|${s.versus}`;
+    if (key === asked) { view.refresh(); return; }
+    asked = key;
+    try {
+      const [a, b] = await Promise.all([ctx.source.summary(info.name, s.subset),
+        s.versus ? ctx.source.summary(info.name, s.versus) : null]);
+      if (asked !== key) return;
+      Object.assign(grids, { a, b });
+      view.refresh();
+    } catch (error) { ctx.say(error.message); asked = ""; }
+  }
+  let shownHead = "";
+  async function loadHead() {
+    const s = state(), key = `${s.layer},${s.head}`;
+    if (key === shownHead) return;
+    shownHead = key;
+    try {
+      const d = await ctx.source.head(info.name, s.layer, s.head);
+      if (shownHead === key) headDetail(detail, d, grids.a, info, ctx);
+    } catch (error) { ctx.say(error.message); shownHead = ""; }
+  }
+  return { pane, sync(s) { stat.value = s.statistic; subset.value = s.subset; versus.value = s.versus ?? "";
+    view.refresh(); return load().then(loadHead); }, destroy: () => view.destroy() };
+}
+
+function headDetail(box, d, grid, info, ctx) {
+  const i = d.layer * info.heads + d.head;
+  const peak = Math.max(1e-9, ...d.profile.filter((v) => v !== null));
+  const bars = el("div", { class: "bv-profile", role: "img", "aria-label": "mean attention by offset" },
+    ...d.profile.map((v, k) => el("div", { class: d.offsets[k] === 0 ? "bv-zero" : "", title:
+      `offset ${d.offsets[k]}: ${v === null ? "no pairs" : v.toFixed(3)}`, style: `height:${((v || 0) / peak) * 100}%` })));
+  const profile = el("div", {}, el("h4", {}, "Attention by relative position"), bars, el("div", { class: "bv-axis" },
+    el("span", {}, `${d.offsets[0]}`), el("span", {}, "0: itself"), el("span", {}, `+${d.offsets[d.offsets.length - 1]}`)));
+  const links = el("div", {}, el("h4", {}, "Where its strongest link goes, by tag"), d.links.length
+    ? el("ol", { class: "bv-counts" }, ...d.links.map((l) => el("li", {}, `${l.from} \u2192 ${l.to}: `
+      + `${l.lift.toFixed(1)}\u00d7 chance, ${(l.share * 100).toFixed(0)}% of ${l.from} (${l.count})`)))
+    : el("p", { class: "bv-muted" }, info.tagged ? "No tag pair above twice chance." : "This corpus has no tags."));
+  const relations = d.relations.length ? el("ul", { class: "bv-counts" }, ...d.relations.map((r) => el("li", {},
+    `${r.relation}: ${(r.accuracy * 100).toFixed(0)}% (best head ${(r.best * 100).toFixed(0)}%, always the next `
+    + `word ${(r.next_word * 100).toFixed(0)}%)`))) : null;
+  const open = el("button", { type: "button", id: ctx.id("corpus-open-map"), class: "bv-primary",
+    onclick: () => ctx.set({ view: "qk" }) }, `Open the query \u00d7 key map of layer ${d.layer}, head ${d.head}`);
+  const inViews = el("button", { type: "button", id: ctx.id("corpus-open-views"),
+    onclick: () => ctx.source.openHead?.(d.layer, d.head) }, "Show this head in the attention views");
+  box.replaceChildren(el("div", {}, el("h3", {}, `Layer ${d.layer}, head ${d.head}: ${grid ? grid.role[i] : ""}`),
+    el("div", { class: "bv-tools" }, open, ctx.source.openHead ? inViews : null), profile),
+  el("div", {}, links, relations));
+}
+
+/** Lists the tokens of a brushed rectangle, each a button that opens its sentence. */
+function brushList(box, map, points, open) {
+  if (!points) { box.replaceChildren(); return; }
+  const shown = Array.from(points.slice(0, BRUSH_LISTED));
+  const counts = new Map();
+  for (const p of points) { const w = map.pieces.get(map.piece[tokenOf(map, p)]); counts.set(w, (counts.get(w) || 0) + 1); }
+  const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([w, n]) => `${w} ${n}`).join(", ");
+  box.replaceChildren(el("p", { class: "bv-counts" }, `${points.length.toLocaleString("en")} points in the `
+    + `rectangle${points.length > BRUSH_LISTED ? ` (the first ${BRUSH_LISTED} listed)` : ""}; most common: ${top}`),
+  el("ul", { class: "bv-brushed" }, ...shown.map((p) => {
+    const t = tokenOf(map, p), where = tokenInSentence(map, t);
+    return el("li", {}, el("button", { type: "button", "data-point": String(p), onclick: () => open(p) },
+      `${isKey(map, p) ? "key" : "query"} \u00b7 `, el("mark", {}, map.pieces.get(map.piece[t])),
+      ` \u00b7 ${where.before} [${where.word}] ${where.after}`));
+  })));
+}
+
+function mapControls(ctx, kind) {
+  const { info, state, set } = ctx;
+  const out = [];
+  if (kind === "qk") {
+    const layers = Array.from({ length: info.layers }, (_, l) => [l, `${l}`]);
+    const heads = Array.from({ length: info.heads }, (_, h) => [h, `${h}`]);
+    out.push(field("Layer", select(ctx.id("corpus-layer"), layers, state().layer, (v) => set({ layer: Number(v) }),
+      "Layer")), field("Head", select(ctx.id("corpus-head-pick"), heads, state().head,
+      (v) => set({ head: Number(v) }), "Head")), field("Colour by", select(ctx.id("corpus-color"),
+      Object.entries(COLORS).filter(([k]) => k !== "tag" || info.tagged), state().color, (v) => set({ color: v }),
+      "Colour by")));
+  } else {
+    const layers = Array.from({ length: info.layers + 1 }, (_, l) => [l, `${l}`]);
+    out.push(field("Layer (0 = embeddings)", select(ctx.id("corpus-sentence-layer"), layers, state().sentenceLayer,
+      (v) => set({ sentenceLayer: Number(v) }), "Layer")), field("Vector", select(ctx.id("corpus-pooling"),
+      [["cls", "[CLS]"], ["mean", "mean of the tokens"]], state().pooling, (v) => set({ pooling: v }), "Vector")),
+    field("Colour by", select(ctx.id("corpus-sentence-color"), Object.entries(SENTENCE_COLORS).filter(([k]) =>
+      k === "label" || info.predictions), state().sentenceColor, (v) => set({ sentenceColor: v }), "Colour by")));
+  }
+  return out;
+}
+
+function buildMapPane(ctx, kind) {
+  const { info, state } = ctx;
+  const box = el("div", { class: "bv-corpus-box" });
+  const legendBox = el("div", { class: "bv-legend", id: ctx.id(`corpus-legend-${kind}`) });
+  const listBox = el("div", { id: ctx.id(`corpus-brushed-${kind}`) });
+  const caption = el("p", { class: "bv-caption" });
+  let drag = "brush";
+  const dragButton = el("button", { type: "button", class: "bv-toggle", id: ctx.id(`corpus-drag-${kind}`),
+    "aria-pressed": "false", onclick: () => { drag = drag === "brush" ? "move" : "brush";
+      dragButton.setAttribute("aria-pressed", String(drag === "move")); } }, "Drag moves the map");
+  const local = { map: null, colors: null, by: null, only: null, window: null };
+  const zoom = (factor) => { const l = view.layout(); if (l) setWindow(pointMap.zoomAt(l, factor, l.width / 2, l.height / 2)); };
+  const tools = el("div", { class: "bv-tools" }, dragButton,
+    el("button", { type: "button", id: ctx.id(`corpus-zoom-in-${kind}`), onclick: () => zoom(1.6) }, "Zoom in"),
+    el("button", { type: "button", id: ctx.id(`corpus-zoom-out-${kind}`), onclick: () => zoom(1 / 1.6) }, "Zoom out"),
+    el("button", { type: "button", id: ctx.id(`corpus-zoom-all-${kind}`), onclick: () => setWindow(null) },
+      "Whole map"));
+  const pane = el("div", { id: ctx.id(`corpus-pane-${kind}`) }, el("div", { class: "bv-controls" },
+    ...mapControls(ctx, kind)), tools, legendBox, box, caption, listBox);
+  const openPoint = (p) => ctx.openPoint(local.map, p);
+  const view = mountCanvasView(box, pointMap, {
+    label: kind === "qk" ? "Queries and keys of one head" : "Sentences", data: () => local.map,
+    state: () => ({ window: local.window, colors: local.colors, only: local.only }),
+    height: (width) => Math.round(Math.min(ctx.narrow() ? 460 : 560, Math.max(300, width * 0.62))),
+    drag: () => drag, onClick: (t) => openPoint(t.point),
+    onBrush: (points) => (kind === "qk" ? brushList : sentenceList)(listBox, local.map, points, openPoint),
+    onWindow: (w) => setWindow(w),
+  });
+  function setWindow(w) { local.window = w; view.refresh(); caption.textContent = view.layout()?.caption || ""; }
+  function recolor(by) {
+    local.colors = colorCategories(local.map, by);
+    local.by = by;
+    local.only = null;
+    const pick = (k) => { local.only = k; legend(legendBox, local.colors, k, pick); view.refresh(); };
+    legend(legendBox, local.colors, null, pick);
+  }
+  let asked = "";
+  async function load() {
+    const s = state();
+    const key = kind === "qk" ? `${s.layer},${s.head}` : `${s.sentenceLayer},${s.pooling}`;
+    const by = kind === "qk" ? s.color : s.sentenceColor;
+    if (key !== asked) {
+      asked = key;
+      view.root.dataset.loading = "true";
+      try {
+        const bytes = kind === "qk" ? await ctx.source.qkMap(info.name, s.layer, s.head)
+          : await ctx.source.sentenceMap(info.name, s.sentenceLayer, s.pooling);
+        const arrived = performance.now(); // from here to the picture: decoding, colouring, layout and paint
+        const map = await decodeCorpusMap(bytes);
+        if (asked !== key) return;
+        Object.assign(local, { map, window: null, by: null, arrived });
+        listBox.replaceChildren();
+        view.clearBrush();
+      } catch (error) { ctx.say(error.message); asked = ""; return; } finally { delete view.root.dataset.loading; }
+    }
+    if (local.map && local.by !== by) recolor(by);
+    view.refresh();
+    if (local.arrived) { view.root.dataset.pictureMs = (performance.now() - local.arrived).toFixed(1); local.arrived = 0; }
+    caption.textContent = view.layout()?.caption || "";
+  }
+  return { pane, sync: () => load(), view: () => view, map: () => local.map, destroy: () => view.destroy() };
+}
+
+function sentenceList(box, map, points, open) {
+  const shown = Array.from(points.slice(0, BRUSH_LISTED));
+  box.replaceChildren(el("p", { class: "bv-counts" }, `${points.length.toLocaleString("en")} sentences in the `
+    + `rectangle${points.length > BRUSH_LISTED ? ` (the first ${BRUSH_LISTED} listed)` : ""}`), el("ul", { class: "bv-brushed" }, ...shown.map((p) => el("li", {}, el("button", {
+    type: "button", "data-point": String(p), onclick: () => open(p) }, `${map.sentenceIds[p]}: ${map.text(p)}`)))));
+}
+
+function buildSearchPane(ctx) {
+  const { info, state, set } = ctx;
+  const layers = Array.from({ length: info.layers + 1 }, (_, l) => [l, `${l}`]);
+  const token = el("p", { id: ctx.id("corpus-search-token"), class: "bv-counts" });
+  const layer = select(ctx.id("corpus-search-layer"), layers, state().searchLayer,
+    (v) => set({ searchLayer: Number(v) }), "Layer");
+  const result = el("div", { id: ctx.id("corpus-search-result") });
+  const go = el("button", { type: "button", class: "bv-primary", id: ctx.id("corpus-search-go"),
+    onclick: () => run() }, "Find the nearest tokens in the corpus");
+  const pane = el("div", { id: ctx.id("corpus-pane-search") }, el("p", {}, "Select a token in the analysed input "
+    + "(click it in the attention views above, or in the Tokens tab's table), choose a layer, and find the corpus's "
+    + "tokens whose hidden state at that layer is nearest (cosine) to that token's."), token,
+  el("div", { class: "bv-tools" }, field("Layer (0 = embeddings)", layer), go), result);
+  async function run() {
+    ctx.say("");
+    go.disabled = true;
+    try {
+      const r = await ctx.source.search(info.name, state().searchLayer, 10);
+      searchResult(result, r, ctx);
+    } catch (error) { ctx.say(error.message); } finally { go.disabled = false; }
+  }
+  const showToken = () => {
+    const t = ctx.source.selectedToken?.();
+    token.textContent = t ? `Token: ${t}` : "No token selected yet.";
+  };
+  return { pane, sync: (s) => { layer.value = String(s.searchLayer); showToken(); }, showToken, destroy() {} };
+}
+
+function searchResult(box, r, ctx) {
+  const counts = (title, list) => el("p", { class: "bv-counts" }, `${title}: `
+    + (list.length ? list.map(([w, n]) => `${w} ${n}`).join(", ") : "none"));
+  box.replaceChildren(el("p", {}, `Nearest to ${r.query} at layer ${r.layer}:`), counts("Words", r.words),
+    counts("Tags", r.tags), el("ol", { class: "bv-hits" }, ...r.hits.map((h) => el("li", {}, el("button", {
+      type: "button", "data-sentence": String(h.sentence), "data-position": String(h.position),
+      onclick: () => ctx.source.open({ corpus: ctx.info.name, sentence: h.sentence, token: h.position,
+        layer: Math.max(0, r.layer - 1), head: ctx.state().head }),
+    }, `${h.score.toFixed(3)} \u00b7 ${h.sentence}${h.label ? ` (${h.label})` : ""}: `,
+    ...markedSentence(h.pieces, h.position))))));
+}
+
+function frame(container, ctx) {
+  const root = el("div", { class: "bv-root bv-corpus", id: ctx.id("corpus-view") });
+  const message = el("p", { class: "bv-corpus-message", role: "alert", id: ctx.id("corpus-message") });
+  const picker = ctx.source.corpora.length > 1 ? field("Corpus", select(ctx.id("corpus-pick"), ctx.source.corpora
+    .map((c) => [c.name, c.name]), ctx.info.name, (v) => ctx.switchTo(v), "Corpus")) : null;
+  const about = el("p", { class: "bv-subtitle" }, `${ctx.info.name}: ${ctx.info.sentences.toLocaleString("en")} `
+    + `sentences, ${ctx.info.tokens.toLocaleString("en")} tokens from ${ctx.info.source}, model ${ctx.info.model}`);
+  const tabs = el("div", { class: "bv-tabs", role: "tablist" }, ...CORPUS_VIEWS.map((v) => el("button", {
+    type: "button", role: "tab", id: ctx.id(`corpus-tab-${v.name}`), onclick: () => ctx.set({ view: v.name }) },
+  v.label)));
+  const panes = el("div", { class: "bv-corpus-panes" });
+  root.append(el("div", { class: "bv-controls" }, picker, about), el("div", { class: "bv-bar" }, tabs), message,
+    panes);
+  container.replaceChildren(root);
+  return { root, message, tabs, panes };
+}
+
+/** The corpus views in `container` (see the top of this file). */
+export function mountCorpus(container, source, asked = {}) {
+  const doc = container.ownerDocument;
+  injectStyle(doc);
+  if (!doc.getElementById("bv-corpus-style")) doc.head.append(el("style", { id: "bv-corpus-style" }, CSS));
+  const wanted = source.corpora.find((c) => c.name === asked.corpus) || source.corpora[0];
+  if (!wanted) {
+    container.replaceChildren(el("div", { class: "bv-root bv-corpus" }, ...(source.problems || []).map((p) =>
+      el("p", { class: "bv-corpus-message", role: "alert" }, p))));
+    return { state: () => null, set() {}, destroy() { container.replaceChildren(); } };
+  }
+  const first = checkedState(wanted, asked.corpus && asked.corpus !== wanted.name ? {} : asked);
+  let current = first.state;
+  const listeners = new Set();
+  const ctx = {
+    source, info: wanted, state: () => current, id: (n) => `${source.idPrefix || ""}${n}`,
+    narrow: () => (container.clientWidth || 800) < 700,
+    set(patch) { current = { ...current, ...patch }; update(); },
+    say: (text) => { parts.message.textContent = text; },
+    switchTo: (name) => { whole.destroy(); Object.assign(whole, mountCorpus(container, source, { corpus: name })); },
+    openPoint: (map, p) => openPoint(ctx, map, p),
+  };
+  const parts = frame(container, ctx);
+  const problems = [...(source.problems || []), ...first.problems];
+  ctx.say(problems.join(" "));
+  const panes = { heads: buildHeadsPane(ctx), qk: buildMapPane(ctx, "qk"), search: buildSearchPane(ctx),
+    sentences: buildMapPane(ctx, "sentences") };
+  for (const p of Object.values(panes)) parts.panes.append(p.pane);
+  function update() {
+    for (const v of CORPUS_VIEWS) {
+      parts.tabs.querySelector(`#${ctx.id(`corpus-tab-${v.name}`)}`).setAttribute("aria-selected",
+        String(current.view === v.name));
+      panes[v.name].pane.hidden = current.view !== v.name;
+    }
+    parts.root.dataset.view = current.view;
+    panes[current.view].sync(current);
+    source.onState?.(current);
+    for (const f of listeners) f(current);
+  }
+  update();
+  const whole = {
+    state: () => current, set: ctx.set, panes, showToken: () => panes.search.showToken(),
+    subscribe: (f) => { listeners.add(f); return () => listeners.delete(f); },
+    destroy() { for (const p of Object.values(panes)) p.destroy(); parts.root.remove(); },
+  };
+  return whole;
+}
+
+/** A click on a point: its sentence opened where the host opens sentences (the attention views, in the app). */
+function openPoint(ctx, map, p) {
+  const s = ctx.state();
+  if (map.kind === "corpus_qk") {
+    const t = tokenOf(map, p);
+    return ctx.source.open({ corpus: ctx.info.name, sentence: map.sentenceIds[map.sentence[t]],
+      token: map.position[t], layer: s.layer, head: s.head, kind: isKey(map, p) ? "key" : "query" });
+  }
+  return ctx.source.open({ corpus: ctx.info.name, sentence: map.sentenceIds[p], token: null,
+    layer: Math.max(0, s.sentenceLayer - 1), head: s.head });
+}

@@ -1,0 +1,144 @@
+// Heads over a corpus: the layer x head grid of the corpus's head summary (bertviz_app/corpus/browser.py
+// `summary`), as pure functions around corpus-shell.mjs. Each tile: the head's role in words, the chosen statistic's
+// mean over the corpus (its colour and number) and its spread (the bar along the tile's foot); with a second subset,
+// the difference A - B instead (blue: more in A, red: more in B). Layers down, heads across, both from 0, as in
+// the attention views' "All heads".
+
+export const NAME = "corpus-heads";
+export const STATISTICS = {
+  entropy_ratio: "entropy (1 = spread evenly)", distance: "mean distance (tokens)", cls: "share to [CLS]",
+  sep: "share to [SEP]", self: "share to itself", previous: "share to the previous token",
+  next: "share to the next token", punctuation: "share to punctuation",
+};
+const SHORT_ROLES = { "previous token": "prev", "next token": "next", self: "self", "[CLS]": "[CLS]",
+  "[SEP]": "[SEP]", punctuation: "punct", broad: "broad", mixed: "mixed" };
+const LEFT = 64, NARROW_LEFT = 24, TOP = 22, GAP = 3; // a phone's grid: "L0" beside its rows, tiles from 16 px
+
+/** A role in a few characters for a tile ("links determiner -> its noun" -> "DET→N"). */
+export function shortRole(role) {
+  if (!role) return "";
+  if (SHORT_ROLES[role]) return SHORT_ROLES[role];
+  const link = /^links (\w+)/.exec(role);
+  return link ? `${{ determiner: "DET", adjective: "ADJ", preposition: "ADP" }[link[1]] || link[1]}\u2192N` : role;
+}
+
+/** The largest value a statistic's colour reaches: shares and the entropy ratio are 0..1, distance its maximum. */
+export function statisticMax(stat, values) {
+  if (stat !== "distance") return 1;
+  return Math.max(1e-9, ...values.filter((v) => v !== null && Number.isFinite(v)));
+}
+
+/** White to dark blue for 0..1; for a difference, red (-1) through white to blue (1). */
+export function tileColor(t, diverging) {
+  if (t === null || !Number.isFinite(t)) return "#f0f0f0";
+  const mix = (a, b, f) => a.map((v, k) => Math.round(v + (b[k] - v) * f));
+  const white = [255, 255, 255];
+  const c = diverging ? (t >= 0 ? mix(white, [33, 102, 172], Math.min(1, t)) : mix(white, [178, 24, 43],
+    Math.min(1, -t))) : mix([247, 251, 255], [8, 48, 107], Math.min(1, Math.max(0, t)));
+  return `rgb(${c.join(",")})`;
+}
+
+/**
+ * layout(data, state, size) -> tiles and labels.
+ * data: { layers, heads, a: a subset's grid, b: a second one or null }
+ * state: { statistic, layer, head (the chosen head, outlined) }
+ * size: { width, maxHeight }
+ */
+export function layout(data, state, size) {
+  const { layers, heads, a, b } = data;
+  const stat = state.statistic in STATISTICS ? state.statistic : "entropy_ratio";
+  const left = size.width < 520 ? NARROW_LEFT : LEFT;
+  const tile = Math.max(16, Math.min(76, Math.floor((size.width - left - 4) / heads) - GAP,
+    Math.floor(((size.maxHeight || 600) - TOP - 8) / layers) - GAP));
+  const valuesA = a[stat], valuesB = b ? b[stat] : null;
+  const max = statisticMax(stat, b ? [...valuesA, ...valuesB] : valuesA);
+  const tiles = [];
+  for (let l = 0; l < layers; l++) {
+    for (let h = 0; h < heads; h++) {
+      const i = l * heads + h;
+      const va = valuesA[i], vb = valuesB ? valuesB[i] : null;
+      const value = valuesB ? (va === null || vb === null ? null : va - vb) : va;
+      const spread = a[`${stat}_spread`][i];
+      tiles.push({ layer: l, head: h, x: left + h * (tile + GAP), y: TOP + l * (tile + GAP), value, a: va, b: vb,
+        spread, role: a.role[i], color: tileColor(value === null ? null : value / max, Boolean(valuesB)),
+        dark: value !== null && Math.abs(value / max) > 0.55 });
+    }
+  }
+  const width = left + heads * (tile + GAP), height = TOP + layers * (tile + GAP);
+  const chosen = Number.isInteger(state.layer) && Number.isInteger(state.head) ? { layer: state.layer,
+    head: state.head } : null;
+  return { width, height, tile, left, tiles, stat, max, diverging: Boolean(valuesB), chosen, heads, layers,
+    geometry: { left, top: TOP, tile, pitch: tile + GAP }, // where tiles are, for automation
+    drawn: `${a.subset}${b ? ` vs ${b.subset}` : ""}:${stat}`,
+    caption: `${STATISTICS[stat]}, mean over ${a.tokens.toLocaleString("en")} tokens`
+      + (b ? ` (${a.subset}) minus ${b.subset} (${b.tokens.toLocaleString("en")} tokens)` : ` (${a.subset})`)
+      + "; the bar at a tile's foot is the spread over tokens (its standard deviation). Click a head for its "
+      + "profile, tag links and query/key map." };
+}
+
+function formatValue(v, stat) {
+  if (v === null || !Number.isFinite(v)) return "–";
+  return stat === "distance" ? v.toFixed(1) : v.toFixed(2);
+}
+
+/** paint(ctx, layout, focus): tiles with their role, value and spread; the hovered and chosen heads outlined. */
+export function paint(ctx, layout, focus) {
+  const { tile } = layout;
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = "#444";
+  ctx.textAlign = "center";
+  for (let h = 0; h < layout.heads; h++) ctx.fillText(`${h}`, layout.left + h * (tile + GAP) + tile / 2, TOP / 2);
+  ctx.textAlign = "right";
+  const name = layout.left < LEFT ? "L" : "layer ";
+  for (let l = 0; l < layout.layers; l++) {
+    ctx.fillText(`${name}${l}`, layout.left - 4, TOP + l * (tile + GAP) + tile / 2);
+  }
+  ctx.textAlign = "center";
+  const roleFont = `${Math.max(9, Math.min(12, Math.floor(tile / 5)))}px system-ui, sans-serif`;
+  for (const t of layout.tiles) {
+    ctx.fillStyle = t.color;
+    ctx.fillRect(t.x, t.y, tile, tile);
+    ctx.fillStyle = t.dark ? "#fff" : "#222";
+    if (tile >= 34) {
+      ctx.font = roleFont;
+      ctx.fillText(shortRole(t.role), t.x + tile / 2, t.y + tile * 0.34);
+      ctx.fillText(formatValue(t.value, layout.stat), t.x + tile / 2, t.y + tile * 0.64);
+    }
+    if (t.spread !== null && Number.isFinite(t.spread)) {
+      ctx.fillStyle = t.dark ? "rgba(255,255,255,0.85)" : "rgba(0,0,0,0.55)";
+      ctx.fillRect(t.x + 2, t.y + tile - 4, Math.max(1, Math.min(1, t.spread / layout.max) * (tile - 4)), 2);
+    }
+  }
+  const outline = (target, color, width) => {
+    if (!target) return;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = width;
+    ctx.strokeRect(layout.left + target.head * (tile + GAP) - 1, TOP + target.layer * (tile + GAP) - 1, tile + 2, tile + 2);
+  };
+  outline(layout.chosen, "#d62728", 3);
+  outline(focus.active, "#111", 2);
+}
+
+/** The head under (x, y), as { layer, head }, or null. */
+export function hit(layout, x, y) {
+  const pitch = layout.tile + GAP;
+  const h = Math.floor((x - layout.left) / pitch), l = Math.floor((y - TOP) / pitch);
+  if (h < 0 || l < 0 || h >= layout.heads || l >= layout.layers) return null;
+  if ((x - layout.left) - h * pitch > layout.tile || (y - TOP) - l * pitch > layout.tile) return null;
+  return { layer: l, head: h };
+}
+
+/** A tile in words (the tooltip). */
+export function tooltip(layout, target) {
+  const t = layout.tiles[target.layer * layout.heads + target.head];
+  const lines = [`Layer ${t.layer}, head ${t.head}: ${t.role}`];
+  if (layout.diverging) {
+    lines.push(`${STATISTICS[layout.stat]}: ${formatValue(t.a, layout.stat)} against ${formatValue(t.b, layout.stat)}`
+      + ` (difference ${formatValue(t.value, layout.stat)})`);
+  } else {
+    lines.push(`${STATISTICS[layout.stat]}: ${formatValue(t.value, layout.stat)} \u00b1 ${formatValue(t.spread,
+      layout.stat)}`);
+  }
+  return lines;
+}

@@ -1,0 +1,138 @@
+// The corpus views' hosts. In the app (bertviz_app/app/tabs/corpus.py): one gr.HTML whose js_on_load calls
+// BertvizViews.corpusHost({ element, props, server, trigger }) with the corpora's descriptions as its value; the
+// server functions answer the summary, a head, the maps and a search (each { value } or { error: a sentence }), and
+// a click on a point opens its sentence in the attention views: the tab's `submit` event puts the sentence and the
+// corpus's model in the input row and analyzes, and this waits for the new views to select the layer, head and token.
+// Offline (a notebook's frame, corpus.save_html): corpusPage() mounts them from the data saved in the page, where a
+// click shows the sentence instead.
+
+import { mountCorpus } from "./corpus-app.mjs";
+import { ask, openHead, viewerIn } from "./gradio-host.mjs";
+import { readCorpusLink, writeCorpusLink } from "./permalink.mjs";
+
+const OPEN_WAIT_MS = 120000;
+const VIEWS_ROOT = "attention-host";
+
+/** The sentence's analysis, once the attention views show it: { viewer, input } (throws a sentence on a refusal or
+ * when it takes too long). */
+async function waitForViews(doc, want, before, sleep) {
+  for (let waited = 0; ; waited += 100) {
+    const now = viewerIn(VIEWS_ROOT, doc);
+    if (now && now.viewer !== before && now.input.a === want.text && (now.input.b || "") === (want.pair || "")) {
+      return now;
+    }
+    const refused = doc.querySelector("#notice .bv-stale");
+    if (refused && waited > 500) throw new Error(refused.textContent.replace(/ The picture below.*$/, ""));
+    if (waited > OPEN_WAIT_MS) throw new Error("The sentence was not analyzed; is the server still running?");
+    await sleep(100);
+  }
+}
+
+/** Selects the target's layer, head and token in the views (Lines unless a one-head view is on screen). */
+export function selectTarget(viewer, target) {
+  const view = viewer.selection.get().view;
+  viewer.selection.set({ layer: target.layer, head: target.head, token: target.token ?? null,
+    ...(["lines", "matrix", "qk"].includes(view) ? {} : { view: "lines" }) });
+}
+
+/** The app's source (corpus-app.mjs) from the host's server functions. deps: { doc, location, history, sleep }. */
+export function appSource(value, server, trigger, deps) {
+  const { doc, location, history, sleep } = deps;
+  const current = () => viewerIn(VIEWS_ROOT, doc);
+  return {
+    corpora: value.corpora || [], problems: value.problems || [],
+    summary: (corpus, subset) => ask(server, "corpus_summary", { corpus, subset }),
+    head: (corpus, layer, head) => ask(server, "corpus_head", { corpus, layer, head }),
+    qkMap: (corpus, layer, head) => ask(server, "corpus_qk", { corpus, layer, head }),
+    sentenceMap: (corpus, layer, pooling) => ask(server, "corpus_sentences", { corpus, layer, pooling }),
+    async search(corpus, layer, k) {
+      const now = current();
+      if (!now) throw new Error("Analyze an input first, then select one of its tokens to search for.");
+      const token = now.viewer.selection.get().token;
+      if (token === null || token === undefined) {
+        throw new Error("Select a token first: click one in the attention views (or in the Tokens tab's table), "
+          + "then search.");
+      }
+      return ask(server, "corpus_search", { corpus, layer, k, token, key: now.input.key });
+    },
+    selectedToken() {
+      const now = current();
+      const token = now?.viewer.selection.get().token;
+      if (!now || token === null || token === undefined) return null;
+      return `“${now.viewer.payload.tokens[token]}” (token ${token}) of “${now.input.a}${now.input.b ? ` | ${now.input.b}` : ""}”`;
+    },
+    async open(target) {
+      const info = await ask(server, "corpus_sentence", { corpus: target.corpus, sentence: target.sentence });
+      let now = current();
+      const same = now && now.input.a === info.text && (now.input.b || "") === (info.pair || "")
+        && now.input.model === info.model;
+      if (!same) {
+        trigger("submit", { corpus: target.corpus, sentence: target.sentence });
+        now = await waitForViews(doc, info, now?.viewer, sleep);
+      }
+      selectTarget(now.viewer, target);
+      doc.getElementById(VIEWS_ROOT)?.scrollIntoView?.({ block: "start" });
+    },
+    openHead: (layer, head) => openHead(VIEWS_ROOT, layer, head, doc),
+    onState(state) {
+      history.replaceState(history.state, "", `${location.pathname}?${writeCorpusLink(location.search, state)}`);
+    },
+  };
+}
+
+/** Runs the app's corpus host: mounts the corpus views once, at the state the address asks for. */
+export function startCorpusHost({ element, props, server, trigger }, deps) {
+  const box = element.querySelector(".bv-corpus-host");
+  const source = appSource(props.value || {}, server, trigger, deps);
+  const asked = readCorpusLink(deps.location.search) || {};
+  const mounted = mountCorpus(box, source, asked);
+  // The search pane names the token selected in the views; it follows the views' selection. A row of the Tokens
+  // tab's table (one row per token, in order) selects its token in the views, for a search.
+  const follow = () => mounted.showToken?.();
+  deps.doc.addEventListener("click", (event) => {
+    const row = event.target.closest?.("#token-table tbody tr");
+    const now = row ? viewerIn(VIEWS_ROOT, deps.doc) : null;
+    if (now && row.sectionRowIndex < now.viewer.payload.length) now.viewer.selection.set({ token: row.sectionRowIndex });
+    setTimeout(follow, 0);
+  }, true);
+  return mounted;
+}
+
+/** The offline source: what a saved page holds (corpus/browser.py `offline_data`), the rest refused in words. */
+export function offlineSource(data, show) {
+  const missing = (what) => Promise.reject(new Error(`This saved page holds ${what}; in a notebook, `
+    + "corpus.show(heads=[(layer, head), ...]) saves more heads' maps."));
+  return {
+    corpora: [data.info], problems: [],
+    summary: async (corpus, subset) => data.summaries[subset] || missing("the summary of the whole corpus and its "
+      + "labels only"),
+    head: async (corpus, layer, head) => data.heads[`${layer},${head}`] || missing(`the details of `
+      + `${Object.keys(data.heads).map((k) => `layer ${k.replace(",", ", head ")}`).join("; ")} only`),
+    qkMap: async (corpus, layer, head) => data.qk[`${layer},${head}`] || missing(`the query \u00d7 key maps of `
+      + `${Object.keys(data.qk).map((k) => `layer ${k.replace(",", ", head ")}`).join("; ")} only`),
+    sentenceMap: async (corpus, layer, pooling) => data.sentences[`${layer},${pooling}`] || missing("the sentence "
+      + `map of ${Object.keys(data.sentences).map((k) => `layer ${k.replace(",", " (")})`).join(", ")} only`),
+    idPrefix: "",
+    search: async () => { throw new Error("A search needs the model: in a notebook, corpus.search(text, token, "
+      + "layer) answers it; in the app, the Corpus tab."); },
+    selectedToken: () => null,
+    async open(target) { show(target, data.texts?.[target.sentence]); },
+  };
+}
+
+/** The offline page's start: the corpus data saved in the page (an inert JSON script element), mounted in its root. */
+export function mountCorpusPage(doc = globalThis.document) {
+  const data = JSON.parse(doc.getElementById("bertviz-corpus").textContent);
+  const root = doc.getElementById("bertviz-root");
+  const note = doc.createElement("p");
+  note.className = "bv-corpus-opened";
+  note.setAttribute("role", "status");
+  const show = (target) => {
+    note.textContent = `Sentence ${target.sentence}${target.token !== null && target.token !== undefined
+      ? `, token ${target.token}` : ""} (layer ${target.layer}, head ${target.head}): in a notebook, `
+      + `corpus.run(${target.sentence}).show() opens it in the attention views.`;
+  };
+  const mounted = mountCorpus(root, offlineSource(data, show), data.state || {});
+  root.append(note);
+  return mounted;
+}

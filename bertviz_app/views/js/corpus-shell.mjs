@@ -1,0 +1,154 @@
+// The mount shell of the corpus views (corpus-heads.mjs, corpus-point-map.mjs): the only code around their
+// pictures that touches the DOM. It owns one canvas the size of its box, the pointer (hover with its tooltip, a
+// click, a drag that brushes or moves the map, the wheel's zoom) and resizing; the view's pure functions say what
+// goes where (layout), draw it (paint) and what is under a point (hit). Nothing here asks a server: hovering,
+// brushing and zooming are answered from the data in the page.
+//
+// mountCanvasView(container, view, options) -> { root, refresh(), redraw(), layout(), destroy() }
+//   options.data()            the view's data now;  options.state() its state now (layout's second argument)
+//   options.height(width)     the box's height for a width;  options.label  the canvas's aria-label
+//   options.onClick(target)   a click on something;  options.onBrush(points, a, b)  a drag's rectangle (maps)
+//   options.onWindow(window)  the map's window after a wheel, a pinch or a drag that moves it
+//   options.drag()            "brush" or "move": what a drag does now (maps)
+// The root's data-drawn names what is drawn (tests wait for it); data-first-paint-ms and data-hover-ms are the last
+// first picture's and hover's cost in the page, measured with performance.now (the benchmark reads them).
+
+import { createTooltip, el, everyFrame } from "./dom.mjs";
+
+const CLICK_SLOP = 4; // px a press may move and still be a click
+
+function bitmapCanvases() {
+  const images = new WeakMap();
+  return (pixels) => {
+    if (!images.has(pixels)) {
+      const canvas = document.createElement("canvas");
+      canvas.width = pixels.width;
+      canvas.height = pixels.height;
+      if (pixels.width && pixels.height) {
+        canvas.getContext("2d").putImageData(new ImageData(pixels.data, pixels.width, pixels.height), 0, 0);
+      }
+      images.set(pixels, canvas);
+    }
+    return images.get(pixels);
+  };
+}
+
+export function mountCanvasView(container, view, options) {
+  const canvas = el("canvas", { class: "bv-corpus-canvas", role: "img", "aria-label": options.label || view.NAME,
+    tabindex: "0" });
+  const root = el("div", { class: `bv-corpus-view bv-${view.NAME}` }, canvas);
+  container.append(root);
+  const tooltip = createTooltip(root);
+  const image = bitmapCanvases();
+  let layout = null, hover = null, brushRect = null, press = null, fresh = false;
+  const dpr = () => window.devicePixelRatio || 1;
+
+  function draw() {
+    if (!layout) return;
+    const started = performance.now();
+    const ratio = dpr();
+    const w = Math.round(layout.width * ratio), h = Math.round(layout.height * ratio);
+    if (canvas.width !== w || canvas.height !== h) {
+      canvas.width = w;
+      canvas.height = h;
+      canvas.style.width = `${layout.width}px`;
+      canvas.style.height = `${layout.height}px`;
+    }
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, layout.width, layout.height);
+    view.paint(ctx, layout, { hover, active: hover ?? layout.chosen ?? null, brush: brushRect }, image);
+    if (fresh) { root.dataset.paintMs = (performance.now() - started).toFixed(1); fresh = false; }
+  }
+  const redraw = everyFrame(draw);
+
+  function refresh() {
+    const data = options.data();
+    if (!data) { root.hidden = true; return; }
+    root.hidden = false;
+    const started = performance.now();
+    const width = Math.max(160, root.clientWidth || container.clientWidth || 600);
+    layout = view.layout(data, options.state(), { width, height: options.height(width),
+      maxHeight: options.height(width), dpr: dpr() });
+    hover = null;
+    fresh = true;
+    draw();
+    root.dataset.firstPaintMs = (performance.now() - started).toFixed(1);
+    root.dataset.drawn = layout.drawn;
+    if (layout.geometry) root.dataset.geometry = JSON.stringify(layout.geometry);
+  }
+
+  const point = (event) => {
+    const r = canvas.getBoundingClientRect();
+    return { x: event.clientX - r.left, y: event.clientY - r.top };
+  };
+
+  function hovered(p) {
+    const started = performance.now();
+    const target = layout ? view.hit(layout, p.x, p.y) : null;
+    if (JSON.stringify(target) !== JSON.stringify(hover)) {
+      hover = target;
+      draw(); // now, not at the next frame: the measure below is the hover's whole cost
+    }
+    const lines = target && view.tooltip ? view.tooltip(layout, target) : null;
+    if (lines) tooltip.show(lines, p.x, p.y); else tooltip.hide();
+    canvas.style.cursor = target ? "pointer" : "";
+    root.dataset.hoverMs = (performance.now() - started).toFixed(2);
+  }
+
+  canvas.addEventListener("pointerdown", (event) => {
+    if (!layout) return;
+    press = { start: point(event), last: point(event), id: event.pointerId, moved: false };
+    canvas.setPointerCapture?.(event.pointerId);
+  });
+  canvas.addEventListener("pointermove", (event) => {
+    const p = point(event);
+    if (!press) { hovered(p); return; }
+    const far = Math.hypot(p.x - press.start.x, p.y - press.start.y) > CLICK_SLOP;
+    if (!press.moved && !far) return;
+    press.moved = true;
+    tooltip.hide();
+    if (options.drag?.() === "move" && view.panBy) {
+      options.onWindow?.(view.panBy(layout, p.x - press.last.x, p.y - press.last.y));
+    } else if (view.brush) {
+      brushRect = { a: press.start, b: p };
+      redraw();
+    }
+    press.last = p;
+  });
+  canvas.addEventListener("pointerup", (event) => {
+    if (!press) return;
+    const p = point(event), was = press;
+    press = null;
+    if (!was.moved) {
+      const target = layout ? view.hit(layout, p.x, p.y) : null;
+      if (target) options.onClick?.(target);
+      return;
+    }
+    if (brushRect && view.brush) options.onBrush?.(view.brush(layout, brushRect.a, brushRect.b), brushRect);
+  });
+  canvas.addEventListener("pointerleave", () => {
+    if (press) return;
+    hover = null;
+    tooltip.hide();
+    redraw();
+  });
+  canvas.addEventListener("wheel", (event) => {
+    if (!layout || !view.zoomAt) return;
+    event.preventDefault();
+    const p = point(event);
+    options.onWindow?.(view.zoomAt(layout, Math.exp(-event.deltaY / 400), p.x, p.y));
+  }, { passive: false });
+
+  const onResize = everyFrame(() => { if (layout) refresh(); });
+  const resize = new ResizeObserver(onResize);
+  resize.observe(container);
+
+  return {
+    root, canvas, refresh, redraw,
+    layout: () => layout,
+    clearBrush() { brushRect = null; redraw(); },
+    brushRect: () => brushRect,
+    destroy() { resize.disconnect(); root.remove(); },
+  };
+}

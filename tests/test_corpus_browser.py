@@ -1,0 +1,193 @@
+"""The Corpus tab in Chromium, at 1280 x 720 and on a phone (390 x 844): a click from each corpus view (a head's tile,
+a point of the query/key map, a sentence of the sentence map, a search's hit) opens the right sentence, layer, head
+and token in the attention views; hovering, brushing and zooming a map ask the server nothing; a link reopens a
+corpus view, and a head past the model's or a search without a token is one sentence while the rest works."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from bertviz_app import app, load
+from corpus_fixture import build_small_corpus
+from pages import AppPage
+
+pytestmark = [pytest.mark.browser]
+
+
+@pytest.fixture(scope="module")
+def corpus_server(tmp_path_factory, tiny_mlm_folder):
+    from bertviz_app.app.tabs.corpus import open_corpora
+
+    folder = build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
+    explorers = {"tiny": load(tiny_mlm_folder, device="cpu")}
+    corpora, problems = open_corpora([str(folder)], explorers, lambda source: None)
+    demo = app.build_demo(explorers, corpora=corpora, corpus_problems=problems)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url, corpora["small"].corpus
+    demo.close()
+
+
+def query(page) -> dict:
+    return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def in_sight(page, selector: str) -> dict:
+    page.eval_on_selector(selector, "e => e.scrollIntoView({ block: 'center' })")
+    page.wait_for_timeout(100)
+    return page.locator(selector).bounding_box()
+
+
+def landmark(page, pane: str):
+    """A point of the map on screen that a pointer hits, as (point, x, y) in the page."""
+    view = f"#corpus-pane-{pane} .bv-point-map"
+    box = in_sight(page, f"{view} canvas")
+    point, x, y = page.eval_on_selector(view, "e => JSON.parse(e.dataset.geometry).points[0]")
+    return point, box["x"] + x, box["y"] + y
+
+
+def opened(page, corpus, sentence: int, token=None) -> dict:
+    """Wait until the attention views show corpus sentence `sentence` (and `token` selected): the link's parameters."""
+    row = corpus.sentences.loc[sentence]
+    page.wait_for_function("t => new URLSearchParams(location.search).get('a') === t", arg=row["text"])
+    if token is not None:
+        page.wait_for_function("t => new URLSearchParams(location.search).get('token') === t", arg=str(token))
+    return query(page)
+
+
+def tooltip(page, pane: str) -> str:
+    return page.eval_on_selector(f"#corpus-pane-{pane} .bv-tooltip", "t => t.hidden ? '' : t.textContent")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["1280x720", "390x844"])
+def test_a_click_from_each_corpus_view_opens_its_sentence_at_that_head(browser, corpus_server, size):
+    url, corpus = corpus_server
+    visitor = AppPage(browser, url + "?corpus=small&cview=heads", size)
+    page = visitor.page
+    page.wait_for_selector(".bv-corpus-heads[data-drawn='all:entropy_ratio']")
+    # heads: a tile opens that head's details, and from there the head in the attention views
+    g = page.eval_on_selector(".bv-corpus-heads", "e => JSON.parse(e.dataset.geometry)")
+    box = in_sight(page, ".bv-corpus-heads canvas")
+    page.mouse.click(box["x"] + g["left"] + 2 * g["pitch"] + g["tile"] / 2, box["y"] + g["top"] + g["pitch"] + 5)
+    page.wait_for_function("() => document.querySelector('#corpus-head h3')?.textContent.startsWith("
+                           "'Layer 1, head 2:')")
+    assert (query(page)["clayer"], query(page)["chead"]) == ("1", "2")
+    page.click("#corpus-open-views")
+    page.wait_for_function("() => /layer=1&head=2/.test(location.search)")
+
+    # the head's query/key map: hover, zoom and brush ask nothing; a click opens the token's sentence at that head
+    page.click("#corpus-open-map")
+    page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:2:']")
+    visitor.settle(500)
+    asked = len(visitor.requests)
+    point, x, y = landmark(page, "qk")
+    page.mouse.move(x, y)
+    page.wait_for_function("() => !document.querySelector('#corpus-pane-qk .bv-tooltip').hidden")
+    tip = tooltip(page, "qk")
+    sentence, position = int(re.search(r"sentence (\d+)", tip)[1]), int(re.search(r"position (\d+)", tip)[1])
+    page.mouse.wheel(0, -240)
+    page.click("#corpus-zoom-in-qk")
+    page.click("#corpus-zoom-all-qk")
+    _, x0, y0 = landmark(page, "qk")
+    box = page.locator("#corpus-pane-qk canvas").bounding_box()
+    page.mouse.move(max(box["x"] + 2, x0 - 60), max(box["y"] + 2, y0 - 60))
+    page.mouse.down()  # a drag brushes a rectangle around the point
+    page.mouse.move(min(box["x"] + box["width"] - 2, x0 + 60), min(box["y"] + box["height"] - 2, y0 + 60), steps=6)
+    page.mouse.up()
+    page.wait_for_selector("#corpus-brushed-qk ul.bv-brushed li")
+    assert page.wait_for_function("() => document.querySelector('#corpus-brushed-qk p').textContent").json_value()
+    page.wait_for_timeout(300)
+    assert visitor.requests[asked:] == []  # hover, wheel, zoom buttons and brush: answered in the page
+    point2, x, y = landmark(page, "qk")
+    assert point2 == point
+    page.mouse.click(x, y)
+    q = opened(page, corpus, sentence, position)
+    assert (q["layer"], q["head"], q["token"]) == ("1", "2", str(position))
+    assert page.input_value("#sentence-a textarea") == corpus.sentences.loc[sentence, "text"]
+
+    # the sentence map: a click analyses that sentence
+    visitor_open_corpus_view(page, "sentences")
+    page.wait_for_selector("#corpus-pane-sentences .bv-point-map[data-drawn^='corpus_sentences']")
+    _, x, y = landmark(page, "sentences")
+    page.mouse.move(x, y)
+    page.wait_for_function("() => !document.querySelector('#corpus-pane-sentences .bv-tooltip').hidden")
+    sentence = int(re.match(r"sentence (\d+)", tooltip(page, "sentences"))[1])
+    page.mouse.click(x, y)
+    opened(page, corpus, sentence)
+
+    # search by meaning: without a token, one sentence; with one, the hits, each opening its sentence at its token
+    visitor_open_corpus_view(page, "search")
+    page.evaluate("() => BertvizViews.viewerIn('attention-host').viewer.selection.set({ token: null })")
+    page.click("#corpus-search-go")
+    page.wait_for_function("() => document.querySelector('#corpus-message').textContent.startsWith('Select a token')")
+    visitor.open_tab("Tokens")  # a row of the token table selects its token for the search
+    page.locator("#token-table tbody tr").nth(2).click()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('token') === '2'")
+    visitor.open_tab("Corpus")
+    visitor_open_corpus_view(page, "search")
+    assert page.text_content("#corpus-search-token").startswith("Token: “")
+    page.click("#corpus-search-go")
+    page.wait_for_selector("#corpus-search-result ol.bv-hits button")
+    assert page.text_content("#corpus-message") == ""
+    hit = page.locator("#corpus-search-result ol.bv-hits button").nth(1)
+    sentence, position = int(hit.get_attribute("data-sentence")), int(hit.get_attribute("data-position"))
+    assert hit.locator("mark").count() == 1  # the token marked, as text
+    hit.click()
+    q = opened(page, corpus, sentence, position)
+    assert (q["layer"], q["head"]) == (str(corpus.num_layers - 1), "2")  # the search's layer is the hidden state after it
+    assert visitor.errors == []
+    page.close()
+
+
+def visitor_open_corpus_view(page, view: str) -> None:
+    in_sight(page, f"#corpus-tab-{view}")
+    page.click(f"#corpus-tab-{view}")
+
+
+def test_a_link_reopens_a_corpus_view_and_a_bad_head_is_one_sentence(browser, corpus_server):
+    url, corpus = corpus_server
+    visitor = AppPage(browser, url + "?corpus=small&cview=qk&clayer=1&chead=3&color=position")
+    page = visitor.page
+    page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:3:']")
+    assert page.get_by_role("tab", name="Corpus", exact=True).get_attribute("aria-selected") == "true"
+    assert page.input_value("#corpus-color") == "position" and page.input_value("#corpus-head-pick") == "3"
+    assert page.text_content("#corpus-message") == ""
+    page.close()
+
+    visitor = AppPage(browser, url + "?corpus=small&cview=qk&clayer=1&chead=9")
+    page = visitor.page
+    page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:0:']")
+    assert page.text_content("#corpus-message") == ("This link asks for head 9, and the corpus's model has 4 heads "
+                                                    "(0 to 3); showing head 0 instead.")
+    visitor.views_drawn()  # the attention views above work as ever
+    assert query(page)["chead"] == "0" and visitor.errors == []
+    page.close()
+
+
+def test_the_offline_page_of_the_maps_works_from_a_file_without_network(browser, corpus_server, tmp_path):
+    _, corpus = corpus_server
+    path = corpus.save_html(tmp_path / "corpus.html", heads=[(1, 2)])
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+    page.goto(path.as_uri())
+    page.wait_for_selector(".bv-corpus-heads[data-drawn='all:entropy_ratio']")
+    page.wait_for_function("() => document.querySelector('#corpus-head h3')?.textContent.startsWith("
+                           "'Layer 1, head 2:')")
+    page.click("#corpus-tab-qk")
+    page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:2:']")
+    _, x, y = landmark(page, "qk")
+    page.mouse.move(x, y)
+    page.wait_for_function("() => !document.querySelector('#corpus-pane-qk .bv-tooltip').hidden")
+    sentence = re.search(r"sentence (\d+)", tooltip(page, "qk"))[1]
+    page.mouse.click(x, y)
+    page.wait_for_function("s => document.querySelector('.bv-corpus-opened').textContent.startsWith(`Sentence ${s},`)",
+                           arg=sentence)
+    page.select_option("#corpus-head-pick", "0")  # a head the page did not save: one sentence, the rest works
+    page.wait_for_function("() => document.querySelector('#corpus-message').textContent.startsWith("
+                           "'This saved page holds the query')")
+    assert errors == []
+    page.close()

@@ -1,0 +1,231 @@
+"""What the corpus views are sent (corpus/browser.py, views/corpus_payload.py): the maps decode to the corpus's own
+answers, a head's map is computed once and the cache is bounded, a search equals `corpus.search`, the subsets'
+grids are the head summary's rows, the corpora of `serve --corpus` open with their model (or say in one sentence why
+not), and the Corpus tab appears only with a corpus."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bertviz_app import app, load, open_corpus
+from bertviz_app.corpus import CorpusError
+from bertviz_app.corpus.browser import CorpusViews
+from bertviz_app.views import corpus_payload
+from bertviz_app.views.corpus_page import _json_script
+from corpus_fixture import build_small_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, tiny_mlm_folder) -> Path:
+    return build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
+
+
+@pytest.fixture(scope="module")
+def explorer(tiny_mlm_folder):
+    return load(tiny_mlm_folder, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def views(folder, explorer) -> CorpusViews:
+    return CorpusViews(open_corpus(folder, explorer), "small")
+
+
+def test_a_heads_map_decodes_to_the_corpus_answer(views):
+    corpus = views.corpus
+    blob = views.qk_map(1, 2)
+    decoded = corpus_payload.decode_map(blob)
+    points = corpus.qk_map(1, 2, views.map_points // 2)
+    x, y = corpus_payload.coordinates(decoded)
+    span = np.ptp(points["x"].to_numpy()), np.ptp(points["y"].to_numpy())
+    assert np.abs(x - points["x"].to_numpy()).max() <= span[0] / 65535
+    assert np.abs(y - points["y"].to_numpy()).max() <= span[1] / 65535
+    n = decoded.header["tokens"]
+    assert n * 2 == len(points) and (decoded.header["layer"], decoded.header["head"]) == (1, 2)
+    rows = points["row"].to_numpy()[:n]
+    ids = decoded.arrays["sentence_ids"][decoded.arrays["sentence"]]
+    assert (ids == corpus.token_columns[rows, 0]).all()
+    assert (decoded.arrays["position"] == corpus.token_columns[rows, 1]).all()
+    pieces = corpus_payload.strings(decoded, "pieces")
+    assert [pieces[p] for p in decoded.arrays["piece"]] == list(points["piece"][:n])
+    # each touched sentence's pieces travel once, for "the token in its sentence"
+    at, context = decoded.arrays["context_at"], decoded.arrays["context"]
+    s = decoded.arrays["sentence"][5]
+    starts = corpus.sentence_starts
+    sid = decoded.arrays["sentence_ids"][s]
+    assert [pieces[p] for p in context[at[s]:at[s + 1]]] == list(corpus.pieces[corpus.token_columns[
+        starts[sid]:starts[sid + 1], 2]])
+
+
+def test_a_map_is_computed_once_and_the_cache_is_bounded(folder, explorer):
+    views = CorpusViews(open_corpus(folder, explorer), cached_maps=2)
+    first = views.qk_map(0, 0)
+    assert views.qk_map(0, 0) is first
+    views.qk_map(0, 1)
+    views.qk_map(0, 2)  # three heads in a cache of two: the oldest goes
+    assert views.qk_map(0, 0) is not first and views.qk_map(0, 0) == first
+
+
+def test_a_map_of_100k_points_stays_under_2_mb_in_base64():
+    """The worst case of the wire: 50,000 tokens in 5,000 sentences of 25 pieces, coordinates without any order."""
+    rng = np.random.default_rng(0)
+    n, sentences, length = 50_000, 5_000, 25
+    sentence = np.sort(rng.integers(0, sentences, n))
+    blob = corpus_payload.encode_qk_map(
+        rng.normal(size=2 * n), rng.normal(size=2 * n), sentence=sentence, position=rng.integers(0, length, n),
+        piece=rng.integers(0, 8000, n), tag=rng.integers(-1, 80, n), sentence_ids=np.arange(sentences) * 2,
+        context_at=np.arange(sentences + 1) * length, context=rng.zipf(1.3, sentences * length) % 8000,
+        pieces=[f"piece{k}" for k in range(8000)], tags=[f"t{k}" for k in range(80)], header={})
+    assert len(blob) * 4 / 3 <= 2_000_000, f"{len(blob):,} bytes"
+
+
+def test_a_search_equals_the_corpus_search(views, explorer):
+    run = explorer.run("I paid at the bank.")
+    mine = views.search_run(run, 5, 2, k=8)
+    theirs = views.corpus.search("I paid at the bank.", 5, layer=2, k=8)
+    assert [(h["sentence"], h["position"]) for h in mine["hits"]] == list(zip(theirs.table["sentence"],
+                                                                             theirs.table["position"]))
+    np.testing.assert_allclose([h["score"] for h in mine["hits"]], theirs.table["score"], atol=1e-4)
+    hit = mine["hits"][0]
+    assert hit["pieces"][hit["position"]] == hit["piece"]
+    assert [w for w, _ in mine["words"]] == list(theirs.words.index[:len(mine["words"])])
+    with pytest.raises(CorpusError, match="Select a token first"):
+        views.search_run(run, None, 2)
+    with pytest.raises(CorpusError, match="token 40 is not in the analysed input"):
+        views.search_run(run, 40, 2)
+
+
+def test_a_subsets_grid_is_its_row_of_the_head_summary(views):
+    info = views.info()
+    assert info["subsets"]["label"][0][0] in ("animals", "money") and "tag" not in info["subsets"]
+    grid = views.summary("label:money")
+    frame = views.corpus.head_summary(by="label")
+    frame = frame[frame["label"] == "money"].sort_values(["layer", "head"])
+    np.testing.assert_allclose(grid["cls"], frame["cls"], atol=1e-5)
+    assert grid["role"] == list(frame["role"]) and grid["tokens"] == frame["tokens"].max()
+    assert len(views.summary()["entropy_ratio"]) == info["layers"] * info["heads"]
+    for bad, words in (("label:poetry", "no label 'poetry'"), ("colour:red", "kind is one of"), (3, "KIND:NAME")):
+        with pytest.raises(CorpusError, match=words):
+            views.summary(bad)
+
+
+def test_the_sentence_map_carries_labels_and_texts(views):
+    decoded = corpus_payload.decode_map(views.sentence_map(-1, "mean"))
+    labels = corpus_payload.strings(decoded, "labels")
+    texts = corpus_payload.strings(decoded, "texts")
+    sentences = views.corpus.sentences
+    assert labels == ["animals", "money"] and len(texts) == len(sentences)
+    assert [labels[k] for k in decoded.arrays["label"]] == list(sentences["label"])
+    paired = int(np.flatnonzero(sentences["pair"].notna() & (sentences["pair"] != ""))[0])
+    assert texts[paired] == "I paid at the bank. Really. | It was late."
+    assert decoded.header["layer"] == views.corpus.num_layers and not decoded.header["predictions"]
+    with pytest.raises(CorpusError, match="pooling"):
+        views.sentence_map(1, "max")
+
+
+def test_a_heads_details(views):
+    d = views.head(1, 3)
+    assert d["offsets"] == list(range(-10, 11)) and len(d["profile"]) == 21
+    assert d["links"] == [] and d["relations"] == []  # an untagged corpus
+    with pytest.raises(ValueError, match="head"):
+        views.head(1, 4)
+
+
+def test_serve_corpora_open_with_their_model_or_say_why_not(folder, explorer, tmp_path):
+    from bertviz_app.app.tabs.corpus import open_corpora
+
+    served = {"tiny": explorer}
+    loaded = []
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "corpus.json").write_text("{not json", encoding="utf-8")
+    corpora, problems = open_corpora([str(folder), str(tmp_path / "missing"), str(damaged)], served,
+                                     lambda source: loaded.append(source))
+    assert list(corpora) == ["small"] and corpora["small"].model_name == "tiny" and not loaded
+    assert corpora["small"].corpus.explorer is explorer
+    assert len(problems) == 2
+    assert problems[0].startswith("The corpus missing is not available: no corpus folder at")
+    assert problems[1].startswith("The corpus damaged is not available:") and "cannot be read" in problems[1]
+    # a corpus whose model the operator did not name: loaded, and offered with the others
+    served = {}
+    corpora, problems = open_corpora([str(folder)], served, lambda source: loaded.append(source) or explorer)
+    assert loaded == [str(explorer.folder)] and served == {explorer.name: explorer}
+    assert corpora["small"].model_name == explorer.name and not problems
+
+
+def test_the_corpus_tab_shows_only_with_a_corpus(views, explorer):
+    def tab_ids(demo):
+        return {b.get("props", {}).get("id") for b in demo.config["components"] if b.get("type") == "tabitem"}
+
+    plain = app.build_demo({"tiny": explorer})
+    views.model_name = "tiny"
+    with_corpus = app.build_demo({"tiny": explorer}, corpora={"small": views})
+    broken = app.build_demo({"tiny": explorer}, corpus_problems=["The corpus x is not available: no corpus folder at /srv/x"])
+    try:
+        assert "corpus-tab" not in tab_ids(plain)
+        assert "corpus-tab" in tab_ids(with_corpus) and "corpus-tab" in tab_ids(broken)
+        value = next(b["props"]["value"] for b in broken.config["components"]
+                     if b.get("props", {}).get("elem_id") == "corpus-host")
+        assert value == {"corpora": [], "problems": ["The corpus x is not available on this server (its folder is "
+                                                     "missing or damaged); the operator was told why when the server "
+                                                     "started."]}
+    finally:
+        for demo in (plain, with_corpus, broken):
+            demo.close()
+
+
+def test_the_js_fixture_of_the_corpus_maps_is_current():
+    spec = importlib.util.spec_from_file_location("make_corpus_fixture", ROOT / "tests" / "js" /
+                                                  "make_corpus_fixture.py")
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    stored = ROOT / "tests" / "js" / "fixtures"
+    assert (stored / "corpus.qk.bvz").read_bytes() == fixture.qk_blob(), "run python tests/js/make_corpus_fixture.py"
+    assert (stored / "corpus.sentences.bvz").read_bytes() == fixture.sentences_blob()
+
+
+def test_corpus_show_is_one_isolated_frame_and_save_html_one_offline_page(views, tmp_path):
+    corpus = views.corpus
+    shown = corpus.show(heads=[(1, 2)])._repr_html_()
+    assert shown.count("<iframe srcdoc=") == 1 and 'sandbox="allow-scripts allow-downloads"' in shown
+    assert "data:image/png;base64," in shown  # the picture an untrusted notebook shows instead
+    page = corpus.save_html(tmp_path / "c.html", heads=[(1, 2), (0, 1)]).read_text(encoding="utf-8")
+    data = page.split('<script type="application/json" id="bertviz-corpus">')[1].split("</script>")[0]
+    saved = json.loads(data)
+    assert "/tmp" not in saved["info"]["model"]  # the model's name, never the folder's path on this machine
+    assert sorted(saved["qk"]) == ["0,1", "1,2"] and saved["state"] == {"view": "heads", "layer": 1, "head": 2}
+    assert sorted(saved["summaries"]) == ["all", "label:animals", "label:money"]
+    with pytest.raises(ValueError, match="head"):
+        corpus.show(heads=[(1, 9)])
+    # text that would end the data's <script> element travels escaped
+    assert "</script>" not in _json_script({"name": "</script><b>"}) and json.loads(_json_script({"a": "</b>"}))[
+        "a"] == "</b>"
+
+
+def test_serve_takes_several_corpora_and_says_which_cannot_be_read(folder, explorer, tmp_path, capsys):
+    import argparse
+
+    from bertviz_app.cli import build_parser, open_served_corpora
+
+    parser, _ = build_parser()
+    args = parser.parse_args(["serve", "--corpus", str(folder), "--corpus", str(tmp_path / "gone")])
+    assert args.corpus == [str(folder), str(tmp_path / "gone")]
+    assert parser.parse_args(["serve"]).corpus == []
+    explorers = {explorer.name: explorer}
+    corpora, problems = open_served_corpora(app, args, explorers)
+    assert list(corpora) == ["small"] and len(problems) == 1
+    assert capsys.readouterr().err.startswith("bertviz-app: warning: The corpus gone is not available: no corpus")
+    assert open_served_corpora(app, argparse.Namespace(corpus=[]), explorers) == ({}, [])
+
+
+def test_a_failed_answer_is_not_kept_and_the_next_good_one_is(views):
+    with pytest.raises(ValueError):
+        views.qk_map_text(0, 99)
+    assert views._texts._making == {} and views._maps._making == {}
+    assert views.qk_map_text(0, 1) is views.qk_map_text(0, 1)
