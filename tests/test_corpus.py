@@ -230,6 +230,9 @@ def test_missing_and_damaged_shards_are_named(corpus, tmp_path):
     (lambda c: c.search(np.ones(32), layer=1, k=0), "k must be a whole number"),
     (lambda c: c.sentence_map(pooling="max"), "pooling must be 'cls' or 'mean'"),
     (lambda c: c.head_summary(by="label"), "has no labels"),
+    (lambda c: c.head_summary(by="prediction"), "has no predictions of a fine-tuned classifier"),
+    (lambda c: c.head_summary(by="error"), "has no predictions of a fine-tuned classifier"),
+    (lambda c: c.head_summary(by="genre"), "by must be None, 'label', 'tag'"),
     (lambda c: c.tag_links(), "has no tags"),
     (lambda c: c.run(len(SENTENCES)), "sentence 14 is out of range"),
 ])
@@ -270,6 +273,11 @@ def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_p
     det = relations[relations["relation"] == "determiner -> its noun"].iloc[0]
     assert det["count"] == 3  # The -> cat (past "old"), the -> mat, A -> dog
     assert det["next_word_baseline"] == pytest.approx(2 / 3)
+    by_tag = tagged.head_summary(by="tag")
+    nn = by_tag[(by_tag["tag"] == "NN") & (by_tag["layer"] == 1) & (by_tag["head"] == 2)].iloc[0]
+    rows = np.flatnonzero(tagged.token_columns[:, 4] == tagged.tags.index("NN"))
+    assert nn["tokens"] == len(rows) == 3
+    assert nn["sep"] == pytest.approx(tagged.statistic("sep")[rows, 1, 2].astype(np.float64).mean(), abs=1e-9)
     links = tagged.tag_links(min_count=1)
     assert (links["lift"] >= 2).all() and set(links["from_tag"]) <= {"DT", "JJ", "NN", "VBD", "IN", "."}
     assert [coarse_tag(t) for t in ("at", "nn-tl", "NNPS", "jjr", "IN", "vbd", "np$")] == \
@@ -288,6 +296,9 @@ def test_a_fine_tuned_classifier_corpus_keeps_predictions(finetuned_classifier, 
         assert row.loss == pytest.approx(-np.log(expected.probabilities[row.label]), abs=1e-4)
     frame = corpus.sentence_map()
     assert list(frame["error"]) == list(corpus.sentences["prediction"] != corpus.sentences["label"])
+    by_error = corpus.head_summary(by="error")
+    errors = int(frame["error"].sum())
+    assert set(by_error["error"]) == ({"False", "True"} if 0 < errors < len(frame) else {str(errors > 0)})
 
 
 def test_the_command_line_builds_and_says_what_is_wrong(tiny_mlm_folder, source, tmp_path):

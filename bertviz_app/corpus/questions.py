@@ -72,8 +72,15 @@ def statistic_sums(stats: np.ndarray, lengths: np.ndarray, groups: np.ndarray, n
     x = np.concatenate([x, ratio[..., None]], -1).reshape(n, -1)
     valid = ~np.isnan(x)
     x[~valid] = 0.0
-    one_hot = (groups[None, :] == np.arange(n_groups)[:, None]).astype(np.float64)  # (G, n)
-    return np.stack([one_hot @ x, one_hot @ (x * x), one_hot @ valid])
+    out = np.zeros((3, n_groups, x.shape[1]))
+    order = np.argsort(groups, kind="stable")
+    g = groups[order]
+    present = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])  # where each group's rows start, in `order`
+    keep = g[present] >= 0
+    for k, part in enumerate((x, x * x, valid.astype(np.float64))):
+        sums = np.add.reduceat(part[order], present, axis=0)  # one pass over the rows, however many groups
+        out[k, g[present[keep]]] = sums[keep]
+    return out
 
 
 def _groups(corpus, by: str | None) -> tuple[np.ndarray, list[str]]:
@@ -88,11 +95,14 @@ def _groups(corpus, by: str | None) -> tuple[np.ndarray, list[str]]:
     if by not in ("label", "prediction", "error"):
         raise CorpusError(f"by must be None, 'label', 'tag', 'prediction' or 'error', not {by!r}")
     sentences = corpus.sentences
-    column = sentences["prediction"] != sentences["label"] if by == "error" else sentences.get(by)
-    if column is None or column.isna().all():
+    needed = "label" if by == "label" else "prediction"
+    if needed not in sentences or sentences[needed].isna().all():
         what = "labels" if by == "label" else "predictions of a fine-tuned classifier"
         raise CorpusError(f"this corpus has no {what}; by={by!r} needs them")
-    values = column.where(sentences.get("prediction").notna(), None) if by == "error" else column
+    if by == "error":
+        values = (sentences["prediction"] != sentences["label"]).where(sentences["label"].notna(), None)
+    else:
+        values = sentences[by]
     names = sorted({str(v) for v in values if v is not None and v == v})
     code = {name: k for k, name in enumerate(names)}
     per_sentence = np.array([code.get(str(v), -1) if v is not None and v == v else -1 for v in values])
