@@ -35,9 +35,17 @@ def query(page) -> dict:
 
 
 def in_sight(page, selector: str) -> dict:
+    """Where `selector` is once scrolled into view and still: on a busy machine the page's layout may still move
+    (tabs moving in, a scroll ending), and a click at a box read too early lands elsewhere."""
     page.eval_on_selector(selector, "e => e.scrollIntoView({ block: 'center' })")
-    page.wait_for_timeout(100)
-    return page.locator(selector).bounding_box()
+    box = None
+    for _ in range(40):
+        page.wait_for_timeout(150)
+        now = page.locator(selector).bounding_box()
+        if now == box:
+            break
+        box = now
+    return box
 
 
 def landmark(page, pane: str):
@@ -67,6 +75,7 @@ def test_a_click_from_each_corpus_view_opens_its_sentence_at_that_head(browser, 
     visitor = AppPage(browser, url + "?corpus=small&cview=heads", size)
     page = visitor.page
     page.wait_for_selector(".bv-corpus-heads[data-drawn='all:entropy_ratio']")
+    visitor.settle(500)
     # heads: a tile opens that head's details, and from there the head in the attention views
     g = page.eval_on_selector(".bv-corpus-heads", "e => JSON.parse(e.dataset.geometry)")
     box = in_sight(page, ".bv-corpus-heads canvas")
