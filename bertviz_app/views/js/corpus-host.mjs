@@ -27,12 +27,12 @@ export function heldoutRow(row, headers) {
   return { text: at("text"), pair: headers.includes("sentence B") ? at("sentence B") : "" };
 }
 
-/** The held-out table's row of one sentence, marked (data-linked) and scrolled into sight in the table's own box.
- * The table draws only the rows in sight and reuses them as it scrolls, so the mark is put back after every change
- * of its rows, and a row out of sight is looked for a box at a time. */
+/** The held-out table's row of one sentence, marked (data-linked) and scrolled into sight in the table's own box (a
+ * row out of sight looked for a box at a time). */
 export function heldoutLink(doc) {
-  let wanted = null, watched = null, seeking = false, waiting = null;
-  const grid = () => doc.getElementById(HELDOUT)?.querySelector("[role=grid]") ?? null;
+  let wanted = null, watched = null, watching = false, seeking = false;
+  const block = () => doc.getElementById(HELDOUT);
+  const grid = () => block()?.querySelector("[role=grid]") ?? null;
   const headers = (g) => [...g.querySelectorAll("[role=columnheader]")].map((h) => h.getAttribute("title")
     ?? h.textContent.trim());
   function mark() {
@@ -47,31 +47,34 @@ export function heldoutLink(doc) {
     }
     return found;
   }
+  // The table is drawn late (a tab not yet opened) and anew (a tab shown again, another model's rows), and draws
+  // only the rows in sight, reusing them as it scrolls: one watch on the page puts the mark back after each change
+  // inside the table, and looks for a row when the table comes into sight. It starts with the first mark.
   function watch() {
-    const g = grid();
-    if (!g && !waiting && doc.body) {
-      // a tab gradio has not drawn yet: watch the page until the table is there (then stop)
-      waiting = new MutationObserver(() => {
-        if (!grid()) return;
-        waiting.disconnect();
-        waiting = null;
-        watch();
-        mark();
-        reveal();
-      });
-      waiting.observe(doc.body, { childList: true, subtree: true });
-    }
-    if (!g || g === watched) return;
-    watched = g;
+    if (watching || !doc.body) return;
+    watching = true;
+    const seen = new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) reveal(); });
+    const follow = () => {
+      const b = block();
+      if (b !== watched) {
+        if (watched) seen.unobserve(watched);
+        watched = b;
+        if (b) seen.observe(b);
+      }
+      return b;
+    };
+    new MutationObserver((records) => {
+      const b = follow();
+      // only children change inside the table here, never an attribute we set: no loop
+      if (b && wanted !== null && records.some((r) => b.contains(r.target))) mark();
+    }).observe(doc.body, { childList: true, subtree: true, characterData: true });
+    follow();
     if (!doc.getElementById("bv-heldout-link-style")) {
       const style = doc.createElement("style");
       style.id = "bv-heldout-link-style";
       style.textContent = HELDOUT_CSS;
       doc.head.append(style);
     }
-    // rows reused for others as the table scrolls: only their children change, never an attribute we set
-    new MutationObserver(() => mark()).observe(g, { childList: true, subtree: true, characterData: true });
-    new IntersectionObserver((seen) => { if (seen.some((e) => e.isIntersecting)) reveal(); }).observe(g);
   }
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
   async function reveal() {
