@@ -75,7 +75,8 @@ test("the sentence map: labels, predictions, errors and texts", async () => {
   assert.deepEqual(lines, ["sentence 1 \u00b7 fiction \u00b7 predicted news", "Two."]);
 });
 
-test("a sentence map's points by id and by text: spaces as a table shows them, a pair after ' | ', built once", async () => {
+test("a sentence map's points by id and by text (spaces as a table shows them, a pair after ' | '), built once",
+  async () => {
   const map = await decodeCorpusMap(fixture("sentences"));
   const index = sentenceIndex(map);
   assert.equal(sentenceIndex(map), index); // once per map

@@ -6,8 +6,8 @@ What the page asks the server goes through the host's server functions (outside 
 own like the attention views' exports): a subset's summary, a head's details, a head's map (computed once and
 cached: corpus/browser.py), the sentence map, a search from the token selected in the analysed input (its Run from
 the explorer's cache, never a forward pass), a sentence's text, and a sentence by its text (a row of the Task tab's
-held-out table, when the sentence map is not on the page to answer it). Hovering, brushing and zooming a map ask nothing.
-A click on a point is the tab's one event: the sentence and the corpus's model go into the input row and the page
+held-out table, when the sentence map is not on the page to answer it). Hovering, brushing and zooming a map ask
+nothing. A click on a point is the tab's one event: the sentence and the corpus's model go into the input row and the page
 analyzes it, then the host selects the layer, head and token in the attention views."""
 
 from __future__ import annotations
