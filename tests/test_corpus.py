@@ -370,3 +370,44 @@ def test_the_brown_and_sotu_recipes_are_read_from_npm():
     sotu = read_source("sotu")
     assert sotu.sentences[0].label == "1790s" and sotu.sentences[-1].label == "2020s"
     assert all(s.words is None for s in sotu.sentences[:100])
+
+
+def test_a_finetuned_folders_heldout_set_is_a_corpus_coloured_by_its_predictions(finetuned_classifier, tmp_path):
+    """heldout:FOLDER reads the held-out rows with their gold labels, built by that model by default (so the sentence
+    map has predictions); and the corpus finds each row of the Task tab's table by its text."""
+    from bertviz_app.app.tabs.task import heldout_frame
+    from bertviz_app.corpus.browser import CorpusViews
+    from bertviz_app.finetuned import read_heldout
+
+    rows = read_heldout(finetuned_classifier)
+    folder = build_corpus(f"heldout:{finetuned_classifier}", tmp_path / "held", say=lambda text: None, device="cpu")
+    corpus = open_corpus(folder)
+    assert corpus.manifest["model"]["folder"] == str(finetuned_classifier)  # the fine-tuned model, not the default
+    sentences = corpus.sentences
+    assert list(sentences["text"]) == [r["text"] for r in rows]
+    assert list(sentences["label"]) == [r["gold"] for r in rows]
+    # the engine's predictions are the ones the folder's training wrote for the same rows
+    assert list(sentences["prediction"]) == [r["prediction"] for r in rows]
+    assert np.allclose(sentences["loss"], [r["loss"] for r in rows], atol=1e-4)
+
+    views = CorpusViews(corpus)
+    frame = heldout_frame(bertviz_app.load(finetuned_classifier, device="cpu"))
+    found = [views.find(text)["sentence"] for text in frame["text"]]
+    assert sorted(found) == list(range(len(rows)))  # every row of the table, each its own sentence
+    assert [sentences.loc[i, "text"] for i in found] == list(frame["text"])
+    assert views.find(f"  {frame['text'][0]} ")["sentence"] == found[0]  # spaces as a table cell may show them
+    assert views.find(frame["text"][0], "a second text")["sentence"] is None
+    assert views.find("not in the held-out set")["sentence"] is None
+    with pytest.raises(CorpusError, match="found by its text"):
+        views.find(None)
+
+
+def test_a_heldout_source_without_predictions_or_a_bare_folder_says_what_to_give(finetuned_classifier, tmp_path):
+    with pytest.raises(CorpusError, match=r"has no held-out predictions \(heldout_predictions.jsonl\)"):
+        read_source(f"heldout:{tmp_path}")
+    with pytest.raises(CorpusError, match=f"or heldout:{finetuned_classifier} for the held-out set"):
+        read_source(finetuned_classifier)
+    (tmp_path / "heldout_predictions.jsonl").write_text('{"text": "fine"}\n[1]\n')
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(CorpusError, match="line 2: not a held-out prediction"):
+        read_source(f"heldout:{tmp_path}")

@@ -9,6 +9,8 @@ same head costs the server one projection. Layers and heads are 0-based, as in t
 from __future__ import annotations
 
 import base64
+import functools
+import re
 import threading
 from pathlib import Path
 from collections import OrderedDict
@@ -80,6 +82,23 @@ class CorpusViews:
         self._heads = _Cache(corpus.num_layers * corpus.num_heads)
         self._grids = _Cache(64)  # a subset's grid, as the page gets it
         self._norms: dict[int, np.ndarray] = {}
+
+    # -- a sentence by its text (the Task tab's held-out table and the sentence map select together) -----------------
+    @functools.cached_property
+    def _by_text(self) -> dict[tuple[str, str], int]:
+        """(text, pair) -> the first sentence with them, built once (dict assignment makes a race harmless)."""
+        sentences = self.corpus.sentences
+        index: dict[tuple[str, str], int] = {}
+        for i, text, pair in zip(sentences["id"], sentences["text"], sentences["pair"]):
+            index.setdefault((same_text(text), same_text(pair)), int(i))
+        return index
+
+    def find(self, text, pair=None) -> dict:
+        """{"sentence": the corpus's sentence with this text and pair, or None}: a row of a held-out table found in
+        the corpus built from that held-out set (spaces are not compared: a table's cell may show them otherwise)."""
+        if not isinstance(text, str) or not (pair is None or isinstance(pair, str)):
+            raise CorpusError("A sentence is found by its text (and its second text, when it has one).")
+        return {"sentence": self._by_text.get((same_text(text), same_text(pair)))}
 
     # -- what the page opens with -----------------------------------------------------------------------------------
     def info(self) -> dict:
@@ -348,6 +367,12 @@ def _present(v) -> bool:
 
 def _label(v):
     return str(v) if _present(v) else None
+
+
+def same_text(text) -> str:
+    """A text as two places compare it: one space between words, none at the ends; '' for no text (a missing
+    pair). corpus-data.mjs `sentenceKey` does the same in the page."""
+    return re.sub(r"\s+", " ", text).strip() if isinstance(text, str) else ""
 
 
 def _sentence_text(text, pair) -> str:

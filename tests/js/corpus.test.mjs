@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { colorCategories, decodeCorpusMap, PALETTE, tokenInSentence } from "../../bertviz_app/views/js/corpus-data.mjs";
+import { colorCategories, decodeCorpusMap, PALETTE, sentenceIndex, sentenceKey, tokenInSentence }
+  from "../../bertviz_app/views/js/corpus-data.mjs";
 import { checkedState } from "../../bertviz_app/views/js/corpus-app.mjs";
 import { readCorpusLink, readLink, writeCorpusLink, writeLink } from "../../bertviz_app/views/js/permalink.mjs";
 import * as heads from "../../bertviz_app/views/js/corpus-heads.mjs";
@@ -72,6 +73,24 @@ test("the sentence map: labels, predictions, errors and texts", async () => {
   assert.deepEqual(Array.from(error.index), [0, 1, 2]);
   const lines = pm.tooltip(pm.layout(map, { colors: error }, SIZE), { point: 1 });
   assert.deepEqual(lines, ["sentence 1 \u00b7 fiction \u00b7 predicted news", "Two."]);
+});
+
+test("a sentence map's points by id and by text (spaces as a table shows them, a pair after ' | '), built once",
+  async () => {
+  const map = await decodeCorpusMap(fixture("sentences"));
+  const index = sentenceIndex(map);
+  assert.equal(sentenceIndex(map), index); // once per map
+  assert.equal(index.byText.get(sentenceKey("  A <b>bold</b>\n one. ")), 0);
+  assert.equal(index.byText.get(sentenceKey("Two.")), 1);
+  assert.equal(index.byText.get(sentenceKey("Two.", "Three.")), undefined);
+  assert.equal(sentenceKey("Two.", " Three. "), "Two. | Three.");
+  for (let p = 0; p < map.points; p++) assert.equal(index.byId.get(Number(map.sentenceIds[p])), p);
+  // the marked point is ringed while nothing is hovered, and named for automation
+  const colors = colorCategories(map, "label");
+  const layout = pm.layout(map, { colors, marked: 1 }, SIZE);
+  assert.deepEqual(layout.chosen, { point: 1 });
+  assert.equal(layout.geometry.marked[0], 1);
+  assert.equal(pm.layout(map, { colors }, SIZE).chosen, null);
 });
 
 test("the whole map fits the box at one scale for both axes, y up", async () => {
@@ -162,10 +181,12 @@ test("comparing two subsets colours the difference: blue where the first has mor
 });
 
 test("the corpus state travels in the link beside the attention views' own, each writer keeping the other's", () => {
-  const state = { corpus: "brown10k", view: "qk", layer: 3, head: 5, subset: "label:news", versus: null, color: "tag" };
+  const state = { corpus: "brown10k", view: "qk", layer: 3, head: 5, subset: "label:news", versus: null, color: "tag",
+    sentence: 0 };
   const search = writeCorpusLink("a=The+cat&layer=1&head=2&tab=lines", state);
   assert.deepEqual(readCorpusLink(search), { corpus: "brown10k", view: "qk", layer: 3, head: 5, subset: "label:news",
-    color: "tag" });
+    color: "tag", sentence: 0 });
+  assert.equal(readCorpusLink(writeCorpusLink("", { ...state, sentence: null })).sentence, undefined);
   assert.deepEqual(readLink(search).selection, { layer: 1, head: 2, view: "lines" });
   const again = writeLink(search, { a: "A dog" }, { layer: 0, head: 1, token: null, view: "matrix" });
   assert.equal(readCorpusLink(again).head, 5);
@@ -182,6 +203,11 @@ test("a link's head past the model's, or a subset the corpus lacks, is one sente
   assert.deepEqual(out.problems, ["This link asks for head 14, and the corpus's model has 12 heads (0 to 11); "
     + "showing head 0 instead.", "This corpus has no subset label:poetry; showing the whole corpus."]);
   assert.deepEqual(checkedState(info, { subset: "label:news", head: 11 }).problems, []);
+  const marked = { ...info, sentences: 5 };
+  assert.equal(checkedState(marked, { sentence: 4 }).state.sentence, 4);
+  const past = checkedState(marked, { sentence: 5 });
+  assert.equal(past.state.sentence, null);
+  assert.deepEqual(past.problems, ["This link marks sentence 5, and the corpus has 5 (0 to 4); none is marked."]);
 });
 
 test("on a phone the heads grid fits its box: narrower row labels and smaller tiles", () => {

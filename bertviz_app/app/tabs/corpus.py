@@ -5,8 +5,9 @@ are the operator's, opened at start; a visitor picks one by name, never by path.
 What the page asks the server goes through the host's server functions (outside gradio's queue, in a lane of their
 own like the attention views' exports): a subset's summary, a head's details, a head's map (computed once and
 cached: corpus/browser.py), the sentence map, a search from the token selected in the analysed input (its Run from
-the explorer's cache, never a forward pass) and a sentence's text. Hovering, brushing and zooming a map ask nothing.
-A click on a point is the tab's one event: the sentence and the corpus's model go into the input row and the page
+the explorer's cache, never a forward pass), a sentence's text, and a sentence by its text (a row of the Task tab's
+held-out table, when the sentence map is not on the page to answer it). Hovering, brushing and zooming a map ask
+nothing. A click on a point is the tab's one event: the sentence and the corpus's model go into the input row and the page
 analyzes it, then the host selects the layer, head and token in the attention views."""
 
 from __future__ import annotations
@@ -143,6 +144,10 @@ class CorpusTab:
             r = asked(request)
             return await lane.call(lambda session: self.sentence(r.get("corpus"), r.get("sentence")))
 
+        async def corpus_find(request):
+            r = asked(request)
+            return await lane.call(lambda session: corpus(r.get("corpus")).find(r.get("text"), r.get("pair")))
+
         async def corpus_search(request):
             r = asked(request)
 
@@ -158,7 +163,7 @@ class CorpusTab:
 
             return await lane.call(search)
 
-        return [corpus_summary, corpus_head, corpus_qk, corpus_sentences, corpus_sentence, corpus_search]
+        return [corpus_summary, corpus_head, corpus_qk, corpus_sentences, corpus_sentence, corpus_find, corpus_search]
 
     def sentence(self, name, sentence) -> dict:
         views = self.corpus(name)

@@ -6,12 +6,16 @@
 //   mountCorpus(container, source, state) -> { state(), set(patch), destroy() }
 //   source: { corpora: [info], problems: [sentences], summary(corpus, subset), head(corpus, layer, head),
 //     qkMap(corpus, layer, head), sentenceMap(corpus, layer, pooling) (bytes or base64), search(corpus, layer, k),
-//     selectedToken() -> text or null, open(target), onState(state) }, each async and rejecting with a sentence
+//     selectedToken() -> text or null, open(target), onState(state), find(corpus, text, pair) -> { sentence } },
+//     each async and rejecting with a sentence
 //   state: { corpus, view (heads | qk | search | sentences), layer, head, subset, versus, statistic, color,
-//     sentenceColor, sentenceLayer, pooling, searchLayer }
+//     sentenceColor, sentenceLayer, pooling, searchLayer, sentence (marked on the sentence map, or null) }
+// markText(text, pair) marks a sentence by its text (a row of the Task tab's held-out table): from the sentence
+// map's own texts when it is on the page (no request), else by asking source.find.
 // Strings from the corpus (sentences, pieces, tags, labels) are put in the page as text, never as markup.
 
-import { colorCategories, decodeCorpusMap, tokenInSentence, tokenOf, isKey } from "./corpus-data.mjs";
+import { colorCategories, decodeCorpusMap, sentenceIndex, sentenceKey, tokenInSentence, tokenOf, isKey }
+  from "./corpus-data.mjs";
 import { mountCanvasView } from "./corpus-shell.mjs";
 import { el } from "./dom.mjs";
 import { injectStyle } from "./style.mjs";
@@ -74,7 +78,15 @@ export function checkedState(info, asked = {}) {
     head: index("head", asked.head, info.heads, 0), subset: subset(asked.subset),
     versus: asked.versus ? subset(asked.versus) : null, statistic: asked.statistic || "entropy_ratio",
     color: COLORS[asked.color] ? asked.color : "kind", sentenceColor: "label", sentenceLayer: info.layers,
-    pooling: "cls", searchLayer: info.layers };
+    pooling: "cls", searchLayer: info.layers, sentence: null };
+  if (asked.sentence !== undefined && asked.sentence !== null) {
+    if (Number.isInteger(asked.sentence) && asked.sentence >= 0 && asked.sentence < info.sentences) {
+      state.sentence = asked.sentence;
+    } else {
+      problems.push(`This link marks sentence ${asked.sentence}, and the corpus has ${info.sentences} (0 to `
+        + `${info.sentences - 1}); none is marked.`);
+    }
+  }
   if (state.versus === "all" && state.subset === "all") state.versus = null;
   return { state, problems };
 }
@@ -252,9 +264,12 @@ function buildMapPane(ctx, kind) {
   const pane = el("div", { id: ctx.id(`corpus-pane-${kind}`) }, el("div", { class: "bv-controls" },
     ...mapControls(ctx, kind)), tools, legendBox, box, caption, listBox);
   const openPoint = (p) => ctx.openPoint(local.map, p);
+  // the sentence marked with the Task tab's held-out table (sentence maps only): its point, or null
+  const marked = () => (kind === "sentences" && local.map && state().sentence !== null
+    ? sentenceIndex(local.map).byId.get(state().sentence) ?? null : null);
   const view = mountCanvasView(box, pointMap, {
     label: kind === "qk" ? "Queries and keys of one head" : "Sentences", data: () => local.map,
-    state: () => ({ window: local.window, colors: local.colors, only: local.only }),
+    state: () => ({ window: local.window, colors: local.colors, only: local.only, marked: marked() }),
     height: (width) => Math.round(Math.min(ctx.narrow() ? 460 : 560, Math.max(300, width * 0.62))),
     drag: () => drag, onClick: (t) => openPoint(t.point),
     onBrush: (points) => (kind === "qk" ? brushList : sentenceList)(listBox, local.map, points, openPoint),
@@ -290,7 +305,17 @@ function buildMapPane(ctx, kind) {
     if (local.map && local.by !== by) recolor(by);
     view.refresh();
     if (local.arrived) { view.root.dataset.pictureMs = (performance.now() - local.arrived).toFixed(1); local.arrived = 0; }
+    reveal();
     caption.textContent = view.layout()?.caption || "";
+  }
+  let revealed = null;
+  /** A newly marked point in sight: the whole map when the window has lost it, the map scrolled to when on screen. */
+  function reveal() {
+    const l = view.layout(), p = marked();
+    if (!l || p === null || p === revealed) return;
+    revealed = p;
+    if (l.sx[p] < 0 || l.sy[p] < 0 || l.sx[p] > l.width || l.sy[p] > l.height) setWindow(null);
+    if (view.root.getClientRects?.().length) view.root.scrollIntoView?.({ block: "nearest" });
   }
   return { pane, sync: () => load(), view: () => view, map: () => local.map, destroy: () => view.destroy() };
 }
@@ -381,6 +406,23 @@ export function mountCorpus(container, source, asked = {}) {
     switchTo: (name) => { whole.destroy(); Object.assign(whole, mountCorpus(container, source, { corpus: name })); },
     openPoint: (map, p) => openPoint(ctx, map, p),
   };
+  let marking = 0;
+  /** Marks the sentence with this text on the sentence map (none when the corpus lacks it). */
+  async function markText(text, pair = "") {
+    const asked = ++marking;
+    const map = panes.sentences.map();
+    let sentence = null;
+    if (map) {
+      const p = sentenceIndex(map).byText.get(sentenceKey(text, pair));
+      sentence = p === undefined ? null : Number(map.sentenceIds[p]);
+    } else if (source.find) {
+      try { sentence = (await source.find(wanted.name, text, pair || null)).sentence ?? null; } catch (error) {
+        ctx.say(error.message);
+        return;
+      }
+    }
+    if (asked === marking && sentence !== current.sentence) ctx.set({ sentence });
+  }
   const parts = frame(container, ctx);
   const problems = [...(source.problems || []), ...first.problems];
   ctx.say(problems.join(" "));
@@ -400,7 +442,7 @@ export function mountCorpus(container, source, asked = {}) {
   }
   update();
   const whole = {
-    state: () => current, set: ctx.set, panes, showToken: () => panes.search.showToken(),
+    state: () => current, set: ctx.set, panes, showToken: () => panes.search.showToken(), markText,
     subscribe: (f) => { listeners.add(f); return () => listeners.delete(f); },
     destroy() { for (const p of Object.values(panes)) p.destroy(); parts.root.remove(); },
   };
@@ -415,6 +457,7 @@ function openPoint(ctx, map, p) {
     return ctx.source.open({ corpus: ctx.info.name, sentence: map.sentenceIds[map.sentence[t]],
       token: map.position[t], layer: s.layer, head: s.head, kind: isKey(map, p) ? "key" : "query" });
   }
+  ctx.set({ sentence: Number(map.sentenceIds[p]) }); // marked: the held-out table selects it too
   return ctx.source.open({ corpus: ctx.info.name, sentence: map.sentenceIds[p], token: null,
     layer: Math.max(0, s.sentenceLayer - 1), head: s.head });
 }

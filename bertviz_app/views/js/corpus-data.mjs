@@ -146,3 +146,27 @@ export function rampColor(t) {
   const c = stops[k].map((v, j) => Math.round(v + f * (stops[k + 1][j] - v)));
   return `#${c.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
 }
+
+/** A sentence as the Task tab's held-out table and a sentence map compare it: one space between words, none at
+ * the ends, a pair after " | " as the map's texts write it (corpus/browser.py `same_text` does the same). */
+export function sentenceKey(text, pair = "") {
+  const clean = (t) => String(t ?? "").replace(/\s+/g, " ").trim();
+  return clean(pair) ? `${clean(text)} | ${clean(pair)}` : clean(text);
+}
+
+const sentenceIndexes = new WeakMap();
+
+/** A sentence map's points by sentence id and by sentenceKey (the first point of a text), built once per map:
+ * { byId: Map, byText: Map }. */
+export function sentenceIndex(map) {
+  if (!sentenceIndexes.has(map)) {
+    const byId = new Map(), byText = new Map();
+    for (let i = 0; i < map.points; i++) {
+      byId.set(Number(map.sentenceIds[i]), i);
+      const key = sentenceKey(map.text(i));
+      if (!byText.has(key)) byText.set(key, i);
+    }
+    sentenceIndexes.set(map, { byId, byText });
+  }
+  return sentenceIndexes.get(map);
+}

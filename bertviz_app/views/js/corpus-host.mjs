@@ -5,13 +5,115 @@
 // corpus's model in the input row and analyzes, and this waits for the new views to select the layer, head and token.
 // Offline (a notebook's frame, corpus.save_html): corpusPage() mounts them from the data saved in the page, where a
 // click shows the sentence instead.
+// The Task tab's held-out table and the sentence map select together, by the sentence's text: a click on a row marks
+// its sentence on the map (corpus-app.mjs markText), and a sentence opened from the corpus views marks its row.
 
 import { mountCorpus } from "./corpus-app.mjs";
+import { sentenceKey } from "./corpus-data.mjs";
 import { ask, openHead, viewerIn } from "./gradio-host.mjs";
 import { readCorpusLink, writeCorpusLink } from "./permalink.mjs";
 
 const OPEN_WAIT_MS = 120000;
 const VIEWS_ROOT = "attention-host";
+const HELDOUT = "task-heldout"; // the Task tab's held-out table (app/tabs/task.py): gradio's grid of text cells
+const HELDOUT_CSS = `#${HELDOUT} [role=row][data-linked] [role=gridcell] { background: #fdd49e; }
+#${HELDOUT} [role=row][data-linked] [role=gridcell]:first-child { box-shadow: inset 4px 0 #e6550d; }`;
+
+/** The sentence of a row of the held-out table, { text, pair }: its "text" and "sentence B" cells, found by their
+ * columns' headers (a model without pairs has no "sentence B"). */
+export function heldoutRow(row, headers) {
+  const cells = [...row.querySelectorAll("[role=gridcell]")];
+  const at = (name) => cells.find((c) => Number(c.dataset.col) === headers.indexOf(name))?.textContent ?? "";
+  return { text: at("text"), pair: headers.includes("sentence B") ? at("sentence B") : "" };
+}
+
+/** The held-out table's row of one sentence, marked (data-linked) and scrolled into sight in the table's own box (a
+ * row out of sight looked for a box at a time). */
+export function heldoutLink(doc) {
+  let wanted = null, watched = null, watching = false, seeking = false;
+  const block = () => doc.getElementById(HELDOUT);
+  const grid = () => block()?.querySelector("[role=grid]") ?? null;
+  const headers = (g) => [...g.querySelectorAll("[role=columnheader]")].map((h) => h.getAttribute("title")
+    ?? h.textContent.trim());
+  function mark() {
+    const g = grid();
+    if (!g) return null;
+    const names = headers(g);
+    let found = null;
+    for (const row of g.querySelectorAll("[role=row][data-index]")) {
+      const { text, pair } = heldoutRow(row, names);
+      const on = wanted !== null && sentenceKey(text, pair) === wanted;
+      if (on) { found = row; row.dataset.linked = "true"; } else if (row.dataset.linked) delete row.dataset.linked;
+    }
+    return found;
+  }
+  // The table is drawn late (a tab not yet opened) and anew (a tab shown again, another model's rows), and draws
+  // only the rows in sight, reusing them as it scrolls: one watch on the page puts the mark back after each change
+  // inside the table, and looks for a row when the table comes into sight. It starts with the first mark.
+  function watch() {
+    if (watching || !doc.body) return;
+    watching = true;
+    const seen = new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) reveal(); });
+    const follow = () => {
+      const b = block();
+      if (b !== watched) {
+        if (watched) seen.unobserve(watched);
+        watched = b;
+        if (b) seen.observe(b);
+      }
+      return b;
+    };
+    new MutationObserver((records) => {
+      const b = follow();
+      // only children change inside the table here, never an attribute we set: no loop
+      if (b && wanted !== null && records.some((r) => b.contains(r.target))) mark();
+    }).observe(doc.body, { childList: true, subtree: true, characterData: true });
+    follow();
+    if (!doc.getElementById("bv-heldout-link-style")) {
+      const style = doc.createElement("style");
+      style.id = "bv-heldout-link-style";
+      style.textContent = HELDOUT_CSS;
+      doc.head.append(style);
+    }
+  }
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+  async function reveal() {
+    const g = grid();
+    if (!g || wanted === null || seeking || !g.getClientRects().length) return;
+    seeking = true;
+    try {
+      let row = mark();
+      const scan = scroller(g.querySelector("[role=row][data-index]"));
+      for (let top = 0; !row && scan && top < scan.scrollHeight; top += Math.max(40, scan.clientHeight * 0.8)) {
+        scan.scrollTop = top;
+        await frame();
+        await frame();
+        row = mark();
+      }
+      if (row && scan) {
+        const r = row.getBoundingClientRect(), b = scan.getBoundingClientRect();
+        if (r.top < b.top || r.bottom > b.bottom) scan.scrollTop += r.top - b.top - (b.height - r.height) / 2;
+      }
+    } finally { seeking = false; }
+  }
+  return {
+    /** Marks the row of this sentence (text, pair), or none. */
+    select(text, pair) { wanted = text === null ? null : sentenceKey(text, pair); watch(); mark(); reveal(); },
+    /** The sentence of the row a cell is in, { text, pair }, or null. */
+    rowOf(cell) {
+      const g = grid(), row = cell.closest("[role=row][data-index]");
+      return g && row ? heldoutRow(row, headers(g)) : null;
+    },
+  };
+}
+
+/** The nearest box around `el` that scrolls up and down. */
+function scroller(el) {
+  for (let e = el?.parentElement; e; e = e.parentElement) {
+    if (e.scrollHeight > e.clientHeight + 1 && /(auto|scroll)/.test(getComputedStyle(e).overflowY)) return e;
+  }
+  return null;
+}
 
 /** The sentence's analysis, once the attention views show it: { viewer, input } (throws a sentence on a refusal or
  * when it takes too long). */
@@ -38,6 +140,7 @@ export function selectTarget(viewer, target) {
 /** The app's source (corpus-app.mjs) from the host's server functions. deps: { doc, location, history, sleep }. */
 export function appSource(value, server, trigger, deps) {
   const { doc, location, history, sleep } = deps;
+  const heldout = deps.heldout ?? { select() {} };
   const current = () => viewerIn(VIEWS_ROOT, doc);
   return {
     corpora: value.corpora || [], problems: value.problems || [],
@@ -45,6 +148,7 @@ export function appSource(value, server, trigger, deps) {
     head: (corpus, layer, head) => ask(server, "corpus_head", { corpus, layer, head }),
     qkMap: (corpus, layer, head) => ask(server, "corpus_qk", { corpus, layer, head }),
     sentenceMap: (corpus, layer, pooling) => ask(server, "corpus_sentences", { corpus, layer, pooling }),
+    find: (corpus, text, pair) => ask(server, "corpus_find", { corpus, text, pair }),
     async search(corpus, layer, k) {
       const now = current();
       if (!now) throw new Error("Analyze an input first, then select one of its tokens to search for.");
@@ -63,6 +167,7 @@ export function appSource(value, server, trigger, deps) {
     },
     async open(target) {
       const info = await ask(server, "corpus_sentence", { corpus: target.corpus, sentence: target.sentence });
+      heldout.select(info.text, info.pair);
       let now = current();
       const same = now && now.input.a === info.text && (now.input.b || "") === (info.pair || "")
         && now.input.model === info.model;
@@ -83,13 +188,21 @@ export function appSource(value, server, trigger, deps) {
 /** Runs the app's corpus host: mounts the corpus views once, at the state the address asks for. */
 export function startCorpusHost({ element, props, server, trigger }, deps) {
   const box = element.querySelector(".bv-corpus-host");
-  const source = appSource(props.value || {}, server, trigger, deps);
+  const heldout = heldoutLink(deps.doc);
+  const source = appSource(props.value || {}, server, trigger, { ...deps, heldout });
   const asked = readCorpusLink(deps.location.search) || {};
   const mounted = mountCorpus(box, source, asked);
   // The search pane names the token selected in the views; it follows the views' selection. A row of the Tokens
   // tab's table (one row per token, in order) selects its token in the views, for a search.
   const follow = () => mounted.showToken?.();
   deps.doc.addEventListener("click", (event) => {
+    // a row of the Task tab's held-out table (which analyzes it) marks its sentence on the sentence map, and itself
+    const cell = event.target.closest?.(`#${HELDOUT} [role=gridcell]`);
+    const picked = cell ? heldout.rowOf(cell) : null;
+    if (picked?.text.trim()) {
+      heldout.select(picked.text, picked.pair);
+      mounted.markText(picked.text, picked.pair);
+    }
     const row = event.target.closest?.("#token-table tbody tr");
     const now = row ? viewerIn(VIEWS_ROOT, deps.doc) : null;
     if (now && row.sectionRowIndex < now.viewer.payload.length) now.viewer.selection.set({ token: row.sectionRowIndex });

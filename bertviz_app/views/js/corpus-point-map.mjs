@@ -63,8 +63,9 @@ function drawOrder(map) {
 
 /**
  * layout(map, state, size) -> { width, height, window, scale, sx, sy (Float32Array screen positions), visible,
- *   pixels { width, height, data } (dpr times the box), grid, colors, drawn }
- * state: { window, colors (corpus-data colorCategories), only (a category's index to show alone, or null) }
+ *   pixels { width, height, data } (dpr times the box), grid, colors, drawn, chosen ({ point } or null) }
+ * state: { window, colors (corpus-data colorCategories), only (a category's index to show alone, or null), marked
+ *   (a point ringed while nothing is hovered: the sentence selected with the Task tab's held-out table, or null) }
  * size: { width, height, dpr }
  */
 export function layout(map, state, size) {
@@ -85,10 +86,12 @@ export function layout(map, state, size) {
   const order = drawOrder(map);
   const pixels = paintPoints({ sx, sy, order, width, height, dpr, colors, only, zoom: window.zoom, n });
   const grid = buildGrid(sx, sy, width, height, colors, only);
+  const marked = state.marked ?? null;
   const out = { width, height, window, scale, aspect, sx, sy, pixels, grid, colors, only, map,
     drawn: `${map.kind}:${map.header.layer ?? ""}:${map.header.head ?? ""}:${grid.count}`,
-    caption: caption(map, grid.count) };
-  out.geometry = { points: landmarks(out) };
+    caption: caption(map, grid.count), chosen: marked === null ? null : { point: marked } };
+  out.geometry = { points: landmarks(out),
+    marked: marked === null ? null : [marked, Math.round(sx[marked] * 10) / 10, Math.round(sy[marked] * 10) / 10] };
   return out;
 }
 

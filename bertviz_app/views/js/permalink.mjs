@@ -68,8 +68,8 @@ function dropped(q, names) {
 
 // The corpus views' state (corpus-app.mjs) travels beside the attention views' under keys of its own, so that each
 // writer keeps the other's: ?corpus=<name>&cview=<heads|qk|search|sentences>&clayer=<l>&chead=<h>&subset=<kind:name>
-// &versus=<kind:name>&color=<kind|position|tag|word>
-export const CORPUS_KEYS = ["corpus", "cview", "clayer", "chead", "subset", "versus", "color"];
+// &versus=<kind:name>&color=<kind|position|tag|word>&csentence=<the sentence marked on the sentence map>
+export const CORPUS_KEYS = ["corpus", "cview", "clayer", "chead", "subset", "versus", "color", "csentence"];
 
 /** The corpus views' state a query string asks for (only what it holds; numbers as written, for the views to check
  * against the corpus: an out-of-range head is one sentence there), or null when it names no corpus view. */
@@ -79,7 +79,7 @@ export function readCorpusLink(search) {
   const int = (name) => (q.has(name) && /^-?\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
   const state = { corpus: q.get("corpus") ?? undefined, view: q.get("cview") ?? undefined, layer: int("clayer"),
     head: int("chead"), subset: q.get("subset") ?? undefined, versus: q.get("versus") ?? undefined,
-    color: q.get("color") ?? undefined };
+    color: q.get("color") ?? undefined, sentence: int("csentence") };
   return Object.fromEntries(Object.entries(state).filter(([, v]) => v !== undefined));
 }
 
@@ -94,5 +94,6 @@ export function writeCorpusLink(search, state) {
   if (state.subset && state.subset !== "all") q.set("subset", state.subset);
   if (state.versus) q.set("versus", state.versus);
   if (state.color && state.color !== "kind") q.set("color", state.color);
+  if (state.sentence !== null && state.sentence !== undefined) q.set("csentence", String(state.sentence));
   return q.toString();
 }
