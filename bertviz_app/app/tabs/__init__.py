@@ -11,6 +11,7 @@ from .hidden import HiddenTab
 from .masked_lm import MaskedLMTab
 from .model_info import ModelTab
 from .next_sentence import NextSentenceTab
+from .pretrain import PretrainTab
 from .task import TaskTab
 from .timeline import TimelineTab
 from .tokens import TokensTab
@@ -24,6 +25,7 @@ TABS: tuple[type[Tab], ...] = (
     TaskTab,
     TimelineTab,
     FineTuneTab,
+    PretrainTab,
     BeyondTab,
     CompareTab,
     ModelTab,
