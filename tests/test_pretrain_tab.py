@@ -85,11 +85,14 @@ def test_a_tiny_pretraining_shows_each_snapshot_and_joins_the_model_lists_when_s
     assert lane is page.tabs["finetune-tab"].lane  # one lane for both tabs
     tab.start("animals.txt", "tiny", 2, "The [MASK] sat on the mat.")
     _until(lambda: (lane.snapshot().timeline or {}).get("count", 0) >= 3, "three snapshots")
-    status, figure, top5, views, start, stop, timer, seen, *lists = tab.poll((1, None, None))
+    status, figure, top5, key, start, stop, timer, seen, *lists = tab.poll((1, None, None))
     assert "Pretraining" in status and "step" in status and list(figure.data[0].x)
     assert top5.startswith("**Top 5 for [MASK] at step") and top5.count("%") == 5
-    key = seen[2]
-    assert views["key"] == f"{lane.snapshot().job.name}\u00000" and len(views["timeline"]["steps"]) >= 3
+    name, count = key.split("\u0000")
+    assert name == lane.snapshot().job.name and int(count) >= 3 and seen[2] == key
+    # the views: every snapshot so far, keyed by the run and the input (the slider grows in place)
+    views = tab.views_value(key)
+    assert views["key"] == f"{name}\u00000" and len(views["timeline"]["steps"]) >= int(count)
     assert views["timeline"]["input"]["text"] == "The [MASK] sat on the mat."  # the class's sentence: input 0
     assert not start.interactive and timer.active  # Stop's state: this direct call is nobody's page
     # a second start, from either tab, while one runs: one sentence, the running one untouched
@@ -99,9 +102,9 @@ def test_a_tiny_pretraining_shows_each_snapshot_and_joins_the_model_lists_when_s
     assert lane.snapshot().job == running and lane.snapshot().running
     # the Fine-tune tab says what the lane is doing
     assert "busy pretraining" in page.tabs["finetune-tab"].poll(None)[0]
-    # the same snapshots again: the views are not sent again
-    if lane.snapshot().timeline["count"] == key[1]:
-        assert isinstance(tab.poll(seen)[3], type(gr.skip()))
+    # a page that shows the latest snapshots is not sent them again
+    latest = (seen[0], seen[1], tab._views_key(lane.snapshot()))
+    assert isinstance(tab.poll(latest)[3], type(gr.skip())) or lane.snapshot().timeline["count"] > int(count)
     assert "Cancelling" in tab.cancel(None)
     assert lane.wait(120)
     p = lane.snapshot()

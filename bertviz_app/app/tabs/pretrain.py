@@ -119,7 +119,7 @@ class PretrainTab(FineTuneTab):
         self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
         self._drawn = None  # (progress version, figure)
-        self._views: tuple[tuple, dict] | None = None  # ((job name, snapshots), the views' value)
+        self._views: tuple[str, dict] | None = None  # (views key, the views' value)
         self._polls: dict[str, tuple[float, int]] = {}
         self._polls_lock = threading.Lock()
         self._refusals: dict[str | None, str] = {}
@@ -150,6 +150,11 @@ class PretrainTab(FineTuneTab):
             self.curve = gr.Plot(label="Training loss", scale=5, elem_id="pretrain-curve")
             self.top5 = gr.Markdown("", elem_id="pretrain-top5")
         self.views = page.host.component("pretrain-views", id_prefix="pt-")
+        # Which snapshots the views should show ("name\0count"): the poll changes this hidden box, and its change
+        # sends the views. The views themselves are never in the poll's outputs: an unchanged output is gr.skip(),
+        # and a gr.skip() given to a views host made gradio's front end drop its props (its id prefix: the views
+        # then took the ids of the views under the input).
+        self.views_key = gr.Textbox("", visible=False, elem_id="pretrain-views-key")
         self.timer = gr.Timer(POLL_S, active=False)
         self.seen = gr.State((len(page.models.names), False, None))  # (models listed, running, views shown)
 
@@ -199,7 +204,7 @@ class PretrainTab(FineTuneTab):
         page = getattr(request, "session_hash", None) or (f"address {client_address(request)}" if request else None)
         shown = self._last_poll(page)
         if shown is None:
-            return (gr.skip(),) * (9 + len(self._pickers))
+            return (gr.skip(),) * (8 + len(self._pickers))
         p = self.lane.snapshot()
         mine = p.running and self.lane.started_by(getattr(request, "session_hash", None))
         names = self.page.models.names
@@ -209,8 +214,8 @@ class PretrainTab(FineTuneTab):
         switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
                     if running != (p.running, mine) else (gr.skip(),) * 3)
         drawn = ((gr.skip(),) * 3 if shown == p.version else (status_text(p), self._figure(p), top5_text(p)))
-        key, value = self._views_value(p)
-        view = gr.skip() if key == views else value
+        key = self._views_key(p)
+        view = gr.skip() if key == views else key
         if page is not None:
             with self._polls_lock:
                 self._polls[page] = (self._polls[page][0], p.version)
@@ -221,19 +226,25 @@ class PretrainTab(FineTuneTab):
             self._drawn = (p.version, curve(p))
         return self._drawn[1]
 
-    def _views_value(self, p: Progress) -> tuple[tuple | None, dict]:
-        """(what it shows, the views' value) of the lane's pretraining: built once per new snapshot for every page."""
-        if not isinstance(p.job, PretrainJob) or not p.timeline:
-            return None, NO_VIEWS
-        key = (p.job.name, p.timeline["count"])
+    @staticmethod
+    def _views_key(p: Progress) -> str:
+        return f"{p.job.name}\u0000{p.timeline['count']}" if isinstance(p.job, PretrainJob) and p.timeline else ""
+
+    def views_value(self, key=None) -> dict:
+        """The views' value of the lane's pretraining, every snapshot so far (keyed by the run: the slider grows in
+        place), built once per new snapshot for every page."""
+        p = self.lane.snapshot()
+        key = self._views_key(p)
+        if not key:
+            return NO_VIEWS
         if self._views is None or self._views[0] != key:
             try:
                 value = timeline_value(open_timeline(p.job.output), 0, p.job.name)
             except (OSError, ValueError) as err:  # the folder went (a failed run removes it): nothing to show
                 log.warning("pretraining timeline of %s unreadable: %s", p.job.name, err)
-                return None, NO_VIEWS
+                return NO_VIEWS
             self._views = (key, value)
-        return self._views
+        return self._views[1]
 
     def _join(self, job: PretrainJob, folder: Path):
         """Load the checkpoint at the last step as the other models were loaded and offer it in every model list."""
@@ -275,9 +286,11 @@ class PretrainTab(FineTuneTab):
         self.cancel_button.click(self.cancel, None, [self.status], **api("pretrain_stop"), **quiet)
         self.timer.tick(self.poll, [self.seen], outputs, **api("pretrain_progress"), **quiet)
         self.page.items[self.id].select(self.poll, [self.seen], outputs, **api("pretrain_progress", False), **quiet)
+        self.views_key.change(self.views_value, [self.views_key], [self.views], **api("pretrain_views", False),
+                              **quiet)
 
     def _poll_outputs(self) -> list:
-        return [self.status, self.curve, self.top5, self.views, self.start_button, self.cancel_button, self.timer,
+        return [self.status, self.curve, self.top5, self.views_key, self.start_button, self.cancel_button, self.timer,
                 self.seen, *self._pickers]
 
     def after_analysis(self, event: Gate, public: bool) -> None:
