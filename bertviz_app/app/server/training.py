@@ -439,7 +439,6 @@ class TrainingLane:
             # server went from 456 MiB to 1432 after a short training of the default model, and to 644 with this.
             release_freed_memory()
 
-
     def _pretrain(self, job: PretrainJob, on_trained: Callable) -> None:
         """(In the lane's thread.) Read the text, train until the minutes are up or a stop, and offer the model at its
         last step; stopped while the text was read, nothing is kept."""
