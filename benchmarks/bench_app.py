@@ -19,7 +19,8 @@ tokens; issue #19: 50 visitors at once p95 <= 1 s, and a new 512-token input dra
 
 `--train-beside`: the server also fine-tunes (`--allow-training --data` a CSV of 3,000 labelled sentences, 5 epochs,
 started through the Fine-tune tab's own event); the visitors' burst begins once its first steps are done and the
-training is cancelled after it (issue #31: p95 <= 1.5 s with a training beside).
+training is cancelled after it (issue #31: p95 <= 1.5 s with a training beside). `--train-beside pretrain`: the
+Pretrain tab's `classroom` BERT from scratch on the built-in fortunes instead, snapshots and all (issue #34).
 
 A classroom server is rarely alone on its machine: `--contention N` times new 32-token inputs in process with N
 busy processes beside it, one and two torch threads alternating input by input (the served default, --threads, is
@@ -142,8 +143,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=limits.CONCURRENCY,
                         help="the server's --concurrency (default: the served default)")
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--train-beside", action="store_true",
-                        help="the server fine-tunes through the visitors' burst (--allow-training --data)")
+    parser.add_argument("--train-beside", nargs="?", const="finetune", choices=("finetune", "pretrain"),
+                        help="the server fine-tunes (--allow-training --data), or with 'pretrain' pretrains the "
+                             "Pretrain tab's classroom BERT, through the visitors' burst")
     parser.add_argument("--client", choices=("page", "gradio_client"), default="page",
                         help="how the --clients visitors ask: as the page does (queue/join and the event stream, "
                              "light) or through gradio_client (~13 ms of CPU per request on the same cores)")
@@ -303,9 +305,9 @@ def training_data(folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def training_running(url: str):
-    """A training started as the Fine-tune tab starts it, under way (its first steps done) for the `with` block, then
-    cancelled."""
+def training_running(url: str, kind: str = "finetune"):
+    """A training started as the Fine-tune (or Pretrain) tab starts it, under way (its first steps done) for the
+    `with` block, then cancelled."""
     import httpx
 
     config = httpx.get(url + "config", timeout=60).json()
@@ -319,17 +321,22 @@ def training_running(url: str):
         answer.raise_for_status()
         return answer.json()["data"]
 
-    status = call("finetune_start", [value["finetune-data"], value["finetune-base"], 5, "5e-5", False])[0]
+    if kind == "pretrain":
+        status = call("pretrain_start", [value["pretrain-data"], "classroom", 10, "The capital of France is [MASK]."])[0]
+        started = lambda s: "**step " in s and "**step 0**" not in s  # noqa: E731
+    else:
+        status = call("finetune_start", [value["finetune-data"], value["finetune-base"], 5, "5e-5", False])[0]
+        started = lambda s: "step" in s and "step 0 " not in s  # noqa: E731
     deadline = time.monotonic() + 600
-    while not isinstance(status, str) or "step" not in status or "step 0 " in status:
+    while not isinstance(status, str) or not started(status):
         if time.monotonic() > deadline or "could not run" in str(status):
             raise RuntimeError(f"the training did not start: {status}")
         time.sleep(1)
-        status = call("finetune_progress", [None])[0]
+        status = call(f"{kind}_progress", [None])[0]
     try:
         yield status
     finally:
-        call("finetune_cancel", [])
+        call("pretrain_stop" if kind == "pretrain" else "finetune_cancel", [])
 
 
 def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
@@ -373,7 +380,8 @@ def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
     ok = served and not errors and percentile(latencies, 0.95) <= bound
     p50, p95 = (f"{percentile(latencies, q):.2f} s" if latencies else "-" for q in (0.5, 0.95))
     who = "browser-like visitors" if fn_index is not None else "gradio_client visitors"
-    beside = ", a fine-tuning training beside them" if args.train_beside else ""
+    beside = {"finetune": ", a fine-tuning training beside them", "pretrain": ", a pretraining from scratch beside them",
+              None: ""}[args.train_beside]
     return [(f"{args.clients} visitors x 3 new inputs at once, through the server ({who}: {len(latencies)} served, "
              f"{len(errors)} errors, {wall:.1f} s wall, the visitors' CPU {cpu:.1f} s{beside})", p50, p95,
              f"all served, p95 <= {bound:g} s", "yes" if ok else "NO")]
@@ -473,11 +481,13 @@ def main() -> None:
     try:
         extra = ("--max-tokens", "512") if args.browser and args.long else ()
         data_folder = tempfile.TemporaryDirectory()
-        if args.train_beside:
+        if args.train_beside == "finetune":
             extra += ("--allow-training", "--data", str(training_data(Path(data_folder.name))))
+        elif args.train_beside == "pretrain":
+            extra += ("--allow-training",)
         server = start_server(port, args.server_threads, args.concurrency, server_log, args.device, extra)
         if args.clients:
-            with training_running(url) if args.train_beside else contextlib.nullcontext():
+            with training_running(url, args.train_beside) if args.train_beside else contextlib.nullcontext():
                 rows += concurrent_visitors(url, explorer.name, args)
         if args.browser:
             rows += in_the_browser(url, args)

@@ -82,6 +82,9 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                    help="a labelled file the Fine-tune tab offers beside the built-in recipes (CSV/TSV/JSONL with "
                         "text and label columns, CoNLL, SQuAD JSON); repeat for several. Visitors pick it by name, "
                         "never send a file")
+    p.add_argument("--pretrain-data", action="append", metavar="FILE", default=[],
+                   help="a UTF-8 text (one sentence per line, a blank line between documents) the Pretrain tab offers "
+                        "beside its built-in one, Debian's fortunes; repeat for several")
     p.add_argument("--max-training-minutes", type=float, default=limits.TRAINING_MINUTES,
                    help="a training started in the Fine-tune tab stops after this many minutes, as Cancel stops it "
                         "(the best complete epoch is kept); 0: no bound. `kill -USR1 <server pid>` stops the one "
@@ -357,6 +360,7 @@ def is_loopback(host: str) -> bool:
 def training_settings(args: argparse.Namespace):
     """The Fine-tune tab's rule: on where only this machine reaches the server, else only with --allow-training;
     the --data files checked before anything loads."""
+    from .app.server.pretraining import text_problem
     from .app.server.training import TrainingSettings, file_task
 
     for name in args.data:
@@ -366,9 +370,14 @@ def training_settings(args: argparse.Namespace):
             file_task(Path(name).expanduser())
         except (ValueError, OSError) as err:
             raise UsageError(str(err)) from None
+    for name in args.pretrain_data:
+        problem = text_problem(Path(name).expanduser()) if Path(name).expanduser().is_file() else "no such file"
+        if problem:
+            raise UsageError(f"--pretrain-data {name}: {problem}")
     return TrainingSettings.for_server(args.host, is_loopback(args.host), args.share, args.allow_training,
                                        [str(Path(n).expanduser().resolve()) for n in args.data], args.cache_mb,
-                                       proxied=args.behind_proxy, max_minutes=args.max_training_minutes)
+                                       proxied=args.behind_proxy, max_minutes=args.max_training_minutes,
+                                       pretrain_files=[str(Path(n).expanduser().resolve()) for n in args.pretrain_data])
 
 
 def install_training_stop():

@@ -400,6 +400,10 @@ PRESETS: dict[str, dict] = {
     # Small enough that a full forward and backward pass takes milliseconds; for tests.
     "tiny": dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                  intermediate_size=64, max_position_embeddings=64),
+    # The Pretrain tab's: small enough to learn visibly on 2 CPU cores within a class period (README, "Pretraining
+    # live, in class", has what it measured).
+    "classroom": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+                      max_position_embeddings=64),
     "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
     "large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),

@@ -48,35 +48,17 @@ import tarfile
 from html.parser import HTMLParser
 from pathlib import Path
 
+from bertviz_app.corpus.fortunes import FORTUNES, fortunes, is_heldout  # one home: the Pretrain tab reads them too
 from bertviz_app.corpus.sources import is_prose, split_sentences  # one home: the corpus engine reads prose too
 
-FORTUNES = Path("/usr/share/games/fortunes")
 WORDNET = Path("/usr/share/wordnet")
 GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
 PYTHON_DOC = Path("/usr/share/doc/python3.11/html")
 PACKAGES = ("fortunes", "fortunes-min", "wordnet-base", "dict-gcide", "python3-doc")
-# Fortune files that are pictures or lists rather than prose.
-FORTUNE_SKIP = {"art", "ascii-art", "zippy", "startrek", "linuxcookie", "debian", "perl"}
 
 # ------------------------------------------------------------------------------------------------------------------
 # Sources
 # ------------------------------------------------------------------------------------------------------------------
-def fortunes() -> list[list[str]]:
-    documents = []
-    for path in sorted(FORTUNES.iterdir()):
-        if path.suffix or not path.is_file() or path.name in FORTUNE_SKIP:
-            continue  # .dat indexes, .u8 links
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for cookie in re.split(r"^%\s*$", text, flags=re.MULTILINE):
-            # Attribution lines ("-- Mark Twain") and indented verse markers are not prose.
-            lines = [ln for ln in cookie.splitlines() if not re.match(r"^\s*--", ln)]
-            body = " ".join(ln.strip() for ln in lines)
-            sentences = split_sentences(body)
-            if sentences:
-                documents.append(sentences)
-    return documents
-
-
 def wordnet() -> list[list[str]]:
     """One document per synset: '<lemma>: <definition>.' then each usage example as a sentence."""
     documents = []
@@ -283,11 +265,6 @@ def fetch(sources: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-def is_heldout(document: list[str], percent: float) -> bool:
-    digest = hashlib.md5("\n".join(document).encode("utf-8")).digest()
-    return int.from_bytes(digest[:4], "big") < percent / 100 * 2 ** 32
-
-
 def package_versions() -> dict[str, str]:
     versions = {}
     for package in PACKAGES:

@@ -215,13 +215,16 @@ def test_a_body_under_the_limit_still_reaches_gradio(server, events, model_name)
 # a learning rate. None runs the model in the event; the lane's thread trains and loads the result.
 FINE_TUNE_EVENTS = {"finetune_start", "finetune_cancel", "finetune_progress", "_finetune_progress",
                     "_finetune_progress_load", "_finetune_rate"}
+# The Pretrain tab's, in the same lane; its views are read from the training's timeline files, never computed
+PRETRAIN_EVENTS = {"pretrain_start", "pretrain_stop", "pretrain_progress", "_pretrain_progress",
+                   "_pretrain_progress_load", "_pretrain_views"}
 # None of these runs the model: fill in an example, add one to the seed, fill the boxes from a permalink, copy the
 # input into Compare, put back the silencing hint, put a held-out example in the boxes (the Task tab), say why a
 # fill-mask text, the logit lens or the Fine-tune tab's try box was refused, and the two buttons and steps done in the browser
 # (copy link, presenter, whether a tab computes). By handler: gradio names a handler's later uses `_1`, `_2`...
 UNQUEUED = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
             "_task_pick_heldout", "_stale_notice", "_fill_mask_refused", "_lens_refused", "_finetune_try_refused",
-            "js_fn", *FINE_TUNE_EVENTS}
+            "js_fn", *FINE_TUNE_EVENTS, *PRETRAIN_EVENTS}
 
 
 def test_every_event_that_can_run_the_model_is_queued(server):
@@ -234,7 +237,7 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 # from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons.
 NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
                    "_lens_range", "_show", "_stale_notice", "_fill_mask_refused", "_lens_refused",
-                   "_finetune_try_refused", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS}
+                   "_finetune_try_refused", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS, *PRETRAIN_EVENTS}
 
 
 def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served, explorers):
@@ -1038,16 +1041,17 @@ def test_a_page_polling_the_training_without_pause_is_refused_before_gradio():
     assert len(reached) == 4 + 2 + 2 + 4
 
 
-def test_the_page_s_own_polls_pass_the_poll_rate(served):
-    """The timer's poll, once a second from one page, is never refused."""
+@pytest.mark.parametrize("tab", ["finetune", "pretrain"])
+def test_the_page_s_own_polls_pass_the_poll_rate(served, tab):
+    """The timer's poll, once a second from one page, is never refused; a flood is."""
     url, demo = served
-    poll = next(i for i, fn in demo.fns.items() if fn.api_name == "finetune_progress")
+    poll = next(i for i, fn in demo.fns.items() if fn.api_name == f"{tab}_progress")
     with httpx.Client(base_url=url) as page:
         for _ in range(4):
             answer = page.post("gradio_api/run/predict", json={"fn_index": poll, "data": [None],
-                                                               "session_hash": "timer"})
+                                                               "session_hash": f"timer-{tab}"})
             assert answer.status_code == 200, answer.text
             time.sleep(0.5)
         fast = [page.post("gradio_api/run/predict", json={"fn_index": poll, "data": [None],
-                                                          "session_hash": "flood"}).status_code for _ in range(12)]
+                                                          "session_hash": f"flood-{tab}"}).status_code for _ in range(12)]
     assert fast.count(429) >= 6 and "too often" not in str(fast)

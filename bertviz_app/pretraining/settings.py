@@ -32,7 +32,7 @@ class PretrainSettings:
         None, "held-out text file for evaluation (default: CORPUS/heldout.txt when CORPUS is a folder)")
     init: str = setting("scratch", "'scratch' for random weights, or a checkpoint folder to continue from (heads it "
                         "lacks are newly initialized)")
-    preset: str = setting("mini", "model size with --init scratch", choices=("tiny", "mini", "base", "large"))
+    preset: str = setting("mini", "model size with --init scratch", choices=("tiny", "classroom", "mini", "base", "large"))
     tokenizer: str | os.PathLike | None = setting(
         None, "tokenizer folder (default: the --init folder, or the default model's tokenizer with --init scratch)")
     steps: int = setting(10_000, "total optimizer steps", check=_whole(1), why="--steps must be 1 or more")

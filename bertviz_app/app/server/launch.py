@@ -108,7 +108,8 @@ def middleware(demo: gr.Blocks, max_body_bytes: int, auth: bool) -> list[Middlew
                     Middleware(guards.CallErrors),
                     Middleware(guards.EventCalls, events=functools.partial(gradio_internals.events, demo)),
                     Middleware(polls.PollRate, polls=functools.partial(gradio_internals.events_named, demo,
-                                                                       ("finetune_progress", "_finetune_progress")))]
+                                                                       ("finetune_progress", "_finetune_progress",
+                                                                        "pretrain_progress", "_pretrain_progress")))]
 
 
 @contextlib.contextmanager

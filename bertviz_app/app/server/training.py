@@ -38,6 +38,8 @@ import torch
 from ... import limits
 from ...explorer import release_freed_memory
 from ...finetuning import RECIPES, RecipeError, cache_dir, finetune
+from ...pretraining import latest_checkpoint, run_pretrain
+from .pretraining import BUILTIN_TEXT, PretrainJob, builtin_corpus, heldout_score, timeline_lines
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -136,24 +138,27 @@ class TrainingSettings:
     # Whether others can reach the server: then each page and each client address may start only so many trainings
     # an hour (StartBudget); where only this machine can, its one visitor is the operator.
     shared: bool = True
+    pretrain_files: tuple[str, ...] = ()  # texts the Pretrain tab offers beside the built-in one (--pretrain-data)
 
     @classmethod
     def for_server(cls, host: str, loopback: bool, share: bool, allow: bool, data_files: Sequence[str] = (),
                    cache_mb: float = limits.CACHE_MB, proxied: bool = False,
-                   max_minutes: float = limits.TRAINING_MINUTES) -> "TrainingSettings":
+                   max_minutes: float = limits.TRAINING_MINUTES,
+                   pretrain_files: Sequence[str] = ()) -> "TrainingSettings":
         """On where only this machine can reach the server, or where the operator allowed it. Behind a reverse proxy
         (--behind-proxy) the server listens on 127.0.0.1 but the proxy's visitors reach it: not private. The starts
         are counted wherever the operator allowed training (--allow-training: for others), or others can reach it."""
         private = loopback and not share and not proxied
         if allow or private:
-            return cls(True, "", tuple(map(str, data_files)), cache_mb, max_minutes, shared=allow or not private)
+            return cls(True, "", tuple(map(str, data_files)), cache_mb, max_minutes, shared=allow or not private,
+                       pretrain_files=tuple(map(str, pretrain_files)))
         reach = ("it is open through a public --share link" if share else
                  "a reverse proxy forwards other machines' visitors to it (--behind-proxy)" if proxied else
                  f"it listens on {host}, an address other machines can reach")
         return cls(False, f"Fine-tuning is off on this server: {reach}, a training takes its processor for minutes, "
                           "and anyone who reaches it could start one. Whoever runs the server can turn it on with "
                           "`--allow-training`; on 127.0.0.1 it is on by default.",
-                   tuple(map(str, data_files)), cache_mb, max_minutes)
+                   tuple(map(str, data_files)), cache_mb, max_minutes, pretrain_files=tuple(map(str, pretrain_files)))
 
 
 # --- how many trainings a page and an address may start ----------------------------------------------------------
@@ -241,6 +246,9 @@ class Progress:
     seconds: float = 0.0
     first_step: float | None = None  # `seconds` at the first step: the time left is measured from there
     version: int = 0  # one more at every change: a page that has drawn this version needs nothing new
+    # a pretraining's latest snapshot: {"count", "step", "masks" (the class's sentence's top-5 at each [MASK]), "roles"}
+    timeline: dict | None = None
+    heldout: dict | None = None  # a pretraining's held-out masked-token score at its end, when its text has one
 
     @property
     def running(self) -> bool:
@@ -266,7 +274,7 @@ class TrainingLane:
         with self._lock:
             return copy.deepcopy(self._progress)
 
-    def start(self, job: Job, on_trained: Callable[[Job, Path], str | tuple[str, str | None]],
+    def start(self, job: Job | PretrainJob, on_trained: Callable[[Job, Path], str | tuple[str, str | None]],
               owner: str | None = None) -> None:
         """Raises ValueError while another training runs, and for a recipe whose data could not be fetched lately."""
         with self._lock:
@@ -379,6 +387,9 @@ class TrainingLane:
         # gradio workers' forward passes must not inherit the lane's one thread
         threads = torch.get_num_threads()
         try:
+            if isinstance(job, PretrainJob):
+                self._pretrain(job, on_trained)
+                return
             result = finetune(job.data.task, job.data.source, job.output, model=job.base_source,
                               epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
                               device=job.device, threads=self.threads, seeds=job.seeds, progress=False,
@@ -427,6 +438,58 @@ class TrainingLane:
             # The optimizer's state, the gradients and the activations were freed, but glibc keeps the pages: a
             # server went from 456 MiB to 1432 after a short training of the default model, and to 644 with this.
             release_freed_memory()
+
+    def _pretrain(self, job: PretrainJob, on_trained: Callable) -> None:
+        """(In the lane's thread.) Read the text, train until the minutes are up or a stop, and offer the model at its
+        last step; stopped while the text was read, nothing is kept."""
+        self._update(message="reading the text, then making a BERT with random weights ...")
+        corpus = builtin_corpus() if job.data.source == BUILTIN_TEXT else Path(job.data.source)
+        if not self._stop.is_set():
+            job.output.mkdir(parents=True, exist_ok=True)
+            (job.output / "timeline-inputs.txt").write_text(timeline_lines(job.sentence), encoding="utf-8")
+            model = run_pretrain(job.settings(corpus, self.threads), stop=self._stop, on_step=self._on_pretrain_step,
+                                 on_snapshot=self._on_snapshot)
+        else:
+            model = None
+        folder = latest_checkpoint(job.output) if model is not None else None
+        del model  # the model list loads the weights again from the folder
+        if folder is None:
+            shutil.rmtree(job.output, ignore_errors=True)
+            self._update(state="cancelled", message=f"{STOPPED_BY.get(self.snapshot().stopped_by, 'Cancelled')} "
+                                                    "while the text was read: nothing was trained, so nothing was "
+                                                    "kept.")
+            return
+        self._update(heldout=heldout_score(job.output))
+        joined = on_trained(job, folder)
+        name, replaced = joined if isinstance(joined, tuple) else (joined, None)
+        # its own --minutes end it through the same event: only a cancel, the limit or the operator name a stop
+        self._update(state="cancelled" if self.snapshot().stopped_by else "done", model=name, replaced=replaced,
+                     message="")
+
+    def _on_pretrain_step(self, record: dict) -> None:
+        with self._lock:
+            p = self._progress
+            p.steps.append(record["step"])
+            p.losses.append(record["loss"])
+            p.total = record["total"]
+            if p.first_step is None:
+                p.first_step = time.time() - p.started
+            if p.state == "running":
+                p.message = ""
+            p.seconds = time.time() - p.started
+            p.version += 1
+            limit = p.job.limit_s
+            if limit and p.seconds >= limit and p.state == "running":
+                self._stopping("limit", f"Stopping: this training reached the server's limit of {limit / 60:g} "
+                                        "minutes per training; it ends after the step under way.")
+
+    def _on_snapshot(self, record: dict) -> None:
+        with self._lock:
+            p = self._progress
+            first = record["inputs"][0] if record.get("inputs") else {}
+            p.timeline = {"count": (p.timeline or {}).get("count", 0) + 1, "step": record["step"],
+                          "masks": copy.deepcopy(first.get("masks", [])), "roles": copy.deepcopy(record.get("roles"))}
+            p.version += 1
 
 
 # Every lane of this process, for the operator's stop (weak: a lane goes with its page's demo).

@@ -12,6 +12,7 @@ from .hidden import HiddenTab
 from .masked_lm import MaskedLMTab
 from .model_info import ModelTab
 from .next_sentence import NextSentenceTab
+from .pretrain import PretrainTab
 from .task import TaskTab
 from .timeline import TimelineTab
 from .tokens import TokensTab
@@ -25,6 +26,7 @@ TABS: tuple[type[Tab], ...] = (
     TaskTab,
     TimelineTab,
     FineTuneTab,
+    PretrainTab,
     BeyondTab,
     CompareTab,
     CorpusTab,

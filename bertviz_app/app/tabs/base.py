@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import gradio as gr
 
 from ..common import Page
-from ..server.training import TrainingSettings
+from ..server.training import TrainingLane, TrainingSettings
 from ..views_host import ViewsHost
 
 
@@ -74,6 +74,8 @@ class TabPage(Page):
     host: ViewsHost | None = None  # the attention views' host: a tab may place more views (Compare's two)
     masked_examples: Sequence[str] = ()  # the examples of the Masked LM tab
     training: TrainingSettings = field(default_factory=TrainingSettings)  # whether the app may train, on what
+    # The page's one training lane, which the Fine-tune and Pretrain tabs share: one training at a time
+    training_lane: TrainingLane = field(default_factory=TrainingLane)
     sentences: tuple[gr.Textbox, gr.Textbox] | None = None  # the input's boxes (sentence A, sentence B)
     # Every model list of the page, the input's first: a tab with one of its own adds it while it is built; a model
     # fine-tuned in the app joins them all.

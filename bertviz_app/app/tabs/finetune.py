@@ -71,6 +71,9 @@ def status_text(p: Progress) -> str:
                 f"model joins the model list at the top. The server keeps the {MAX_TRAINED} latest models fine-tuned "
                 "here: a newer one replaces the oldest.")
     job = p.job
+    if not isinstance(job, Job):  # the lane's last job was a pretraining (the Pretrain tab)
+        return (f"The training lane is busy pretraining **{plain(job.name)}** (the Pretrain tab); one training runs "
+                "at a time. Start yours when it is done." if p.running else status_text(Progress()))
     what = f"**{plain(job.name)}** (from {plain(job.base)} on {plain(job.data.key)})"
     if p.state == "failed":
         return f"**The training could not run.** {plain(p.message)}"
@@ -183,7 +186,7 @@ def confusion(p: Progress):
 
 
 def curve(p: Progress):
-    if not p.steps:
+    if not isinstance(p.job, Job) or not p.steps:
         return None
     return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None)
 
@@ -216,7 +219,7 @@ class FineTuneTab:
     def __init__(self, page: TabPage, lane: TrainingLane | None = None):
         self.page = page
         self.settings = settings = page.training
-        self.lane = lane or TrainingLane()
+        self.lane = lane or page.training_lane  # shared with the Pretrain tab
         # models trained here and still offered, oldest first: name -> folder (those an earlier run of the server
         # trained too, which load_models offers newest first)
         earlier = [(name, e.folder) for name, e in page.models.explorers.items()
@@ -368,7 +371,8 @@ class FineTuneTab:
 
     def _tried_model(self, p: Progress) -> str | None:
         """The model the try box asks: the lane's latest, while the lists still offer it."""
-        return p.model if p.model is not None and p.model in self.page.models.names else None
+        return (p.model if isinstance(p.job, Job) and p.model is not None and p.model in self.page.models.names
+                else None)
 
     # the try box -------------------------------------------------------------------------------------------------
     def try_sentence(self, text, request: gr.Request = None) -> str:

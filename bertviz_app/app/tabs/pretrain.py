@@ -1,0 +1,304 @@
+"""The Pretrain tab: a class watches a tiny BERT learn from nothing. It starts from random weights (the default model's
+tokenizer) on the built-in text (Debian's fortune cookies) or a text the operator named at launch with
+`--pretrain-data` (a visitor never sends a file or a path); the class types its own sentence with [MASK], which is
+the timeline's input 0. While it trains the page shows the loss of every step, the model's top 5 for each [MASK] of
+that sentence at the latest snapshot, and the attention views of every snapshot so far under a slider that grows in
+place as snapshots arrive. Stop ends it after the step under way; the model at that step joins every model list of
+the page, like a fine-tuned one, and the Timeline tab replays its training.
+
+It runs in the same training lane as the Fine-tune tab (server/training.py, a `PretrainJob`): one training at a
+time, whichever tab started it. The tab is shown only where the app may train, by the Fine-tune tab's rule; its
+progress polls share that tab's machinery (the page's own timer, gr.skip() when nothing changed, PollRate's bucket
+for `pretrain_progress`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from ...explorer import load, release_freed_memory
+from ...figures.training import loss_curve_figure
+from ...timeline import open_timeline
+from ..common import api, plain, refuse, text_value, user_errors
+from ..server.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
+                                  PretrainJob, class_sentence, pretrain_choices, pretraining_root, text_problem)
+from ..server.training import STOPPED_BY, Progress, StartBudget
+from .base import Gate, TabPage
+from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address, replaced_words
+from .timeline import timeline_value
+
+log = logging.getLogger("bertviz_app.app")
+
+SENTENCE = "The capital of France is [MASK]."
+NO_VIEWS = {"timeline": None, "key": ""}
+
+
+def _head(layer: int, head: int) -> str:
+    return f"layer {layer + 1}, head {head + 1}"
+
+
+def roles_text(roles) -> str:
+    """' Heads with a clear role: layer 1, head 3 (previous token), ...' (a space first), or ''."""
+    named = [f"{_head(l, h)} ({role})" for l, row in enumerate(roles or []) for h, role in enumerate(row)
+             if role not in ("broad", "mixed")]
+    heads = sum(len(row) for row in roles or [])
+    if not heads:
+        return ""
+    return (f" {len(named)} of {heads} heads have a clear role (over half their attention on one place)"
+            + (f": {', '.join(named)}." if named else "."))
+
+
+def top5_text(p: Progress) -> str:
+    """The class's sentence's top 5 at each [MASK] at the latest snapshot, as Markdown."""
+    snap = p.timeline if isinstance(p.job, PretrainJob) else None
+    if not snap:
+        return ""
+    lines = [f"**Top 5 for [MASK] at step {snap['step']}** (snapshot {snap['count']}):"]
+    for k, mask in enumerate(snap["masks"]):
+        guesses = " · ".join(f"{plain(token)} {100 * prob:.1f}%" for token, prob in mask["top"])
+        lines.append(f"{k + 1}. {guesses}" if len(snap["masks"]) > 1 else guesses)
+    return "\n\n".join(lines)
+
+
+def status_text(p: Progress) -> str:
+    if p.job is None:
+        return ("Pick the text, the model's size and the minutes, type the class's sentence with [MASK] where the "
+                "model should guess a word, then press **Start**: a BERT with random weights learns to fill in "
+                "masked words. The loss appears after each step, its guesses and its attention at each snapshot. "
+                "Press **Stop** at any time: the model as it is then joins the model list at the top.")
+    if not isinstance(p.job, PretrainJob):  # the lane's last job was a fine-tuning
+        return (f"The training lane is busy fine-tuning **{plain(p.job.name)}** (the Fine-tune tab); one training "
+                "runs at a time. Start yours when it is done." if p.running else status_text(Progress()))
+    job = p.job
+    what = f"**{plain(job.name)}** (from scratch on {plain(job.data.key)})"
+    if p.state == "failed":
+        return f"**The pretraining could not run.** {plain(p.message)}"
+    step = p.steps[-1] if p.steps else 0
+    roles = roles_text((p.timeline or {}).get("roles"))
+    heldout = (f" Held-out masked-token top-1 {p.heldout['mlm_top1']:.3f}, top-5 {p.heldout['mlm_top5']:.3f}."
+               if p.heldout else "")
+    if p.state in ("done", "cancelled") and p.model is not None:
+        how = "" if p.state == "done" else f"{STOPPED_BY.get(p.stopped_by, 'Stopped')} at step {step}: "
+        replaced = (f", in place of **{plain(p.replaced)}**, the oldest of the {MAX_TRAINED} models pretrained here "
+                    "that the server keeps" if p.replaced else "")
+        return (f"{how}{what} **joined the model list**{replaced} after {step} steps in {p.seconds:.0f} s.{heldout}"
+                f"{roles} Pick it in the model list and press Analyze: every tab works on it, and the Timeline tab "
+                "replays its training.")
+    if p.state == "cancelled":
+        return f"{what}: {plain(p.message)}"
+    if p.message:
+        return f"Pretraining {what}: {plain(p.message)}"
+    loss = f"loss {p.losses[-1]:.3f}" if p.losses else ""
+    return (f"Pretraining {what}: **step {step}** of at most {p.total} (it stops after {job.minutes:g} minutes), "
+            f"{loss} · {p.seconds:.0f} s.{roles}")
+
+
+def curve(p: Progress):
+    if not isinstance(p.job, PretrainJob) or not p.steps:
+        return None
+    return loss_curve_figure(p.steps, p.losses, None, total=p.total or None,
+                             title="Masked-LM + next-sentence loss per step")
+
+
+class PretrainTab(FineTuneTab):
+    """Builds the tab in the current gr.Tab (hidden where the app may not train); `wire` connects it. The polling,
+    Cancel and the joining of a model are the Fine-tune tab's, on the page's one lane."""
+    id, title = "pretrain-tab", "Pretrain"
+
+    def __init__(self, page: TabPage):
+        self.page = page
+        self.settings = settings = page.training
+        self.lane = page.training_lane
+        self.folders: dict[str, Path] = {}  # models pretrained here and still offered, oldest first
+        self.replaced = 0
+        self.budget = StartBudget()
+        self._pickers: list[gr.Dropdown] = []
+        self._drawn = None  # (progress version, figure)
+        self._views: tuple[str, dict] | None = None  # (views key, the views' value)
+        self._polls: dict[str, tuple[float, int]] = {}
+        self._polls_lock = threading.Lock()
+        self._refusals: dict[str | None, str] = {}
+        if not settings.enabled:
+            # the same rule as the Fine-tune tab, which says why it is off; this one is simply not in the tab bar
+            page.items[self.id].visible = False
+            return
+        self.choices = pretrain_choices(settings.pretrain_files)
+        self.minutes_offered = [m for m in PRETRAIN_MINUTES if not settings.max_minutes or m <= settings.max_minutes]
+        if not self.minutes_offered:  # a server bound below the shortest choice: that bound is the one choice
+            self.minutes_offered = [settings.max_minutes]
+        with gr.Row(equal_height=True, elem_id="pretrain-controls"):
+            first = list(self.choices)[1] if settings.pretrain_files else BUILTIN_TEXT
+            self.data = gr.Dropdown([(c.label, k) for k, c in self.choices.items()], value=first, label="Text",
+                                    scale=3, min_width=220, elem_id="pretrain-data")
+            self.preset = gr.Dropdown([(p.label, k) for k, p in PRETRAIN_PRESETS.items()], value="classroom",
+                                      label="Model", scale=3, min_width=220, elem_id="pretrain-preset")
+            default = 10 if 10 in self.minutes_offered else self.minutes_offered[-1]
+            self.minutes = gr.Dropdown(self.minutes_offered, value=default, label="Minutes", scale=1, min_width=90,
+                                       elem_id="pretrain-minutes")
+        with gr.Row(equal_height=True, elem_id="pretrain-sentence-row"):
+            self.sentence = gr.Textbox(SENTENCE, label="The class's sentence ([MASK] where the model guesses)",
+                                       scale=4, min_width=220, max_lines=1, elem_id="pretrain-sentence")
+            self.start_button = gr.Button("Start", variant="primary", scale=1, min_width=90, elem_id="pretrain-start")
+            self.cancel_button = gr.Button("Stop", scale=1, min_width=90, interactive=False, elem_id="pretrain-stop")
+        self.status = gr.Markdown(status_text(Progress()), elem_id="pretrain-status")
+        with gr.Row(elem_id="pretrain-results"):
+            self.curve = gr.Plot(label="Training loss", scale=5, elem_id="pretrain-curve")
+            self.top5 = gr.Markdown("", elem_id="pretrain-top5")
+        self.views = page.host.component("pretrain-views", id_prefix="pt-")
+        # Which snapshots the views should show ("name\0count"): the poll changes this hidden box, and its change
+        # sends the views. The views themselves are never in the poll's outputs: an unchanged output is gr.skip(),
+        # and a gr.skip() given to a views host made gradio's front end drop its props (its id prefix: the views
+        # then took the ids of the views under the input).
+        self.views_key = gr.Textbox("", visible=False, elem_id="pretrain-views-key")
+        self.timer = gr.Timer(POLL_S, active=False)
+        self.seen = gr.State((len(page.models.names), False, None))  # (models listed, running, views shown)
+
+    # handlers ----------------------------------------------------------------------------------------------------
+    @user_errors
+    def start(self, data, preset, minutes, sentence, request: gr.Request = None):
+        choice = self.choices.get(data) if isinstance(data, str) else None
+        if choice is None:
+            raise refuse("Choose the text in the list.")
+        if preset not in PRETRAIN_PRESETS:
+            raise refuse(f"Choose the model in the list ({', '.join(PRETRAIN_PRESETS)}).")
+        if isinstance(minutes, bool) or minutes not in self.minutes_offered:
+            raise refuse(f"Choose the minutes in the list ({', '.join(f'{m:g}' for m in self.minutes_offered)}).")
+        try:
+            item = class_sentence(text_value(sentence, "The sentence"))
+        except ValueError as err:
+            raise refuse(str(err)) from None
+        if choice.source == BUILTIN_TEXT:
+            if not any(FORTUNES.glob("*")):
+                raise refuse(BUILTIN_MISSING)
+        elif not Path(choice.source).is_file():
+            raise refuse(f"{Path(choice.source).name}, the text named when the server started, is no longer there; "
+                         "whoever runs the server can put it back. Pick another text meanwhile.")
+        else:
+            problem = text_problem(choice.source)
+            if problem:
+                raise refuse(f"{problem} Pick another text; whoever runs the server can replace it.")
+        session, address = getattr(request, "session_hash", None), client_address(request)
+        if self.settings.shared:
+            self.budget.check(session, address)
+        base = self.page.models.first
+        name = self._new_name(preset)
+        output = pretraining_root() / f"{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+        while output.exists():
+            output = output.with_name(output.name + "-1")
+        job = PretrainJob(choice, preset, float(minutes), item, name, output, str(base.device),
+                          limit_s=self.settings.max_minutes * 60 or None)
+        self.lane.start(job, self._join, owner=session)
+        if self.settings.shared:
+            self.budget.record(session, address)
+        return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
+                gr.Button(interactive=True))
+
+    def poll(self, seen, request: gr.Request = None):
+        """As the Fine-tune tab's: only what changed is sent; the views only when a snapshot arrived (every
+        snapshot so far in one value, keyed by the run, so the slider grows in place)."""
+        page = getattr(request, "session_hash", None) or (f"address {client_address(request)}" if request else None)
+        shown = self._last_poll(page)
+        if shown is None:
+            return (gr.skip(),) * (8 + len(self._pickers))
+        p = self.lane.snapshot()
+        mine = p.running and self.lane.started_by(getattr(request, "session_hash", None))
+        names = self.page.models.names
+        models, running, views = seen if isinstance(seen, tuple) and len(seen) == 3 else (None, None, None)
+        lists = ([gr.update(choices=list(names), interactive=len(names) > 1) for _ in self._pickers]
+                 if models != len(names) + self.replaced else [gr.skip()] * len(self._pickers))
+        switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
+                    if running != (p.running, mine) else (gr.skip(),) * 3)
+        drawn = ((gr.skip(),) * 3 if shown == p.version else (status_text(p), self._figure(p), top5_text(p)))
+        key = self._views_key(p)
+        view = gr.skip() if key == views else key
+        if page is not None:
+            with self._polls_lock:
+                self._polls[page] = (self._polls[page][0], p.version)
+        return (*drawn, view, *switches, (len(names) + self.replaced, (p.running, mine), key), *lists)
+
+    def _figure(self, p: Progress):  # built once per progress version for every page
+        if self._drawn is None or self._drawn[0] != p.version:
+            self._drawn = (p.version, curve(p))
+        return self._drawn[1]
+
+    @staticmethod
+    def _views_key(p: Progress) -> str:
+        return f"{p.job.name}\u0000{p.timeline['count']}" if isinstance(p.job, PretrainJob) and p.timeline else ""
+
+    def views_value(self, key=None) -> dict:
+        """The views' value of the lane's pretraining, every snapshot so far (keyed by the run: the slider grows in
+        place), built once per new snapshot for every page."""
+        p = self.lane.snapshot()
+        key = self._views_key(p)
+        if not key:
+            return NO_VIEWS
+        if self._views is None or self._views[0] != key:
+            try:
+                value = timeline_value(open_timeline(p.job.output), 0, p.job.name)
+            except (OSError, ValueError) as err:  # the folder went (a failed run removes it): nothing to show
+                log.warning("pretraining timeline of %s unreadable: %s", p.job.name, err)
+                return NO_VIEWS
+            self._views = (key, value)
+        return self._views[1]
+
+    def _join(self, job: PretrainJob, folder: Path):
+        """Load the checkpoint at the last step as the other models were loaded and offer it in every model list."""
+        base = self.page.models.first
+        explorer = load(folder, device=job.device, name=job.name, cache_mb=self.settings.cache_mb,
+                        cache_dtype=base.cache_dtype)
+        explorer.warm_up()  # here, on the training's thread, not at the first visitor's input
+        oldest = next(iter(self.folders)) if len(self.folders) >= MAX_TRAINED else None
+        if oldest is None:
+            self.page.models.add(job.name, explorer)
+        else:
+            self.page.models.replace(oldest, job.name, explorer, replaced_words(oldest, job.name))
+            del self.folders[oldest]
+            self.replaced += 1
+        self.folders[job.name] = folder
+        for picker in self._pickers:
+            picker.choices = [(n, n) for n in self.page.models.names]
+        if oldest is not None:
+            release_freed_memory()
+        return job.name, oldest
+
+    def _new_name(self, preset: str) -> str:
+        stem = f"{preset} BERT from scratch {time.strftime('%H:%M')}"
+        name, n = stem, 1
+        while name in self.page.models.names:
+            n += 1
+            name = f"{stem} ({n})"
+        return name
+
+    def wire(self) -> None:
+        if not self.settings.enabled:
+            return
+        self._pickers = list(self.page.model_pickers)
+        outputs = self._poll_outputs()
+        quiet = dict(queue=False, show_progress="hidden")
+        self.start_button.click(self.start, [self.data, self.preset, self.minutes, self.sentence],
+                                [self.status, self.timer, self.start_button, self.cancel_button],
+                                **api("pretrain_start"), **quiet)
+        self.cancel_button.click(self.cancel, None, [self.status], **api("pretrain_stop"), **quiet)
+        self.timer.tick(self.poll, [self.seen], outputs, **api("pretrain_progress"), **quiet)
+        self.page.items[self.id].select(self.poll, [self.seen], outputs, **api("pretrain_progress", False), **quiet)
+        self.views_key.change(self.views_value, [self.views_key], [self.views], **api("pretrain_views", False),
+                              **quiet)
+
+    def _poll_outputs(self) -> list:
+        return [self.status, self.curve, self.top5, self.views_key, self.start_button, self.cancel_button, self.timer,
+                self.seen, *self._pickers]
+
+    def after_analysis(self, event: Gate, public: bool) -> None:
+        pass  # the tab follows the training lane, not the analysis
+
+    def on_load(self, demo: gr.Blocks) -> None:
+        if self.settings.enabled:
+            demo.load(self.poll, [self.seen], self._poll_outputs(), **api("pretrain_progress_load", False),
+                      queue=False, show_progress="hidden")
+
+
