@@ -234,10 +234,13 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 
 
 # Handlers that never run a forward pass: fill in an example or the seed, fill the boxes from a permalink or Compare's
-# from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons.
+# from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons;
+# the Timeline tab's events read a training's snapshots from the disk (payloads written when it trained).
+TIMELINE_EVENTS = {"timeline", "_timeline", "timeline_input"}
 NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
                    "_lens_range", "_show", "_stale_notice", "_fill_mask_refused", "_lens_refused",
-                   "_finetune_try_refused", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS, *PRETRAIN_EVENTS}
+                   "_finetune_try_refused", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS, *PRETRAIN_EVENTS,
+                   *TIMELINE_EVENTS}
 
 
 def test_every_event_that_can_run_a_forward_pass_shares_the_model_lane(served, explorers):
