@@ -358,10 +358,13 @@ class TrainingLane:
                 p.message = ""
             p.seconds = time.time() - p.started
             p.version += 1
-            limit = p.job.limit_s
-            if limit and p.seconds >= limit and p.state == "running":
-                self._stopping("limit", f"Stopping: this training reached the server's limit of {limit / 60:g} "
-                                        "minutes per training; it ends after the step under way.")
+            self._stop_at_limit(p)
+
+    def _stop_at_limit(self, p) -> None:
+        limit = p.job.limit_s
+        if limit and p.seconds >= limit and p.state == "running":
+            self._stopping("limit", f"Stopping: this training reached the server's limit of {limit / 60:g} "
+                                    "minutes per training; it ends after the step under way.")
 
     def _on_epoch(self, record: dict) -> None:
         with self._lock:
@@ -478,10 +481,7 @@ class TrainingLane:
                 p.message = ""
             p.seconds = time.time() - p.started
             p.version += 1
-            limit = p.job.limit_s
-            if limit and p.seconds >= limit and p.state == "running":
-                self._stopping("limit", f"Stopping: this training reached the server's limit of {limit / 60:g} "
-                                        "minutes per training; it ends after the step under way.")
+            self._stop_at_limit(p)
 
     def _on_snapshot(self, record: dict) -> None:
         with self._lock:

@@ -409,29 +409,36 @@ class FineTuneTab:
         """After a refused try: why, in one sentence where the answer goes."""
         return self._refusals.pop(getattr(request, "session_hash", None), "The sentence was not predicted.")
 
-    def _join(self, job: Job, folder: Path) -> str:
+    def _join(self, job: Job, folder: Path) -> tuple[str, str | None]:
         """Load the trained folder as the other models were loaded and offer it in every model list."""
         base = self.page.models.get(job.base)
-        explorer = load(folder, device=base.device, max_tokens=base.max_tokens, name=job.name,
-                        cache_mb=self.settings.cache_mb, cache_dtype=base.cache_dtype)
+        return self._offer(job.name, folder, load(folder, device=base.device, max_tokens=base.max_tokens,
+                                                  name=job.name, cache_mb=self.settings.cache_mb,
+                                                  cache_dtype=base.cache_dtype))
+
+    def _offer(self, name: str, folder: Path, explorer) -> tuple[str, str | None]:
+        """A trained model in every model list, the oldest trained one out past MAX_TRAINED: (name, the one out)."""
         explorer.warm_up()  # here, on the training's thread, not at the first visitor's input
         oldest = next(iter(self.folders)) if len(self.folders) >= MAX_TRAINED else None
         if oldest is None:
-            self.page.models.add(job.name, explorer)
+            self.page.models.add(name, explorer)
         else:  # its folder stays in the cache (`--model` offers it again); its weights leave the memory
-            self.page.models.replace(oldest, job.name, explorer, replaced_words(oldest, job.name))
+            self.page.models.replace(oldest, name, explorer, replaced_words(oldest, name))
             del self.folders[oldest]
             self.replaced += 1
-            log.info("fine-tuned model %s replaced %s (the server keeps %d)", job.name, oldest, MAX_TRAINED)
-        self.folders[job.name] = folder
+            log.info("trained model %s replaced %s (the server keeps %d)", name, oldest, MAX_TRAINED)
+        self.folders[name] = folder
         for picker in self._pickers:  # the server's copy: what the page may send from now on
             picker.choices = [(n, n) for n in self.page.models.names]
         if oldest is not None:
             release_freed_memory()
-        return job.name, oldest
+        return name, oldest
 
-    def _new_name(self, data: str) -> str:
-        stem = f"{data} fine-tuned {time.strftime('%H:%M')}"
+    # A new model's name in the lists: what it was trained on (or from) and the time.
+    NAME = "{} fine-tuned {}"
+
+    def _new_name(self, label: str) -> str:
+        stem = self.NAME.format(label, time.strftime('%H:%M'))
         name, n = stem, 1
         while name in self.page.models.names:
             n += 1

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from ...explorer import load, release_freed_memory
+from ...explorer import load
 from ...figures.training import loss_curve_figure
 from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
@@ -29,7 +29,7 @@ from ..server.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETR
                                   PretrainJob, class_sentence, pretrain_choices, pretraining_root, text_problem)
 from ..server.training import STOPPED_BY, Progress, StartBudget
 from .base import Gate, TabPage
-from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address, replaced_words
+from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address
 from .timeline import timeline_value
 
 log = logging.getLogger("bertviz_app.app")
@@ -246,33 +246,13 @@ class PretrainTab(FineTuneTab):
             self._views = (key, value)
         return self._views[1]
 
+    NAME = "{} BERT from scratch {}"
+
     def _join(self, job: PretrainJob, folder: Path):
         """Load the checkpoint at the last step as the other models were loaded and offer it in every model list."""
         base = self.page.models.first
-        explorer = load(folder, device=job.device, name=job.name, cache_mb=self.settings.cache_mb,
-                        cache_dtype=base.cache_dtype)
-        explorer.warm_up()  # here, on the training's thread, not at the first visitor's input
-        oldest = next(iter(self.folders)) if len(self.folders) >= MAX_TRAINED else None
-        if oldest is None:
-            self.page.models.add(job.name, explorer)
-        else:
-            self.page.models.replace(oldest, job.name, explorer, replaced_words(oldest, job.name))
-            del self.folders[oldest]
-            self.replaced += 1
-        self.folders[job.name] = folder
-        for picker in self._pickers:
-            picker.choices = [(n, n) for n in self.page.models.names]
-        if oldest is not None:
-            release_freed_memory()
-        return job.name, oldest
-
-    def _new_name(self, preset: str) -> str:
-        stem = f"{preset} BERT from scratch {time.strftime('%H:%M')}"
-        name, n = stem, 1
-        while name in self.page.models.names:
-            n += 1
-            name = f"{stem} ({n})"
-        return name
+        return self._offer(job.name, folder, load(folder, device=job.device, name=job.name,
+                                                  cache_mb=self.settings.cache_mb, cache_dtype=base.cache_dtype))
 
     def wire(self) -> None:
         if not self.settings.enabled:
