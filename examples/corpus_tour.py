@@ -2,7 +2,7 @@
 are used like "bank" in a river sentence, and where queries and keys of one head sit, then go back to one sentence.
 
     python examples/corpus_tour.py            # a few seconds; writes the corpus into a temporary folder
-    bertviz-app corpus build brown --output brown --max-sentences 10000   # a real corpus (Brown, tagged)
+    bertviz-app corpus build brown -o brown --max-sentences 10000   # a real corpus (Brown, tagged)
 """
 
 import tempfile
