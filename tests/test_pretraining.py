@@ -440,7 +440,7 @@ def test_every_setting_is_an_option_a_check_and_in_settings_json(tmp_path, corpu
     assert recorded["schedule"] == "cosine" and recorded["warmup_ratio"] == 0.5 and recorded["steps"] == 2
     with pytest.raises(ValueError, match="--warmup-ratio must be at least 0 and below 1"):
         PretrainSettings("corpus.txt", "out", warmup_ratio=1.5)
-    with pytest.raises(ValueError, match="--preset must be one of tiny, mini, base, large, not 'huge'"):
+    with pytest.raises(ValueError, match="--preset must be one of tiny, classroom, mini, base, large, not 'huge'"):
         PretrainSettings("corpus.txt", "out", preset="huge")
 
 
