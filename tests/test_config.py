@@ -30,7 +30,7 @@ def test_tiny_preset_is_small_and_overridable():
 def test_unknown_preset_names_the_choices():
     with pytest.raises(ConfigError, match=r"unknown preset 'huge'; choose one of tiny, classroom, mini, base, large"):
         BertConfig.preset("huge")
-    assert list(PRESETS) == ["tiny", "mini", "base", "large"]
+    assert list(PRESETS) == ["tiny", "classroom", "mini", "base", "large"]
 
 
 def test_from_hf_dict_honours_every_architecture_field():
