@@ -95,7 +95,7 @@ export const CSS = `
 .bv-root .bv-timeline-row { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 10px; }
 .bv-root .bv-timeline-row input[type=range] { flex: 1 1 140px; width: auto; }
 .bv-root .bv-timeline-input { margin: 0 0 4px; font-weight: 600; overflow-wrap: anywhere; }
-.bv-root .bv-timeline-at { white-space: nowrap; }
+.bv-root .bv-timeline-at { overflow-wrap: anywhere; }
 .bv-root .bv-timeline-prediction { margin-top: 4px; font-size: 15px; overflow-wrap: anywhere; }
 .bv-root .bv-timeline-side { flex: 0 1 auto; min-width: 0; max-width: 100%; }
 .bv-root .bv-timeline-roles { display: block; cursor: pointer; max-width: 100%; }
