@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from .page import GLOBAL, _png, _script_text, bundle_js
+from .page import GLOBAL, _png, page_html
 
 
 def _json_script(data: dict) -> str:
@@ -21,16 +21,8 @@ def _json_script(data: dict) -> str:
 
 def corpus_html(data: dict, title: str = "Corpus") -> str:
     """A standalone page of the corpus views for `data` (corpus/browser.py `offline_data`)."""
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        f"<title>{html.escape(title)}</title>\n"
-        "<style>html, body { margin: 0; background: #fff; } body { padding: 12px 16px; }</style>\n"
-        "</head>\n<body>\n<div id=\"bertviz-root\"></div>\n"
-        f"<script type=\"application/json\" id=\"bertviz-corpus\">{_json_script(data)}</script>\n"
-        f"<script>{_script_text(bundle_js())}</script>\n"
-        f"<script>try {{ {GLOBAL}.corpusPage(); }} catch (e) {{ console.error(e); }}</script>\n"
-        "</body>\n</html>\n")
+    return page_html(title, f"<script type=\"application/json\" id=\"bertviz-corpus\">{_json_script(data)}</script>\n",
+                     f"try {{ {GLOBAL}.corpusPage(); }} catch (e) {{ console.error(e); }}")
 
 
 def grid_picture(values: np.ndarray, tile: int = 36, gap: int = 3) -> bytes:

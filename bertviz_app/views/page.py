@@ -165,17 +165,24 @@ def standalone_html(payload: bytes, query_key: bytes | None = None, title: str =
     start = _initial_view(view)
     options = (f"<script type=\"application/json\" id=\"bertviz-options\">"
                f"{json.dumps({'selection': {'view': start}})}</script>\n") if start else ""
+    data = (f"<script type=\"application/octet-stream\" id=\"bertviz-payload\">{_b64(payload)}</script>\n"
+            + (f"<script type=\"application/octet-stream\" id=\"bertviz-query-key\">{qk}</script>\n" if qk else "")
+            + options)
+    return page_html(title, data, f"{GLOBAL}.mountPage().catch(function (e) {{ console.error(e); }});")
+
+
+def page_html(title: str, data: str, start: str) -> str:
+    """The one shape of an offline page: the views' bundle inline after `data` (inert script elements the page
+    reads), then `start`, the line that mounts it."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{html.escape(title)}</title>\n"
         "<style>html, body { margin: 0; background: #fff; } body { padding: 12px 16px; }</style>\n"
         "</head>\n<body>\n<div id=\"bertviz-root\"></div>\n"
-        f"<script type=\"application/octet-stream\" id=\"bertviz-payload\">{_b64(payload)}</script>\n"
-        + (f"<script type=\"application/octet-stream\" id=\"bertviz-query-key\">{qk}</script>\n" if qk else "")
-        + options
+        + data
         + f"<script>{_script_text(bundle_js())}</script>\n"
-        f"<script>{GLOBAL}.mountPage().catch(function (e) {{ console.error(e); }});</script>\n"
+        f"<script>{start}</script>\n"
         "</body>\n</html>\n")
 
 

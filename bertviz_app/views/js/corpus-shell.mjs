@@ -13,25 +13,9 @@
 // The root's data-drawn names what is drawn (tests wait for it); data-first-paint-ms and data-hover-ms are the last
 // first picture's and hover's cost in the page, measured with performance.now (the benchmark reads them).
 
-import { createTooltip, el, everyFrame } from "./dom.mjs";
+import { bitmapCanvases, createTooltip, el, everyFrame, fitCanvas } from "./dom.mjs";
 
 const CLICK_SLOP = 4; // px a press may move and still be a click
-
-function bitmapCanvases() {
-  const images = new WeakMap();
-  return (pixels) => {
-    if (!images.has(pixels)) {
-      const canvas = document.createElement("canvas");
-      canvas.width = pixels.width;
-      canvas.height = pixels.height;
-      if (pixels.width && pixels.height) {
-        canvas.getContext("2d").putImageData(new ImageData(pixels.data, pixels.width, pixels.height), 0, 0);
-      }
-      images.set(pixels, canvas);
-    }
-    return images.get(pixels);
-  };
-}
 
 export function mountCanvasView(container, view, options) {
   const canvas = el("canvas", { class: "bv-corpus-canvas", role: "img", "aria-label": options.label || view.NAME,
@@ -46,17 +30,7 @@ export function mountCanvasView(container, view, options) {
   function draw() {
     if (!layout) return;
     const started = performance.now();
-    const ratio = dpr();
-    const w = Math.round(layout.width * ratio), h = Math.round(layout.height * ratio);
-    if (canvas.width !== w || canvas.height !== h) {
-      canvas.width = w;
-      canvas.height = h;
-      canvas.style.width = `${layout.width}px`;
-      canvas.style.height = `${layout.height}px`;
-    }
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, layout.width, layout.height);
+    const ctx = fitCanvas(canvas, layout.width, layout.height, dpr());
     view.paint(ctx, layout, { hover, active: hover ?? layout.chosen ?? null, brush: brushRect }, image);
     if (fresh) { root.dataset.paintMs = (performance.now() - started).toFixed(1); fresh = false; }
   }

@@ -61,6 +61,40 @@ export function measureText(font, text) {
  *   point = { x, y } in picture pixels, and vx, vy within the box
  * returns { box, setSize(width, height, boxHeight), redraw(), viewport(), scrollTo(x, y), destroy() }
  */
+/** A canvas's backing store sized to `width` x `height` CSS pixels at `ratio` device pixels each: its context, scaled
+ * to CSS pixels and cleared. */
+export function fitCanvas(canvas, width, height, ratio) {
+  const w = Math.round(width * ratio), h = Math.round(height * ratio);
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w;
+    canvas.height = h;
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  return ctx;
+}
+
+/** Each image's pixels ({ width, height, data }) drawn once into a canvas of its own, kept while the pixels live:
+ * what a paint draws images from. */
+export function bitmapCanvases() {
+  const images = new WeakMap();
+  return (pixels) => {
+    if (!images.has(pixels)) {
+      const canvas = document.createElement("canvas");
+      canvas.width = pixels.width;
+      canvas.height = pixels.height;
+      if (pixels.width && pixels.height) {
+        canvas.getContext("2d").putImageData(new ImageData(pixels.data, pixels.width, pixels.height), 0, 0);
+      }
+      images.set(pixels, canvas);
+    }
+    return images.get(pixels);
+  };
+}
+
 export function createSurface(parent, { paint, onPointer, label }) {
   const canvas = el("canvas", { class: "bv-canvas", "aria-hidden": "true" });
   const spacer = el("div", { class: "bv-spacer" });
@@ -77,17 +111,7 @@ export function createSurface(parent, { paint, onPointer, label }) {
     // A host may zoom the views with CSS (the app's presenter mode): paint at the size they are shown, so that the
     // canvas stays as sharp as the text around it.
     const dpr = (window.devicePixelRatio || 1) * cssZoom(canvas);
-    const w = Math.round(v.width * dpr), h = Math.round(v.height * dpr);
-    if (canvas.width !== w || canvas.height !== h) {
-      canvas.width = w;
-      canvas.height = h;
-      canvas.style.width = `${v.width}px`;
-      canvas.style.height = `${v.height}px`;
-    }
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, v.width, v.height);
-    paint(ctx, v);
+    paint(fitCanvas(canvas, v.width, v.height, dpr), v);
   };
   const redraw = everyFrame(draw);
   scroller.addEventListener("scroll", redraw, { passive: true });

@@ -26,7 +26,7 @@
 // frame, only while the view is shown), hover and a view's own lock, the tooltip, resizing and teardown.
 
 import { createCache } from "./data.mjs";
-import { createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
+import { bitmapCanvases, createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
 import { themeOf } from "./theme.mjs";
 
 /** Hover-or-locked: what a view highlights. The pointer wins; without it, what was clicked. */
@@ -62,22 +62,6 @@ export function placeCaption(view, data, state, sizeFor, wide) {
   if (!wide || under.hidden || under.height <= under.boxHeight) return { layout: under, beside: false };
   const beside = view.layout(data, state, sizeFor(true));
   return beside.height <= beside.boxHeight ? { layout: beside, beside: true } : { layout: under, beside: false };
-}
-
-function bitmapCanvases() {
-  const images = new WeakMap();
-  return (pixels) => {
-    if (!images.has(pixels)) {
-      const canvas = document.createElement("canvas");
-      canvas.width = pixels.width;
-      canvas.height = pixels.height;
-      if (pixels.width && pixels.height) {
-        canvas.getContext("2d").putImageData(new ImageData(pixels.data, pixels.width, pixels.height), 0, 0);
-      }
-      images.set(pixels, canvas);
-    }
-    return images.get(pixels);
-  };
 }
 
 /**
