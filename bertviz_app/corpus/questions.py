@@ -293,16 +293,18 @@ def search(corpus, query, token_index: int | None, layer: int, k: int, text_pair
 
 
 def _result(corpus, described: str, layer: int, rows: np.ndarray, scores: np.ndarray) -> SearchResult:
-    c, tokens, sentences = corpus.token_columns, corpus.tokens, corpus.sentences
+    c, sentences = corpus.token_columns, corpus.sentences
+    pieces, tags = corpus.spelled(rows)
     words = [_word_text(corpus, row) for row in rows]
     ids = c[rows, 0]
     table = pd.DataFrame({"score": scores, "sentence": ids, "position": c[rows, 1],
-                          "piece": tokens["piece"].to_numpy()[rows], "word": words,
-                          "tag": tokens["tag"].to_numpy()[rows], "label": sentences["label"].reindex(ids).to_numpy(),
+                          "piece": pieces, "word": words, "tag": tags,
+                          "label": sentences["label"].reindex(ids).to_numpy(),
                           "text": sentences["text"].reindex(ids).to_numpy(), "row": rows})
-    tags = Counter(t for t in table["tag"] if t)
+    tag_counts = Counter(t for t in tags if t)
     return SearchResult(described, layer, table, pd.Series(Counter(w.lower() for w in words)).sort_values(
-        ascending=False, kind="stable"), pd.Series(tags, dtype=np.int64).sort_values(ascending=False, kind="stable"))
+        ascending=False, kind="stable"), pd.Series(tag_counts, dtype=np.int64).sort_values(ascending=False,
+                                                                                             kind="stable"))
 
 
 def _word_text(corpus, row: int) -> str:
@@ -345,11 +347,12 @@ def qk_map(corpus, layer: int, head: int, n: int | None) -> pd.DataFrame:
         q, k, rows = q[keep], k[keep], rows[keep]
     q, k = normalize_qk(q, k)
     xy = project(np.concatenate([q, k]))
-    c, tokens = corpus.token_columns, corpus.tokens
+    c = corpus.token_columns
     both = np.concatenate([rows, rows])
+    pieces, tags = corpus.spelled(both)
     return pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "kind": np.repeat(["query", "key"], len(rows)),
-                         "sentence": c[both, 0], "position": c[both, 1], "piece": tokens["piece"].to_numpy()[both],
-                         "tag": tokens["tag"].to_numpy()[both], "row": both})
+                         "sentence": c[both, 0], "position": c[both, 1], "piece": pieces, "tag": tags,
+                         "row": both})
 
 
 def normalize_qk(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterable

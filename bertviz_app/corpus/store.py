@@ -94,9 +94,14 @@ class Corpus:
     def tokens(self) -> pd.DataFrame:
         """One row per token: sentence, position, piece, word (its id in the sentence), tag, segment."""
         c = self.token_columns
-        tags = np.asarray(self.tags + [""], dtype=object)
-        return pd.DataFrame({"sentence": c[:, 0], "position": c[:, 1], "piece": self.pieces[c[:, 2]],
-                             "word": c[:, 3], "tag": tags[c[:, 4]], "segment": c[:, 5]})
+        pieces, tags = self.spelled(np.arange(len(c)))
+        return pd.DataFrame({"sentence": c[:, 0], "position": c[:, 1], "piece": pieces, "word": c[:, 3],
+                             "tag": tags, "segment": c[:, 5]})
+
+    def spelled(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pieces and tags ("" for none) of token `rows`, without the whole token table (a search's ten)."""
+        c = self.token_columns[rows]
+        return self.pieces[c[:, 2]], np.asarray(self.tags + [""], dtype=object)[c[:, 4]]
 
     @cached_property
     def sentence_starts(self) -> np.ndarray:
