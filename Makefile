@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: app notebook test bench setup setup-test system-packages clean
+.PHONY: app notebook test docs bench setup setup-test system-packages clean
 
 # make app ARGS="--port 7990 --threads 1": any option of `bertviz-app --help`.
 app: $(VENV)/.app
@@ -18,7 +18,13 @@ notebook: $(VENV)/.notebook
 # make test ARGS="-m 'not slow'": the quick loop without the few tests over half a minute (CI runs them all).
 test: $(VENV)/.test system-packages
 	node --test tests/js/
+	$(MAKE) --no-print-directory docs
 	$(BIN)/python -m pytest $(ARGS)
+
+# The documentation site from docs/ into site/, strict: a broken link, an anchor that is not there, a page left out
+# of the nav or an API name that does not resolve fails the build. Open site/index.html (it reads offline).
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 # Chromium and the corpus packages, installed when missing (as root with apt-get; otherwise the command is printed).
 system-packages:
@@ -53,7 +59,11 @@ $(VENV)/.app: pyproject.toml
 
 $(VENV)/.test: $(VENV)/.app
 	@echo "Installing the test extras into $(VENV) (once)..."
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test,docs]"
+	touch $@ $(VENV)/.docs
+
+$(VENV)/.docs: $(VENV)/.app
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[docs]"
 	touch $@
 
 $(VENV)/.notebook: $(VENV)/.app
@@ -62,4 +72,4 @@ $(VENV)/.notebook: $(VENV)/.app
 	touch $@
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

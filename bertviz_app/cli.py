@@ -143,7 +143,7 @@ def add_export_static_command(commands) -> argparse.ArgumentParser:
                    help="how the model's matrices are stored: float16 (the default: exact for the built-in model; "
                         "a first visit reads 46 MB from a host that gzips), float32 (for a checkpoint trained in "
                         "float32: twice float16's bytes), int8 (one scale per output channel: 25 MB over gzip, but "
-                        "attention moves by up to 0.13; the README's 'The static page over the wire' has the figures)")
+                        "attention moves by up to 0.13; docs/guide/static-page.md has the figures)")
     p.set_defaults(handler=run_export_static)
     return p
 
@@ -169,7 +169,7 @@ def add_export_space_command(commands) -> argparse.ArgumentParser:
         "export-space", help="write a folder that is a Hugging Face Space serving the app",
         description="Write DIR: a Gradio Space as it stands (README.md with the Space's settings, app.py, "
                     "requirements.txt, this package and the models it serves). Push it to a Space with git (the "
-                    "README's 'Put it on a Space'), or try it here with `python DIR/app.py`. The Space serves with a "
+                    "docs/guide/space.md), or try it here with `python DIR/app.py`. The Space serves with a "
                     "public page's settings: fine-tuning off, the default limits, and a login when its secret "
                     f"{space.AUTH_VARIABLE} holds USER:PASSWORD lines.",
         formatter_class=HelpFormatter)
@@ -192,7 +192,7 @@ def run_export_space(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as err:  # SpaceError, a folder that is no checkpoint, a full disk
         raise UsageError(str(err)) from None
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-    print(f"wrote {folder} ({size / 1e6:.1f} MB): push it to a Hugging Face Space (README: Put it on a Space), "
+    print(f"wrote {folder} ({size / 1e6:.1f} MB): push it to a Hugging Face Space (docs/guide/space.md), "
           f"or try it with `python {folder / 'app.py'}`")
     return 0
 

@@ -41,7 +41,7 @@ LOGIN_FAILURES_ALL = 100
 # The served model's CPU work: one PyTorch thread per forward pass, two passes at once. With two busy processes beside
 # the server on two cores, a new 32-token input took 98-100 ms on one thread against 1.3-1.4 s on two (OpenMP threads
 # that outnumber free cores spin against each other); 50 visitors x 3 new inputs at once had a p95 of 3.5-4.7 s with
-# two passes at once against 6.2-7.1 s with one, and 4.6-5.1 s with four (benchmarks/bench_app.py; README, Speed).
+# two passes at once against 6.2-7.1 s with one, and 4.6-5.1 s with four (benchmarks/bench_app.py; docs/speed.md).
 THREADS = 1
 CONCURRENCY = 2
 # Analyses (the analyze event) under way at once. Their forward passes are batched: CONCURRENCY passes at once, each

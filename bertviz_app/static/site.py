@@ -19,7 +19,7 @@
 
 The page picks by its address: over http(s) the binary files (a third less to send than base64, which a host's gzip
 cannot win back, and kept in the browser's cache for the next visit), from file:// the parts. Measured in the
-README's "The static page over the wire".
+docs/guide/static-page.md, "The static page over the wire".
 """
 
 from __future__ import annotations

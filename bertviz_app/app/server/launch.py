@@ -2,7 +2,7 @@
 paths), bounds on what any visitor can make the server hold or do, a clear line when a --share link cannot be made,
 and gradio's own banner replaced by ours.
 
-What is bounded, and how (the README's "Security and limits" says it for operators):
+What is bounded, and how (docs/guide/limits.md says it for operators):
 - request bodies: `max_body_bytes` on every route, refused before they are read (guards.BodyLimit);
 - the model: every event that runs it goes through the queue (`queue(api_open=False)`: gradio's direct
   /gradio_api/run/ route refuses queued events), at most `max_queue` waiting; `concurrency` forward passes at once;
