@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..figures import head_map_figure
-from ..figures.corpus import point_map_figure, positional_profile_figure, tag_links_figure
+from ..figures.corpus import point_map_figure, positional_profile_figure, probe_figure, tag_links_figure
 
 SUMMARY_STATISTICS = ("entropy", "distance", "cls", "sep", "self", "previous", "next", "punctuation")
 
@@ -53,3 +53,18 @@ class CorpusPlots:
         hover = [f"{s}: {text[:100]}" for s, text in zip(points["sentence"], points["text"])]
         return point_map_figure(points["x"].to_numpy(), points["y"].to_numpy(), points[color], hover,
                                 title=f"{len(points):,} sentences by their {pooling} vector", colour_title=color)
+
+    def probe(self, targets=("tag", "position", "recurs"), control: bool = True):
+        """What each layer knows: accuracy and selectivity of a linear probe per layer, one line per target (the
+        targets this corpus lacks, such as tags in an untagged corpus, are left out; none left is refused)."""
+        from .sources import CorpusError
+        targets = [targets] if isinstance(targets, str) else list(targets)
+        frames, missing = [], []
+        for target in targets:
+            try:
+                frames.append(self.corpus.probe(target, control=control))
+            except CorpusError as error:
+                missing.append(str(error))
+        if not frames:
+            raise CorpusError(missing[0] if len(missing) == 1 else "; ".join(missing))
+        return probe_figure(frames, title=f"What each layer knows, over {len(self.corpus):,} sentences")

@@ -177,6 +177,14 @@ class Corpus:
         """Every sentence's [CLS] ("cls") or mean ("mean") vector at hidden layer `layer` in 2-D (PCA)."""
         return questions.sentence_map(self, self.check_hidden_layer(layer), pooling)
 
+    def probe(self, target: str, layer: int | None = None, control: bool = True) -> pd.DataFrame:
+        """What each layer knows: a linear probe of `target` ("tag", "label", "position" or "recurs") per hidden
+        layer (0: the embeddings), scored on sentences it never saw, beside the control task (Hewitt & Liang) and
+        the majority-class baseline: columns layer, accuracy, control_accuracy, selectivity, majority (probes.py
+        says the recipe)."""
+        from .probes import probe
+        return probe(self, target, layer, control)
+
     def show(self, heads=None, layer: int | None = None, height: int = 900):
         """The corpus views in a notebook, in one isolated frame (as `run.show()`): heads over the corpus, the joint
         query/key maps of `heads` ([(layer, head), ...]; default: the middle layer's first head) and the sentence map

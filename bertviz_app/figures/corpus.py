@@ -62,3 +62,28 @@ def tag_links_figure(from_tags: Sequence[str], to_tags: Sequence[str], lift: np.
     layout = dict(xaxis=dict(title=dict(text="times more often than chance")), margin=dict(l=160, r=30, t=80, b=60))
     return _figure([bar], layout, f"Layer {layer}, head {head}: where the strongest link goes, by tag",
                    width=760, height=max(320, 120 + 22 * len(labels)))
+
+
+def probe_figure(frames: Sequence, title: str = "What each layer knows") -> go.Figure:
+    """Linear probes by layer (corpus.probe's tables, one per target): the held-out accuracy as a solid line, the
+    selectivity (accuracy minus the control task's) dotted, the majority-class baseline dashed, one colour a target."""
+    traces = []
+    for k, frame in enumerate(frames):
+        target, colour = escape_label(str(frame["target"].iloc[0])), qualitative.D3[k % len(qualitative.D3)]
+        layers = [int(v) for v in frame["layer"]]
+        traces.append(dict(type="scatter", mode="lines+markers", name=f"{target}: accuracy", x=layers,
+                           y=_f32(frame["accuracy"]), line=dict(color=colour),
+                           hovertemplate=f"{target}, layer %{{x}}: accuracy %{{y:.3f}}<extra></extra>"))
+        if frame["selectivity"].notna().any():
+            traces.append(dict(type="scatter", mode="lines+markers", name=f"{target}: selectivity", x=layers,
+                               y=_f32(frame["selectivity"]), line=dict(color=colour, dash="dot"),
+                               marker=dict(symbol="diamond"),
+                               hovertemplate=f"{target}, layer %{{x}}: accuracy minus the control task's "
+                                             f"%{{y:.3f}}<extra></extra>"))
+        traces.append(dict(type="scatter", mode="lines", name=f"{target}: majority class", x=layers,
+                           y=_f32(frame["majority"]), line=dict(color=colour, dash="dash", width=1),
+                           hovertemplate=f"{target}: always the commonest class %{{y:.3f}}<extra></extra>"))
+    layout = dict(xaxis=dict(title=dict(text="layer (0: the embeddings)"), dtick=1),
+                  yaxis=dict(title=dict(text="held-out accuracy"), range=[0, 1.02]),
+                  legend=dict(orientation="h", y=-0.25))
+    return _figure(traces, layout, title, width=760, height=460)

@@ -1,0 +1,127 @@
+"""Probes of what each layer knows (corpus/probes.py): scikit-learn's LogisticRegression is the oracle of the
+recipe; the control task's construction; targets computed from the text; refusals in one sentence."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+import bertviz_app
+from bertviz_app import build_corpus, open_corpus
+from bertviz_app.corpus import CorpusError
+from bertviz_app.corpus import probes
+
+DET, PREP = ["the", "a", "this", "every"], ["near", "under", "behind"]
+# one pool for every content slot: each word is a noun, a verb or an adjective by where it stands, so a probe must
+# read its context, and the held-out accuracy is neither 1 nor the majority class's
+CONTENT = ["book", "saw", "watch", "park", "light", "paint", "cool", "fly", "run", "clear", "ship", "wave"]
+
+
+def _conll(n: int, seed: int = 0) -> str:
+    """n tagged sentences of a small grammar (NP VBD NP [IN NP] ., an NP being DT JJ{0,2} NN), content words drawn
+    at random from one ambiguous pool."""
+    rng = np.random.default_rng(seed)
+    pick = lambda words: words[rng.integers(len(words))]  # noqa: E731
+    sentences = []
+    for _ in range(n):
+        def noun_phrase():  # an adjective or two, or none: the same position holds any content tag
+            return ([(pick(DET), "DT")] + [(pick(CONTENT), "JJ") for _ in range(rng.integers(3))]
+                    + [(pick(CONTENT), "NN")])
+        words = noun_phrase() + [(pick(CONTENT), "VBD")] + noun_phrase()
+        if rng.random() < 0.5:
+            words += [(pick(PREP), "IN")] + noun_phrase()
+        sentences.append("\n".join(f"{w} {t}" for w, t in words + [(".", ".")]))
+    return "\n\n".join(sentences) + "\n"
+
+
+@pytest.fixture(scope="module")
+def explorer(tiny_mlm_folder):
+    return bertviz_app.load(tiny_mlm_folder, device="cpu", max_tokens=32)
+
+
+@pytest.fixture(scope="module")
+def tagged(explorer, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("probes")
+    (folder / "grammar.conll").write_text(_conll(80), encoding="utf-8")
+    return open_corpus(build_corpus(folder / "grammar.conll", folder / "c", explorer=explorer, say=lambda t: None),
+                       explorer=explorer)
+
+
+def test_the_probe_equals_scikit_learn_on_the_same_features_and_split(tagged):
+    table = tagged.probe("tag")
+    assert list(table["layer"]) == list(range(tagged.num_layers + 1))
+    data = probes.probe_data(tagged, "tag")
+    control = probes.control_task(data.words, data.y, len(data.classes))
+    train, test = ~data.held_out, data.held_out
+    for layer in table["layer"]:
+        X_train, X_test = probes.standardize(*(lambda X: (X[train], X[test]))(probes.hidden_rows(tagged, layer,
+                                                                                                  data.rows)))
+        for y, column in ((data.y, "accuracy"), (control, "control_accuracy")):
+            oracle = LogisticRegression(C=probes.C, max_iter=5000, tol=1e-8).fit(X_train, y[train])
+            expected = np.mean(oracle.predict(X_test) == y[test])
+            assert abs(table.loc[layer, column] - expected) <= 0.01, (layer, column)
+    np.testing.assert_allclose(table["selectivity"], table["accuracy"] - table["control_accuracy"])
+    majority = np.mean(data.y[test] == np.bincount(data.y[train]).argmax())
+    assert (table["majority"] == majority).all()
+    # a test that could fail: neither perfect nor the majority class's
+    assert (table["accuracy"] < 0.999).any() and (table["accuracy"] > majority + 0.05).any()
+
+
+def test_the_hidden_rows_are_the_corpus_states(tagged):
+    rows = np.array([0, 5, 3, len(tagged.token_columns) - 1])
+    read = probes.hidden_rows(tagged, 2, rows)
+    whole = np.concatenate([np.asarray(s.array("hidden")[2], np.float64) for s in tagged.shards])
+    np.testing.assert_array_equal(read, whole[rows])
+
+
+def test_the_control_task_keeps_the_tag_distribution_and_one_class_per_word_type():
+    rng = np.random.default_rng(3)
+    words = np.asarray([f"w{k}" for k in rng.integers(0, 4000, size=40_000)], dtype=object)
+    y = rng.choice(4, size=len(words), p=[0.5, 0.3, 0.15, 0.05])
+    control = probes.control_task(words, y, 4)
+    for word in np.unique(words)[:200]:
+        assert len(set(control[words == word])) == 1
+    # the classes are drawn per word TYPE from the real distribution
+    first = np.unique(words, return_index=True)[1]
+    np.testing.assert_allclose(np.bincount(control[first], minlength=4) / len(first), [0.5, 0.3, 0.15, 0.05],
+                               atol=0.03)
+    np.testing.assert_array_equal(control, probes.control_task(words, y, 4))  # seeded
+
+
+def test_targets_read_from_the_text(tagged):
+    data = probes.probe_data(tagged, "recurs", max_items=10**9)
+    sentence = tagged.token_columns[data.rows, 0]
+    for s in np.unique(sentence)[:10]:
+        words = list(data.words[sentence == s])
+        expected = [w in words[:k] for k, w in enumerate(words)]
+        assert list(data.y[sentence == s] == 1) == expected
+    assert "the" in set(data.words) and "##" not in "".join(data.words)
+    position = probes.probe_data(tagged, "position", max_items=10**9)
+    assert position.classes[:4] == ["0", "1", "2", "3"] and position.classes[-1] == "64+"
+    positions = tagged.token_columns[position.rows, 1]
+    assert (position.y[positions == 1] == 1).all() and (position.y[positions == 5] == 4).all()  # bucket 4-5
+
+
+def test_a_figure_per_target(tagged):
+    figure = tagged.plot.probe(("tag", "position"))
+    names = [trace.name for trace in figure.data]
+    assert names[:3] == ["tag: accuracy", "tag: selectivity", "tag: majority class"]
+    assert "position: accuracy" in names
+    np.testing.assert_allclose(figure.data[0].y, tagged.probe("tag")["accuracy"], atol=5e-5)  # drawn to 4 places
+
+
+def test_bad_probes_are_one_sentence(tagged, explorer, tmp_path):
+    for call in (lambda: tagged.probe("label"), lambda: tagged.probe("tag", layer=99),
+                 lambda: tagged.probe("syntax")):
+        with pytest.raises((CorpusError, ValueError)) as caught:
+            call()
+        assert "\n" not in str(caught.value) and "Traceback" not in str(caught.value)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("One sentence here.\nAnother one there.\nAnd a third.\n", encoding="utf-8")
+    small = open_corpus(build_corpus(plain, tmp_path / "small", explorer=explorer, say=lambda t: None),
+                        explorer=explorer)
+    with pytest.raises(CorpusError, match="3 sentences: a probe needs at least 5"):
+        small.probe("position")
+    with pytest.raises(CorpusError, match="no tags to probe"):
+        small.probe("tag")
+    with pytest.raises(CorpusError, match="no tags to probe"):
+        small.plot.probe("tag")
