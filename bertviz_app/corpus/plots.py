@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..figures import head_map_figure
-from ..figures.corpus import point_map_figure, positional_profile_figure, probe_figure, tag_links_figure
+from ..figures.corpus import heads_scatter_figure, point_map_figure, positional_profile_figure, probe_figure, tag_links_figure
 
 SUMMARY_STATISTICS = ("entropy", "distance", "cls", "sep", "self", "previous", "next", "punctuation")
 
@@ -53,6 +53,18 @@ class CorpusPlots:
         hover = [f"{s}: {text[:100]}" for s, text in zip(points["sentence"], points["text"])]
         return point_map_figure(points["x"].to_numpy(), points["y"].to_numpy(), points[color], hover,
                                 title=f"{len(points):,} sentences by their {pooling} vector", colour_title=color)
+
+    def heads_scatter(self, x: str = "previous", y: str = "entropy"):
+        """Every head as a point on two of its statistics over the corpus (the head summary's columns), coloured by
+        role; hover names the head."""
+        summary = self.corpus.head_summary()
+        for name in (x, y):
+            if name not in summary or name.endswith("_spread") or name in ("layer", "head", "tokens", "role"):
+                from .sources import CorpusError
+                raise CorpusError(f"a heads scatter plots two statistics of the head summary, not {name!r}")
+        return heads_scatter_figure(summary[x].to_numpy(), summary[y].to_numpy(), summary["layer"].to_numpy(),
+                                    summary["head"].to_numpy(), summary["role"].to_numpy(), x, y,
+                                    title=f"Every head over {len(self.corpus):,} sentences")
 
     def probe(self, targets=("tag", "position", "recurs"), control: bool = True):
         """What each layer knows: accuracy and selectivity of a linear probe per layer, one line per target (the

@@ -177,6 +177,12 @@ class Corpus:
         """Every sentence's [CLS] ("cls") or mean ("mean") vector at hidden layer `layer` in 2-D (PCA)."""
         return questions.sentence_map(self, self.check_hidden_layer(layer), pooling)
 
+    def head_card(self, layer: int, head: int, statistic: str | None = None, k: int = 5):
+        """One head's report card: its role, statistics, top examples (the tokens, one per sentence, where it does
+        its thing most: ranked by its role's statistic, or by `statistic`), positional profile and tag links."""
+        from .cards import head_card
+        return head_card(self, layer, head, statistic, k)
+
     def probe(self, target: str, layer: int | None = None, control: bool = True) -> pd.DataFrame:
         """What each layer knows: a linear probe of `target` ("tag", "label", "position" or "recurs") per hidden
         layer (0: the embeddings), scored on sentences it never saw, beside the control task (Hewitt & Liang) and

@@ -87,3 +87,22 @@ def probe_figure(frames: Sequence, title: str = "What each layer knows") -> go.F
                   yaxis=dict(title=dict(text="held-out accuracy"), range=[0, 1.02]),
                   legend=dict(orientation="h", y=-0.25))
     return _figure(traces, layout, title, width=760, height=460)
+
+
+def heads_scatter_figure(x: np.ndarray, y: np.ndarray, layers: np.ndarray, heads: np.ndarray, roles: Sequence[str],
+                         x_name: str, y_name: str, title: str) -> go.Figure:
+    """Every head as one point on two statistics, one colour per role; the hover names layer, head and role."""
+    roles = np.asarray([str(r) for r in roles], dtype=object)
+    traces = []
+    for k, role in enumerate(sorted(set(roles))):
+        where = np.flatnonzero(roles == role)
+        label = escape_label(role)
+        traces.append(dict(type="scatter", mode="markers", name=label, x=_f32(x[where]), y=_f32(y[where]),
+                           customdata=np.stack([layers[where], heads[where]], 1).tolist(),
+                           marker=dict(size=9, color=qualitative.D3[k % len(qualitative.D3)]),
+                           hovertemplate=(f"layer %{{customdata[0]}}, head %{{customdata[1]}} ({label})<br>"
+                                          f"{escape_label(x_name)} %{{x:.3f}}, {escape_label(y_name)} %{{y:.3f}}"
+                                          "<extra></extra>")))
+    layout = dict(xaxis=dict(title=dict(text=escape_label(x_name))), yaxis=dict(title=dict(text=escape_label(y_name))),
+                  legend=dict(title=dict(text="role")))
+    return _figure(traces, layout, title, width=760, height=520)
