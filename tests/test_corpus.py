@@ -280,8 +280,16 @@ def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_p
     assert nn["sep"] == pytest.approx(tagged.statistic("sep")[rows, 1, 2].astype(np.float64).mean(), abs=1e-9)
     links = tagged.tag_links(min_count=1)
     assert (links["lift"] >= 2).all() and set(links["from_tag"]) <= {"DT", "JJ", "NN", "VBD", "IN", "."}
-    assert [coarse_tag(t) for t in ("at", "nn-tl", "NNPS", "jjr", "IN", "vbd", "np$")] == \
-        ["DET", "NOUN", "NOUN", "ADJ", "ADP", "", "NOUN"]
+    assert [coarse_tag(t) for t in ("at", "nn-tl", "NNPS", "jjr", "IN", "vbd", "np$", "pp$", "PRP$", "md", "hvz",
+                                    "MD", "VBZ", ".")] == \
+        ["DET", "NOUN", "NOUN", "ADJ", "ADP", "VERB", "NOUN", "POSS", "POSS", "AUX", "AUX", "AUX", "VERB", ""]
+    possessive = tmp_path / "p.conll"
+    possessive.write_text("His PRP$\nold JJ\ndog NN\nwill MD\nsurely RB\nbark VB\n. .\n")
+    both = open_corpus(build_corpus(possessive, tmp_path / "p", explorer=explorer, say=lambda t: None))
+    relations = both.relation_heads()
+    assert set(relations["relation"]) == {"adjective -> its noun", "possessive -> its noun", "auxiliary -> its verb"}
+    aux = relations[relations["relation"] == "auxiliary -> its verb"].iloc[0]
+    assert aux["count"] == 1 and aux["next_word_baseline"] == 0  # will -> bark, past "surely"
 
 
 def test_a_fine_tuned_classifier_corpus_keeps_predictions(finetuned_classifier, tmp_path):

@@ -19,7 +19,12 @@ ROLE_SHARES = {**SHARE_LABELS, "punctuation": "punctuation"}
 # Relations read from part-of-speech tags alone, each (name, from-class, to-class, words it may look ahead):
 # Clark et al.'s "which head tracks this dependency", measured with tags instead of a parse.
 RELATIONS = (("determiner -> its noun", "DET", "NOUN", 4), ("adjective -> its noun", "ADJ", "NOUN", 3),
-             ("preposition -> the noun after it", "ADP", "NOUN", 4))
+             ("preposition -> the noun after it", "ADP", "NOUN", 4), ("possessive -> its noun", "POSS", "NOUN", 3),
+             ("auxiliary -> its verb", "AUX", "VERB", 3))
+# Brown's auxiliaries (modals, and forms of be, have and do, which a verb follows when they are one) and the Penn
+# Treebank's modals: its be/have/do are tagged as verbs, so only its modals are read as auxiliaries.
+AUXILIARIES = {"md", "be", "bed", "bedz", "beg", "bem", "ben", "ber", "bez", "hv", "hvd", "hvg", "hvn", "hvz", "do",
+               "dod", "doz"}
 SPECIAL_TAGS = ("[CLS]", "[SEP]")
 SUMMARY_COLUMNS = (*STATISTICS, "entropy_ratio")  # entropy_ratio: a row's entropy over a uniform row's
 
@@ -130,8 +135,16 @@ def _linking_roles(corpus, summary: pd.DataFrame) -> None:
 # Tags
 # ------------------------------------------------------------------------------------------------------------------
 def coarse_tag(tag: str) -> str:
-    """Brown's and the Penn Treebank's tags in four classes (DET, ADJ, ADP, NOUN) and "" for the rest."""
-    t = tag.lower().split("-")[0].rstrip("$*")
+    """Brown's and the Penn Treebank's tags in the classes the relations read (DET, ADJ, ADP, NOUN, POSS, AUX,
+    VERB) and "" for the rest."""
+    raw = tag.lower().split("-")[0]
+    if raw in ("pp$", "prp$", "wp$"):
+        return "POSS"
+    t = raw.rstrip("$*")
+    if t in AUXILIARIES:
+        return "AUX"
+    if t.startswith("vb"):
+        return "VERB"
     if t.startswith(("nn", "np")):
         return "NOUN"
     if t == "at" or t.startswith("dt") or t == "pdt":
@@ -227,8 +240,9 @@ def relation_heads(corpus, all_heads: bool = False) -> pd.DataFrame:
         frame = frame.sort_values("accuracy", ascending=False, kind="stable")
         out.append(frame if all_heads else frame.head(1))
     if not out:
-        raise CorpusError("no word of this corpus starts a relation read from tags (determiner, adjective or "
-                          "preposition before a noun); are its tags Brown's or the Penn Treebank's?")
+        raise CorpusError("no word of this corpus starts a relation read from tags (a determiner, adjective, "
+                          "preposition or possessive before a noun, an auxiliary before a verb); are its tags "
+                          "Brown's or the Penn Treebank's?")
     return pd.concat(out, ignore_index=True)
 
 
