@@ -22,4 +22,5 @@ from .payload import (SCORE_TERMS_MAX_VALUES, VALUE_WEIGHTED_MAX_TOKENS, Payload
 
 __all__ = ["NotebookView", "PayloadError", "SCORE_TERMS_MAX_VALUES", "VALUE_WEIGHTED_MAX_TOKENS", "bundle_js",
            "check_blob", "decode", "decode_payload", "decode_query_key", "encode_payload", "encode_query_key",
-           "input_text", "input_title", "notebook_html", "run_key", "script_element", "standalone_html", "wordpiece_word_ids"]
+           "input_text", "input_title", "notebook_html", "run_key", "script_element", "standalone_html",
+           "wordpiece_word_ids"]

@@ -6,15 +6,18 @@ through the training asks the server for nothing."""
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
 import gradio as gr
 
+from ...files import inside
 from ...timeline import FOLDER, Timeline, TimelineError, open_timeline
 from ..common import api, plain, refuse, user_errors
 from .base import Gate, TabPage
 
+log = logging.getLogger(__name__)
 _CHECKPOINT = re.compile(r"step-\d{7,}$")
 NO_TIMELINE = ("**{name}** has no training timeline. A model trained here (the Fine-tune or Pretrain tab) has one, "
                "and so does a folder that `bertviz-app pretrain` or `finetune` wrote, given to the server with "
@@ -23,11 +26,17 @@ NO_TIMELINE = ("**{name}** has no training timeline. A model trained here (the F
 
 def timeline_folder(folder: Path | None) -> Path | None:
     """The timeline of a model folder: its own (a fine-tuning's output), or its run's for a pretraining checkpoint
-    (OUT/step-NNNNNNN beside OUT/timeline); None when there is none."""
+    (OUT/step-NNNNNNN beside OUT/timeline); None when there is none, or when it is a link out of that folder (the
+    reader keeps every file inside the timeline's folder)."""
     if folder is None:
         return None
     for place in (folder, folder.parent if _CHECKPOINT.match(folder.name) else None):
         if place is not None and (place / FOLDER / "timeline.json").is_file():
+            try:
+                inside(place, place / FOLDER, TimelineError, kind="folder")
+            except TimelineError as err:
+                log.warning("%s", err)
+                return None
             return place / FOLDER
     return None
 
