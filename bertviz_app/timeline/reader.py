@@ -5,7 +5,6 @@ timeline still growing (a training under way) can be followed."""
 
 from __future__ import annotations
 
-import base64
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -168,9 +167,10 @@ class Timeline:
         return index
 
     def views_data(self, index: int = 0) -> dict:
-        """Every snapshot of input `index` as the views' timeline slider takes it at once (views/js/timeline.mjs):
-        the steps, each step's payload (base64 of the stored bytes), and each snapshot's loss, learning rate, roles
-        and this input's predictions. JSON as it is: one value, so that moving the slider asks for nothing."""
+        """What the views' timeline slider takes for input `index` (views/js/timeline.mjs), but the payloads: the
+        steps, and each snapshot's loss, learning rate, roles and this input's predictions (a few hundred bytes a
+        snapshot). The payloads go separately, a page at a time (`page_size`, `payloads`): 1,000 snapshots of a
+        122-token input are 475 MB of them."""
         self._check_input(index)
         steps = self.steps
         snapshots = []
@@ -180,8 +180,24 @@ class Timeline:
                               "roles": s["roles"], "item": s["inputs"][index]})
         return {"kind": self.kind, "model": self.manifest.get("model", ""),
                 "total_steps": self.manifest.get("total_steps"), "labels": self.manifest.get("labels"),
-                "input": self.inputs[index].as_dict(), "steps": steps, "snapshots": snapshots,
-                "payloads": [base64.b64encode(self.payload(step, index)).decode("ascii") for step in steps]}
+                "input": self.inputs[index].as_dict(), "steps": steps, "snapshots": snapshots}
+
+    def page_size(self, index: int, page_bytes: int) -> int:
+        """How many snapshots of input `index` a page of at most `page_bytes` of stored payload holds (at least one),
+        from the largest of its payloads on disk: an input's payloads have one shape, so they differ only by what
+        deflate makes of them."""
+        self._check_input(index)
+        largest = 1
+        for step in self.steps:
+            try:
+                largest = max(largest, os.stat(self._folders[step] / fmt.payload_name(index)).st_size)
+            except OSError:
+                pass  # refused when read
+        return max(1, min(len(self.steps), page_bytes // largest))
+
+    def payloads(self, steps, index: int = 0) -> list[bytes]:
+        """The stored payloads of input `index` at `steps`, each checked (`payload`)."""
+        return [self.payload(step, index) for step in steps]
 
     # --- tables --------------------------------------------------------------------------------------------------
     def frame(self) -> "pd.DataFrame":
