@@ -43,15 +43,21 @@ def serve_argv(environ: Mapping[str, str], models: list[str], base: Path) -> lis
     expects), the served app's default limits, and a login for each USER:PASSWORD line of the BERTVIZ_AUTH secret.
     No --allow-training: on an address other than 127.0.0.1 the Fine-tune tab then has no endpoint at all. Every
     visitor reaches a Space through its proxy, so they share one client address: that address may hold as many
-    sessions as the server (its X-Forwarded-For is not trusted, since a visitor can write it too). `models`: built-in
-    names, or folders relative to `base` (the Space's folder)."""
+    sessions as the server (its X-Forwarded-For is not trusted, since a visitor can write it too). A secret that is set
+    but holds no USER:PASSWORD line is a SpaceError: the app does not start open. `models`: built-in names, or folders
+    relative to `base` (the Space's folder)."""
     argv = ["serve", "--host", "0.0.0.0", "--port", environ.get(PORT_VARIABLE, "7860"),
             "--sessions-per-address", str(limits.MAX_SESSIONS)]
     for model in models:
         argv += ["--model", str(base / model) if model.startswith(MODELS_DIR + "/") else model]
-    for line in environ.get(AUTH_VARIABLE, "").splitlines():
-        if line.strip():
-            argv += ["--auth", line.strip()]
+    logins = [line.strip() for line in environ.get(AUTH_VARIABLE, "").splitlines() if line.strip()]
+    if AUTH_VARIABLE in environ and not logins:
+        # a secret that is there but blank (a paste gone wrong) means a login was wanted: an open page is not what
+        # the owner asked for
+        raise SpaceError(f"the secret {AUTH_VARIABLE} is set but holds no USER:PASSWORD line, so the app would start "
+                         "without a login; write one pair a line in it, or delete the secret to serve an open page")
+    for line in logins:
+        argv += ["--auth", line]
     return argv
 
 
@@ -176,7 +182,11 @@ from bertviz_app import cli, space  # noqa: E402
 MODELS = {json.dumps(models)}  # built-in names, or folders under {MODELS_DIR}/
 
 if __name__ == "__main__":
-    sys.exit(cli.main(space.serve_argv(os.environ, MODELS, HERE)))
+    try:
+        argv = space.serve_argv(os.environ, MODELS, HERE)
+    except space.SpaceError as err:
+        sys.exit(f"bertviz-app: {{err}}")
+    sys.exit(cli.main(argv))
 '''
 
 

@@ -4,6 +4,9 @@ That the folder runs from a fresh environment of its own is tests/test_install.p
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -37,6 +40,18 @@ def test_the_space_serves_as_a_public_server():
     assert args.port == 8123
     assert cli.parse_auth(args.auth) == [("ann", "one"), ("bob", "two:with:colons")]
     assert not cli.training_settings(args).enabled
+
+
+def test_a_secret_that_is_set_but_blank_refuses_to_start(tmp_path):
+    for blank in ("", "  \n  ", "\n\n", "\t"):
+        with pytest.raises(space.SpaceError, match="BERTVIZ_AUTH is set but holds no USER:PASSWORD line"):
+            space.serve_argv({"BERTVIZ_AUTH": blank}, ["minilm-l6-mlm-nsp-en"], Path("/srv/space"))
+    # and the Space's app.py says so in one line, without starting
+    folder = space.export_space(tmp_path / "space")
+    done = subprocess.run([sys.executable, str(folder / "app.py")], env={**os.environ, "BERTVIZ_AUTH": "  \n  "},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("bertviz-app: the secret BERTVIZ_AUTH is set but holds no")
 
 
 def test_a_folder_that_is_not_empty_is_refused_unless_forced(tmp_path, capsys):
