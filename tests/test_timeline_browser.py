@@ -114,7 +114,8 @@ def paged_server(finetuned_classifier):
             yield url
 
 
-def test_the_slider_asks_for_a_page_it_does_not_hold_and_only_then(browser, paged_server, finetuned_classifier):
+def test_the_slider_asks_for_a_page_it_does_not_hold_and_only_then(browser, paged_server, finetuned_classifier,
+                                                                     tmp_path):
     steps = open_timeline(finetuned_classifier).steps  # pages [0 1 2] [3 4 5] [6 7 8] [9]; it opens on [9]
     v = AppPage(browser, paged_server)
     page = v.page
@@ -133,7 +134,16 @@ def test_the_slider_asks_for_a_page_it_does_not_hold_and_only_then(browser, page
     before = _picture(page)
     assert slide(7) >= 1  # past the page held: the next page comes
     assert _picture(page) != before
+    page.eval_on_selector("#tl-timeline", "e => e.scrollIntoView({ block: 'start' })")
+    page.wait_for_timeout(100)  # the new views paint on the next frame
+    shoot(page, tmp_path, f"timeline_paged_step{steps[7]}")
     assert [slide(i) for i in (6, 8, 7, 9, 8)] == [0] * 5  # within the two pages held: nothing asked
     assert slide(4) >= 1
     assert [slide(i) for i in (3, 5, 9)] == [0] * 3
+    with v.on_a_phone():
+        assert slide(1) >= 1
+        page.locator("#tl-timeline").scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        shoot(page, tmp_path, f"timeline_paged_phone_step{steps[1]}")
+        assert v.no_sideways_scroll()
     assert v.errors == [] and page.locator(".toast-body").count() == 0
