@@ -33,6 +33,10 @@ Issue #31's attacks, as phases of their own:
   12-token sentences; reported: the polls' answers, and the visitor's median analysis time against alone just before;
   finetune-exhaustion: one visitor (one page) starts 1-epoch trainings, each after the last is done, until refused;
   reported: how many it started and the refusal, then what a second visitor (another page, another address) gets.
+Issue #42's:
+- timeline (the server started with `--model DIR`, DIR the default model with a timeline of 1,000 snapshots of one
+  122-token input written here, 475 MB of payloads): one visitor opens the Timeline tab (its event, as the page sends
+  it once the tab is open), then asks for every page of payloads; reported: the answers' sizes and the server's RSS.
 The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
 """
 
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import json
 import os
 import shutil
 import statistics
@@ -369,6 +374,65 @@ def finetune_exhaustion(url, cookies, config) -> list[tuple[str, str]]:
             ("a second visitor (another page and address) then", got[:400].replace("|", "/").replace("\n", " "))]
 
 
+TIMELINE_SNAPSHOTS = 1000  # --timeline's maximum
+
+
+def timeline_model(folder: Path, snapshots: int = TIMELINE_SNAPSHOTS) -> Path:
+    """The default model's folder with a training timeline of `snapshots` snapshots of one 122-token input (the audit's
+    case), written in the timeline's format: each snapshot the payload of a real analysis, whatever step it stands
+    for (their sizes are what the phase is about, not what they show)."""
+    import bertviz_app
+    from bertviz_app.catalog import default_model_path
+    from bertviz_app.timeline import format as fmt
+
+    model = folder / "timeline-model"
+    shutil.copytree(default_model_path(), model)
+    run = bertviz_app.load(model, device="cpu").run(text_of(122, "timeline"))
+    payload = run.views_payload()
+    roles = [["broad"] * run.num_heads for _ in range(run.num_layers)]
+    timeline = model / fmt.FOLDER
+    timeline.mkdir()
+    fmt.write_json(timeline / fmt.MANIFEST, {
+        "format": fmt.FORMAT, "version": fmt.VERSION, "kind": "pretraining", "task": None, "labels": None,
+        "model": model.name, "inputs": [{"text": run.encoding.text, "text_pair": None, "answers": [], "gold": None}],
+        "total_steps": snapshots - 1, "count": snapshots, "schedule": list(range(snapshots)), "top_k": 5})
+    for step in range(snapshots):
+        fmt.write_snapshot(timeline, step, {"step": step, "loss": 1.0, "loss_mean": 1.0, "lr": 1e-4, "scheduled": True,
+                                            "seconds": 0.1, "heads": {}, "roles": roles,
+                                            "inputs": [{"tokens": run.tokens}]}, [payload])
+    return model
+
+
+def timeline_memory(url, cookies, config, pid) -> list[tuple[str, str]]:
+    """One visitor opens the Timeline tab on a 1,000-snapshot timeline of a 122-token input, then slides through
+    every page of it (the timeline_page server function, as the page does); the server's RSS meanwhile."""
+    visitor = Visitor(url, cookies, config)
+    host = next(c["id"] for c in config["components"] if c["props"].get("elem_id") == "timeline-host")
+    with Sampler(pid) as opened:
+        started = time.perf_counter()
+        value = visitor.event("timeline", [visitor.model, None])["data"][2]
+        took = time.perf_counter() - started
+    data, name = value["timeline"], value["pages"]
+    pages = -(-len(data["steps"]) // data["page_size"])
+    largest, answers = 0, []
+    with Sampler(pid) as slid:
+        for page in range(pages):
+            answer = visitor.http.post("gradio_api/component_server", json={
+                "session_hash": visitor.session, "component_id": host, "fn_name": "timeline_page",
+                "data": {"pages": name, "page": page}})
+            answer.raise_for_status()
+            largest = max(largest, len(answer.content))
+            answers.append("value" in answer.json())
+    after = rss_mib(pid)
+    return [("timeline: one visitor opens the tab (1,000 snapshots of a 122-token input)",
+             f"one answer of {len(json.dumps(value)) / 2**20:.1f} MB ({data['page_size']} snapshots' payloads of "
+             f"{len(data['steps'])}) in {took:.1f} s; RSS {opened.before:.0f} -> peak {opened.peak:.0f} MiB"),
+            ("timeline: the same visitor then asks for every page, one after another",
+             f"{sum(answers)} of {pages} pages answered, the largest {largest / 2**20:.1f} MB; RSS peak "
+             f"{slid.peak:.0f} MiB, after {after:.0f} MiB: +{max(opened.peak, slid.peak) - opened.before:.0f} MiB "
+             "at most over the start")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20, help="how long the exports go on")
@@ -377,11 +441,13 @@ def main() -> None:
     parser.add_argument("--pollers", type=int, default=8, help="threads polling the Fine-tune tab's progress")
     parser.add_argument("--phases", default="api-poisoning,per-session,exports,sessions,malformed,logins",
                         help="which of api-poisoning, per-session, exports, sessions, malformed, logins, "
-                             "progress-polling, finetune-exhaustion to run (comma-separated)")
+                             "progress-polling, finetune-exhaustion, timeline to run (comma-separated)")
     args = parser.parse_args()
     rows = []
     server_args = ("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}")
     folder = Path(tempfile.mkdtemp(prefix="bench-security-"))
+    if "timeline" in args.phases:
+        server_args += ("--model", str(timeline_model(folder)))
     if "progress-polling" in args.phases or "finetune-exhaustion" in args.phases:
         # a cache of its own: the models fine-tuned here are written there, and removed afterwards
         os.environ["BERTVIZ_APP_CACHE"] = str(folder / "cache")
@@ -416,6 +482,8 @@ def run_phases(args, server_args: tuple[str, ...], rows: list) -> None:
             rows += progress_polling(url, cookies, config, args)
         if "finetune-exhaustion" in args.phases:
             rows += finetune_exhaustion(url, cookies, config)
+        if "timeline" in args.phases:
+            rows += timeline_memory(url, cookies, config, proc.pid)
         if "logins" in args.phases:
             rows += logins(url)
         rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))

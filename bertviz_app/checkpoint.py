@@ -216,22 +216,33 @@ def _read_file(path: Path, shapes_only: bool = False) -> dict[str, Tensor] | dic
     return {key: value.shape for key, value in state.items()} if shapes_only else state
 
 
+# A global that torch's weights-only unpickler refused, in each of its wordings: "Unsupported global: GLOBAL x.y was
+# not an allowed global" (a class or function it does not know) and "Trying to load unsupported GLOBAL posix.system
+# whose module posix is blocked" (torch 2.6+: os, subprocess, sys, ... are refused before anything else is looked at).
+_REFUSED_GLOBAL = re.compile(r"\bGLOBAL ([\w.]+)")
+# torch's lines around its reason: the advice to load with weights_only=False, how to allowlist, where the docs are
+_TORCH_ADVICE = ("weights_only", "Weights only load failed", "add_safe_globals", "safe_globals", "trusted source",
+                 "Check the documentation of torch.load")
+
+
 def _unreadable(path: Path, err: Exception) -> str:
-    """Why a weight file was not read, in one line. torch's own message for a pickle that names a class says that
-    `weights_only=False` "will likely succeed": here that pickle is refused for what it is, never called corrupted."""
+    """Why a weight file was not read, in one line. torch words a pickle that asks for a global (a class, or a function
+    such as os.system in a __reduce__) in several ways, all after the advice that `weights_only=False` "will likely
+    succeed": here such a pickle is refused as unsafe, never called corrupted, and torch's advice is never repeated."""
     text = str(err)
-    named = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    named = _REFUSED_GLOBAL.search(text)
     if named:
-        return (f"{path} was refused: it is a pickle that asks to build {named.group(1)}, and unpickling can run "
+        return (f"{path} was refused as unsafe: it is a pickle that asks for {named.group(1)}, and unpickling can run "
                 "code, so such a file is read only when it holds nothing but tensors. Convert the checkpoint to "
                 "safetensors where you trust it (transformers' save_pretrained(folder) writes model.safetensors) and "
                 "load that")
-    # torch's own detail follows its marker (on the same line or the next); its first line is the advice above
+    # torch's own reason, without its advice (which it puts first, and on the reason's line in older versions)
     marker = "WeightsUnpickler error:"
     after = text.split(marker, 1)[1] if marker in text else text
-    detail = next((line.strip() for line in after.splitlines() if line.strip()), "")
+    detail = next((line.strip() for line in after.splitlines()
+                   if line.strip() and not any(a in line for a in _TORCH_ADVICE)), "")[:200]
     return (f"could not read {path}: the file is corrupted or not a {path.suffix} weight file "
-            f"({type(err).__name__}: {detail}); download or save the checkpoint again")
+            f"({type(err).__name__}{': ' + detail if detail else ''}); download or save the checkpoint again")
 
 
 def normalize_keys(state: dict[str, Tensor], model_type: str = "bert") -> dict[str, Tensor]:

@@ -40,6 +40,46 @@ def regular_file(path: Path, error: type[Exception]) -> os.stat_result:
     return info
 
 
+def inside(root: Path, path: Path, error: type[Exception], kind: str = "file") -> Path:
+    """`path` with every link followed, which must land inside `root` (the folder the operator named, itself
+    resolved) and be a regular file (`kind` "file") or a folder ("folder"); `error` otherwise. Every file and folder
+    read for a visitor goes through here, so that a link planted in a served folder (input-00.bviz -> /etc/passwd, a
+    step folder -> another tree) is refused instead of sent: the rule of nginx's disable_symlinks and Django's
+    safe_join. A link that stays inside the folder is followed."""
+    base = Path(root).resolve()
+    try:
+        real = Path(path).resolve(strict=True)
+    except FileNotFoundError:
+        raise error(f"{path} does not exist") from None
+    except (OSError, RuntimeError) as err:  # a loop of links: RuntimeError before Python 3.13, OSError since
+        raise error(f"could not read {path} ({getattr(err, 'strerror', None) or type(err).__name__})") from None
+    if real != base and base not in real.parents:
+        raise error(f"{path} leads out of {root} (a symbolic link to somewhere else): refused; put the file itself "
+                    "in the folder")
+    if kind == "folder":
+        if not real.is_dir():
+            raise error(f"{path} is not a folder")
+    else:
+        regular_file(real, error)
+    return real
+
+
+def read_bytes(root: Path, path: Path, error: type[Exception], limit: int) -> bytes:
+    """The bytes of `path`, which must lie inside `root` (`inside`), at most `limit` of them."""
+    real = inside(root, path, error)
+    big = f"{path} is larger than the {limit / 2**20:g} MiB a {path.name} may have here: refused"
+    if real.stat().st_size > limit:
+        raise error(big)
+    try:
+        with open(real, "rb") as f:
+            data = f.read(limit + 1)  # the file may have grown since stat
+    except OSError as err:
+        raise error(f"could not read {path} ({err.strerror or type(err).__name__})") from None
+    if len(data) > limit:
+        raise error(big)
+    return data
+
+
 def read_text(path: Path, error: type[Exception], limit: int) -> str:
     """The UTF-8 text of `path`, at most `limit` bytes; `error` for anything else."""
     if regular_file(path, error).st_size > limit:

@@ -65,3 +65,13 @@ TRAINING_MINUTES = 15
 # A recipe whose data could not be fetched is not fetched again (pip, apt: up to minutes each) at every Start: not
 # before this many minutes.
 FETCH_RETRY_MINUTES = 10
+
+# The Timeline tab sends one input's snapshots a page at a time: as many snapshots as fit in this many bytes of stored
+# payload (a 122-token input of the default model: ~0.5 MB a snapshot, so 16 a page; 10 short ones: all in one).
+# Pages are base64-encoded once and kept, least recently used first out, within TIMELINE_CACHE_BYTES for every
+# visitor together; a page asks in a lane of its own, as the corpus tab's calls do.
+TIMELINE_PAGE_BYTES = 8 * 2**20
+TIMELINE_CACHE_BYTES = 96 * 2**20
+TIMELINE_PAGES_AT_ONCE = 2
+TIMELINE_PAGES_WAITING = 16
+TIMELINE_PAGES_PER_MINUTE = 120

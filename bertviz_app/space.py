@@ -9,7 +9,9 @@ What the folder holds:
   repository is copied in, so a wheel named there cannot be found; a package beside app.py needs no install at all.
 - `requirements.txt`: this package's dependencies, as its metadata (or, in a checkout, pyproject.toml) declares them.
 - `README.md`: the Space's front matter (sdk gradio at the version this installation runs, app_file app.py).
-- `models/NAME/`: each model that is not inside the package (a checkpoint folder, all-MiniLM-L6-v2's package).
+- `models/NAME/`: each model that is not inside the package (a checkpoint folder, all-MiniLM-L6-v2's package): its
+  own files only (config, weights, tokenizer files, model card; `model_files`), never a link, metrics.json or
+  held-out predictions.
 - `.gitattributes`: weights through git LFS, which the Hub requires for files over 10 MB.
 """
 
@@ -20,10 +22,12 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from . import catalog, limits
+from .checkpoint import TOKENIZER_FILES, WEIGHT_FILES
+from .files import read_json
 
 AUTH_VARIABLE = "BERTVIZ_AUTH"  # a Space's secret: USER:PASSWORD lines
 PORT_VARIABLE = "GRADIO_SERVER_PORT"
@@ -43,15 +47,21 @@ def serve_argv(environ: Mapping[str, str], models: list[str], base: Path) -> lis
     expects), the served app's default limits, and a login for each USER:PASSWORD line of the BERTVIZ_AUTH secret.
     No --allow-training: on an address other than 127.0.0.1 the Fine-tune tab then has no endpoint at all. Every
     visitor reaches a Space through its proxy, so they share one client address: that address may hold as many
-    sessions as the server (its X-Forwarded-For is not trusted, since a visitor can write it too). `models`: built-in
-    names, or folders relative to `base` (the Space's folder)."""
+    sessions as the server (its X-Forwarded-For is not trusted, since a visitor can write it too). A secret that is set
+    but holds no USER:PASSWORD line is a SpaceError: the app does not start open. `models`: built-in names, or folders
+    relative to `base` (the Space's folder)."""
     argv = ["serve", "--host", "0.0.0.0", "--port", environ.get(PORT_VARIABLE, "7860"),
             "--sessions-per-address", str(limits.MAX_SESSIONS)]
     for model in models:
         argv += ["--model", str(base / model) if model.startswith(MODELS_DIR + "/") else model]
-    for line in environ.get(AUTH_VARIABLE, "").splitlines():
-        if line.strip():
-            argv += ["--auth", line.strip()]
+    logins = [line.strip() for line in environ.get(AUTH_VARIABLE, "").splitlines() if line.strip()]
+    if AUTH_VARIABLE in environ and not logins:
+        # a secret that is there but blank (a paste gone wrong) means a login was wanted: an open page is not what
+        # the owner asked for
+        raise SpaceError(f"the secret {AUTH_VARIABLE} is set but holds no USER:PASSWORD line, so the app would start "
+                         "without a login; write one pair a line in it, or delete the secret to serve an open page")
+    for line in logins:
+        argv += ["--auth", line]
     return argv
 
 
@@ -99,6 +109,34 @@ def _plan_models(models: list[str] | None) -> list[tuple[str, Path | None]]:
                              "so rename one")
         plan.append((arg, folder))
     return plan
+
+
+# What a checkpoint folder publishes: what loading it reads (checkpoint.py's weights and tokenizer files, the shards a
+# weight index names) and its model card. Never the rest of a training's folder: metrics.json records the training
+# data's path, heldout_predictions.jsonl the held-out texts, and anything else there is the owner's.
+MODEL_FILES = ("config.json", *WEIGHT_FILES, *TOKENIZER_FILES, "README.md")
+
+
+def model_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """(the files of checkpoint `folder` that a Space publishes, what is left out and why): MODEL_FILES and the
+    shards of a weight index, each a regular file of the folder itself; a symbolic link is never followed."""
+    wanted = set(MODEL_FILES)
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        path = folder / index
+        if path.is_file() and not path.is_symlink():
+            weight_map = read_json(path, SpaceError).get("weight_map", {})
+            wanted |= {name for name in weight_map.values() if isinstance(name, str) and "/" not in name}
+    kept, left = [], []
+    for file in sorted(folder.iterdir()):
+        if file.is_symlink():
+            left.append(f"{file.name} (a link)")
+        elif file.is_dir():
+            left.append(f"{file.name}/")
+        elif file.name in wanted and file.is_file():
+            kept.append(file)
+        else:
+            left.append(file.name)
+    return kept, left
 
 
 def _copy_package(target: Path, with_shipped_model: bool) -> None:
@@ -176,14 +214,20 @@ from bertviz_app import cli, space  # noqa: E402
 MODELS = {json.dumps(models)}  # built-in names, or folders under {MODELS_DIR}/
 
 if __name__ == "__main__":
-    sys.exit(cli.main(space.serve_argv(os.environ, MODELS, HERE)))
+    try:
+        argv = space.serve_argv(os.environ, MODELS, HERE)
+    except space.SpaceError as err:
+        sys.exit(f"bertviz-app: {{err}}")
+    sys.exit(cli.main(argv))
 '''
 
 
-def export_space(folder: str | os.PathLike, models: list[str] | None = None, force: bool = False) -> Path:
+def export_space(folder: str | os.PathLike, models: list[str] | None = None, force: bool = False,
+                 say: Callable[[str], None] = print) -> Path:
     """Write a Gradio Space serving `models` (built-in names or checkpoint folders; default: the shipped English
     model) into `folder`, and return it. A folder that exists and is not empty is refused unless `force`; then only
-    what an export writes (WRITTEN) is replaced."""
+    what an export writes (WRITTEN) is replaced. Of a checkpoint folder only the model's own files are published
+    (`model_files`); `say` hears, before anything is written, which ones and what is left out."""
     folder = Path(folder).expanduser()
     if folder.exists() and not folder.is_dir():
         raise SpaceError(f"{folder} is a file, not a folder")
@@ -192,6 +236,13 @@ def export_space(folder: str | os.PathLike, models: list[str] | None = None, for
                          f"({', '.join(WRITTEN)}; other files stay)")
     plan = _plan_models(models)
     requirements = dependencies()
+    published = []
+    for arg, source in plan:
+        if source is not None:
+            files, left = model_files(source)
+            published.append((arg, files))
+            say(f"{arg} publishes {', '.join(f.name for f in files)}"
+                + (f"; left out: {', '.join(left)}" if left else ""))
     folder.mkdir(parents=True, exist_ok=True)
     for name in WRITTEN:
         path = folder / name
@@ -201,12 +252,10 @@ def export_space(folder: str | os.PathLike, models: list[str] | None = None, for
             path.unlink()
     args = [arg for arg, _ in plan]
     _copy_package(folder / "bertviz_app", with_shipped_model=catalog.ENGLISH_MLM_NAME in args)
-    for arg, source in plan:
-        if source is not None:  # a checkpoint is the files of its folder; subfolders (checkpoints of a run) stay out
-            (folder / arg).mkdir(parents=True)
-            for file in source.iterdir():
-                if file.is_file():
-                    shutil.copy2(file, folder / arg / file.name)
+    for arg, files in published:
+        (folder / arg).mkdir(parents=True)
+        for file in files:
+            shutil.copy2(file, folder / arg / file.name, follow_symlinks=False)
     (folder / "requirements.txt").write_text(
         "# bertviz-app's dependencies; the package itself is bertviz_app/, beside app.py\n"
         + "".join(f"{r}\n" for r in requirements), encoding="utf-8")

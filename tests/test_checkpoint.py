@@ -579,16 +579,32 @@ class Payload:
     """Stands for code hidden in a pickle: weights_only refuses to build it."""
 
 
-def test_bin_that_would_run_code_is_refused(tmp_path, pretraining_folder):
+class Hostile:
+    """What an attacker pickles: unpickling it calls os.system (torch 2.6+ blocks the module os lives in)."""
+
+    def __reduce__(self):
+        return (os.system, ("echo this ran",))
+
+
+@pytest.mark.parametrize("payload, name, torch_says", [
+    (Payload(), "test_checkpoint.Payload", "Unsupported global: GLOBAL test_checkpoint.Payload"),
+    (Hostile(), f"{os.system.__module__}.system", f"Trying to load unsupported GLOBAL {os.system.__module__}.system "
+                                                  f"whose module {os.system.__module__} is blocked"),
+], ids=["a class", "os.system in __reduce__"])
+def test_bin_that_would_run_code_is_refused(tmp_path, pretraining_folder, payload, name, torch_says):
     folder = copy_folder(pretraining_folder[0], tmp_path / "ckpt", names=("config.json",))
-    torch.save({"bert.embeddings.word_embeddings.weight": torch.zeros(2), "payload": Payload()},
+    torch.save({"bert.embeddings.word_embeddings.weight": torch.zeros(2), "payload": payload},
                folder / "pytorch_model.bin")
-    with pytest.raises(CheckpointError, match=r"pytorch_model.bin was refused: it is a pickle that asks to build "
-                                              r"test_checkpoint.Payload, and unpickling can run code.*safetensors"
+    with pytest.raises(Exception) as raw:  # what torch says of this very file, so that both wordings are covered
+        torch.load(folder / "pytorch_model.bin", weights_only=True)
+    assert torch_says in str(raw.value)
+    with pytest.raises(CheckpointError, match=rf"pytorch_model.bin was refused as unsafe: it is a pickle that asks "
+                                              rf"for {re.escape(name)}, and unpickling can run code.*safetensors"
                        ) as err:
         load_model(folder)
     one_line(err)
     assert "corrupted" not in str(err.value) and "weights_only" not in str(err.value)
+    assert "likely succeed" not in str(err.value)
 
 
 def test_bin_that_is_not_a_dictionary_of_tensors(tmp_path, pretraining_folder):

@@ -4,6 +4,10 @@ That the folder runs from a fresh environment of its own is tests/test_install.p
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -37,6 +41,18 @@ def test_the_space_serves_as_a_public_server():
     assert args.port == 8123
     assert cli.parse_auth(args.auth) == [("ann", "one"), ("bob", "two:with:colons")]
     assert not cli.training_settings(args).enabled
+
+
+def test_a_secret_that_is_set_but_blank_refuses_to_start(tmp_path):
+    for blank in ("", "  \n  ", "\n\n", "\t"):
+        with pytest.raises(space.SpaceError, match="BERTVIZ_AUTH is set but holds no USER:PASSWORD line"):
+            space.serve_argv({"BERTVIZ_AUTH": blank}, ["minilm-l6-mlm-nsp-en"], Path("/srv/space"))
+    # and the Space's app.py says so in one line, without starting
+    folder = space.export_space(tmp_path / "space")
+    done = subprocess.run([sys.executable, str(folder / "app.py")], env={**os.environ, "BERTVIZ_AUTH": "  \n  "},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("bertviz-app: the secret BERTVIZ_AUTH is set but holds no")
 
 
 def test_a_folder_that_is_not_empty_is_refused_unless_forced(tmp_path, capsys):
@@ -114,3 +130,32 @@ def test_the_folder_is_a_space(tmp_path, tiny_mlm_folder, capsys):
     assert models == [f"models/{name}"]
     assert "space.serve_argv(os.environ, MODELS, HERE)" in (folder / "app.py").read_text()
     assert "*.safetensors filter=lfs" in (folder / ".gitattributes").read_text()
+
+
+def test_a_checkpoint_publishes_only_its_own_files(tmp_path, tiny_mlm_folder, capsys):
+    """A training's folder holds more than the model: the training data's path (metrics.json), the held-out texts,
+    the owner's notes, and links to anything. Only the model's own files go into the Space, and the export says which
+    before it writes."""
+    model = tmp_path / "trained"
+    shutil.copytree(tiny_mlm_folder, model)
+    own = sorted(p.name for p in model.iterdir())
+    (model / "README.md").write_text("# a model card\n")
+    (model / "metrics.json").write_text('{"settings": {"train": "/home/teacher/private/grades.csv"}}')
+    (model / "heldout_predictions.jsonl").write_text('{"text": "a pupil\'s private sentence"}\n')
+    (model / "notes.txt").write_text("not for publishing")
+    (tmp_path / "credentials.txt").write_text("password=hunter2")
+    (model / "notes-link.txt").symlink_to(tmp_path / "credentials.txt")
+    (model / "tokenizer_config.json").unlink()
+    (tmp_path / "settings.json").write_text('{"do_lower_case": true, "password": "hunter2"}')
+    (model / "tokenizer_config.json").symlink_to(tmp_path / "settings.json")  # a name the model reads
+    (model / "timeline").mkdir()
+    folder = space.export_space(tmp_path / "space", [str(model)])
+    published = sorted(p.name for p in (folder / "models" / "trained").iterdir())
+    assert published == sorted([*(n for n in own if n != "tokenizer_config.json"), "README.md"])
+    assert not any(p.is_symlink() for p in (folder / "models" / "trained").iterdir())
+    assert "hunter2" not in "".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()
+                                    and p.suffix in (".txt", ".json", ".jsonl", ".md"))
+    said = capsys.readouterr().out
+    assert f"models/trained publishes {', '.join(published)}" in said
+    assert ("left out: heldout_predictions.jsonl, metrics.json, notes-link.txt (a link), notes.txt, timeline/, "
+            "tokenizer_config.json (a link)") in said

@@ -215,3 +215,16 @@ def test_a_damaged_heldout_file_is_named_without_the_server_folder(tmp_path):
     with pytest.raises(ValueError) as caught:
         read_heldout(tmp_path)
     assert str(caught.value).startswith("heldout_predictions.jsonl line 2:") and str(tmp_path) not in str(caught.value)
+
+
+def test_a_heldout_file_linked_out_of_the_model_s_folder_is_refused(tmp_path):
+    """The Task tab shows a folder's held-out rows to visitors: a link to another file that reads as held-out rows
+    (another training's texts) is refused, by the file's name only."""
+    from bertviz_app.finetuned import read_heldout
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "private.jsonl").write_text('{"text": "a pupil\'s private sentence"}\n')
+    (tmp_path / "model" / "heldout_predictions.jsonl").symlink_to(tmp_path / "private.jsonl")
+    with pytest.raises(ValueError) as caught:
+        read_heldout(tmp_path / "model")
+    assert str(caught.value) == "heldout_predictions.jsonl is a link out of the model's folder: refused"

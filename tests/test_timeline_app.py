@@ -1,6 +1,7 @@
 """The Timeline tab through its own functions: a model folder with a timeline (conftest's fine-tuned classifier)
-sends every snapshot of the chosen input in one value, exactly the stored payloads; the same again is not sent; a
-model without a timeline, or an input off the list, is one sentence."""
+sends every snapshot of the chosen input with the stored payloads of one page, the others a page at a time (bounded,
+encoded once, kept within a budget); the same again is not sent; a model without a timeline, or an input off the
+list, is one sentence."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import bertviz_app
 from bertviz_app.app.common import Models
 from bertviz_app.app.tabs import TabPage
 from bertviz_app.app.tabs.timeline import TimelineTab, timeline_folder
-from bertviz_app.app.views_host import ViewsHost
+from bertviz_app.app.views_host import TimelinePages, ViewsHost
 from bertviz_app.timeline import open_timeline
 
 
@@ -31,14 +32,17 @@ def tab(finetuned_classifier, tiny_mlm_folder):
     return tab
 
 
-def test_every_snapshot_of_the_input_arrives_in_one_value(tab, finetuned_classifier):
+def test_every_snapshot_arrives_with_the_page_of_the_last(tab, finetuned_classifier):
     timeline = open_timeline(finetuned_classifier)
     status, inputs, value, shown = tab.opened("trained", None)
     assert f"{len(timeline.steps)} snapshots" in status
     assert [c[1] for c in inputs["choices"]] == list(range(len(timeline.inputs))) and inputs["value"] == 0
     data = value["timeline"]
     assert data["steps"] == timeline.steps and len(data["snapshots"]) == len(timeline.steps)
-    for step, encoded in zip(data["steps"], data["payloads"]):  # the stored bytes, which the views' mount reads
+    assert data["page_size"] == len(timeline.steps)  # ten small snapshots: one page holds them all
+    window = data["window"]
+    assert window["steps"] == timeline.steps and "payloads" not in data
+    for step, encoded in zip(window["steps"], window["payloads"]):  # the stored bytes, which the views' mount reads
         assert base64.b64decode(encoded) == timeline.payload(step, 0)
     assert data["snapshots"][-1]["roles"] == timeline.snapshot(timeline.steps[-1])["roles"]
     assert data["snapshots"][-1]["item"]["prediction"]["probabilities"]  # the classifier's answer at each step
@@ -46,6 +50,31 @@ def test_every_snapshot_of_the_input_arrives_in_one_value(tab, finetuned_classif
     assert tab.chosen("trained", 0, shown) == (gr.skip(), shown)
     other, _ = tab.chosen("trained", 1, shown)
     assert other["timeline"]["input"] == timeline.inputs[1].as_dict()
+
+
+def test_pages_are_bounded_encoded_once_and_kept_within_a_budget(finetuned_classifier):
+    timeline = open_timeline(finetuned_classifier)
+    size = max(len(timeline.payload(s, 0)) for s in timeline.steps)
+    encoded = sum(len(base64.b64encode(timeline.payload(s, 0))) for s in timeline.steps)
+    pages = TimelinePages(page_bytes=3 * size, budget=encoded // 2)  # about two of its four pages
+    value = pages.value(timeline, 0, "trained")
+    data = value["timeline"]
+    assert data["page_size"] == 3 and data["window"] == pages.page({"pages": value["pages"], "page": 3})
+    assert data["window"]["steps"] == timeline.steps[9:]  # the last page: the trained model
+    seen = []
+    for number in range(4):
+        page = pages.page({"pages": value["pages"], "page": number})
+        assert page["steps"] == timeline.steps[3 * number:3 * number + 3]
+        assert sum(len(base64.b64decode(p)) for p in page["payloads"]) <= 3 * size  # each answer within a page
+        seen += page["payloads"]
+    assert [base64.b64decode(p) for p in seen] == [timeline.payload(s, 0) for s in timeline.steps]
+    assert pages.cached_bytes <= pages.budget and len(pages._pages) < 4  # the least recently used went
+    again = pages.page({"pages": value["pages"], "page": 3})["payloads"]
+    assert all(a is b for a, b in zip(again, seen[9:]))  # encoded once: the same strings
+    for bad in ({"pages": "made up", "page": 0}, {"page": 0}, "x", None):
+        with pytest.raises(gr.Error, match="no longer in the server's memory"):
+            pages.page(bad)
+    assert pages.page({"pages": value["pages"], "page": 99})["page"] == 3  # clipped to the timeline
 
 
 def test_a_model_without_a_timeline_or_an_input_off_the_list_is_one_sentence(tab):

@@ -1,13 +1,15 @@
 """The Timeline tab in Chromium: a model folder with a training timeline (conftest's fine-tuned classifier, 10
-snapshots) plays through every snapshot with no request to the server, the views' picture changes from step to step,
-a click on an "All heads" tile during playback keeps that head, and the phone's width shows the same. Screenshots go
-to tmp_path and, with BERTVIZ_SCREENSHOTS=DIR, to DIR (app_timeline_*.png)."""
+snapshots, one page) plays through every snapshot with no request to the server, the views' picture changes from step
+to step, a click on an "All heads" tile during playback keeps that head, and the phone's width shows the same. With
+pages of three snapshots, the slider moving past the pages held asks for the next page once, and moving within them
+asks nothing. Screenshots go to tmp_path and, with BERTVIZ_SCREENSHOTS=DIR, to DIR (app_timeline_*.png)."""
 
 from __future__ import annotations
 
 import pytest
 
 import bertviz_app
+from bertviz_app import limits
 from bertviz_app.timeline import open_timeline
 from pages import TIMEOUT_MS, AppPage, serving, shoot
 
@@ -99,3 +101,49 @@ def test_the_slider_plays_through_the_timeline_without_asking_the_server(browser
         assert len(set(pictures)) == 3
         assert v.no_sideways_scroll()
     assert v.errors == []
+
+
+@pytest.fixture(scope="module")
+def paged_server(finetuned_classifier):
+    """The same model served with pages of three snapshots (the largest payload's size, three times)."""
+    timeline = open_timeline(finetuned_classifier)
+    largest = max(len(timeline.payload(step, 0)) for step in timeline.steps)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(limits, "TIMELINE_PAGE_BYTES", 3 * largest)
+        with serving({"trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}) as url:
+            yield url
+
+
+def test_the_slider_asks_for_a_page_it_does_not_hold_and_only_then(browser, paged_server, finetuned_classifier,
+                                                                     tmp_path):
+    steps = open_timeline(finetuned_classifier).steps  # pages [0 1 2] [3 4 5] [6 7 8] [9]; it opens on [9]
+    v = AppPage(browser, paged_server)
+    page = v.page
+    v.views_drawn()
+    v.open_tab("Timeline")
+    _at(page, steps[-1])
+    v.settle()
+
+    def slide(index: int) -> int:
+        """The requests the page made to show snapshot `index`."""
+        asked = len(v.requests)
+        v.set_input("#tl-timeline-step", index)
+        _at(page, steps[index])
+        return len(v.requests) - asked
+
+    before = _picture(page)
+    assert slide(7) >= 1  # past the page held: the next page comes
+    assert _picture(page) != before
+    page.eval_on_selector("#tl-timeline", "e => e.scrollIntoView({ block: 'start' })")
+    page.wait_for_timeout(100)  # the new views paint on the next frame
+    shoot(page, tmp_path, f"timeline_paged_step{steps[7]}")
+    assert [slide(i) for i in (6, 8, 7, 9, 8)] == [0] * 5  # within the two pages held: nothing asked
+    assert slide(4) >= 1
+    assert [slide(i) for i in (3, 5, 9)] == [0] * 3
+    with v.on_a_phone():
+        assert slide(1) >= 1
+        page.locator("#tl-timeline").scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        shoot(page, tmp_path, f"timeline_paged_phone_step{steps[1]}")
+        assert v.no_sideways_scroll()
+    assert v.errors == [] and page.locator(".toast-body").count() == 0

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import threading
 import time
@@ -37,6 +38,8 @@ from .. import limits, views
 from ..run import MATRICES, Run
 from .server import gradio_internals, guards
 from .common import Models, index_value, refuse, user_errors
+
+log = logging.getLogger(__name__)
 
 # A CSV larger than this is refused (choose one head): all 12 heads of a layer at 256 tokens are 786,432 rows, 24 MB
 # of text (20 such requests at once took a server from 0.9 GB to 2.5 GB when each built a pandas DataFrame).
@@ -81,6 +84,7 @@ class ViewsHost:
         self._secret = secrets.token_bytes(32)  # per process: keys cannot be made, or recognized, from a text
         self._analyses: OrderedDict[str, Analysis] = OrderedDict()
         self._lock = threading.Lock()
+        self.timelines = TimelinePages()
 
     def key(self, session: str | None, model: str, run: Run) -> str:
         text = json.dumps([session, model, run.encoding.text, run.encoding.text_pair], ensure_ascii=False)
@@ -112,7 +116,7 @@ class ViewsHost:
     def component(self, elem_id: str, *, id_prefix: str = "", permalink: bool = False, sync: str = "",
                   silence: bool = False) -> gr.HTML:
         """A host: the views of whatever value it is given (see HOST_SCRIPT for the props)."""
-        run_for, lane = self.run_for, self.lane
+        run_for, lane, timelines = self.run_for, self.lane, self.timelines
 
         # Plain functions, not methods: gradio marks each server function with an attribute. Gradio answers an
         # exception in one with a bare 500, so each answers {"value": ...} or {"error": a sentence} instead.
@@ -133,10 +137,91 @@ class ViewsHost:
                                                           request.get("matrix"), request.get("layer"),
                                                           request.get("head")))
 
+        async def timeline_page(request):
+            return await timelines.lane.call(lambda session: timelines.page(request))
+
         return gr.HTML(value=None, html_template="<div class='bv-host'></div>",
                        js_on_load=HOST_SCRIPT, apply_default_css=False, elem_id=elem_id,
-                       server_functions=[query_key, offline_page, attention_csv], id_prefix=id_prefix,
+                       server_functions=[query_key, offline_page, attention_csv, timeline_page], id_prefix=id_prefix,
                        permalink=permalink, sync=sync, silence=silence)
+
+
+class TimelinePages:
+    """A training timeline's snapshots for the views, a page at a time. A host's value (`value`) carries every
+    snapshot's loss, roles and predictions, and the payloads of the page that holds the snapshot it opens on; the
+    host asks for another page (`page`, the `timeline_page` server function) when the slider reaches a snapshot it
+    does not have, and moving within what it has asks for nothing. A page holds as many snapshots as fit in
+    `page_bytes` of stored payload; each is base64-encoded once and kept, least recently used first out, within
+    `budget` bytes for every visitor together. One answer is at most a page: 1,000 snapshots of a 122-token input
+    were one 633 MB answer before."""
+
+    def __init__(self, page_bytes: int | None = None, budget: int | None = None, lane: "ExportLane | None" = None):
+        self.page_bytes = page_bytes or limits.TIMELINE_PAGE_BYTES
+        self.budget = budget or limits.TIMELINE_CACHE_BYTES
+        self.lane = lane or ExportLane(limits.TIMELINE_PAGES_AT_ONCE, limits.TIMELINE_PAGES_WAITING,
+                                       limits.TIMELINE_PAGES_PER_MINUTE)
+        self._pages: OrderedDict[tuple, list[str]] = OrderedDict()
+        self.cached_bytes = 0
+        # what a value's "pages" names: (timeline, input, page size), by an opaque name the visitor cannot choose
+        self._named: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def value(self, timeline, index: int, model: str) -> dict:
+        """A host's value: the timeline views' data of input `index` with the page of its last snapshot; "key"
+        names the model and the input (a later value with more snapshots grows the slider in place)."""
+        size = timeline.page_size(index, self.page_bytes)
+        data = timeline.views_data(index)
+        last = max(0, len(data["steps"]) - 1) // size
+        data["page_size"] = size
+        data["window"] = self._page(timeline, index, data["steps"], size, last)
+        return {"timeline": data, "key": f"{model}\u0000{index}", "pages": self._name(timeline, index, size)}
+
+    def page(self, request) -> dict:
+        """{"page", "steps", "payloads"} of page `request["page"]` of the timeline `request["pages"]` names."""
+        request = request if isinstance(request, dict) else {}
+        with self._lock:
+            found = self._named.get(request.get("pages")) if isinstance(request.get("pages"), str) else None
+        if found is None:
+            raise refuse("This timeline is no longer in the server's memory; open the Timeline tab again.")
+        timeline, index, size = found
+        steps = timeline.steps
+        number = index_value(request.get("page"), max(1, -(-len(steps) // size)), "Page")
+        return self._page(timeline, index, steps, size, number)
+
+    def _name(self, timeline, index: int, size: int) -> str:
+        with self._lock:
+            for name, entry in self._named.items():
+                if entry[0] is timeline and entry[1:] == (index, size):
+                    self._named.move_to_end(name)
+                    return name
+            name = secrets.token_urlsafe(12)
+            self._named[name] = (timeline, index, size)
+            while len(self._named) > 1024:
+                self._named.popitem(last=False)
+            return name
+
+    def _page(self, timeline, index: int, steps: list[int], size: int, number: int) -> dict:
+        chunk = steps[number * size:(number + 1) * size]
+        key = (str(timeline.folder), index, tuple(chunk))
+        with self._lock:
+            encoded = self._pages.get(key)
+            if encoded is not None:
+                self._pages.move_to_end(key)
+        if encoded is None:
+            try:
+                encoded = [base64.b64encode(blob).decode("ascii") for blob in timeline.payloads(chunk, index)]
+            except ValueError as err:  # TimelineError: a file refused; the operator's log names it, not the page
+                log.warning("%s", err)
+                raise refuse(f"A snapshot between steps {chunk[0]} and {chunk[-1]} of this timeline cannot be sent: "
+                             "its file is not a views payload inside the timeline's folder (the server's log says "
+                             "which and why).") from None
+            with self._lock:
+                if key not in self._pages:
+                    self._pages[key] = encoded
+                    self.cached_bytes += sum(map(len, encoded))
+                while self.cached_bytes > self.budget and len(self._pages) > 1:
+                    self.cached_bytes -= sum(map(len, self._pages.popitem(last=False)[1]))
+        return {"page": number, "steps": chunk, "payloads": encoded}
 
 
 class ExportLane:

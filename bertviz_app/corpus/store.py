@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.attention import check_index
+from ..files import JSON_LIMIT, VOCAB_LIMIT, inside, read_text
 from . import questions
 from .build import FORMAT, MANIFEST, PIECES, TOKEN_COLUMNS
 from .sources import CorpusError
@@ -78,7 +79,8 @@ class Corpus:
     def sentences(self) -> pd.DataFrame:
         """One row per sentence: id, text, pair, label, length, truncated (and prediction, probabilities, loss when
         the model was a fine-tuned classifier), indexed by id."""
-        frames = [pd.read_json(shard.path / "sentences.jsonl", lines=True, dtype=False) for shard in self.shards]
+        frames = [pd.read_json(inside(self.folder, shard.path / "sentences.jsonl", CorpusError), lines=True,
+                               dtype=False) for shard in self.shards]
         return pd.concat(frames, ignore_index=True).set_index("id", drop=False)
 
     @cached_property
@@ -88,7 +90,8 @@ class Corpus:
 
     @cached_property
     def pieces(self) -> np.ndarray:
-        return np.asarray(json.loads((self.folder / PIECES).read_text(encoding="utf-8")), dtype=object)
+        text = read_text(inside(self.folder, self.folder / PIECES, CorpusError), CorpusError, VOCAB_LIMIT)
+        return np.asarray(json.loads(text), dtype=object)
 
     @cached_property
     def tokens(self) -> pd.DataFrame:
@@ -249,8 +252,9 @@ class _Shard:
     def array(self, name: str) -> np.ndarray:
         if name not in self._arrays:
             path = self.path / f"{name}.npy"
+            real = inside(self.corpus.folder, path, CorpusError)  # its own sentence: a link out is not damage
             try:
-                array = np.load(path, mmap_mode="r")
+                array = np.load(real, mmap_mode="r")
             except (OSError, ValueError) as err:
                 raise CorpusError(self._damaged(path.name, str(err))) from None
             c = self.corpus
@@ -275,7 +279,7 @@ def _read_manifest(folder: Path) -> dict:
     if not path.is_file():
         raise CorpusError(f"{folder} holds no corpus (no {MANIFEST}); build one with `bertviz-app corpus build`")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_text(inside(folder, path, CorpusError), CorpusError, JSON_LIMIT))
         if manifest.get("format") != FORMAT:
             raise ValueError(f"format {manifest.get('format')!r}, this version reads {FORMAT}")
         manifest["model"]["layers"], manifest["shards"]  # noqa: B018 (the keys every reader needs)

@@ -18,11 +18,15 @@ whole (os.replace), so a reader, or a run killed at any moment, never sees half 
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import os
 import re
 import shutil
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 FORMAT = "bertviz-timeline"
 VERSION = 1
@@ -31,6 +35,7 @@ SNAPSHOT = "snapshot.json"
 PARTIAL = ".partial-"
 FOLDER = "timeline"  # the timeline's folder inside a training's output folder
 _STEP = re.compile(r"step-(\d{7,})$")
+MAX_STEP = 2**53 - 1  # the largest integer a browser reads exactly from JSON
 
 
 def step_folder(step: int) -> str:
@@ -42,13 +47,29 @@ def payload_name(index: int) -> str:
 
 
 def snapshot_folders(folder: Path) -> list[tuple[int, Path]]:
-    """(step, folder) of every complete snapshot, by step."""
+    """(step, folder) of every complete snapshot, by step. A step folder that is a link out of `folder`, or whose
+    step no JSON reader takes as an integer (JavaScript's 2**53 - 1), is skipped with a warning: a visitor is sent
+    what is listed here."""
     found = []
+    root = folder.resolve()
     for path in folder.iterdir() if folder.is_dir() else ():
         match = _STEP.match(path.name)
-        if match and path.is_dir() and (path / SNAPSHOT).is_file():
-            found.append((int(match.group(1)), path))
+        if not (match and path.is_dir() and (path / SNAPSHOT).is_file()):
+            continue
+        step = int(match.group(1))
+        real = path.resolve()
+        if root not in real.parents:
+            _skip(path, "it is a link out of the timeline's folder")
+        elif step > MAX_STEP:
+            _skip(path, f"its step is beyond {MAX_STEP:,}, the largest a browser reads exactly")
+        else:
+            found.append((step, path))
     return sorted(found)
+
+
+@functools.lru_cache(maxsize=256)  # once per folder, not at every listing (the app lists at each visit)
+def _skip(path: Path, why: str) -> None:
+    log.warning("timeline: %s skipped: %s", path, why)
 
 
 def write_json(path: Path, value) -> None:

@@ -5,8 +5,6 @@ timeline still growing (a training under way) can be followed."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,11 +14,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import views
+from ..files import JSON_LIMIT, inside, read_bytes, read_json
 from . import format as fmt
 from .inputs import TimelineError, TimelineInput
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+# A stored payload holds every head's attention for one input of at most MAX_LINE_CHARS characters: 400 tokens of a
+# 24-layer, 16-head model are 61 M 8-bit codes before deflate, so no payload a training wrote comes near this.
+PAYLOAD_LIMIT = 64 * 2**20
 
 
 def open_timeline(folder: str | os.PathLike) -> "Timeline":
@@ -95,8 +99,9 @@ class Timeline:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self.manifest = json.loads((self.folder / fmt.MANIFEST).read_text(encoding="utf-8"))
-        if self.manifest.get("format") != fmt.FORMAT or self.manifest.get("version") != fmt.VERSION:
+        self.manifest = self._json(self.folder / fmt.MANIFEST)
+        if (not isinstance(self.manifest, dict) or self.manifest.get("format") != fmt.FORMAT
+                or self.manifest.get("version") != fmt.VERSION):
             raise TimelineError(f"{self.folder / fmt.MANIFEST} is not a version {fmt.VERSION} training timeline")
         self.inputs = [TimelineInput.from_dict(d) for d in self.manifest["inputs"]]
         self._records: dict[int, dict] = {}
@@ -132,13 +137,24 @@ class Timeline:
     def snapshot(self, step: int) -> dict:
         """The snapshot.json of `step` (format.py lists its keys)."""
         if step not in self._records:
-            self._records[step] = json.loads((self._folder(step) / fmt.SNAPSHOT).read_text(encoding="utf-8"))
+            self._records[step] = self._json(self._folder(step) / fmt.SNAPSHOT)
         return self._records[step]
 
+    def _json(self, path: Path):
+        return read_json(inside(self.folder, path, TimelineError), TimelineError, JSON_LIMIT)
+
     def payload(self, step: int, index: int = 0) -> bytes:
-        """The views payload of input `index` at `step`, as stored."""
+        """The views payload of input `index` at `step`, as stored: a file inside the timeline's folder (no link
+        out of it), no larger than PAYLOAD_LIMIT, and a views payload by its own header; TimelineError otherwise.
+        Checked here, before `show()`, `save_html()` or the app sends or writes it."""
         self._check_input(index)
-        return (self._folder(step) / fmt.payload_name(index)).read_bytes()
+        path = self._folder(step) / fmt.payload_name(index)
+        blob = read_bytes(self.folder, path, TimelineError, PAYLOAD_LIMIT)
+        try:
+            views.check_blob(blob)
+        except views.PayloadError as err:
+            raise TimelineError(f"{path} is {err}: refused") from None
+        return blob
 
     def run(self, step: int, index: int = 0) -> SnapshotRun:
         """Input `index` at snapshot `step`: what the views draw (`.show()`), its attention and predictions."""
@@ -151,9 +167,10 @@ class Timeline:
         return index
 
     def views_data(self, index: int = 0) -> dict:
-        """Every snapshot of input `index` as the views' timeline slider takes it at once (views/js/timeline.mjs):
-        the steps, each step's payload (base64 of the stored bytes), and each snapshot's loss, learning rate, roles
-        and this input's predictions. JSON as it is: one value, so that moving the slider asks for nothing."""
+        """What the views' timeline slider takes for input `index` (views/js/timeline.mjs), but the payloads: the
+        steps, and each snapshot's loss, learning rate, roles and this input's predictions (a few hundred bytes a
+        snapshot). The payloads go separately, a page at a time (`page_size`, `payloads`): 1,000 snapshots of a
+        122-token input are 475 MB of them."""
         self._check_input(index)
         steps = self.steps
         snapshots = []
@@ -163,8 +180,24 @@ class Timeline:
                               "roles": s["roles"], "item": s["inputs"][index]})
         return {"kind": self.kind, "model": self.manifest.get("model", ""),
                 "total_steps": self.manifest.get("total_steps"), "labels": self.manifest.get("labels"),
-                "input": self.inputs[index].as_dict(), "steps": steps, "snapshots": snapshots,
-                "payloads": [base64.b64encode(self.payload(step, index)).decode("ascii") for step in steps]}
+                "input": self.inputs[index].as_dict(), "steps": steps, "snapshots": snapshots}
+
+    def page_size(self, index: int, page_bytes: int) -> int:
+        """How many snapshots of input `index` a page of at most `page_bytes` of stored payload holds (at least one),
+        from the largest of its payloads on disk: an input's payloads have one shape, so they differ only by what
+        deflate makes of them."""
+        self._check_input(index)
+        largest = 1
+        for step in self.steps:
+            try:
+                largest = max(largest, os.stat(self._folders[step] / fmt.payload_name(index)).st_size)
+            except OSError:
+                pass  # refused when read
+        return max(1, min(len(self.steps), page_bytes // largest))
+
+    def payloads(self, steps, index: int = 0) -> list[bytes]:
+        """The stored payloads of input `index` at `steps`, each checked (`payload`)."""
+        return [self.payload(step, index) for step in steps]
 
     # --- tables --------------------------------------------------------------------------------------------------
     def frame(self) -> "pd.DataFrame":

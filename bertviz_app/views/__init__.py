@@ -16,10 +16,11 @@ see js/main.mjs for the options (the query/key blob can be handed over later).
 """
 
 from .page import NotebookView, bundle_js, notebook_html, script_element, standalone_html
-from .payload import (SCORE_TERMS_MAX_VALUES, VALUE_WEIGHTED_MAX_TOKENS, PayloadError, decode, decode_payload,
-                      decode_query_key, encode_payload, encode_query_key, input_text, input_title, run_key,
-                      wordpiece_word_ids)
+from .payload import (SCORE_TERMS_MAX_VALUES, VALUE_WEIGHTED_MAX_TOKENS, PayloadError, check_blob, decode,
+                      decode_payload, decode_query_key, encode_payload, encode_query_key, input_text, input_title,
+                      run_key, wordpiece_word_ids)
 
 __all__ = ["NotebookView", "PayloadError", "SCORE_TERMS_MAX_VALUES", "VALUE_WEIGHTED_MAX_TOKENS", "bundle_js",
-           "decode", "decode_payload", "decode_query_key", "encode_payload", "encode_query_key", "input_text",
-           "input_title", "notebook_html", "run_key", "script_element", "standalone_html", "wordpiece_word_ids"]
+           "check_blob", "decode", "decode_payload", "decode_query_key", "encode_payload", "encode_query_key",
+           "input_text", "input_title", "notebook_html", "run_key", "script_element", "standalone_html",
+           "wordpiece_word_ids"]

@@ -279,6 +279,26 @@ def read_header(blob: bytes) -> tuple[dict, int]:
     return json.loads(bytes(blob[_PREFIX.size:start]).decode("utf-8")), start
 
 
+def check_blob(blob: bytes, kind: str = "attention") -> dict:
+    """The header of `blob` if it is what it claims, without inflating it: our magic and version, a JSON header of
+    `kind`, and every section within the blob's bytes. For bytes read from disk before they are sent or written
+    into a page (a timeline's stored payloads)."""
+    try:
+        header, start = read_header(blob)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise PayloadError(f"not a bertviz views payload (its header cannot be read: {type(err).__name__})") from None
+    if not isinstance(header, dict) or header.get("kind") != kind:
+        raise PayloadError(f"expected a payload of kind {kind!r}")
+    sections = header.get("sections")
+    if not isinstance(sections, list):
+        raise PayloadError("not a bertviz views payload (no list of sections)")
+    for s in sections:
+        if not (isinstance(s, dict) and all(isinstance(s.get(k), int) and s[k] >= 0 for k in ("offset", "length"))
+                and start + s["offset"] + s["length"] <= len(blob)):
+            raise PayloadError("not a whole bertviz views payload (a section lies beyond its end)")
+    return header
+
+
 def decode(blob: bytes) -> Decoded:
     """Read any blob of this format (attention payload or query/key blob)."""
     blob = bytes(blob)

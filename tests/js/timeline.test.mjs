@@ -1,11 +1,11 @@
 // The timeline slider's pure parts (timeline.mjs): what a snapshot says in words, the picture of roles over steps
-// (where its cells go, what a click hits, what it paints), and where the slider goes while playing or when a
-// training adds snapshots.
+// (where its cells go, what a click hits, what it paints), where the slider goes while playing or when a training
+// adds snapshots, and which pages of payloads are held and asked for.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { CLEAR_ROLES, ROLE_COLORS, indexAfterGrowing, inputText, nextIndex, paintRoles, percent,
+import { CLEAR_ROLES, ROLE_COLORS, indexAfterGrowing, inputText, nextIndex, pageStore, paintRoles, percent,
   predictionLines, roleCounts, rolesHit, rolesLayout, stepText } from "../../bertviz_app/views/js/timeline.mjs";
 
 const roles = (...rows) => rows; // (L, h) labels
@@ -96,4 +96,33 @@ test("playing stops at the last snapshot; a growing timeline keeps its step, or 
 test("the input in one line", () => {
   assert.equal(inputText({ text: "a b", text_pair: "c" }), "a b | c");
   assert.equal(inputText({ text: "a b", text_pair: null }), "a b");
+});
+
+test("payloads come a page at a time: none asked within the pages held, one ask per page, three kept", async () => {
+  const steps = [0, 1, 2, 5, 10, 20, 50, 100, 200, 400]; // pages of 3: [0 1 2] [5 10 20] [50 100 200] [400]
+  const page = (n) => ({ page: n, steps: steps.slice(n * 3, n * 3 + 3), payloads: steps.slice(n * 3, n * 3 + 3)
+    .map((s) => `payload ${s}`) });
+  const asked = [];
+  const evicted = [];
+  const store = pageStore(page(3), 3, async (n) => { asked.push(n); return page(n); },
+    { onEvict: (gone) => evicted.push(gone) });
+  assert.equal(await store.payload(steps, 9), "payload 400");
+  assert.deepEqual(asked, []); // the window the value brought
+  assert.equal(store.has(steps, 8), false);
+  const [a, b] = await Promise.all([store.payload(steps, 8), store.payload(steps, 7)]);
+  assert.deepEqual([a, b, asked], ["payload 200", "payload 100", [2]]); // one ask for two snapshots of a page
+  assert.equal(await store.payload(steps, 6), "payload 50");
+  assert.deepEqual(asked, [2]);
+  await store.payload(steps, 3);
+  await store.payload(steps, 9); // page 3 used again: page 2 is now the least recently used
+  await store.payload(steps, 0);
+  assert.deepEqual(asked, [2, 1, 0]);
+  assert.deepEqual(evicted, [steps.slice(6, 9)]);
+  assert.equal(store.has(steps, 9) && store.has(steps, 3) && store.has(steps, 0), true);
+  // a grown timeline: its last page has a step the page held does not, so it is asked for again
+  const grown = [...steps, 800];
+  store.add({ page: 3, steps: [400, 800], payloads: ["payload 400", "payload 800"] });
+  assert.equal(await store.payload(grown, 10), "payload 800");
+  assert.deepEqual(asked, [2, 1, 0]);
+  await assert.rejects(pageStore(null, 3, null).payload(steps, 0), /not in this page/);
 });

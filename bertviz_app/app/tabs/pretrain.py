@@ -30,7 +30,6 @@ from ..server.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETR
 from ..server.training import STOPPED_BY, Progress, StartBudget
 from .base import Gate, TabPage
 from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address
-from .timeline import timeline_value
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -239,8 +238,8 @@ class PretrainTab(FineTuneTab):
             return NO_VIEWS
         if self._views is None or self._views[0] != key:
             try:
-                value = timeline_value(open_timeline(p.job.output), 0, p.job.name)
-            except (OSError, ValueError) as err:  # the folder went (a failed run removes it): nothing to show
+                value = self.page.host.timelines.value(open_timeline(p.job.output), 0, p.job.name)
+            except (OSError, ValueError, gr.Error) as err:  # the folder went (a failed run removes it): nothing to show
                 log.warning("pretraining timeline of %s unreadable: %s", p.job.name, err)
                 return NO_VIEWS
             self._views = (key, value)

@@ -1,20 +1,25 @@
 """The Timeline tab: how the model picked above learned, for a model whose folder holds a training timeline (every
 model the Fine-tune and Pretrain tabs make, and a folder given at launch with --model that `bertviz-app pretrain` or
-`finetune` wrote). The visitor picks one of the timeline's inputs; all of its snapshots arrive in one value, and the
-slider, Play and the picture of roles over steps swap them in the browser (views/js/timeline-bar.mjs): moving
-through the training asks the server for nothing."""
+`finetune` wrote). The visitor picks one of the timeline's inputs; every snapshot's loss, roles and predictions
+arrive in one value with the views of the page of snapshots the slider opens on, and the slider, Play and the
+picture of roles over steps swap them in the browser (views/js/timeline-bar.mjs): moving within the pages it holds
+asks the server for nothing, and another page is asked for when the slider reaches it (views_host.TimelinePages:
+bounded answers, encoded once, cached within a budget). Computed only while the tab is open (the page's gate)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
 import gradio as gr
 
+from ...files import inside
 from ...timeline import FOLDER, Timeline, TimelineError, open_timeline
 from ..common import api, plain, refuse, user_errors
 from .base import Gate, TabPage
 
+log = logging.getLogger(__name__)
 _CHECKPOINT = re.compile(r"step-\d{7,}$")
 NO_TIMELINE = ("**{name}** has no training timeline. A model trained here (the Fine-tune or Pretrain tab) has one, "
                "and so does a folder that `bertviz-app pretrain` or `finetune` wrote, given to the server with "
@@ -23,19 +28,21 @@ NO_TIMELINE = ("**{name}** has no training timeline. A model trained here (the F
 
 def timeline_folder(folder: Path | None) -> Path | None:
     """The timeline of a model folder: its own (a fine-tuning's output), or its run's for a pretraining checkpoint
-    (OUT/step-NNNNNNN beside OUT/timeline); None when there is none."""
+    (OUT/step-NNNNNNN beside OUT/timeline); None when there is none, or when it is a link out of that folder (the
+    reader keeps every file inside the timeline's folder)."""
     if folder is None:
         return None
     for place in (folder, folder.parent if _CHECKPOINT.match(folder.name) else None):
         if place is not None and (place / FOLDER / "timeline.json").is_file():
+            try:
+                inside(place, place / FOLDER, TimelineError, kind="folder")
+            except TimelineError as err:
+                log.warning("%s", err)
+                return None
             return place / FOLDER
     return None
 
 
-def timeline_value(timeline: Timeline, index: int, model: str) -> dict:
-    """The timeline views' value (gradio-host.mjs): every snapshot of input `index`; its key names the model and the
-    input, so that a later value with more snapshots grows the slider in place."""
-    return {"timeline": timeline.views_data(index), "key": f"{model}\u0000{index}"}
 
 
 def input_label(timeline: Timeline, index: int) -> str:
@@ -80,9 +87,8 @@ class TimelineTab:
         keep = shown[1] if isinstance(shown, tuple) and shown[0] == model else 0
         status = (f"**{plain(model)}**: {timeline.kind}, {len(timeline.steps)} snapshots from step "
                   f"{timeline.steps[0]} to {timeline.steps[-1]}. Move the slider or press **Play**; click a head in "
-                  "the picture of roles to follow it. Every snapshot is in this page: moving through them asks the "
-                  "server for nothing.")
-        value, now = self._value(timeline, keep, model, shown)
+                  "the picture of roles to follow it.")
+        value, now = self._value(self.page.host.timelines, timeline, keep, model, shown)
         return status, gr.update(choices=choices, value=keep), value, now
 
     @user_errors
@@ -92,14 +98,14 @@ class TimelineTab:
             raise refuse(NO_TIMELINE.format(name=plain(str(model))).replace("**", ""))
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(timeline.inputs):
             raise refuse(f"Choose one of the timeline's {len(timeline.inputs)} inputs in the list.")
-        return self._value(timeline, index, model, shown)
+        return self._value(self.page.host.timelines, timeline, index, model, shown)
 
     @staticmethod
-    def _value(timeline: Timeline, index: int, model: str, shown):
+    def _value(pages, timeline: Timeline, index: int, model: str, shown):
         now = (model, index, len(timeline.steps))
         if shown == now:
             return gr.skip(), shown
-        return timeline_value(timeline, index, model), now
+        return pages.value(timeline, index, model), now
 
     def wire(self) -> None:
         self.input.input(self.chosen, [self.page.model, self.input, self.shown], [self.view, self.shown],

@@ -8,9 +8,9 @@
 //   sync        hosts with the same sync name follow each other's layer, head, token, view and filters (models of
 //               different depths: the layer at the same relative depth, pairedLayer)
 //   silence     offer picking heads to silence in the overview; the picks go to Python as a `submit` event
-// A value { timeline: {...}, key } instead (a training's snapshots of one input, timeline.mjs) shows the timeline
-// slider over the same views (timeline-bar.mjs); a later value with the same key (the training added snapshots)
-// grows it in place.
+// A value { timeline: {...}, key, pages } instead (a training's snapshots of one input, timeline.mjs) shows the
+// timeline slider over the same views (timeline-bar.mjs); a later value with the same key (the training added
+// snapshots) grows it in place. The payloads come a page at a time: server.timeline_page({ pages, page }).
 // server.query_key / offline_page / attention_csv (key or request) answer { value } or { error: a sentence }.
 //
 // Hosts of one page find each other through this module (one bundle per page), never through window events.
@@ -133,6 +133,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
   const member = { selection: () => viewer?.selection || null, layers: () => viewer?.payload?.layers };
   const leave = registry.join(props.sync || "", member);
   let input = null; // { a, b, model } of what the viewer shows
+  let pagesOf = null; // a timeline value's name for its pages (timeline_page)
   const entry = { element, viewer: () => viewer, input: () => input };
   running.add(entry);
 
@@ -186,6 +187,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
     write(viewer.selection.get());
   }
   async function showTimeline(value) {
+    pagesOf = value.pages; // what the server calls this timeline's pages; the latest value's (a grown one's too)
     if (viewer && viewer.update && input && input.timeline === value.key) {
       await viewer.update(value.timeline);
       return;
@@ -194,7 +196,8 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
     if (unsubscribe) unsubscribe();
     unsubscribe = null;
     if (viewer) viewer.destroy();
-    viewer = mountTimeline(host, value.timeline, { mount, idPrefix: props.id_prefix || "", selection: wanted });
+    viewer = mountTimeline(host, value.timeline, { mount, idPrefix: props.id_prefix || "", selection: wanted,
+      loadPage: (page) => ask(server, "timeline_page", { pages: pagesOf, page }, alert) });
     input = { a: value.timeline.input.text, b: value.timeline.input.text_pair || "", model: value.timeline.model,
       timeline: value.key };
     await viewer.ready();

@@ -1,8 +1,10 @@
-// The timeline slider over the attention views: a host hands it every snapshot of one input at once (timeline.mjs
-// describes the data), and moving the slider, playing or clicking the picture of roles swaps the decoded payload
-// under the same views (main.mjs's mount, the one drawing path), keeping the selection: no request per step.
+// The timeline slider over the attention views: a host hands it every snapshot of one input (timeline.mjs describes
+// the data) with the payloads of one page, and moving the slider, playing or clicking the picture of roles swaps the
+// decoded payload under the same views (main.mjs's mount, the one drawing path), keeping the selection. No request
+// while moving within the pages held (timeline.mjs's pageStore); `loadPage(number)` is asked for another page when
+// the slider reaches it.
 //
-//   const player = mountTimeline(container, data, { mount, idPrefix, selection });
+//   const player = mountTimeline(container, data, { mount, idPrefix, selection, loadPage });
 //   player.show(index), .play(), .pause(), .update(data) (a growing timeline: more snapshots), .selection (the
 //   views' selection now), .ready() (the step asked for is drawn), .destroy()
 //
@@ -12,8 +14,8 @@
 
 import { decodePayload } from "./decode.mjs";
 import { el } from "./dom.mjs";
-import { CLEAR_ROLES, PLAY_MS, ROLE_COLORS, indexAfterGrowing, inputText, nextIndex, paintRoles, predictionLines,
-  roleCounts, rolesHit, rolesLayout, stepText } from "./timeline.mjs";
+import { CLEAR_ROLES, PLAY_MS, ROLE_COLORS, indexAfterGrowing, inputText, nextIndex, pageStore, paintRoles,
+  predictionLines, roleCounts, rolesHit, rolesLayout, stepText } from "./timeline.mjs";
 
 export const NO_QUERY_KEY = "A training snapshot keeps every head's attention, not its query and key vectors, so "
   + "this view has nothing to show on the timeline. Pick the model above and analyze a sentence to see how its "
@@ -42,7 +44,7 @@ function buildBar(id, { onSlide, onPlay, onPicture }) {
   return { bar, slider, play, at, prediction, canvas, heads, title };
 }
 
-export function mountTimeline(container, data, { mount, idPrefix = "", selection = {}, options = {},
+export function mountTimeline(container, data, { mount, idPrefix = "", selection = {}, options = {}, loadPage = null,
   timers = { set: (f, ms) => setTimeout(f, ms), clear: (t) => clearTimeout(t) } } = {}) {
   const id = (name) => `${idPrefix}${name}`;
   let timeline = data;
@@ -52,8 +54,9 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
   const ui = buildBar(id, { onSlide: (i) => { pause(); show(i); }, onPlay: () => (playing ? pause() : play()),
     onPicture });
   const views = el("div", { class: "bv-timeline-views", id: id("timeline-views") });
-  const steps = stepViews(views, { mount, idPrefix, selection, options, onMounted: (viewer) =>
+  const steps = stepViews(views, { mount, idPrefix, selection, options, loadPage, onMounted: (viewer) =>
     viewer.selection.subscribe(() => paintPicture()) });
+  steps.pages(data);
   // a views root of its own, for the views' CSS; the views' root mounts inside it
   const wrapper = el("div", { class: "bv-root bv-timeline-host" }, ui.bar, views);
   container.replaceChildren(wrapper);
@@ -130,7 +133,7 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
   }
 
   show(index);
-  steps.ready().then(() => steps.decodeAll(timeline)); // in the background, so that playing never waits
+  steps.ready().then(() => steps.decodeHeld(timeline)); // in the background, so that playing never waits
   return {
     get selection() { return steps.viewer()?.selection || null; },
     get payload() { return steps.viewer()?.payload || null; },
@@ -140,6 +143,7 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
     update(next) {
       const i = indexAfterGrowing(timeline.steps, index, next.steps);
       timeline = next;
+      steps.pages(next);
       return show(i);
     },
     destroy() { pause(); steps.destroy(); wrapper.remove(); },
@@ -150,15 +154,20 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
  * The views of one step at a time in `container`: each step's payload decoded once, the latest step asked for
  * mounted (one mount at a time; steps asked for meanwhile are skipped), the selection carried from step to step.
  */
-function stepViews(container, { mount, idPrefix, selection, options, onMounted }) {
+function stepViews(container, { mount, idPrefix, selection, options, loadPage, onMounted }) {
   let viewer = null;
   let shown = null; // the step the views show
   let wanted = null;
   let drawing = Promise.resolve();
-  const decoded = new Map(); // step -> Promise of its decoded payload
+  let store = null;
+  const decoded = new Map(); // step -> Promise of its decoded payload, for the pages held
   const decodedAt = (timeline, i) => {
     const step = timeline.steps[i];
-    if (!decoded.has(step)) decoded.set(step, decodePayload(timeline.payloads[i]));
+    if (!decoded.has(step)) {
+      const done = store.payload(timeline.steps, i).then(decodePayload);
+      done.catch(() => decoded.delete(step)); // asked again next time
+      decoded.set(step, done);
+    }
     return decoded.get(step);
   };
   async function drawWanted() {
@@ -190,8 +199,18 @@ function stepViews(container, { mount, idPrefix, selection, options, onMounted }
       }
       return drawing;
     },
-    decodeAll: (timeline) => timeline.steps.reduce((p, _, i) => p.then(() => decodedAt(timeline, i)),
-      Promise.resolve()).catch(() => {}),
+    /** The payloads of a new (or grown) timeline's data: its window joins the pages held. */
+    pages(timeline) {
+      if (store && store.pageSize === Math.max(1, timeline.page_size || 1)) {
+        if (timeline.window) store.add(timeline.window);
+        return;
+      }
+      decoded.clear();
+      store = pageStore(timeline.window, timeline.page_size, loadPage,
+        { onEvict: (gone) => gone.forEach((step) => decoded.delete(step)) });
+    },
+    decodeHeld: (timeline) => timeline.steps.reduce((p, _, i) => (store.has(timeline.steps, i)
+      ? p.then(() => decodedAt(timeline, i)) : p), Promise.resolve()).catch(() => {}),
     destroy() { viewer?.destroy(); },
   };
 }

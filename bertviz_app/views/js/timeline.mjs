@@ -1,10 +1,12 @@
-// A training timeline in the views: pure functions of the snapshots a host sends once (bertviz_app.timeline's
-// Timeline.views_data: steps, one payload per step, and each snapshot's loss, roles and predictions). The slider
-// and its player are timeline-bar.mjs; these are what it shows and where, so that node --test checks them.
+// A training timeline in the views: pure functions of the snapshots a host sends (bertviz_app.timeline's
+// Timeline.views_data: steps, and each snapshot's loss, roles and predictions; the app's TimelinePages adds the
+// payloads a page at a time). The slider and its player are timeline-bar.mjs; these are what it shows and where, so
+// that node --test checks them.
 //
 // data = { kind, model, total_steps, input: { text, text_pair, answers, gold }, labels, steps: [S],
-//          payloads: [S base64], snapshots: [S { step, loss, loss_mean, lr, roles: (L, h) labels,
-//          item: { tokens, masks: [{ position, top: [[token, p] x5], answer }], is_next, prediction } }] }
+//          snapshots: [S { step, loss, loss_mean, lr, roles: (L, h) labels,
+//          item: { tokens, masks: [{ position, top: [[token, p] x5], answer }], is_next, prediction } }],
+//          page_size: snapshots a page, window: { page, steps, payloads: [base64] } (the page it opens on) }
 
 // The colors of figures/timeline.py's ROLE_COLORS, in its legend's order (the notebook's picture and this one agree).
 export const ROLE_COLORS = { "previous token": "#d62728", "next token": "#ff7f0e", self: "#9467bd",
@@ -137,4 +139,57 @@ export function indexAfterGrowing(oldSteps, index, newSteps) {
 /** The input as one line: "A | B". */
 export function inputText(input = {}) {
   return input.text_pair ? `${input.text} | ${input.text_pair}` : input.text || "";
+}
+
+// Pages of payloads the slider keeps at once: the one on screen and its neighbours, so that going back and forth
+// across a page's edge asks nothing, and the page's memory stays a few pages, not the whole training.
+export const KEEP_PAGES = 3;
+
+/**
+ * The payloads of a timeline by page: `window` (the page a host sent with the data) at first, the others from
+ * `loadPage(number)` -> Promise of { page, steps, payloads } when a snapshot of theirs is asked for (once, however
+ * often it is asked meanwhile). At most `keep` pages are held, the least recently used goes first and `onEvict`
+ * hears its steps. payload(steps, i) -> Promise of snapshot i's base64 payload; has(steps, i): held now; add(page): a
+ page that came another way (a grown timeline's window).
+ */
+export function pageStore(window, pageSize, loadPage, { keep = KEEP_PAGES, onEvict = () => {} } = {}) {
+  const pages = new Map(); // page number -> { steps, payloads }, least recently used first
+  const pending = new Map(); // page number -> Promise of it
+  const size = Math.max(1, pageSize || 1);
+  function add(page) {
+    pages.delete(page.page);
+    pages.set(page.page, page);
+    while (pages.size > keep) {
+      const [number, old] = pages.entries().next().value;
+      pages.delete(number);
+      onEvict(old.steps);
+    }
+    return page;
+  }
+  if (window && window.steps) add(window);
+  const held = (steps, i) => {
+    const page = pages.get(Math.floor(i / size));
+    return page && page.steps.includes(steps[i]) ? page : null;
+  };
+  return {
+    pageSize: size,
+    add,
+    has: (steps, i) => Boolean(held(steps, i)),
+    async payload(steps, i) {
+      const number = Math.floor(i / size);
+      let page = held(steps, i);
+      if (page) {
+        add(page); // the most recently used now
+      } else {
+        if (!loadPage) throw new Error(`the payload of step ${steps[i]} is not in this page`);
+        if (!pending.has(number)) {
+          pending.set(number, loadPage(number).then(add).finally(() => pending.delete(number)));
+        }
+        page = await pending.get(number);
+      }
+      const k = page.steps.indexOf(steps[i]);
+      if (k < 0) throw new Error(`the server has no snapshot at step ${steps[i]}`);
+      return page.payloads[k];
+    },
+  };
 }
