@@ -89,6 +89,12 @@ def test_a_click_from_each_corpus_view_opens_its_sentence_at_that_head(browser, 
     # the head's query/key map: hover, zoom and brush ask nothing; a click opens the token's sentence at that head
     page.click("#corpus-open-map")
     page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:2:']")
+    # the map's pickers follow the head it was opened for, and stay there when its colouring changes
+    assert (page.input_value("#corpus-layer"), page.input_value("#corpus-head-pick")) == ("1", "2")
+    page.select_option("#corpus-color", "position")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('color') === 'position'")
+    assert (page.input_value("#corpus-layer"), page.input_value("#corpus-head-pick")) == ("1", "2")
+    page.select_option("#corpus-color", "kind")
     visitor.settle(500)
     asked = len(visitor.requests)
     point, x, y = landmark(page, "qk")

@@ -222,26 +222,21 @@ function brushList(box, map, points, open) {
   })));
 }
 
+/** The map's pickers, and how they follow the state (a head's tile or a link changes it after they are built). */
 function mapControls(ctx, kind) {
   const { info, state, set } = ctx;
-  const out = [];
-  if (kind === "qk") {
-    const layers = Array.from({ length: info.layers }, (_, l) => [l, `${l}`]);
-    const heads = Array.from({ length: info.heads }, (_, h) => [h, `${h}`]);
-    out.push(field("Layer", select(ctx.id("corpus-layer"), layers, state().layer, (v) => set({ layer: Number(v) }),
-      "Layer")), field("Head", select(ctx.id("corpus-head-pick"), heads, state().head,
-      (v) => set({ head: Number(v) }), "Head")), field("Colour by", select(ctx.id("corpus-color"),
-      Object.entries(COLORS).filter(([k]) => k !== "tag" || info.tagged), state().color, (v) => set({ color: v }),
-      "Colour by")));
-  } else {
-    const layers = Array.from({ length: info.layers + 1 }, (_, l) => [l, `${l}`]);
-    out.push(field("Layer (0 = embeddings)", select(ctx.id("corpus-sentence-layer"), layers, state().sentenceLayer,
-      (v) => set({ sentenceLayer: Number(v) }), "Layer")), field("Vector", select(ctx.id("corpus-pooling"),
-      [["cls", "[CLS]"], ["mean", "mean of the tokens"]], state().pooling, (v) => set({ pooling: v }), "Vector")),
-    field("Colour by", select(ctx.id("corpus-sentence-color"), Object.entries(SENTENCE_COLORS).filter(([k]) =>
-      k === "label" || info.predictions), state().sentenceColor, (v) => set({ sentenceColor: v }), "Colour by")));
-  }
-  return out;
+  const choices = (n) => Array.from({ length: n }, (_, k) => [k, `${k}`]);
+  const pick = (name, label, list, key, asNumber) => [label, select(ctx.id(name), list, state()[key],
+    (v) => set({ [key]: asNumber ? Number(v) : v }), label.replace(/ \(.*$/, "")), key];
+  const pickers = kind === "qk" ? [pick("corpus-layer", "Layer", choices(info.layers), "layer", true),
+    pick("corpus-head-pick", "Head", choices(info.heads), "head", true),
+    pick("corpus-color", "Colour by", Object.entries(COLORS).filter(([k]) => k !== "tag" || info.tagged), "color")]
+    : [pick("corpus-sentence-layer", "Layer (0 = embeddings)", choices(info.layers + 1), "sentenceLayer", true),
+      pick("corpus-pooling", "Vector", [["cls", "[CLS]"], ["mean", "mean of the tokens"]], "pooling"),
+      pick("corpus-sentence-color", "Colour by", Object.entries(SENTENCE_COLORS).filter(([k]) =>
+        k === "label" || info.predictions), "sentenceColor")];
+  return { fields: pickers.map(([label, control]) => field(label, control)),
+    sync(s) { for (const [, control, key] of pickers) control.value = String(s[key] ?? ""); } };
 }
 
 function buildMapPane(ctx, kind) {
@@ -261,8 +256,9 @@ function buildMapPane(ctx, kind) {
     el("button", { type: "button", id: ctx.id(`corpus-zoom-out-${kind}`), onclick: () => zoom(1 / 1.6) }, "Zoom out"),
     el("button", { type: "button", id: ctx.id(`corpus-zoom-all-${kind}`), onclick: () => setWindow(null) },
       "Whole map"));
+  const controls = mapControls(ctx, kind);
   const pane = el("div", { id: ctx.id(`corpus-pane-${kind}`) }, el("div", { class: "bv-controls" },
-    ...mapControls(ctx, kind)), tools, legendBox, box, caption, listBox);
+    ...controls.fields), tools, legendBox, box, caption, listBox);
   const openPoint = (p) => ctx.openPoint(local.map, p);
   // the sentence marked with the Task tab's held-out table (sentence maps only): its point, or null
   const marked = () => (kind === "sentences" && local.map && state().sentence !== null
@@ -317,7 +313,8 @@ function buildMapPane(ctx, kind) {
     if (l.sx[p] < 0 || l.sy[p] < 0 || l.sx[p] > l.width || l.sy[p] > l.height) setWindow(null);
     if (view.root.getClientRects?.().length) view.root.scrollIntoView?.({ block: "nearest" });
   }
-  return { pane, sync: () => load(), view: () => view, map: () => local.map, destroy: () => view.destroy() };
+  return { pane, sync: (s) => { controls.sync(s); return load(); }, view: () => view, map: () => local.map,
+    destroy: () => view.destroy() };
 }
 
 function sentenceList(box, map, points, open) {
