@@ -95,9 +95,12 @@ export const CSS = `
 .bv-root .bv-timeline-row { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 10px; }
 .bv-root .bv-timeline-row input[type=range] { flex: 1 1 140px; width: auto; }
 .bv-root .bv-timeline-input { margin: 0 0 4px; font-weight: 600; overflow-wrap: anywhere; }
-.bv-root .bv-timeline-at { overflow-wrap: anywhere; }
+/* the step and loss, and the picture of roles beside, have widths of their own: sized by their text, they moved the
+   slider and the picture sideways while scrubbing (the slider's end at x 400 at step 0, 515 at step 114) */
+.bv-root .bv-timeline-at { flex: 0 0 32ch; max-width: 100%; overflow-wrap: anywhere;
+  font-variant-numeric: tabular-nums; }
 .bv-root .bv-timeline-prediction { margin-top: 4px; font-size: 15px; overflow-wrap: anywhere; }
-.bv-root .bv-timeline-side { flex: 0 1 auto; min-width: 0; max-width: 100%; }
+.bv-root .bv-timeline-side { flex: 0 0 300px; min-width: 0; max-width: 100%; }
 .bv-root .bv-timeline-roles { display: block; cursor: pointer; max-width: 100%; }
 .bv-root .bv-timeline-heads { margin: 4px 0 0; font-size: 14px; }
 .bv-root .bv-timeline-key { margin: 2px 0 0; font-size: 12px; color: #444; display: flex; flex-wrap: wrap;
