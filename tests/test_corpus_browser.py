@@ -194,6 +194,26 @@ def test_the_offline_page_of_the_maps_works_from_a_file_without_network(browser,
                            "'Layer 1, head 2:')")
     page.click("#corpus-tab-qk")
     page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:2:']")
+    # a brushed rectangle follows the points it holds when the wheel zooms the map about its middle
+    _, x, y = landmark(page, "qk")
+    box = page.locator("#corpus-pane-qk canvas").bounding_box()
+    half = min(30, x - box["x"] - 2, box["x"] + box["width"] - x - 2, y - box["y"] - 2,
+               box["y"] + box["height"] - y - 2)
+    page.mouse.move(x - half, y - half)
+    page.mouse.down()
+    page.mouse.move(x + half, y + half, steps=4)
+    page.mouse.up()
+    brushed = "() => JSON.parse(document.querySelector('#corpus-pane-qk .bv-point-map').dataset.brush || 'null')"
+    before = page.evaluate(brushed)
+    page.mouse.move(x, y)
+    page.mouse.wheel(0, -200)  # zoom e^0.5 about the pointer
+    page.wait_for_function(f"w => ({brushed})()?.b.x - ({brushed})().a.x > w",
+                           arg=before["b"]["x"] - before["a"]["x"] + 5)
+    after = page.evaluate(brushed)
+    middle = [(r["a"][k] + r["b"][k]) / 2 for r in (before, after) for k in ("x", "y")]
+    assert abs(middle[0] - middle[2]) < 1.5 and abs(middle[1] - middle[3]) < 1.5, (before, after)
+    assert abs((after["b"]["x"] - after["a"]["x"]) / (before["b"]["x"] - before["a"]["x"]) - 1.6487) < 0.02
+    page.click("#corpus-zoom-all-qk")
     _, x, y = landmark(page, "qk")
     page.mouse.move(x, y)
     page.wait_for_function("() => !document.querySelector('#corpus-pane-qk .bv-tooltip').hidden")

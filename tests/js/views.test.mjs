@@ -253,6 +253,21 @@ test("query/key: hidden until the vectors are there; then the strongest key is e
     assert.ok(far && far.y < 5000);
   });
 
+test("lines: a newly selected token out of sight scrolls into the box; the same token or one in sight does not",
+  async () => {
+    const data = await fixture();
+    const l = lines.layout(data, state(data, { token: 7 }), size(900, 120)); // a box of a few rows
+    const top = { x: 0, y: 0, width: 900, height: 120 };
+    const to = lines.reveal(l, null, top);
+    assert.ok(to && to.y > 0, "token 7 lies below a box of a few rows");
+    const { top: first, pitch } = l.geometry, y = first + 7 * pitch;
+    assert.ok(y >= to.y + 34 && y + pitch <= to.y + top.height, "its row is in sight after the scroll");
+    assert.equal(lines.reveal(l, l, top), null); // the same token: the visitor's scroll stays
+    const near = lines.layout(data, state(data, { token: 0 }), size(900, 120));
+    assert.equal(lines.reveal(near, null, top), null); // already in sight
+    assert.equal(lines.reveal(lines.layout(data, state(data), size(900, 120)), null, top), null); // no token
+  });
+
 test("query/key with the model's three score terms: each a column of its own, named as the model names them, "
   + "their sum the score", async () => {
   const data = await fixture({ queryKey: true, terms: "terms" });
