@@ -254,6 +254,15 @@ def test_bad_sources_are_one_sentence(explorer, tmp_path, name, content, message
     assert not (tmp_path / "out").exists()  # nothing written before the source is read
 
 
+def test_a_tag_pair_of_many_links_outranks_a_rare_one_of_a_higher_lift():
+    from bertviz_app.corpus.questions import link_information
+
+    # ",-hl -> ,-hl": 37 links at 1434x chance; determiners to their nouns: 5,000 links at 5x
+    rare, common = link_information([37, 5000], [1434.0, 5.0])
+    assert common > rare > 0
+    assert link_information(20, 1.0) == 0  # chance tells nothing
+
+
 def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("text,label\nA good film.,pos\nA bad film.,neg\nA fine film.,pos\n")
@@ -280,6 +289,9 @@ def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_p
     assert nn["sep"] == pytest.approx(tagged.statistic("sep")[rows, 1, 2].astype(np.float64).mean(), abs=1e-9)
     links = tagged.tag_links(min_count=1)
     assert (links["lift"] >= 2).all() and set(links["from_tag"]) <= {"DT", "JJ", "NN", "VBD", "IN", "."}
+    # each head's most telling pair first: count x log2(lift), not the lift alone
+    np.testing.assert_allclose(links["information"], links["count"] * np.log2(links["lift"]), rtol=1e-12)
+    assert all(g["information"].is_monotonic_decreasing for _, g in links.groupby(["layer", "head"]))
     assert [coarse_tag(t) for t in ("at", "nn-tl", "NNPS", "jjr", "IN", "vbd", "np$")] == \
         ["DET", "NOUN", "NOUN", "ADJ", "ADP", "", "NOUN"]
 

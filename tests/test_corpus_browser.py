@@ -226,3 +226,39 @@ def test_the_offline_page_of_the_maps_works_from_a_file_without_network(browser,
                            "'This saved page holds the query')")
     assert errors == []
     page.close()
+
+
+def test_a_heads_tag_links_say_how_they_rank_and_their_numbers_stay_in_their_column(browser, tiny_mlm_folder,
+                                                                                    tmp_path):
+    from bertviz_app import build_corpus
+    from bertviz_app.app.tabs.corpus import open_corpora
+
+    conll = tmp_path / "t.conll"
+    conll.write_text("".join(f"The DT\nold JJ\ncat NN\nsat VBD\non IN\nthe DT\nmat NN\nat IN\n{k} CD\n. .\n\n"
+                             for k in range(60)))  # distinct sentences (a corpus keeps one of each)
+    build_corpus(conll, tmp_path / "tagged", model=tiny_mlm_folder, say=lambda t: None, device="cpu")
+    explorers = {"tiny": load(tiny_mlm_folder, device="cpu")}
+    corpora, _ = open_corpora([str(tmp_path / "tagged")], explorers, lambda source: None)
+    links = corpora["tagged"].corpus.tag_links(min_count=20)
+    layer, head = (int(v) for v in links.groupby(["layer", "head"]).size().idxmax())  # the head with most pairs
+    demo = app.build_demo(explorers, corpora=corpora)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    try:
+        visitor = AppPage(browser, f"{url}?corpus=tagged&cview=heads&clayer={layer}&chead={head}")
+        page = visitor.page
+        page.wait_for_function("() => document.querySelectorAll('#corpus-head ol.bv-links li').length > 0")
+        note = page.evaluate("() => document.querySelector('#corpus-head ol.bv-links').previousElementSibling"
+                             ".textContent")
+        assert "20 times or more" in note and "the most telling first" in note, note
+        # the list's numbers ("10.") inside its own box, clear of the position profile's "+10" beside it
+        room, marker = page.evaluate("""() => {
+            const ol = document.querySelector('#corpus-head ol.bv-links'), li = ol.lastElementChild;
+            const ctx = document.createElement('canvas').getContext('2d');
+            ctx.font = getComputedStyle(li).font;
+            return [li.getBoundingClientRect().left - ol.getBoundingClientRect().left,
+                    ctx.measureText(`${ol.children.length}. `).width]; }""")
+        assert room >= marker, (room, marker)
+        assert visitor.errors == []
+        page.close()
+    finally:
+        demo.close()

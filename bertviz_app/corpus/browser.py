@@ -28,6 +28,7 @@ MAP_POINTS = 100_000
 CACHED_MAPS = 32
 SUBSET_KINDS = ("label", "tag", "prediction", "error")
 SHOWN_TAG_LINKS = 12
+LINK_MIN_COUNT = 20  # a tag pair's links counted fewer times are left out (the page says so)
 SHOWN_TAGS = 40  # tags offered as subsets, the commonest first
 SEARCH_CHUNK = 65_536  # token vectors per product: a float32 copy of this many at a time, never of a whole layer
 
@@ -182,7 +183,8 @@ class CorpusViews:
         c = self.corpus
         profile = c.positional_profile(layer, head)
         out = {"layer": layer, "head": head, "offsets": profile["offset"].tolist(),
-               "profile": _floats(profile["attention"]), "links": [], "relations": []}
+               "profile": _floats(profile["attention"]), "links": [], "link_min_count": LINK_MIN_COUNT,
+               "relations": []}
         if c.tags:
             links = self._links()
             links = links[(links["layer"] == layer) & (links["head"] == head)].head(SHOWN_TAG_LINKS)
@@ -201,7 +203,7 @@ class CorpusViews:
     def _links(self):
         """Every head's tag links at once (one read of the strongest links of every token: 78 MB for 10,000 Brown
         sentences, which a call per head read again each time)."""
-        return self._summaries.get("links", lambda: self.corpus.tag_links())
+        return self._summaries.get("links", lambda: self.corpus.tag_links(min_count=LINK_MIN_COUNT))
 
     def _relations(self):
         """Every head's accuracy at each tag relation (questions.relation_heads), once; None when no word of the

@@ -150,7 +150,8 @@ class Corpus:
         return questions.head_summary(self, by)
 
     def tag_links(self, layer: int | None = None, head: int | None = None, min_count: int = 20) -> pd.DataFrame:
-        """For a tagged corpus: the (from-tag, to-tag) pairs a head's strongest links join more often than chance."""
+        """For a tagged corpus: the (from-tag, to-tag) pairs a head's strongest links join at least twice as often as
+        chance and `min_count` times or more, each head's most telling first (`information`: count x log2 lift)."""
         return questions.tag_links(self, layer, head, min_count)
 
     def relation_heads(self) -> pd.DataFrame:

@@ -53,6 +53,8 @@ const CSS = `
 .bv-corpus .bv-hits button:hover, .bv-corpus .bv-brushed button:hover { background: #eef4fb; }
 .bv-corpus mark { background: #fdd49e; color: #111; font-weight: 600; padding: 0 2px; border-radius: 2px; }
 .bv-corpus .bv-counts { font-size: 14px; color: #333; }
+/* the list's numbers inside its own column ("10." ran into the profile's "+10" beside it) */
+.bv-corpus ol.bv-links { padding-left: 2.4em; margin: 4px 0; }
 `;
 
 /** The state a corpus opens with: what the link asks for, checked against the corpus (a head past the model's is
@@ -190,7 +192,10 @@ function headDetail(box, d, grid, info, ctx) {
   const profile = el("div", {}, el("h4", {}, "Attention by relative position"), bars, el("div", { class: "bv-axis" },
     el("span", {}, `${d.offsets[0]}`), el("span", {}, "0: itself"), el("span", {}, `+${d.offsets[d.offsets.length - 1]}`)));
   const links = el("div", {}, el("h4", {}, "Where its strongest link goes, by tag"), d.links.length
-    ? el("ol", { class: "bv-counts" }, ...d.links.map((l) => el("li", {}, `${l.from} \u2192 ${l.to}: `
+    ? el("p", { class: "bv-muted bv-counts" }, `Tag pairs seen ${d.link_min_count ?? 20} times or more, at least `
+      + "twice as often as chance; the most telling first (count \u00d7 log\u2082 of the lift), so that a rare tag's "
+      + "few links do not lead.") : null, d.links.length
+    ? el("ol", { class: "bv-counts bv-links" }, ...d.links.map((l) => el("li", {}, `${l.from} \u2192 ${l.to}: `
       + `${l.lift.toFixed(1)}\u00d7 chance, ${(l.share * 100).toFixed(0)}% of ${l.from} (${l.count})`)))
     : el("p", { class: "bv-muted" }, info.tagged ? "No tag pair above twice chance." : "This corpus has no tags."));
   const relations = d.relations.length ? el("ul", { class: "bv-counts" }, ...d.relations.map((r) => el("li", {},
