@@ -70,7 +70,6 @@ export const CSS = `
 .bv-root .bv-finder-list button { padding: 3px 8px; border: 1px solid #aab4be; border-radius: 5px; background: #fff;
   color: #111; cursor: pointer; overflow-wrap: anywhere; text-align: left; }
 .bv-root .bv-finder-list button[aria-pressed=true] { background: #e3eef9; border-color: #2171b5; }
-.bv-root .bv-finder .bv-narrow { display: none; }
 .bv-root .bv-more { flex-basis: 100%; }
 .bv-root .bv-more > summary { display: none; }
 .bv-root .bv-more > .bv-controls { margin: 0; }
@@ -79,8 +78,7 @@ export const CSS = `
   .bv-root .bv-more > .bv-controls { margin-top: 6px; }
   .bv-root .bv-tabs button { padding: 6px 9px; font-size: 15px; }
   .bv-root input[type=range] { width: 120px; }
-  .bv-root .bv-finder .bv-wide { display: none; }
-  .bv-root .bv-finder .bv-narrow { display: inline; }
+  .bv-root .bv-finder-list .bv-finder-head, .bv-root .bv-finder-list .bv-finder-to { display: block; }
   .bv-root .bv-finder-list button { padding: 2px 6px; font-size: 14px; }
 }
 /* The projector theme (theme.mjs): the views read --bv-theme for their drawing; the text around it goes black. */
