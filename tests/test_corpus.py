@@ -216,6 +216,15 @@ def test_missing_and_damaged_shards_are_named(corpus, tmp_path):
         open_corpus(copy)
     with pytest.raises(CorpusError, match="no corpus folder at"):
         open_corpus(tmp_path / "nowhere")
+    # a file where a folder goes: the build to run, into a folder that does not exist yet (not onto the file)
+    (tmp_path / "binary.bin").write_bytes(b"\0" * 8)
+    (tmp_path / "binary-corpus").mkdir()
+    with pytest.raises(CorpusError) as refused:
+        open_corpus(tmp_path / "binary.bin")
+    said = str(refused.value)
+    assert said.startswith(f"{tmp_path / 'binary.bin'} is a file, and a corpus is a folder"), said
+    assert said.endswith(f"corpus build {tmp_path / 'binary.bin'} --output {tmp_path / 'binary-corpus-2'}`, then "
+                         "give that folder"), said
     (copy / "corpus.json").write_text("{not json")
     with pytest.raises(CorpusError, match="corpus.json cannot be read"):
         open_corpus(copy)

@@ -256,6 +256,11 @@ class _Shard:
 
 def _read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
+    if folder.is_file():  # a source given where its corpus goes: the build reads it into a new folder beside it
+        output = next(p for k in range(1, 1000) if not (p := folder.with_name(
+            f"{folder.stem}-corpus{'' if k == 1 else f'-{k}'}")).exists())
+        raise CorpusError(f"{folder} is a file, and a corpus is a folder; to build one from it, run `bertviz-app "
+                          f"corpus build {folder} --output {output}`, then give that folder")
     if not folder.is_dir():
         raise CorpusError(f"no corpus folder at {folder}; build one with `bertviz-app corpus build SOURCE --output "
                           f"{folder}`")
