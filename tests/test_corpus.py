@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bertviz_app
@@ -432,3 +433,36 @@ def test_a_heldout_source_without_predictions_or_a_bare_folder_says_what_to_give
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(CorpusError, match="line 2: not a held-out prediction"):
         read_source(f"heldout:{tmp_path}")
+
+
+def test_a_capped_build_samples_across_the_source_by_label_seeded():
+    from bertviz_app.corpus.build import sample_sentences
+    from bertviz_app.corpus.sources import Sentence
+
+    # Brown's order: one genre after another, of unequal sizes
+    sizes = {"press": 600, "fiction": 300, "humor": 90, "learned": 10}
+    source = [Sentence(f"{label} {k}", None, label) for label, n in sizes.items() for k in range(n)]
+    chosen, said = sample_sentences(source, 100, seed=0)
+    assert len(chosen) == 100 and list(chosen) == sorted(set(chosen))  # distinct, in the source's order
+    kept = pd.Series([source[i].label for i in chosen]).value_counts().to_dict()
+    assert kept == {"press": 60, "fiction": 30, "humor": 9, "learned": 1}  # each genre its share
+    assert said == "sampled 100 of 1,000 sentences across the source, each of its 4 labels in proportion (seed 0)"
+    assert list(sample_sentences(source, 100, seed=0)[0]) == list(chosen)
+    assert list(sample_sentences(source, 100, seed=1)[0]) != list(chosen)
+    small = pd.Series([source[i].label for i in sample_sentences(source, 7)[0]]).value_counts().to_dict()
+    assert small == {"press": 4, "fiction": 1, "humor": 1, "learned": 1}  # every genre while the cap allows
+    # no labels: uniform across the source, not its first sentences; no cap: everything, nothing said
+    plain = [Sentence(f"s {k}", None, None) for k in range(1000)]
+    chosen, said = sample_sentences(plain, 50, seed=0)
+    assert len(set(chosen)) == 50 and chosen.max() > 500 and "uniformly" in said
+    assert list(sample_sentences(plain, None)[0]) == list(range(1000)) and sample_sentences(plain, 5000)[1] == ""
+
+
+def test_a_capped_build_says_how_it_sampled(explorer, tmp_path):
+    table = tmp_path / "t.csv"
+    rows = [f"sentence number {k} of the {label} kind.,{label}" for label in ("a", "b") for k in range(10)]
+    table.write_text("text,label\n" + "\n".join(rows) + "\n")
+    said = []
+    corpus = open_corpus(build_corpus(table, tmp_path / "c", explorer=explorer, say=said.append, max_sentences=4))
+    assert sorted(corpus.sentences["label"]) == ["a", "a", "b", "b"]  # the first 4 were all "a"
+    assert "sampled 4 of 20 sentences across the source, each of its 2 labels in proportion (seed 0)" in said
