@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import limits
 from ..views.corpus_payload import encode_qk_map, encode_sentence_map
 from . import questions
 from .sources import CorpusError
@@ -71,7 +72,7 @@ class CorpusViews:
     """The browser's answers about one corpus. `name`: what the page calls it."""
 
     def __init__(self, corpus, name: str | None = None, map_points: int = MAP_POINTS, cached_maps: int = CACHED_MAPS,
-                 model_name: str | None = None):
+                 model_name: str | None = None, search_cache_bytes: int = limits.CORPUS_SEARCH_CACHE_BYTES):
         self.corpus = corpus
         self.name = name or corpus.folder.name
         # what the page calls the corpus's model: the app's name for it, else its own (a folder's name, never the path)
@@ -83,6 +84,9 @@ class CorpusViews:
         self._heads = _Cache(corpus.num_layers * corpus.num_heads)
         self._grids = _Cache(64)  # a subset's grid, as the page gets it
         self._norms: dict[int, np.ndarray] = {}
+        # float32 unit vectors of as many layers as the budget holds, the least recently searched dropped first
+        layer_bytes = corpus.manifest["tokens"] * corpus.hidden_size * 4
+        self._vectors = _Cache(search_cache_bytes // layer_bytes) if search_cache_bytes >= layer_bytes else None
 
     # -- a sentence by its text (the Task tab's held-out table and the sentence map select together) -----------------
     @functools.cached_property
@@ -141,12 +145,16 @@ class CorpusViews:
 
     def warm(self) -> None:
         """Compute now what the first visitors would otherwise wait for: the whole corpus's summary, the labels',
-        the relations a head's details name (the app runs this in a thread of its own at start)."""
+        the relations a head's details name, and the vectors of the layer a search starts at (the app runs this in a
+        thread of its own at start)."""
         for kind in (None, *[k for k in self.subsets() if k != "tag"]):
             self._summary(kind)
         if self.corpus.tags:
             self._links()
             self._relations()
+        if self._vectors is not None:  # the last layer: the search pane's first choice
+            last = self.corpus.num_layers
+            self._vectors.get(last, lambda: self.corpus.unit_vectors(last))
 
     # -- heads over the corpus --------------------------------------------------------------------------------------
     def _summary(self, kind: str | None):
@@ -281,9 +289,9 @@ class CorpusViews:
     # -- search by meaning ------------------------------------------------------------------------------------------
     def search(self, vector: np.ndarray, layer, k: int = 10, described: str = "") -> dict:
         """The k corpus tokens nearest (cosine) to `vector` at hidden layer `layer`, with their sentences' pieces
-        (the token's position marked) and what words and tags dominate them. Exact: equals `corpus.search`, but
-        reads the mapped float16 states a chunk at a time instead of keeping a float32 copy of a layer (the app
-        serves many layers of a large corpus)."""
+        (the token's position marked) and what words and tags dominate them. Exact, as `corpus.search`: from the
+        layer's float32 unit vectors while the server's budget (limits.CORPUS_SEARCH_CACHE_BYTES) holds them (the
+        first search of a layer reads them once), else from the mapped float16 states a chunk at a time."""
         c = self.corpus
         layer = c.check_hidden_layer(layer)
         vector = np.asarray(vector, np.float32)
@@ -299,6 +307,8 @@ class CorpusViews:
 
     def _scores(self, layer: int, unit: np.ndarray) -> np.ndarray:
         c = self.corpus
+        if self._vectors is not None:
+            return self._vectors.get(layer, lambda: c.unit_vectors(layer)) @ unit  # (N,) cosine
         norms = self._norms.get(layer)
         parts, fresh = [], norms is None
         found_norms = []

@@ -117,15 +117,21 @@ class Corpus:
         """(N, H) float32 unit vectors of every token at hidden layer `layer` (0: embeddings), kept for searches."""
         layer = self.check_hidden_layer(layer)
         if layer not in self._vectors:
-            vectors = np.empty((self.manifest["tokens"], self.hidden_size), np.float32)
-            row = 0
-            for shard in self.shards:
-                part = shard.array("hidden")[layer]
-                vectors[row:row + len(part)] = part
-                row += len(part)
-            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-            self._vectors[layer] = vectors
+            self._vectors[layer] = self.unit_vectors(layer)
         return self._vectors[layer]
+
+    def unit_vectors(self, layer: int) -> np.ndarray:
+        """(N, H) float32 unit vectors of every token at hidden layer `layer`, read anew (not kept: `hidden` keeps
+        them; a server keeps a few layers in a budget of its own)."""
+        layer = self.check_hidden_layer(layer)
+        vectors = np.empty((self.manifest["tokens"], self.hidden_size), np.float32)
+        row = 0
+        for shard in self.shards:
+            part = shard.array("hidden")[layer]
+            vectors[row:row + len(part)] = part
+            row += len(part)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors
 
     # -- the way back to one sentence ---------------------------------------------------------------------------
     @property
