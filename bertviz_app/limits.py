@@ -29,6 +29,9 @@ EXPORTS_PER_MINUTE = 20
 CORPUS_AT_ONCE = 2
 CORPUS_WAITING = 96
 CORPUS_PER_MINUTE = 120
+# A search's float32 unit vectors of the layers searched lately, per corpus (corpus/browser.py): 10,000 Brown sentences
+# take 414 MB a layer (4 layers fit), 50,000 take 1.95 GB (1 fits); a layer past it is read a chunk at a time.
+CORPUS_SEARCH_CACHE_BYTES = 2 * 2**30
 # One head of a 512-token input; all 12 heads of a layer up to 147 tokens (about 9 MB of CSV).
 MAX_CSV_ROWS = 512 * 512
 

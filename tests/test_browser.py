@@ -717,3 +717,51 @@ def test_behind_a_login_the_page_logs_in_and_works(browser, tiny_folder, tmp_pat
     finally:
         login.close()
         demo.close()
+
+
+def test_compare_a_changed_word_keeps_the_model_and_stacks_on_a_phone(browser, server, tmp_path):
+    """Changing only the second input compares it in the same model (a model change mixed in changed everything),
+    the message says what differs, and at 390 px the two views and the change by head stack and fit."""
+    v = AppPage(browser, server + "?a=The+keys+to+the+cabinet+are+on+the+table.&model=all-MiniLM-L6-v2", (390, 844))
+    model = "#compare-model input"
+    try:
+        v.views_drawn("lines")
+        v.settle()
+        v.open_tab("Compare")
+        v.page.wait_for_function("() => document.querySelector('#compare-a textarea')?.value.includes('cabinet')")
+        assert v.page.input_value(model) != "all-MiniLM-L6-v2"  # the same input: another model, what training changed
+        v.page.locator("#compare-a textarea").fill("The keys to the cabinet is on the table.")
+        v.page.wait_for_function("s => document.querySelector(s).value === 'all-MiniLM-L6-v2'", arg=model)
+        v.page.click("#compare")
+        v.page.wait_for_selector("#compare-change .main-svg")
+        for side in ("cmp-a-", "cmp-b-"):
+            v.page.wait_for_selector(f"#{side}attention-view")
+        message = v.page.locator("#compare-message").inner_text()
+        assert "the inputs differ at are → is" in message and "one input" not in message, message
+        # one under the other, each as wide as the page allows, nothing sideways
+        left, right = (v.page.locator(f"#compare-{side}").bounding_box() for side in ("left", "right"))
+        assert right["y"] >= left["y"] + left["height"] - 1 and left["width"] > 300, (left, right)
+        change = v.page.locator("#compare-change .js-plotly-plot")
+        change.evaluate("e => e.scrollIntoView({ block: 'center' })")
+        shoot(v.page, tmp_path, "compare-390-change")
+        assert change.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+        plot, bar = change.bounding_box(), v.page.locator("#compare-change .colorbar").bounding_box()
+        assert bar and bar["x"] + bar["width"] <= plot["x"] + plot["width"] + 1, (plot, bar)
+        assert v.page.locator("#compare-table").bounding_box()["y"] >= plot["y"] + plot["height"] - 1
+        assert v.no_sideways_scroll()
+        v.page.locator("#compare-right").evaluate("e => e.scrollIntoView({ block: 'center' })")
+        shoot(v.page, tmp_path, "compare-390-views")
+
+        # a model the visitor picks stays theirs; with another input as well, the message says both
+        v.page.locator(model).click()
+        v.page.locator("[data-testid=dropdown-option]", has_text="minilm-l6-mlm-nsp-en").click()
+        v.page.locator("#compare-a textarea").fill("The keys to the cabinet were on the table.")
+        v.settle(750)  # the box's event answered
+        assert v.page.input_value(model) == "minilm-l6-mlm-nsp-en"
+        v.page.click("#compare")
+        v.page.wait_for_function("() => document.querySelector('#compare-message').innerText.includes('were')")
+        message = v.page.locator("#compare-message").inner_text()
+        assert "(right), and the inputs differ at are → were" in message and "one input" not in message, message
+        assert v.errors == []
+    finally:
+        v.page.close()

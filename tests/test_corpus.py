@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bertviz_app
@@ -216,6 +217,15 @@ def test_missing_and_damaged_shards_are_named(corpus, tmp_path):
         open_corpus(copy)
     with pytest.raises(CorpusError, match="no corpus folder at"):
         open_corpus(tmp_path / "nowhere")
+    # a file where a folder goes: the build to run, into a folder that does not exist yet (not onto the file)
+    (tmp_path / "binary.bin").write_bytes(b"\0" * 8)
+    (tmp_path / "binary-corpus").mkdir()
+    with pytest.raises(CorpusError) as refused:
+        open_corpus(tmp_path / "binary.bin")
+    said = str(refused.value)
+    assert said.startswith(f"{tmp_path / 'binary.bin'} is a file, and a corpus is a folder"), said
+    assert said.endswith(f"corpus build {tmp_path / 'binary.bin'} --output {tmp_path / 'binary-corpus-2'}`, then "
+                         "give that folder"), said
     (copy / "corpus.json").write_text("{not json")
     with pytest.raises(CorpusError, match="corpus.json cannot be read"):
         open_corpus(copy)
@@ -254,6 +264,15 @@ def test_bad_sources_are_one_sentence(explorer, tmp_path, name, content, message
     assert not (tmp_path / "out").exists()  # nothing written before the source is read
 
 
+def test_a_tag_pair_of_many_links_outranks_a_rare_one_of_a_higher_lift():
+    from bertviz_app.corpus.questions import link_information
+
+    # ",-hl -> ,-hl": 37 links at 1434x chance; determiners to their nouns: 5,000 links at 5x
+    rare, common = link_information([37, 5000], [1434.0, 5.0])
+    assert common > rare > 0
+    assert link_information(20, 1.0) == 0  # chance tells nothing
+
+
 def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("text,label\nA good film.,pos\nA bad film.,neg\nA fine film.,pos\n")
@@ -280,6 +299,9 @@ def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_p
     assert nn["sep"] == pytest.approx(tagged.statistic("sep")[rows, 1, 2].astype(np.float64).mean(), abs=1e-9)
     links = tagged.tag_links(min_count=1)
     assert (links["lift"] >= 2).all() and set(links["from_tag"]) <= {"DT", "JJ", "NN", "VBD", "IN", "."}
+    # each head's most telling pair first: count x log2(lift), not the lift alone
+    np.testing.assert_allclose(links["information"], links["count"] * np.log2(links["lift"]), rtol=1e-12)
+    assert all(g["information"].is_monotonic_decreasing for _, g in links.groupby(["layer", "head"]))
     assert [coarse_tag(t) for t in ("at", "nn-tl", "NNPS", "jjr", "IN", "vbd", "np$", "pp$", "PRP$", "md", "hvz",
                                     "MD", "VBZ", ".")] == \
         ["DET", "NOUN", "NOUN", "ADJ", "ADP", "VERB", "NOUN", "POSS", "POSS", "AUX", "AUX", "AUX", "VERB", ""]
@@ -419,3 +441,36 @@ def test_a_heldout_source_without_predictions_or_a_bare_folder_says_what_to_give
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(CorpusError, match="line 2: not a held-out prediction"):
         read_source(f"heldout:{tmp_path}")
+
+
+def test_a_capped_build_samples_across_the_source_by_label_seeded():
+    from bertviz_app.corpus.build import sample_sentences
+    from bertviz_app.corpus.sources import Sentence
+
+    # Brown's order: one genre after another, of unequal sizes
+    sizes = {"press": 600, "fiction": 300, "humor": 90, "learned": 10}
+    source = [Sentence(f"{label} {k}", None, label) for label, n in sizes.items() for k in range(n)]
+    chosen, said = sample_sentences(source, 100, seed=0)
+    assert len(chosen) == 100 and list(chosen) == sorted(set(chosen))  # distinct, in the source's order
+    kept = pd.Series([source[i].label for i in chosen]).value_counts().to_dict()
+    assert kept == {"press": 60, "fiction": 30, "humor": 9, "learned": 1}  # each genre its share
+    assert said == "sampled 100 of 1,000 sentences across the source, each of its 4 labels in proportion (seed 0)"
+    assert list(sample_sentences(source, 100, seed=0)[0]) == list(chosen)
+    assert list(sample_sentences(source, 100, seed=1)[0]) != list(chosen)
+    small = pd.Series([source[i].label for i in sample_sentences(source, 7)[0]]).value_counts().to_dict()
+    assert small == {"press": 4, "fiction": 1, "humor": 1, "learned": 1}  # every genre while the cap allows
+    # no labels: uniform across the source, not its first sentences; no cap: everything, nothing said
+    plain = [Sentence(f"s {k}", None, None) for k in range(1000)]
+    chosen, said = sample_sentences(plain, 50, seed=0)
+    assert len(set(chosen)) == 50 and chosen.max() > 500 and "uniformly" in said
+    assert list(sample_sentences(plain, None)[0]) == list(range(1000)) and sample_sentences(plain, 5000)[1] == ""
+
+
+def test_a_capped_build_says_how_it_sampled(explorer, tmp_path):
+    table = tmp_path / "t.csv"
+    rows = [f"sentence number {k} of the {label} kind.,{label}" for label in ("a", "b") for k in range(10)]
+    table.write_text("text,label\n" + "\n".join(rows) + "\n")
+    said = []
+    corpus = open_corpus(build_corpus(table, tmp_path / "c", explorer=explorer, say=said.append, max_sentences=4))
+    assert sorted(corpus.sentences["label"]) == ["a", "a", "b", "b"]  # the first 4 were all "a"
+    assert "sampled 4 of 20 sentences across the source, each of its 2 labels in proportion (seed 0)" in said

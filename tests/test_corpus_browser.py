@@ -89,6 +89,12 @@ def test_a_click_from_each_corpus_view_opens_its_sentence_at_that_head(browser, 
     # the head's query/key map: hover, zoom and brush ask nothing; a click opens the token's sentence at that head
     page.click("#corpus-open-map")
     page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:2:']")
+    # the map's pickers follow the head it was opened for, and stay there when its colouring changes
+    assert (page.input_value("#corpus-layer"), page.input_value("#corpus-head-pick")) == ("1", "2")
+    page.select_option("#corpus-color", "position")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('color') === 'position'")
+    assert (page.input_value("#corpus-layer"), page.input_value("#corpus-head-pick")) == ("1", "2")
+    page.select_option("#corpus-color", "kind")
     visitor.settle(500)
     asked = len(visitor.requests)
     point, x, y = landmark(page, "qk")
@@ -188,6 +194,26 @@ def test_the_offline_page_of_the_maps_works_from_a_file_without_network(browser,
                            "'Layer 1, head 2:')")
     page.click("#corpus-tab-qk")
     page.wait_for_selector("#corpus-pane-qk .bv-point-map[data-drawn^='corpus_qk:1:2:']")
+    # a brushed rectangle follows the points it holds when the wheel zooms the map about its middle
+    _, x, y = landmark(page, "qk")
+    box = page.locator("#corpus-pane-qk canvas").bounding_box()
+    half = min(30, x - box["x"] - 2, box["x"] + box["width"] - x - 2, y - box["y"] - 2,
+               box["y"] + box["height"] - y - 2)
+    page.mouse.move(x - half, y - half)
+    page.mouse.down()
+    page.mouse.move(x + half, y + half, steps=4)
+    page.mouse.up()
+    brushed = "() => JSON.parse(document.querySelector('#corpus-pane-qk .bv-point-map').dataset.brush || 'null')"
+    before = page.evaluate(brushed)
+    page.mouse.move(x, y)
+    page.mouse.wheel(0, -200)  # zoom e^0.5 about the pointer
+    page.wait_for_function(f"w => ({brushed})()?.b.x - ({brushed})().a.x > w",
+                           arg=before["b"]["x"] - before["a"]["x"] + 5)
+    after = page.evaluate(brushed)
+    middle = [(r["a"][k] + r["b"][k]) / 2 for r in (before, after) for k in ("x", "y")]
+    assert abs(middle[0] - middle[2]) < 1.5 and abs(middle[1] - middle[3]) < 1.5, (before, after)
+    assert abs((after["b"]["x"] - after["a"]["x"]) / (before["b"]["x"] - before["a"]["x"]) - 1.6487) < 0.02
+    page.click("#corpus-zoom-all-qk")
     _, x, y = landmark(page, "qk")
     page.mouse.move(x, y)
     page.wait_for_function("() => !document.querySelector('#corpus-pane-qk .bv-tooltip').hidden")
@@ -200,3 +226,39 @@ def test_the_offline_page_of_the_maps_works_from_a_file_without_network(browser,
                            "'This saved page holds the query')")
     assert errors == []
     page.close()
+
+
+def test_a_heads_tag_links_say_how_they_rank_and_their_numbers_stay_in_their_column(browser, tiny_mlm_folder,
+                                                                                    tmp_path):
+    from bertviz_app import build_corpus
+    from bertviz_app.app.tabs.corpus import open_corpora
+
+    conll = tmp_path / "t.conll"
+    conll.write_text("".join(f"The DT\nold JJ\ncat NN\nsat VBD\non IN\nthe DT\nmat NN\nat IN\n{k} CD\n. .\n\n"
+                             for k in range(60)))  # distinct sentences (a corpus keeps one of each)
+    build_corpus(conll, tmp_path / "tagged", model=tiny_mlm_folder, say=lambda t: None, device="cpu")
+    explorers = {"tiny": load(tiny_mlm_folder, device="cpu")}
+    corpora, _ = open_corpora([str(tmp_path / "tagged")], explorers, lambda source: None)
+    links = corpora["tagged"].corpus.tag_links(min_count=20)
+    layer, head = (int(v) for v in links.groupby(["layer", "head"]).size().idxmax())  # the head with most pairs
+    demo = app.build_demo(explorers, corpora=corpora)
+    url = app.serve(demo, port=app.free_port(), block=False)
+    try:
+        visitor = AppPage(browser, f"{url}?corpus=tagged&cview=heads&clayer={layer}&chead={head}")
+        page = visitor.page
+        page.wait_for_function("() => document.querySelectorAll('#corpus-head ol.bv-links li').length > 0")
+        note = page.evaluate("() => document.querySelector('#corpus-head ol.bv-links').previousElementSibling"
+                             ".textContent")
+        assert "20 times or more" in note and "the most telling first" in note, note
+        # the list's numbers ("10.") inside its own box, clear of the position profile's "+10" beside it
+        room, marker = page.evaluate("""() => {
+            const ol = document.querySelector('#corpus-head ol.bv-links'), li = ol.lastElementChild;
+            const ctx = document.createElement('canvas').getContext('2d');
+            ctx.font = getComputedStyle(li).font;
+            return [li.getBoundingClientRect().left - ol.getBoundingClientRect().left,
+                    ctx.measureText(`${ol.children.length}. `).width]; }""")
+        assert room >= marker, (room, marker)
+        assert visitor.errors == []
+        page.close()
+    finally:
+        demo.close()

@@ -101,6 +101,23 @@ def test_a_search_equals_the_corpus_search(views, explorer):
         views.search_run(run, 40, 2)
 
 
+def test_a_search_keeps_the_layers_it_searched_within_its_budget(folder, explorer, monkeypatch):
+    corpus = open_corpus(folder, explorer)
+    layer_bytes = corpus.manifest["tokens"] * corpus.hidden_size * 4
+    read, real = [], corpus.unit_vectors
+    monkeypatch.setattr(corpus, "unit_vectors", lambda layer: read.append(layer) or real(layer))
+    cached = CorpusViews(corpus, "small", search_cache_bytes=2 * layer_bytes)  # two layers' float32 vectors
+    chunked = CorpusViews(corpus, "small", search_cache_bytes=layer_bytes - 1)  # not one: a chunk at a time
+    run = explorer.run("I sat by the bank of the river.")
+    for layer in (2, 2, 1, 2, 0, 1):
+        mine, theirs = cached.search_run(run, 6, layer, k=10), chunked.search_run(run, 6, layer, k=10)
+        assert [(h["sentence"], h["position"]) for h in mine["hits"]] == \
+            [(h["sentence"], h["position"]) for h in theirs["hits"]]
+        np.testing.assert_allclose([h["score"] for h in mine["hits"]], [h["score"] for h in theirs["hits"]],
+                                   atol=1e-4)
+    assert read == [2, 1, 0, 1]  # read once while kept; the least recently searched layer dropped past two
+
+
 def test_a_subsets_grid_is_its_row_of_the_head_summary(views):
     info = views.info()
     assert info["subsets"]["label"][0][0] in ("animals", "money") and "tag" not in info["subsets"]

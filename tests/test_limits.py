@@ -219,10 +219,11 @@ FINE_TUNE_EVENTS = {"finetune_start", "finetune_cancel", "finetune_progress", "_
 PRETRAIN_EVENTS = {"pretrain_start", "pretrain_stop", "pretrain_progress", "_pretrain_progress",
                    "_pretrain_progress_load", "_pretrain_views"}
 # None of these runs the model: fill in an example, add one to the seed, fill the boxes from a permalink, copy the
-# input into Compare, put back the silencing hint, put a held-out example in the boxes (the Task tab), say why a
+# input into Compare (and the second model that goes with it, or the visitor's choice of one), put back the silencing hint, put a held-out example in the boxes (the Task tab), say why a
 # fill-mask text, the logit lens or the Fine-tune tab's try box was refused, and the two buttons and steps done in the browser
 # (copy link, presenter, whether a tab computes). By handler: gradio names a handler's later uses `_1`, `_2`...
-UNQUEUED = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
+UNQUEUED = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_compare_second_model",
+            "_compare_model_picked", "_clear_ablation",
             "_task_pick_heldout", "_stale_notice", "_fill_mask_refused", "_lens_refused", "_finetune_try_refused",
             "js_fn", *FINE_TUNE_EVENTS, *PRETRAIN_EVENTS}
 
@@ -237,7 +238,8 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 # from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons;
 # the Timeline tab's events read a training's snapshots from the disk (payloads written when it trained).
 TIMELINE_EVENTS = {"timeline", "_timeline", "timeline_input"}
-NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill", "_clear_ablation",
+NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill",
+                   "_compare_second_model", "_compare_model_picked", "_clear_ablation",
                    "_lens_range", "_show", "_stale_notice", "_fill_mask_refused", "_lens_refused",
                    "_finetune_try_refused", "_task_pick_heldout", "js_fn", *FINE_TUNE_EVENTS, *PRETRAIN_EVENTS,
                    *TIMELINE_EVENTS}

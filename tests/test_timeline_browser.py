@@ -32,14 +32,22 @@ def _picture(page, view: str = "lines") -> str:
     return page.eval_on_selector(f"#tl-view-pane-{view} canvas", "c => c.toDataURL()")
 
 
+def _places(page) -> list:
+    """Where the slider's track and the picture of roles are, across (x and width)."""
+    return [(round(b["x"]), round(b["width"])) for b in (page.locator(s).bounding_box()
+                                                        for s in ("#tl-timeline-step", "#tl-timeline-roles"))]
+
+
 def _play_through(v: AppPage, steps: list[int], tmp_path, name: str) -> list[str]:
-    """Slide to the first snapshot, look, then play to the last: no request on the way; the pictures seen."""
+    """Slide to the first snapshot, look, then play to the last: no request on the way, and the slider and the
+    picture of roles stay where they are; the pictures seen."""
     page = v.page
     v.set_input("#tl-timeline-step", 0)
     _at(page, steps[0])
     page.eval_on_selector("#tl-timeline", "e => e.scrollIntoView({ block: 'start' })")  # the bar and the views
     page.wait_for_timeout(100)  # the new views paint on the next frame
     pictures = [_picture(page)]
+    places = _places(page)
     shoot(page, tmp_path, f"timeline_{name}_step{steps[0]}")
     asked = len(v.requests)
     page.click("#tl-timeline-play")
@@ -54,6 +62,7 @@ def _play_through(v: AppPage, steps: list[int], tmp_path, name: str) -> list[str
     pictures.append(_picture(page))
     shoot(page, tmp_path, f"timeline_{name}_step{steps[-1]}")
     assert v.requests[asked:] == [], "moving through the snapshots asked the server"
+    assert _places(page) == places, f"the slider or the picture moved between step {steps[0]} and {steps[-1]}"
     return pictures
 
 

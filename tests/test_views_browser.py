@@ -225,6 +225,22 @@ def test_the_page_opens_on_an_informative_head_and_finds_where_a_token_attends(o
     assert o.network == [] and o.errors == []
 
 
+def test_on_a_phone_the_heads_where_a_token_attends_say_layer_and_head(opened, tmp_path):
+    o = opened("animal", (390, 844))
+    tokens = o.page.eval_on_selector_all("#view-token option", "os => os.map(o => o.textContent)")
+    o.page.select_option("#view-token", next(t.split(": ")[0] for t in tokens if t.endswith(": it")))
+    buttons = o.page.locator("#view-find button")
+    assert buttons.count() == 5
+    for text in buttons.all_inner_texts():  # "layer 3, head 1" over "-> animal 0.45", not "3.1 -> animal 0.45"
+        assert re.fullmatch(r"layer \d+, head \d+\n\u2192 \S+ 0\.\d\d", text), text
+    boxes = [buttons.nth(k).bounding_box() for k in range(5)]
+    assert all(b["x"] >= 0 and b["x"] + b["width"] <= 390 for b in boxes), boxes
+    assert len({round(b["y"]) for b in boxes}) <= 3, boxes  # rows of two or three buttons, not one a row
+    o.page.locator("#view-find").scroll_into_view_if_needed()
+    shoot(o.page, tmp_path, "find-heads-390x844")
+    assert o.errors == []
+
+
 def test_lines_stay_a_few_hundred_pixels_apart_and_one_head_is_one_color(opened, tmp_path):
     o = opened(32)
     g = o.geometry("lines")

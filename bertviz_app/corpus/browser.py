@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import limits
 from ..views.corpus_payload import encode_qk_map, encode_sentence_map
 from . import questions
 from .sources import CorpusError
@@ -28,6 +29,7 @@ MAP_POINTS = 100_000
 CACHED_MAPS = 32
 SUBSET_KINDS = ("label", "tag", "prediction", "error")
 SHOWN_TAG_LINKS = 12
+LINK_MIN_COUNT = 20  # a tag pair's links counted fewer times are left out (the page says so)
 SHOWN_TAGS = 40  # tags offered as subsets, the commonest first
 SEARCH_CHUNK = 65_536  # token vectors per product: a float32 copy of this many at a time, never of a whole layer
 
@@ -70,7 +72,7 @@ class CorpusViews:
     """The browser's answers about one corpus. `name`: what the page calls it."""
 
     def __init__(self, corpus, name: str | None = None, map_points: int = MAP_POINTS, cached_maps: int = CACHED_MAPS,
-                 model_name: str | None = None):
+                 model_name: str | None = None, search_cache_bytes: int = limits.CORPUS_SEARCH_CACHE_BYTES):
         self.corpus = corpus
         self.name = name or corpus.folder.name
         # what the page calls the corpus's model: the app's name for it, else its own (a folder's name, never the path)
@@ -82,6 +84,9 @@ class CorpusViews:
         self._heads = _Cache(corpus.num_layers * corpus.num_heads)
         self._grids = _Cache(64)  # a subset's grid, as the page gets it
         self._norms: dict[int, np.ndarray] = {}
+        # float32 unit vectors of as many layers as the budget holds, the least recently searched dropped first
+        layer_bytes = corpus.manifest["tokens"] * corpus.hidden_size * 4
+        self._vectors = _Cache(search_cache_bytes // layer_bytes) if search_cache_bytes >= layer_bytes else None
 
     # -- a sentence by its text (the Task tab's held-out table and the sentence map select together) -----------------
     @functools.cached_property
@@ -140,12 +145,16 @@ class CorpusViews:
 
     def warm(self) -> None:
         """Compute now what the first visitors would otherwise wait for: the whole corpus's summary, the labels',
-        the relations a head's details name (the app runs this in a thread of its own at start)."""
+        the relations a head's details name, and the vectors of the layer a search starts at (the app runs this in a
+        thread of its own at start)."""
         for kind in (None, *[k for k in self.subsets() if k != "tag"]):
             self._summary(kind)
         if self.corpus.tags:
             self._links()
             self._relations()
+        if self._vectors is not None:  # the last layer: the search pane's first choice
+            last = self.corpus.num_layers
+            self._vectors.get(last, lambda: self.corpus.unit_vectors(last))
 
     # -- heads over the corpus --------------------------------------------------------------------------------------
     def _summary(self, kind: str | None):
@@ -182,7 +191,8 @@ class CorpusViews:
         c = self.corpus
         profile = c.positional_profile(layer, head)
         out = {"layer": layer, "head": head, "offsets": profile["offset"].tolist(),
-               "profile": _floats(profile["attention"]), "links": [], "relations": []}
+               "profile": _floats(profile["attention"]), "links": [], "link_min_count": LINK_MIN_COUNT,
+               "relations": []}
         if c.tags:
             links = self._links()
             links = links[(links["layer"] == layer) & (links["head"] == head)].head(SHOWN_TAG_LINKS)
@@ -201,7 +211,7 @@ class CorpusViews:
     def _links(self):
         """Every head's tag links at once (one read of the strongest links of every token: 78 MB for 10,000 Brown
         sentences, which a call per head read again each time)."""
-        return self._summaries.get("links", lambda: self.corpus.tag_links())
+        return self._summaries.get("links", lambda: self.corpus.tag_links(min_count=LINK_MIN_COUNT))
 
     def _relations(self):
         """Every head's accuracy at each tag relation (questions.relation_heads), once; None when no word of the
@@ -279,9 +289,9 @@ class CorpusViews:
     # -- search by meaning ------------------------------------------------------------------------------------------
     def search(self, vector: np.ndarray, layer, k: int = 10, described: str = "") -> dict:
         """The k corpus tokens nearest (cosine) to `vector` at hidden layer `layer`, with their sentences' pieces
-        (the token's position marked) and what words and tags dominate them. Exact: equals `corpus.search`, but
-        reads the mapped float16 states a chunk at a time instead of keeping a float32 copy of a layer (the app
-        serves many layers of a large corpus)."""
+        (the token's position marked) and what words and tags dominate them. Exact, as `corpus.search`: from the
+        layer's float32 unit vectors while the server's budget (limits.CORPUS_SEARCH_CACHE_BYTES) holds them (the
+        first search of a layer reads them once), else from the mapped float16 states a chunk at a time."""
         c = self.corpus
         layer = c.check_hidden_layer(layer)
         vector = np.asarray(vector, np.float32)
@@ -297,6 +307,8 @@ class CorpusViews:
 
     def _scores(self, layer: int, unit: np.ndarray) -> np.ndarray:
         c = self.corpus
+        if self._vectors is not None:
+            return self._vectors.get(layer, lambda: c.unit_vectors(layer)) @ unit  # (N,) cosine
         norms = self._norms.get(layer)
         parts, fresh = [], norms is None
         found_norms = []

@@ -79,9 +79,11 @@ class CorpusSettings:
                           flags=("--output", "-o"))
     model: str | None = setting(None, "a built-in model name or a checkpoint folder (default: the default model; "
                                 "for heldout:FOLDER, FOLDER)")
-    max_sentences: int | None = setting(None, "read at most this many sentences of the source",
-                                        check=lambda v: v is None or _whole(1)(v), why="--max-sentences must be 1 or "
-                                        "more")
+    max_sentences: int | None = setting(None, "at most this many sentences, sampled across the source (in "
+                                        "proportion to each label, e.g. Brown's genres, when it has labels), kept in "
+                                        "the source's order", check=lambda v: v is None or _whole(1)(v),
+                                        why="--max-sentences must be 1 or more")
+    seed: int = setting(0, "the seed of the --max-sentences sample", check=_whole(0), why="--seed must be 0 or more")
     max_length: int = setting(128, "tokens per sentence, special tokens included (longer ones are cut, and counted)",
                               check=_whole(4), why="--max-length must be 4 or more")
     batch_size: int = setting(64, "sentences per forward pass, at most (fewer for long sentences: a pass holds at "
@@ -102,8 +104,38 @@ class CorpusSettings:
 
     def identity(self) -> dict:
         """The settings a folder's arrays depend on (a resumed build must repeat them)."""
-        keep = ("max_sentences", "max_length", "shard_tokens", "qk_sample", "text_column", "pair_column", "label_column")
+        keep = ("max_sentences", "seed", "max_length", "shard_tokens", "qk_sample", "text_column", "pair_column", "label_column")
         return {k: v for k, v in as_dict(self).items() if k in keep}
+
+
+def sample_sentences(sentences: list[Sentence], most: int | None, seed: int = 0) -> tuple[np.ndarray, str]:
+    """The indices of at most `most` sentences, in the source's order, and a sentence saying how they were chosen
+    (empty when all are kept). A source is often ordered by kind (Brown by genre: its first 2,000 sentences are all
+    press reportage), so the cap samples across it: with labels, each label keeps its share of the source (largest
+    remainders, every label at least one sentence while the cap allows), without, uniformly; seeded."""
+    n = len(sentences)
+    if most is None or most >= n:
+        return np.arange(n), ""
+    rng = np.random.default_rng(seed)
+    labels = [s.label for s in sentences]
+    if all(label is None for label in labels):
+        return np.sort(rng.choice(n, most, replace=False)), (f"sampled {most:,} of {n:,} sentences uniformly across "
+                                                             f"the source (seed {seed})")
+    names, codes = np.unique(np.array(["" if v is None else v for v in labels], dtype=object), return_inverse=True)
+    sizes = np.bincount(codes, minlength=len(names))
+    share = sizes * most / n
+    take = np.minimum(np.floor(share).astype(int), sizes)
+    if most >= len(names):
+        take = np.maximum(take, np.minimum(1, sizes))
+    for k in np.argsort(-(share - np.floor(share)), kind="stable"):  # the rest to the largest remainders
+        if take.sum() >= most:
+            break
+        take[k] += take[k] < sizes[k]
+    while take.sum() > most:  # the one-each floor overshot: take back where it is most over its share
+        take[np.argmax(np.where(take > 1, take - share, -np.inf))] -= 1
+    chosen = [rng.choice(np.flatnonzero(codes == k), take[k], replace=False) for k in range(len(names))]
+    return np.sort(np.concatenate(chosen)), (f"sampled {most:,} of {n:,} sentences across the source, each of its "
+                                             f"{len(names)} labels in proportion (seed {seed})")
 
 
 @dataclass
@@ -132,7 +164,8 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
     folder = Path(settings.output)
     read = read_source(settings.source, settings.text_column, settings.pair_column, settings.label_column,
                        say if rank == 0 else lambda text: None)
-    sentences = read.sentences[:settings.max_sentences]
+    chosen, sampled = sample_sentences(read.sentences, settings.max_sentences, settings.seed)
+    sentences = [read.sentences[i] for i in chosen]
     lengths, truncated = _lengths(explorer, sentences, settings.max_length)
     shards = plan_shards(lengths, settings.shard_tokens)
     manifest = _manifest(explorer, read, sentences, settings, shards, truncated)
@@ -140,6 +173,8 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
         _start(folder, manifest, explorer)
         say(read.summary() + (f"; {truncated:,} longer than --max-length {settings.max_length}, cut" if truncated
                               else ""))
+        if sampled:
+            say(sampled)
     _barrier(world)
     _check_same(folder, manifest)
     todo = [s for s in shards if s.index % world == rank and not (folder / s.name).is_dir()]

@@ -173,6 +173,14 @@ def _require_tags(corpus) -> None:
         raise CorpusError("this corpus has no tags; tag links need a tagged source (CoNLL, brown, wsj-pos)")
 
 
+def link_information(count, lift):
+    """How much a (from-tag, to-tag) pair tells about where a head looks: its count times log2 of its lift, the
+    pair's part of the mutual information between a word's tag and the tag its strongest link lands on (in bits, times
+    the corpus's words). Ranked by lift alone, rare tags led (a 37-token pair at 1434x chance above thousands of
+    determiners finding their nouns at 5x); ranked by count alone, any common tag would."""
+    return np.asarray(count, dtype=np.float64) * np.log2(np.maximum(np.asarray(lift, dtype=np.float64), 1e-300))
+
+
 def tag_links(corpus, layer: int | None, head: int | None, min_count: int) -> pd.DataFrame:
     _require_tags(corpus)
     c = corpus.token_columns
@@ -197,9 +205,10 @@ def tag_links(corpus, layer: int | None, head: int | None, min_count: int) -> pd
             out.append(pd.DataFrame({"layer": l, "head": hd, "from_tag": np.asarray(names)[f[keep]],
                                      "to_tag": np.asarray(names)[t[keep]], "count": pairs[f, t][keep],
                                      "share": pairs[f, t][keep] / from_counts[f[keep]],
-                                     "chance": chance[t[keep]], "lift": lift[keep]}))
+                                     "chance": chance[t[keep]], "lift": lift[keep],
+                                     "information": link_information(pairs[f, t][keep], lift[keep])}))
     frame = pd.concat(out, ignore_index=True)
-    return frame.sort_values(["layer", "head", "lift"], ascending=[True, True, False], ignore_index=True)
+    return frame.sort_values(["layer", "head", "information"], ascending=[True, True, False], ignore_index=True)
 
 
 def relation_targets(corpus) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -120,15 +120,21 @@ class Corpus:
         """(N, H) float32 unit vectors of every token at hidden layer `layer` (0: embeddings), kept for searches."""
         layer = self.check_hidden_layer(layer)
         if layer not in self._vectors:
-            vectors = np.empty((self.manifest["tokens"], self.hidden_size), np.float32)
-            row = 0
-            for shard in self.shards:
-                part = shard.array("hidden")[layer]
-                vectors[row:row + len(part)] = part
-                row += len(part)
-            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-            self._vectors[layer] = vectors
+            self._vectors[layer] = self.unit_vectors(layer)
         return self._vectors[layer]
+
+    def unit_vectors(self, layer: int) -> np.ndarray:
+        """(N, H) float32 unit vectors of every token at hidden layer `layer`, read anew (not kept: `hidden` keeps
+        them; a server keeps a few layers in a budget of its own)."""
+        layer = self.check_hidden_layer(layer)
+        vectors = np.empty((self.manifest["tokens"], self.hidden_size), np.float32)
+        row = 0
+        for shard in self.shards:
+            part = shard.array("hidden")[layer]
+            vectors[row:row + len(part)] = part
+            row += len(part)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors
 
     # -- the way back to one sentence ---------------------------------------------------------------------------
     @property
@@ -153,7 +159,8 @@ class Corpus:
         return questions.head_summary(self, by)
 
     def tag_links(self, layer: int | None = None, head: int | None = None, min_count: int = 20) -> pd.DataFrame:
-        """For a tagged corpus: the (from-tag, to-tag) pairs a head's strongest links join more often than chance."""
+        """For a tagged corpus: the (from-tag, to-tag) pairs a head's strongest links join at least twice as often as
+        chance and `min_count` times or more, each head's most telling first (`information`: count x log2 lift)."""
         return questions.tag_links(self, layer, head, min_count)
 
     def relation_heads(self) -> pd.DataFrame:
@@ -273,6 +280,11 @@ class _Shard:
 
 def _read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
+    if folder.is_file():  # a source given where its corpus goes: the build reads it into a new folder beside it
+        output = next(p for k in range(1, 1000) if not (p := folder.with_name(
+            f"{folder.stem}-corpus{'' if k == 1 else f'-{k}'}")).exists())
+        raise CorpusError(f"{folder} is a file, and a corpus is a folder; to build one from it, run `bertviz-app "
+                          f"corpus build {folder} --output {output}`, then give that folder")
     if not folder.is_dir():
         raise CorpusError(f"no corpus folder at {folder}; build one with `bertviz-app corpus build SOURCE --output "
                           f"{folder}`")

@@ -65,7 +65,7 @@ def _token_axis(labels: Sequence[str], title: str | None = None, **extra) -> dic
 
 
 def _colorbar(title: str, **extra) -> dict:
-    return dict(title=dict(text=title), thickness=14, **extra)
+    return {"title": dict(text=title), "thickness": 14, **extra}
 
 
 @lru_cache(maxsize=1)
@@ -73,7 +73,7 @@ def _template() -> dict:
     return pio.templates["plotly_white"].to_plotly_json()
 
 
-def _figure(data: list[dict], layout: dict, title: str, width: int, height: int) -> go.Figure:
+def _figure(data: list[dict], layout: dict, title: str, width: int | None, height: int) -> go.Figure:
     base = dict(title=dict(text=title, x=0.01, xanchor="left"), font=FONT, template=_template(), width=width,
                 height=height, margin=dict(l=90, r=30, t=80, b=90))
     base.update(layout)
@@ -183,16 +183,20 @@ def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | 
     n_layers, n_heads = values.shape
     labels = list(layer_labels) if layer_labels is not None else [f"layer {l}" for l in range(n_layers)]
     heat = dict(type="heatmap", z=_f32(values), x=np.arange(n_heads), y=np.arange(n_layers), colorscale=colorscale,
-                zmid=zmid, zmin=zmin, zmax=zmax, colorbar=_colorbar(colorbar), xgap=2, ygap=2,
+                zmid=zmid, zmin=zmin, zmax=zmax, xgap=2, ygap=2,
+                # under the grid, across it: beside it, its title took a third of a phone's width from the heads
+                colorbar={**_colorbar(colorbar, orientation="h", x=0.5, xanchor="center", y=-0.24, yanchor="top",
+                                      len=1, thickness=10), "title": dict(text=colorbar, side="top")},
                 customdata=[[label] * n_heads for label in labels],
                 hovertemplate="%{customdata}, head %{x}: " + hover + "<extra></extra>")
     layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), title=dict(text="head"),
                              showgrid=False, zeroline=False),
                   yaxis=dict(tickmode="array", tickvals=list(range(n_layers)), range=[n_layers - 0.5, -0.5],
                              ticktext=labels, showgrid=False, zeroline=False))
-    # 38 px a head: 12 heads and the color bar fit a half page's box at 1280 x 720 (Compare's, beside its table)
-    width = max(520, 170 + 38 * n_heads) + (80 if layer_labels is not None else 0)
-    return _figure([heat], layout, title, width=width, height=max(340, 170 + 42 * n_layers))
+    # No width: the grid takes its box's (gradio's plots are responsive), so 12 heads and the colour bar fit beside
+    # Compare's table at 1280 px and alone on a 390 px phone (at a fixed 626 px a phone showed 8 heads, no colour bar)
+    layout["margin"] = dict(l=70 if layer_labels is None else 130, r=10, t=80, b=120)
+    return _figure([heat], layout, title, width=None, height=max(400, 230 + 42 * n_layers))
 
 
 def pca_axes(explained: Sequence[float] | None = None) -> dict:

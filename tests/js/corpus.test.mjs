@@ -120,6 +120,19 @@ test("a brushed rectangle lists the points inside it, whichever corner it starte
   assert.deepEqual(Array.from(pm.brush(layout, b, a)), [1, 2, 3]);
 });
 
+test("a brush held in map units lands on the same points after a zoom (the rectangle follows the data)",
+  async () => {
+    const { map, colors, layout } = await qkLayout();
+    const a = { x: layout.sx[1] - 1, y: layout.sy[3] - 1 }, b = { x: layout.sx[3] + 1, y: layout.sy[1] + 1 };
+    const held = { a: pm.toMap(layout, a), b: pm.toMap(layout, b) };
+    const back = pm.toScreen(layout, held.a);
+    assert.ok(Math.abs(back.x - a.x) < 1e-3 && Math.abs(back.y - a.y) < 1e-3);
+    const zoomed = pm.layout(map, { colors, window: pm.zoomAt(layout, 2.5, 17, 230) }, SIZE);
+    const [a2, b2] = [pm.toScreen(zoomed, held.a), pm.toScreen(zoomed, held.b)];
+    assert.ok(Math.abs(Math.abs(b2.x - a2.x) - 2.5 * Math.abs(b.x - a.x)) < 1e-2);
+    assert.deepEqual(Array.from(pm.brush(zoomed, a2, b2)), Array.from(pm.brush(layout, a, b)));
+  });
+
 test("zooming keeps the point under the pointer in place; panning moves every point alike", async () => {
   const { map, colors, layout } = await qkLayout();
   const window = pm.zoomAt(layout, 3, layout.sx[2], layout.sy[2]);

@@ -70,6 +70,9 @@ test("a bitmap is embedded once, cropped by a viewBox, pixelated when smoothing 
   ctx.note("cells are a bitmap -- see the docs");
   const svg = ctx.toString();
   assert.equal(encoded, 1);
+  assert.equal(svg.split("data:image/png").length - 1, 1); // in the file once, in its defs
+  assert.match(svg, /<defs>[^]*<image id="image0" width="4" height="3" href="data:image\/png;base64,AAAA"\/>[^]*<\/defs>/);
+  assert.equal((svg.match(/<use href="#image0"/g) || []).length, 2); // each drawing refers to it
   assert.match(svg, /viewBox="1 0 2 3" preserveAspectRatio="none"/);
   assert.match(svg, /image-rendering="pixelated"/);
   assert.ok(svg.includes("<!-- cells are a bitmap \u2013 see the docs -->")); // "--" cannot sit in a comment

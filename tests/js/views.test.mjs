@@ -186,7 +186,7 @@ test("matrix: cells fit the box, the bitmap has one pixel a cell, hit and click 
   assert.equal(l.pixels.width, 9);
   assert.equal(l.pixels.data.length, 9 * 9 * 4);
   const { svg } = record(matrix, l, focus(l, { row: 6, col: 2 }));
-  assert.match(svg, /<image width="9" height="9"/);
+  assert.match(svg, /<image id="image0" width="9" height="9"/);
   assert.match(svg, /stroke-dasharray="6 4"/); // where sentence B starts
   assert.match(svg, /stroke="#111"/); // the hovered cell
   assert.deepEqual(matrix.hit(l, l.left + 2.5 * l.cell, l.top + 6.5 * l.cell), { row: 6, col: 2 });
@@ -216,7 +216,8 @@ test("overview: one tile per head, hit over tiles and labels, a click opens a he
   assert.deepEqual(overview.click(l, { layer: 0, head: -1 }, s, { ui: { picking: true } }),
     { patch: { silenced: [[0, 0], [0, 1], [0, 2]] } });
   const { svg } = record(overview, l, focus(l, { layer: 0, head: 0 }));
-  assert.equal((svg.match(/<image /g) || []).length, 6); // every tile, from one atlas
+  assert.equal((svg.match(/<image /g) || []).length, 1); // one atlas, in the file once
+  assert.equal((svg.match(/<use href="#image0"/g) || []).length, 6); // every tile a part of it
   assert.ok(svg.includes(`stroke="${SELECTED_COLOR}" stroke-width="3.5"`)); // the selected head
   assert.ok(texts(svg).includes("layer 1") && texts(svg).includes("head 0"));
   // The keyboard cursor counts only while the picture has the focus; labels only while picking.
@@ -251,6 +252,21 @@ test("query/key: hidden until the vectors are there; then the strongest key is e
     assert.equal(qk.reveal(l, l, { x: 0, y: 0, width: 900, height: 300 }), null);
     const far = qk.reveal(l, null, { x: 0, y: 5000, width: 900, height: 300 });
     assert.ok(far && far.y < 5000);
+  });
+
+test("lines: a newly selected token out of sight scrolls into the box; the same token or one in sight does not",
+  async () => {
+    const data = await fixture();
+    const l = lines.layout(data, state(data, { token: 7 }), size(900, 120)); // a box of a few rows
+    const top = { x: 0, y: 0, width: 900, height: 120 };
+    const to = lines.reveal(l, null, top);
+    assert.ok(to && to.y > 0, "token 7 lies below a box of a few rows");
+    const { top: first, pitch } = l.geometry, y = first + 7 * pitch;
+    assert.ok(y >= to.y + 34 && y + pitch <= to.y + top.height, "its row is in sight after the scroll");
+    assert.equal(lines.reveal(l, l, top), null); // the same token: the visitor's scroll stays
+    const near = lines.layout(data, state(data, { token: 0 }), size(900, 120));
+    assert.equal(lines.reveal(near, null, top), null); // already in sight
+    assert.equal(lines.reveal(lines.layout(data, state(data), size(900, 120)), null, top), null); // no token
   });
 
 test("query/key with the model's three score terms: each a column of its own, named as the model names them, "

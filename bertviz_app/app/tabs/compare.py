@@ -37,26 +37,40 @@ class CompareTab:
             page.model_pickers.append(self.other_model)  # a model fine-tuned in the app joins it too
             self.button = gr.Button("Compare", variant="primary", scale=1, elem_id="compare")
         self.prefilled = gr.State(None)  # the (a, b) prefill last put in the boxes: while they hold it, untouched
+        self.picked = gr.State(False)  # the visitor chose the second model: it stays whatever the input
         self.message = gr.Markdown(elem_id="compare-message")
-        with gr.Row(equal_height=False):
+        with gr.Row(equal_height=False, elem_id="compare-views"):  # stacked on a phone (app.css)
             self.left = host.component("compare-left", id_prefix="cmp-a-", sync="compare")
             self.right = host.component("compare-right", id_prefix="cmp-b-", sync="compare")
         # shown only when the two sides can be compared head by head (the message says why not)
         with gr.Column(visible=False) as self.results:
-            with gr.Row():  # the heat map wider than the table: 12 heads and its color scale fit at 1280 x 720
+            # the heat map wider than the table: 12 heads and its color scale fit at 1280 x 720; stacked on a phone
+            with gr.Row(elem_id="compare-results-row"):
                 self.change = gr.Plot(label="How much each head changed", scale=3, elem_id="compare-change")
                 self.table = gr.Dataframe(interactive=False, label="The heads that changed most", max_height=420,
                                           scale=2, elem_id="compare-table")
             self.layers = gr.Plot(label="How much each layer changed", elem_id="compare-layers")
         # what `against` fills: the second input, its model, and the comparison
-        self.against_outputs = [self.other_a, self.other_b, self.other_model, self.prefilled, self.message,
-                                self.left, self.right, self.change, self.table, self.layers, self.results]
+        self.against_outputs = [self.other_a, self.other_b, self.other_model, self.picked, self.prefilled,
+                                self.message, self.left, self.right, self.change, self.table, self.layers, self.results]
 
     @user_errors
-    def prefill(self, session, other_a, other_b, prefilled):
+    def prefill(self, session, other_a, other_b, prefilled, picked):
         """The analyzed input as the starting point of the second one, for every new analysis, until the visitor
-        types in the boxes (then theirs stays)."""
-        return prefill_values(session, other_a, other_b, prefilled)
+        types in the boxes (then theirs stays); and the second model that goes with it."""
+        a, b, prefilled = prefill_values(session, other_a, other_b, prefilled)
+        typed = (other_a if isinstance(a, dict) else a, other_b if isinstance(b, dict) else b)
+        return a, b, prefilled, self.second_model(session, *typed, picked)
+
+    def second_model(self, session, other_a, other_b, picked):
+        """The second model while the visitor has not chosen one: the analyzed input's own when the second input
+        differs from it (a minimal pair changes one thing, the word), the page's other model when it is the same
+        input (what training changed)."""
+        if picked or not isinstance(session, dict):
+            return gr.update()
+        same = ((other_a or "").strip(), (other_b or "").strip()) == (session["text"].strip(),
+                                                                      (session["pair"] or "").strip())
+        return self.page.models.names[-1] if same else session["model"]
 
     @user_errors
     def compare(self, session, other_a, other_b, other_model):
@@ -89,7 +103,12 @@ class CompareTab:
             changed = ", ".join(f"{plain(run_a.labels[i])} → {plain(run_b.labels[i])}" for i in difference.differing)
             what = f"the inputs differ at {changed}" if changed else "the inputs are the same"
         else:
-            what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right) on one input"
+            changed = ", ".join(f"{plain(run_a.labels[i])} → {plain(run_b.labels[i])}" for i in difference.differing)
+            inputs = f", and the inputs differ at {changed}" if changed else " on one input"
+            if not changed and (run_a.encoding.text, run_a.encoding.text_pair) != (run_b.encoding.text,
+                                                                                  run_b.encoding.text_pair):
+                inputs = " on inputs that differ only in what the tokenizer drops (case, accents, spaces)"
+            what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right){inputs}"
         top = ranking.iloc[0]
         row = int(difference.layer_change.argmax())
         where = (f"layer {int(top['layer'])} (left) \u2194 {int(top['layer_b'])} (right), head {int(top['head'])}"
@@ -117,17 +136,22 @@ class CompareTab:
         if not isinstance(session, dict):
             raise refuse("Nothing analyzed yet: type a sentence and press Analyze.")
         a, b = session["text"], session["pair"] or ""
-        return (a, b, other_model, [a, b], *self.compare(session, a, b, other_model))
+        return (a, b, other_model, True, [a, b], *self.compare(session, a, b, other_model))
 
     def wire(self) -> None:
         self.button.click(self.compare, [self.page.session, self.other_a, self.other_b, self.other_model],
                           [self.message, self.left, self.right, self.change, self.table, self.layers,
                            self.results],
                           **self.page.api("compare"))
+        self.other_model.input(lambda: True, None, self.picked, **api("compare_model_picked", False), queue=False)
+        for box in (self.other_a, self.other_b):  # change, not input: a paste or a filled box counts too
+            box.change(self.second_model, [self.page.session, self.other_a, self.other_b, self.picked],
+                      self.other_model, **api("compare_second_model", False), queue=False)
 
     def after_analysis(self, event: Gate, public: bool) -> None:
-        event.then(self.prefill, [self.page.session, self.other_a, self.other_b, self.prefilled],
-                   [self.other_a, self.other_b, self.prefilled], **api("compare_prefill", False), queue=False)
+        event.then(self.prefill, [self.page.session, self.other_a, self.other_b, self.prefilled, self.picked],
+                   [self.other_a, self.other_b, self.prefilled, self.other_model], **api("compare_prefill", False),
+                   queue=False)
 
 
 def prefill_values(session, other_a, other_b, prefilled):

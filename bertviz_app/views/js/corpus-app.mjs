@@ -53,6 +53,8 @@ const CSS = `
 .bv-corpus .bv-hits button:hover, .bv-corpus .bv-brushed button:hover { background: #eef4fb; }
 .bv-corpus mark { background: #fdd49e; color: #111; font-weight: 600; padding: 0 2px; border-radius: 2px; }
 .bv-corpus .bv-counts { font-size: 14px; color: #333; }
+/* the list's numbers inside its own column ("10." ran into the profile's "+10" beside it) */
+.bv-corpus ol.bv-links { padding-left: 2.4em; margin: 4px 0; }
 `;
 
 /** The state a corpus opens with: what the link asks for, checked against the corpus (a head past the model's is
@@ -190,7 +192,10 @@ function headDetail(box, d, grid, info, ctx) {
   const profile = el("div", {}, el("h4", {}, "Attention by relative position"), bars, el("div", { class: "bv-axis" },
     el("span", {}, `${d.offsets[0]}`), el("span", {}, "0: itself"), el("span", {}, `+${d.offsets[d.offsets.length - 1]}`)));
   const links = el("div", {}, el("h4", {}, "Where its strongest link goes, by tag"), d.links.length
-    ? el("ol", { class: "bv-counts" }, ...d.links.map((l) => el("li", {}, `${l.from} \u2192 ${l.to}: `
+    ? el("p", { class: "bv-muted bv-counts" }, `Tag pairs seen ${d.link_min_count ?? 20} times or more, at least `
+      + "twice as often as chance; the most telling first (count \u00d7 log\u2082 of the lift), so that a rare tag's "
+      + "few links do not lead.") : null, d.links.length
+    ? el("ol", { class: "bv-counts bv-links" }, ...d.links.map((l) => el("li", {}, `${l.from} \u2192 ${l.to}: `
       + `${l.lift.toFixed(1)}\u00d7 chance, ${(l.share * 100).toFixed(0)}% of ${l.from} (${l.count})`)))
     : el("p", { class: "bv-muted" }, info.tagged ? "No tag pair above twice chance." : "This corpus has no tags."));
   const relations = d.relations.length ? el("ul", { class: "bv-counts" }, ...d.relations.map((r) => el("li", {},
@@ -222,26 +227,21 @@ function brushList(box, map, points, open) {
   })));
 }
 
+/** The map's pickers, and how they follow the state (a head's tile or a link changes it after they are built). */
 function mapControls(ctx, kind) {
   const { info, state, set } = ctx;
-  const out = [];
-  if (kind === "qk") {
-    const layers = Array.from({ length: info.layers }, (_, l) => [l, `${l}`]);
-    const heads = Array.from({ length: info.heads }, (_, h) => [h, `${h}`]);
-    out.push(field("Layer", select(ctx.id("corpus-layer"), layers, state().layer, (v) => set({ layer: Number(v) }),
-      "Layer")), field("Head", select(ctx.id("corpus-head-pick"), heads, state().head,
-      (v) => set({ head: Number(v) }), "Head")), field("Colour by", select(ctx.id("corpus-color"),
-      Object.entries(COLORS).filter(([k]) => k !== "tag" || info.tagged), state().color, (v) => set({ color: v }),
-      "Colour by")));
-  } else {
-    const layers = Array.from({ length: info.layers + 1 }, (_, l) => [l, `${l}`]);
-    out.push(field("Layer (0 = embeddings)", select(ctx.id("corpus-sentence-layer"), layers, state().sentenceLayer,
-      (v) => set({ sentenceLayer: Number(v) }), "Layer")), field("Vector", select(ctx.id("corpus-pooling"),
-      [["cls", "[CLS]"], ["mean", "mean of the tokens"]], state().pooling, (v) => set({ pooling: v }), "Vector")),
-    field("Colour by", select(ctx.id("corpus-sentence-color"), Object.entries(SENTENCE_COLORS).filter(([k]) =>
-      k === "label" || info.predictions), state().sentenceColor, (v) => set({ sentenceColor: v }), "Colour by")));
-  }
-  return out;
+  const choices = (n) => Array.from({ length: n }, (_, k) => [k, `${k}`]);
+  const pick = (name, label, list, key, asNumber) => [label, select(ctx.id(name), list, state()[key],
+    (v) => set({ [key]: asNumber ? Number(v) : v }), label.replace(/ \(.*$/, "")), key];
+  const pickers = kind === "qk" ? [pick("corpus-layer", "Layer", choices(info.layers), "layer", true),
+    pick("corpus-head-pick", "Head", choices(info.heads), "head", true),
+    pick("corpus-color", "Colour by", Object.entries(COLORS).filter(([k]) => k !== "tag" || info.tagged), "color")]
+    : [pick("corpus-sentence-layer", "Layer (0 = embeddings)", choices(info.layers + 1), "sentenceLayer", true),
+      pick("corpus-pooling", "Vector", [["cls", "[CLS]"], ["mean", "mean of the tokens"]], "pooling"),
+      pick("corpus-sentence-color", "Colour by", Object.entries(SENTENCE_COLORS).filter(([k]) =>
+        k === "label" || info.predictions), "sentenceColor")];
+  return { fields: pickers.map(([label, control]) => field(label, control)),
+    sync(s) { for (const [, control, key] of pickers) control.value = String(s[key] ?? ""); } };
 }
 
 function buildMapPane(ctx, kind) {
@@ -261,8 +261,9 @@ function buildMapPane(ctx, kind) {
     el("button", { type: "button", id: ctx.id(`corpus-zoom-out-${kind}`), onclick: () => zoom(1 / 1.6) }, "Zoom out"),
     el("button", { type: "button", id: ctx.id(`corpus-zoom-all-${kind}`), onclick: () => setWindow(null) },
       "Whole map"));
+  const controls = mapControls(ctx, kind);
   const pane = el("div", { id: ctx.id(`corpus-pane-${kind}`) }, el("div", { class: "bv-controls" },
-    ...mapControls(ctx, kind)), tools, legendBox, box, caption, listBox);
+    ...controls.fields), tools, legendBox, box, caption, listBox);
   const openPoint = (p) => ctx.openPoint(local.map, p);
   // the sentence marked with the Task tab's held-out table (sentence maps only): its point, or null
   const marked = () => (kind === "sentences" && local.map && state().sentence !== null
@@ -317,7 +318,8 @@ function buildMapPane(ctx, kind) {
     if (l.sx[p] < 0 || l.sy[p] < 0 || l.sx[p] > l.width || l.sy[p] > l.height) setWindow(null);
     if (view.root.getClientRects?.().length) view.root.scrollIntoView?.({ block: "nearest" });
   }
-  return { pane, sync: () => load(), view: () => view, map: () => local.map, destroy: () => view.destroy() };
+  return { pane, sync: (s) => { controls.sync(s); return load(); }, view: () => view, map: () => local.map,
+    destroy: () => view.destroy() };
 }
 
 function sentenceList(box, map, points, open) {

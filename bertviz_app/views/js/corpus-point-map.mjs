@@ -31,13 +31,24 @@ export function wholeWindow(map) {
   return { cx: 0.5, cy: aspectOf(map) / 2, zoom: 1 };
 }
 
+/** The map point (map units) under the screen point { x, y } of a layout. */
+export function toMap(layout, p) {
+  const { window: w } = layout, k = layout.scale * w.zoom;
+  return { x: w.cx + (p.x - layout.width / 2) / k, y: w.cy - (p.y - layout.height / 2) / k };
+}
+
+/** The screen point of the map point { x, y } (map units) in a layout: toMap's inverse. */
+export function toScreen(layout, m) {
+  const { window: w } = layout, k = layout.scale * w.zoom;
+  return { x: layout.width / 2 + (m.x - w.cx) * k, y: layout.height / 2 - (m.y - w.cy) * k };
+}
+
 /** A window zoomed by `factor` about the screen point (sx, sy): the map point under it stays under it. */
 export function zoomAt(layout, factor, sx, sy) {
   const { window: w, scale } = layout;
   const zoom = Math.min(Math.max(w.zoom * factor, 1), 400);
-  const k = scale * w.zoom, k2 = scale * zoom;
-  const mx = w.cx + (sx - layout.width / 2) / k, my = w.cy - (sy - layout.height / 2) / k;
-  return { zoom, cx: mx - (sx - layout.width / 2) / k2, cy: my + (sy - layout.height / 2) / k2 };
+  const m = toMap(layout, { x: sx, y: sy }), k2 = scale * zoom;
+  return { zoom, cx: m.x - (sx - layout.width / 2) / k2, cy: m.y + (sy - layout.height / 2) / k2 };
 }
 
 /** The window moved by (dx, dy) screen pixels (a drag). */

@@ -10,7 +10,8 @@
 //   options.onClick(target)   a click on something;  options.onBrush(points, a, b)  a drag's rectangle (maps)
 //   options.onWindow(window)  the map's window after a wheel, a pinch or a drag that moves it
 //   options.drag()            "brush" or "move": what a drag does now (maps)
-// The root's data-drawn names what is drawn (tests wait for it); data-first-paint-ms and data-hover-ms are the last
+// The root's data-drawn names what is drawn (tests wait for it), data-brush the brush's rectangle on screen;
+// data-first-paint-ms and data-hover-ms are the last
 // first picture's and hover's cost in the page, measured with performance.now (the benchmark reads them).
 
 import { bitmapCanvases, createTooltip, el, everyFrame, fitCanvas } from "./dom.mjs";
@@ -24,7 +25,9 @@ export function mountCanvasView(container, view, options) {
   container.append(root);
   const tooltip = createTooltip(root);
   const image = bitmapCanvases();
-  let layout = null, hover = null, brushRect = null, press = null, fresh = false;
+  // the brush's rectangle on screen, and in the view's own units (a map's) when it has them: a zoom or a move of
+  // the map then carries the rectangle with the points it holds
+  let layout = null, hover = null, brushRect = null, brushHeld = null, press = null, fresh = false;
   const dpr = () => window.devicePixelRatio || 1;
 
   function draw() {
@@ -46,6 +49,10 @@ export function mountCanvasView(container, view, options) {
       maxHeight: options.height(width), dpr: dpr() });
     hover = null;
     fresh = true;
+    if (brushHeld) {
+      brushRect = { a: view.toScreen(layout, brushHeld.a), b: view.toScreen(layout, brushHeld.b) };
+      root.dataset.brush = JSON.stringify(brushRect);
+    }
     draw();
     root.dataset.firstPaintMs = (performance.now() - started).toFixed(1);
     root.dataset.drawn = layout.drawn;
@@ -86,6 +93,8 @@ export function mountCanvasView(container, view, options) {
       options.onWindow?.(view.panBy(layout, p.x - press.last.x, p.y - press.last.y));
     } else if (view.brush) {
       brushRect = { a: press.start, b: p };
+      brushHeld = view.toMap ? { a: view.toMap(layout, brushRect.a), b: view.toMap(layout, brushRect.b) } : null;
+      root.dataset.brush = JSON.stringify(brushRect);
       redraw();
     }
     press.last = p;
@@ -121,7 +130,7 @@ export function mountCanvasView(container, view, options) {
   return {
     root, canvas, refresh, redraw,
     layout: () => layout,
-    clearBrush() { brushRect = null; redraw(); },
+    clearBrush() { brushRect = null; brushHeld = null; delete root.dataset.brush; redraw(); },
     brushRect: () => brushRect,
     destroy() { resize.disconnect(); root.remove(); },
   };

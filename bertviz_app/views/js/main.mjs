@@ -352,15 +352,14 @@ function buildFinder(payload, selection, id, detailView) {
       const target = to.value === "" ? null : Number(to.value);
       const found = strongestHeads(payload, state.token, { to: target, count: 5 });
       title.textContent = `Where \u201c${payload.tokens[state.token]}\u201d attends most:`;
-      // On a phone "3.1 -> animal 0.45": five buttons in two rows instead of five.
-      const wide = (text) => el("span", { class: "bv-wide" }, text);
+      // "layer 3, head 1 -> animal 0.45"; on a phone in two lines ("3.1" said nothing), three buttons to a row
       list.replaceChildren(...found.map((f) => el("button", { type: "button", "data-layer": String(f.layer),
         "data-head": String(f.head), title: `Open layer ${f.layer}, head ${f.head}`,
         "aria-label": `layer ${f.layer}, head ${f.head} \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`,
         onclick: () => selection.set({ layer: f.layer, head: f.head, direction: "from",
           view: ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : detailView() }) },
-      wide("layer "), `${f.layer}`, wide(", head "), el("span", { class: "bv-narrow" }, "."), `${f.head}`,
-      ` \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`)));
+      el("span", { class: "bv-finder-head" }, `layer ${f.layer}, head ${f.head}`),
+      el("span", { class: "bv-finder-to" }, ` \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`))));
     }
     for (const b of list.children) {
       const on = Number(b.dataset.layer) === state.layer && Number(b.dataset.head) === state.head;

@@ -70,7 +70,6 @@ export const CSS = `
 .bv-root .bv-finder-list button { padding: 3px 8px; border: 1px solid #aab4be; border-radius: 5px; background: #fff;
   color: #111; cursor: pointer; overflow-wrap: anywhere; text-align: left; }
 .bv-root .bv-finder-list button[aria-pressed=true] { background: #e3eef9; border-color: #2171b5; }
-.bv-root .bv-finder .bv-narrow { display: none; }
 .bv-root .bv-more { flex-basis: 100%; }
 .bv-root .bv-more > summary { display: none; }
 .bv-root .bv-more > .bv-controls { margin: 0; }
@@ -79,8 +78,7 @@ export const CSS = `
   .bv-root .bv-more > .bv-controls { margin-top: 6px; }
   .bv-root .bv-tabs button { padding: 6px 9px; font-size: 15px; }
   .bv-root input[type=range] { width: 120px; }
-  .bv-root .bv-finder .bv-wide { display: none; }
-  .bv-root .bv-finder .bv-narrow { display: inline; }
+  .bv-root .bv-finder-list .bv-finder-head, .bv-root .bv-finder-list .bv-finder-to { display: block; }
   .bv-root .bv-finder-list button { padding: 2px 6px; font-size: 14px; }
 }
 /* The projector theme (theme.mjs): the views read --bv-theme for their drawing; the text around it goes black. */
@@ -95,9 +93,12 @@ export const CSS = `
 .bv-root .bv-timeline-row { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 10px; }
 .bv-root .bv-timeline-row input[type=range] { flex: 1 1 140px; width: auto; }
 .bv-root .bv-timeline-input { margin: 0 0 4px; font-weight: 600; overflow-wrap: anywhere; }
-.bv-root .bv-timeline-at { overflow-wrap: anywhere; }
+/* the step and loss, and the picture of roles beside, have widths of their own: sized by their text, they moved the
+   slider and the picture sideways while scrubbing (the slider's end at x 400 at step 0, 515 at step 114) */
+.bv-root .bv-timeline-at { flex: 0 0 32ch; max-width: 100%; overflow-wrap: anywhere;
+  font-variant-numeric: tabular-nums; }
 .bv-root .bv-timeline-prediction { margin-top: 4px; font-size: 15px; overflow-wrap: anywhere; }
-.bv-root .bv-timeline-side { flex: 0 1 auto; min-width: 0; max-width: 100%; }
+.bv-root .bv-timeline-side { flex: 0 0 300px; min-width: 0; max-width: 100%; }
 .bv-root .bv-timeline-roles { display: block; cursor: pointer; max-width: 100%; }
 .bv-root .bv-timeline-heads { margin: 4px 0 0; font-size: 14px; }
 .bv-root .bv-timeline-key { margin: 2px 0 0; font-size: 12px; color: #444; display: flex; flex-wrap: wrap;

@@ -1,7 +1,7 @@
 // A recorder with the part of CanvasRenderingContext2D that our views paint with, writing SVG instead of
 // pixels: the views have one paint function each, and the SVG export replays it here. Supported: save/restore,
 // translate/scale/rotate, paths of moveTo/lineTo/rect/closePath with fill/stroke/clip, fillRect/strokeRect,
-// fillText/measureText, drawImage (embedded as a PNG data URL), globalAlpha, setLineDash. Anything else throws,
+// fillText/measureText, drawImage (each bitmap embedded once as a PNG data URL, then referenced), globalAlpha, setLineDash. Anything else throws,
 // so a view cannot silently paint something the export would drop.
 
 export function escapeXml(text) {
@@ -18,6 +18,17 @@ function parseFont(font) {
   const m = /^\s*((?:(?:italic|bold|normal|\d00)\s+)*)([\d.]+)px\s+(.+)$/.exec(font);
   if (!m) return { style: "", size: 10, family: "sans-serif" };
   return { style: m[1].trim(), size: Number(m[2]), family: m[3] };
+}
+
+/** A bitmap's id in the defs, put there the first time it is drawn: every drawing then refers to it (the All heads
+ * view draws its 72 tiles from one atlas, which inlined at each made a 5 MB file). */
+function embedOnce(images, defs, image, imageUrl) {
+  if (!images.has(image)) {
+    const id = `image${images.size}`;
+    images.set(image, id);
+    defs.push(`<image id="${id}" width="${image.width}" height="${image.height}" href="${imageUrl(image)}"/>`);
+  }
+  return images.get(image);
 }
 
 /**
@@ -126,12 +137,12 @@ export function createSvgContext(width, height, { measure = (font, text) => text
       else throw new Error("drawImage takes 3, 5 or 9 arguments");
       if (!plain()) throw new Error("the SVG recorder draws images without rotation only");
       const [x0, y0] = pt(dx, dy);
-      if (!images.has(image)) images.set(image, imageUrl(image));
+      const id = embedOnce(images, defs, image, imageUrl);
       const pixelated = ctx.imageSmoothingEnabled ? ""
         : ` style="image-rendering:pixelated" image-rendering="pixelated"`;
       body.push(`<svg x="${num(x0)}" y="${num(y0)}" width="${num(dw * m[0])}" height="${num(dh * m[3])}" `
         + `viewBox="${num(sx)} ${num(sy)} ${num(sw)} ${num(sh)}" preserveAspectRatio="none"${alpha()}>`
-        + `<image width="${image.width}" height="${image.height}" href="${images.get(image)}"${pixelated}/></svg>`);
+        + `<use href="#${id}"${pixelated}/></svg>`);
     },
     note(text) { notes.push(text); },
     toString() {

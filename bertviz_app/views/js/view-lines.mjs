@@ -84,6 +84,17 @@ export function lineColor(state, block) {
 
 const rowY = (layout, index) => TOP + (index + 0.5) * layout.pitch;
 
+/** A newly selected token scrolls into sight (centred) when its row is out of it: a point clicked in the corpus
+ * views selects a token of a long sentence, which could lie far below the box's first rows. The same token does not
+ * move the box (the visitor may have scrolled it). */
+export function reveal(layout, before, v) {
+  const now = layout.locked;
+  if (!now || (before?.locked && before.locked.side === now.side && before.locked.index === now.index)) return null;
+  const y = TOP + now.index * layout.pitch;
+  if (y >= v.y + HEADER && y + layout.pitch <= v.y + v.height) return null;
+  return { x: v.x, y: Math.max(0, y - HEADER - (v.height - HEADER) / 2) };
+}
+
 export function paint(ctx, layout, v, focus) {
   const { shown, state, pitch, xL, xR } = layout;
   const theme = layout.theme || THEMES.default;
