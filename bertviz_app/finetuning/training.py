@@ -135,12 +135,11 @@ def _prepare_model(s: FinetuneSettings, source, labels: list[str] | None, say):
     torch.manual_seed(s.seed)  # the new head's weights (the same on every rank), then dropout
     net, report = _load_for(s.task, source)
     try:
-        tokenizer = Tokenizer.from_folder(report.folder, max_tokens=net.config.max_position_embeddings)
+        tokenizer = Tokenizer.from_folder(report.folder, max_tokens=net.config.max_tokens)
     except TokenizerError as err:
         raise CheckpointError(f"{err}; fine-tuning needs the model's tokenizer beside its weights") from None
-    if s.max_length > net.config.max_position_embeddings:
-        raise DataError(f"--max-length {s.max_length} exceeds the model's {net.config.max_position_embeddings} "
-                        "positions")
+    if s.max_length > net.config.max_tokens:
+        raise DataError(f"--max-length {s.max_length} exceeds the {net.config.max_tokens} tokens the model reads")
     new = _fit_head(net, s.task, labels, source)
     say(f"model {report.folder} ({net.num_parameters() / 1e6:.1f} M parameters, new: {', '.join(new) or 'none'})")
     return net, tokenizer, new
@@ -183,7 +182,7 @@ class _Loop:
         self.dist, self.device, self.hooks, self.say = dist_info, device, hooks, say
         self.train_features = encode(s.task, data.train, tokenizer, s.max_length, data.labels, s.stride)
         # Tagging is scored on every word, so held-out sentences are read whole (up to the model's positions).
-        eval_length = net.config.max_position_embeddings if s.task == TOKEN_CLASSIFICATION else s.max_length
+        eval_length = net.config.max_tokens if s.task == TOKEN_CLASSIFICATION else s.max_length
         self.eval_features = encode(s.task, data.heldout, tokenizer, eval_length, data.labels, s.stride)
         self.per_step = s.batch_size * dist_info.world_size
         self.steps_per_epoch = math.ceil(len(self.train_features) / self.per_step)
