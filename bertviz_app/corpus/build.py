@@ -47,7 +47,7 @@ from tqdm import tqdm
 from ..checkpoint import _weight_files
 from ..explorer import Explorer, load
 from ..settings import as_dict, check, setting
-from ..finetuning.tasks import TEXT_CLASSIFICATION
+from ..finetuning.tasks import TASKS
 from .questions import statistic_sums
 from .sources import CorpusError, Sentence, Source, heldout_folder, read_source
 from .stats import OFFSETS, STATISTICS, is_punctuation, offset_sums, token_statistics
@@ -276,7 +276,7 @@ class _ShardWriter:
         self.tag_ids = {t: i for i, t in enumerate(manifest["tags"])}
         model = manifest["model"]
         self.L, self.h, self.H, self.d = model["layers"], model["heads"], model["hidden"], model["head_size"]
-        self.classifier = explorer.task_model if model["task"] == TEXT_CLASSIFICATION else None
+        self.classifier = explorer.task_model if model["task"] and TASKS[model["task"]].one_label else None
         self.task_labels = model["task_labels"] or []
         vocab = explorer.tokenizer
         self.punctuation = np.array([is_punctuation(vocab.id_to_token(i)) for i in range(vocab.vocab_size)])
