@@ -106,7 +106,7 @@ def add_pretrain_command(commands) -> argparse.ArgumentParser:
         "pretrain", help="pretrain or continue pretraining a BERT with masked LM + next sentence",
         description="Pretrain BERT (masked LM + next-sentence prediction) on plain-text files; checkpoints are "
                     "Hugging Face format folders that `bertviz-app --model` and transformers load. Re-running the "
-                    "same command resumes from the newest checkpoint in --out.",
+                    "same command resumes from the newest checkpoint in --output.",
         formatter_class=HelpFormatter)
     pretraining.add_pretrain_arguments(p)
     p.set_defaults(handler=lambda args: _in_words(pretraining.run_pretrain, args))

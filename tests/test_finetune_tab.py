@@ -17,10 +17,10 @@ from bertviz_app.app import build_demo
 from bertviz_app.app.common import Models
 from bertviz_app.app.server import training
 from bertviz_app.app.server.training import TrainingSettings, data_choices, file_task, training_root
-from bertviz_app.app.tabs import TabPage
+from bertviz_app.app.tabs import TabPage, finetune
 from bertviz_app.app.tabs.finetune import FineTuneTab
 from bertviz_app.app.tabs.task import task_view
-from bertviz_app.finetuning import recipes
+from bertviz_app.finetuning import FinetuneSettings, recipes
 from labelled_files import write_csv
 
 GOOD = ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie"]
@@ -60,7 +60,7 @@ def tiny(tiny_mlm_folder):
 def tab(tiny, files, tmp_path, monkeypatch):
     """The tab built in a page of its own, with the tiny model as the only model; the cache in tmp_path."""
     monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(training, "BATCH_SIZE", 8)
+    monkeypatch.setattr(finetune, "BATCH_SIZE", 8)
     models = Models({"tiny": tiny}, forward_passes=2)
     with gr.Blocks():
         picker = gr.Dropdown(models.names, value="tiny")
@@ -277,8 +277,10 @@ def test_a_failed_training_names_a_file_but_never_the_server_s_folders(tab, file
     assert "gone.csv, the file named when the server started, is no longer there" in refused.value.message
     assert str(tmp_path) not in refused.value.message
     # a file that goes while the lane starts: the lane's own sentence names the file, not its folder
-    job = training.Job(tab.choices["gone.csv"], "tiny", str(tab.page.models.get("tiny").folder), 1, 1e-4, "x",
-                       tmp_path / "out")
+    choice = tab.choices["gone.csv"]
+    job = training.Job(choice, "tiny", "x", FinetuneSettings(
+        task=choice.task, train=choice.source, output=tmp_path / "out", model=str(tab.page.models.get("tiny").folder),
+        epochs=1, learning_rate=1e-4))
     tab.lane.start(job, tab._join)
     assert tab.lane.wait(60)
     p = tab.lane.snapshot()
@@ -466,7 +468,8 @@ def test_percent_done_and_time_left_come_from_the_pace_since_the_first_step(file
     from bertviz_app.app.server.training import Job, Progress
 
     choice = data_choices([files["reviews"]])["reviews.csv"]
-    job = Job(choice, "tiny", "tiny", 2, 1e-4, "reviews.csv fine-tuned 10:00", Path("out"))
+    job = Job(choice, "tiny", "reviews.csv fine-tuned 10:00", FinetuneSettings(
+        task=choice.task, train=choice.source, output=Path("out"), model="tiny", epochs=2, learning_rate=1e-4))
     # reading and scoring took 20 s, then 4 s for steps 2 to 5: one second a step, 15 steps to go
     p = Progress("running", job, steps=[1, 2, 3, 4, 5], losses=[0.7] * 5, total=20, steps_per_epoch=10,
                  first_step=20.0, seconds=24.0, before={"accuracy": 0.5, "loss": 0.69})

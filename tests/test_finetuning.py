@@ -584,9 +584,9 @@ def test_the_summary_line_says_how_many_words_were_cut():
     from bertviz_app.finetuning.training import FineTuneResult
 
     metrics = {"eval": {"accuracy": 0.9, "words": 16, "words_cut": 26, "sentences_cut": 1}, "best_epoch": 1,
-               "settings": {"max_length": 16}}
+               "settings": {"max_tokens": 16}}
     line = str(FineTuneResult(Path("out"), metrics))
-    assert "26 words of 1 held-out sentences were past --max-length 16 pieces and are not scored" in line
+    assert "26 words of 1 held-out sentences were past --max-tokens 16 pieces and are not scored" in line
 
 
 def test_per_class_precision_recall_and_the_confusion_matrix_by_hand():

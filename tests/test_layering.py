@@ -28,6 +28,7 @@ FLOORS = {
     "analysis": 4, "figures": 4,
     "settings": 0,  # a run's settings as one dataclass: checks, argparse and metrics.json from its fields
     "training": 4,  # the one training loop that pretraining and fine-tuning share
+    "run_settings": 5,  # the settings every run and every training shares, which each kind's settings extend
     "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
     "run": 6,  # numbers only: no plotting below it
     "plots": 7,  # run.plot, above the Run it draws

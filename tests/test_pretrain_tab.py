@@ -17,7 +17,7 @@ from bertviz_app.app import build_demo
 from bertviz_app.app.common import Models
 from bertviz_app.app.server import pretraining as server_pretraining
 from bertviz_app.app.server.pretraining import (BUILTIN_MISSING, PretrainJob, builtin_corpus, class_sentence,
-                                                pretrain_choices, text_problem)
+                                                pretrain_choices, pretrain_settings, text_problem)
 from bertviz_app.app.server.training import TrainingSettings
 from bertviz_app.app.tabs import TabPage
 from bertviz_app.app.tabs.finetune import FineTuneTab
@@ -121,8 +121,9 @@ def test_a_tiny_pretraining_shows_each_snapshot_and_joins_the_model_lists_when_s
 
 def test_a_pretraining_that_reaches_its_steps_is_done_not_stopped(page, texts, tmp_path):
     tab: PretrainTab = page.tabs["pretrain-tab"]
-    job = PretrainJob(pretrain_choices([texts["animals"]])["animals.txt"], "tiny", 2,
-                      class_sentence("The [MASK] sat."), "tiny test", tmp_path / "out", steps=3)
+    text = pretrain_choices([texts["animals"]])["animals.txt"]
+    job = PretrainJob(text, class_sentence("The [MASK] sat."), "tiny test",
+                      pretrain_settings("tiny", 2, text, tmp_path / "out", steps=3))
     tab.lane.start(job, tab._join)
     assert tab.lane.wait(120)
     p = tab.lane.snapshot()

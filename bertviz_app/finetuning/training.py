@@ -53,8 +53,8 @@ class FineTuneResult:
             line += (f"; {unseen['count']} of {unseen['of']} held-out {unseen['unit']} carry a label the training "
                      "data never shows, counted as wrong")
         if ev.get("words_cut"):
-            line += (f"; {ev['words_cut']} words of {ev['sentences_cut']} held-out sentences were past --max-length "
-                     f"{self.metrics['settings']['max_length']} pieces and are not scored (raise it to score them)")
+            line += (f"; {ev['words_cut']} words of {ev['sentences_cut']} held-out sentences were past --max-tokens "
+                     f"{self.metrics['settings']['max_tokens']} pieces and are not scored (raise it to score them)")
         seeds = self.metrics.get("seeds")
         if seeds:
             each = ", ".join(f"seed {r['seed']} {r['score']:.4f}" for r in seeds["runs"])
@@ -100,7 +100,7 @@ def finetune(task: str | None = None, train: str | os.PathLike | None = None, ou
     if settings is None:
         settings = FinetuneSettings(**given)
     elif given:
-        settings = dataclasses.replace(settings, **given)
+        settings = dataclasses.replace(settings, **FinetuneSettings.current_names(given))
     hooks = Hooks(progress, stop, on_epoch, on_step, say, on_before, on_snapshot)
     return _finetune_seeds(settings, hooks) if settings.seeds else _finetune_once(settings, hooks)
 
@@ -137,8 +137,8 @@ def _prepare_model(s: FinetuneSettings, source, labels: list[str] | None, say):
         tokenizer = Tokenizer.from_folder(report.folder, max_tokens=net.config.max_tokens)
     except TokenizerError as err:
         raise CheckpointError(f"{err}; fine-tuning needs the model's tokenizer beside its weights") from None
-    if s.max_length > net.config.max_tokens:
-        raise DataError(f"--max-length {s.max_length} exceeds the {net.config.max_tokens} tokens the model reads")
+    if s.max_tokens > net.config.max_tokens:
+        raise DataError(f"--max-tokens {s.max_tokens} exceeds the {net.config.max_tokens} tokens the model reads")
     new = task.fit_head(net, labels, task_head(source))
     say(f"model {report.folder} ({net.num_parameters() / 1e6:.1f} M parameters, new: {', '.join(new) or 'none'})")
     return net, tokenizer, new
@@ -180,8 +180,8 @@ class _Loop:
         self.s, self.data, self.net, self.tokenizer = s, data, net, tokenizer
         self.dist, self.device, self.hooks, self.say = dist_info, device, hooks, say
         self.task = task = TASKS[s.task]
-        self.train_features = task.encode(data.train, tokenizer, s.max_length, data.labels, s.stride)
-        eval_length = task.eval_length(s.max_length, net.config.max_tokens)
+        self.train_features = task.encode(data.train, tokenizer, s.max_tokens, data.labels, s.stride)
+        eval_length = task.eval_length(s.max_tokens, net.config.max_tokens)
         self.eval_features = task.encode(data.heldout, tokenizer, eval_length, data.labels, s.stride)
         self.per_step = s.batch_size * dist_info.world_size
         self.steps_per_epoch = math.ceil(len(self.train_features) / self.per_step)

@@ -33,7 +33,7 @@ import pandas as pd
 from ... import limits
 from ...explorer import load
 from ...figures.training import confusion_matrix_figure, loss_curve_figure
-from ...finetuning import RECIPES
+from ...finetuning import RECIPES, FinetuneSettings
 from ...explorer import release_freed_memory
 from ..common import api, plain, refuse, text_value, user_errors
 from ..server.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
@@ -41,6 +41,7 @@ from .base import Gate, TabPage
 
 log = logging.getLogger("bertviz_app.app")
 
+BATCH_SIZE = 32  # examples per step of every fine-tuning started here
 EPOCHS = (1, 2, 3, 4, 5)
 LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
 # The learning rate a data choice suggests (the visitor may change it): a tagging head over 44 tags learns slowly at
@@ -298,8 +299,10 @@ class FineTuneTab:
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
-        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device),
-                  REPEAT_SEEDS if repeat else (), limit_s=self.settings.max_minutes * 60 or None)
+        settings = FinetuneSettings(task=choice.task, train=choice.source, output=output, model=os.fspath(source),
+                                    epochs=int(epochs), batch_size=BATCH_SIZE, learning_rate=float(rate),
+                                    device=str(explorer.device), seeds=REPEAT_SEEDS if repeat else ())
+        job = Job(choice, base, name, settings, limit_s=self.settings.max_minutes * 60 or None)
         self.lane.start(job, self._join, owner=session)
         if self.settings.shared:
             self.budget.record(session, address)

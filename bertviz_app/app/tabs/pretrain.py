@@ -26,7 +26,8 @@ from ...figures.training import loss_curve_figure
 from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
 from ..server.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
-                                  PretrainJob, class_sentence, pretrain_choices, pretraining_root, text_problem)
+                                  PretrainJob, class_sentence, pretrain_choices, pretrain_settings, pretraining_root,
+                                  text_problem)
 from ..server.training import STOPPED_BY, Progress, StartBudget
 from .base import Gate, TabPage
 from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address
@@ -190,8 +191,8 @@ class PretrainTab(FineTuneTab):
         output = pretraining_root() / f"{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
-        job = PretrainJob(choice, preset, float(minutes), item, name, output, str(base.device),
-                          limit_s=self.settings.max_minutes * 60 or None)
+        settings = pretrain_settings(preset, float(minutes), choice, output, str(base.device))
+        job = PretrainJob(choice, item, name, settings, limit_s=self.settings.max_minutes * 60 or None)
         self.lane.start(job, self._join, owner=session)
         if self.settings.shared:
             self.budget.record(session, address)

@@ -20,7 +20,7 @@ from ..data import label_names
 
 IGNORE = -100
 # A word's start in Feature.word_starts when the model never saw it: NO_PIECES (only control characters: counted as
-# wrong, as the reference counts it) or PAST_LENGTH (cut by --max-length: not scored, and counted as cut).
+# wrong, as the reference counts it) or PAST_LENGTH (cut by --max-tokens: not scored, and counted as cut).
 NO_PIECES, PAST_LENGTH = -1, -2
 
 

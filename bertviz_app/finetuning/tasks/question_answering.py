@@ -165,7 +165,7 @@ def encode_windows(examples: list[QAExample], tokenizer, max_length: int, stride
         c_ids, c_offsets = contexts[e.context]
         budget = max_length - len(q_ids) - 3
         if budget < 8:
-            raise DataError(f"--max-length {max_length} leaves no room for the context after the question; use 128 "
+            raise DataError(f"--max-tokens {max_length} leaves no room for the context after the question; use 128 "
                             "or more")
         step = max(1, budget - min(stride, budget // 2))  # windows overlap by `stride` tokens at most
         answer = e.answers[0] if e.answers else None
