@@ -40,7 +40,7 @@ def analyses(explorer, counter, n: int, gap_s: float) -> list[float]:
 def training(lane, explorer, phase: str):
     """Start the tab's job on `lane`; return once its first step is done (model read, evaluation before training
     done)."""
-    from bertviz_app.app.server.training import Job, data_choices, training_root
+    from bertviz_app.app.lane.training import Job, data_choices, training_root
     from bertviz_app.app.tabs.finetune import BATCH_SIZE
     from bertviz_app.finetuning import FinetuneSettings
 
@@ -68,7 +68,7 @@ def main() -> None:
     import torch
 
     import bertviz_app
-    from bertviz_app.app.server.training import TrainingLane
+    from bertviz_app.app.lane.training import TrainingLane
 
     torch.set_num_threads(1)  # the served default (limits.THREADS)
     explorer = bertviz_app.load(device="cpu")

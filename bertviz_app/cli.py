@@ -360,8 +360,8 @@ def is_loopback(host: str) -> bool:
 def training_settings(args: argparse.Namespace):
     """The Fine-tune tab's rule: on where only this machine reaches the server, else only with --allow-training;
     the --data files checked before anything loads."""
-    from .app.server.pretraining import text_problem
-    from .app.server.training import TrainingSettings, file_task
+    from .app.lane.pretraining import text_problem
+    from .app.lane.training import TrainingSettings, file_task
 
     for name in args.data:
         if not Path(name).expanduser().is_file():
@@ -388,7 +388,7 @@ def install_training_stop():
         return None
 
     def stop() -> None:
-        from .app.server.training import stop_trainings
+        from .app.lane.training import stop_trainings
 
         stopped = stop_trainings()
         print("bertviz-app: SIGUSR1: " + ("stopping the training under way; it ends after the step under way, "

@@ -15,8 +15,8 @@ import bertviz_app
 from bertviz_app import cli
 from bertviz_app.app import build_demo
 from bertviz_app.app.common import Models
-from bertviz_app.app.server import training
-from bertviz_app.app.server.training import TrainingSettings, data_choices, file_task, training_root
+from bertviz_app.app.lane import training
+from bertviz_app.app.lane.training import TrainingSettings, data_choices, file_task, training_root
 from bertviz_app.app.tabs import TabPage, finetune
 from bertviz_app.app.tabs.finetune import FineTuneTab
 from bertviz_app.app.tabs.task import task_view
@@ -465,7 +465,7 @@ def test_the_score_before_training_and_each_epoch_show_while_it_runs(tab):
 
 def test_percent_done_and_time_left_come_from_the_pace_since_the_first_step(files):
     from bertviz_app.app.tabs.finetune import status_text
-    from bertviz_app.app.server.training import Job, Progress
+    from bertviz_app.app.lane.training import Job, Progress
 
     choice = data_choices([files["reviews"]])["reviews.csv"]
     job = Job(choice, "tiny", "reviews.csv fine-tuned 10:00", FinetuneSettings(

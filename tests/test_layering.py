@@ -49,7 +49,8 @@ FLOORS = {
 # Inside app/ (floor 13), the same rule one level down, by module or subpackage: the serving side knows nothing of the
 # page, a tab nothing of the layout that lists it (so adding a tab touches tabs/ alone).
 APP_FLOORS = {
-    "server": 0,  # launch, guards, gradio's internals, the training lane
+    "server": 0,  # launch, guards, gradio's internals
+    "lane": 0,  # the one training lane and its jobs
     "common": 1,  # what every part of the page shares: models, session, checks, errors in words
     "views_host": 2,  # our attention views inside the page
     "attention": 3, "tabs": 3,  # the views under the input; the tabs, one module each, and their protocol

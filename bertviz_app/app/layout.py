@@ -23,7 +23,7 @@ from ..explorer import Explorer, load
 from .attention import AttentionSection
 from .common import MAX_CHARS, Models, api, check_inputs, plain, refuse, user_errors
 from .server import gradio_internals
-from .server.training import TrainingSettings, trained_folders
+from .lane.training import TrainingSettings, trained_folders
 from .tabs import TABS, Gate, Tab, TabPage, check_tabs, tab_step_js
 from .tabs.finetune import MAX_TRAINED
 from .views_host import ViewsHost

@@ -4,7 +4,7 @@ come from short lists. While it trains the page shows the loss of every step and
 it is done the new model joins every model list of the page, so that every view and the Task tab can look inside it
 at once.
 
-The training itself runs in the server's training lane (server/training.py: one at a time, in a thread of its own);
+The training itself runs in the server's training lane (lane/training.py: one at a time, in a thread of its own);
 this tab starts and cancels it and polls its progress. Cancel stops after the step under way; when at least one
 epoch is complete, the best epoch so far is kept and joins the model lists.
 
@@ -36,7 +36,7 @@ from ...figures.training import confusion_matrix_figure, loss_curve_figure
 from ...finetuning import RECIPES, FinetuneSettings
 from ...explorer import release_freed_memory
 from ..common import api, plain, refuse, text_value, user_errors
-from ..server.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
+from ..lane.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
 
 log = logging.getLogger("bertviz_app.app")

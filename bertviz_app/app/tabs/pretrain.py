@@ -6,7 +6,7 @@ that sentence at the latest snapshot, and the attention views of every snapshot 
 place as snapshots arrive. Stop ends it after the step under way; the model at that step joins every model list of
 the page, like a fine-tuned one, and the Timeline tab replays its training.
 
-It runs in the same training lane as the Fine-tune tab (server/training.py, a `PretrainJob`): one training at a
+It runs in the same training lane as the Fine-tune tab (lane/training.py, a `PretrainJob`): one training at a
 time, whichever tab started it. The tab is shown only where the app may train, by the Fine-tune tab's rule; its
 progress polls share that tab's machinery (the page's own timer, gr.skip() when nothing changed, PollRate's bucket
 for `pretrain_progress`).
@@ -25,10 +25,10 @@ from ...explorer import load
 from ...figures.training import loss_curve_figure
 from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
-from ..server.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
+from ..lane.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
                                   PretrainJob, class_sentence, pretrain_choices, pretrain_settings, pretraining_root,
                                   text_problem)
-from ..server.training import STOPPED_BY, Progress, StartBudget
+from ..lane.training import STOPPED_BY, Progress, StartBudget
 from .base import Gate, TabPage
 from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address
 from .timeline import timeline_value
