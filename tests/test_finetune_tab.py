@@ -97,7 +97,7 @@ def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
     assert start.interactive and not cancel.interactive and timer.active is False
     # the picker on the server accepts the new name from now on; the folder is in the user's cache
     assert ("tiny", "tiny") in tab.page.model.choices and (name, name) in tab.page.model.choices
-    assert tab.folders[name].parent == training_root() and (tab.folders[name] / "model.safetensors").exists()
+    assert tab.trained.folders[name].parent == training_root() and (tab.trained.folders[name] / "model.safetensors").exists()
     explorer = tab.page.models.get(name)
     message, bars = task_view(explorer, explorer.run("a good film"))
     assert set(bars) == {"positive", "negative"} and "according to" in message
@@ -406,7 +406,7 @@ def test_a_server_started_again_offers_its_fine_tuned_models_newest_first(tab, t
 
     p = run(tab, "reviews.csv")
     assert p.state == "done", p.message
-    folder = tab.folders[p.model]
+    folder = tab.trained.folders[p.model]
     saved = json.loads((folder / "metrics.json").read_text())["eval"]  # sentence classification: per class too
     assert saved["confusion"]["labels"] == ["negative", "positive"] and set(saved["per_class"]) == {"negative",
                                                                                                    "positive"}
@@ -494,7 +494,7 @@ def test_a_model_beyond_the_limit_replaces_the_oldest_and_a_page_that_picks_it_g
         if len(names) == 2:
             seen = tab.poll(None)[10]  # what a page is up to date with, before the third
     first, second, third = names
-    assert p.replaced == first and tab.page.models.names == ["tiny", second, third] and list(tab.folders) == [
+    assert p.replaced == first and tab.page.models.names == ["tiny", second, third] and list(tab.trained.folders) == [
         second, third]
     answer = tab.poll(seen)
     status, now, lists = answer[0], answer[10], answer[11:]
@@ -504,7 +504,7 @@ def test_a_model_beyond_the_limit_replaces_the_oldest_and_a_page_that_picks_it_g
     assert len(lists) == 2 and all(u["choices"] == ["tiny", second, third] for u in lists)
     assert ("tiny", "tiny") in tab.page.model.choices and (first, first) not in tab.page.model.choices
     # its folder stays; a page that still picks it is told why, by the input checks and by the lookup
-    assert (training_root() / tab.folders[second].name).exists()
+    assert (training_root() / tab.trained.folders[second].name).exists()
     told = f"{first} is no longer offered: the server keeps the 2 latest models fine-tuned in the app, and {third} "
     for ask in (lambda: tab.page.models.get(first),
                 lambda: check_inputs([tab.page.model], [first], tab.page.models.gone)):

@@ -25,7 +25,7 @@ from .common import MAX_CHARS, Models, api, check_inputs, plain, refuse, user_er
 from .server import gradio_internals
 from .lane.training import TrainingSettings, trained_folders
 from .tabs import TABS, Gate, Tab, TabPage, check_tabs, tab_step_js
-from .tabs.finetune import MAX_TRAINED
+from .tabs.trained import MAX_TRAINED
 from .views_host import ViewsHost
 
 log = logging.getLogger("bertviz_app.app")
