@@ -34,18 +34,19 @@ def _data(examples: int, max_length: int, batch_size: int, seed: int):
 
     from bertviz_app.catalog import default_model_path
     from bertviz_app.finetuning import load_recipe
-    from bertviz_app.finetuning.tasks import collate, encode
+    from bertviz_app.finetuning.tasks import TASKS
     from bertviz_app.tokenizer import Tokenizer
 
     tokenizer = Tokenizer.from_folder(default_model_path())
     _, reviews = load_recipe("movie-reviews")
     reviews = reviews[:examples]
-    features = encode("text-classification", reviews, tokenizer, max_length, ["negative", "positive"])
+    task = TASKS["text-classification"]
+    features = task.encode(reviews, tokenizer, max_length, ["negative", "positive"])
 
     def epoch_batches(epoch: int):
         order = torch.randperm(len(features), generator=torch.Generator().manual_seed(seed * 1009 + epoch)).tolist()
-        return [collate([features[i] for i in order[k:k + batch_size]], tokenizer.pad_token_id,
-                        "text-classification") for k in range(0, len(order), batch_size)]
+        return [task.collate([features[i] for i in order[k:k + batch_size]], tokenizer.pad_token_id)
+                for k in range(0, len(order), batch_size)]
     return epoch_batches
 
 
@@ -63,12 +64,13 @@ def child(side: str, args) -> dict:
     torch.manual_seed(args.seed)
     times = []
     if side == "ours":
-        from bertviz_app.finetuning.tasks import TaskObjective
-        from bertviz_app.finetuning.training import _fit_head, _load_for
+        from bertviz_app.finetuning.tasks import TASKS, TaskObjective
+        from bertviz_app.finetuning.training import _load_for
 
-        net, _ = _load_for("text-classification", default_model_path())
-        _fit_head(net, "text-classification", ["negative", "positive"], default_model_path())
-        trainer = Trainer.create(net, TaskObjective(net), lr=args.lr, weight_decay=0.01,
+        task = TASKS["text-classification"]
+        net, _ = _load_for(task, default_model_path())
+        task.fit_head(net, ["negative", "positive"], None)
+        trainer = Trainer.create(net, TaskObjective(net, task), lr=args.lr, weight_decay=0.01,
                                  schedule=linear_schedule(0, total), device=torch.device("cpu"))
         for epoch in range(args.epochs):
             batches = epoch_batches(epoch)

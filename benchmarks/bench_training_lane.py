@@ -40,10 +40,14 @@ def analyses(explorer, counter, n: int, gap_s: float) -> list[float]:
 def training(lane, explorer, phase: str):
     """Start the tab's job on `lane`; return once its first step is done (model read, evaluation before training
     done)."""
-    from bertviz_app.app.server.training import Job, data_choices, training_root
+    from bertviz_app.app.lane.training import Job, data_choices, training_root
+    from bertviz_app.app.tabs.finetune import BATCH_SIZE
+    from bertviz_app.finetuning import FinetuneSettings
 
-    job = Job(data_choices()["movie-reviews"], explorer.name, str(explorer.folder), 1, 5e-5, f"bench {phase}",
-              training_root() / f"bench-training-lane-{phase}-{time.time():.0f}")
+    choice = data_choices()["movie-reviews"]
+    job = Job(choice, explorer.name, f"bench {phase}", FinetuneSettings(
+        task=choice.task, train=choice.source, output=training_root() / f"bench-training-lane-{phase}-{time.time():.0f}",
+        model=str(explorer.folder), epochs=1, batch_size=BATCH_SIZE, learning_rate=5e-5, device="cpu"))
     lane.start(job, on_trained=lambda job, folder: job.name)
     while not lane.snapshot().steps:
         if not lane.snapshot().running:
@@ -64,7 +68,7 @@ def main() -> None:
     import torch
 
     import bertviz_app
-    from bertviz_app.app.server.training import TrainingLane
+    from bertviz_app.app.lane.training import TrainingLane
 
     torch.set_num_threads(1)  # the served default (limits.THREADS)
     explorer = bertviz_app.load(device="cpu")

@@ -197,7 +197,7 @@ def _target_function(model: BertForPreTraining, encoding: Encoding, target: Targ
 
 
 def _prepare(model, tokenizer, encoding, target, mask_index, token):
-    # A Target already pinned down (a fine-tuned head's, see finetuning.tasks.explain_target) is taken as it is.
+    # A Target already pinned down (a fine-tuned head's, see a finetuning task's explain) is taken as it is.
     resolved = target if isinstance(target, Target) else resolve_target(model, tokenizer, encoding, target,
                                                                         mask_index, token)
     return resolved, _fixed_positions(tokenizer, encoding)

@@ -470,7 +470,7 @@ def task_head(source: str | os.PathLike) -> TaskHead | None:
     if task is None:
         return None
     labels: list[str] = []
-    if task != "question-answering":
+    if TASK_MODELS[task].labelled:
         id2label = data.get("id2label")
         try:
             named = {int(k): str(v) for k, v in id2label.items()} if isinstance(id2label, dict) else {}

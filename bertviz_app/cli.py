@@ -106,7 +106,7 @@ def add_pretrain_command(commands) -> argparse.ArgumentParser:
         "pretrain", help="pretrain or continue pretraining a BERT with masked LM + next sentence",
         description="Pretrain BERT (masked LM + next-sentence prediction) on plain-text files; checkpoints are "
                     "Hugging Face format folders that `bertviz-app --model` and transformers load. Re-running the "
-                    "same command resumes from the newest checkpoint in --out.",
+                    "same command resumes from the newest checkpoint in --output.",
         formatter_class=HelpFormatter)
     pretraining.add_pretrain_arguments(p)
     p.set_defaults(handler=lambda args: _in_words(pretraining.run_pretrain, args))
@@ -360,8 +360,8 @@ def is_loopback(host: str) -> bool:
 def training_settings(args: argparse.Namespace):
     """The Fine-tune tab's rule: on where only this machine reaches the server, else only with --allow-training;
     the --data files checked before anything loads."""
-    from .app.server.pretraining import text_problem
-    from .app.server.training import TrainingSettings, file_task
+    from .app.lane.pretraining import text_problem
+    from .app.lane.training import TrainingSettings, file_task
 
     for name in args.data:
         if not Path(name).expanduser().is_file():
@@ -388,7 +388,7 @@ def install_training_stop():
         return None
 
     def stop() -> None:
-        from .app.server.training import stop_trainings
+        from .app.lane.training import stop_trainings
 
         stopped = stop_trainings()
         print("bertviz-app: SIGUSR1: " + ("stopping the training under way; it ends after the step under way, "

@@ -20,7 +20,7 @@ from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, t
 from .device import resolve_device
 from .family import FamilyNotes, notes
 from .finetuned import base_model, read_heldout
-from .finetuning import tasks as finetuning_tasks
+from .finetuning.tasks import TASKS, Task
 from .inputs import check_text
 from .masked_lm import normalize_mask
 from .model import BertForPreTraining, BertPreTrainedModel
@@ -184,6 +184,11 @@ class Explorer:
 
     # --- a fine-tuned head (see finetuning/tasks.py) ---------------------------------------------------------------
     @property
+    def finetuned_task(self) -> Task | None:
+        """The task the fine-tuned head does (finetuning.TASKS), or None without one."""
+        return TASKS[self.task.task] if self.task is not None else None
+
+    @property
     def labels(self) -> list[str]:
         """The fine-tuned head's label (or tag) names in id order; [] without one, or for question answering."""
         return list(self.task.labels) if self.task is not None else []
@@ -193,8 +198,8 @@ class Explorer:
         TagPrediction (a tag per word with its probability) or an AnswerPrediction (the span of `text_pair`, the
         context, that answers `text`, the question, with its start and end probabilities)."""
         self._require_task()
-        return finetuning_tasks.predict(self.task_model, self.tokenizer, self.task.task, self.task.labels,
-                                        self.encode(text, text_pair))
+        return self.finetuned_task.predict(self.task_model, self.tokenizer, self.task.labels,
+                                             self.encode(text, text_pair))
 
     def task_target(self, text: str | Encoding, text_pair: str | None = None, label: str | None = None,
                     position: int | None = None) -> Target:
@@ -203,8 +208,7 @@ class Explorer:
         `text` may be a Run's encoding."""
         self._require_task()
         encoding = self._encoding(text, text_pair, masks=False)
-        return finetuning_tasks.explain_target(self.task_model, self.task.task, self.labels, encoding, label,
-                                               position)
+        return self.finetuned_task.explain(self.task_model, self.labels, encoding, label, position)
 
     def _require_task(self) -> None:
         if self.task is None:

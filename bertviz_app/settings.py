@@ -1,18 +1,22 @@
 """Settings of a run as one dataclass (the transformers `TrainingArguments` habit): each field says its help text,
 its command-line flags and its check in `field(metadata=...)`, so that a new setting is one field. Three helpers read
 those fields: `check` (called by the dataclass's `__post_init__`: a sentence per bad value), `add_arguments` (the
-argparse options) and `as_dict` (what metrics.json records)."""
+argparse options) and `as_dict` (what metrics.json records).
+
+The fields every run shares are defined once, in run_settings.py; a name a field had before is kept for a release
+as a deprecated alias (a class's `RENAMED`), which `add_arguments` offers as a flag that says so."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import os
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import MISSING
 
-__all__ = ["add_arguments", "as_dict", "check", "from_args", "parse_ints", "setting"]
+__all__ = ["add_arguments", "as_dict", "check", "from_args", "parse_ints", "setting", "whole"]
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -97,6 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = 
             parser.add_argument(f.name, type=meta.get("parse") or _parser_of(hints[f.name]), **options)
             continue
         flags = meta.get("flags") or (f"--{f.name.replace('_', '-')}",)
+        old = tuple(f"--{name.replace('_', '-')}" for name, new in getattr(cls, "RENAMED", {}).items()
+                    if new == f.name and f"--{name.replace('_', '-')}" not in flags)
+        if old:
+            flags, options["action"] = flags + old, _store_warning_on(old)
         if hints[f.name] is bool:
             parser.add_argument(*flags, dest=f.name, default=default,
                                 action="store_true" if not default else argparse.BooleanOptionalAction, **options)
@@ -120,3 +128,18 @@ def as_dict(settings) -> dict:
             return [plain(v) for v in value]
         return value
     return {f.name: plain(getattr(settings, f.name)) for f in dataclasses.fields(settings)}
+
+
+def _store_warning_on(old: tuple[str, ...]) -> type[argparse.Action]:
+    """argparse's store, saying on stderr that a flag of `old` is deprecated (the value is taken all the same)."""
+    class Store(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            if option_string in old:
+                print(f"{parser.prog}: {option_string} is deprecated; use {self.option_strings[0]}", file=sys.stderr)
+            setattr(namespace, self.dest, values)
+    return Store
+
+
+def whole(least: int) -> Callable[[object], bool]:
+    """A check: a whole number (not a bool) of at least `least`."""
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least

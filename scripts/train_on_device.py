@@ -126,10 +126,10 @@ class Reporter:
 def settings_for(args, corpus: Path, work: Path, init: Path, session: int) -> PretrainSettings:
     rehearse = args.rehearse
     return PretrainSettings(
-        corpus=corpus, out=work, init=str(init), steps=args.steps or (6 if rehearse else 20_000),
+        corpus=corpus, output=work, model=str(init), steps=args.steps or (6 if rehearse else 20_000),
         batch_size=4 if rehearse else 128, max_tokens=128,
         # a continuation: a tenth of BERT's peak, warmed up, then held (a session ends by --minutes, not by steps)
-        lr=args.lr, schedule="constant", warmup=2 if rehearse else 200, whole_word=True, same_source_negatives=True,
+        learning_rate=args.lr, schedule="constant", warmup=2 if rehearse else 200, whole_word=True, same_source_negatives=True,
         seed=session,  # each session draws other pairs and masks
         device="cpu" if rehearse else "auto", threads=2 if rehearse else None, log_every=1 if rehearse else 50,
         eval_every=3 if rehearse else 100, eval_examples=8 if rehearse else 512, save_every=3 if rehearse else 500,

@@ -589,6 +589,25 @@ def test_a_truncation_says_which_limit_and_how_to_raise_it(client):
     assert "the model reads at most 128" not in notice
 
 
+@pytest.mark.parametrize("server_cut, advice", [
+    (128, "this server reads at most 128 (its `--max-tokens`; the model itself reads up to 512: start the server "
+          "with `--max-tokens 512`"),
+    (512, "the model reads at most 512;")])
+def test_a_roberta_truncation_names_the_limit_the_server_can_reach(server_cut, advice):
+    # RoBERTa's position table has 514 rows, of which it reads 512: advice to start with --max-tokens 514 changes
+    # nothing, and at 512 the server is not what cut the input
+    from types import SimpleNamespace
+
+    from bertviz_app.config import BertConfig
+    from bertviz_app.tokenizer import Truncation
+    config = BertConfig.from_hf_dict({"model_type": "roberta", "vocab_size": 100, "hidden_size": 32,
+                                      "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+                                      "max_position_embeddings": 514, "pad_token_id": 1, "type_vocab_size": 1})
+    cut = Truncation(max_tokens=server_cut, original_length=600, removed_a=600 - server_cut, removed_b=0)
+    notice = app.layout.truncation_notice(SimpleNamespace(config=config), cut)
+    assert advice in notice and "514" not in notice
+
+
 def test_compare_starts_from_the_input_just_analyzed_until_the_visitor_types():
     from bertviz_app.app.tabs.compare import prefill_values
     first = {"model": MODEL, "text": "The cat sat.", "pair": "It slept."}

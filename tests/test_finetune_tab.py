@@ -15,12 +15,12 @@ import bertviz_app
 from bertviz_app import cli
 from bertviz_app.app import build_demo
 from bertviz_app.app.common import Models
-from bertviz_app.app.server import training
-from bertviz_app.app.server.training import TrainingSettings, data_choices, file_task, training_root
-from bertviz_app.app.tabs import TabPage
+from bertviz_app.app.lane import training
+from bertviz_app.app.lane.training import TrainingSettings, data_choices, file_task, training_root
+from bertviz_app.app.tabs import TabPage, finetune
 from bertviz_app.app.tabs.finetune import FineTuneTab
 from bertviz_app.app.tabs.task import task_view
-from bertviz_app.finetuning import recipes
+from bertviz_app.finetuning import FinetuneSettings, recipes
 from labelled_files import write_csv
 
 GOOD = ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie"]
@@ -60,7 +60,7 @@ def tiny(tiny_mlm_folder):
 def tab(tiny, files, tmp_path, monkeypatch):
     """The tab built in a page of its own, with the tiny model as the only model; the cache in tmp_path."""
     monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(training, "BATCH_SIZE", 8)
+    monkeypatch.setattr(finetune, "BATCH_SIZE", 8)
     models = Models({"tiny": tiny}, forward_passes=2)
     with gr.Blocks():
         picker = gr.Dropdown(models.names, value="tiny")
@@ -97,7 +97,7 @@ def test_a_short_training_joins_the_model_list_and_the_task_tab_answers(tab):
     assert start.interactive and not cancel.interactive and timer.active is False
     # the picker on the server accepts the new name from now on; the folder is in the user's cache
     assert ("tiny", "tiny") in tab.page.model.choices and (name, name) in tab.page.model.choices
-    assert tab.folders[name].parent == training_root() and (tab.folders[name] / "model.safetensors").exists()
+    assert tab.trained.folders[name].parent == training_root() and (tab.trained.folders[name] / "model.safetensors").exists()
     explorer = tab.page.models.get(name)
     message, bars = task_view(explorer, explorer.run("a good film"))
     assert set(bars) == {"positive", "negative"} and "according to" in message
@@ -277,8 +277,10 @@ def test_a_failed_training_names_a_file_but_never_the_server_s_folders(tab, file
     assert "gone.csv, the file named when the server started, is no longer there" in refused.value.message
     assert str(tmp_path) not in refused.value.message
     # a file that goes while the lane starts: the lane's own sentence names the file, not its folder
-    job = training.Job(tab.choices["gone.csv"], "tiny", str(tab.page.models.get("tiny").folder), 1, 1e-4, "x",
-                       tmp_path / "out")
+    choice = tab.choices["gone.csv"]
+    job = training.Job(choice, "tiny", "x", FinetuneSettings(
+        task=choice.task, train=choice.source, output=tmp_path / "out", model=str(tab.page.models.get("tiny").folder),
+        epochs=1, learning_rate=1e-4))
     tab.lane.start(job, tab._join)
     assert tab.lane.wait(60)
     p = tab.lane.snapshot()
@@ -404,7 +406,7 @@ def test_a_server_started_again_offers_its_fine_tuned_models_newest_first(tab, t
 
     p = run(tab, "reviews.csv")
     assert p.state == "done", p.message
-    folder = tab.folders[p.model]
+    folder = tab.trained.folders[p.model]
     saved = json.loads((folder / "metrics.json").read_text())["eval"]  # sentence classification: per class too
     assert saved["confusion"]["labels"] == ["negative", "positive"] and set(saved["per_class"]) == {"negative",
                                                                                                    "positive"}
@@ -463,10 +465,11 @@ def test_the_score_before_training_and_each_epoch_show_while_it_runs(tab):
 
 def test_percent_done_and_time_left_come_from_the_pace_since_the_first_step(files):
     from bertviz_app.app.tabs.finetune import status_text
-    from bertviz_app.app.server.training import Job, Progress
+    from bertviz_app.app.lane.training import Job, Progress
 
     choice = data_choices([files["reviews"]])["reviews.csv"]
-    job = Job(choice, "tiny", "tiny", 2, 1e-4, "reviews.csv fine-tuned 10:00", Path("out"))
+    job = Job(choice, "tiny", "reviews.csv fine-tuned 10:00", FinetuneSettings(
+        task=choice.task, train=choice.source, output=Path("out"), model="tiny", epochs=2, learning_rate=1e-4))
     # reading and scoring took 20 s, then 4 s for steps 2 to 5: one second a step, 15 steps to go
     p = Progress("running", job, steps=[1, 2, 3, 4, 5], losses=[0.7] * 5, total=20, steps_per_epoch=10,
                  first_step=20.0, seconds=24.0, before={"accuracy": 0.5, "loss": 0.69})
@@ -491,7 +494,7 @@ def test_a_model_beyond_the_limit_replaces_the_oldest_and_a_page_that_picks_it_g
         if len(names) == 2:
             seen = tab.poll(None)[10]  # what a page is up to date with, before the third
     first, second, third = names
-    assert p.replaced == first and tab.page.models.names == ["tiny", second, third] and list(tab.folders) == [
+    assert p.replaced == first and tab.page.models.names == ["tiny", second, third] and list(tab.trained.folders) == [
         second, third]
     answer = tab.poll(seen)
     status, now, lists = answer[0], answer[10], answer[11:]
@@ -501,7 +504,7 @@ def test_a_model_beyond_the_limit_replaces_the_oldest_and_a_page_that_picks_it_g
     assert len(lists) == 2 and all(u["choices"] == ["tiny", second, third] for u in lists)
     assert ("tiny", "tiny") in tab.page.model.choices and (first, first) not in tab.page.model.choices
     # its folder stays; a page that still picks it is told why, by the input checks and by the lookup
-    assert (training_root() / tab.folders[second].name).exists()
+    assert (training_root() / tab.trained.folders[second].name).exists()
     told = f"{first} is no longer offered: the server keeps the 2 latest models fine-tuned in the app, and {third} "
     for ask in (lambda: tab.page.models.get(first),
                 lambda: check_inputs([tab.page.model], [first], tab.page.models.gone)):

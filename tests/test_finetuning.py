@@ -25,8 +25,7 @@ from bertviz_app.config import BertConfig
 from bertviz_app.finetuning import (DataError, finetune, read_squad, read_tagged_examples, read_text_examples,
                                     recipes)
 from bertviz_app.finetuning.data import TaggedExample
-from bertviz_app.finetuning.tasks import (IGNORE, QUESTION_ANSWERING, _encode_qa, answer_f1, encode, entity_scores,
-                                          normalize_answer)
+from bertviz_app.finetuning.tasks import IGNORE, TASKS, answer_f1, entity_scores, normalize_answer
 from bertviz_app.model import BertForPreTraining
 from bertviz_app.tokenizer import Tokenizer
 from bertviz_app.training import stop_requests
@@ -92,7 +91,7 @@ def trained(tmp_path_factory, base, sentiment, tagged) -> dict[str, Path]:
                                               **{**FAST, "epochs": 6}).output
     folders["token-classification"] = finetune("token-classification", tagged, out / "tag", model=base,
                                                **{**FAST, "epochs": 4}).output
-    folders["question-answering"] = finetune(QUESTION_ANSWERING, SQUAD, out / "qa", model=base, validation=SQUAD,
+    folders["question-answering"] = finetune("question-answering", SQUAD, out / "qa", model=base, validation=SQUAD,
                                              **{**FAST, "epochs": 6, "batch_size": 2}).output
     return folders
 
@@ -117,7 +116,7 @@ def test_readers_take_csv_tsv_jsonl_conll_and_squad(tmp_path):
 def test_tags_sit_on_the_first_piece_of_each_word(tokenizer):
     example = TaggedExample(["cats", "slept", "."], ["NNS", "VBD", "."])
     assert tokenizer.tokenize("cats") == ["cat", "##s"] and tokenizer.tokenize("slept") == ["slept"]
-    feature = encode("token-classification", [example], tokenizer, 32, [".", "NNS", "VBD"])[0]
+    feature = TASKS["token-classification"].encode([example], tokenizer, 32, [".", "NNS", "VBD"])[0]
     assert tokenizer.convert_ids_to_tokens(feature.ids) == ["[CLS]", "cat", "##s", "slept", ".", "[SEP]"]
     assert feature.label == [IGNORE, 1, IGNORE, 2, 0, IGNORE]
     assert feature.word_starts == [1, 3, 4]
@@ -129,7 +128,7 @@ def test_long_contexts_are_read_in_overlapping_windows(tokenizer):
     context = " ".join(["the cat sat on the mat ."] * 6 + ["john lives in paris ."] + ["a bird sang ."] * 6)
     start = context.index("paris")
     example = QAExample("x", "where does john live ?", context, [("paris", start)])
-    features = _encode_qa([example], tokenizer, max_length=32, stride=8)
+    features = TASKS["question-answering"].encode([example], tokenizer, max_length=32, stride=8)
     assert len(features) > 3
     holding = [f for f in features if f.start]
     assert holding, "some window holds the answer"
@@ -560,12 +559,13 @@ def test_words_past_the_length_limit_are_counted_apart_not_scored_wrong(tokenize
     (they made held-out accuracy 0.0098 on 10,000-word CoNLL sentences)."""
     import numpy as np
 
-    from bertviz_app.finetuning.tasks import PAST_LENGTH, _evaluate_tags
+    from bertviz_app.finetuning.tasks import PAST_LENGTH
 
     labels = ["A", "B"]
     long = TaggedExample(["cat"] * 40, ["A", "B"] * 20)
     short = TaggedExample(["dog", "ran"], ["B", "A"])
-    features = encode("token-classification", [long, short], tokenizer, 16, labels)
+    tagging = TASKS["token-classification"]
+    features = tagging.encode([long, short], tokenizer, 16, labels)
     assert features[0].word_starts[14:] == [PAST_LENGTH] * 26 and PAST_LENGTH not in features[1].word_starts
     outputs = []
     for example, feature in zip((long, short), features):  # logits right on every word the model saw
@@ -574,7 +574,7 @@ def test_words_past_the_length_limit_are_counted_apart_not_scored_wrong(tokenize
             if start >= 0:
                 logits[start, labels.index(tag)] = 5.0
         outputs.append(logits)
-    metrics, rows = _evaluate_tags([long, short], features, outputs, labels, loss=0.1)
+    metrics, rows = tagging.score([long, short], features, outputs, labels, loss=0.1)
     assert metrics["accuracy"] == 1.0 and metrics["words"] == 14 + 2
     assert metrics["words_cut"] == 26 and metrics["sentences_cut"] == 1
     assert rows[0]["accuracy"] == 1.0
@@ -584,9 +584,9 @@ def test_the_summary_line_says_how_many_words_were_cut():
     from bertviz_app.finetuning.training import FineTuneResult
 
     metrics = {"eval": {"accuracy": 0.9, "words": 16, "words_cut": 26, "sentences_cut": 1}, "best_epoch": 1,
-               "settings": {"max_length": 16}}
+               "settings": {"max_tokens": 16}}
     line = str(FineTuneResult(Path("out"), metrics))
-    assert "26 words of 1 held-out sentences were past --max-length 16 pieces and are not scored" in line
+    assert "26 words of 1 held-out sentences were past --max-tokens 16 pieces and are not scored" in line
 
 
 def test_per_class_precision_recall_and_the_confusion_matrix_by_hand():
@@ -603,3 +603,20 @@ def test_per_class_precision_recall_and_the_confusion_matrix_by_hand():
     assert scores["per_class"] == {"negative": {"precision": 0.5, "recall": 0.5, "support": 2},
                                    "positive": {"precision": 0.6, "recall": 0.75, "support": 4},
                                    "neutral": {"precision": None, "recall": 0.0, "support": 1}}
+
+
+def test_a_new_task_is_one_file_and_one_registry_line(tmp_path, base, monkeypatch, capsys):
+    # the file: tests/regression_task.py; the line: its entry in TASKS. The command line, the settings' check, the
+    # training loop, the held-out score and metrics.json all take it from there.
+    from regression_task import TextRegression
+    monkeypatch.setitem(TASKS, "text-regression", TextRegression())
+    scores = write_csv(tmp_path / "scores.csv", [(t, "1.0") for t in POSITIVE] * 2 + [(t, "0.0") for t in NEGATIVE] * 2)
+    out = tmp_path / "out"
+    code = cli.main(["finetune", "text-regression", "--train", str(scores), "--model", str(base), "--output", str(out),
+                     "--epochs", "3", "--learning-rate", "5e-3", "--max-length", "32", "--device", "cpu",
+                     "--timeline", "0"])
+    assert code == 0, capsys.readouterr().err
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["task"] == "text-regression" and metrics["metric"] == "neg_mse" and metrics["labels"] is None
+    assert metrics["eval"]["mse"] < metrics["eval_before_training"]["mse"]
+    assert json.loads((out / "config.json").read_text())["finetuning_task"] == "text-regression"

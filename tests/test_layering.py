@@ -28,6 +28,7 @@ FLOORS = {
     "analysis": 4, "figures": 4,
     "settings": 0,  # a run's settings as one dataclass: checks, argparse and metrics.json from its fields
     "training": 4,  # the one training loop that pretraining and fine-tuning share
+    "run_settings": 5,  # the settings every run and every training shares, which each kind's settings extend
     "views": 5,  # views reads the analyses of a Run's arrays (rollout, statistics)
     "run": 6,  # numbers only: no plotting below it
     "plots": 7,  # run.plot, above the Run it draws
@@ -49,7 +50,8 @@ FLOORS = {
 # Inside app/ (floor 13), the same rule one level down, by module or subpackage: the serving side knows nothing of the
 # page, a tab nothing of the layout that lists it (so adding a tab touches tabs/ alone).
 APP_FLOORS = {
-    "server": 0,  # launch, guards, gradio's internals, the training lane
+    "server": 0,  # launch, guards, gradio's internals
+    "lane": 0,  # the one training lane and its jobs
     "common": 1,  # what every part of the page shares: models, session, checks, errors in words
     "views_host": 2,  # our attention views inside the page
     "attention": 3, "tabs": 3,  # the views under the input; the tabs, one module each, and their protocol

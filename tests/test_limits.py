@@ -102,7 +102,7 @@ def explorers(tiny_mlm_folder):
 @pytest.fixture(scope="module")
 def served(explorers):
     """(url, demo) of the app as `bertviz-app serve` runs it, without --auth (on 127.0.0.1: the Fine-tune tab on)."""
-    from bertviz_app.app.server.training import TrainingSettings
+    from bertviz_app.app.lane.training import TrainingSettings
 
     demo = app.build_demo(explorers, training=TrainingSettings(True))
     url = app.serve(demo, port=app.free_port(), block=False)

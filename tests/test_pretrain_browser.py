@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bertviz_app import app
-from bertviz_app.app.server.training import TrainingSettings
+from bertviz_app.app.lane.training import TrainingSettings
 from pages import TIMEOUT_MS, AppPage, shoot
 
 pytestmark = [pytest.mark.browser]

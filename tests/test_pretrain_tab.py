@@ -15,10 +15,10 @@ import bertviz_app
 from bertviz_app import cli
 from bertviz_app.app import build_demo
 from bertviz_app.app.common import Models
-from bertviz_app.app.server import pretraining as server_pretraining
-from bertviz_app.app.server.pretraining import (BUILTIN_MISSING, PretrainJob, builtin_corpus, class_sentence,
-                                                pretrain_choices, text_problem)
-from bertviz_app.app.server.training import TrainingSettings
+from bertviz_app.app.lane import pretraining as lane_pretraining
+from bertviz_app.app.lane.pretraining import (BUILTIN_MISSING, PretrainJob, builtin_corpus, class_sentence,
+                                                pretrain_choices, pretrain_settings, text_problem)
+from bertviz_app.app.lane.training import TrainingSettings
 from bertviz_app.app.tabs import TabPage
 from bertviz_app.app.tabs.finetune import FineTuneTab
 from bertviz_app.app.tabs.pretrain import PretrainTab
@@ -121,8 +121,9 @@ def test_a_tiny_pretraining_shows_each_snapshot_and_joins_the_model_lists_when_s
 
 def test_a_pretraining_that_reaches_its_steps_is_done_not_stopped(page, texts, tmp_path):
     tab: PretrainTab = page.tabs["pretrain-tab"]
-    job = PretrainJob(pretrain_choices([texts["animals"]])["animals.txt"], "tiny", 2,
-                      class_sentence("The [MASK] sat."), "tiny test", tmp_path / "out", steps=3)
+    text = pretrain_choices([texts["animals"]])["animals.txt"]
+    job = PretrainJob(text, class_sentence("The [MASK] sat."), "tiny test",
+                      pretrain_settings("tiny", 2, text, tmp_path / "out", steps=3))
     tab.lane.start(job, tab._join)
     assert tab.lane.wait(120)
     p = tab.lane.snapshot()
@@ -177,7 +178,7 @@ def test_the_built_in_text_is_debians_fortunes_split_as_the_corpus_script_splits
     assert len(train) > 5000 and 0.01 < len(heldout) / len(train) < 0.03 and not set(train[:-1]) & set(heldout[:-1])
     assert builtin_corpus() == folder  # written once
     monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "elsewhere"))
-    monkeypatch.setattr(server_pretraining, "FORTUNES", tmp_path / "no-fortunes")
+    monkeypatch.setattr(lane_pretraining, "FORTUNES", tmp_path / "no-fortunes")
     with pytest.raises(ValueError, match="not installed on this server"):
         builtin_corpus()
     assert "apt-get install fortunes" in BUILTIN_MISSING

@@ -23,9 +23,9 @@ from ..explorer import Explorer, load
 from .attention import AttentionSection
 from .common import MAX_CHARS, Models, api, check_inputs, plain, refuse, user_errors
 from .server import gradio_internals
-from .server.training import TrainingSettings, trained_folders
+from .lane.training import TrainingSettings, trained_folders
 from .tabs import TABS, Gate, Tab, TabPage, check_tabs, tab_step_js
-from .tabs.finetune import MAX_TRAINED
+from .tabs.trained import MAX_TRAINED
 from .views_host import ViewsHost
 
 log = logging.getLogger("bertviz_app.app")
@@ -379,7 +379,7 @@ def truncation_notice(explorer: Explorer, cut) -> str:
     """A Truncation in words, naming what set the limit: the model's positions, or the server's --max-tokens (and how
     to raise it)."""
     removed = " and ".join(f"{n} from sentence {name}" for n, name in ((cut.removed_a, "A"), (cut.removed_b, "B")) if n)
-    model_limit = explorer.config.max_position_embeddings
+    model_limit = explorer.config.max_tokens  # the longest input, not the position table (RoBERTa: 2 rows longer)
     if cut.max_tokens < model_limit:
         limit = (f"this server reads at most {cut.max_tokens} (its `--max-tokens`; the model itself reads up to "
                  f"{model_limit}: start the server with `--max-tokens {model_limit}` to read more)")

@@ -37,6 +37,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +47,9 @@ from tqdm import tqdm
 
 from ..checkpoint import _weight_files
 from ..explorer import Explorer, load
-from ..settings import as_dict, check, setting
-from ..finetuning.tasks import TEXT_CLASSIFICATION
+from ..run_settings import RunSettings
+from ..settings import as_dict, setting, whole
+from ..finetuning.tasks import TASKS
 from .questions import statistic_sums
 from .sources import CorpusError, Sentence, Source, heldout_folder, read_source
 from .stats import OFFSETS, STATISTICS, is_punctuation, offset_sums, token_statistics
@@ -64,48 +66,42 @@ BATCH_CELLS = 2**16
 TOKEN_COLUMNS = ("sentence", "position", "piece", "word", "tag", "segment")
 
 
-def _whole(least: int):
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least
+@dataclass(kw_only=True)
+class CorpusSettings(RunSettings):
+    """What `build_corpus` does; invalid values raise CorpusError with a sentence naming the option. The model,
+    output, max tokens and device are every run's (settings.RunSettings)."""
 
-
-@dataclass
-class CorpusSettings:
-    """What `build_corpus` does; invalid values raise CorpusError with a sentence naming the option."""
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("source", "output", "model")
+    ERROR: ClassVar[type[Exception]] = CorpusError
+    MIN_TOKENS: ClassVar[int] = 4
 
     source: str = setting(help="a text file (a sentence a line, or A<TAB>B), a CSV/TSV/JSON Lines table, a CoNLL "
                           "file, a recipe (brown, sotu, movie-reviews, wsj-pos), or heldout:FOLDER, a fine-tuned "
                           "folder's held-out set (read by that model unless --model says otherwise)", positional=True)
-    output: str = setting(help="the corpus folder; a build with the same folder resumes where it stopped",
-                          flags=("--output", "-o"))
-    model: str | None = setting(None, "a built-in model name or a checkpoint folder (default: the default model; "
-                                "for heldout:FOLDER, FOLDER)")
+    # a forward pass, not a training step: its own default and bound
+    batch_size: int = setting(64, "sentences per forward pass, at most (fewer for long sentences: a pass holds at "
+                              f"most {BATCH_CELLS:,} attention weights a head)", check=whole(1),
+                              why="--batch-size must be 1 or more")
     max_sentences: int | None = setting(None, "at most this many sentences, sampled across the source (in "
                                         "proportion to each label, e.g. Brown's genres, when it has labels), kept in "
-                                        "the source's order", check=lambda v: v is None or _whole(1)(v),
+                                        "the source's order", check=lambda v: v is None or whole(1)(v),
                                         why="--max-sentences must be 1 or more")
-    seed: int = setting(0, "the seed of the --max-sentences sample", check=_whole(0), why="--seed must be 0 or more")
-    max_length: int = setting(128, "tokens per sentence, special tokens included (longer ones are cut, and counted)",
-                              check=_whole(4), why="--max-length must be 4 or more")
-    batch_size: int = setting(64, "sentences per forward pass, at most (fewer for long sentences: a pass holds at "
-                              f"most {BATCH_CELLS:,} attention weights a head)", check=_whole(1),
-                              why="--batch-size must be 1 or more")
+    seed: int = setting(0, "the seed of the --max-sentences sample", check=whole(0), why="--seed must be 0 or more")
     shard_tokens: int = setting(SHARD_TOKENS, "tokens per shard: a build holds one shard's arrays in memory "
-                                "(~75 MB at the default for the default model)", check=_whole(1),
+                                "(~75 MB at the default for the default model)", check=whole(1),
                                 why="--shard-tokens must be 1 or more")
     qk_sample: float = setting(0.1, "share of the tokens whose queries and keys are kept for the joint map",
                                check=lambda v: 0 <= v <= 1, why="--qk-sample must be between 0 and 1")
     text_column: str = setting("text", "a table's text column")
     pair_column: str | None = setting("text_pair", "a table's second-text column, when it has one")
     label_column: str | None = setting("label", "a table's label column, when it has one")
-    device: str = setting("auto", "auto, cpu or cuda")
-
-    def __post_init__(self):
-        check(self, CorpusError)
 
     def identity(self) -> dict:
-        """The settings a folder's arrays depend on (a resumed build must repeat them)."""
-        keep = ("max_sentences", "seed", "max_length", "shard_tokens", "qk_sample", "text_column", "pair_column", "label_column")
-        return {k: v for k, v in as_dict(self).items() if k in keep}
+        """The settings a folder's arrays depend on (a resumed build must repeat them), under the names corpus.json
+        has always given them (`max_length`: the max tokens)."""
+        keep = ("max_sentences", "seed", "max_tokens", "shard_tokens", "qk_sample", "text_column", "pair_column",
+                "label_column")
+        return {"max_length" if k == "max_tokens" else k: v for k, v in as_dict(self).items() if k in keep}
 
 
 def sample_sentences(sentences: list[Sentence], most: int | None, seed: int = 0) -> tuple[np.ndarray, str]:
@@ -160,18 +156,18 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
         settings.model = str(heldout_folder(settings.source))
     world, rank = _distributed(settings.device)
     explorer = explorer or load(settings.model, device=_device(settings.device, rank, world),
-                                max_tokens=settings.max_length)
+                                max_tokens=settings.max_tokens)
     folder = Path(settings.output)
     read = read_source(settings.source, settings.text_column, settings.pair_column, settings.label_column,
                        say if rank == 0 else lambda text: None)
     chosen, sampled = sample_sentences(read.sentences, settings.max_sentences, settings.seed)
     sentences = [read.sentences[i] for i in chosen]
-    lengths, truncated = _lengths(explorer, sentences, settings.max_length)
+    lengths, truncated = _lengths(explorer, sentences, settings.max_tokens)
     shards = plan_shards(lengths, settings.shard_tokens)
     manifest = _manifest(explorer, read, sentences, settings, shards, truncated)
     if rank == 0:
         _start(folder, manifest, explorer)
-        say(read.summary() + (f"; {truncated:,} longer than --max-length {settings.max_length}, cut" if truncated
+        say(read.summary() + (f"; {truncated:,} longer than --max-tokens {settings.max_tokens}, cut" if truncated
                               else ""))
         if sampled:
             say(sampled)
@@ -311,14 +307,14 @@ class _ShardWriter:
         self.tag_ids = {t: i for i, t in enumerate(manifest["tags"])}
         model = manifest["model"]
         self.L, self.h, self.H, self.d = model["layers"], model["heads"], model["hidden"], model["head_size"]
-        self.classifier = explorer.task_model if model["task"] == TEXT_CLASSIFICATION else None
+        self.classifier = explorer.task_model if model["task"] and TASKS[model["task"]].one_label else None
         self.task_labels = model["task_labels"] or []
         vocab = explorer.tokenizer
         self.punctuation = np.array([is_punctuation(vocab.id_to_token(i)) for i in range(vocab.vocab_size)])
 
     def write(self, folder: Path, shard: Shard, sentences: list[Sentence], bar) -> None:
         encodings = self.explorer.tokenizer.encode_batch([s.text for s in sentences], [s.pair for s in sentences],
-                                                         self.settings.max_length)
+                                                         self.settings.max_tokens)
         rows = np.cumsum([0] + [len(e) for e in encodings])  # the sentence's first row among the shard's tokens
         N, n = int(rows[-1]), len(encodings)
         ids = np.arange(shard.start, shard.stop)

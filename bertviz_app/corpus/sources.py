@@ -25,6 +25,7 @@ from ..checkpoint import task_head
 from ..finetuned import read_heldout
 from ..finetuning import recipes
 from ..finetuning.data import DataError, _json_rows, _lines, _table_rows, read_tagged_examples
+from ..finetuning.tasks import TASKS
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".json")
 CONLL_SUFFIXES = (".conll", ".conllu", ".iob", ".bio")
@@ -136,16 +137,16 @@ def _heldout(folder: Path) -> Source:
         head = task_head(folder)
     except ValueError as err:  # a damaged line or config.json: the message names it
         raise CorpusError(f"{folder}: {err}") from None
-    task = head.task if head is not None else None
+    task = TASKS[head.task] if head is not None else None
     sentences = []
     for row in rows:
         gold, pair = row.get("gold"), row.get("text_pair")
         pair = pair.strip() if isinstance(pair, str) and pair.strip() else None
-        if task == "token-classification" and isinstance(gold, str) and len(gold.split()) == len(row["text"].split()):
+        if task is not None and task.per_word and isinstance(gold, str) and len(gold.split()) == len(row["text"].split()):
             sentences.append(_tagged(row["text"].split(), gold.split()))
         elif row["text"].strip():
             # a question's gold is an answer, not a label; a classifier's is one of its labels
-            label = str(gold) if task == "text-classification" and isinstance(gold, (str, int)) else None
+            label = str(gold) if task is not None and task.one_label and isinstance(gold, (str, int)) else None
             sentences.append(Sentence(row["text"].strip(), pair, label))
     return _deduplicated(f"the held-out set of {folder.name}", _sha256(path), sentences,
                          blank=len(rows) - len(sentences))
@@ -225,7 +226,7 @@ def _recipe(name: str, say: Callable[[str], None]) -> Source:
     if name in recipes.RECIPES:
         recipe, examples = recipes.load_recipe(name, say)
         digest = _sha256(recipes.fetch(recipe.file))
-        if recipe.task == "token-classification":
+        if TASKS[recipe.task].per_word:
             return _deduplicated(name, digest, (_tagged(e.words, e.tags) for e in examples), blank=0)
         return _deduplicated(name, digest, (Sentence(e.text, e.text_pair, e.label) for e in examples), blank=0)
     archive = fetch_npm(name, say)

@@ -38,7 +38,7 @@ OPTIONAL = ("summary_sums",)
 def open_corpus(folder: str | os.PathLike, explorer=None) -> "Corpus":
     """The corpus in `folder` (built by `bertviz-app corpus build` or `build_corpus`). `explorer`: the loaded model
     it was built with, for `run(i)` and searches by text (default: loaded from the manifest when first needed, with
-    the build's --max-length as its token limit)."""
+    the build's --max-tokens as its token limit)."""
     return Corpus(Path(folder), explorer)
 
 

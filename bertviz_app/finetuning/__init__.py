@@ -9,11 +9,11 @@ best epoch kept, a Hugging Face folder with metrics.json written all at once).
 from .data import DataError, QAExample, TaggedExample, TextExample, read_squad, read_tagged_examples, read_text_examples
 from .recipes import RECIPES, RecipeError, cache_dir, load_recipe
 from .settings import FinetuneSettings
-from .tasks import (TASKS, AnswerPrediction, ClassPrediction, TagPrediction, WordTag, answer_f1, entity_scores,
-                    normalize_answer, predict)
+from .tasks import (TASKS, AnswerPrediction, ClassPrediction, TagPrediction, Task, WordTag, answer_f1,
+                    entity_scores, normalize_answer)
 from .training import FineTuneResult, add_finetune_arguments, finetune, main, run_finetune, seed_summary
 
 __all__ = ["RECIPES", "TASKS", "AnswerPrediction", "ClassPrediction", "DataError", "FineTuneResult", "FinetuneSettings",
-           "QAExample", "RecipeError", "TagPrediction", "TaggedExample", "TextExample", "WordTag", "add_finetune_arguments",
-           "answer_f1", "cache_dir", "entity_scores", "finetune", "load_recipe", "main", "normalize_answer", "predict",
+           "QAExample", "RecipeError", "TagPrediction", "Task", "TaggedExample", "TextExample", "WordTag", "add_finetune_arguments",
+           "answer_f1", "cache_dir", "entity_scores", "finetune", "load_recipe", "main", "normalize_answer",
            "read_squad", "read_tagged_examples", "read_text_examples", "run_finetune", "seed_summary"]

@@ -86,9 +86,7 @@ def load_recipe(name: str, say: Callable[[str], None] = lambda text: None) -> tu
     """The recipe and its examples, fetching the data first if the cache lacks it."""
     recipe = RECIPES[name]
     path = fetch(recipe.file, say)
-    if recipe.task == "text-classification":
-        return recipe, read_polarity(path)
-    return recipe, read_slash_tagged(path)
+    return recipe, _READERS[name](path)
 
 
 def fetch(file: str, say: Callable[[str], None] = lambda text: None) -> Path:
@@ -198,3 +196,6 @@ def read_slash_tagged(path: Path) -> list[TaggedExample]:
         if pairs:
             examples.append(TaggedExample([w for w, _ in pairs], [t for _, t in pairs]))
     return examples
+
+
+_READERS = {"movie-reviews": read_polarity, "wsj-pos": read_slash_tagged}  # each recipe's file format

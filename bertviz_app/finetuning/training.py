@@ -14,7 +14,6 @@ import statistics
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,19 +23,17 @@ import torch.distributed as dist
 from torch import nn
 
 from .. import catalog
-from ..checkpoint import TASK_MODELS, CheckpointError, load_model, save_pretrained, task_head
+from ..checkpoint import CheckpointError, load_model, save_pretrained, task_head
 from ..model import BertModel
 from ..settings import add_arguments, as_dict, from_args
 from ..timeline import FOLDER as TIMELINE_FOLDER
-from ..timeline import MAX_LINE_CHARS, TimelineError, TimelineInput, TimelineWriter, choose_inputs, read_inputs
+from ..timeline import TimelineError, TimelineInput, TimelineWriter, choose_inputs, read_inputs
 from ..tokenizer import Tokenizer, TokenizerError
 from ..training import SCHEDULES, Trainer, fit, say_above_progress, setup_distributed, warmup_steps
 from . import recipes
-from .data import (DataError, label_names, read_squad, read_tagged_examples, read_text_examples, split,
-                   unseen_labels, unseen_sentence)
+from .data import DataError, split, unseen_labels, unseen_sentence
 from .settings import FinetuneSettings
-from .tasks import (QUESTION_ANSWERING, TEXT_CLASSIFICATION, TOKEN_CLASSIFICATION, TaskObjective, collate,
-                    encode, evaluate, main_metric, predict)
+from .tasks import TASKS, Task, TaskObjective
 
 
 @dataclass
@@ -56,8 +53,8 @@ class FineTuneResult:
             line += (f"; {unseen['count']} of {unseen['of']} held-out {unseen['unit']} carry a label the training "
                      "data never shows, counted as wrong")
         if ev.get("words_cut"):
-            line += (f"; {ev['words_cut']} words of {ev['sentences_cut']} held-out sentences were past --max-length "
-                     f"{self.metrics['settings']['max_length']} pieces and are not scored (raise it to score them)")
+            line += (f"; {ev['words_cut']} words of {ev['sentences_cut']} held-out sentences were past --max-tokens "
+                     f"{self.metrics['settings']['max_tokens']} pieces and are not scored (raise it to score them)")
         seeds = self.metrics.get("seeds")
         if seeds:
             each = ", ".join(f"seed {r['seed']} {r['score']:.4f}" for r in seeds["runs"])
@@ -103,7 +100,7 @@ def finetune(task: str | None = None, train: str | os.PathLike | None = None, ou
     if settings is None:
         settings = FinetuneSettings(**given)
     elif given:
-        settings = dataclasses.replace(settings, **given)
+        settings = dataclasses.replace(settings, **FinetuneSettings.current_names(given))
     hooks = Hooks(progress, stop, on_epoch, on_step, say, on_before, on_snapshot)
     return _finetune_seeds(settings, hooks) if settings.seeds else _finetune_once(settings, hooks)
 
@@ -118,12 +115,13 @@ class _Data:
 
 
 def _prepare_data(s: FinetuneSettings, say) -> _Data:
-    recipe, train_examples = _read(s.task, s.train, s.text_column, s.pair_column, s.label_column, say)
+    task = TASKS[s.task]
+    recipe, train_examples = _read(task, s.train, s.text_column, s.pair_column, s.label_column, say)
     if s.validation is not None:
-        heldout = _read(s.task, s.validation, s.text_column, s.pair_column, s.label_column, say, role="validation")[1]
+        heldout = _read(task, s.validation, s.text_column, s.pair_column, s.label_column, say, role="validation")[1]
     else:
         train_examples, heldout = split(train_examples, s.validation_fraction, s.heldout_seed)
-    labels = label_names(train_examples) if s.task != QUESTION_ANSWERING else None
+    labels = task.label_names(train_examples)
     unseen = unseen_labels(heldout, labels) if labels is not None else None
     if unseen is not None and unseen["count"]:
         say(unseen_sentence(unseen))
@@ -133,15 +131,15 @@ def _prepare_data(s: FinetuneSettings, say) -> _Data:
 def _prepare_model(s: FinetuneSettings, source, labels: list[str] | None, say):
     """(the task's model with its head, the tokenizer, the new parameters' names)."""
     torch.manual_seed(s.seed)  # the new head's weights (the same on every rank), then dropout
-    net, report = _load_for(s.task, source)
+    task = TASKS[s.task]
+    net, report = _load_for(task, source)
     try:
-        tokenizer = Tokenizer.from_folder(report.folder, max_tokens=net.config.max_position_embeddings)
+        tokenizer = Tokenizer.from_folder(report.folder, max_tokens=net.config.max_tokens)
     except TokenizerError as err:
         raise CheckpointError(f"{err}; fine-tuning needs the model's tokenizer beside its weights") from None
-    if s.max_length > net.config.max_position_embeddings:
-        raise DataError(f"--max-length {s.max_length} exceeds the model's {net.config.max_position_embeddings} "
-                        "positions")
-    new = _fit_head(net, s.task, labels, source)
+    if s.max_tokens > net.config.max_tokens:
+        raise DataError(f"--max-tokens {s.max_tokens} exceeds the {net.config.max_tokens} tokens the model reads")
+    new = task.fit_head(net, labels, task_head(source))
     say(f"model {report.folder} ({net.num_parameters() / 1e6:.1f} M parameters, new: {', '.join(new) or 'none'})")
     return net, tokenizer, new
 
@@ -181,17 +179,17 @@ class _Loop:
                  dist_info, device: torch.device, hooks: Hooks, say):
         self.s, self.data, self.net, self.tokenizer = s, data, net, tokenizer
         self.dist, self.device, self.hooks, self.say = dist_info, device, hooks, say
-        self.train_features = encode(s.task, data.train, tokenizer, s.max_length, data.labels, s.stride)
-        # Tagging is scored on every word, so held-out sentences are read whole (up to the model's positions).
-        eval_length = net.config.max_position_embeddings if s.task == TOKEN_CLASSIFICATION else s.max_length
-        self.eval_features = encode(s.task, data.heldout, tokenizer, eval_length, data.labels, s.stride)
+        self.task = task = TASKS[s.task]
+        self.train_features = task.encode(data.train, tokenizer, s.max_tokens, data.labels, s.stride)
+        eval_length = task.eval_length(s.max_tokens, net.config.max_tokens)
+        self.eval_features = task.encode(data.heldout, tokenizer, eval_length, data.labels, s.stride)
         self.per_step = s.batch_size * dist_info.world_size
         self.steps_per_epoch = math.ceil(len(self.train_features) / self.per_step)
         self.total = s.epochs * self.steps_per_epoch
         schedule = SCHEDULES[s.schedule](warmup_steps(s.warmup_ratio, self.total), self.total)
-        self.trainer = Trainer.create(net, TaskObjective(net), lr=s.learning_rate, weight_decay=s.weight_decay,
+        self.trainer = Trainer.create(net, TaskObjective(net, task), lr=s.learning_rate, weight_decay=s.weight_decay,
                                       schedule=schedule, device=device, dist_info=dist_info, new_parameters=set(new))
-        self.metric = main_metric(s.task, data.labels)
+        self.metric = task.main_metric(data.labels)
         self.history: list[dict] = []
         self.best = {"score": -math.inf, "state": None, "epoch": 0, "eval": None, "rows": None}
         self.before: dict | None = None
@@ -209,11 +207,11 @@ class _Loop:
             # every process needs a full share of the last batch
             chosen += order[:self.per_step - len(chosen)].tolist()
         mine = chosen[info.rank * s.batch_size:(info.rank + 1) * s.batch_size]
-        return collate([self.train_features[i] for i in mine], self.tokenizer.pad_token_id, s.task).to(self.device)
+        return self.task.collate([self.train_features[i] for i in mine], self.tokenizer.pad_token_id).to(self.device)
 
     def evaluate(self):
-        return evaluate(self.s.task, self.net, self.tokenizer, self.data.heldout, self.eval_features,
-                        self.data.labels, self.s.eval_batch_size, self.device)
+        return self.task.evaluate(self.net, self.tokenizer, self.data.heldout, self.eval_features, self.data.labels,
+                                  self.s.eval_batch_size, self.device)
 
     def evaluate_now(self, epoch: float) -> None:
         if not self.dist.is_main:
@@ -270,45 +268,32 @@ def _timeline(s: FinetuneSettings, data: _Data, net, tokenizer: Tokenizer, total
     as OUTPUT/timeline; a run killed before that leaves it there, readable by open_timeline."""
     if not s.timeline:
         return None
+    task = TASKS[s.task]
     if s.timeline_inputs is not None:
         inputs = choose_inputs(s.timeline_inputs, (), tokenizer.vocab)
-        name = f"--timeline-inputs {Path(s.timeline_inputs).name}"
-        if s.task == QUESTION_ANSWERING and not all(i.text_pair for i in inputs):
-            raise TimelineError(f"{name}: question answering reads a question and a context; write each input as "
-                                "'question [SEP] context'")
-        if s.task == TOKEN_CLASSIFICATION and any(i.text_pair for i in inputs):
-            raise TimelineError(f"{name}: a tagger reads one text; write each input without [SEP]")
+        refused = task.check_timeline_inputs(inputs, f"--timeline-inputs {Path(s.timeline_inputs).name}")
+        if refused:
+            raise TimelineError(refused)
     else:
-        inputs = heldout_inputs(s.task, data.heldout)
+        inputs = heldout_inputs(task, data.heldout)
     output = Path(s.output).expanduser()
     folder = output.parent / f".{output.name}.timeline-{os.getpid()}"
     shutil.rmtree(folder, ignore_errors=True)
 
     def answer(model, encoding) -> dict:
-        return dataclasses.asdict(predict(model, tokenizer, s.task, data.labels, encoding))
+        return dataclasses.asdict(task.predict(model, tokenizer, data.labels, encoding))
 
     return TimelineWriter(folder, tokenizer=tokenizer, inputs=inputs, total_steps=total, count=s.timeline,
                           kind="finetuning", max_tokens=net.config.max_tokens, model_name=output.name,
                           predict=answer, task=s.task, labels=data.labels, on_snapshot=hooks.on_snapshot)
 
 
-def heldout_inputs(task: str, heldout: list, count: int = 5, among: int = 200) -> list[TimelineInput]:
+def heldout_inputs(task: Task, heldout: list, count: int = 5, among: int = 200) -> list[TimelineInput]:
     """A timeline's default inputs for a fine-tuning: the `count` shortest of the first `among` held-out examples,
     in their order, each with its gold answer (a label, the tags, the answer's text). A question's context is cut to
     MAX_LINE_CHARS characters (every snapshot keeps every head's attention, which grows with the square of the
     length); its gold answer stays only when the cut keeps it."""
-    items = []
-    for example in heldout[:among]:
-        if task == TEXT_CLASSIFICATION:
-            items.append(TimelineInput(example.text, example.text_pair, gold=example.label))
-        elif task == TOKEN_CLASSIFICATION:
-            items.append(TimelineInput(" ".join(example.words), gold=list(example.tags)))
-        else:
-            context = example.context
-            if len(context) > MAX_LINE_CHARS:
-                context = context[:MAX_LINE_CHARS].rsplit(" ", 1)[0]
-            gold = next((text for text, start in example.answers if start + len(text) <= len(context)), None)
-            items.append(TimelineInput(example.question, context, gold=gold))
+    items = [task.timeline_input(example) for example in heldout[:among]]
     size = [len(i.text) + len(i.text_pair or "") for i in items]
     keep = sorted(sorted(range(len(items)), key=lambda k: size[k])[:count])
     return [items[k] for k in keep]
@@ -323,7 +308,7 @@ def _metrics(s: FinetuneSettings, data: _Data, loop: _Loop, processes: int, devi
         "examples": {"train": len(data.train), "validation": len(data.heldout),
                      "train_features": len(loop.train_features), "validation_features": len(loop.eval_features)},
         "train_seconds": round(loop.seconds, 2), "labels": data.labels, "unseen_labels": data.unseen,
-        "baseline": _baseline(s.task, data.train, data.heldout),
+        "baseline": TASKS[s.task].baseline(data.train, data.heldout),
         "data": {"train": str(s.train), "validation": str(s.validation) if s.validation is not None else
                  f"{s.validation_fraction:g} of train held out (seed {s.heldout_seed})"},
         "settings": {**as_dict(s), "model": str(s.model if s.model is not None else catalog.default_model_name()),
@@ -426,85 +411,35 @@ def _check_output(output: Path, overwrite: bool) -> None:
                         "replace it")
 
 
-def _read(task: str, source, text_column, pair_column, label_column, say, role: str = "training"):
+def _read(task: Task, source, text_column, pair_column, label_column, say, role: str = "training"):
     """(recipe or None, examples) for a file or a recipe name."""
     name = os.fspath(source)
     if recipes.is_recipe(name) and not Path(name).exists():
         recipe, examples = recipes.load_recipe(name, say)
-        if recipe.task != task:
+        if TASKS[recipe.task] is not task:
             raise DataError(f"{name} is {recipe.task} data; run `bertviz-app finetune {recipe.task} --train {name}`")
         return recipe, examples
     path = Path(name).expanduser()
     if not path.exists():
         known = ", ".join(recipes.RECIPES)
         raise DataError(f"no {role} file at {path} (built-in recipes: {known})")
-    if task == TEXT_CLASSIFICATION:
-        return None, read_text_examples(path, text_column, pair_column, label_column)
-    if task == TOKEN_CLASSIFICATION:
-        return None, read_tagged_examples(path)
-    return None, read_squad(path)
+    return None, task.read(path, (text_column, pair_column, label_column))
 
 
-def _load_for(task: str, source):
+def _load_for(task: Task, source):
     """The checkpoint as the task's model. A checkpoint fine-tuned for this task loads as it is; any other (a
     pretraining checkpoint, a bare encoder, another task's model) gives its encoder to a new model of the task, which
     leaves out what the task does not read (a pooler for tagging and QA, the pretraining heads), as transformers
     does."""
-    existing = task_head(source)
-    if existing is not None and existing.task == task:
-        return load_model(source, TASK_MODELS[task])
+    if task.made(task_head(source)):
+        return load_model(source, task.head)
     encoder, report = load_model(source, BertModel)
-    net = TASK_MODELS[task](encoder.config)
+    net = task.head(encoder.config)
     state = {k: v for k, v in encoder.state_dict().items() if net.bert.pooler is not None or not k.startswith("pooler.")}
     missing, unexpected = net.bert.load_state_dict(state, strict=False)
     if unexpected or [k for k in missing if not k.startswith("pooler.")]:
         raise CheckpointError(f"{report.folder}: the encoder does not fit a {type(net).__name__} ({unexpected or missing})")
     return net, report
-
-
-def _fit_head(net: nn.Module, task: str, labels: list[str] | None, source) -> list[str]:
-    """Give the model a head for `labels`: the checkpoint's own when it was fine-tuned for this task with these very
-    labels, else a new one (normal(0, initializer_range), zero bias, as BERT initializes). Returns the new
-    parameters' names."""
-    existing = task_head(source)
-    if task == QUESTION_ANSWERING:
-        keep = existing is not None and existing.task == task
-        if not keep:
-            _reset_linear(net.qa_outputs, net.config.initializer_range)
-        return [] if keep else ["qa_outputs.weight", "qa_outputs.bias"]
-    if existing is not None and existing.task == task and existing.labels == labels:
-        return []
-    net.config = dataclasses.replace(net.config, num_labels=len(labels))
-    if task == TEXT_CLASSIFICATION:
-        net.config.problem_type = "single_label_classification"
-    net.num_labels = len(labels)
-    net.classifier = nn.Linear(net.config.hidden_size, len(labels))
-    _reset_linear(net.classifier, net.config.initializer_range)
-    return ["classifier.weight", "classifier.bias"]
-
-
-def _reset_linear(layer: nn.Linear, std: float) -> None:
-    with torch.no_grad():
-        nn.init.normal_(layer.weight, std=std)
-        nn.init.zeros_(layer.bias)
-
-
-def _baseline(task: str, train, heldout) -> dict | None:
-    """What needs no model: the most frequent label (classification) or each word's most frequent tag, the overall
-    most frequent for unseen words (tagging)."""
-    if task == TEXT_CLASSIFICATION:
-        top = Counter(e.label for e in train).most_common(1)[0][0]
-        return {"majority_label": top, "accuracy": sum(e.label == top for e in heldout) / len(heldout)}
-    if task == TOKEN_CLASSIFICATION:
-        by_word: dict[str, Counter] = {}
-        for e in train:
-            for w, t in zip(e.words, e.tags):
-                by_word.setdefault(w, Counter())[t] += 1
-        overall = Counter(t for e in train for t in e.tags).most_common(1)[0][0]
-        guesses = [(by_word[w].most_common(1)[0][0] if w in by_word else overall) == t
-                   for e in heldout for w, t in zip(e.words, e.tags)]
-        return {"most_frequent_tag_accuracy": sum(guesses) / max(len(guesses), 1)}
-    return None
 
 
 def _write_output(output: Path, net, tokenizer: Tokenizer, task: str, labels, metrics: dict, rows: list[dict],

@@ -22,6 +22,8 @@ class _LinearClassifier(BertPreTrainedModel):
     """The encoder, dropout and one linear layer scoring `num_labels` classes (named as transformers' checkpoints
     name them): of the whole input (on the pooler) or of each token (no pooler)."""
 
+    labelled = True  # config.json's id2label names its classes
+
     def __init__(self, config: BertConfig, add_pooling_layer: bool):
         super().__init__()
         self.config = config
@@ -79,6 +81,8 @@ class BertForTokenClassification(_LinearClassifier):
 
 class BertForQuestionAnswering(BertPreTrainedModel):
     """Span extraction: a start and an end logit for every token."""
+
+    labelled = False
 
     def __init__(self, config: BertConfig):
         super().__init__()

@@ -69,8 +69,8 @@ def _resolve_corpus(args) -> tuple[list[Path], Path | None]:
 def _load_tokenizer(args) -> Tokenizer:
     if args.tokenizer:
         folder = Path(args.tokenizer)
-    elif args.init != "scratch":
-        folder = Path(args.init)
+    elif args.model != "scratch":
+        folder = Path(args.model)
     else:
         folder = default_model_path()
     return Tokenizer.from_folder(folder)
@@ -142,12 +142,12 @@ def add_pretrain_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
 def _build_trainer(args: PretrainSettings, tokenizer: Tokenizer, train_data: SentencePairDataset,
                    dist_info: Distributed, device: torch.device, say) -> Trainer:
     torch.manual_seed(args.seed)  # the same initial weights on every rank
-    model, new = build_model(args.init, tokenizer, args.preset, args.max_tokens,
+    model, new = build_model(args.model, tokenizer, args.preset, args.max_tokens,
                              log_prior=unigram_log_prior(train_data, tokenizer.vocab_size))
     say(f"model: {model.num_parameters() / 1e6:.1f} M parameters; newly initialized: "
         f"{', '.join(new) if new else 'nothing'}")
     schedule = SCHEDULES[args.schedule](args.warmup_steps, args.steps)
-    return Trainer.create(model, PretrainingObjective(model), lr=args.lr, weight_decay=args.weight_decay,
+    return Trainer.create(model, PretrainingObjective(model), lr=args.learning_rate, weight_decay=args.weight_decay,
                           schedule=schedule, device=device, dist_info=dist_info, new_parameters=set(new),
                           new_lr_scale=args.head_lr_scale)
 
@@ -235,7 +235,7 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
     dist_info, device = setup_distributed(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    out = Path(args.out)
+    out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     say = say_above_progress if dist_info.is_main else (lambda *a: None)
     if dist_info.is_main:  # the settings of the latest start (a resumed run may change --steps)
@@ -255,7 +255,7 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
         say(f"already trained {trainer.step} steps (--steps {args.steps}); raise --steps to continue")
         return trainer.model
     if args.freeze_encoder_steps and not trainer.new_parameters:
-        raise ValueError("--freeze-encoder-steps needs newly initialized heads to train; use it with --init PATH "
+        raise ValueError("--freeze-encoder-steps needs newly initialized heads to train; use it with --model PATH "
                          "of a checkpoint without them")
     timeline = None
     if timeline_inputs and dist_info.is_main:

@@ -163,7 +163,7 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
     c = model.config
     manifest = {
         "model": {"name": name, "layers": c.num_hidden_layers, "heads": c.num_attention_heads,
-                  "headSize": c.head_dim, "hidden": c.hidden_size, "maxTokens": c.max_position_embeddings,
+                  "headSize": c.head_dim, "hidden": c.hidden_size, "maxTokens": c.max_tokens,
                   # the graph's score_terms, named as the model names them, and the server's cap on them
                   "scoreTerms": score_term_names(model), "scoreScale": score_scale(model),
                   "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": limits.MAX_MASKS, "weights": weights},

@@ -14,7 +14,6 @@ from pathlib import Path
 from ..inputs import check_text
 
 MAX_INPUTS = 16
-MAX_SNAPSHOTS = 1000  # --timeline's bound: 1000 snapshots of 5 short inputs are ~80 MB for the default model
 # Every snapshot keeps every head's attention for every input, which grows with the square of its length: 400
 # characters (~100 tokens) is about 100 kB per input and snapshot for the default model.
 MAX_LINE_CHARS = 400

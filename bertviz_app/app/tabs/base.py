@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import gradio as gr
 
 from ..common import Page
-from ..server.training import TrainingLane, TrainingSettings
+from ..lane.training import TrainingLane, TrainingSettings
 from ..views_host import ViewsHost
 
 

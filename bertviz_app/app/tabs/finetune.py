@@ -4,7 +4,7 @@ come from short lists. While it trains the page shows the loss of every step and
 it is done the new model joins every model list of the page, so that every view and the Task tab can look inside it
 at once.
 
-The training itself runs in the server's training lane (server/training.py: one at a time, in a thread of its own);
+The training itself runs in the server's training lane (lane/training.py: one at a time, in a thread of its own);
 this tab starts and cancels it and polls its progress. Cancel stops after the step under way; when at least one
 epoch is complete, the best epoch so far is kept and joins the model lists.
 
@@ -23,34 +23,29 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from pathlib import Path
 
 import gradio as gr
 import pandas as pd
 
-from ... import limits
 from ...explorer import load
 from ...figures.training import confusion_matrix_figure, loss_curve_figure
-from ...finetuning import RECIPES
-from ...explorer import release_freed_memory
+from ...finetuning import RECIPES, FinetuneSettings
 from ..common import api, plain, refuse, text_value, user_errors
-from ..server.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
+from ..lane.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
+from .trained import MAX_TRAINED, MIN_POLL_S, POLL_S, PollPace, TrainedModels, client_address
 
 log = logging.getLogger("bertviz_app.app")
 
+BATCH_SIZE = 32  # examples per step of every fine-tuning started here
 EPOCHS = (1, 2, 3, 4, 5)
 LEARNING_RATES = ("1e-5", "2e-5", "3e-5", "5e-5", "1e-4")
 # The learning rate a data choice suggests (the visitor may change it): a tagging head over 44 tags learns slowly at
 # BERT's 5e-5 (wsj-pos from the command line reached 0.933 in 2 epochs at 1e-4, batch 16: README)
 SUGGESTED_RATE = {"token-classification": "1e-4"}
 REPEAT_SEEDS = (0, 1, 2)  # "repeat 3 times": one seed is one draw
-MAX_TRAINED = 4  # models fine-tuned here that the server holds (each its weights in memory, ~90 MB for the default)
-POLL_S = 1.0
-# A page's own timer asks every POLL_S; a call sooner than this after the page's last answered one gets nothing new.
-MIN_POLL_S = POLL_S / 2
 
 
 # --- what the page shows -------------------------------------------------------------------------------------------
@@ -121,13 +116,6 @@ def _replaced_text(replaced: str | None) -> str:
         return ""
     return (f", in place of **{plain(replaced)}**, the oldest of the {MAX_TRAINED} models fine-tuned here that the "
             "server keeps")
-
-
-def replaced_words(name: str, by: str) -> str:
-    """What a page that still picks a replaced model is told."""
-    return (f"{name} is no longer offered: the server keeps the {MAX_TRAINED} latest models fine-tuned in the app, "
-            f"and {by} took its place. Pick another model in the list (reload the page to see the list as it is "
-            "now).")
 
 
 def _seeds_text(seeds: dict | None) -> str:
@@ -224,13 +212,11 @@ class FineTuneTab:
         # trained too, which load_models offers newest first)
         earlier = [(name, e.folder) for name, e in page.models.explorers.items()
                    if e.folder is not None and e.folder.resolve().parent == training_root().resolve()]
-        self.folders: dict[str, Path] = dict(reversed(earlier))
-        self.replaced = 0  # models replaced so far: with the list's length, what a page's lists are up to date with
+        self.trained = TrainedModels(page.models, "{} fine-tuned {}", lambda: MAX_TRAINED, dict(reversed(earlier)))
         self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
         self._drawn: tuple[int, object, pd.DataFrame] | None = None  # (progress version, figure, table)
-        self._polls: dict[str, tuple[float, int]] = {}  # page -> (when it was last answered, the version it got)
-        self._polls_lock = threading.Lock()
+        self.pace = PollPace(lambda: MIN_POLL_S)
         self._refusals: dict[str | None, str] = {}  # page -> why its last try was refused, for `try_refused`
         if not settings.enabled:
             self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
@@ -294,12 +280,14 @@ class FineTuneTab:
         session, address = getattr(request, "session_hash", None), client_address(request)
         if self.settings.shared:
             self.budget.check(session, address)
-        name = self._new_name(choice.key)
+        name = self.trained.new_name(choice.key)
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
-        job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device),
-                  REPEAT_SEEDS if repeat else (), limit_s=self.settings.max_minutes * 60 or None)
+        settings = FinetuneSettings(task=choice.task, train=choice.source, output=output, model=os.fspath(source),
+                                    epochs=int(epochs), batch_size=BATCH_SIZE, learning_rate=float(rate),
+                                    device=str(explorer.device), seeds=REPEAT_SEEDS if repeat else ())
+        job = Job(choice, base, name, settings, limit_s=self.settings.max_minutes * 60 or None)
         self.lane.start(job, self._join, owner=session)
         if self.settings.shared:
             self.budget.record(session, address)
@@ -318,7 +306,7 @@ class FineTuneTab:
         when the lane starts or stops (Cancel only on the page that started it). Each prop update makes gradio build
         a new component for the session, so only what changed is sent."""
         page = getattr(request, "session_hash", None) or (f"address {client_address(request)}" if request else None)
-        shown = self._last_poll(page)
+        shown = self.pace.last(page)
         if shown is None:  # sooner than the page's own timer asks: nothing new
             return (gr.skip(),) * (11 + len(self._pickers))
         p = self.lane.snapshot()
@@ -327,7 +315,7 @@ class FineTuneTab:
         models, running = seen if isinstance(seen, tuple) else (None, None)
         # replaced models leave the length as it was: the count of replacements tells the page's lists apart
         lists = ([gr.update(choices=list(names), interactive=len(names) > 1) for _ in self._pickers]
-                 if models != len(names) + self.replaced else [gr.skip()] * len(self._pickers))
+                 if models != len(names) + self.trained.replaced else [gr.skip()] * len(self._pickers))
         switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
                     if running != (p.running, mine) else (gr.skip(),) * 3)
         if shown == p.version:
@@ -338,28 +326,8 @@ class FineTuneTab:
             drawn = (status_text(p), figure, table, gr.update(value=classes, visible=classes is not None),
                      gr.update(value=matrix, visible=matrix is not None), gr.update(interactive=trying),
                      gr.update(interactive=trying))
-        if page is not None:
-            with self._polls_lock:
-                self._polls[page] = (self._polls[page][0], p.version)
-        return (*drawn, *switches, (len(names) + self.replaced, (p.running, mine)), *lists)
-
-    def _last_poll(self, page: str | None) -> int | None:
-        """The progress version this page was last sent (-1: none), or None when it asks too soon; notes the call.
-        Direct calls (no request: tests, the notebook) are always answered in full."""
-        if page is None:
-            return -1
-        now = time.monotonic()
-        with self._polls_lock:
-            last, version = self._polls.get(page, (float("-inf"), -1))
-            if now - last < MIN_POLL_S:
-                return None
-            if len(self._polls) >= 2 * limits.MAX_SESSIONS:  # forget pages that stopped asking
-                for key in [k for k, (t, _) in self._polls.items() if now - t > 60 * POLL_S]:
-                    del self._polls[key]
-                if len(self._polls) >= 2 * limits.MAX_SESSIONS:
-                    self._polls.clear()
-            self._polls[page] = (now, version)
-            return version
+        self.pace.sent(page, p.version)
+        return (*drawn, *switches, (len(names) + self.trained.replaced, (p.running, mine)), *lists)
 
     def _drawing(self, p: Progress):
         """The loss figure, the epochs' table, the per-class table and the confusion matrix of progress version
@@ -412,45 +380,16 @@ class FineTuneTab:
     def _join(self, job: Job, folder: Path) -> tuple[str, str | None]:
         """Load the trained folder as the other models were loaded and offer it in every model list."""
         base = self.page.models.get(job.base)
-        return self._offer(job.name, folder, load(folder, device=base.device, max_tokens=base.max_tokens,
-                                                  name=job.name, cache_mb=self.settings.cache_mb,
-                                                  cache_dtype=base.cache_dtype))
-
-    def _offer(self, name: str, folder: Path, explorer) -> tuple[str, str | None]:
-        """A trained model in every model list, the oldest trained one out past MAX_TRAINED: (name, the one out)."""
-        explorer.warm_up()  # here, on the training's thread, not at the first visitor's input
-        oldest = next(iter(self.folders)) if len(self.folders) >= MAX_TRAINED else None
-        if oldest is None:
-            self.page.models.add(name, explorer)
-        else:  # its folder stays in the cache (`--model` offers it again); its weights leave the memory
-            self.page.models.replace(oldest, name, explorer, replaced_words(oldest, name))
-            del self.folders[oldest]
-            self.replaced += 1
-            log.info("trained model %s replaced %s (the server keeps %d)", name, oldest, MAX_TRAINED)
-        self.folders[name] = folder
-        for picker in self._pickers:  # the server's copy: what the page may send from now on
-            picker.choices = [(n, n) for n in self.page.models.names]
-        if oldest is not None:
-            release_freed_memory()
-        return name, oldest
-
-    # A new model's name in the lists: what it was trained on (or from) and the time.
-    NAME = "{} fine-tuned {}"
-
-    def _new_name(self, label: str) -> str:
-        stem = self.NAME.format(label, time.strftime('%H:%M'))
-        name, n = stem, 1
-        while name in self.page.models.names:
-            n += 1
-            name = f"{stem} ({n})"
-        return name
+        return self.trained.offer(job.name, folder, load(folder, device=base.device, max_tokens=base.max_tokens,
+                                                         name=job.name, cache_mb=self.settings.cache_mb,
+                                                         cache_dtype=base.cache_dtype))
 
     def wire(self) -> None:
         """The buttons, the timer and the tab's opening; a new model joins every model list of the page
         (`page.model_pickers`: the input's, Compare's) and this tab's own."""
         if not self.settings.enabled:
             return
-        self._pickers = [*self.page.model_pickers, self.base]
+        self._pickers = self.trained.pickers = [*self.page.model_pickers, self.base]
         outputs = self._poll_outputs()
         quiet = dict(queue=False, show_progress="hidden")
         self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
@@ -487,12 +426,6 @@ def _default_base(page: TabPage) -> str:
     untrained = [n for n in names if page.models.explorers[n].task is None]
     default = default_model_name()
     return default if default in untrained else (untrained or names)[0]
-
-
-def client_address(request: gr.Request | None) -> str | None:
-    """The client address of a request (the connection's, or a trusted proxy's X-Forwarded-For), None if unknown."""
-    client = getattr(request, "client", None)
-    return getattr(client, "host", None) or (client.get("host") if isinstance(client, dict) else None)
 
 
 def _slug(name: str) -> str:

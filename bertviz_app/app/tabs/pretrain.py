@@ -6,16 +6,15 @@ that sentence at the latest snapshot, and the attention views of every snapshot 
 place as snapshots arrive. Stop ends it after the step under way; the model at that step joins every model list of
 the page, like a fine-tuned one, and the Timeline tab replays its training.
 
-It runs in the same training lane as the Fine-tune tab (server/training.py, a `PretrainJob`): one training at a
-time, whichever tab started it. The tab is shown only where the app may train, by the Fine-tune tab's rule; its
-progress polls share that tab's machinery (the page's own timer, gr.skip() when nothing changed, PollRate's bucket
-for `pretrain_progress`).
+It runs in the same training lane as the Fine-tune tab (lane/training.py, a `PretrainJob`): one training at a
+time, whichever tab started it. The tab is shown only where the app may train, by the Fine-tune tab's rule; it holds
+the same services as that tab (trained.py: `TrainedModels` offers its models in every list, `PollPace` paces its
+progress polls: the page's own timer, gr.skip() when nothing changed, PollRate's bucket for `pretrain_progress`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from pathlib import Path
 
@@ -25,11 +24,12 @@ from ...explorer import load
 from ...figures.training import loss_curve_figure
 from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
-from ..server.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
-                                  PretrainJob, class_sentence, pretrain_choices, pretraining_root, text_problem)
-from ..server.training import STOPPED_BY, Progress, StartBudget
+from ..lane.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
+                                  PretrainJob, class_sentence, pretrain_choices, pretrain_settings, pretraining_root,
+                                  text_problem)
+from ..lane.training import STOPPED_BY, Progress, StartBudget
 from .base import Gate, TabPage
-from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address
+from .trained import MAX_TRAINED, POLL_S, PollPace, TrainedModels, client_address
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -104,24 +104,22 @@ def curve(p: Progress):
                              title="Masked-LM + next-sentence loss per step")
 
 
-class PretrainTab(FineTuneTab):
-    """Builds the tab in the current gr.Tab (hidden where the app may not train); `wire` connects it. The polling,
-    Cancel and the joining of a model are the Fine-tune tab's, on the page's one lane."""
+class PretrainTab:
+    """Builds the tab in the current gr.Tab (hidden where the app may not train); `wire` connects it. It shares the
+    page's one lane with the Fine-tune tab, and the same services (trained.py): its models offered in every list, its
+    polls paced."""
     id, title = "pretrain-tab", "Pretrain"
 
     def __init__(self, page: TabPage):
         self.page = page
         self.settings = settings = page.training
         self.lane = page.training_lane
-        self.folders: dict[str, Path] = {}  # models pretrained here and still offered, oldest first
-        self.replaced = 0
+        self.trained = TrainedModels(page.models, "{} BERT from scratch {}")  # its models, oldest first
         self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
         self._drawn = None  # (progress version, figure)
         self._views: tuple[str, dict] | None = None  # (views key, the views' value)
-        self._polls: dict[str, tuple[float, int]] = {}
-        self._polls_lock = threading.Lock()
-        self._refusals: dict[str | None, str] = {}
+        self.pace = PollPace()
         if not settings.enabled:
             # the same rule as the Fine-tune tab, which says why it is off; this one is simply not in the tab bar
             page.items[self.id].visible = False
@@ -185,12 +183,12 @@ class PretrainTab(FineTuneTab):
         if self.settings.shared:
             self.budget.check(session, address)
         base = self.page.models.first
-        name = self._new_name(preset)
+        name = self.trained.new_name(preset)
         output = pretraining_root() / f"{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
-        job = PretrainJob(choice, preset, float(minutes), item, name, output, str(base.device),
-                          limit_s=self.settings.max_minutes * 60 or None)
+        settings = pretrain_settings(preset, float(minutes), choice, output, str(base.device))
+        job = PretrainJob(choice, item, name, settings, limit_s=self.settings.max_minutes * 60 or None)
         self.lane.start(job, self._join, owner=session)
         if self.settings.shared:
             self.budget.record(session, address)
@@ -201,7 +199,7 @@ class PretrainTab(FineTuneTab):
         """As the Fine-tune tab's: only what changed is sent; the views only when a snapshot arrived (every
         snapshot so far in one value, keyed by the run, so the slider grows in place)."""
         page = getattr(request, "session_hash", None) or (f"address {client_address(request)}" if request else None)
-        shown = self._last_poll(page)
+        shown = self.pace.last(page)
         if shown is None:
             return (gr.skip(),) * (8 + len(self._pickers))
         p = self.lane.snapshot()
@@ -209,16 +207,14 @@ class PretrainTab(FineTuneTab):
         names = self.page.models.names
         models, running, views = seen if isinstance(seen, tuple) and len(seen) == 3 else (None, None, None)
         lists = ([gr.update(choices=list(names), interactive=len(names) > 1) for _ in self._pickers]
-                 if models != len(names) + self.replaced else [gr.skip()] * len(self._pickers))
+                 if models != len(names) + self.trained.replaced else [gr.skip()] * len(self._pickers))
         switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
                     if running != (p.running, mine) else (gr.skip(),) * 3)
         drawn = ((gr.skip(),) * 3 if shown == p.version else (status_text(p), self._figure(p), top5_text(p)))
         key = self._views_key(p)
         view = gr.skip() if key == views else key
-        if page is not None:
-            with self._polls_lock:
-                self._polls[page] = (self._polls[page][0], p.version)
-        return (*drawn, view, *switches, (len(names) + self.replaced, (p.running, mine), key), *lists)
+        self.pace.sent(page, p.version)
+        return (*drawn, view, *switches, (len(names) + self.trained.replaced, (p.running, mine), key), *lists)
 
     def _figure(self, p: Progress):  # built once per progress version for every page
         if self._drawn is None or self._drawn[0] != p.version:
@@ -245,18 +241,20 @@ class PretrainTab(FineTuneTab):
             self._views = (key, value)
         return self._views[1]
 
-    NAME = "{} BERT from scratch {}"
-
     def _join(self, job: PretrainJob, folder: Path):
         """Load the checkpoint at the last step as the other models were loaded and offer it in every model list."""
         base = self.page.models.first
-        return self._offer(job.name, folder, load(folder, device=job.device, name=job.name,
-                                                  cache_mb=self.settings.cache_mb, cache_dtype=base.cache_dtype))
+        return self.trained.offer(job.name, folder, load(folder, device=job.device, name=job.name,
+                                                         cache_mb=self.settings.cache_mb,
+                                                         cache_dtype=base.cache_dtype))
+
+    def cancel(self, request: gr.Request = None) -> str:
+        return f"**{self.lane.cancel(getattr(request, 'session_hash', None))}**"
 
     def wire(self) -> None:
         if not self.settings.enabled:
             return
-        self._pickers = list(self.page.model_pickers)
+        self._pickers = self.trained.pickers = list(self.page.model_pickers)
         outputs = self._poll_outputs()
         quiet = dict(queue=False, show_progress="hidden")
         self.start_button.click(self.start, [self.data, self.preset, self.minutes, self.sentence],

@@ -56,7 +56,7 @@ def task_view(explorer: Explorer, run: Run, alternatives: tuple[str, ...] = ()) 
     if explorer.task is None:
         other = f" Pick **{plain(alternatives[0])}** in the model list to see a fine-tuned one." if alternatives else ""
         return NO_TASK.format(name=plain(explorer.name), other=other), None
-    if explorer.task.task == "question-answering" and not run.encoding.is_pair:
+    if explorer.finetuned_task.reads_pair and not run.encoding.is_pair:
         return ("**A question and a passage are needed:** type the question as sentence A and the passage to search "
                 "as sentence B, then press Analyze."), None
     result = explorer.predict(run.encoding.text, run.encoding.text_pair)
@@ -79,7 +79,7 @@ def task_view(explorer: Explorer, run: Run, alternatives: tuple[str, ...] = ()) 
 # ------------------------------------------------------------------------------------------------------------------
 def word_choices(explorer: Explorer, run: Run) -> list[tuple[str, int]]:
     """A tagger's words as (label, token position) choices: each word's first piece."""
-    if explorer.task is None or explorer.task.task != "token-classification":
+    if explorer.task is None or not explorer.finetuned_task.per_word:
         return []
     words = run.encoding.word_ids
     return [(f"{run.labels[i]} (token {i})", i) for i, s in enumerate(run.encoding.sequence_ids)
@@ -304,7 +304,7 @@ class TaskTab:
         explorer, run = self.page.models.run_of(session)
         alternatives = tuple(name for name, e in self.page.models.explorers.items() if e.task is not None)
         message, bars = task_view(explorer, run, alternatives)
-        labels = explorer.labels if explorer.task is not None and explorer.task.task != "question-answering" else []
+        labels = explorer.labels if explorer.task is not None and explorer.finetuned_task.labelled else []
         predicted = max(bars, key=bars.get) if bars else (labels[0] if labels else None)
         words = word_choices(explorer, run)
         table = info = gr.update()
@@ -327,7 +327,7 @@ class TaskTab:
         if label is not None and not isinstance(label, str):
             raise refuse("Choose a label from the list.")
         position = word if isinstance(word, int) and not isinstance(word, bool) else None
-        if explorer.task is not None and explorer.task.task == "token-classification" and position is None:
+        if explorer.task is not None and explorer.finetuned_task.per_word and position is None:
             raise refuse("Choose the word whose tag to explain.")
         return explain_view(explorer, run, label, position)
 

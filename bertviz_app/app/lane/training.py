@@ -20,6 +20,7 @@ server's log keeps the detail.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -37,13 +38,12 @@ import torch
 
 from ... import limits
 from ...explorer import release_freed_memory
-from ...finetuning import RECIPES, RecipeError, cache_dir, finetune
+from ...finetuning import RECIPES, FinetuneSettings, RecipeError, cache_dir, finetune
 from ...pretraining import latest_checkpoint, run_pretrain
 from .pretraining import BUILTIN_TEXT, PretrainJob, builtin_corpus, heldout_score, timeline_lines
 
 log = logging.getLogger("bertviz_app.app")
 
-BATCH_SIZE = 32
 # Added to the training thread's nice value (Linux keeps one per thread): 0. At +10 the analyses' p95 was 6.3x its
 # idle value in one run and 1.3x in another (0.5x and 1.0x at 0): a low-priority thread descheduled while it holds
 # Python's GIL keeps the analyses waiting (benchmarks/bench_training_lane.py --phases lane,lane-nice10).
@@ -209,16 +209,26 @@ PREPARING = "reading the data and the model, then scoring the held-out examples 
 
 @dataclass(frozen=True)
 class Job:
+    """A fine-tuning for the lane: what the page calls it, and the settings `finetune()` runs with (the model it
+    starts from, its folder, where it runs, the epochs, the learning rate, the seeds, ...), made whole by the tab."""
+
     data: DataChoice
     base: str  # the model list's name of the model it starts from
-    base_source: str  # what finetune() reads: that model's folder, built-in name or hub id
-    epochs: int
-    learning_rate: float
     name: str  # the new model's name in the list
-    output: Path
-    device: str = "cpu"  # where the model it starts from runs (a GPU server trains there too)
-    seeds: tuple[int, ...] = ()  # several: one run each, the best kept (finetune's --seeds)
+    settings: FinetuneSettings
     limit_s: float | None = None  # stopped as Cancel stops it once it has trained this long (the server's bound)
+
+    @property
+    def output(self) -> Path:
+        return Path(self.settings.output)
+
+    @property
+    def epochs(self) -> int:
+        return self.settings.epochs
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return self.settings.seeds
 
 
 @dataclass
@@ -393,11 +403,9 @@ class TrainingLane:
             if isinstance(job, PretrainJob):
                 self._pretrain(job, on_trained)
                 return
-            result = finetune(job.data.task, job.data.source, job.output, model=job.base_source,
-                              epochs=job.epochs, batch_size=BATCH_SIZE, learning_rate=job.learning_rate,
-                              device=job.device, threads=self.threads, seeds=job.seeds, progress=False,
-                              stop=self._stop,
-                              on_step=self._on_step, on_epoch=self._on_epoch, say=self._say,
+            # the lane's own share of the processor: the one setting a job does not choose
+            result = finetune(settings=dataclasses.replace(job.settings, threads=self.threads), progress=False,
+                              stop=self._stop, on_step=self._on_step, on_epoch=self._on_epoch, say=self._say,
                               on_before=self._on_before)
             metrics = result.metrics
             del result  # the weights: the model list loads them again from the folder
@@ -446,12 +454,14 @@ class TrainingLane:
         """(In the lane's thread.) Read the text, train until the minutes are up or a stop, and offer the model at its
         last step; stopped while the text was read, nothing is kept."""
         self._update(message="reading the text, then making a BERT with random weights ...")
-        corpus = builtin_corpus() if job.data.source == BUILTIN_TEXT else Path(job.data.source)
+        settings = job.settings
+        if settings.corpus == BUILTIN_TEXT:
+            settings = dataclasses.replace(settings, corpus=builtin_corpus())
         if not self._stop.is_set():
             job.output.mkdir(parents=True, exist_ok=True)
             (job.output / "timeline-inputs.txt").write_text(timeline_lines(job.sentence), encoding="utf-8")
-            model = run_pretrain(job.settings(corpus, self.threads), stop=self._stop, on_step=self._on_pretrain_step,
-                                 on_snapshot=self._on_snapshot)
+            model = run_pretrain(dataclasses.replace(settings, threads=self.threads),
+                                 stop=self._stop, on_step=self._on_pretrain_step, on_snapshot=self._on_snapshot)
         else:
             model = None
         folder = latest_checkpoint(job.output) if model is not None else None

@@ -146,32 +146,42 @@ def class_sentence(text: str) -> TimelineInput:
     return parse_line(text, "The sentence")
 
 
+def pretrain_settings(preset: str, minutes: float, text: TextChoice, output: Path, device: str = "cpu",
+                      steps: int | None = None) -> PretrainSettings:
+    """A tiny BERT from scratch at a PRETRAIN_PRESETS size on `text` for `minutes` (`steps`: None, the preset's pace
+    times the minutes). The built-in text stands as its name: the lane writes it out at its first use."""
+    chosen = PRETRAIN_PRESETS[preset]
+    steps = steps or max(1, round(minutes * chosen.steps_per_minute))
+    return PretrainSettings(
+        corpus=text.source, output=output, preset=chosen.model, steps=steps, batch_size=chosen.batch_size,
+        max_tokens=chosen.max_tokens, learning_rate=chosen.lr, schedule="constant",
+        warmup_ratio=min(0.5, chosen.warmup / steps), minutes=minutes, device=device, log_every=steps, eval_every=0,
+        save_every=steps, save_minutes=0, keep=1, timeline=min(PRETRAIN_SNAPSHOTS, steps + 1),
+        timeline_inputs=Path(output) / "timeline-inputs.txt")
+
+
 @dataclass(frozen=True)
 class PretrainJob:
-    """A tiny BERT from scratch (random weights, `base`'s tokenizer is the default model's) on `data`."""
+    """A tiny BERT from scratch (random weights, the default model's tokenizer) on `data`, with the settings
+    `run_pretrain` runs with (`pretrain_settings`); the lane gives them the text it read."""
 
     data: TextChoice
-    preset: str  # a PRETRAIN_PRESETS key
-    minutes: float
     sentence: TimelineInput  # the class's, the timeline's input 0
     name: str
-    output: Path
-    device: str = "cpu"
+    settings: PretrainSettings
     limit_s: float | None = None
-    steps: int | None = None  # None: the preset's pace times the minutes
 
     @property
-    def total_steps(self) -> int:
-        return self.steps or max(1, round(self.minutes * PRETRAIN_PRESETS[self.preset].steps_per_minute))
+    def output(self) -> Path:
+        return Path(self.settings.output)
 
-    def settings(self, corpus: Path, threads: int) -> PretrainSettings:
-        preset, steps = PRETRAIN_PRESETS[self.preset], self.total_steps
-        return PretrainSettings(
-            corpus=corpus, out=self.output, preset=preset.model, steps=steps, batch_size=preset.batch_size,
-            max_tokens=preset.max_tokens, lr=preset.lr, schedule="constant",
-            warmup_ratio=min(0.5, preset.warmup / steps), minutes=self.minutes, device=self.device, threads=threads,
-            log_every=steps, eval_every=0, save_every=steps, save_minutes=0, keep=1,
-            timeline=min(PRETRAIN_SNAPSHOTS, steps + 1), timeline_inputs=self.output / "timeline-inputs.txt")
+    @property
+    def minutes(self) -> float:
+        return self.settings.minutes
+
+    @property
+    def device(self) -> str:
+        return self.settings.device
 
 
 def heldout_score(out: Path) -> dict | None:
