@@ -344,35 +344,15 @@ class Explorer:
         own: the cache's stays free while it traces."""
         with self._pass_lock:
             if self._pass is None:
-                self._pass = analysis_pass(self.model.bert)
+                self._pass = analysis_pass(self.model.bert, Run.POINTS)
             return self._pass
 
     def _run_of(self, out, b: int, encoding: Encoding, seconds: float) -> PlottedRun:
         """The Run of input `b` of a (padded) batch's output."""
-        n = len(encoding)
-
-        def stack(xs, dtype=torch.float32) -> np.ndarray:
-            # each layer converted before stacking: no float32 copy of all the layers' attention (75 MB at 512 tokens)
-            # when a float16 Run is asked for
-            return torch.stack([x[b].to(dtype) for x in xs]).cpu().numpy()
-
-        def tokens(x) -> np.ndarray:
-            # a copy: a view would keep the whole batch's tensor alive with the Run, unseen by its nbytes
-            return x[b, :n].float().cpu().numpy().copy()  # (n, ...)
-
-        parts = out.embedding_parts
-        run = PlottedRun(encoding=encoding, model_name=self.name, config=self.config,
-                         hidden_states=stack([x[:, :n] for x in out.hidden_states]),
-                         attentions=stack([x[:, :, :n, :n] for x in out.attentions], getattr(torch, self.cache_dtype)),
-                         queries=stack([x[:, :, :n] for x in out.queries]), keys=stack([x[:, :, :n] for x in out.keys]),
-                         value_grams=stack([x[:, :n] for x in out.value_grams]),
-                         token_embeddings=tokens(parts.token), segment_embeddings=tokens(parts.segment),
-                         position_embeddings=tokens(parts.position), tables=self.tables)
-        if out.pooler_output is not None:
-            run.pooler_output = out.pooler_output[b].float().cpu().numpy().copy()
+        run = PlottedRun.from_output(out, b, encoding, self.name, self.config, getattr(torch, self.cache_dtype),
+                                     self.tables, seconds)
         if self.model.has_nsp_head:
             run.is_next_probability = masked_lm.is_next_probability(self.model, out.pooler_output[b:b + 1])
-        run.seconds = seconds
         return run
 
 
