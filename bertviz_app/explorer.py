@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import ablation, attribution, catalog, limits, masked_lm
+from . import ablation, attribution, catalog, causal, limits, masked_lm
 from .batching import Batcher
 from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, task_head
 from .device import resolve_device
@@ -284,6 +285,15 @@ class Explorer:
         return attribution.attribute(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
                                      mask_index, token, steps, baseline, target)
 
+    def patch(self, clean: str | Run | Encoding, corrupted: str | Run | Encoding, metric=("are", "is"),
+              over: str = "heads", direction: str = "denoise"):
+        """Activation patching (causal.patching): how much of the clean metric each component restores into the
+        corrupted run (direction "denoise"), or keeps when the corrupted one is put into the clean run ("noise"), per
+        layer and head, position, or attention / feed-forward output: a frame of fractions, 0 = corrupted, 1 =
+        clean. `metric`: two answers at the [MASK] (their logit difference), or "is_next"."""
+        encodings = [x.encoding if isinstance(x, Run) else self._encoding(x) for x in (clean, corrupted)]
+        return causal.patch(self.model, self.tokenizer, *encodings, metric=metric, over=over, direction=direction)
+
     def _model_for(self, target) -> BertPreTrainedModel:
         """The fine-tuned head model for a task target (it shares the encoder), the pretraining model otherwise."""
         if isinstance(target, Target) and target.kind in TASK_TARGETS:
@@ -353,6 +363,7 @@ class Explorer:
                                      self.tables, seconds)
         if self.model.has_nsp_head:
             run.is_next_probability = masked_lm.is_next_probability(self.model, out.pooler_output[b:b + 1])
+        run.explorer = weakref.ref(self)  # what run.patch asks; weak: the explorer's cache holds the Run
         return run
 
 

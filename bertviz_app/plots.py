@@ -37,6 +37,16 @@ class PlottedRun(Run):
         # it had ever drawn (~55 MB each) and grew past 4 GB in 100 inputs.
         return RunPlots(self)
 
+    explorer = None  # a weak reference to the Explorer that made this Run (explorer.py sets it)
+
+    def patch(self, corrupted: Run, metric=("are", "is"), over: str = "heads", direction: str = "denoise"):
+        """Activation patching with this Run as the clean input: `Explorer.patch(self, corrupted, ...)`."""
+        explorer = self.explorer() if self.explorer is not None else None
+        if explorer is None:
+            raise ValueError("this Run was not made by an Explorer that is still loaded; use explorer.patch(clean, "
+                             "corrupted) instead")
+        return explorer.patch(self, corrupted, metric, over, direction)
+
     def __getattr__(self, name: str):
         # The figure methods lived on Run itself before `run.plot`; the README promised them, so they still answer.
         if name in _FIGURE_ALIASES:
