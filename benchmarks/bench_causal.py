@@ -3,6 +3,8 @@ process: the same cells, one whole forward pass each with its intervention (the 
 
     heads      72 cells (6 layers x 12 heads), denoising (target: <= 2 s on 2 CPU cores)
     positions  6 layers x 32 positions (target: <= 2 s)
+    zeroing    value zeroing of every layer at 32 tokens (target: <= 1 s), against one pass per (layer, token)
+    flow       attention flow at 32 and at FLOW_MAX_TOKENS tokens (the bound, chosen from this measure)
 
 Each pair runs alternately (A, B, A, B) so that a neighbour loading the machine hits both alike; the ratio reported is
 the median of the per-repetition ratios, with the load average beside it.
@@ -24,7 +26,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bertviz_app  # noqa: E402
-from bertviz_app.causal import patch  # noqa: E402
+from bertviz_app.analysis import FLOW_MAX_TOKENS, attention_flow  # noqa: E402
+from bertviz_app.causal import patch, value_zeroing  # noqa: E402
 from bertviz_app.model import Edit  # noqa: E402
 
 CLEAN = "The keys to the old wooden cabinet in the back room of the house by the lake [MASK] on the kitchen table"
@@ -71,6 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", nargs="+", default=["heads", "positions", "zeroing", "flow"])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     explorer = bertviz_app.load(device="cpu")
@@ -81,7 +85,7 @@ def main() -> None:
           f"{len(clean)} tokens; load average {os.getloadavg()[0]:.1f}")
     with torch.inference_mode():
         patch(model, tok, clean, corrupted, over="heads")  # warm-up
-        for over in ("heads", "positions"):
+        for over in [o for o in ("heads", "positions") if o in args.only]:
             ours, theirs = [], []
             for _ in range(args.repeats):
                 start = time.perf_counter()
@@ -96,6 +100,39 @@ def main() -> None:
             print(f"{over}: {cells} cells, batched {statistics.median(ours):.2f} s, one pass per cell "
                   f"{statistics.median(theirs):.2f} s, ratio {statistics.median(ratios):.2f}; load average "
                   f"{os.getloadavg()[0]:.1f}")
+
+        if "zeroing" in args.only:
+            ours, theirs = [], []
+            for _ in range(args.repeats):
+                start = time.perf_counter()
+                value_zeroing(model, clean)
+                ours.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                zeroing_one_by_one(model, clean)
+                theirs.append(time.perf_counter() - start)
+            print(f"value zeroing: batched {statistics.median(ours):.2f} s, one layer pass per token "
+                  f"{statistics.median(theirs):.2f} s, ratio {statistics.median(ours) / statistics.median(theirs):.2f}"
+                  f"; load average {os.getloadavg()[0]:.1f}")
+    if "flow" in args.only:
+        for n in (32, FLOW_MAX_TOKENS):
+            text = " ".join(["the keys to the cabinet are on the table ."] * 6)
+            run = explorer.run(explorer.tokenizer.decode(explorer.encode(text).ids[1:n - 1]))
+            start = time.perf_counter()
+            attention_flow(run.attentions)
+            print(f"attention flow at {len(run)} tokens ({len(run) ** 2} maximum flows): "
+                  f"{time.perf_counter() - start:.2f} s; load average {os.getloadavg()[0]:.1f}")
+
+
+def zeroing_one_by_one(model, encoding) -> None:
+    """Value zeroing's T passes per layer, one at a time (the naive loop)."""
+    from bertviz_app.model import Edit, Points
+    ids = torch.tensor([encoding.ids])
+    captured = model.bert(ids, capture=("embeddings", "layer.*.output")).captured
+    states = [captured["embeddings"], *(captured[f"layer.{i}.output"] for i in range(model.config.num_hidden_layers))]
+    for layer in range(model.config.num_hidden_layers):
+        for j in range(len(encoding)):
+            zeroed = Points(intervene={f"layer.{layer}.attention.values": Edit(factor=0.0, positions=[j])})
+            model.bert.encoder.apply_layer(layer, states[layer], None, zeroed)
 
 
 if __name__ == "__main__":

@@ -294,6 +294,13 @@ class Explorer:
         encodings = [x.encoding if isinstance(x, Run) else self._encoding(x) for x in (clean, corrupted)]
         return causal.patch(self.model, self.tokenizer, *encodings, metric=metric, over=over, direction=direction)
 
+    def value_zeroing(self, text: str | Run | Encoding, text_pair: str | None = None):
+        """(L, T, T) value zeroing (causal.value_zeroing, Mohebbi et al. 2023): per layer, how much each token's output
+        changes when another token's value vector is zeroed, rows summing to 1; `causal.aggregate` multiplies them
+        down the layers."""
+        encoding = text.encoding if isinstance(text, Run) else self._encoding(text, text_pair)
+        return causal.value_zeroing(self.model, encoding)
+
     def _model_for(self, target) -> BertPreTrainedModel:
         """The fine-tuned head model for a task target (it shares the encoder), the pretraining model otherwise."""
         if isinstance(target, Target) and target.kind in TASK_TARGETS:

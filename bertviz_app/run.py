@@ -249,6 +249,11 @@ class Run:
         """(L, T, T) rollout through layers 0..l for every l (computed once)."""
         return self._derived("rollouts", lambda: analysis.attention_rollout(self.attentions))
 
+    def attention_flow(self) -> np.ndarray:
+        """(T, T) attention flow (Abnar & Zuidema 2020): the maximum flow from output token i to input token j through
+        the layers' head-averaged attention with the residual (analysis/flow.py); refused above FLOW_MAX_TOKENS."""
+        return self._derived("attention_flow", lambda: analysis.attention_flow(self.attentions))
+
     def value_weighted_attention(self, layer: int, head: int | None = None) -> np.ndarray:
         """(T, T) ||alpha_ij f(x_j)|| (Kobayashi et al. 2020): how much of token j reaches token i through one head of
         `layer`, or through all its heads together (head None). Not rows of weights: a head that puts its weight on
