@@ -133,8 +133,8 @@ def test_the_two_ends_are_the_two_runs(explorer):
 
 
 def test_inputs_of_different_lengths_are_refused_with_both_tokenizations(explorer):
-    with pytest.raises(ValueError, match=r"same number of tokens.*A has 12 \(\[CLS\] the keys.*B has 13 "
-                                         r"\(\[CLS\] the keys .* change a word"):
+    with pytest.raises(ValueError, match=r"same number of tokens.*the clean one has 12 \(\[CLS\] the keys.*the "
+                                         r"corrupted one 13 \(\[CLS\] the keys .* change a word"):
         explorer.patch(CLEAN, "The keys to the big cabinet [MASK] on the table.")
 
 

@@ -94,9 +94,9 @@ def resolve_metric(model: BertForPreTraining, tokenizer: Tokenizer, clean: Encod
 def check_same_length(clean: Encoding, corrupted: Encoding) -> None:
     if len(clean) != len(corrupted):
         raise ValueError(
-            f"the two inputs must have the same number of tokens to be patched position by position, but A has "
-            f"{len(clean)} ({' '.join(clean.tokens)}) and B has {len(corrupted)} ({' '.join(corrupted.tokens)}); "
-            "change a word so that both tokenize to the same length")
+            f"the two inputs must have the same number of tokens to be patched position by position, but the clean one "
+            f"has {len(clean)} ({' '.join(clean.tokens)}) and the corrupted one {len(corrupted)} "
+            f"({' '.join(corrupted.tokens)}); change a word so that both tokenize to the same length")
 
 
 @torch.inference_mode()
