@@ -57,3 +57,32 @@ def test_patch_b_into_a_opens_the_clicked_head_for_both_inputs(browser, server, 
         assert v.errors == []
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["desktop", "phone"])
+def test_value_zeroing_and_flow_show_and_a_long_input_is_refused_in_one_sentence(browser, server, tmp_path, size):
+    v = AppPage(browser, server + "?a=" + A.replace(" ", "+").replace("[MASK]", "%5BMASK%5D"), size=size)
+    page = v.page
+    try:
+        v.views_drawn("lines")
+        v.settle()
+        v.open_tab("Beyond attention")
+        page.click("#mixing")
+        page.wait_for_selector("#value-zeroing .main-svg")
+        page.wait_for_selector("#attention-flow .main-svg")
+        assert "144 maximum flows" in page.locator("#mixing-message").inner_text()
+        page.locator("#value-zeroing").scroll_into_view_if_needed()
+        shoot(page, tmp_path, f"value-zeroing-flow-{size[0]}x{size[1]}")
+        if size[0] < 1000:
+            return
+        v.analyze(" ".join(["The keys to the cabinet are on the table."] * 5))
+        v.settle()
+        v.open_tab("Beyond attention")
+        page.click("#mixing")
+        page.wait_for_function("() => document.querySelector('#mixing-message')?.innerText.includes('not computed')")
+        said = page.locator("#mixing-message").inner_text()
+        assert "exact up to 48 tokens" in said and "this input has 52" in said, said
+        assert page.locator(".toast-body, [data-testid=toast-body]").count() == 0
+        assert v.errors == []
+    finally:
+        page.close()
