@@ -184,8 +184,9 @@ def fidelity(explorer, graph: Path, pairs: dict) -> dict:
     def attention_error(a, b):
         enc = tok.encode(a, b)
         with torch.no_grad():
-            out = model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]), output_attentions=True)
-        want = torch.stack([x[0] for x in out.attentions]).numpy()
+            out = model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]),
+                             capture={"layer.*.attention.probs"})
+        want = torch.stack([x[0] for x in out.layers("attention.probs")]).numpy()
         return float(np.abs(run(enc, ["attentions"]) - want).max())
 
     groups = {f"{n} tokens": [pairs[n]] for n in LENGTHS}

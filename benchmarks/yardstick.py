@@ -26,6 +26,8 @@ SENTENCE = ("The cat sat on the mat because it was tired after chasing the small
             "and then it slept until the evening came.")
 
 
+OUTPUTS = ("embeddings", "layer.*.output", "layer.*.attention.probs")  # hidden states and attentions
+
 def main() -> None:
     torch.set_num_threads(1)
     explorer = bertviz_app.load(device="cpu")
@@ -33,11 +35,11 @@ def main() -> None:
     ids = torch.tensor([encoding.ids[:32]])
     with torch.inference_mode():
         for _ in range(20):
-            explorer.model(ids, output_attentions=True, output_hidden_states=True)
+            explorer.model(ids, capture=OUTPUTS)
         times = []
         for _ in range(200):
             start = time.perf_counter()
-            explorer.model(ids, output_attentions=True, output_hidden_states=True)
+            explorer.model(ids, capture=OUTPUTS)
             times.append(time.perf_counter() - start)
     print(f"{cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}: default model, {ids.shape[1]} tokens, "
           f"1 thread: {statistics.median(times) * 1000:.2f} ms per forward pass (median of {len(times)})")

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from .masked_lm import Prediction, check_top_k, evaluating, mask_positions, top_predictions
-from .model import BertForPreTraining, BertModelOutput
+from .model import BertForPreTraining, BertModelOutput, Edit, Points
 from .targets import Target, batch_size_for, forward_ids, resolve_target
 from .tokenizer import Encoding, Tokenizer
 
@@ -190,22 +190,24 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
     config = model.config
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
     encoder = model.bert.encoder
-    plain = forward_ids(model, encoding, output_hidden_states=True)
+    plain = forward_ids(model, encoding, capture=("embeddings", "layer.*.output"))
+    states = [plain.captured["embeddings"], *plain.layers("output")]  # (1, T, H) each: layer i's input at i
     f_input = float(target.value(model, plain)[0])
     examples = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]  # in layer order
     batch = batch_size_for(config, len(encoding), False, memory_budget, len(examples))
     values = []
     for lo in range(0, len(examples), batch):
         group = examples[lo:lo + batch]
-        hidden = plain.hidden_states[group[0][0]][:0]  # (0, T, H): nobody has joined yet
+        hidden = states[group[0][0]][:0]  # (0, T, H): nobody has joined yet
         for index in range(group[0][0], n_layers):
             joining = sum(layer == index for layer, _ in group)
             if joining:  # these examples start here, from the plain input of this layer
-                hidden = torch.cat([hidden, plain.hidden_states[index].expand(joining, -1, -1)])  # (n, T, H)
+                hidden = torch.cat([hidden, states[index].expand(joining, -1, -1)])  # (n, T, H)
             mask = torch.ones(len(hidden), n_heads, device=hidden.device)  # (n, h)
             rows = [row for row, (layer, _) in enumerate(group) if layer == index]
             mask[rows, [group[row][1] for row in rows]] = 0.0  # each joining example silences its head here
-            hidden = encoder.apply_layer(index, hidden, None, mask)  # ALBERT's shared weights, DeBERTa's positions
+            silence = Points(intervene={f"layer.{index}.attention.probs": Edit(factor=mask[:, :, None, None])})
+            hidden = encoder.apply_layer(index, hidden, None, silence)  # ALBERT's shared weights, DeBERTa's positions
         values.append(target.value(model, _finish(model, hidden)).double().cpu().numpy())
     return f_input, np.concatenate(values).reshape(n_layers, n_heads) - f_input
 

@@ -305,9 +305,9 @@ def faithfulness(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Enco
     token_id = ig.target.token_id if ig.target.kind == "mask" else None
     blank = blank_out(model, tokenizer, encoding, mask_index, token_id, baseline, target, memory_budget)
     with evaluating(model), torch.inference_mode():
-        out = forward_ids(model, encoding, output_attentions=True, output_value_grams=True)
-        attentions = torch.stack([a[0] for a in out.attentions]).float().cpu().numpy()  # (L, h, T, T)
-        grams = torch.stack([g[0] for g in out.value_grams]).float().cpu().numpy()  # (L, T, h, h)
+        out = forward_ids(model, encoding, capture=("layer.*.attention.probs", "layer.*.attention.value_grams"))
+        attentions = torch.stack([a[0] for a in out.layers("attention.probs")]).float().cpu().numpy()  # (L, h, T, T)
+        grams = torch.stack([g[0] for g in out.layers("attention.value_grams")]).float().cpu().numpy()  # (L, T, h, h)
     measures = attention_measures(attentions, grams, ig.target.position)
     references = {"integrated gradients": np.abs(ig.scores), "blank-out": np.abs(blank.scores)}
     keep = ~ig.fixed

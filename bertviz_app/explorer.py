@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import ablation, attribution, catalog, limits, masked_lm
+from . import ablation, attribution, catalog, causal, limits, masked_lm
 from .batching import Batcher
 from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, task_head
 from .device import resolve_device
@@ -288,6 +289,22 @@ class Explorer:
         return attribution.attribute(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
                                      mask_index, token, steps, baseline, target)
 
+    def patch(self, clean: str | Run | Encoding, corrupted: str | Run | Encoding, metric=("are", "is"),
+              over: str = "heads", direction: str = "denoise"):
+        """Activation patching (causal.patching): how much of the clean metric each component restores into the
+        corrupted run (direction "denoise"), or keeps when the corrupted one is put into the clean run ("noise"), per
+        layer and head, position, or attention / feed-forward output: a frame of fractions, 0 = corrupted, 1 =
+        clean. `metric`: two answers at the [MASK] (their logit difference), or "is_next"."""
+        encodings = [x.encoding if isinstance(x, Run) else self._encoding(x) for x in (clean, corrupted)]
+        return causal.patch(self.model, self.tokenizer, *encodings, metric=metric, over=over, direction=direction)
+
+    def value_zeroing(self, text: str | Run | Encoding, text_pair: str | None = None):
+        """(L, T, T) value zeroing (causal.value_zeroing, Mohebbi et al. 2023): per layer, how much each token's output
+        changes when another token's value vector is zeroed, rows summing to 1; `causal.aggregate` multiplies them
+        down the layers."""
+        encoding = text.encoding if isinstance(text, Run) else self._encoding(text, text_pair)
+        return causal.value_zeroing(self.model, encoding)
+
     def _model_for(self, target) -> BertPreTrainedModel:
         """The fine-tuned head model for a task target (it shares the encoder), the pretraining model otherwise."""
         if isinstance(target, Target) and target.kind in TASK_TARGETS:
@@ -348,35 +365,16 @@ class Explorer:
         own: the cache's stays free while it traces."""
         with self._pass_lock:
             if self._pass is None:
-                self._pass = analysis_pass(self.model.bert)
+                self._pass = analysis_pass(self.model.bert, Run.POINTS)
             return self._pass
 
     def _run_of(self, out, b: int, encoding: Encoding, seconds: float) -> PlottedRun:
         """The Run of input `b` of a (padded) batch's output."""
-        n = len(encoding)
-
-        def stack(xs, dtype=torch.float32) -> np.ndarray:
-            # each layer converted before stacking: no float32 copy of all the layers' attention (75 MB at 512 tokens)
-            # when a float16 Run is asked for
-            return torch.stack([x[b].to(dtype) for x in xs]).cpu().numpy()
-
-        def tokens(x) -> np.ndarray:
-            # a copy: a view would keep the whole batch's tensor alive with the Run, unseen by its nbytes
-            return x[b, :n].float().cpu().numpy().copy()  # (n, ...)
-
-        parts = out.embedding_parts
-        run = PlottedRun(encoding=encoding, model_name=self.name, config=self.config,
-                         hidden_states=stack([x[:, :n] for x in out.hidden_states]),
-                         attentions=stack([x[:, :, :n, :n] for x in out.attentions], getattr(torch, self.cache_dtype)),
-                         queries=stack([x[:, :, :n] for x in out.queries]), keys=stack([x[:, :, :n] for x in out.keys]),
-                         value_grams=stack([x[:, :n] for x in out.value_grams]),
-                         token_embeddings=tokens(parts.token), segment_embeddings=tokens(parts.segment),
-                         position_embeddings=tokens(parts.position), tables=self.tables)
-        if out.pooler_output is not None:
-            run.pooler_output = out.pooler_output[b].float().cpu().numpy().copy()
+        run = PlottedRun.from_output(out, b, encoding, self.name, self.config, getattr(torch, self.cache_dtype),
+                                     self.tables, seconds)
         if self.model.has_nsp_head:
             run.is_next_probability = masked_lm.is_next_probability(self.model, out.pooler_output[b:b + 1])
-        run.seconds = seconds
+        run.explorer = weakref.ref(self)  # what run.patch asks; weak: the explorer's cache holds the Run
         return run
 
 

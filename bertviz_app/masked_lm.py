@@ -204,8 +204,9 @@ def logit_lens(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encodi
     elif not isinstance(position, int) or not 0 <= position < len(encoding):
         raise ValueError(f"position {position!r} is outside the input (0 .. {len(encoding) - 1})")
     with _predicting(model):
-        out = _forward(model, encoding, output_hidden_states=True)
-        states = torch.stack([h[0, position] for h in out.hidden_states])  # (L + 1, H)
+        out = _forward(model, encoding, capture=("embeddings", "layer.*.output"))
+        layers = (out.captured["embeddings"], *out.layers("output"))  # L + 1 of (1, T, H)
+        states = torch.stack([h[0, position] for h in layers])  # (L + 1, H)
         probs = model.cls.predictions(states).float().softmax(-1)  # (L + 1, vocab)
         final_id = int(probs[-1].argmax())
         return LogitLens(list(encoding.labels), position, [top_predictions(p, tokenizer, top_k) for p in probs],

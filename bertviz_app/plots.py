@@ -37,6 +37,23 @@ class PlottedRun(Run):
         # it had ever drawn (~55 MB each) and grew past 4 GB in 100 inputs.
         return RunPlots(self)
 
+    explorer = None  # a weak reference to the Explorer that made this Run (explorer.py sets it)
+
+    def patch(self, corrupted: Run, metric=("are", "is"), over: str = "heads", direction: str = "denoise"):
+        """Activation patching with this Run as the clean input: `Explorer.patch(self, corrupted, ...)`."""
+        return self._explorer("patch").patch(self, corrupted, metric, over, direction)
+
+    def value_zeroing(self) -> np.ndarray:
+        """(L, T, T) value zeroing (Mohebbi et al. 2023): `Explorer.value_zeroing(self)`."""
+        return self._explorer("value_zeroing").value_zeroing(self)
+
+    def _explorer(self, method: str):
+        explorer = self.explorer() if self.explorer is not None else None
+        if explorer is None:
+            raise ValueError(f"this Run was not made by an Explorer that is still loaded; use explorer.{method}(...) "
+                             "instead")
+        return explorer
+
     def __getattr__(self, name: str):
         # The figure methods lived on Run itself before `run.plot`; the README promised them, so they still answer.
         if name in _FIGURE_ALIASES:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+import torch
 
 from . import analysis, views
 from .config import BertConfig
@@ -90,6 +91,41 @@ class Run:
     is_next_probability: float | None = None
     seconds: float = 0.0
     tables: ModelTables | None = None
+
+    # The model's named points (model/points.py) a Run is made of: what the serving pass captures.
+    POINTS = ("embeddings", "layer.*.output", "layer.*.attention.probs", "layer.*.attention.queries",
+              "layer.*.attention.keys", "layer.*.attention.value_grams", "embeddings.token", "embeddings.segment",
+              "embeddings.position")
+
+    @classmethod
+    def from_output(cls, out, b: int, encoding: Encoding, model_name: str, config: BertConfig,
+                    attention_dtype: torch.dtype = torch.float32, tables: ModelTables | None = None,
+                    seconds: float = 0.0) -> "Run":
+        """The Run of input `b` of a (padded) pass that captured `Run.POINTS` (a BertModelOutput, its `captured` read
+        by name), cut to the input's own tokens; the attention in `attention_dtype` (the explorer's cache_dtype)."""
+        n, points = len(encoding), out.captured
+
+        def stack(names, cut, dtype=torch.float32) -> np.ndarray:
+            # each layer converted before stacking: no float32 copy of all the layers' attention (75 MB at 512
+            # tokens) when a float16 Run is asked for
+            return torch.stack([points[name][b][cut].to(dtype) for name in names]).cpu().numpy()
+
+        def tokens(name: str) -> np.ndarray:
+            # a copy: a view would keep the whole batch's tensor alive with the Run, unseen by its nbytes
+            return points[name][b, :n].float().cpu().numpy().copy()  # (n, ...)
+
+        L, rows, square = config.num_hidden_layers, (slice(None), slice(n)), (slice(None), slice(n), slice(n))
+        layers = lambda point: [f"layer.{i}.{point}" for i in range(L)]  # noqa: E731
+        pooled = points.get("pooler")
+        return cls(encoding=encoding, model_name=model_name, config=config,
+                   hidden_states=stack(["embeddings", *layers("output")], slice(n)),
+                   attentions=stack(layers("attention.probs"), square, attention_dtype),
+                   queries=stack(layers("attention.queries"), rows), keys=stack(layers("attention.keys"), rows),
+                   value_grams=stack(layers("attention.value_grams"), slice(n)),
+                   token_embeddings=tokens("embeddings.token"), segment_embeddings=tokens("embeddings.segment"),
+                   position_embeddings=tokens("embeddings.position"),
+                   pooler_output=None if pooled is None else pooled[b].float().cpu().numpy().copy(),
+                   seconds=seconds, tables=tables)
 
     # Layers and heads count from 0; attention layers are 0..L-1, hidden-state layers 0..L (0 = embeddings).
     # Bad indices or filter names raise ValueError with the valid range.
@@ -212,6 +248,11 @@ class Run:
     def rollouts(self) -> np.ndarray:
         """(L, T, T) rollout through layers 0..l for every l (computed once)."""
         return self._derived("rollouts", lambda: analysis.attention_rollout(self.attentions))
+
+    def attention_flow(self) -> np.ndarray:
+        """(T, T) attention flow (Abnar & Zuidema 2020): the maximum flow from output token i to input token j through
+        the layers' head-averaged attention with the residual (analysis/flow.py); refused above FLOW_MAX_TOKENS."""
+        return self._derived("attention_flow", lambda: analysis.attention_flow(self.attentions))
 
     def value_weighted_attention(self, layer: int, head: int | None = None) -> np.ndarray:
         """(T, T) ||alpha_ij f(x_j)|| (Kobayashi et al. 2020): how much of token j reaches token i through one head of

@@ -12,37 +12,30 @@ import torch
 from torch import Tensor, nn
 
 from .config import BertConfig
-from .model import BertModel, BertModelOutput, EmbeddingParts
+from .model import BertModel, BertModelOutput
 
 log = logging.getLogger(__name__)
 
 
 class AnalysisPass(nn.Module):
-    """BertModel's forward pass with every output an analysis reads (hidden states, attention, queries, keys, value
-    Grams, embedding parts, pooler) as one flat tuple of tensors, the form `torch.jit.trace` records; `output`
-    gives the BertModelOutput back. See `analysis_pass`."""
+    """BertModel's forward pass capturing the points `capture` names (a Run's: `Run.POINTS`; the pooler where there is
+    one), returned as a tuple in the order of `names`, the form `torch.jit.trace` records; `output` names them
+    again. See `analysis_pass`."""
 
-    def __init__(self, bert: BertModel):
+    def __init__(self, bert: BertModel, capture: tuple[str, ...]):
         super().__init__()
         self.bert = bert
+        wanted = bert.points(capture + (("pooler",) if bert.pooler is not None else ())).capture
+        self.names = [name for name in bert.point_names() if name in wanted]
 
     def forward(self, ids: Tensor, segments: Tensor, mask: Tensor) -> tuple[Tensor, ...]:
-        out = self.bert(ids, segments, mask, output_attentions=True, output_hidden_states=True, output_qk=True,
-                        output_embedding_parts=True, output_value_grams=True)
-        parts = out.embedding_parts
-        pooled = () if out.pooler_output is None else (out.pooler_output,)
-        return (*out.hidden_states, *out.attentions, *out.queries, *out.keys, *out.value_grams, parts.token,
-                parts.segment, parts.position, *pooled)
+        captured = self.bert(ids, segments, mask, capture=self.names).captured
+        return tuple(captured[name] for name in self.names)
 
     def output(self, flat: tuple[Tensor, ...]) -> BertModelOutput:
-        L = self.bert.config.num_hidden_layers
-        hidden = flat[:L + 1]  # L + 1 of (B, T, H): the embeddings, then each layer's output
-        attentions = flat[L + 1:2 * L + 1]  # L of (B, h, T, T)
-        queries, keys = flat[2 * L + 1:3 * L + 1], flat[3 * L + 1:4 * L + 1]  # L of (B, h, T, d) each
-        grams = flat[4 * L + 1:5 * L + 1]  # L of (B, T, h, h)
-        token, segment, position, *pooled = flat[5 * L + 1:]  # (B, T, E) each, then the (B, H) pooler if any
-        return BertModelOutput(hidden[-1], pooled[0] if pooled else None, hidden, attentions, queries, keys,
-                               EmbeddingParts(token, segment, position), value_grams=grams)
+        captured = dict(zip(self.names, flat, strict=True))
+        last = captured[f"layer.{self.bert.config.num_hidden_layers - 1}.output"]
+        return BertModelOutput(last, captured.get("pooler"), captured)
 
 
 @dataclass
@@ -63,7 +56,7 @@ class TracedPass:
             return self.module.output(run(ids, segments, mask))
 
 
-def analysis_pass(bert: BertModel) -> TracedPass:
+def analysis_pass(bert: BertModel, capture: tuple[str, ...]) -> TracedPass:
     """The pass of new inputs, traced by TorchScript on the CPU. In Python each of the pass's ~600 operations gives up
     the GIL and takes it back, and beside a busy Python thread (a server's event loop, another visitor's payload)
     every retake waits: a 36-token pass of the default model took 271 ms instead of 14 there, 31 ms traced, whose
@@ -72,7 +65,7 @@ def analysis_pass(bert: BertModel) -> TracedPass:
     cannot (DeBERTa's relative positions are cut by Python integers, a failed trace, any difference) the pass stays
     in Python. Not on a GPU: there the trace's fuser may round differently after its first runs, and kernel launches
     do not wait for the GIL anyway."""
-    module = AnalysisPass(bert).eval()
+    module = AnalysisPass(bert, capture).eval()
     if bert.config.relative_attention or next(bert.parameters()).device.type != "cpu":
         return TracedPass(module)
     try:

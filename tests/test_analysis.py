@@ -156,7 +156,7 @@ def test_query_key_reproduces_the_attention_row(run_and_explorer):
     L, h = run.num_layers, run.num_heads
     with torch.no_grad():  # the model's own attention, computed again
         exact = explorer.model.bert(torch.tensor([run.encoding.ids]), torch.tensor([run.encoding.segment_ids]),
-                                    output_attentions=True).attentions
+                                    capture={"layer.*.attention.probs"}).layers("attention.probs")
     for layer, head, token in ((0, 0, 0), (L - 1, h - 1, len(run) - 1), (L // 2, h // 2, 3)):
         qk = run.query_key(layer, head, token)
         np.testing.assert_allclose(qk.weights, exact[layer][0, head, token].numpy(), atol=2e-6, rtol=1e-4)

@@ -162,9 +162,9 @@ def test_inputs_embeds_path_equals_ids(tiny):
     enc = tokenizer.encode("the cat sat .", "she poured tea .")
     ids, types = torch.tensor([enc.ids]), torch.tensor([enc.segment_ids])
     with torch.no_grad():
-        by_ids = model(ids, types, output_attentions=True)
+        by_ids = model(ids, types, capture={"layer.*.attention.probs"})
         by_embeds = model(inputs_embeds=model.bert.embeddings.word_embeddings(ids), token_type_ids=types,
-                          output_attentions=True)
+                          capture={"layer.*.attention.probs"})
     torch.testing.assert_close(by_embeds.prediction_logits, by_ids.prediction_logits, rtol=0, atol=0)
     torch.testing.assert_close(by_embeds.seq_relationship_logits, by_ids.seq_relationship_logits, rtol=0, atol=0)
     with pytest.raises(ValueError, match="give either input_ids or inputs_embeds, not both"):

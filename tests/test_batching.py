@@ -18,6 +18,7 @@ import transformers
 import family_models
 from bertviz_app import catalog, load
 from bertviz_app.batching import Batcher
+from bertviz_app.run import Run
 
 ARRAYS = ("hidden_states", "attentions", "queries", "keys", "value_grams", "token_embeddings", "segment_embeddings",
           "position_embeddings", "pooler_output")
@@ -211,15 +212,15 @@ def test_the_analysis_pass_is_traced_and_gives_the_eager_numbers_exactly(family,
                                            mask[:1, :len(encodings[0])])):
         with torch.inference_mode():
             ours = traced(*inputs)
-            eager = explorer.model.bert(*inputs, output_attentions=True, output_hidden_states=True, output_qk=True,
-                                        output_embedding_parts=True, output_value_grams=True)
-        for name in ("hidden_states", "attentions", "queries", "keys", "value_grams"):
-            assert all(torch.equal(a, b) for a, b in zip(getattr(ours, name), getattr(eager, name), strict=True)), name
-        for name in ("token", "segment", "position"):
-            assert torch.equal(getattr(ours.embedding_parts, name), getattr(eager.embedding_parts, name)), name
+            pooler = ("pooler",) if explorer.model.bert.pooler is not None else ()
+            eager = explorer.model.bert(*inputs, capture=Run.POINTS + pooler)
+        assert ours.captured.keys() == eager.captured.keys()  # every point a Run reads, by name, and the pooler's
+        assert len(ours.captured) == 4 + 5 * explorer.config.num_hidden_layers + (eager.pooler_output is not None)
+        for name, value in eager.captured.items():
+            assert torch.equal(ours.captured[name], value), name
         assert (ours.pooler_output is None) == (eager.pooler_output is None)
         assert eager.pooler_output is None or torch.equal(ours.pooler_output, eager.pooler_output)
-    assert not traced(*inputs).hidden_states[-1].requires_grad  # called in grad mode too: a pass for inference
+    assert not traced(*inputs).last_hidden_state.requires_grad  # called in grad mode too: a pass for inference
 
 
 def test_inputs_that_arrive_together_share_a_pass(default_explorer, monkeypatch):

@@ -68,9 +68,9 @@ def test_panel_on_a_tiny_model(tiny):
     # The measures are read from the [MASK]'s row.
     with torch.no_grad():
         out = model.bert(torch.tensor([tokenizer.encode("the cat sat on the [MASK] in the tree .").ids]),
-                         output_attentions=True, output_value_grams=True)
-    att = torch.stack([a[0] for a in out.attentions]).numpy()
-    grams = torch.stack([g[0] for g in out.value_grams]).numpy()
+                         capture={"layer.*.attention.probs", "layer.*.attention.value_grams"})
+    att = torch.stack([a[0] for a in out.layers("attention.probs")]).numpy()
+    grams = torch.stack([g[0] for g in out.layers("attention.value_grams")]).numpy()
     np.testing.assert_allclose(panel.measures["attention, last layer"], att[-1].mean(0)[position], rtol=1e-6)
     np.testing.assert_allclose(panel.measures["rollout"], analysis.attention_rollout(att)[-1][position], rtol=1e-6)
     np.testing.assert_allclose(panel.measures["value-weighted, last layer"],

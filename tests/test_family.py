@@ -16,6 +16,7 @@ import torch
 import transformers
 
 import family_models
+from captured import ATTENTION, BOTH, attentions, hidden_states
 from bertviz_app import load
 from bertviz_app.checkpoint import CheckpointError, load_model
 from bertviz_app.config import BertConfig, ConfigError
@@ -89,14 +90,14 @@ def test_hidden_states_attentions_and_heads_match_transformers(family):
     name, _, hf, ours, _ = family
     batch = _batch(ours.config)
     with torch.no_grad():
-        mine = ours(**batch, output_attentions=True, output_hidden_states=True)
+        mine = ours(**batch, capture=BOTH)
         theirs = hf(**batch, output_attentions=True, output_hidden_states=True)
-    assert len(mine.hidden_states) == len(theirs.hidden_states) == ours.config.num_hidden_layers + 1
-    assert len(mine.attentions) == len(theirs.attentions)
+    assert len(hidden_states(mine)) == len(theirs.hidden_states) == ours.config.num_hidden_layers + 1
+    assert len(attentions(mine)) == len(theirs.attentions)
     for b in range(2):
-        for layer, (a, e) in enumerate(zip(mine.hidden_states, theirs.hidden_states)):
+        for layer, (a, e) in enumerate(zip(hidden_states(mine), theirs.hidden_states)):
             torch.testing.assert_close(_real(a, b), _real(e, b), **TOL, msg=lambda m: f"hidden {layer}: {m}")
-        for layer, (a, e) in enumerate(zip(mine.attentions, theirs.attentions)):
+        for layer, (a, e) in enumerate(zip(attentions(mine), theirs.attentions)):
             n = 13 if b == 0 else 9
             torch.testing.assert_close(a[b, :, :n, :n], e[b, :, :n, :n], **TOL, msg=lambda m: f"attn {layer}: {m}")
             assert float(a[b, :, :n, n:].abs().sum()) == 0.0  # padded keys get nothing
@@ -113,7 +114,7 @@ def test_the_fused_path_gives_the_same_numbers(family):
     _, _, _, ours, _ = family
     batch = _batch(ours.config, seed=3)
     with torch.no_grad():
-        explicit = ours.bert(**batch, output_attentions=True).last_hidden_state
+        explicit = ours.bert(**batch, capture=ATTENTION).last_hidden_state
         fused = ours.bert(**batch).last_hidden_state
     for b in range(2):
         torch.testing.assert_close(_real(fused, b), _real(explicit, b), **TOL)
@@ -333,10 +334,12 @@ def assert_terms_make_the_attention(family_name, folder, atol_payload=0.03):
     segments = torch.tensor([e.segment_ids + [0] * (T - len(e)) for e in encodings])
     mask = torch.tensor([[1] * len(e) + [0] * (T - len(e)) for e in encodings])
     with torch.no_grad():
-        out = explorer.model.bert(ids, segments, mask, output_attentions=True, output_score_terms=True)
-    assert out.score_bias is not None  # the second input is padded
-    for layer, (terms, attention) in enumerate(zip(out.score_terms, out.attentions, strict=True)):
-        torch.testing.assert_close(terms_softmax(terms, out.score_bias), attention, atol=1e-6, rtol=1e-5,
+        out = explorer.model.bert(ids, segments, mask, capture={"attention.bias", "layer.*.attention.probs",
+                                                                 "layer.*.attention.score.*"})
+    bias = out.captured["attention.bias"]
+    assert bias.min() < 0  # the second input is padded
+    for layer, attention in enumerate(attentions(out)):
+        torch.testing.assert_close(terms_softmax(out.score_terms(layer), bias), attention, atol=1e-6, rtol=1e-5,
                                    msg=lambda m: f"{family_name} layer {layer}: {m}")
     for text, pair in texts:
         run = explorer.run(text, pair)

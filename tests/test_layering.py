@@ -37,6 +37,7 @@ FLOORS = {
     "targets": 8,  # the one number an attribution or an ablation explains
     "timeline": 8,  # a training's snapshots: written by the loop's callers, read by the app and a notebook
     "attribution": 9, "ablation": 9,
+    "causal": 9,  # patching, value zeroing, attention flow: the model again, through its named points
     "finetuning": 9,  # below explorer, whose predict() gives a fine-tuned head's answer
     "explorer": 10, "pretraining": 10,
     "corpus": 11,  # many sentences through the explorer's model, and the questions asked of them

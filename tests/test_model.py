@@ -38,35 +38,41 @@ def batch() -> dict:
     return dict(input_ids=ids, token_type_ids=types, attention_mask=(ids != 0).long())
 
 
+EAGER = ("layer.*.attention.probs",)  # probabilities asked for: the explicit path, not the fused kernel
+
 def full(model, batch, **kwargs):
     with torch.no_grad():
-        return model(**batch, output_attentions=True, output_hidden_states=True, output_qk=True,
-                     output_embedding_parts=True, **kwargs)
+        return model(**batch, capture=("embeddings*", "layer.*.output", "layer.*.attention.probs",
+                                       "layer.*.attention.queries", "layer.*.attention.keys"), **kwargs)
+
+
+def hidden_states(out) -> tuple:
+    return (out.captured["embeddings"], *out.layers("output"))
 
 
 def test_output_shapes(model, batch):
     out = full(model, batch)
     B, T = batch["input_ids"].shape
     assert out.last_hidden_state.shape == (B, T, H) and out.pooler_output.shape == (B, H)
-    assert len(out.hidden_states) == L + 1 and all(h.shape == (B, T, H) for h in out.hidden_states)
-    assert len(out.attentions) == L and all(a.shape == (B, HEADS, T, T) for a in out.attentions)
-    assert all(q.shape == (B, HEADS, T, D) for q in out.queries + out.keys)
-    assert out.embedding_parts.token.shape == out.embedding_parts.position.shape == (B, T, H)
+    assert len(hidden_states(out)) == L + 1 and all(h.shape == (B, T, H) for h in hidden_states(out))
+    probs = out.layers("attention.probs")
+    assert len(probs) == L and all(a.shape == (B, HEADS, T, T) for a in probs)
+    assert all(q.shape == (B, HEADS, T, D) for q in out.layers("attention.queries") + out.layers("attention.keys"))
+    assert out.captured["embeddings.token"].shape == out.captured["embeddings.position"].shape == (B, T, H)
     assert out.prediction_logits.shape == (B, T, 100) and out.seq_relationship_logits.shape == (B, 2)
     assert out.loss is None and out.mlm_loss is None and out.nsp_loss is None
-    torch.testing.assert_close(out.hidden_states[-1], out.last_hidden_state, rtol=0, atol=0)
+    torch.testing.assert_close(hidden_states(out)[-1], out.last_hidden_state, rtol=0, atol=0)
 
 
 def test_nothing_extra_unless_asked(model, batch):
     with torch.no_grad():
         out = model(**batch)
-    assert out.hidden_states is None and out.attentions is None and out.queries is None and out.keys is None
-    assert out.embedding_parts is None
+    assert out.captured == {}
 
 
 def test_attention_rows_sum_to_one_and_ignore_padding(model, batch):
     out = full(model, batch)
-    for probs in out.attentions:
+    for probs in out.layers("attention.probs"):
         torch.testing.assert_close(probs.sum(-1), torch.ones(probs.shape[:-1]), **TOL)
         assert (probs >= 0).all()
         assert probs[1, :, :, 6:].abs().max().item() == 0.0  # nobody attends to the padding
@@ -75,19 +81,20 @@ def test_attention_rows_sum_to_one_and_ignore_padding(model, batch):
 def test_attention_recomputed_from_queries_and_keys(model, batch):
     out = full(model, batch)
     bias = (1.0 - batch["attention_mask"][:, None, None, :].float()) * torch.finfo(torch.float32).min
-    for q, k, probs in zip(out.queries, out.keys, out.attentions):
+    for q, k, probs in zip(*(out.layers(f"attention.{p}") for p in ("queries", "keys", "probs")), strict=True):
         torch.testing.assert_close((q @ k.transpose(-1, -2) / D ** 0.5 + bias).softmax(-1), probs, **TOL)
 
 
 def test_embedding_parts_rebuild_the_first_hidden_state(model, batch):
     out = full(model, batch)
-    parts, emb = out.embedding_parts, model.bert.embeddings
-    torch.testing.assert_close(parts.token, emb.word_embeddings.weight[batch["input_ids"]], rtol=0, atol=0)
-    torch.testing.assert_close(parts.segment, emb.token_type_embeddings.weight[batch["token_type_ids"]],
-                               rtol=0, atol=0)
-    torch.testing.assert_close(parts.position[1], emb.position_embeddings.weight[:9], rtol=0, atol=0)
+    token, segment, position = (out.captured[f"embeddings.{part}"] for part in ("token", "segment", "position"))
+    emb = model.bert.embeddings
+    torch.testing.assert_close(token, emb.word_embeddings.weight[batch["input_ids"]], rtol=0, atol=0)
+    torch.testing.assert_close(segment, emb.token_type_embeddings.weight[batch["token_type_ids"]], rtol=0, atol=0)
+    torch.testing.assert_close(position[1], emb.position_embeddings.weight[:9], rtol=0, atol=0)
     with torch.no_grad():
-        torch.testing.assert_close(emb.LayerNorm(parts.sum), out.hidden_states[0], rtol=0, atol=0)
+        torch.testing.assert_close(emb.LayerNorm(token + segment + position), out.captured["embeddings"], rtol=0,
+                                   atol=0)
 
 
 @pytest.mark.parametrize("model_class", [BertForPreTraining, BertForSequenceClassification,
@@ -97,7 +104,7 @@ def test_fused_path_equals_eager_path(config, batch, model_class):
     model = model_class(config).eval()
     with torch.no_grad():
         fused = model(**batch)
-        eager = model(**batch, output_attentions=True)
+        eager = model(**batch, capture=EAGER)
     real = batch["attention_mask"].bool()
     compared = 0
     for name in ("last_hidden_state", "pooler_output", "prediction_logits", "seq_relationship_logits", "logits",
@@ -118,10 +125,9 @@ def test_fused_and_eager_gradients_agree(config, batch):
     model = BertForPreTraining(config).eval()  # eval: no dropout, so the two passes are comparable
     labels = torch.where(batch["attention_mask"].bool(), batch["input_ids"], -100)
     grads = []
-    for output_attentions in (False, True):
+    for capture in ((), EAGER):
         model.zero_grad()
-        model(**batch, labels=labels, next_sentence_label=torch.tensor([0, 1]),
-              output_attentions=output_attentions).loss.backward()
+        model(**batch, labels=labels, next_sentence_label=torch.tensor([0, 1]), capture=capture).loss.backward()
         grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
     for name in grads[0]:
         torch.testing.assert_close(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4, msg=name)
@@ -163,11 +169,11 @@ def test_dropout_only_in_training(config, batch):
 # ------------------------------------------------------------------------------------------------------------------
 # Head mask
 # ------------------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("output_attentions", [True, False], ids=["eager", "fused"])
-def test_head_mask_of_ones_changes_nothing(model, batch, output_attentions):
+@pytest.mark.parametrize("capture", [EAGER, ()], ids=["eager", "fused"])
+def test_head_mask_of_ones_changes_nothing(model, batch, capture):
     with torch.no_grad():
-        plain = model(**batch, output_attentions=output_attentions)
-        masked = model(**batch, head_mask=torch.ones(L, HEADS), output_attentions=output_attentions)
+        plain = model(**batch, capture=capture)
+        masked = model(**batch, head_mask=torch.ones(L, HEADS), capture=capture)
     torch.testing.assert_close(masked.prediction_logits, plain.prediction_logits, rtol=0, atol=0)
 
 
@@ -175,11 +181,11 @@ def test_silenced_head_is_zero_and_equal_on_both_paths(model, batch):
     head_mask = torch.ones(L, HEADS)
     head_mask[1, 3] = 0.0
     with torch.no_grad():
-        eager = model(**batch, head_mask=head_mask, output_attentions=True)
+        eager = model(**batch, head_mask=head_mask, capture=EAGER)
         fused = model(**batch, head_mask=head_mask)
         plain = model(**batch)
-    assert eager.attentions[1][:, 3].abs().max().item() == 0.0
-    assert eager.attentions[0].sum(-1).min().item() > 0.99  # the first layer is untouched
+    assert eager.captured["layer.1.attention.probs"][:, 3].abs().max().item() == 0.0
+    assert eager.captured["layer.0.attention.probs"].sum(-1).min().item() > 0.99  # the first layer is untouched
     real = batch["attention_mask"].bool()
     torch.testing.assert_close(fused.prediction_logits[real], eager.prediction_logits[real], **TOL)
     assert not torch.allclose(plain.prediction_logits, eager.prediction_logits)
@@ -307,5 +313,5 @@ def test_bert_model_alone(config, batch):
     torch.manual_seed(8)
     model = BertModel(config, add_pooling_layer=False).eval()
     with torch.no_grad():
-        out = model(**batch, output_hidden_states=True)
-    assert out.pooler_output is None and len(out.hidden_states) == L + 1
+        out = model(**batch, capture=("embeddings", "layer.*.output"))
+    assert out.pooler_output is None and len(hidden_states(out)) == L + 1

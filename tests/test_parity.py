@@ -16,6 +16,7 @@ from torch import Tensor
 from bertviz_app import model as ours
 from bertviz_app.checkpoint import load_model
 from bertviz_app.catalog import minilm_path
+from captured import ATTENTION, BOTH, STATES, attentions, hidden_states
 from conftest import perturb_
 
 TOL = dict(atol=1e-5, rtol=1e-5)  # float32; both sides are the same arithmetic, ordered a little differently
@@ -136,11 +137,11 @@ def minilm_batch(minilm_folder) -> PairBatch:
 # The whole model
 # ------------------------------------------------------------------------------------------------------------------
 def compare_encoder(out, ref, batch: PairBatch, num_layers: int) -> None:
-    assert len(out.hidden_states) == len(ref.hidden_states) == num_layers + 1
-    assert len(out.attentions) == len(ref.attentions) == num_layers
-    for mine, theirs in zip(out.hidden_states, ref.hidden_states):
+    assert len(hidden_states(out)) == len(ref.hidden_states) == num_layers + 1
+    assert len(attentions(out)) == len(ref.attentions) == num_layers
+    for mine, theirs in zip(hidden_states(out), ref.hidden_states):
         assert_tokens_close(mine, theirs, batch)
-    for mine, theirs in zip(out.attentions, ref.attentions):
+    for mine, theirs in zip(attentions(out), ref.attentions):
         assert_attention_close(mine, theirs, batch)
     assert_tokens_close(out.last_hidden_state, ref.last_hidden_state, batch)
     torch.testing.assert_close(out.pooler_output, ref.pooler_output, **TOL)  # reads [CLS] only
@@ -151,7 +152,7 @@ def test_minilm_matches_transformers(minilm_pair, minilm_batch):
     model, hf = minilm_pair
     assert not model.has_mlm_head and not model.has_nsp_head  # sentence-transformers keeps the encoder only
     with torch.no_grad():
-        out = model(**minilm_batch.kwargs(), output_attentions=True, output_hidden_states=True)
+        out = model(**minilm_batch.kwargs(), capture=BOTH)
         ref = hf(**minilm_batch.kwargs(), output_attentions=True, output_hidden_states=True)
     compare_encoder(out, ref, minilm_batch, num_layers=6)
     assert out.prediction_logits is None and out.seq_relationship_logits is None
@@ -162,7 +163,7 @@ def test_minilm_as_bert_model_matches_transformers(minilm_folder, minilm_pair, m
     _, hf = minilm_pair
     model, _ = load_model(minilm_folder, model_class=ours.BertModel)
     with torch.no_grad():
-        out = model(**minilm_batch.kwargs(), output_attentions=True, output_hidden_states=True)
+        out = model(**minilm_batch.kwargs(), capture=BOTH)
         ref = hf(**minilm_batch.kwargs(), output_attentions=True, output_hidden_states=True)
     compare_encoder(out, ref, minilm_batch, num_layers=6)
 
@@ -185,8 +186,7 @@ def test_random_pretraining_model_matches_transformers(random_pair, random_batch
     labels[:, ::2] = -100  # only some positions are predicted
     nsp = torch.tensor([0, 1])
     with torch.no_grad():
-        out = model(**random_batch.kwargs(), labels=labels, next_sentence_label=nsp,
-                    output_attentions=True, output_hidden_states=True)
+        out = model(**random_batch.kwargs(), labels=labels, next_sentence_label=nsp, capture=BOTH)
         ref = hf(**random_batch.kwargs(), labels=labels, next_sentence_label=nsp,
                  output_attentions=True, output_hidden_states=True)
         base = hf.bert(**random_batch.kwargs())  # transformers' pretraining output has no pooler output
@@ -212,29 +212,30 @@ def check_queries_keys_and_parts(model, hf_bert, batch: PairBatch) -> None:
     """Queries and keys are transformers' query/key projections split into heads; the embedding parts are the three
     table look-ups, and their sum through embeddings.LayerNorm is hidden_states[0]."""
     with torch.no_grad():
-        out = model(**batch.kwargs(), output_qk=True, output_hidden_states=True, output_embedding_parts=True)
+        out = model(**batch.kwargs(), capture=("embeddings*", "layer.*.attention.queries", "layer.*.attention.keys"))
         ref = hf_bert(**batch.kwargs(), output_hidden_states=True)
     config = model.config
     B, T = batch.input_ids.shape
     h, d = config.num_attention_heads, config.head_dim
-    assert len(out.queries) == len(out.keys) == config.num_hidden_layers
+    queries, keys = out.layers("attention.queries"), out.layers("attention.keys")
+    assert len(queries) == len(keys) == config.num_hidden_layers
     for i, layer in enumerate(hf_bert.encoder.layer):
         with torch.no_grad():
             q = layer.attention.self.query(ref.hidden_states[i]).view(B, T, h, d).transpose(1, 2)  # (B, h, T, d)
             k = layer.attention.self.key(ref.hidden_states[i]).view(B, T, h, d).transpose(1, 2)  # (B, h, T, d)
-        assert out.queries[i].shape == out.keys[i].shape == (B, h, T, d)
-        assert_tokens_close(out.queries[i].transpose(1, 2), q.transpose(1, 2), batch)  # (B, T, h, d)
-        assert_tokens_close(out.keys[i].transpose(1, 2), k.transpose(1, 2), batch)
+        assert queries[i].shape == keys[i].shape == (B, h, T, d)
+        assert_tokens_close(queries[i].transpose(1, 2), q.transpose(1, 2), batch)  # (B, T, h, d)
+        assert_tokens_close(keys[i].transpose(1, 2), k.transpose(1, 2), batch)
 
-    parts = out.embedding_parts
+    token, segment, position = (out.captured[f"embeddings.{part}"] for part in ("token", "segment", "position"))
     emb = hf_bert.embeddings
     positions = torch.arange(T).expand(B, T)
-    torch.testing.assert_close(parts.token, emb.word_embeddings(batch.input_ids), rtol=0, atol=0)
-    torch.testing.assert_close(parts.segment, emb.token_type_embeddings(batch.token_type_ids), rtol=0, atol=0)
-    torch.testing.assert_close(parts.position, emb.position_embeddings(positions), rtol=0, atol=0)
+    torch.testing.assert_close(token, emb.word_embeddings(batch.input_ids), rtol=0, atol=0)
+    torch.testing.assert_close(segment, emb.token_type_embeddings(batch.token_type_ids), rtol=0, atol=0)
+    torch.testing.assert_close(position, emb.position_embeddings(positions), rtol=0, atol=0)
     with torch.no_grad():
-        summed = model_embeddings(model).LayerNorm(parts.sum)
-    torch.testing.assert_close(summed, out.hidden_states[0], rtol=0, atol=0)
+        summed = model_embeddings(model).LayerNorm(token + segment + position)
+    torch.testing.assert_close(summed, out.captured["embeddings"], rtol=0, atol=0)
     torch.testing.assert_close(summed, ref.hidden_states[0], **TOL)
 
 
@@ -242,8 +243,8 @@ def check_fused_equals_eager(model, batch: PairBatch) -> None:
     """Nothing requested: scaled_dot_product_attention. Attentions requested: the explicit softmax. Same numbers."""
     with torch.no_grad():
         fused = model(**batch.kwargs())
-        eager = model(**batch.kwargs(), output_attentions=True)
-    assert fused.attentions is None and eager.attentions is not None
+        eager = model(**batch.kwargs(), capture=ATTENTION)
+    assert fused.captured == {} and len(attentions(eager)) == model.config.num_hidden_layers
     assert_tokens_close(fused.last_hidden_state, eager.last_hidden_state, batch)
     torch.testing.assert_close(fused.pooler_output, eager.pooler_output, **TOL)
     if getattr(fused, "prediction_logits", None) is not None:
@@ -266,7 +267,7 @@ def test_embeddings_piece(random_pair, random_batch):
     types[1, -1] = 2
     T = types.shape[1]
     with torch.no_grad():
-        mine, _ = model.bert.embeddings(random_batch.input_ids, types, torch.arange(T)[None])
+        mine = model.bert.embeddings(random_batch.input_ids, types, torch.arange(T)[None], ours.Points())
         theirs = hf.bert.embeddings(input_ids=random_batch.input_ids, token_type_ids=types)
     torch.testing.assert_close(mine, theirs, **TOL)  # every position, padding included: no mask is involved
 
@@ -292,11 +293,14 @@ def test_one_layer_piece(random_pair, random_batch, index):
     hidden = torch.randn(*random_batch.input_ids.shape, RANDOM_CONFIG["hidden_size"])
     bias = hf_attention_bias(random_batch)
     with torch.no_grad():
-        mine, probs, _, _, _ = model.bert.encoder.layer[index](hidden, bias, output_attentions=True)
-        fused, no_probs, _, _, _ = model.bert.encoder.layer[index](hidden, bias)
+        points = ours.Points(capture={f"layer.{index}.attention.probs"})
+        mine = model.bert.encoder.layer[index](hidden, bias, points, index)
+        probs = points.captured[f"layer.{index}.attention.probs"]
+        fused_points = ours.Points()
+        fused = model.bert.encoder.layer[index](hidden, bias, fused_points, index)
         theirs = hf.bert.encoder.layer[index](hidden, bias)
         _, their_probs = hf.bert.encoder.layer[index].attention.self(hidden, attention_mask=bias)
-    assert no_probs is None
+    assert fused_points.captured == {}
     assert_tokens_close(mine, theirs, random_batch)
     assert_tokens_close(fused, theirs, random_batch)
     assert_attention_close(probs, their_probs, random_batch)
@@ -422,21 +426,21 @@ def hf_silenced(random_folder):
 
 @pytest.mark.parametrize("output_attentions", [True, False], ids=["eager", "fused"])
 def test_head_mask_equals_zeroed_output_columns(random_pair, hf_silenced, random_batch, output_attentions):
+    # (the eager path: the probabilities captured; fused: only the hidden states, so the kernel runs)
     model, _ = random_pair
     head_mask = torch.ones(RANDOM_CONFIG["num_hidden_layers"], RANDOM_CONFIG["num_attention_heads"])
     for layer, head in SILENCED:
         head_mask[layer, head] = 0.0
     with torch.no_grad():
-        out = model(**random_batch.kwargs(), head_mask=head_mask, output_attentions=output_attentions,
-                    output_hidden_states=True)
+        out = model(**random_batch.kwargs(), head_mask=head_mask, capture=BOTH if output_attentions else STATES)
         ref = hf_silenced(**random_batch.kwargs(), output_attentions=True, output_hidden_states=True)
-    for mine, theirs in zip(out.hidden_states, ref.hidden_states):
+    for mine, theirs in zip(hidden_states(out), ref.hidden_states, strict=True):
         assert_tokens_close(mine, theirs, random_batch)
     assert_tokens_close(out.prediction_logits, ref.prediction_logits, random_batch)
     torch.testing.assert_close(out.seq_relationship_logits, ref.seq_relationship_logits, **TOL)
     if output_attentions:  # silenced heads show no attention; the others are transformers' probabilities
         keep = head_mask.bool()
-        for i, (mine, theirs) in enumerate(zip(out.attentions, ref.attentions)):
+        for i, (mine, theirs) in enumerate(zip(attentions(out), ref.attentions)):
             assert_attention_close(mine[:, keep[i]], theirs[:, keep[i]], random_batch)
             if not keep[i].all():
                 assert mine[:, ~keep[i]].abs().max().item() == 0.0
@@ -451,7 +455,7 @@ def test_per_example_head_mask(random_pair, hf_silenced, random_batch, output_at
     for layer, head in SILENCED:
         head_mask[layer, 0, head] = 0.0
     with torch.no_grad():
-        out = model(**random_batch.kwargs(), head_mask=head_mask, output_attentions=output_attentions)
+        out = model(**random_batch.kwargs(), head_mask=head_mask, capture=ATTENTION if output_attentions else ())
         silenced = hf_silenced(**random_batch.kwargs())
         plain = hf(**random_batch.kwargs())
     n0, n1 = random_batch.lengths

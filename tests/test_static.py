@@ -33,13 +33,15 @@ ATOL_TERMS, RTOL_TERMS = 1e-5, 2e-6
 
 def _reference(model, ids, segments, positions):
     with torch.no_grad():
-        out = model(torch.tensor([ids]), torch.tensor([segments]), output_attentions=True, output_qk=True)
-        terms = model.bert(torch.tensor([ids]), torch.tensor([segments]), output_score_terms=True).score_terms
-    stack = lambda xs: torch.stack([x[0] for x in xs]).numpy()  # noqa: E731
+        out = model(torch.tensor([ids]), torch.tensor([segments]), capture={
+            "layer.*.attention.probs", "layer.*.attention.queries", "layer.*.attention.keys",
+            "layer.*.attention.score.*"})
+    stack = lambda point: torch.stack([x[0] for x in out.layers(point)]).numpy()  # noqa: E731
     # (L, h, n, T, T): each layer's terms in the model's order, beside its heads
-    by_layer = np.stack([np.stack([t[0].numpy() for t in layer.values()], axis=1) for layer in terms])
-    return (stack(out.attentions), out.prediction_logits[0, positions].numpy(), out.seq_relationship_logits[0].numpy(),
-            stack(out.queries), stack(out.keys), by_layer)
+    by_layer = np.stack([np.stack([t[0].numpy() for t in out.score_terms(i).values()], axis=1)
+                         for i in range(model.config.num_hidden_layers)])
+    return (stack("attention.probs"), out.prediction_logits[0, positions].numpy(),
+            out.seq_relationship_logits[0].numpy(), stack("attention.queries"), stack("attention.keys"), by_layer)
 
 
 def _softmax(x):

@@ -48,8 +48,9 @@ def server(site):
 def _torch_attention(explorer, a, b=None):
     enc = explorer.tokenizer.encode(a, b)
     with torch.no_grad():
-        out = explorer.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]), output_attentions=True)
-    return enc.tokens, torch.stack([x[0] for x in out.attentions]).numpy()
+        out = explorer.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]),
+                                  capture={"layer.*.attention.probs"})
+    return enc.tokens, torch.stack([x[0] for x in out.layers("attention.probs")]).numpy()
 
 
 @pytest.fixture(scope="module")
@@ -140,8 +141,9 @@ def test_query_key_view_gets_the_pages_queries_and_keys(served, explorer):
     enc = explorer.tokenizer.encode(page.input_value("#text-a"), page.input_value("#text-b") or None)
     assert enc.tokens == tokens
     with torch.no_grad():
-        out = explorer.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]), output_qk=True)
-    want = out.queries[0][0, 0].numpy()  # layer 0, head 0: (T, d)
+        out = explorer.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]),
+                                  capture={"layer.0.attention.queries"})
+    want = out.captured["layer.0.attention.queries"][0, 0].numpy()  # layer 0, head 0: (T, d)
     q = np.array(got["q"], dtype=np.float32).reshape(got["T"], got["d"]) * got["scale"]
     assert np.abs(q - want).max() <= got["scale"] / 2 + 1e-4
     # the model's score terms, asked of the graph as the view opened, quantized per row as the server's blob: the
@@ -163,8 +165,8 @@ def test_query_key_view_gets_the_pages_queries_and_keys(served, explorer):
     assert np.abs(weights - attention).max() > 0  # 8-bit codes, not the model's floats passed through
     with torch.no_grad():
         exact = explorer.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.segment_ids]),
-                                    output_score_terms=True).score_terms
-    exact = np.stack([layer["q.k"][0].numpy() for layer in exact])  # (L, H, T, T)
+                                    capture={"layer.*.attention.score.q.k"}).layers("attention.score.q.k")
+    exact = np.stack([layer[0].numpy() for layer in exact])  # (L, H, T, T)
     assert (np.abs(values[:, :, 0] - exact) <= rows[:, :, 0] / 2 + 1e-4).all()
     page.wait_for_function("() => document.querySelector('#view-pane-qk').innerText.includes("
                            "\"the model's score term q.k is the score\")")

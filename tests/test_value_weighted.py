@@ -17,8 +17,9 @@ TOL = dict(rtol=1e-5, atol=1e-5)
 def ours_stacked(model, ids, types):
     """(attentions (L, h, T, T), value_grams (L, T, h, h)) of one unpadded input, float32 numpy."""
     with torch.no_grad():
-        out = model.bert(ids, types, output_attentions=True, output_value_grams=True)
-    return (torch.stack([a[0] for a in out.attentions]).numpy(), torch.stack([g[0] for g in out.value_grams]).numpy())
+        out = model.bert(ids, types, capture={"layer.*.attention.probs", "layer.*.attention.value_grams"})
+    return (torch.stack([a[0] for a in out.layers("attention.probs")]).numpy(),
+            torch.stack([g[0] for g in out.layers("attention.value_grams")]).numpy())
 
 
 def independent(hf_bert, ids, types):
@@ -90,18 +91,19 @@ def test_grams_are_symmetric_with_a_non_negative_diagonal_and_cost_nothing_unask
     ids = torch.tensor([[2, 7, 8, 9, 3, 10, 11, 3], [2, 12, 13, 3, 14, 3, 0, 0]])
     mask = (ids != 0).long()
     with torch.no_grad():
-        plain = model(ids, attention_mask=mask, output_attentions=True)
-        asked = model(ids, attention_mask=mask, output_attentions=True, output_value_grams=True)
+        plain = model(ids, attention_mask=mask, capture={"layer.*.attention.probs"})
+        asked = model(ids, attention_mask=mask, capture={"layer.*.attention.probs", "layer.*.attention.value_grams"})
         fused = model(ids, attention_mask=mask)
-    assert plain.value_grams is None and fused.value_grams is None
+    assert not any("value_grams" in name for name in plain.captured) and fused.captured == {}
     L, h = model.config.num_hidden_layers, model.config.num_attention_heads
-    assert len(asked.value_grams) == L and asked.value_grams[0].shape == (2, 8, h, h)
-    for gram in asked.value_grams:
+    grams = asked.layers("attention.value_grams")
+    assert len(grams) == L and grams[0].shape == (2, 8, h, h)
+    for gram in grams:
         torch.testing.assert_close(gram, gram.transpose(-1, -2), rtol=1e-5, atol=1e-6)
         assert (torch.diagonal(gram, dim1=-2, dim2=-1) >= 0).all()
     # Asking for the Grams leaves every other output exactly as it was.
     torch.testing.assert_close(asked.prediction_logits, plain.prediction_logits, rtol=0, atol=0)
-    for a, b in zip(asked.attentions, plain.attentions):
+    for a, b in zip(asked.layers("attention.probs"), plain.layers("attention.probs"), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
@@ -128,7 +130,7 @@ def test_invariants(pair, encoded):
 def test_shape_and_index_errors(pair, encoded):
     model, _, _ = pair
     attentions, grams = ours_stacked(model, *encoded)
-    with pytest.raises(ValueError, match="ask the model for output_value_grams on the same input"):
+    with pytest.raises(ValueError, match="capture the model's layer.*.attention.value_grams on the same input"):
         value_weighted_attention(attentions, grams[:, :-1], 0)
     with pytest.raises(ValueError, match="layer 3 is out of range"):
         value_weighted_attention(attentions, grams, 3)

@@ -26,7 +26,7 @@ def _check_shapes(attentions: np.ndarray, value_grams: np.ndarray) -> None:
     if value_grams.shape != (n_layers, t, n_heads, n_heads):
         raise ValueError(f"value_grams must have shape (layers, tokens, heads, heads) = "
                          f"{(n_layers, t, n_heads, n_heads)} to match the attentions, got {value_grams.shape}; "
-                         "ask the model for output_value_grams on the same input")
+                         "capture the model's layer.*.attention.value_grams on the same input")
 
 
 def value_norms(value_grams: np.ndarray) -> np.ndarray:
@@ -43,7 +43,7 @@ def value_weighted_attention(attentions: np.ndarray, value_grams: np.ndarray, la
     i's attention output in `layer`, in one `head` or summed over all heads (head None; the vectors are summed, then
     the norm taken). Non-negative; rows do not sum to 1 (divide by the row sum to compare shapes with attention).
 
-    attentions: (L, h, T, T); value_grams: (L, T, h, h) as the model returns them (`output_value_grams`)."""
+    attentions: (L, h, T, T); value_grams: (L, T, h, h) as the model captures them (`layer.{i}.attention.value_grams`)."""
     _check_shapes(attentions, value_grams)
     n_layers, n_heads = attentions.shape[:2]
     layer = check_index("layer", layer, n_layers)

@@ -352,7 +352,8 @@ class _ShardWriter:
         mask = padded([[1] * len(e) for e in chosen])
         special = padded([e.special_tokens_mask for e in chosen]).bool()
         punctuation = torch.from_numpy(self.punctuation).to(device)[ids] & mask.bool()
-        options = dict(output_attentions=True, output_hidden_states=True, output_qk=True)
+        options = dict(capture=("embeddings", "layer.*.output", "layer.*.attention.probs", "layer.*.attention.queries",
+                                "layer.*.attention.keys"))
         segments = padded([e.segment_ids for e in chosen])
         if self.classifier is not None:
             out = self.classifier(ids, segments, mask, **options)
@@ -365,14 +366,14 @@ class _ShardWriter:
         sample_b = torch.tensor([b for b, _, _ in kept], dtype=torch.long, device=device)
         sample_t = torch.tensor([t for _, t, _ in kept], dtype=torch.long, device=device)
         sample_at = np.array([m for _, _, m in kept], dtype=np.int64)
-        for layer, hidden in enumerate(out.hidden_states):  # (B, T, H) each
+        for layer, hidden in enumerate((out.captured["embeddings"], *out.layers("output"))):  # (B, T, H) each
             mean = (hidden * mask_f).sum(1) / mask_f.sum(1)
             vectors = torch.stack([hidden[:, 0], mean], 1).float().cpu().numpy()  # (B, 2, H)
             hidden16 = hidden.half().cpu().numpy()
             for b, i in enumerate(batch):
                 arrays["sentence_vectors"][i, layer] = vectors[b]
                 arrays["hidden"][layer, rows[i]:rows[i + 1]] = hidden16[b, :len(chosen[b])]
-        for layer, attention in enumerate(out.attentions):  # (B, h, T, T) each
+        for layer, attention in enumerate(out.layers("attention.probs")):  # (B, h, T, T) each
             stats = token_statistics(attention.float(), lengths, special, punctuation).cpu().numpy()
             sums, counts = offset_sums(attention.float(), lengths)
             arrays["offsets"][layer] += sums.numpy()
@@ -380,8 +381,8 @@ class _ShardWriter:
             for b, i in enumerate(batch):
                 arrays["head_stats"][rows[i]:rows[i + 1], layer] = stats[b, :len(chosen[b])]
             # only the sampled tokens' queries and keys leave the batch: (K, h, d) each
-            q = out.queries[layer][sample_b, :, sample_t].half().cpu().numpy()
-            k = out.keys[layer][sample_b, :, sample_t].half().cpu().numpy()
+            q = out.layers("attention.queries")[layer][sample_b, :, sample_t].half().cpu().numpy()
+            k = out.layers("attention.keys")[layer][sample_b, :, sample_t].half().cpu().numpy()
             arrays["qk"][layer, :, 0, sample_at] = q
             arrays["qk"][layer, :, 1, sample_at] = k
 

@@ -18,15 +18,16 @@ The BERT family is the same encoder with a few named differences, each read from
 Checkpoint keys of each family are renamed into BERT's layout when loading (family.py), so the attribute names here
 stay BERT's.
 
-Beyond the usual outputs, the model returns what the views need, on request: attention probabilities, queries and keys
-of every layer, the three embedding parts before they are summed, and the Gram matrices of each token's per-head
-transformed values (for value-weighted attention). Word embeddings may be given directly (`inputs_embeds`), so that
-integrated gradients can move along a path between two inputs. When nothing is requested, attention runs through the
-fused `scaled_dot_product_attention` kernel.
+Beyond the usual outputs, every activation a method may read or change has a name (model/points.py: `POINTS`, the one
+table): `capture={names}` returns them in `output.captured`, `intervene={name: edit}` changes them in the same pass
+(head silencing, `head_mask`, is one such change). Word embeddings may be given directly (`inputs_embeds`), so that
+integrated gradients can move along a path between two inputs. Unless attention scores or probabilities are asked for
+or changed, attention runs through the fused `scaled_dot_product_attention` kernel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -34,7 +35,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import BertConfig
-from .outputs import BertModelOutput, BertPreTrainingOutput, EmbeddingParts
+from . import points as points_table
+from .outputs import BertModelOutput, BertPreTrainingOutput
+from .points import Edit, Intervention, Points, point
+
+HEAD_POINTS = ("mlm.logits", "nsp.logits", "replaced.logits")  # what BertForPreTraining's heads add
 
 ACTIVATIONS = {
     "gelu": F.gelu,  # exact (erf) GELU, as in the original BERT
@@ -65,12 +70,12 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: Tensor | None, token_type_ids: Tensor, position_ids: Tensor,
-                return_parts: bool = False, inputs_embeds: Tensor | None = None
-                ) -> tuple[Tensor, EmbeddingParts | None]:
-        """inputs_embeds (B, T, H) replaces the word-embedding look-up of input_ids (give one of the two); the segment
-        and position embeddings are added to it as usual."""
+    def forward(self, input_ids: Tensor | None, token_type_ids: Tensor, position_ids: Tensor, points: Points,
+                inputs_embeds: Tensor | None = None) -> Tensor:
+        """inputs_embeds (B, T, E) replaces the word-embedding look-up of input_ids (give one of the two); the segment
+        and position embeddings are added to it as usual. Points: embeddings.token, .segment, .position."""
         token = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, E)
+        token = points.at("embeddings.token", token)
         total = token
         segment = position = None
         if self.position_embeddings is not None:
@@ -78,16 +83,12 @@ class BertEmbeddings(nn.Module):
         if self.token_type_embeddings is not None:
             segment = self.token_type_embeddings(token_type_ids)  # (B, T, E)
         # BERT's order of addition (token + segment + position), so that its numbers stay bit for bit the same.
-        for part in (segment, position):
+        for name, part in (("embeddings.segment", segment), ("embeddings.position", position)):
+            if points.wants(name):  # a part the family does not have is zeros there, and adds nothing
+                part = points.at(name, torch.zeros_like(token) if part is None else part.expand_as(token))
             if part is not None:
                 total = total + part
-        embeddings = self.dropout(self.LayerNorm(total))
-        parts = None
-        if return_parts:
-            zeros = torch.zeros_like(token)  # a part the family does not have adds nothing
-            parts = EmbeddingParts(token, zeros if segment is None else segment,
-                                   zeros if position is None else position.expand_as(token))
-        return embeddings, parts
+        return self.dropout(self.LayerNorm(total))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -175,18 +176,18 @@ class BertSelfAttention(nn.Module):
         as the forward pass returns them."""
         return {"q.k": (q @ k.transpose(-1, -2)) * self.scale, **self.position_scores(q, k, rel)}
 
-    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
-                output_attentions: bool = False, rel: RelativePositions | None = None
-                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points, prefix: str,
+                rel: RelativePositions | None = None) -> tuple[Tensor, Tensor]:
         """attention_bias: (B, 1, 1, T) additive, 0 for real tokens and a large negative number for padding.
-        head_mask: (h,) or (B, h), multiplies each head's attention probabilities (0 silences a head).
+        points: this pass's captures and interventions; prefix "layer.{i}.attention.".
         rel: DeBERTa's relative positions (None for the rest of the family).
-        Returns the context (B, T, H), the probabilities (B, h, T, T) or None, queries, keys and values (B, h, T, d)."""
-        B, T, H = hidden.shape
-        q = self._split_heads(self.query(hidden))  # (B, h, T, d)
-        k = self._split_heads(self.key(hidden))  # (B, h, T, d)
-        v = self._split_heads(self.value(hidden))  # (B, h, T, d)
-        mask = None if head_mask is None else head_mask.to(hidden.dtype).view(-1, self.num_heads, 1, 1)  # (B|1, h, 1, 1)
+        Returns each head's context (B, h, T, d) and the values (B, h, T, d)."""
+        q = points.at(prefix + "queries", self._split_heads(self.query(hidden)))  # (B, h, T, d)
+        k = points.at(prefix + "keys", self._split_heads(self.key(hidden)))  # (B, h, T, d)
+        v = points.at(prefix + "values", self._split_heads(self.value(hidden)))  # (B, h, T, d)
+        if any(name.startswith(prefix + "score.") for name in points.capture):
+            for term, value in self.score_terms(q, k, rel).items():
+                points.at(prefix + "score." + term, value)
         extra = self.position_scores(q, k, rel)  # the terms of score_terms beyond "q.k", which the kernel computes
         if extra:
             # The position terms do not depend on the softmax: they join the padding bias as one additive term, and
@@ -194,26 +195,26 @@ class BertSelfAttention(nn.Module):
             position = sum(extra.values())  # (B, h, T, T)
             attention_bias = position if attention_bias is None else position + attention_bias
 
-        if output_attentions:
+        probs_edit = points.intervene.get(prefix + "probs")
+        # A factor on whole heads' probabilities is the same factor on their contexts: the fused kernel still runs.
+        head_factor = (isinstance(probs_edit, Edit) and probs_edit.scales_heads_only
+                       and prefix + "probs" not in points.capture and not points.wants(prefix + "scores"))
+        if points.wants(prefix + "scores") or points.wants(prefix + "probs") and not head_factor:
             # Scaled and masked in place on the fresh product: each extra (B, h, T, T) tensor costs a pass and an
             # allocation (the matmul's backward does not need its output, so training is unaffected).
             scores = (q @ k.transpose(-1, -2)).mul_(self.scale)  # (B, h, T, T)
             if attention_bias is not None:
                 scores.add_(attention_bias)
-            probs = scores.softmax(dim=-1)
-            if mask is not None:
-                probs = probs * mask
+            scores = points.at(prefix + "scores", scores)
+            probs = points.at(prefix + "probs", scores.softmax(dim=-1))
             context = self.dropout(probs) @ v  # (B, h, T, d)
         else:
-            probs = None
             context = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=attention_bias, dropout_p=self.dropout.p if self.training else 0.0,
                 scale=self.scale)
-            if mask is not None:
-                # Scaling a head's probabilities scales its context by the same factor: (p * m) @ v == m * (p @ v).
-                context = context * mask
-        context = context.transpose(1, 2).reshape(B, T, H)  # (B, T, h * d)
-        return context, probs, q, k, v
+            if head_factor:
+                context = probs_edit.apply(context, point(prefix + "context"))
+        return points.at(prefix + "context", context), v
 
 
 class BertSelfOutput(nn.Module):
@@ -223,8 +224,10 @@ class BertSelfOutput(nn.Module):
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, context: Tensor, residual: Tensor) -> Tensor:
-        return self.LayerNorm(self.dropout(self.dense(context)) + residual)  # post-LayerNorm, as in BERT
+    def forward(self, context: Tensor, residual: Tensor, points: Points, name: str) -> Tensor:
+        """context (B, T, H), the heads side by side; `name` the point of the projection, before the residual."""
+        projected = points.at(name, self.dense(context))
+        return self.LayerNorm(self.dropout(projected) + residual)  # post-LayerNorm, as in BERT
 
 
 class BertAttention(nn.Module):
@@ -234,11 +237,14 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
-                output_attentions: bool, rel: RelativePositions | None = None
-                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor, Tensor]:
-        context, probs, q, k, v = self.self(hidden, attention_bias, head_mask, output_attentions, rel)
-        return self.output(context, hidden), probs, q, k, v
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points, prefix: str,
+                rel: RelativePositions | None = None) -> Tensor:
+        context, v = self.self(hidden, attention_bias, points, prefix, rel)  # (B, h, T, d) each
+        if prefix + "value_grams" in points.capture:
+            points.at(prefix + "value_grams", self.value_grams(v))
+        B, h, T, d = context.shape
+        merged = context.transpose(1, 2).reshape(B, T, h * d)  # (B, T, H)
+        return self.output(merged, hidden, points, prefix + "output")
 
     def value_grams(self, v: Tensor) -> Tensor:
         """(B, T, h, h) Gram matrix of each token's per-head transformed values, for value-weighted attention
@@ -273,8 +279,9 @@ class BertOutput(nn.Module):
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, intermediate: Tensor, residual: Tensor) -> Tensor:
-        return self.LayerNorm(self.dropout(self.dense(intermediate)) + residual)
+    def forward(self, intermediate: Tensor, residual: Tensor, points: Points, name: str) -> Tensor:
+        projected = points.at(name, self.dense(intermediate))
+        return self.LayerNorm(self.dropout(projected) + residual)
 
 
 class BertLayer(nn.Module):
@@ -284,11 +291,13 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None = None,
-                output_attentions: bool = False, rel: RelativePositions | None = None
-                ) -> tuple[Tensor, Tensor | None, Tensor, Tensor, Tensor]:
-        attended, probs, q, k, v = self.attention(hidden, attention_bias, head_mask, output_attentions, rel)
-        return self.output(self.intermediate(attended), attended), probs, q, k, v
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points, index: int,
+                rel: RelativePositions | None = None) -> Tensor:
+        """Layer `index` (its points are named "layer.{index}...": ALBERT's shared weights serve several)."""
+        prefix = f"layer.{index}."
+        attended = points.at(prefix + "mid", self.attention(hidden, attention_bias, points, prefix + "attention.", rel))
+        inner = points.at(prefix + "ffn.hidden", self.intermediate(attended))
+        return points.at(prefix + "output", self.output(inner, attended, points, prefix + "ffn.output"))
 
 
 class BertEncoder(nn.Module):
@@ -322,38 +331,17 @@ class BertEncoder(nn.Module):
         return RelativePositions(table, index - low)
 
     def apply_layer(self, index: int, hidden: Tensor, attention_bias: Tensor | None = None,
-                    head_mask: Tensor | None = None) -> Tensor:
-        """Layer `index` alone on `hidden` (B, T, H), e.g. from a stored hidden state, with what it needs."""
-        return self.layer_module(index)(hidden, attention_bias, head_mask, False,
-                                        self.relative_positions(hidden.shape[1], hidden.device))[0]
+                    points: Points | None = None) -> Tensor:
+        """Layer `index` alone on `hidden` (B, T, H), e.g. from a stored hidden state, with what it needs; `points`
+        names its activations "layer.{index}..." as in a whole pass."""
+        return self.layer_module(index)(hidden, attention_bias, points or Points(), index,
+                                        self.relative_positions(hidden.shape[1], hidden.device))
 
-    def forward(self, hidden: Tensor, attention_bias: Tensor | None, head_mask: Tensor | None,
-                output_attentions: bool, output_hidden_states: bool, output_qk: bool,
-                output_value_grams: bool = False, output_score_terms: bool = False) -> BertModelOutput:
-        all_hidden = [hidden] if output_hidden_states else None
-        all_probs, all_q, all_k = ([] if output_attentions else None), ([] if output_qk else None), \
-            ([] if output_qk else None)
-        all_grams = [] if output_value_grams else None
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points) -> Tensor:
         rel = self.relative_positions(hidden.shape[1], hidden.device)
-        all_terms = [] if output_score_terms else None
         for i in range(self.config.num_hidden_layers):
-            layer = self.layer_module(i)
-            hidden, probs, q, k, v = layer(hidden, attention_bias, None if head_mask is None else head_mask[i],
-                                           output_attentions, rel)
-            if output_score_terms:
-                all_terms.append(layer.attention.self.score_terms(q, k, rel))  # the very q and k of this pass
-            if output_value_grams:
-                all_grams.append(layer.attention.value_grams(v))
-            if output_hidden_states:
-                all_hidden.append(hidden)
-            if output_attentions:
-                all_probs.append(probs)
-            if output_qk:
-                all_q.append(q)
-                all_k.append(k)
-        as_tuple = lambda xs: None if xs is None else tuple(xs)  # noqa: E731
-        return BertModelOutput(hidden, None, as_tuple(all_hidden), as_tuple(all_probs), as_tuple(all_q),
-                               as_tuple(all_k), value_grams=as_tuple(all_grams), score_terms=as_tuple(all_terms))
+            hidden = self.layer_module(i)(hidden, attention_bias, points, i, rel)
+        return hidden
 
 
 class BertPooler(nn.Module):
@@ -414,15 +402,50 @@ class BertModel(BertPreTrainedModel):
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.init_weights()
 
+    def point_names(self) -> list[str]:
+        """Every named point of this model (model/points.py), in the order a pass makes them."""
+        attention = self.encoder.layer_module(0).attention.self
+        names = points_table.names(self.config.num_hidden_layers, ("q.k", *attention.position_terms))
+        return [name for name in names if name not in HEAD_POINTS and (name != "pooler" or self.pooler is not None)]
+
+    def points(self, capture: Iterable[str] = (), intervene: Mapping[str, Intervention] | None = None,
+               head_mask: Tensor | None = None) -> Points:
+        """One pass's points: `capture` names (with `*` for every layer) checked against this model, `intervene`
+        names checked too, and `head_mask` (L, h) or (L, B, h) as the silencing interventions it stands for."""
+        available = self.point_names() + list(HEAD_POINTS)
+        wanted = points_table.expand(capture, available)
+        edits = dict(intervene or {})
+        for name in edits:
+            if name not in available or points_table.point(name).derived:
+                raise ValueError(f"{name!r} cannot be changed: it is not a point of this model, or one computed "
+                                 "only to be read (score terms, value Grams, the padding bias)")
+        if head_mask is not None:
+            if head_mask.shape[0] != self.config.num_hidden_layers:
+                raise ValueError(f"head_mask must have one row per layer ({self.config.num_hidden_layers}), "
+                                 f"got shape {tuple(head_mask.shape)}")
+            for name, edit in points_table.silence(head_mask).items():
+                if name in edits:
+                    raise ValueError(f"{name} has an intervention already; give head_mask or that, not both")
+                edits[name] = edit
+        return Points(wanted, edits)
+
     def forward(self, input_ids: Tensor | None = None, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None, position_ids: Tensor | None = None,
-                head_mask: Tensor | None = None, output_attentions: bool = False, output_hidden_states: bool = False,
-                output_qk: bool = False, output_embedding_parts: bool = False, output_value_grams: bool = False,
-                inputs_embeds: Tensor | None = None, output_score_terms: bool = False) -> BertModelOutput:
+                head_mask: Tensor | None = None, inputs_embeds: Tensor | None = None,
+                capture: Iterable[str] = (), intervene: Mapping[str, Intervention] | None = None,
+                points: Points | None = None) -> BertModelOutput:
         """input_ids, token_type_ids, attention_mask: (B, T); attention_mask 1 for tokens, 0 for padding.
-        head_mask: (L, h) or (L, B, h), 1 keeps a head and 0 silences it (any value scales it; differentiable).
-        inputs_embeds: (B, T, H) word embeddings given directly instead of input_ids (segment and position embeddings
-        are still added), e.g. points on an integrated-gradients path."""
+        head_mask: (L, h) or (L, B, h), 1 keeps a head and 0 silences it (any value scales it; differentiable): an
+        intervention on each layer's attention probabilities.
+        inputs_embeds: (B, T, E) word embeddings given directly instead of input_ids (segment and position embeddings
+        are still added), e.g. points on an integrated-gradients path.
+        capture: point names (model/points.py) returned in `output.captured`; intervene: {point name: Edit or
+        function of the tensor}, applied in this pass; points: both at once, made by `self.points` (what the heads
+        above the encoder share)."""
+        if points is None:
+            points = self.points(capture, intervene, head_mask)
+        elif capture or intervene or head_mask is not None:
+            raise ValueError("give points, or capture / intervene / head_mask, not both")
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("give either input_ids or inputs_embeds, not both and not neither")
         if inputs_embeds is not None:
@@ -445,26 +468,22 @@ class BertModel(BertPreTrainedModel):
             token_type_ids = torch.zeros(shape, dtype=torch.long, device=device)
         if position_ids is None:
             position_ids = self._position_ids(input_ids, T, device)
-        if head_mask is not None and head_mask.shape[0] != self.config.num_hidden_layers:
-            raise ValueError(f"head_mask must have one row per layer ({self.config.num_hidden_layers}), "
-                             f"got shape {tuple(head_mask.shape)}")
 
-        hidden, parts = self.embeddings(input_ids, token_type_ids, position_ids, output_embedding_parts,
-                                        inputs_embeds=inputs_embeds)
+        hidden = self.embeddings(input_ids, token_type_ids, position_ids, points, inputs_embeds=inputs_embeds)
         if self.embeddings_project is not None:
             hidden = self.embeddings_project(hidden)  # (B, T, H)
+        hidden = points.at("embeddings", hidden)
         bias = None
         # A mask without padding changes nothing: skipping it saves a (B, h, T, T) addition per layer and lets the
         # fused kernel run unmasked. bool() costs one host sync per forward on CUDA.
         if attention_mask is not None and not bool(attention_mask.all()):
             # (B, 1, 1, T): broadcast over heads and query positions; padded keys get the most negative value.
             bias = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
-        out = self.encoder(hidden, bias, head_mask, output_attentions, output_hidden_states, output_qk,
-                           output_value_grams, output_score_terms)
-        out.pooler_output = self.pooler(out.last_hidden_state) if self.pooler is not None else None
-        out.embedding_parts = parts
-        out.score_bias = bias if output_score_terms else None
-        return out
+        if "attention.bias" in points.capture:
+            points.at("attention.bias", bias if bias is not None else hidden.new_zeros(B, 1, 1, T))
+        hidden = self.encoder(hidden, bias, points)
+        pooled = points.at("pooler", self.pooler(hidden)) if self.pooler is not None else None
+        return BertModelOutput(hidden, pooled, points.captured)
 
     def _position_ids(self, input_ids: Tensor | None, T: int, device: torch.device) -> Tensor:
         offset = self.config.position_offset
@@ -568,19 +587,21 @@ class BertForPreTraining(BertPreTrainedModel):
                 next_sentence_label: Tensor | None = None, **kwargs) -> BertPreTrainingOutput:
         """labels: (B, T) token ids to predict, -100 where there is nothing to predict.
         next_sentence_label: (B,), 0 when B follows A, 1 when B is random. Other keywords go to BertModel."""
-        base = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        points = self.bert.points(kwargs.pop("capture", ()), kwargs.pop("intervene", None),
+                                  kwargs.pop("head_mask", None))
+        base = self.bert(input_ids, token_type_ids, attention_mask, points=points, **kwargs)
         out = BertPreTrainingOutput(**vars(base))
         if self.cls.predictions is not None:
-            out.prediction_logits = self.cls.predictions(base.last_hidden_state)
+            out.prediction_logits = points.at("mlm.logits", self.cls.predictions(base.last_hidden_state))
             if labels is not None:
                 out.mlm_loss = F.cross_entropy(out.prediction_logits.flatten(0, 1).float(), labels.flatten(),
                                                ignore_index=-100)
         if self.cls.seq_relationship is not None:
-            out.seq_relationship_logits = self.cls.seq_relationship(base.pooler_output)
+            out.seq_relationship_logits = points.at("nsp.logits", self.cls.seq_relationship(base.pooler_output))
             if next_sentence_label is not None:
                 out.nsp_loss = F.cross_entropy(out.seq_relationship_logits.float(), next_sentence_label.flatten())
         if self.cls.discriminator is not None:
-            out.replaced_logits = self.cls.discriminator(base.last_hidden_state)
+            out.replaced_logits = points.at("replaced.logits", self.cls.discriminator(base.last_hidden_state))
         losses = [x for x in (out.mlm_loss, out.nsp_loss) if x is not None]
         out.loss = sum(losses) if losses else None
         return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch import Tensor
 
@@ -10,50 +10,32 @@ from torch import Tensor
 # Typed outputs
 # ------------------------------------------------------------------------------------------------------------------
 @dataclass
-class EmbeddingParts:
-    """The three embeddings of each token before they are summed. All (B, T, E), E the embedding width (the hidden
-    size but for ALBERT and ELECTRA). A family without segments or absolute positions has zeros there."""
-
-    token: Tensor
-    segment: Tensor
-    position: Tensor
-
-    @property
-    def sum(self) -> Tensor:
-        """The pre-LayerNorm embedding, exactly as the model computes it."""
-        return self.token + self.segment + self.position
-
-
-@dataclass
 class BertModelOutput:
-    """Shapes: B batch, T tokens, H hidden size, L layers, h heads, d = H / h.
+    """Shapes: B batch, T tokens, H hidden size.
 
     last_hidden_state: (B, T, H)
     pooler_output: (B, H); None for a model without a pooler
-    hidden_states: L + 1 tensors (B, T, H), the embedding output first; with output_hidden_states
-    attentions: L tensors (B, h, T, T), rows sum to 1 over unmasked keys; with output_attentions
-    queries, keys: L tensors (B, h, T, d), before the 1/sqrt(d) scaling; with output_qk
-    embedding_parts: token, segment and position embeddings; with output_embedding_parts
-    value_grams: L tensors (B, T, h, h), entry [b, j, h, g] = f_h(x_j) · f_g(x_j), where f_h(x_j) is token j's value
-        in head h carried through that head's columns of the attention output projection (its bias left out, as it
-        belongs to no token); with output_value_grams. See `BertAttention.value_grams`.
-    score_terms: L dicts, term name -> (B, h, T, T): each layer's pre-softmax scores as named additive terms, each
-        already scaled ("q.k" for every member, DeBERTa's "c2p" and "p2c" beside it); with output_score_terms.
-        softmax(sum of a layer's terms + score_bias) is its attention (before head_mask).
-    score_bias: (B, 1, 1, T) what is added to every row's terms before the softmax: 0 for tokens, the most negative
-        float for padding keys; None when nothing is padded (or score terms were not asked for).
+    captured: point name -> tensor, what `capture` asked for (model/points.py lists the names and shapes)
     """
 
     last_hidden_state: Tensor
     pooler_output: Tensor | None = None
-    hidden_states: tuple[Tensor, ...] | None = None
-    attentions: tuple[Tensor, ...] | None = None
-    queries: tuple[Tensor, ...] | None = None
-    keys: tuple[Tensor, ...] | None = None
-    embedding_parts: EmbeddingParts | None = None
-    value_grams: tuple[Tensor, ...] | None = None
-    score_terms: tuple[dict[str, Tensor], ...] | None = None
-    score_bias: Tensor | None = None
+    captured: dict[str, Tensor] = field(default_factory=dict)
+
+    def layers(self, point: str) -> tuple[Tensor, ...]:
+        """The captured "layer.{i}.<point>" of every layer, in order: `out.layers("attention.probs")`."""
+        found, i = [], 0
+        while f"layer.{i}.{point}" in self.captured:
+            found.append(self.captured[f"layer.{i}.{point}"])
+            i += 1
+        if not found:
+            raise KeyError(f"layer.*.{point} was not captured; pass capture={{'layer.*.{point}'}}")
+        return tuple(found)
+
+    def score_terms(self, layer: int) -> dict[str, Tensor]:
+        """Layer `layer`'s captured score terms, name -> (B, h, T, T), in the model's order ("q.k" first)."""
+        prefix = f"layer.{layer}.attention.score."
+        return {name[len(prefix):]: x for name, x in self.captured.items() if name.startswith(prefix)}
 
 
 @dataclass

@@ -58,16 +58,17 @@ class _PageModel(nn.Module):
         self.model = model
 
     def forward(self, input_ids, token_type_ids, mlm_positions):
-        out = self.model.bert(input_ids, token_type_ids, output_attentions=True, output_qk=True,
-                              output_score_terms=True)
-        attentions = torch.stack([a[0] for a in out.attentions])  # (L, h, T, T)
-        queries = torch.stack([q[0] for q in out.queries])  # (L, h, T, d)
-        keys = torch.stack([k[0] for k in out.keys])  # (L, h, T, d)
+        out = self.model.bert(input_ids, token_type_ids, capture=("layer.*.attention.probs", "layer.*.attention.queries",
+                                                                  "layer.*.attention.keys", "layer.*.attention.score.*"))
+        attentions = torch.stack([a[0] for a in out.layers("attention.probs")])  # (L, h, T, T)
+        queries = torch.stack([q[0] for q in out.layers("attention.queries")])  # (L, h, T, d)
+        keys = torch.stack([k[0] for k in out.layers("attention.keys")])  # (L, h, T, d)
         hidden = out.last_hidden_state[0].index_select(0, mlm_positions)  # (M, H)
         mlm = self.model.cls.predictions(hidden)  # (M, vocab)
         nsp = self.model.cls.seq_relationship(out.pooler_output)[0]  # (2,)
         # (L, h, n, T, T): per layer, its terms (1, h, T, T) each, stacked beside the heads
-        terms = torch.stack([torch.stack(list(layer.values()), dim=2)[0] for layer in out.score_terms])
+        terms = torch.stack([torch.stack(list(out.score_terms(i).values()), dim=2)[0]
+                             for i in range(self.model.config.num_hidden_layers)])
         return attentions, mlm, nsp, queries, keys, _rollout(attentions), terms
 
 
@@ -88,8 +89,9 @@ def score_term_names(model) -> list[str]:
     """The names of the model's score terms, in the order of the graph's score_terms axis ("q.k" for BERT): the
     model says them, as it does to the server's Run."""
     with torch.no_grad():
-        out = model.bert(torch.zeros((1, 2), dtype=torch.long, device=model.device), output_score_terms=True)
-    return list(out.score_terms[0])
+        out = model.bert(torch.zeros((1, 2), dtype=torch.long, device=model.device),
+                         capture=("layer.0.attention.score.*",))
+    return list(out.score_terms(0))
 
 
 def score_scale(model) -> float:

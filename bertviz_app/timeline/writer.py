@@ -137,7 +137,7 @@ class TimelineWriter:
         """Every input through the model in one padded pass (the explorer batches waiting inputs the same way: each
         input's numbers stay its own, within float32 rounding), then each input's Run, payload and predictions."""
         if self._pass is None:  # the Python pass of serving.py: the explorer's numbers, without tracing the model
-            self._pass = TracedPass(AnalysisPass(model.bert))
+            self._pass = TracedPass(AnalysisPass(model.bert, Run.POINTS))
         device = next(model.parameters()).device
         width = max(map(len, self.encodings))
 
@@ -150,7 +150,7 @@ class TimelineWriter:
                              padded([e.segment_ids for e in self.encodings]),
                              padded([[1] * len(e) for e in self.encodings]))
             for b, (encoding, answer_ids) in enumerate(zip(self.encodings, self.answer_ids)):
-                run = _run_of(out, b, encoding, f"{self.model_name} step {step}", model.config)
+                run = Run.from_output(out, b, encoding, f"{self.model_name} step {step}", model.config)
                 payloads.append(run.views_payload())
                 stats.append(run.head_statistics())
                 item = {"tokens": run.labels}
@@ -180,26 +180,6 @@ class TimelineWriter:
         if self.predict is not None:
             found["prediction"] = self.predict(model, encoding)
         return found
-
-
-def _run_of(out, b: int, encoding: Encoding, name: str, config) -> Run:
-    """The Run of input `b` of a padded pass, as the explorer makes it (Explorer._run_of): the same arrays give the
-    same views payload, which the fidelity test checks against a fresh explorer on the saved checkpoint."""
-    n = len(encoding)
-
-    def stack(xs) -> np.ndarray:
-        return torch.stack([x[b] for x in xs]).float().cpu().numpy()
-
-    def tokens(x) -> np.ndarray:
-        return x[b, :n].float().cpu().numpy().copy()  # (n, ...)
-
-    parts = out.embedding_parts
-    return Run(encoding=encoding, model_name=name, config=config,
-               hidden_states=stack([x[:, :n] for x in out.hidden_states]),
-               attentions=stack([x[:, :, :n, :n] for x in out.attentions]),
-               queries=stack([x[:, :, :n] for x in out.queries]), keys=stack([x[:, :, :n] for x in out.keys]),
-               value_grams=stack([x[:, :n] for x in out.value_grams]), token_embeddings=tokens(parts.token),
-               segment_embeddings=tokens(parts.segment), position_embeddings=tokens(parts.position))
 
 
 def _head_summary(stats: list, lengths: list[int]) -> dict:

@@ -12,6 +12,7 @@ from ... import figures
 from ...run import Run
 from ..common import percent, plain, refuse, text_value, user_errors
 from .base import Gate, TabPage
+from .beyond_mixing import MixingSection
 
 INTRO = ("**Attention is not explanation**, a careful reader objects: a head may look at a word without using it. "
          "Here the analyzed input's prediction is explained by what it *depends on*: integrated gradients (the "
@@ -104,6 +105,7 @@ class BeyondTab:
             self.faithfulness = gr.Plot(label="Faithfulness", scale=2, elem_id="faithfulness")
         self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects")
         self.outputs = [self.message, self.attribution, self.table, self.faithfulness, self.ranking]
+        self.mixing = MixingSection(self)  # value zeroing and attention flow: beyond_mixing.py
 
     @user_errors
     def choices(self, session):
@@ -126,6 +128,7 @@ class BeyondTab:
     def wire(self) -> None:
         self.button.click(self.explain, [self.page.session, self.target, self.token, self.steps], self.outputs,
                           **self.page.api("explain"))
+        self.mixing.wire()
 
     def after_analysis(self, event: Gate, public: bool) -> None:
         event.then(self.choices, [self.page.session], [self.target, *self.outputs],

@@ -12,6 +12,7 @@ import pandas as pd
 from ... import analysis, figures
 from ..common import MAX_CHARS, api, plain, refuse, text_value, user_errors
 from .base import Gate, TabPage
+from .compare_patch import PatchSection
 from .hidden import shared_layers_note
 
 INTRO = ("Compare the analyzed input (left) with a second input or a second model (right): change one word (*The "
@@ -50,6 +51,7 @@ class CompareTab:
                 self.table = gr.Dataframe(interactive=False, label="The heads that changed most", max_height=420,
                                           scale=2, elem_id="compare-table")
             self.layers = gr.Plot(label="How much each layer changed", elem_id="compare-layers")
+        self.patching = PatchSection(self)  # "Patch B into A": compare_patch.py
         # what `against` fills: the second input, its model, and the comparison
         self.against_outputs = [self.other_a, self.other_b, self.other_model, self.picked, self.prefilled,
                                 self.message, self.left, self.right, self.change, self.table, self.layers, self.results]
@@ -147,6 +149,7 @@ class CompareTab:
         for box in (self.other_a, self.other_b):  # change, not input: a paste or a filled box counts too
             box.change(self.second_model, [self.page.session, self.other_a, self.other_b, self.picked],
                       self.other_model, **api("compare_second_model", False), queue=False)
+        self.patching.wire()
 
     def after_analysis(self, event: Gate, public: bool) -> None:
         event.then(self.prefill, [self.page.session, self.other_a, self.other_b, self.prefilled, self.picked],
