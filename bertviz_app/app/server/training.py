@@ -39,7 +39,7 @@ from ... import limits
 from ...explorer import release_freed_memory
 from ...finetuning import RECIPES, RecipeError, cache_dir, finetune
 from ...pretraining import latest_checkpoint, run_pretrain
-from .pretraining import BUILTIN_TEXT, PretrainJob, builtin_corpus, heldout_score, timeline_lines
+from .pretraining import PretrainJob, builtin_corpus, heldout_score, timeline_lines
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -446,7 +446,7 @@ class TrainingLane:
         """(In the lane's thread.) Read the text, train until the minutes are up or a stop, and offer the model at its
         last step; stopped while the text was read, nothing is kept."""
         self._update(message="reading the text, then making a BERT with random weights ...")
-        corpus = builtin_corpus() if job.data.source == BUILTIN_TEXT else Path(job.data.source)
+        corpus = builtin_corpus(job.data.source) if job.data.builtin else Path(job.data.source)
         if not self._stop.is_set():
             job.output.mkdir(parents=True, exist_ok=True)
             (job.output / "timeline-inputs.txt").write_text(timeline_lines(job.sentence), encoding="utf-8")

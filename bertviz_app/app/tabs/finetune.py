@@ -276,8 +276,21 @@ class FineTuneTab:
         self.seen = gr.State((len(names), False))  # what this page shows: (models in its lists, running)
 
     # handlers ----------------------------------------------------------------------------------------------------
-    @user_errors
     def start(self, data, base, epochs, rate, repeat=False, request: gr.Request = None):
+        """Start a training in the lane. A refusal is an error without a toast (gradio shows none for these quiet
+        events, only a hidden "Error"); the page says it in the status line (`start_refused`)."""
+        try:
+            return self._start(data, base, epochs, rate, repeat, request)
+        except gr.Error as err:
+            raise self._refuse(request, err.message) from None
+
+    def start_refused(self, request: gr.Request = None) -> str:
+        """After a refused Start: why, in the status line."""
+        why = self._refusals.pop(getattr(request, "session_hash", None), "Press Start again.")
+        return f"<span class='bv-stale'>**Not started.** {plain(why)}</span>"
+
+    @user_errors
+    def _start(self, data, base, epochs, rate, repeat, request):
         choice = self.choices.get(data) if isinstance(data, str) else None
         if choice is None:
             raise refuse("Choose the data in the list.")
@@ -453,9 +466,10 @@ class FineTuneTab:
         self._pickers = [*self.page.model_pickers, self.base]
         outputs = self._poll_outputs()
         quiet = dict(queue=False, show_progress="hidden")
-        self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
-                                [self.status, self.timer, self.start_button, self.cancel_button],
-                                **api("finetune_start"), **quiet)
+        started = self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
+                                          [self.status, self.timer, self.start_button, self.cancel_button],
+                                          **api("finetune_start"), **quiet)
+        started.failure(self.start_refused, None, [self.status], **api("finetune_start_refused", False), queue=False)
         self.cancel_button.click(self.cancel, None, [self.status], **api("finetune_cancel"), **quiet)
         self.data.input(self.suggest_rate, [self.data], [self.rate], **api("finetune_rate", False), **quiet)
         self.timer.tick(self.poll, [self.seen], outputs, **api("finetune_progress"), **quiet)
