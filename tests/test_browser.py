@@ -120,6 +120,27 @@ def test_a_permalink_opens_the_same_input_and_view(browser, visitor, tmp_path):
         other.page.close()
 
 
+def test_a_link_with_values_out_of_range_opens_what_it_can_and_says_what_was_out(browser, server):
+    """layer=99 opened layer 5, head=-1 head 0, token=500 the last token and tab=nonsense was ignored, silently."""
+    v = AppPage(browser, server + "?a=The+cat+sat.&layer=99&head=-1&token=500&tab=nonsense")
+    try:
+        v.views_drawn("lines", "layer=0 head=0 token=null")
+        note = v.page.text_content("#view-link-note")
+        assert note == (
+            "This link asks for layer 99, and the model has 6 layers (0 to 5); showing layer 0 instead. "
+            "This link asks for head -1, and the model has 12 heads (0 to 11); showing head 0 instead. "
+            "This link asks for token 500, and the input has 6 tokens (0 to 5); no token is selected. "
+            "This link asks for the view nonsense, which these views do not have (lines, matrix, overview, "
+            "query_key); showing lines instead."), note
+        assert v.page.locator("#view-link-note").is_visible() and v.errors == []
+        # a link in range says nothing
+        v.page.goto(server + "?a=The+cat+sat.&layer=2&head=3&tab=matrix")
+        v.views_drawn("matrix", "layer=2 head=3")
+        assert v.page.locator("#view-link-note").count() == 0
+    finally:
+        v.page.close()
+
+
 def test_exports_through_the_server_give_files_that_open(browser, visitor, tmp_path):
     page = visitor.page
     with page.expect_download() as info:
