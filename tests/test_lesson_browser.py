@@ -150,6 +150,29 @@ def test_a_lesson_plays_in_the_apps_presenter_mode_with_the_arrow_keys(browser, 
         again.page.close()
 
 
+def test_a_link_to_step_3_then_its_file_opens_step_3_and_the_panel_holds_the_file(browser, app_server, lesson_file):
+    """In a browser that never opened the lesson, the link says to open its file; the file then opened at step 1, and
+    the panel said "0 steps" with Play and Save off, as if nothing were open."""
+    visitor = AppPage(browser, f"{app_server}?lesson=heads-tour&step=3")  # a new page: a new, empty localStorage
+    page = visitor.page
+    try:
+        visitor.views_drawn("lines")
+        page.locator("#lesson-error").wait_for()
+        assert "this browser has not opened" in page.text_content("#lesson-error")
+        page.set_input_files("#lesson-file", str(lesson_file))
+        shows(page, 3)
+        assert page.text_content("#lesson-count") == "5 steps (heads-tour.json)"
+        assert page.is_enabled("#lesson-play") and page.is_enabled("#lesson-save")
+        # the panel's steps are the file's: saved again, they are the same lesson
+        with page.expect_download() as download:
+            page.click("#lesson-save")
+        assert json.loads(Path(download.value.path()).read_text())["steps"] == json.loads(
+            lesson_file.read_text())["steps"]
+        assert page.text_content("#lesson-error") == "" and visitor.errors == []
+    finally:
+        page.close()
+
+
 def test_a_bad_lesson_file_or_link_is_one_sentence_in_the_app(browser, app_server, tmp_path):
     visitor = AppPage(browser, f"{app_server}?lesson=never-opened&step=2")
     page = visitor.page
