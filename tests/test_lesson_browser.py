@@ -134,6 +134,12 @@ def test_a_lesson_plays_in_the_apps_presenter_mode_with_the_arrow_keys(browser, 
         with visitor.on_a_phone():
             page.wait_for_timeout(500)
             page.screenshot(path=str(shots / "app-step3-presenter-390x844.png"))
+            # the input folds to two short lines (it stood three rows and Analyze tall, the views began at y 370
+            # under the lesson's bar, and a Lines picture at 745 of 844)
+            row = page.locator("#input-row").bounding_box()
+            views = page.locator("#attention-view").bounding_box()
+            assert row["height"] <= 120 and views["y"] < 0.35 * 844, (row, views)
+            assert visitor.no_sideways_scroll()
         assert visitor.errors == []
     finally:
         page.close()
