@@ -289,6 +289,16 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
             assert font >= 20
             assert covered(v.page) == [] and v.page.locator("#presenter").bounding_box()["y"] < 40
             assert not v.page.locator("#tabs").is_visible()
+            # the pair's matrix fits the height and takes the width beside it (it used a third of the width)
+            v.page.click("#view-tab-matrix")
+            v.views_drawn("matrix")
+            g = v.page.eval_on_selector("#view-pane-matrix .bv-scroller", "e => JSON.parse(e.dataset.geometry)")
+            box = v.page.locator("#view-pane-matrix .bv-scroller").bounding_box()
+            assert g["left"] + 21 * g.get("cellW", g["cell"]) >= 0.9 * box["width"], (g, box)
+            assert g["top"] + 21 * g["cell"] <= box["height"] + 1, (g, box)
+            shoot(v.page, tmp_path, "20-picture-presenter-matrix")
+            v.page.click("#view-tab-lines")
+            v.views_drawn("lines")
             # a taller window (the projector's full screen) gives the rows, and their type, what it adds
             v.page.set_viewport_size({"width": 1280, "height": 900})
             v.page.wait_for_function("px => JSON.parse(document.querySelector('#view-pane-lines .bv-scroller')"
