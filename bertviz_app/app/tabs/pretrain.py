@@ -1,10 +1,10 @@
 """The Pretrain tab: a class watches a tiny BERT learn from nothing. It starts from random weights (the default model's
 tokenizer) on a built-in text (Python's help topics, or Debian's fortune cookies where installed) or a text the
 operator named at launch with `--pretrain-data` (a visitor never sends a file or a path); the class types its own
-sentence with [MASK], which is the timeline's input 0. While it trains the page shows the loss of every step, the model's top 5 for each [MASK] of
-that sentence at the latest snapshot, and the attention views of every snapshot so far under a slider that grows in
-place as snapshots arrive. Stop ends it after the step under way; the model at that step joins every model list of
-the page, like a fine-tuned one, and the Timeline tab replays its training.
+sentence with [MASK], which is the timeline's input 0. While it trains the page shows the loss of every step, the
+model's top 5 for each [MASK] of that sentence at the latest snapshot, and the attention views of every snapshot so
+far under a slider that grows in place as snapshots arrive. Stop ends it after the step under way; the model at that
+step joins every model list of the page, like a fine-tuned one, and the Timeline tab replays its training.
 
 It runs in the same training lane as the Fine-tune tab (server/training.py, a `PretrainJob`): one training at a
 time, whichever tab started it. The tab is shown only where the app may train, by the Fine-tune tab's rule; its
