@@ -159,9 +159,11 @@ def test_a_lesson_plays_in_the_apps_presenter_mode_with_the_arrow_keys(browser, 
 def test_a_link_to_step_3_then_its_file_opens_step_3_and_the_panel_holds_the_file(browser, app_server, lesson_file):
     """In a browser that never opened the lesson, the link says to open its file; the file then opened at step 1, and
     the panel said "0 steps" with Play and Save off, as if nothing were open."""
-    visitor = AppPage(browser, f"{app_server}?lesson=heads-tour&step=3")  # a new page: a new, empty localStorage
+    visitor = AppPage(browser, app_server)
     page = visitor.page
     try:
+        page.evaluate("() => localStorage.clear()")  # the module's browser keeps what the tests above opened
+        page.goto(f"{app_server}?lesson=heads-tour&step=3")
         visitor.views_drawn("lines")
         page.locator("#lesson-error").wait_for()
         assert "this browser has not opened" in page.text_content("#lesson-error")
