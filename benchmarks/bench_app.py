@@ -322,7 +322,8 @@ def training_running(url: str, kind: str = "finetune"):
         return answer.json()["data"]
 
     if kind == "pretrain":
-        status = call("pretrain_start", [value["pretrain-data"], "classroom", 10, "The capital of France is [MASK]."])[0]
+        # the fortunes the README's figures were measured on, not the default text (python-help since issue #43)
+        status = call("pretrain_start", ["fortunes", "classroom", 10, "The capital of France is [MASK]."])[0]
         started = lambda s: "**step " in s and "**step 0**" not in s  # noqa: E731
     else:
         status = call("finetune_start", [value["finetune-data"], value["finetune-base"], 5, "5e-5", False])[0]

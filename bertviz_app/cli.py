@@ -84,7 +84,8 @@ def add_serve_command(commands) -> argparse.ArgumentParser:
                         "never send a file")
     p.add_argument("--pretrain-data", action="append", metavar="FILE", default=[],
                    help="a UTF-8 text (one sentence per line, a blank line between documents) the Pretrain tab offers "
-                        "beside its built-in one, Debian's fortunes; repeat for several")
+                        "beside its built-in ones (Python's help topics, Debian's fortunes where installed); repeat "
+                        "for several")
     p.add_argument("--max-training-minutes", type=float, default=limits.TRAINING_MINUTES,
                    help="a training started in the Fine-tune tab stops after this many minutes, as Cancel stops it "
                         "(the best complete epoch is kept); 0: no bound. `kill -USR1 <server pid>` stops the one "

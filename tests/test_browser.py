@@ -120,6 +120,27 @@ def test_a_permalink_opens_the_same_input_and_view(browser, visitor, tmp_path):
         other.page.close()
 
 
+def test_a_link_with_values_out_of_range_opens_what_it_can_and_says_what_was_out(browser, server):
+    """layer=99 opened layer 5, head=-1 head 0, token=500 the last token and tab=nonsense was ignored, silently."""
+    v = AppPage(browser, server + "?a=The+cat+sat.&layer=99&head=-1&token=500&tab=nonsense")
+    try:
+        v.views_drawn("lines", "layer=0 head=0 token=null")
+        note = v.page.text_content("#view-link-note")
+        assert note == (
+            "This link asks for layer 99, and the model has 6 layers (0 to 5); showing layer 0 instead. "
+            "This link asks for head -1, and the model has 12 heads (0 to 11); showing head 0 instead. "
+            "This link asks for token 500, and the input has 6 tokens (0 to 5); no token is selected. "
+            "This link asks for the view nonsense, which these views do not have (lines, matrix, overview, "
+            "query_key); showing lines instead."), note
+        assert v.page.locator("#view-link-note").is_visible() and v.errors == []
+        # a link in range says nothing
+        v.page.goto(server + "?a=The+cat+sat.&layer=2&head=3&tab=matrix")
+        v.views_drawn("matrix", "layer=2 head=3")
+        assert v.page.locator("#view-link-note").count() == 0
+    finally:
+        v.page.close()
+
+
 def test_exports_through_the_server_give_files_that_open(browser, visitor, tmp_path):
     page = visitor.page
     with page.expect_download() as info:
@@ -268,6 +289,16 @@ def test_the_picture_has_the_screen_it_needs(browser, server, tmp_path, mode, si
             assert font >= 20
             assert covered(v.page) == [] and v.page.locator("#presenter").bounding_box()["y"] < 40
             assert not v.page.locator("#tabs").is_visible()
+            # the pair's matrix fits the height and takes the width beside it (it used a third of the width)
+            v.page.click("#view-tab-matrix")
+            v.views_drawn("matrix")
+            g = v.page.eval_on_selector("#view-pane-matrix .bv-scroller", "e => JSON.parse(e.dataset.geometry)")
+            box = v.page.locator("#view-pane-matrix .bv-scroller").bounding_box()
+            assert g["left"] + 21 * g.get("cellW", g["cell"]) >= 0.9 * box["width"], (g, box)
+            assert g["top"] + 21 * g["cell"] <= box["height"] + 1, (g, box)
+            shoot(v.page, tmp_path, "20-picture-presenter-matrix")
+            v.page.click("#view-tab-lines")
+            v.views_drawn("lines")
             # a taller window (the projector's full screen) gives the rows, and their type, what it adds
             v.page.set_viewport_size({"width": 1280, "height": 900})
             v.page.wait_for_function("px => JSON.parse(document.querySelector('#view-pane-lines .bv-scroller')"

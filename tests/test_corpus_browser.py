@@ -180,6 +180,15 @@ def test_a_link_reopens_a_corpus_view_and_a_bad_head_is_one_sentence(browser, co
     assert query(page)["chead"] == "0" and visitor.errors == []
     page.close()
 
+    # a corpus the server does not serve: the one it does, and why
+    visitor = AppPage(browser, url + "?corpus=nope&cview=qk&clayer=1&chead=3")
+    page = visitor.page
+    page.wait_for_selector("#corpus-pane-heads:not([hidden])")
+    assert page.text_content("#corpus-message") == ("This link asks for the corpus nope, which is not served here "
+                                                    "(small); showing small.")
+    assert query(page)["corpus"] == "small" and visitor.errors == []
+    page.close()
+
 
 def test_the_offline_page_of_the_maps_works_from_a_file_without_network(browser, corpus_server, tmp_path):
     _, corpus = corpus_server

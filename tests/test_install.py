@@ -3,6 +3,9 @@ hold the shipped model and the page runtime; the wheel, installed into a fresh v
 `bertviz-app` (--version, the notebook API, finetune, export-space; export-static's runtime is found installed); and
 the Space that installed package exports runs from a fresh environment made from the Space's folder alone.
 
+The Pretrain tab's first Start with its defaults, in a browser, on the installed wheel of a machine without Debian's
+fortunes (what `make app` gives a new user: the app and nothing from Debian): it trains.
+
 Fresh environments without a download: each is a new venv (`--without-pip`) whose only link to the test's
 environment is one .pth line naming a folder of links to that environment's installed distributions, less
 bertviz-app itself (its editable install would otherwise point back at the checkout). pip then installs into it with
@@ -35,6 +38,7 @@ from gradio_client import Client
 import bertviz_app
 from bertviz_app import app, load
 from bertviz_app.static import runtime
+from pages import TIMEOUT_MS, AppPage, shoot
 
 pytestmark = pytest.mark.slow
 
@@ -182,6 +186,50 @@ def test_the_exported_space_runs_from_a_fresh_environment_of_its_folder(installe
         tokens = load(device="cpu").run(TEXT).tokens
         rows = json.loads(table)
         assert [row[rows["headers"].index("token")] for row in rows["data"]] == tokens
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+@pytest.mark.browser
+def test_the_pretrain_tab_trains_with_its_defaults_where_debians_fortunes_are_missing(installed, browser, tmp_path):
+    """The default text used to be Debian's fortunes, which `make test` installs and `make app` cannot (root, Debian):
+    a new user's first Start was refused. The server runs from the installed wheel, with the fortunes' folder made one
+    that is not there, as on such a machine."""
+    port = app.free_port()
+    script = ("from pathlib import Path; from bertviz_app.corpus import fortunes; "
+              "fortunes.FORTUNES = Path('no-fortunes-here'); from bertviz_app.cli import main; "
+              f"main(['--port', '{port}', '--threads', '1'])")
+    log = tmp_path / "app.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([installed / "python", "-c", script], cwd=tmp_path, stdout=out,
+                                stderr=subprocess.STDOUT, env={**ENV, "BERTVIZ_APP_CACHE": str(tmp_path / "cache")})
+    try:
+        deadline = time.monotonic() + 240  # a bound on waiting, not a measure
+        while "Ctrl-C stops" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert proc.poll() is None, log.read_text()
+        v = AppPage(browser, f"http://127.0.0.1:{port}/")
+        page = v.page
+        v.views_drawn()
+        v.open_tab("Pretrain")
+        assert page.locator("#pretrain-data input").input_value().startswith("python-help")
+        page.click("#pretrain-data input")
+        assert "fortunes" not in " ".join(page.locator("[role=option]").all_inner_texts())
+        page.keyboard.press("Escape")
+        page.click("#pretrain-start")  # every default as it is: the text, classroom, 10 minutes, the sentence
+        status = page.locator("#pretrain-status [data-testid=markdown]")
+        page.wait_for_function("() => /step [1-9]/.test(document.querySelector('#pretrain-status')?.innerText)",
+                               timeout=TIMEOUT_MS * 3)
+        assert "from scratch on python-help" in status.inner_text() and "loss " in status.inner_text()
+        shoot(page, tmp_path, "pretrain_first_start_wide")
+        with v.on_a_phone():
+            status.scroll_into_view_if_needed()
+            shoot(page, tmp_path, "pretrain_first_start_phone")
+        page.click("#pretrain-stop")
+        page.wait_for_function("() => document.querySelector('#pretrain-status')?.innerText.includes('joined the "
+                               "model list')", timeout=TIMEOUT_MS * 2)
+        assert v.errors == []
     finally:
         proc.terminate()
         proc.wait(timeout=60)

@@ -134,6 +134,12 @@ def test_a_lesson_plays_in_the_apps_presenter_mode_with_the_arrow_keys(browser, 
         with visitor.on_a_phone():
             page.wait_for_timeout(500)
             page.screenshot(path=str(shots / "app-step3-presenter-390x844.png"))
+            # the input folds to two short lines (it stood three rows and Analyze tall, the views began at y 370
+            # under the lesson's bar, and a Lines picture at 745 of 844)
+            row = page.locator("#input-row").bounding_box()
+            views = page.locator("#attention-view").bounding_box()
+            assert row["height"] <= 120 and views["y"] < 0.35 * 844, (row, views)
+            assert visitor.no_sideways_scroll()
         assert visitor.errors == []
     finally:
         page.close()
@@ -148,6 +154,31 @@ def test_a_lesson_plays_in_the_apps_presenter_mode_with_the_arrow_keys(browser, 
         assert again.errors == []
     finally:
         again.page.close()
+
+
+def test_a_link_to_step_3_then_its_file_opens_step_3_and_the_panel_holds_the_file(browser, app_server, lesson_file):
+    """In a browser that never opened the lesson, the link says to open its file; the file then opened at step 1, and
+    the panel said "0 steps" with Play and Save off, as if nothing were open."""
+    visitor = AppPage(browser, app_server)
+    page = visitor.page
+    try:
+        page.evaluate("() => localStorage.clear()")  # the module's browser keeps what the tests above opened
+        page.goto(f"{app_server}?lesson=heads-tour&step=3")
+        visitor.views_drawn("lines")
+        page.locator("#lesson-error").wait_for()
+        assert "this browser has not opened" in page.text_content("#lesson-error")
+        page.set_input_files("#lesson-file", str(lesson_file))
+        shows(page, 3)
+        assert page.text_content("#lesson-count") == "5 steps (heads-tour.json)"
+        assert page.is_enabled("#lesson-play") and page.is_enabled("#lesson-save")
+        # the panel's steps are the file's: saved again, they are the same lesson
+        with page.expect_download() as download:
+            page.click("#lesson-save")
+        assert json.loads(Path(download.value.path()).read_text())["steps"] == json.loads(
+            lesson_file.read_text())["steps"]
+        assert page.text_content("#lesson-error") == "" and visitor.errors == []
+    finally:
+        page.close()
 
 
 def test_a_bad_lesson_file_or_link_is_one_sentence_in_the_app(browser, app_server, tmp_path):

@@ -214,10 +214,10 @@ def test_a_body_under_the_limit_still_reaches_gradio(server, events, model_name)
 # The Fine-tune tab's: start a training in its own lane (a thread, one at a time), cancel it, read its progress, suggest
 # a learning rate. None runs the model in the event; the lane's thread trains and loads the result.
 FINE_TUNE_EVENTS = {"finetune_start", "finetune_cancel", "finetune_progress", "_finetune_progress",
-                    "_finetune_progress_load", "_finetune_rate"}
+                    "_finetune_progress_load", "_finetune_rate", "_finetune_start_refused"}
 # The Pretrain tab's, in the same lane; its views are read from the training's timeline files, never computed
 PRETRAIN_EVENTS = {"pretrain_start", "pretrain_stop", "pretrain_progress", "_pretrain_progress",
-                   "_pretrain_progress_load", "_pretrain_views"}
+                   "_pretrain_progress_load", "_pretrain_views", "_pretrain_start_refused"}
 # None of these runs the model: fill in an example, add one to the seed, fill the boxes from a permalink, copy the
 # input into Compare (and the second model that goes with it, or the visitor's choice of one), put back the silencing hint, put a held-out example in the boxes (the Task tab), say why a
 # fill-mask text, the logit lens or the Fine-tune tab's try box was refused, and the two buttons and steps done in the browser

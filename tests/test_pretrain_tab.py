@@ -17,13 +17,14 @@ from bertviz_app.app import build_demo
 from bertviz_app.app.common import Models
 from bertviz_app.app.lane import pretraining as lane_pretraining
 from bertviz_app.app.lane.pretraining import (BUILTIN_MISSING, PretrainJob, builtin_corpus, class_sentence,
-                                                pretrain_choices, pretrain_settings, text_problem)
-from bertviz_app.app.lane.training import TrainingSettings
+                                              pretrain_choices, pretrain_settings, text_problem)
+from bertviz_app.app.lane.training import Progress, TrainingSettings
 from bertviz_app.app.tabs import TabPage
 from bertviz_app.app.tabs.finetune import FineTuneTab
-from bertviz_app.app.tabs.pretrain import PretrainTab
+from bertviz_app.app.tabs.pretrain import PretrainTab, top5_text
 from bertviz_app.app.tabs.timeline import timeline_folder
 from bertviz_app.app.views_host import ViewsHost
+from bertviz_app.corpus.python_help import help_topics
 from bertviz_app.timeline import open_timeline
 
 WORDS = "cat dog bird fish horse cow sheep goat mouse frog".split()
@@ -170,18 +171,39 @@ def test_bad_input_is_one_sentence_and_changes_nothing(page, data, preset, minut
     assert after.state == "idle" and after.version == before.version and page.models.names == ["tiny"]
 
 
-def test_the_built_in_text_is_debians_fortunes_split_as_the_corpus_script_splits_them(tmp_path, monkeypatch):
+def test_the_built_in_texts_are_split_as_the_corpus_script_splits_them(tmp_path, monkeypatch):
     monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "cache"))
-    folder = builtin_corpus()
-    train = (folder / "train.txt").read_text(encoding="utf-8").split("\n\n")
-    heldout = (folder / "heldout.txt").read_text(encoding="utf-8").split("\n\n")
-    assert len(train) > 5000 and 0.01 < len(heldout) / len(train) < 0.03 and not set(train[:-1]) & set(heldout[:-1])
-    assert builtin_corpus() == folder  # written once
+    for key, documents in (("fortunes", 5000), ("python-help", 800)):
+        folder = builtin_corpus(key)
+        train = (folder / "train.txt").read_text(encoding="utf-8").split("\n\n")
+        heldout = (folder / "heldout.txt").read_text(encoding="utf-8").split("\n\n")
+        assert len(train) > documents and 0.01 < len(heldout) / len(train) < 0.04, (key, len(train), len(heldout))
+        assert not set(train[:-1]) & set(heldout[:-1])
+        assert builtin_corpus(key) == folder  # written once
     monkeypatch.setenv("BERTVIZ_APP_CACHE", str(tmp_path / "elsewhere"))
     monkeypatch.setattr(lane_pretraining, "FORTUNES", tmp_path / "no-fortunes")
     with pytest.raises(ValueError, match="not installed on this server"):
-        builtin_corpus()
+        builtin_corpus("fortunes")
     assert "apt-get install fortunes" in BUILTIN_MISSING
+    # where the fortunes are missing (a new user's `make app`), the list leaves them out and starts on the help topics
+    assert [k for k, c in pretrain_choices().items() if c.builtin] == ["python-help"]
+
+
+def test_the_top_5_quotes_each_token_so_that_punctuation_reads_as_a_guess():
+    job = PretrainJob(pretrain_choices()["python-help"], "tiny", 2, class_sentence("A [MASK]."), "n", Path("out"))
+    top = [("the", 0.053), (",", 0.052), (".", 0.032), ("_", 0.01), ('"', 0.005)]
+    text = top5_text(Progress(job=job, timeline={"step": 7, "count": 2, "masks": [{"top": top}]}))
+    assert text.splitlines()[-1] == '“the” 5.3% · “,” 5.2% · “.” 3.2% · “\\_” 1.0% · “"” 0.5%'
+
+
+def test_the_default_text_is_prose_from_pythons_help_topics():
+    """Paragraphs of the language reference, without code, grammar, titles or reStructuredText's *emphasis*."""
+    documents = help_topics()
+    sentences = [s for d in documents for s in d]
+    assert len(documents) > 800 and len(sentences) > 1500
+    assert "It continues with the next cycle of the nearest enclosing loop." in sentences
+    assert not [s for s in sentences if s.endswith(":") or "::=" in s or s.startswith(("*", " "))]
+    assert "If i or j is greater than \"len(s)\", use \"len(s)\"." in sentences  # was *i*, *j*
 
 
 def test_the_tab_is_shown_only_where_the_app_may_train_and_the_cli_checks_its_texts(tiny, texts):

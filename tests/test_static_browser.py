@@ -232,6 +232,27 @@ def test_permalink_restores_input_layer_head_token_and_tab(browser, server, expl
         opened.close()
 
 
+def test_a_link_with_values_out_of_range_opens_what_it_can_and_says_what_was_out(browser, server, explorer):
+    query = urllib.parse.urlencode({"a": "The cat sat.", "layer": 99, "head": -1, "token": 500, "tab": "nonsense"})
+    opened = Opened(browser, f"{server}?{query}", server)
+    try:
+        page = opened.page
+        n = len(page.evaluate("bertvizPage.last.tokens"))
+        layers, heads = explorer.model.config.num_hidden_layers, explorer.model.config.num_attention_heads
+        assert page.text_content("#view-link-note") == (
+            f"This link asks for layer 99, and the model has {layers} layers (0 to {layers - 1}); showing layer 0 "
+            f"instead. This link asks for head -1, and the model has {heads} heads (0 to {heads - 1}); showing head "
+            f"0 instead. This link asks for token 500, and the input has {n} tokens (0 to {n - 1}); no token is "
+            "selected. This link asks for the view nonsense, which these views do not have (lines, matrix, "
+            "overview, query_key); showing lines instead.")
+        assert (page.input_value("#view-layer"), page.input_value("#view-head"), page.input_value("#view-token")) \
+            == ("0", "0", "")
+        assert page.get_attribute("#view-tab-lines", "aria-selected") == "true"
+        assert opened.errors == []
+    finally:
+        opened.close()
+
+
 @pytest.fixture(scope="module")
 def app_server(explorer):
     """The app serving the model the static page was exported from: the same tokens, layers and heads."""

@@ -56,6 +56,11 @@ PRESENTER_JS = """() => {
   const fold = () => document.querySelectorAll("#attention-host .bv-more").forEach((more) => {
     more.open = !document.body.classList.contains("bv-presenter"); });
   fold();
+  // a phone's presenter mode has rules of its own (app.css): gradio scopes an @media rule under its container, where
+  // body.bv-presenter cannot match, so the page's width is a class on the body
+  const narrow = () => document.body.classList.toggle("bv-narrow", window.innerWidth <= 700);
+  narrow();
+  if (!window.bvNarrow) { window.bvNarrow = narrow; window.addEventListener("resize", narrow); }
   if (!window.bvPresenterObserver) {
     window.bvPresenterObserver = new MutationObserver((changes) => {
       if (changes.some((c) => [...c.addedNodes].some((n) => n.querySelector && n.querySelector(".bv-more")))) fold();

@@ -213,7 +213,7 @@ body.bv-presenter #truncated:empty { display: none; }
 body.bv-presenter #input-row { flex-wrap: nowrap; margin-bottom: 6px; }
 body.bv-presenter #input-row label { font-size: 0; flex: 1 1 0; min-width: 0; }
 body.bv-presenter #input-row input[type=text] { font-size: 20px; }
-body.bv-presenter #views .bv-root { --bv-label-max: 28px; --bv-room-below: 12px; }
+body.bv-presenter #views .bv-root { --bv-label-max: 28px; --bv-room-below: 12px; --bv-fill-width: 1; }
 body.bv-presenter #views .bv-caption { display: none; }
 body.bv-presenter #views .bv-more > summary { display: list-item; cursor: pointer; color: #08306b; font-weight: 600; }
 body.bv-presenter #views .bv-more:not([open]) { flex-basis: auto; }

@@ -49,7 +49,10 @@ test("every registered view round-trips through a link, under its url name", () 
   }
   assert.equal(new URLSearchParams(links.writeLink("", { a: "A." }, { layer: 0, head: 1, token: null,
     view: "qk" })).get("tab"), "query_key");
-  assert.deepEqual(links.readLink("?layer=x&head=-1&token=1.5&tab=nope").selection, {}); // left to the defaults
+  // what does not parse is kept as written, for checkLink to say so; an empty value is no value
+  assert.deepEqual(links.readLink("?layer=x&head=-1&token=1.5&tab=nope").selection,
+    { layer: "x", head: -1, token: "1.5", view: "nope" });
+  assert.deepEqual(links.readLink("?layer=&tab=").selection, {});
   assert.equal(viewForTab("qk").name, "qk"); // the static page's links from before read as they were meant
 });
 
@@ -113,8 +116,9 @@ test("a new view is one file and one registry line: tabs, selection, links and h
     const app = await appHost(copy.host, "?a=A.&layer=1&tab=made_up", registry.VIEW_NAMES);
     assert.equal(app.viewer.selection.get().view, "fake");
     assert.match(app.location.search, /tab=made_up/);
-    // the registry as it is does not know it
-    assert.equal(links.readLink("?tab=made_up").selection.view, undefined);
+    // the registry as it is does not know it: kept as written, for the views to say so
+    assert.equal(links.readLink("?tab=made_up").selection.view, "made_up");
+    assert.equal(links.checkLink({ view: "made_up" }, PAYLOAD).selection.view, "lines");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -141,4 +145,28 @@ test("a link may put at most MAX_LINK_CHARS characters in a box, counted as char
   const over = new URLSearchParams({ a: "a" + "\u0301".repeat(links.MAX_LINK_CHARS), b: "Kept?", layer: "2" });
   const opened = links.readLink(over.toString());
   assert.deepEqual([opened.a, opened.b, opened.tooLong, opened.selection], [null, null, ["a"], { layer: 2 }]);
+});
+
+test("a link's values out of range open what can be opened and are said in one sentence each", () => {
+  const asked = links.readLink("?layer=99&head=-1&token=500&tab=nonsense").selection;
+  const { selection, problems } = links.checkLink(asked, PAYLOAD);
+  assert.deepEqual(selection, { layer: 0, head: 0, token: null, view: "lines" });
+  assert.deepEqual(problems, [
+    "This link asks for layer 99, and the model has 4 layers (0 to 3); showing layer 0 instead.",
+    "This link asks for head -1, and the model has 12 heads (0 to 11); showing head 0 instead.",
+    "This link asks for token 500, and the input has 10 tokens (0 to 9); no token is selected.",
+    "This link asks for the view nonsense, which these views do not have (lines, matrix, overview, query_key); "
+      + "showing lines instead.",
+  ]);
+  // what is in range stays, and says nothing
+  const good = links.readLink("?layer=3&head=all&token=9&tab=query_key").selection;
+  assert.deepEqual(links.checkLink(good, PAYLOAD), { selection: { layer: 3, head: "all", token: 9, view: "qk" },
+    problems: [] });
+  assert.deepEqual(links.checkLink({}, PAYLOAD), { selection: {}, problems: [] });
+  // the corpus views' links say it in the same words
+  const said = [];
+  assert.equal(links.linkIndex(said, { name: "head", value: 9, size: 4, has: "the corpus's model has",
+    fallback: 0 }), 0);
+  assert.deepEqual(said, ["This link asks for head 9, and the corpus's model has 4 heads (0 to 3); showing head 0 "
+    + "instead."]);
 });

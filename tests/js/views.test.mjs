@@ -179,6 +179,23 @@ test("matrix: the color key never overlaps a token label, whatever the label ban
   }
 });
 
+test("matrix: a host that gives it the screen (presenter mode) has the columns fill the width the rows leave", async () => {
+  const data = await fixture(); // 9 tokens
+  const square = matrix.layout(data, state(data, { head: 0 }), size(1200, 300));
+  assert.equal(square.cellW, square.cell); // without the host asking: square cells, fitted to the height
+  const filled = matrix.layout(data, state(data, { head: 0 }), { ...size(1200, 300), labelMax: 28, fillWidth: true });
+  assert.ok(filled.top + 9 * filled.cell + 8 <= 300 + 1e-9); // every row still in the box
+  assert.ok(filled.cellW > filled.cell && filled.cellW <= 3 * filled.cell, `${filled.cellW} x ${filled.cell}`);
+  // as wide as the box lets it, or three rows' height a column (a matrix of two tokens is not a banner)
+  assert.ok(Math.abs(filled.left + 9 * filled.cellW + 8 - 1200) < 1e-6 || filled.cellW === 3 * filled.cell);
+  assert.equal(filled.width, filled.left + 9 * filled.cellW + 8);
+  assert.deepEqual(matrix.hit(filled, filled.left + 7.5 * filled.cellW, filled.top + 1.5 * filled.cell),
+    { row: 1, col: 7 });
+  const zoomed = matrix.layout(data, state(data, { head: 0, zoom: "2" }), { ...size(1200, 300), fillWidth: true });
+  assert.equal(zoomed.cellW, zoomed.cell); // a zoom keeps the squares it asked for
+  assert.match(record(matrix, filled, focus(filled)).svg, new RegExp(`<svg [^>]* width="${Math.round(filled.width)}"`));
+});
+
 test("matrix: cells fit the box, the bitmap has one pixel a cell, hit and click pick a row's token", async () => {
   const data = await fixture();
   const l = matrix.layout(data, state(data, { zoom: "fit", head: 0 }), size(700, 500));

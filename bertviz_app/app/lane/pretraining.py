@@ -1,27 +1,52 @@
 """The Pretrain tab's jobs for the training lane (training.py): what a tiny BERT from scratch may read (the built-in
-text, Debian's fortune cookies read as scripts/build_corpus.py reads them, or the operator's --pretrain-data files:
-a visitor never sends a file or a path), the model sizes offered, the class's sentence as the timeline's input 0, and
+texts: Python's help topics, which every Python carries, and Debian's fortune cookies, read as scripts/build_corpus.py
+reads them, where they are installed; or the operator's --pretrain-data files: a visitor never sends a file or a
+path), the model sizes offered, the class's sentence as the timeline's input 0, and
 `PretrainJob`, which the lane runs with `run_pretrain` (one training at a time, as a fine-tuning)."""
 
 from __future__ import annotations
 
 import codecs
 import csv
+import importlib.util
 import os
 import shutil
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...corpus.fortunes import FORTUNES, fortunes, is_heldout
+from ...corpus.python_help import help_topics
 from ...finetuning import cache_dir
 from ...pretraining import PretrainSettings
 from ...timeline.inputs import PRETRAINING_PROBES, TimelineInput, parse_line
 
-BUILTIN_TEXT = "fortunes"
 BUILTIN_MISSING = ("The built-in text, Debian's fortune cookies, is not installed on this server; whoever runs it can "
                    "install it (apt-get install fortunes fortunes-min) or name a text file with --pretrain-data.")
+HELP_MISSING = ("This server's Python carries no help topics (its pydoc_data was left out); whoever runs the server "
+                "can name a text file with --pretrain-data.")
+
+
+@dataclass(frozen=True)
+class BuiltinText:
+    label: str
+    present: Callable[[], bool]
+    documents: Callable[[], list[list[str]]]
+    missing: str  # the sentence a start gets when it is not there
+
+
+# The default first, offered always: the help topics are there wherever the app is installed. The fortunes are offered
+# where they are installed (`make test` installs them; `make app` does not: that would need root and Debian).
+BUILTIN_TEXTS = {
+    "python-help": BuiltinText("python-help: Python's help topics (built in, in every Python: about 1,000 paragraphs "
+                               "of its language reference)", lambda: importlib.util.find_spec("pydoc_data") is not None,
+                               help_topics, HELP_MISSING),
+    "fortunes": BuiltinText("fortunes: Debian's fortune cookies (built in, about 13,000 short texts)",
+                            lambda: any(FORTUNES.glob("*")), lambda: fortunes(FORTUNES), BUILTIN_MISSING),
+}
+BUILTIN_TEXT = next(iter(BUILTIN_TEXTS))
 SNIFF_BYTES = 1 << 16  # what is read of a text at a start, to tell an empty or binary file in words at once
 
 
@@ -56,7 +81,8 @@ PRETRAIN_SNAPSHOTS = 40
 class TextChoice:
     key: str  # the text list's value, which the page sends
     label: str  # what the list shows
-    source: str  # BUILTIN_TEXT or the operator's file; never a visitor's
+    source: str  # the operator's file, never a visitor's; or, with `builtin`, a BUILTIN_TEXTS key
+    builtin: bool = False
 
 
 def pretraining_root() -> Path:
@@ -65,10 +91,10 @@ def pretraining_root() -> Path:
 
 
 def pretrain_choices(files: Sequence[str | os.PathLike] = ()) -> dict[str, TextChoice]:
-    """The built-in text, then the operator's --pretrain-data files (by name; a second of the same name gets a
-    number)."""
-    choices = {BUILTIN_TEXT: TextChoice(BUILTIN_TEXT, "fortunes: Debian's fortune cookies (built in, about 13,000 "
-                                                      "short texts)", BUILTIN_TEXT)}
+    """The built-in texts this server has (the help topics always, the fortunes where installed), then the operator's
+    --pretrain-data files (by name; a second of the same name gets a number)."""
+    choices = {key: TextChoice(key, text.label, key, builtin=True) for key, text in BUILTIN_TEXTS.items()
+               if key == BUILTIN_TEXT or text.present()}
     for path in files:
         key = Path(path).name
         while key in choices:
@@ -99,16 +125,19 @@ def text_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
-def builtin_corpus() -> Path:
-    """Debian's fortunes as train.txt and heldout.txt (2% by each document's hash, as scripts/build_corpus.py
-    splits them) in the user's cache, written at the first use. Raises ValueError when they are not installed."""
-    folder = cache_dir().parent / "pretrain-data" / BUILTIN_TEXT
+def builtin_corpus(key: str = BUILTIN_TEXT) -> Path:
+    """A built-in text as train.txt and heldout.txt (2% by each document's hash, as scripts/build_corpus.py splits
+    them) in the user's cache, written at the first use. Raises ValueError in one sentence when it is not there."""
+    text = BUILTIN_TEXTS[key]
+    # the help topics are those of the Python that runs: another version has other ones
+    name = f"{key}-{sys.version_info[0]}.{sys.version_info[1]}" if key == "python-help" else key
+    folder = cache_dir().parent / "pretrain-data" / name
     if (folder / "heldout.txt").is_file():
         return folder
-    documents = fortunes(FORTUNES)
+    documents = text.documents()
     if not documents:
-        raise ValueError(BUILTIN_MISSING)
-    partial = folder.with_name(f".{BUILTIN_TEXT}-{os.getpid()}-{threading.get_native_id()}")
+        raise ValueError(text.missing)
+    partial = folder.with_name(f".{name}-{os.getpid()}-{threading.get_native_id()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     with (partial / "train.txt").open("w", encoding="utf-8") as train, \

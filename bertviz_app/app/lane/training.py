@@ -40,7 +40,7 @@ from ... import limits
 from ...explorer import release_freed_memory
 from ...finetuning import RECIPES, FinetuneSettings, RecipeError, cache_dir, finetune
 from ...pretraining import latest_checkpoint, run_pretrain
-from .pretraining import BUILTIN_TEXT, PretrainJob, builtin_corpus, heldout_score, timeline_lines
+from .pretraining import PretrainJob, builtin_corpus, heldout_score, timeline_lines
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -455,8 +455,8 @@ class TrainingLane:
         last step; stopped while the text was read, nothing is kept."""
         self._update(message="reading the text, then making a BERT with random weights ...")
         settings = job.settings
-        if settings.corpus == BUILTIN_TEXT:
-            settings = dataclasses.replace(settings, corpus=builtin_corpus())
+        if job.data.builtin:  # the built-in text stands as its name until the lane writes it out
+            settings = dataclasses.replace(settings, corpus=builtin_corpus(job.data.source))
         if not self._stop.is_set():
             job.output.mkdir(parents=True, exist_ok=True)
             (job.output / "timeline-inputs.txt").write_text(timeline_lines(job.sentence), encoding="utf-8")

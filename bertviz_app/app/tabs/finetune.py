@@ -35,7 +35,8 @@ from ...finetuning import RECIPES, FinetuneSettings
 from ..common import api, plain, refuse, text_value, user_errors
 from ..lane.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
-from .trained import MAX_TRAINED, MIN_POLL_S, POLL_S, PollPace, TrainedModels, client_address
+from .trained import (MAX_TRAINED, MIN_POLL_S, POLL_S, PollPace, Refusals, TrainedModels, client_address,
+                      not_started)
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -217,7 +218,7 @@ class FineTuneTab:
         self._pickers: list[gr.Dropdown] = []
         self._drawn: tuple[int, object, pd.DataFrame] | None = None  # (progress version, figure, table)
         self.pace = PollPace(lambda: MIN_POLL_S)
-        self._refusals: dict[str | None, str] = {}  # page -> why its last try was refused, for `try_refused`
+        self.refusals = Refusals()  # why each page's last start or try was refused
         if not settings.enabled:
             self.off = gr.Markdown(settings.why_off, elem_id="finetune-off")
             return
@@ -262,8 +263,20 @@ class FineTuneTab:
         self.seen = gr.State((len(names), False))  # what this page shows: (models in its lists, running)
 
     # handlers ----------------------------------------------------------------------------------------------------
-    @user_errors
     def start(self, data, base, epochs, rate, repeat=False, request: gr.Request = None):
+        """Start a training in the lane. A refusal is an error without a toast (gradio shows none for these quiet
+        events, only a hidden "Error"); the page says it in the status line (`start_refused`)."""
+        try:
+            return self._start(data, base, epochs, rate, repeat, request)
+        except gr.Error as err:
+            raise self.refusals.refuse(request, err.message) from None
+
+    def start_refused(self, request: gr.Request = None) -> str:
+        """After a refused Start: why, in the status line."""
+        return not_started(self.refusals.pop(request, "Press Start again."))
+
+    @user_errors
+    def _start(self, data, base, epochs, rate, repeat, request):
         choice = self.choices.get(data) if isinstance(data, str) else None
         if choice is None:
             raise refuse("Choose the data in the list.")
@@ -349,9 +362,9 @@ class FineTuneTab:
         try:
             return self._try(text)
         except gr.Error as err:
-            raise self._refuse(request, err.message) from None
+            raise self.refusals.refuse(request, err.message) from None
         except ValueError as err:  # the explorer's own limits (too many tokens): the visitor's input, in its words
-            raise self._refuse(request, str(err).strip("'\"")) from None
+            raise self.refusals.refuse(request, str(err).strip("'\"")) from None
 
     def _try(self, text) -> str:
         from .task import task_view
@@ -367,15 +380,9 @@ class FineTuneTab:
         message, _ = task_view(explorer, explorer.run(text))
         return message
 
-    def _refuse(self, request, message: str) -> gr.Error:
-        self._refusals[getattr(request, "session_hash", None)] = message
-        while len(self._refusals) > 1000:  # a bound, as the sessions themselves have
-            self._refusals.pop(next(iter(self._refusals)))
-        return gr.Error(message, visible=False, print_exception=False)
-
     def try_refused(self, request: gr.Request = None) -> str:
         """After a refused try: why, in one sentence where the answer goes."""
-        return self._refusals.pop(getattr(request, "session_hash", None), "The sentence was not predicted.")
+        return self.refusals.pop(request, "The sentence was not predicted.")
 
     def _join(self, job: Job, folder: Path) -> tuple[str, str | None]:
         """Load the trained folder as the other models were loaded and offer it in every model list."""
@@ -392,9 +399,10 @@ class FineTuneTab:
         self._pickers = self.trained.pickers = [*self.page.model_pickers, self.base]
         outputs = self._poll_outputs()
         quiet = dict(queue=False, show_progress="hidden")
-        self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
-                                [self.status, self.timer, self.start_button, self.cancel_button],
-                                **api("finetune_start"), **quiet)
+        started = self.start_button.click(self.start, [self.data, self.base, self.epochs, self.rate, self.repeat],
+                                          [self.status, self.timer, self.start_button, self.cancel_button],
+                                          **api("finetune_start"), **quiet)
+        started.failure(self.start_refused, None, [self.status], **api("finetune_start_refused", False), queue=False)
         self.cancel_button.click(self.cancel, None, [self.status], **api("finetune_cancel"), **quiet)
         self.data.input(self.suggest_rate, [self.data], [self.rate], **api("finetune_rate", False), **quiet)
         self.timer.tick(self.poll, [self.seen], outputs, **api("finetune_progress"), **quiet)

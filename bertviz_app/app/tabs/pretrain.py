@@ -1,10 +1,10 @@
 """The Pretrain tab: a class watches a tiny BERT learn from nothing. It starts from random weights (the default model's
-tokenizer) on the built-in text (Debian's fortune cookies) or a text the operator named at launch with
-`--pretrain-data` (a visitor never sends a file or a path); the class types its own sentence with [MASK], which is
-the timeline's input 0. While it trains the page shows the loss of every step, the model's top 5 for each [MASK] of
-that sentence at the latest snapshot, and the attention views of every snapshot so far under a slider that grows in
-place as snapshots arrive. Stop ends it after the step under way; the model at that step joins every model list of
-the page, like a fine-tuned one, and the Timeline tab replays its training.
+tokenizer) on a built-in text (Python's help topics, or Debian's fortune cookies where installed) or a text the
+operator named at launch with `--pretrain-data` (a visitor never sends a file or a path); the class types its own
+sentence with [MASK], which is the timeline's input 0. While it trains the page shows the loss of every step, the
+model's top 5 for each [MASK] of that sentence at the latest snapshot, and the attention views of every snapshot so
+far under a slider that grows in place as snapshots arrive. Stop ends it after the step under way; the model at that
+step joins every model list of the page, like a fine-tuned one, and the Timeline tab replays its training.
 
 It runs in the same training lane as the Fine-tune tab (lane/training.py, a `PretrainJob`): one training at a
 time, whichever tab started it. The tab is shown only where the app may train, by the Fine-tune tab's rule; it holds
@@ -24,12 +24,11 @@ from ...explorer import load
 from ...figures.training import loss_curve_figure
 from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
-from ..lane.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
-                                  PretrainJob, class_sentence, pretrain_choices, pretrain_settings, pretraining_root,
-                                  text_problem)
+from ..lane.pretraining import (BUILTIN_TEXT, BUILTIN_TEXTS, PRETRAIN_MINUTES, PRETRAIN_PRESETS, PretrainJob,
+                                class_sentence, pretrain_choices, pretrain_settings, pretraining_root, text_problem)
 from ..lane.training import STOPPED_BY, Progress, StartBudget
 from .base import Gate, TabPage
-from .trained import MAX_TRAINED, POLL_S, PollPace, TrainedModels, client_address
+from .trained import MAX_TRAINED, POLL_S, PollPace, Refusals, TrainedModels, client_address, not_started
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -53,13 +52,14 @@ def roles_text(roles) -> str:
 
 
 def top5_text(p: Progress) -> str:
-    """The class's sentence's top 5 at each [MASK] at the latest snapshot, as Markdown."""
+    """The class's sentence's top 5 at each [MASK] at the latest snapshot, as Markdown ('“the” 5.3% · “,” 5.2%')."""
     snap = p.timeline if isinstance(p.job, PretrainJob) else None
     if not snap:
         return ""
     lines = [f"**Top 5 for [MASK] at step {snap['step']}** (snapshot {snap['count']}):"]
     for k, mask in enumerate(snap["masks"]):
-        guesses = " · ".join(f"{plain(token)} {100 * prob:.1f}%" for token, prob in mask["top"])
+        # each token in quotes: bare, a comma or a period among the separators did not read as a guess
+        guesses = " · ".join(f"“{plain(token)}” {100 * prob:.1f}%" for token, prob in mask["top"])
         lines.append(f"{k + 1}. {guesses}" if len(snap["masks"]) > 1 else guesses)
     return "\n\n".join(lines)
 
@@ -120,6 +120,7 @@ class PretrainTab:
         self._drawn = None  # (progress version, figure)
         self._views: tuple[str, dict] | None = None  # (views key, the views' value)
         self.pace = PollPace()
+        self.refusals = Refusals()  # why each page's last Start was refused
         if not settings.enabled:
             # the same rule as the Fine-tune tab, which says why it is off; this one is simply not in the tab bar
             page.items[self.id].visible = False
@@ -129,13 +130,13 @@ class PretrainTab:
         if not self.minutes_offered:  # a server bound below the shortest choice: that bound is the one choice
             self.minutes_offered = [settings.max_minutes]
         with gr.Row(equal_height=True, elem_id="pretrain-controls"):
-            first = list(self.choices)[1] if settings.pretrain_files else BUILTIN_TEXT
+            first = next((k for k, c in self.choices.items() if not c.builtin), BUILTIN_TEXT)
             self.data = gr.Dropdown([(c.label, k) for k, c in self.choices.items()], value=first, label="Text",
                                     scale=3, min_width=220, elem_id="pretrain-data")
             self.preset = gr.Dropdown([(p.label, k) for k, p in PRETRAIN_PRESETS.items()], value="classroom",
                                       label="Model", scale=3, min_width=220, elem_id="pretrain-preset")
             default = 10 if 10 in self.minutes_offered else self.minutes_offered[-1]
-            self.minutes = gr.Dropdown(self.minutes_offered, value=default, label="Minutes", scale=1, min_width=90,
+            self.minutes = gr.Dropdown(self.minutes_offered, value=default, label="Minutes", scale=1, min_width=110,
                                        elem_id="pretrain-minutes")
         with gr.Row(equal_height=True, elem_id="pretrain-sentence-row"):
             self.sentence = gr.Textbox(SENTENCE, label="The class's sentence ([MASK] where the model guesses)",
@@ -156,8 +157,19 @@ class PretrainTab:
         self.seen = gr.State((len(page.models.names), False, None))  # (models listed, running, views shown)
 
     # handlers ----------------------------------------------------------------------------------------------------
-    @user_errors
     def start(self, data, preset, minutes, sentence, request: gr.Request = None):
+        """Start a pretraining in the lane; a refusal is said in the status line, as the Fine-tune tab's."""
+        try:
+            return self._start(data, preset, minutes, sentence, request)
+        except gr.Error as err:
+            raise self.refusals.refuse(request, err.message) from None
+
+    def start_refused(self, request: gr.Request = None) -> str:
+        """After a refused Start: why, in the status line."""
+        return not_started(self.refusals.pop(request, "Press Start again."))
+
+    @user_errors
+    def _start(self, data, preset, minutes, sentence, request):
         choice = self.choices.get(data) if isinstance(data, str) else None
         if choice is None:
             raise refuse("Choose the text in the list.")
@@ -169,9 +181,9 @@ class PretrainTab:
             item = class_sentence(text_value(sentence, "The sentence"))
         except ValueError as err:
             raise refuse(str(err)) from None
-        if choice.source == BUILTIN_TEXT:
-            if not any(FORTUNES.glob("*")):
-                raise refuse(BUILTIN_MISSING)
+        if choice.builtin:
+            if not BUILTIN_TEXTS[choice.source].present():
+                raise refuse(BUILTIN_TEXTS[choice.source].missing)
         elif not Path(choice.source).is_file():
             raise refuse(f"{Path(choice.source).name}, the text named when the server started, is no longer there; "
                          "whoever runs the server can put it back. Pick another text meanwhile.")
@@ -257,9 +269,10 @@ class PretrainTab:
         self._pickers = self.trained.pickers = list(self.page.model_pickers)
         outputs = self._poll_outputs()
         quiet = dict(queue=False, show_progress="hidden")
-        self.start_button.click(self.start, [self.data, self.preset, self.minutes, self.sentence],
-                                [self.status, self.timer, self.start_button, self.cancel_button],
-                                **api("pretrain_start"), **quiet)
+        started = self.start_button.click(self.start, [self.data, self.preset, self.minutes, self.sentence],
+                                          [self.status, self.timer, self.start_button, self.cancel_button],
+                                          **api("pretrain_start"), **quiet)
+        started.failure(self.start_refused, None, [self.status], **api("pretrain_start_refused", False), queue=False)
         self.cancel_button.click(self.cancel, None, [self.status], **api("pretrain_stop"), **quiet)
         self.timer.tick(self.poll, [self.seen], outputs, **api("pretrain_progress"), **quiet)
         self.page.items[self.id].select(self.poll, [self.seen], outputs, **api("pretrain_progress", False), **quiet)

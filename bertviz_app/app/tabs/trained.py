@@ -10,9 +10,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import gradio as gr
+
 from ... import limits
 from ...explorer import release_freed_memory
-from ..common import Models
+from ..common import Models, plain
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -59,6 +61,31 @@ class TrainedModels:
         if oldest is not None:
             release_freed_memory()
         return name, oldest
+
+
+class Refusals:
+    """Why each page's last quiet event was refused. Gradio shows no toast for events that run without the queue,
+    only a hidden "Error", so a tab raises `refuse(request, why)` and a follow-up event (`.failure`) says `pop(...)` in
+    the tab's own status line."""
+
+    MOST = 1000  # a bound, as the sessions themselves have
+
+    def __init__(self):
+        self._why: dict[str | None, str] = {}
+
+    def refuse(self, request, message: str) -> gr.Error:
+        self._why[getattr(request, "session_hash", None)] = message
+        while len(self._why) > self.MOST:
+            self._why.pop(next(iter(self._why)))
+        return gr.Error(message, visible=False, print_exception=False)
+
+    def pop(self, request, default: str) -> str:
+        return self._why.pop(getattr(request, "session_hash", None), default)
+
+
+def not_started(why: str) -> str:
+    """The status line after a refused Start, in the page's refusal style."""
+    return f"<span class='bv-stale'>**Not started.** {plain(why)}</span>"
 
 
 def replaced_words(name: str, by: str, most: int = MAX_TRAINED) -> str:

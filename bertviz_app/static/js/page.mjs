@@ -308,7 +308,7 @@ function createApi(ctx) {
       const { out } = await run(a, b);
       return isNextProbability(out.nsp_logits.data);
     },
-    async show(a, b = null, selection = null) {
+    async show(a, b = null, selection = null, fromLink = false) {
       const t0 = performance.now();
       const r = await api.analyze(a, b);
       const viewsData = viewsDataOf(r, a, b, model.name);
@@ -319,7 +319,7 @@ function createApi(ctx) {
       const keep = selection || (viewer ? viewer.selection.get() : {});
       viewer?.destroy();
       viewer = await ctx.mount(ctx.container, viewsData, { loadQueryKey, showTitle: false,
-        selection: openingSelection(keep) });
+        selection: openingSelection(keep), fromLink });
       ctx.timings.showSeconds = (performance.now() - t0) / 1000;
       api.last = r; // what is on screen, for scripts and tests
       ctx.shown({ viewer, a, b, r });
@@ -457,7 +457,7 @@ export function start(doc = document) {
       $("input-error").textContent = error.message || String(error); // the page still shows its boxes' input
       return api.show(...inputOf(doc), opened.selection);
     })
-    : () => api.show(...inputOf(doc), opened.selection);
+    : () => api.show(...inputOf(doc), opened.selection, true);
   ready.then(first)
     .then(() => { timings.firstPictureSeconds = performance.now() / 1000; },
       (error) => { $("input-error").textContent = error.message || String(error); });

@@ -18,6 +18,7 @@ import { colorCategories, decodeCorpusMap, sentenceIndex, sentenceKey, tokenInSe
   from "./corpus-data.mjs";
 import { mountCanvasView } from "./corpus-shell.mjs";
 import { el } from "./dom.mjs";
+import { linkIndex } from "./permalink.mjs";
 import { injectStyle } from "./style.mjs";
 import * as headsView from "./corpus-heads.mjs";
 import * as pointMap from "./corpus-point-map.mjs";
@@ -61,13 +62,8 @@ const CSS = `
  * one sentence in `problems` and head 0 instead). */
 export function checkedState(info, asked = {}) {
   const problems = [];
-  const index = (name, value, size, fallback) => {
-    if (value === undefined || value === null) return fallback;
-    if (Number.isInteger(value) && value >= 0 && value < size) return value;
-    problems.push(`This link asks for ${name} ${value}, and the corpus's model has ${size} ${name}s (0 to `
-      + `${size - 1}); showing ${name} ${fallback} instead.`);
-    return fallback;
-  };
+  const index = (name, value, size, fallback) => linkIndex(problems, { name, value, size, fallback,
+    has: "the corpus's model has" });
   const subsets = new Set(Object.entries(info.subsets || {}).flatMap(([k, list]) => list.map(([n]) => `${k}:${n}`)));
   const subset = (value) => {
     if (!value || value === "all") return "all";
@@ -397,7 +393,12 @@ export function mountCorpus(container, source, asked = {}) {
       el("p", { class: "bv-corpus-message", role: "alert" }, p))));
     return { state: () => null, set() {}, destroy() { container.replaceChildren(); } };
   }
-  const first = checkedState(wanted, asked.corpus && asked.corpus !== wanted.name ? {} : asked);
+  const elsewhere = asked.corpus !== undefined && asked.corpus !== wanted.name;
+  const first = checkedState(wanted, elsewhere ? {} : asked);
+  if (elsewhere) {
+    first.problems.unshift(`This link asks for the corpus ${String(asked.corpus).slice(0, 80)}, which is not served `
+      + `here (${source.corpora.map((c) => c.name).join(", ")}); showing ${wanted.name}.`);
+  }
   let current = first.state;
   const listeners = new Set();
   const ctx = {

@@ -149,8 +149,9 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
     if (!value || !value.payload) return;
     // A new input keeps every choice but the token (its index means another token now) and the picks; the first
     // one comes from the address.
+    const fromLink = !viewer && Boolean(props.permalink);
     const wanted = viewer ? { ...viewer.selection.get(), token: null, silenced: [] }
-      : props.permalink ? { ...readLink(location.search).selection } : {};
+      : fromLink ? { ...readLink(location.search).selection } : {};
     // The head the value names (both sides of Compare: its most changed head) wins, so linked hosts open together.
     if (value.open) Object.assign(wanted, { layer: value.open.layer, head: value.open.head });
     // A linked host given no head starts where the other side is, so the pair is linked from its first frame. Both
@@ -166,6 +167,7 @@ export function startGradioHost({ element, props, server, trigger, watch }, deps
       showTitle: false,
       idPrefix: props.id_prefix || "",
       selection: wanted,
+      fromLink,
       loadQueryKey: () => ask(server, "query_key", value.key, alert),
       offlineHtml: () => ask(server, "offline_page", value.key, alert),
       exportCsv: (s) => ask(server, "attention_csv", { key: value.key, matrix: s.matrix, layer: s.layer, head: s.head },

@@ -16,10 +16,13 @@ const ANALYSIS_WAIT_MS = 180000;
 /** deps: { viewerIn(rootId) -> { viewer, input } or null, playLesson, storage, location, history, sleep(ms) }. */
 export function startAppLessons(doc, deps) {
   const $ = (id) => doc.getElementById(id);
+  // the panel's steps: those recorded here, or the lesson opened last (a file or a link), to play, extend or save
   const steps = [];
+  let title = "";
+  let from = ""; // the file the steps came from, said beside their count (the file box is emptied after each read)
   const say = (text) => { $("lesson-error").textContent = text; };
   const count = () => {
-    $("lesson-count").textContent = `${steps.length} step${steps.length === 1 ? "" : "s"}`;
+    $("lesson-count").textContent = `${steps.length} step${steps.length === 1 ? "" : "s"}${from ? ` (${from})` : ""}`;
     $("lesson-save").disabled = $("lesson-play").disabled = !steps.length;
   };
   const shown = () => deps.viewerIn("attention-host");
@@ -31,39 +34,15 @@ export function startAppLessons(doc, deps) {
     deps.history.replaceState(deps.history.state, "", `${deps.location.pathname}?${search}`);
   };
 
-  async function apply(step, index) {
-    const model = doc.querySelector("#model input")?.value;
-    if (step.model && model && step.model !== model) throw new Error(`Step ${index + 1} was made with the model `
-      + `"${step.model}"; pick it in the Model list, then play the step again.`);
-    let now = shown();
-    if (!now || now.input.a !== step.a || (now.input.b || "") !== step.b) {
-      for (const [id, text] of [["sentence-a", step.a], ["sentence-b", step.b]]) {
-        const box = doc.querySelector(`#${id} textarea`);
-        box.value = text;
-        box.dispatchEvent(new Event("input", { bubbles: true }));
-      }
-      const before = now?.viewer;
-      await deps.sleep(50); // gradio takes the boxes' input events before the click
-      doc.querySelector("#analyze").click();
-      for (let waited = 0; ; waited += 100) {
-        now = shown();
-        if (now && now.viewer !== before && now.input.a === step.a && (now.input.b || "") === step.b) break;
-        const refused = doc.querySelector("#notice .bv-stale");
-        if (refused && waited > 500) throw new Error(refused.textContent.replace(/ The picture below.*$/, ""));
-        if (waited > ANALYSIS_WAIT_MS) throw new Error(`Step ${index + 1}'s input was not analyzed; is the server `
-          + "still running?");
-        await deps.sleep(100);
-      }
-    }
-    now.viewer.selection.set({ token: null, ...step.selection });
-    const p = now.viewer.payload;
-    return { layers: p.layers, heads: p.heads, length: p.length };
-  }
-
-  function play(lesson, name, step = 1) {
+  function play(lesson, name, step = 1, file = "") {
     deps.storage?.setItem(STORE + name, JSON.stringify(lesson.source));
+    const source = Array.isArray(lesson.source) ? lesson.source : lesson.source.steps;
+    if (source !== steps) steps.splice(0, steps.length, ...source);
+    title = lesson.title;
+    from = file || (source === steps ? from : `lesson "${name}"`);
+    count();
     const player = deps.playLesson($("lesson-place"), lesson, {
-      apply,
+      apply: (step, index) => applyStep(doc, deps, step, index),
       moved(index) { Object.assign(at, { lesson: name, step: index + 1 }); writeAddress(); },
       close() { at.lesson = null; },
     });
@@ -79,26 +58,31 @@ export function startAppLessons(doc, deps) {
     const now = shown();
     if (!now) { say("Analyze an input first: a step is what the views show."); return; }
     steps.push(recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value));
+    from = from && `${from.replace(/, changed$/, "")}, changed`;
     $("lesson-caption-in").value = "";
     say("");
     count();
   });
   $("lesson-save").addEventListener("click", () => {
     const link = doc.createElement("a");
-    link.href = URL.createObjectURL(new Blob([lessonText(steps)], { type: "application/json" }));
+    link.href = URL.createObjectURL(new Blob([lessonText(steps, title)], { type: "application/json" }));
     link.download = "lesson.json";
     link.click();
     setTimeout(() => URL.revokeObjectURL(link.href), 10000);
   });
   $("lesson-play").addEventListener("click", () => {
-    try { play(read({ lesson: 1, title: "", steps }), "lesson"); } catch (error) { say(error.message); }
+    try { play(read({ lesson: 1, title, steps }), "lesson"); } catch (error) { say(error.message); }
   });
   $("lesson-file").addEventListener("change", async () => {
     const file = $("lesson-file").files[0];
     if (!file) return;
     try {
       if (file.size > 2 << 20) throw new Error("This file is over 2 MB: a lesson file is a few kB of JSON.");
-      play(read(await file.text()), nameFromFile(file.name));
+      // the file of the lesson a link named (and this browser had not kept) opens at the link's step
+      const name = nameFromFile(file.name);
+      const step = pending && pending.lesson === name ? pending.step : 1;
+      play(read(await file.text()), name, step, file.name);
+      pending = null;
     } catch (error) {
       say(error.message);
     }
@@ -107,10 +91,12 @@ export function startAppLessons(doc, deps) {
   count();
 
   const opened = readLink(deps.location.search);
+  let pending = null; // { lesson, step } a link named, until its file is opened
   if (opened.lesson !== undefined) {
     const kept = deps.storage?.getItem(STORE + opened.lesson);
     $("lesson-panel").hidden = false;
     if (!kept) {
+      pending = { lesson: opened.lesson, step: opened.step };
       say(`This link opens step ${opened.step ?? 1} of the lesson "${String(opened.lesson).slice(0, 80)}", which `
         + "this browser has not opened: open its file with “Open a lesson file”.");
     } else {
@@ -122,4 +108,36 @@ export function startAppLessons(doc, deps) {
     }
   }
   return { steps, play: (source, name, step) => play(read(source), name, step) };
+}
+
+/** A played step: its input analyzed when it is not the one on screen (the boxes filled, Analyze pressed, the new
+ * views awaited), then its selection; the views' sizes, for the bar to check the step against. */
+async function applyStep(doc, deps, step, index) {
+  const shown = () => deps.viewerIn("attention-host");
+  const model = doc.querySelector("#model input")?.value;
+  if (step.model && model && step.model !== model) throw new Error(`Step ${index + 1} was made with the model `
+    + `"${step.model}"; pick it in the Model list, then play the step again.`);
+  let now = shown();
+  if (!now || now.input.a !== step.a || (now.input.b || "") !== step.b) {
+    for (const [id, text] of [["sentence-a", step.a], ["sentence-b", step.b]]) {
+      const box = doc.querySelector(`#${id} textarea`);
+      box.value = text;
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+    const before = now?.viewer;
+    await deps.sleep(50); // gradio takes the boxes' input events before the click
+    doc.querySelector("#analyze").click();
+    for (let waited = 0; ; waited += 100) {
+      now = shown();
+      if (now && now.viewer !== before && now.input.a === step.a && (now.input.b || "") === step.b) break;
+      const refused = doc.querySelector("#notice .bv-stale");
+      if (refused && waited > 500) throw new Error(refused.textContent.replace(/ The picture below.*$/, ""));
+      if (waited > ANALYSIS_WAIT_MS) throw new Error(`Step ${index + 1}'s input was not analyzed; is the server `
+        + "still running?");
+      await deps.sleep(100);
+    }
+  }
+  now.viewer.selection.set({ token: null, ...step.selection });
+  const p = now.viewer.payload;
+  return { layers: p.layers, heads: p.heads, length: p.length };
 }

@@ -17,6 +17,8 @@
 //              showTitle       false leaves out the title and model line (a host that shows the text already)
 //              selection       initial state (see selection.mjs), e.g. { layer: 2, head: "all", view: "matrix" };
 //                              without a layer and a head, the views open on an informative head (guide.mjs)
+//              fromLink        true: `selection` is what a link asked for (permalink.mjs readLink): what is out of
+//                              range is replaced and said in one sentence each above the controls (view-link-note)
 //              idPrefix        prefix for the element ids when one page holds several viewers (default "")
 //              maxHeight       the tallest a view box may be, in pixels (default: what the window leaves)
 //              onSilence       async (heads) => anything: heads = [[layer, head], ...] picked to silence (the
@@ -82,7 +84,13 @@ export async function mount(container, payloadInput, options = {}) {
   const maxHeight = (where = {}) => viewBoxHeight(options, frame, where);
   // Without a layer and head asked for, the page opens on a head that shows something (guide.mjs), not on
   // layer 0, head 0.
-  const asked = options.selection || {};
+  // A link's selection is checked against this payload: what is out of range is said in one sentence each.
+  const fromLink = options.fromLink ? links.checkLink(options.selection || {}, payload) : null;
+  const asked = fromLink ? fromLink.selection : options.selection || {};
+  if (fromLink?.problems.length) {
+    frame.controls.before(el("p", { class: "bv-link-note", id: id("view-link-note"), role: "status" },
+      fromLink.problems.join(" ")));
+  }
   const opening = asked.layer === undefined && asked.head === undefined ? informativeHead(payload) : {};
   const selection = createSelection(payload, { zoom: defaultZoom(payload.length, maxHeight() - 40), ...opening,
     ...asked }, VIEW_NAMES);

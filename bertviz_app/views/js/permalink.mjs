@@ -4,7 +4,7 @@
 // `tab`, not `view`: Gradio's page reads `view`. The view travels under its url name (registry.mjs), so a link made
 // in one host opens the same view in the other.
 
-import { viewForTab, viewNamed } from "./registry.mjs";
+import { VIEWS, viewForTab, viewNamed } from "./registry.mjs";
 
 /** The parameters a link owns; a writer replaces these and keeps any other (a host's own, such as threads=). */
 export const LINK_KEYS = ["a", "b", "model", "layer", "head", "token", "tab", "lesson", "step"];
@@ -15,7 +15,9 @@ export const MAX_LINK_CHARS = 20000;
 
 /**
  * What a query string (with or without its "?") holds: { a, b, model } as text or null, and `selection`, the view
- * it asks for ({ layer, head, token, view }, only what parses: the views clamp the rest). A link whose a or b is
+ * it asks for ({ layer, head, token, view }: whole numbers as numbers, anything else as written, for `checkLink` to
+ * say what is out of range once the views know their sizes; a host that does not check leaves the rest to
+ * selection.mjs's clamping). A link whose a or b is
  * longer than MAX_LINK_CHARS gives neither (null) and names them in `tooLong`. Where it names a lesson,
  * `lesson` (its name) and `step` (from 1; a number, else what the link wrote or null, for the lesson to refuse in
  * words) say where the lesson stands.
@@ -24,12 +26,48 @@ export function readLink(search) {
   const q = new URLSearchParams(search);
   const tooLong = ["a", "b"].filter((name) => q.has(name) && codePoints(q.get(name)) > MAX_LINK_CHARS);
   if (tooLong.length) return { ...readLink(dropped(q, ["a", "b"])), tooLong };
-  const int = (name) => (q.has(name) && /^\d+$/.test(q.get(name)) ? Number(q.get(name)) : undefined);
+  const asked = (name) => (q.get(name) ? q.get(name) : undefined);
+  const int = (name) => (/^-?\d+$/.test(q.get(name) ?? "") ? Number(q.get(name)) : asked(name));
   const selection = { layer: int("layer"), head: q.get("head") === "all" ? "all" : int("head"), token: int("token"),
-    view: viewForTab(q.get("tab"))?.name };
+    view: viewForTab(q.get("tab"))?.name ?? asked("tab") };
   const lesson = q.has("lesson") ? { lesson: q.get("lesson"), step: int("step") ?? q.get("step") } : {};
   return { a: q.get("a"), b: q.get("b"), model: q.get("model"), ...lesson,
     selection: Object.fromEntries(Object.entries(selection).filter(([, v]) => v !== undefined)) };
+}
+
+/**
+ * A number a link asks for, checked against what there is: `value` when it is a whole number from 0 to size - 1,
+ * else `fallback`, with one sentence in `problems` saying what the link asked for, what there is (`has`: "the
+ * model has") and what is shown instead. The attention views' links and the corpus views' say it in these words.
+ */
+export function linkIndex(problems, { name, value, size, has, fallback, instead = `showing ${name} ${fallback} instead` }) {
+  if (value === undefined || value === null) return fallback;
+  if (Number.isInteger(value) && value >= 0 && value < size) return value;
+  problems.push(`This link asks for ${name} ${String(value).slice(0, 40)}, and ${has} ${size} ${name}s (0 to `
+    + `${size - 1}); ${instead}.`);
+  return fallback;
+}
+
+/**
+ * The selection a link asked for (readLink's), checked against the views' payload: { selection, problems }, where
+ * what is out of range is replaced (layer and head 0, no token, the first view) and said in one sentence each.
+ */
+export function checkLink(selection, payload) {
+  const problems = [];
+  const out = { ...selection };
+  const model = "the model has";
+  if ("layer" in out) out.layer = linkIndex(problems, { name: "layer", value: out.layer, size: payload.layers,
+    has: model, fallback: 0 });
+  if ("head" in out && out.head !== "all") out.head = linkIndex(problems, { name: "head", value: out.head,
+    size: payload.heads, has: model, fallback: 0 });
+  if ("token" in out) out.token = linkIndex(problems, { name: "token", value: out.token, size: payload.length,
+    has: "the input has", fallback: null, instead: "no token is selected" });
+  if ("view" in out && !viewNamed(out.view)) {
+    problems.push(`This link asks for the view ${String(out.view).slice(0, 40)}, which these views do not have `
+      + `(${VIEWS.map((v) => v.url).join(", ")}); showing ${VIEWS[0].url} instead.`);
+    out.view = VIEWS[0].name;
+  }
+  return { selection: out, problems };
 }
 
 /**

@@ -106,6 +106,7 @@ export const CSS = `
 .bv-root .bv-timeline-key i { display: inline-block; width: 10px; height: 10px; margin-right: 3px;
   border: 1px solid #999; vertical-align: -1px; }
 .bv-root .bv-error { padding: 10px; border: 1px solid #d62728; color: #8b1a1a; }
+.bv-root .bv-link-note { margin: 0 0 6px; color: #a50f15; font-size: 14px; overflow-wrap: anywhere; }
 .bv-root [hidden] { display: none !important; }
 `;
 

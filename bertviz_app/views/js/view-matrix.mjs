@@ -16,6 +16,7 @@ const SMALL = `12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-se
 const PAD = 8;
 const MAX_LABEL_CHARS = 14;
 const MAX_CELL = 32;
+const WIDE = 3;
 
 /** Layout of the heatmap for a selection state in a box: cell size, label bands, and its bitmap (one pixel a cell). */
 export function layout(data, state, size) {
@@ -42,7 +43,12 @@ export function layout(data, state, size) {
   const left = band, top = band;
   const cell = state.zoom === "labels" ? Math.max(fit, type.pitch)
     : state.zoom === "2" || state.zoom === "4" ? fit * Number(state.zoom) : fit;
-  const width = left + nc * cell + PAD, height = top + nr * cell + PAD;
+  // Square cells fit the height first: a host that gives the picture the screen (presenter mode's fillWidth) has the
+  // columns widen into the width left over (a 21-token matrix took a third of a projector's width), up to WIDE times
+  // a row's height; cellW is a column's width, cell a row's height.
+  const cellW = size.fillWidth && state.zoom !== "2" && state.zoom !== "4"
+    ? Math.max(cell, Math.min(WIDE * cell, (size.width - band - PAD) / nc)) : cell;
+  const width = left + nc * cellW + PAD, height = top + nr * cell + PAD;
   // One bitmap pixel per cell, kept with the block: the canvas scales it, so zooming and scrolling never rebuild it.
   const pixels = cache.get(`matrix-pixels|${state.matrix}|${state.layer}|${state.head}|${state.units}|`
     + `${state.segments}|${state.hideSpecial}|${state.renormalize}|${state.scale}|${theme.name}`, () => {
@@ -50,15 +56,15 @@ export function layout(data, state, size) {
     if (rows.length && cols.length) paintValues(data, block.values, attentionLUT(theme), state.scale);
     return { width: cols.length, height: rows.length, data };
   });
-  return { shown, block, state, left, top, cell, type, nr, nc, width, height, pixels, theme,
-    key: keyLayout(left, top, cell, type, state.scale, size.measure),
+  return { shown, block, state, left, top, cell, cellW, type, nr, nc, width, height, pixels, theme,
+    key: keyLayout(left, top, cellW, type, state.scale, size.measure),
     boxHeight: Math.min(height, size.maxHeight), locked: selectedIndex(shown, state),
     caption: describe(state, shown, payload), drawn: drawnKey(state),
-    geometry: { left, top, cell, labelPx: type.px } };
+    geometry: { left, top, cell, cellW, labelPx: type.px } };
 }
 
 export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
-  const { left, top, cell, shown, state } = layout;
+  const { left, top, cell, cellW, shown, state } = layout;
   const { rows, cols } = shown.axes;
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, v.width, v.height);
@@ -77,7 +83,7 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
   ctx.clip();
   ctx.translate(-v.x, -v.y);
   ctx.imageSmoothingEnabled = cell * (v.dpr || 1) < 1; // magnified cells stay crisp squares
-  ctx.drawImage(image(layout.pixels), 0, 0, cols.length, rows.length, left, top, cols.length * cell,
+  ctx.drawImage(image(layout.pixels), 0, 0, cols.length, rows.length, left, top, cols.length * cellW,
     rows.length * cell);
   ctx.imageSmoothingEnabled = true;
   paintMarks(ctx, layout, focus.hover);
@@ -86,9 +92,9 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
 }
 
 function paintMarks(ctx, layout, hover) {
-  const { left, top, cell, shown } = layout;
+  const { left, top, cell, cellW, shown } = layout;
   const { rows, cols } = shown.axes;
-  const w = cols.length * cell, h = rows.length * cell;
+  const w = cols.length * cellW, h = rows.length * cell;
   const units = shown.units;
   // Where sentence B starts, on each axis that shows both sentences.
   ctx.strokeStyle = BOUNDARY_COLOR;
@@ -97,7 +103,7 @@ function paintMarks(ctx, layout, hover) {
   const rb = firstOfB(rows, units), cb = firstOfB(cols, units);
   ctx.beginPath();
   if (rb > 0) { ctx.moveTo(left, top + rb * cell); ctx.lineTo(left + w, top + rb * cell); }
-  if (cb > 0) { ctx.moveTo(left + cb * cell, top); ctx.lineTo(left + cb * cell, top + h); }
+  if (cb > 0) { ctx.moveTo(left + cb * cellW, top); ctx.lineTo(left + cb * cellW, top + h); }
   ctx.stroke();
   ctx.setLineDash([]);
   // The selected token's row (what it attends to) or column (what attends to it).
@@ -106,17 +112,17 @@ function paintMarks(ctx, layout, hover) {
     ctx.strokeStyle = SELECTED_COLOR;
     ctx.lineWidth = 2.5;
     if (sel.axis === "row") ctx.strokeRect(left - 1, top + sel.index * cell - 1, w + 2, cell + 2);
-    else ctx.strokeRect(left + sel.index * cell - 1, top - 1, cell + 2, h + 2);
+    else ctx.strokeRect(left + sel.index * cellW - 1, top - 1, cellW + 2, h + 2);
   }
   if (hover && hover.row >= 0 && hover.col >= 0) {
     ctx.strokeStyle = "#111";
     ctx.lineWidth = 1.5;
-    ctx.strokeRect(left + hover.col * cell - 1, top + hover.row * cell - 1, cell + 2, cell + 2);
+    ctx.strokeRect(left + hover.col * cellW - 1, top + hover.row * cell - 1, cellW + 2, cell + 2);
   }
 }
 
 function paintLabels(ctx, layout, v, hover) {
-  const { left, top, cell, shown, block, type } = layout;
+  const { left, top, cell, cellW, shown, block, type } = layout;
   const { rows, cols } = shown.axes;
   const units = shown.units;
   const sel = layout.locked;
@@ -142,11 +148,11 @@ function paintLabels(ctx, layout, v, hover) {
     }
   }
   // Columns, along the top edge, reading upwards.
-  const [c0, c1] = visibleRange(v.x, v.width, left, cell, cols.length);
+  const [c0, c1] = visibleRange(v.x, v.width, left, cellW, cols.length);
   const colPriority = [hover?.col >= 0 ? hover.col : null, sel?.axis === "col" ? sel.index : null];
-  const colLabels = thinLabels(c0, c1, cell, type.pitch, colPriority);
+  const colLabels = thinLabels(c0, c1, cellW, type.pitch, colPriority);
   for (const c of colLabels) {
-    const x = left + (c + 0.5) * cell - v.x;
+    const x = left + (c + 0.5) * cellW - v.x;
     if (x < left) continue;
     ctx.save();
     ctx.translate(x, top - 8);
@@ -218,9 +224,9 @@ export function selectedIndex(shown, state) {
 
 /** { row, col } of the cell under (x, y); col -1 over the row labels, row -1 over the column labels; else null. */
 export function hit(layout, x, y, viewport = { x: 0, y: 0 }) {
-  const { left, top, cell, shown } = layout;
+  const { left, top, cell, cellW = cell, shown } = layout;
   const row = y - viewport.y < top ? -1 : Math.floor((y - top) / cell);
-  const col = x - viewport.x < left ? -1 : Math.floor((x - left) / cell);
+  const col = x - viewport.x < left ? -1 : Math.floor((x - left) / cellW);
   if (row >= shown.axes.rows.length || col >= shown.axes.cols.length || (row < 0 && col < 0)) return null;
   return { row, col };
 }

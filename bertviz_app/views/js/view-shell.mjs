@@ -4,7 +4,8 @@
 //   layout(data, state, size) -> layout   what to draw where, for a selection state in a box; no DOM.
 //       data = { payload, cache, silence }   cache memoizes per payload (createCache); silence: a host offers it
 //       size = { width, maxHeight, measure(font, text) -> px, labelMax: the largest label type in px, when a host
-//       asks labels to grow with their rows (CSS --bv-label-max), theme: theme.mjs's style values (CSS --bv-theme) }
+//       asks labels to grow with their rows (CSS --bv-label-max), fillWidth: the host asks a picture to take the
+//       box's whole width (CSS --bv-fill-width: 1), theme: theme.mjs's style values (CSS --bv-theme) }
 //       The layout carries width, height (the whole picture), boxHeight (the part on screen), caption, drawn (a
 //       string a test waits for), geometry (where rows and cells are, for automation) and `locked`: the target the
 //       selection keeps (the selected token), or null. hidden: true leaves the picture out (nothing to draw yet).
@@ -155,7 +156,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     const reserve = extra?.reserve ? extra.reserve() : 0;
     const width = (root.clientWidth || 600) - (beside ? CAPTION_WIDTH + CAPTION_GAP : 0) - BOX_BORDER;
     return { width, maxHeight: (env.maxHeight ? env.maxHeight({ beside }) : 600) - reserve - BOX_BORDER,
-      measure: measureText, labelMax: labelMax(), theme: theme() };
+      measure: measureText, labelMax: labelMax(), fillWidth: fillsWidth(root), theme: theme() };
   }
 
   function update(state) {
@@ -200,4 +201,9 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     },
     destroy() { unsubscribe(); resize.disconnect(); extra?.destroy?.(); root.remove(); },
   };
+}
+
+/** The host's wish that a picture take its box's whole width too (presenter mode sets --bv-fill-width: 1). */
+function fillsWidth(root) {
+  return getComputedStyle(root).getPropertyValue("--bv-fill-width").trim() === "1";
 }
