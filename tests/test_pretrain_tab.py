@@ -190,7 +190,8 @@ def test_the_built_in_texts_are_split_as_the_corpus_script_splits_them(tmp_path,
 
 
 def test_the_top_5_quotes_each_token_so_that_punctuation_reads_as_a_guess():
-    job = PretrainJob(pretrain_choices()["python-help"], "tiny", 2, class_sentence("A [MASK]."), "n", Path("out"))
+    text = pretrain_choices()["python-help"]
+    job = PretrainJob(text, class_sentence("A [MASK]."), "n", pretrain_settings("tiny", 2, text, Path("out")))
     top = [("the", 0.053), (",", 0.052), (".", 0.032), ("_", 0.01), ('"', 0.005)]
     text = top5_text(Progress(job=job, timeline={"step": 7, "count": 2, "masks": [{"top": top}]}))
     assert text.splitlines()[-1] == '“the” 5.3% · “,” 5.2% · “.” 3.2% · “\\_” 1.0% · “"” 0.5%'
