@@ -1058,3 +1058,15 @@ def test_the_page_s_own_polls_pass_the_poll_rate(served, tab):
         fast = [page.post("gradio_api/run/predict", json={"fn_index": poll, "data": [None],
                                                           "session_hash": f"flood-{tab}"}).status_code for _ in range(12)]
     assert fast.count(429) >= 6 and "too often" not in str(fast)
+
+
+def test_the_pretrain_views_have_the_polls_rate(served):
+    """`_pretrain_views` runs outside the queue like the polls (its answer ~1 MB): one thread called it 612 times in
+    10 s. A flood from one page is now refused before gradio beyond the polls' burst."""
+    url, demo = served
+    views = next(i for i, fn in demo.fns.items() if fn.api_name == "_pretrain_views")
+    with httpx.Client(base_url=url) as page:
+        statuses = [page.post("gradio_api/run/predict", json={"fn_index": views, "data": [""],
+                                                              "session_hash": "views-flood"}).status_code
+                    for _ in range(12)]
+    assert statuses[0] == 200 and statuses.count(429) >= 6, statuses
