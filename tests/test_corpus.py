@@ -221,6 +221,26 @@ def test_missing_and_damaged_shards_are_named(corpus, tmp_path):
         open_corpus(copy)
 
 
+@pytest.mark.parametrize("key, value", [(("source", "sentences"), 200_000_000), (("tokens",), 10**9),
+                                        (("source", "sentences"), 14.0)])
+def test_a_manifest_that_lies_about_its_counts_is_refused_before_anything_is_sized_by_it(corpus, tmp_path, key,
+                                                                                         value):
+    """200,000,000 sentences in the manifest took a server 14.6 s and 3.3 GB at start (tables sized by the count)
+    before anything failed: the counts are checked against the shards (their arrays' shapes) first."""
+    copy = tmp_path / "copy"
+    shutil.copytree(corpus.folder, copy)
+    manifest = json.loads((copy / "corpus.json").read_text())
+    *path, last = key
+    place = manifest
+    for step in path:
+        place = place[step]
+    place[last] = value
+    (copy / "corpus.json").write_text(json.dumps(manifest))
+    with pytest.raises(CorpusError, match=r"corpus.json (says|lists) .*build the corpus again") as refused:
+        open_corpus(copy)
+    assert "\n" not in str(refused.value)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda c: c.positional_profile(99, 0), "layer 99 is out of range"),
     (lambda c: c.qk_map(0, 12), "head 12 is out of range"),
