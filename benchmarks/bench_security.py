@@ -33,6 +33,11 @@ Issue #31's attacks, as phases of their own:
   12-token sentences; reported: the polls' answers, and the visitor's median analysis time against alone just before;
   finetune-exhaustion: one visitor (one page) starts 1-epoch trainings, each after the last is done, until refused;
   reported: how many it started and the refusal, then what a second visitor (another page, another address) gets.
+Issue #42's:
+- corpus-hammer (`--corpus DIR`, a corpus built with the default model): 10 sessions of one address search it from
+  100 threads for `--seconds`, each search a new one, while a visitor of another address asks for the summary and a
+  head's details (answers made before) every 0.6 s; reported: the searches' answers, the server's memory, and the visitor's
+  median and p95 against alone just before.
 The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
 """
 
@@ -86,9 +91,9 @@ class Visitor:
         data = self.event("analyze", [self.model, text, ""])["data"]
         return next(d["key"] for d in data if isinstance(d, dict) and "key" in d)
 
-    def server_function(self, name: str, data, session: str | None = None) -> dict:
+    def server_function(self, name: str, data, session: str | None = None, host: str = "attention-host") -> dict:
         answer = self.http.post("gradio_api/component_server", json={
-            "session_hash": session or self.session, "component_id": self.hosts["attention-host"], "fn_name": name,
+            "session_hash": session or self.session, "component_id": self.hosts[host], "fn_name": name,
             "data": data})
         answer.raise_for_status()
         return answer.json()
@@ -369,6 +374,84 @@ def finetune_exhaustion(url, cookies, config) -> list[tuple[str, str]]:
             ("a second visitor (another page and address) then", got[:400].replace("|", "/").replace("\n", " "))]
 
 
+# --- the Corpus tab (issue #42) ------------------------------------------------------------------------------------
+def corpus_hammer(url, cookies, config, pid, args) -> list[tuple[str, str]]:
+    """10 sessions of one address search the corpus from 100 threads, each search a new one (token, layer and k
+    vary, so no cache answers it), while a visitor of another address asks for answers the server has made before
+    (the whole corpus's summary, one head's details)."""
+    from bench_app import percentile
+
+    info = next(c["props"]["value"]["corpora"][0] for c in config["components"]
+                if c["props"].get("elem_id") == "corpus-host")
+    corpus, layers = info["name"], info["hidden_layers"]
+    attackers = [Visitor(url, cookies, config) for _ in range(10)]
+    keys = [(a, a.analyze(f"hammer {i}: the cat sat on the mat near the door of the old house."))
+            for i, a in enumerate(attackers)]
+    victim = Visitor(url, cookies, config, address="127.0.0.2")
+    cached = [("corpus_summary", {"corpus": corpus}), ("corpus_head", {"corpus": corpus, "layer": 5, "head": 3})]
+    victim.analyze("The visitor who reads the corpus.")  # gradio makes a page's session at its first event
+    for name, data in cached:  # made once: what follows is served from memory
+        answer = victim.server_function(name, data, host="corpus-host")
+        if "value" not in answer:
+            raise RuntimeError(f"the visitor's {name} was refused: {answer}")
+
+    refused: list[str] = []
+
+    def asked(count: int, stop: threading.Event | None = None) -> list[float]:
+        """Seconds per answer, one asked every 0.6 s at most (a quick visitor, within the page's rate); a refusal,
+        such as "busy", is counted in `refused` and timed as well."""
+        times = []
+        for i in range(count):
+            if stop is not None and stop.is_set():
+                break
+            name, data = cached[i % 2]
+            start = time.perf_counter()
+            answer = victim.server_function(name, data, host="corpus-host")
+            times.append(time.perf_counter() - start)
+            if "value" not in answer:
+                refused.append(answer.get("error", "")[:60])
+            time.sleep(max(0.0, 0.6 - times[-1]))
+        return times
+
+    alone = asked(20)
+    answers: dict[str, int] = {}
+    lock, stop = threading.Lock(), threading.Event()
+
+    def attack(n: int):
+        attacker, key = keys[n % len(keys)]
+        k = n * 7919
+        while not stop.is_set():
+            k += 1
+            answer = attacker.server_function("corpus_search", {
+                "corpus": corpus, "key": key, "token": k % 14, "layer": k % layers, "k": 1 + k % 50}, host="corpus-host")
+            error = answer.get("error", "")
+            kind = ("answered" if "value" in answer else "busy" if "busy" in error
+                    else "rate-limited" if "in a minute" in error else f"error: {error[:60]}")
+            with lock:
+                answers[kind] = answers.get(kind, 0) + 1
+
+    with Sampler(pid) as memory, concurrent.futures.ThreadPoolExecutor(101) as pool:
+        started = time.perf_counter()
+        for n in range(100):
+            pool.submit(attack, n)
+        time.sleep(2)  # the searches under way before the visitor asks
+        during = pool.submit(asked, 100_000, stop)
+        time.sleep(args.seconds)
+        stop.set()
+        during = during.result()
+        elapsed = time.perf_counter() - started
+    total = sum(answers.values())
+    return [("corpus searches: 10 sessions x 100 threads, one address, for",
+             f"{elapsed:.0f} s, {total} calls: " + ", ".join(
+                 f"{n} {kind}" for kind, n in sorted(answers.items(), key=lambda kv: -kv[1]))),
+            ("corpus: server RSS before / peak", f"{memory.before:.0f} / {memory.peak:.0f} MiB"),
+            ("another visitor's made answers (summary, head) alone: median / p95",
+             f"{statistics.median(alone):.3f} / {percentile(alone, 0.95):.3f} s"),
+            ("the same during the searches: median / p95 (max), n",
+             f"{statistics.median(during):.3f} / {percentile(during, 0.95):.3f} s ({max(during):.3f} s), "
+             f"{len(during)}" + (f"; {len(refused)} refused: {refused[0]!r}" if refused else ""))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20, help="how long the exports go on")
@@ -377,7 +460,8 @@ def main() -> None:
     parser.add_argument("--pollers", type=int, default=8, help="threads polling the Fine-tune tab's progress")
     parser.add_argument("--phases", default="api-poisoning,per-session,exports,sessions,malformed,logins",
                         help="which of api-poisoning, per-session, exports, sessions, malformed, logins, "
-                             "progress-polling, finetune-exhaustion to run (comma-separated)")
+                             "progress-polling, finetune-exhaustion, corpus-hammer to run (comma-separated)")
+    parser.add_argument("--corpus", help="a corpus folder (`bertviz-app corpus build`) for corpus-hammer")
     args = parser.parse_args()
     rows = []
     server_args = ("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}")
@@ -386,6 +470,10 @@ def main() -> None:
         # a cache of its own: the models fine-tuned here are written there, and removed afterwards
         os.environ["BERTVIZ_APP_CACHE"] = str(folder / "cache")
         server_args += ("--allow-training", "--data", str(training_data(folder)))
+    if "corpus-hammer" in args.phases:
+        if not args.corpus:
+            parser.error("corpus-hammer needs --corpus DIR, a corpus built with the default model")
+        server_args += ("--corpus", args.corpus)
     try:
         run_phases(args, server_args, rows)
     finally:
@@ -416,6 +504,8 @@ def run_phases(args, server_args: tuple[str, ...], rows: list) -> None:
             rows += progress_polling(url, cookies, config, args)
         if "finetune-exhaustion" in args.phases:
             rows += finetune_exhaustion(url, cookies, config)
+        if "corpus-hammer" in args.phases:
+            rows += corpus_hammer(url, cookies, config, proc.pid, args)
         if "logins" in args.phases:
             rows += logins(url)
         rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
