@@ -49,7 +49,7 @@ from ..explorer import Explorer, load
 from ..settings import as_dict, check, setting
 from ..finetuning.tasks import TEXT_CLASSIFICATION
 from .questions import statistic_sums
-from .sources import CorpusError, Sentence, Source, heldout_folder, read_source
+from .sources import CorpusError, Sentence, Source, heldout_folder, read_source, within_reach
 from .stats import OFFSETS, STATISTICS, is_punctuation, offset_sums, token_statistics
 
 FORMAT = 1
@@ -132,7 +132,8 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
     folder = Path(settings.output)
     read = read_source(settings.source, settings.text_column, settings.pair_column, settings.label_column,
                        say if rank == 0 else lambda text: None)
-    sentences = read.sentences[:settings.max_sentences]
+    # cut by words and characters before anything tokenizes them: a giant sentence keeps only what can be kept
+    sentences = [within_reach(s, settings.max_length) for s in read.sentences[:settings.max_sentences]]
     lengths, truncated = _lengths(explorer, sentences, settings.max_length)
     shards = plan_shards(lengths, settings.shard_tokens)
     manifest = _manifest(explorer, read, sentences, settings, shards, truncated)
