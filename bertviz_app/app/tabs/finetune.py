@@ -36,7 +36,7 @@ from ...figures.training import confusion_matrix_figure, loss_curve_figure
 from ...finetuning import RECIPES
 from ...explorer import release_freed_memory
 from ..common import api, plain, refuse, text_value, user_errors
-from ..server.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
+from ..server.training import STOPPED_BY, Job, Progress, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
 
 log = logging.getLogger("bertviz_app.app")
@@ -226,7 +226,6 @@ class FineTuneTab:
                    if e.folder is not None and e.folder.resolve().parent == training_root().resolve()]
         self.folders: dict[str, Path] = dict(reversed(earlier))
         self.replaced = 0  # models replaced so far: with the list's length, what a page's lists are up to date with
-        self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
         self._drawn: tuple[int, object, pd.DataFrame] | None = None  # (progress version, figure, table)
         self._polls: dict[str, tuple[float, int]] = {}  # page -> (when it was last answered, the version it got)
@@ -292,17 +291,13 @@ class FineTuneTab:
             raise refuse(f"{Path(choice.source).name}, the file named when the server started, is no longer there; "
                          "whoever runs the server can put it back. Pick other data meanwhile.")
         session, address = getattr(request, "session_hash", None), client_address(request)
-        if self.settings.shared:
-            self.budget.check(session, address)
         name = self._new_name(choice.key)
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
             output = output.with_name(output.name + "-1")
         job = Job(choice, base, os.fspath(source), int(epochs), float(rate), name, output, str(explorer.device),
                   REPEAT_SEEDS if repeat else (), limit_s=self.settings.max_minutes * 60 or None)
-        self.lane.start(job, self._join, owner=session)
-        if self.settings.shared:
-            self.budget.record(session, address)
+        self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
         return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 

@@ -27,7 +27,7 @@ from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
 from ..server.pretraining import (BUILTIN_MISSING, BUILTIN_TEXT, FORTUNES, PRETRAIN_MINUTES, PRETRAIN_PRESETS,
                                   PretrainJob, class_sentence, pretrain_choices, pretraining_root, text_problem)
-from ..server.training import STOPPED_BY, Progress, StartBudget
+from ..server.training import STOPPED_BY, Progress
 from .base import Gate, TabPage
 from .finetune import MAX_TRAINED, POLL_S, FineTuneTab, client_address
 from .timeline import timeline_value
@@ -116,7 +116,6 @@ class PretrainTab(FineTuneTab):
         self.lane = page.training_lane
         self.folders: dict[str, Path] = {}  # models pretrained here and still offered, oldest first
         self.replaced = 0
-        self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
         self._drawn = None  # (progress version, figure)
         self._views: tuple[str, dict] | None = None  # (views key, the views' value)
@@ -183,8 +182,6 @@ class PretrainTab(FineTuneTab):
             if problem:
                 raise refuse(f"{problem} Pick another text; whoever runs the server can replace it.")
         session, address = getattr(request, "session_hash", None), client_address(request)
-        if self.settings.shared:
-            self.budget.check(session, address)
         base = self.page.models.first
         name = self._new_name(preset)
         output = pretraining_root() / f"{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -192,9 +189,7 @@ class PretrainTab(FineTuneTab):
             output = output.with_name(output.name + "-1")
         job = PretrainJob(choice, preset, float(minutes), item, name, output, str(base.device),
                           limit_s=self.settings.max_minutes * 60 or None)
-        self.lane.start(job, self._join, owner=session)
-        if self.settings.shared:
-            self.budget.record(session, address)
+        self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
         return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 
