@@ -36,8 +36,11 @@ Issue #31's attacks, as phases of their own:
 Issue #42's:
 - corpus-hammer (`--corpus DIR`, a corpus built with the default model): 10 sessions of one address search it from
   100 threads for `--seconds`, each search a new one, while a visitor of another address asks for the summary and a
-  head's details (answers made before) every 0.6 s; reported: the searches' answers, the server's memory, and the visitor's
-  median and p95 against alone just before.
+  head's details (answers made before) every 0.6 s; reported: the searches' answers, the server's memory, and the
+  visitor's median and p95 against alone just before.
+- pretrain-views and training-budget (`--allow-training`, as the Fine-tune phases): pretrain-views: one thread asks
+  for the Pretrain tab's views without pause for `--seconds` while another visitor analyzes; training-budget: one
+  page starts 2-minute pretrainings, each stopped at once, until refused, then a fine-tuning from the same page.
 The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
 """
 
@@ -422,8 +425,8 @@ def corpus_hammer(url, cookies, config, pid, args) -> list[tuple[str, str]]:
         k = n * 7919
         while not stop.is_set():
             k += 1
-            answer = attacker.server_function("corpus_search", {
-                "corpus": corpus, "key": key, "token": k % 14, "layer": k % layers, "k": 1 + k % 50}, host="corpus-host")
+            asked_for = {"corpus": corpus, "key": key, "token": k % 14, "layer": k % layers, "k": 1 + k % 50}
+            answer = attacker.server_function("corpus_search", asked_for, host="corpus-host")
             error = answer.get("error", "")
             kind = ("answered" if "value" in answer else "busy" if "busy" in error
                     else "rate-limited" if "in a minute" in error else f"error: {error[:60]}")
@@ -452,6 +455,57 @@ def corpus_hammer(url, cookies, config, pid, args) -> list[tuple[str, str]]:
              f"{len(during)}" + (f"; {len(refused)} refused: {refused[0]!r}" if refused else ""))]
 
 
+def training_budget(url, cookies, config) -> list[tuple[str, str]]:
+    """One page starts 2-minute pretrainings, each stopped at once (the Pretrain tab's Stop), until refused; then a
+    fine-tuning start from the same page."""
+    page = Visitor(url, cookies, config, address="127.0.0.3")
+    text = next(c["props"]["value"] for c in config["components"] if c["props"].get("elem_id") == "pretrain-data")
+    started, refusal = 0, ""
+    while started < 10:
+        deadline = time.monotonic() + 180
+        while True:  # the lane frees itself once the stopped one has ended
+            answer = unqueued(page, "pretrain_start", [text, "classroom", 2, "The [MASK] sat on the mat."])
+            refusal = str(answer.get("error") or "") if "data" not in answer else ""
+            if "already running" not in refusal or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        if refusal:
+            break
+        started += 1
+        unqueued(page, "pretrain_stop", [])
+    then = start_training(page)
+    return [("one page: 2-minute pretrainings, each stopped at once, until refused",
+             f"{started} started, then: {refusal[:160] or 'never refused'}".replace("|", "/")),
+            ("then a fine-tuning start from the same page", (f"refused: {then[:160]}" if then
+                                                             else "started").replace("|", "/"))]
+
+
+def pretrain_views(url, cookies, config, args) -> list[tuple[str, str]]:
+    """One thread asks for the Pretrain tab's views (`_pretrain_views`) without pause for `--seconds`, while a visitor
+    of another address analyzes new sentences."""
+    flooder = Visitor(url, cookies, config)
+    victim = Visitor(url, cookies, config, address="127.0.0.2")
+    alone = latencies(victim, 10, "alone")
+    answers: dict[str, int] = {}
+    stop = threading.Event()
+
+    def flood(n: int):
+        while not stop.is_set():
+            answer = flooder.http.post("gradio_api/run/predict", json={
+                "data": [""], "fn_index": flooder.events["_pretrain_views"], "session_hash": flooder.session})
+            kind = ("429 before gradio" if answer.status_code == 429
+                    else f"{answer.status_code}, {len(answer.content):,} bytes")
+            answers[kind] = answers.get(kind, 0) + 1
+
+    during, elapsed = under_attack(flood, 1, victim, args.seconds, stop)
+    counted = ", ".join(f"{n} {kind}" for kind, n in sorted(answers.items(), key=lambda kv: -kv[1]))
+    return [("one thread asking for `_pretrain_views` without pause",
+             f"{sum(answers.values())} calls in {elapsed:.0f} s: {counted}"),
+            ("a new 12-token analysis alone: median (max)", f"{statistics.median(alone):.3f} s ({max(alone):.3f} s)"),
+            ("the same during the calls: median (max), n", f"{statistics.median(during):.3f} s "
+                                                           f"({max(during):.3f} s), {len(during)}")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20, help="how long the exports go on")
@@ -460,13 +514,14 @@ def main() -> None:
     parser.add_argument("--pollers", type=int, default=8, help="threads polling the Fine-tune tab's progress")
     parser.add_argument("--phases", default="api-poisoning,per-session,exports,sessions,malformed,logins",
                         help="which of api-poisoning, per-session, exports, sessions, malformed, logins, "
-                             "progress-polling, finetune-exhaustion, corpus-hammer to run (comma-separated)")
+                             "progress-polling, finetune-exhaustion, corpus-hammer, pretrain-views, training-budget "
+                             "to run (comma-separated)")
     parser.add_argument("--corpus", help="a corpus folder (`bertviz-app corpus build`) for corpus-hammer")
     args = parser.parse_args()
     rows = []
     server_args = ("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}")
     folder = Path(tempfile.mkdtemp(prefix="bench-security-"))
-    if "progress-polling" in args.phases or "finetune-exhaustion" in args.phases:
+    if any(p in args.phases for p in ("progress-polling", "finetune-exhaustion", "training-budget", "pretrain-views")):
         # a cache of its own: the models fine-tuned here are written there, and removed afterwards
         os.environ["BERTVIZ_APP_CACHE"] = str(folder / "cache")
         server_args += ("--allow-training", "--data", str(training_data(folder)))
@@ -506,6 +561,10 @@ def run_phases(args, server_args: tuple[str, ...], rows: list) -> None:
             rows += finetune_exhaustion(url, cookies, config)
         if "corpus-hammer" in args.phases:
             rows += corpus_hammer(url, cookies, config, proc.pid, args)
+        if "pretrain-views" in args.phases:
+            rows += pretrain_views(url, cookies, config, args)
+        if "training-budget" in args.phases:
+            rows += training_budget(url, cookies, config)
         if "logins" in args.phases:
             rows += logins(url)
         rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))
