@@ -460,20 +460,28 @@ def training_budget(url, cookies, config) -> list[tuple[str, str]]:
     fine-tuning start from the same page."""
     page = Visitor(url, cookies, config, address="127.0.0.3")
     text = next(c["props"]["value"] for c in config["components"] if c["props"].get("elem_id") == "pretrain-data")
+
+    def once_free(start) -> str:
+        """start() until the lane is free of the stopped one (it ends after its step under way); its refusal."""
+        deadline = time.monotonic() + 180
+        while True:
+            refusal = start()
+            if "already running" not in refusal or time.monotonic() > deadline:
+                return refusal
+            time.sleep(1)
+
+    def pretrain() -> str:
+        answer = unqueued(page, "pretrain_start", [text, "classroom", 2, "The [MASK] sat on the mat."])
+        return str(answer.get("error") or "") if "data" not in answer else ""
+
     started, refusal = 0, ""
     while started < 10:
-        deadline = time.monotonic() + 180
-        while True:  # the lane frees itself once the stopped one has ended
-            answer = unqueued(page, "pretrain_start", [text, "classroom", 2, "The [MASK] sat on the mat."])
-            refusal = str(answer.get("error") or "") if "data" not in answer else ""
-            if "already running" not in refusal or time.monotonic() > deadline:
-                break
-            time.sleep(1)
+        refusal = once_free(pretrain)
         if refusal:
             break
         started += 1
         unqueued(page, "pretrain_stop", [])
-    then = start_training(page)
+    then = once_free(lambda: start_training(page))
     return [("one page: 2-minute pretrainings, each stopped at once, until refused",
              f"{started} started, then: {refusal[:160] or 'never refused'}".replace("|", "/")),
             ("then a fine-tuning start from the same page", (f"refused: {then[:160]}" if then
