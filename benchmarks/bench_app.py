@@ -16,6 +16,9 @@ Memory: the server's resident set (VmRSS) after each round of `--requests` new i
 pressing Analyze to every attention view drawn from the new payload, and from a layer change to the next painted
 frame, with the requests the page made meanwhile (targets of issue #13: <= 300 ms, 0 requests and < 16 ms at 32
 tokens; issue #19: 50 visitors at once p95 <= 1 s, and a new 512-token input drawn <= 1 s).
+`--peer`: the same burst then goes to benchmarks/peer_app.py (the plain Gradio app a user writes in an afternoon:
+transformers' BertModel with output_attentions, a plotly heatmap per head) on the same model, in its own process,
+and the table gives our p95 over its (issue #42: <= 0.5x), both measured in the same run.
 
 `--train-beside`: the server also fine-tunes (`--allow-training --data` a CSV of 3,000 labelled sentences, 5 epochs,
 started through the Fine-tune tab's own event); the visitors' burst begins once its first steps are done and the
@@ -143,6 +146,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=limits.CONCURRENCY,
                         help="the server's --concurrency (default: the served default)")
     parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--peer", action="store_true",
+                        help="after our burst, the same burst on benchmarks/peer_app.py (a plain gradio app with "
+                             "transformers' BertModel and a plotly heatmap per head), and our p95 over its")
     parser.add_argument("--train-beside", nargs="?", const="finetune", choices=("finetune", "pretrain"),
                         help="the server fine-tunes (--allow-training --data), or with 'pretrain' pretrains the "
                              "Pretrain tab's classroom BERT, through the visitors' burst")
@@ -262,7 +268,10 @@ class PageVisitor:
         self.http.get("/").raise_for_status()
 
     def analyze(self, model_name: str, text: str) -> list:
-        return queue_event(self.http, self.fn_index, self.session, [model_name, text, ""])["data"]
+        return queue_event(self.http, self.fn_index, self.session, self.inputs(model_name, text))["data"]
+
+    def inputs(self, model_name: str, text: str) -> list:
+        return [model_name, text, ""]
 
     def close(self) -> None:
         self.http.close()
@@ -287,11 +296,44 @@ def queue_event(http, fn_index: int, session: str, data: list) -> dict:
     raise RuntimeError("the event stream ended without a result")
 
 
-def analyze_fn_index(url: str) -> int:
+class PeerVisitor(PageVisitor):
+    """The same visitor on the peer (peer_app.py), whose one event takes the text alone."""
+
+    def inputs(self, model_name: str, text: str) -> list:
+        return [text]
+
+
+def analyze_fn_index(url: str, name: str = "analyze") -> int:
     import httpx
 
     config = httpx.get(url + "config", timeout=60).json()
-    return next(d["id"] for d in config["dependencies"] if d.get("api_name") == "analyze")
+    return next(d["id"] for d in config["dependencies"] if d.get("api_name") == name)
+
+
+@contextlib.contextmanager
+def peer_served(log):
+    """(url) of benchmarks/peer_app.py on the default model, as its own process, for the `with` block."""
+    from bertviz_app.app import free_port
+    from bertviz_app.catalog import ENGLISH_MLM_PATH
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "peer_app.py"), str(ENGLISH_MLM_PATH),
+                             str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the peer did not answer on {url} (status {proc.poll()})")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.25)
+        yield url
+    finally:
+        stop_server(proc)
 
 
 def training_data(folder: Path) -> Path:
@@ -340,14 +382,15 @@ def training_running(url: str, kind: str = "finetune"):
         call("pretrain_stop" if kind == "pretrain" else "finetune_cancel", [])
 
 
-def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
+def concurrent_visitors(url: str, model_name: str, args, peer: bool = False) -> list[tuple]:
     """`--clients` visitors at once, each analyzing 3 new inputs; every request timed on its own, from the moment it
     is sent to its result read (the page, or gradio_client's connection, comes first, untimed). Also the CPU this
-    process (the visitors) spent meanwhile."""
+    process (the visitors) spent meanwhile. `peer`: the same visitors on peer_app.py (always as the page asks)."""
     latencies, errors, lock = [], [], threading.Lock()
-    fn_index = analyze_fn_index(url) if args.client == "page" else None
+    Visitor = PeerVisitor if peer else PageVisitor
+    fn_index = analyze_fn_index(url, "attention" if peer else "analyze") if peer or args.client == "page" else None
     if fn_index is not None:  # the modules a visitor's first request imports, imported before the clock starts
-        PageVisitor(url, fn_index).close()
+        Visitor(url, fn_index).close()
 
     def visitor(k):
         try:
@@ -355,7 +398,7 @@ def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
                 client = make_client(url)
                 ask = lambda text: client.predict(model_name, text, "", api_name="/analyze")  # noqa: E731
             else:
-                client = PageVisitor(url, fn_index)
+                client = Visitor(url, fn_index)
                 ask = lambda text: client.analyze(model_name, text)  # noqa: E731
             for j in range(3):
                 start = time.perf_counter()
@@ -380,6 +423,10 @@ def concurrent_visitors(url: str, model_name: str, args) -> list[tuple]:
     bound = 1.5 if args.train_beside else 1.0
     ok = served and not errors and percentile(latencies, 0.95) <= bound
     p50, p95 = (f"{percentile(latencies, q):.2f} s" if latencies else "-" for q in (0.5, 0.95))
+    if peer:
+        return [(f"the same burst on the peer (benchmarks/peer_app.py: gradio.Interface, transformers' BertModel with "
+                 f"output_attentions, a plotly heatmap per head; {len(latencies)} served, {len(errors)} errors, "
+                 f"{wall:.1f} s wall)", p50, p95, "-", "-")], latencies
     who = "browser-like visitors" if fn_index is not None else "gradio_client visitors"
     beside = {"finetune": ", a fine-tuning training beside them", "pretrain": ", a pretraining from scratch beside them",
               None: ""}[args.train_beside]
@@ -490,6 +537,13 @@ def main() -> None:
         if args.clients:
             with training_running(url, args.train_beside) if args.train_beside else contextlib.nullcontext():
                 rows += concurrent_visitors(url, explorer.name, args)
+            if args.peer:
+                ours = float(rows[-1][2].split()[0])
+                with peer_served(server_log) as peer_url:
+                    peer_rows, _ = concurrent_visitors(peer_url, explorer.name, args, peer=True)
+                theirs = float(peer_rows[0][2].split()[0])
+                rows += peer_rows + [("our p95 over the peer's, the same burst in the same run", "-",
+                                      f"{ours / theirs:.3f}x", "<= 0.5x", "yes" if ours <= 0.5 * theirs else "NO")]
         if args.browser:
             rows += in_the_browser(url, args)
         rows += memory_rounds(url, server.pid, explorer.name, args)

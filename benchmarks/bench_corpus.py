@@ -9,10 +9,15 @@
   search   top-10 by cosine over every token of a corpus folder (--corpus) at the last layer, median of 20 queries,
            each checked against numpy's brute force. Target: <= 200 ms over >= 1M token vectors.
   summary  open_corpus(folder).head_summary(), from the folder. Target: <= 2 s for 10,000 sentences.
+  probe    corpus.probe for every target the folder has (tag, label, position, recurs), every layer, with the
+           control task; the peer is scikit-learn's LogisticRegression fitted on the same features and split (the
+           tests' oracle), timed in the same process, and each layer's accuracies are printed side by side.
+           Target: <= 60 s for 10,000 Brown sentences on 2 cores.
 
     .venv/bin/python benchmarks/bench_corpus.py build --sentences 1000
     .venv/bin/python benchmarks/bench_corpus.py memory --sizes 2000,10000
     .venv/bin/python benchmarks/bench_corpus.py search summary --corpus /work/corpora/brown50k
+    .venv/bin/python benchmarks/bench_corpus.py probe --corpus /work/runs/brown2k
 """
 
 from __future__ import annotations
@@ -140,9 +145,47 @@ def summary_phase(folder: Path) -> None:
           f"from the folder: median {statistics.median(times):.2f} s of 3 (target <= 2 s)")
 
 
+def probe_phase(folder: Path) -> None:
+    from bertviz_app.corpus import CorpusError, probes
+    from sklearn.linear_model import LogisticRegression
+
+    corpus = open_corpus(folder)
+    print(f"{corpus!r}")
+    total = 0.0
+    for target in probes.TARGETS:
+        try:
+            data = probes.probe_data(corpus, target)
+        except CorpusError as error:
+            print(f"{target}: {error}")
+            continue
+        start = time.perf_counter()
+        table = corpus.probe(target)
+        ours = time.perf_counter() - start
+        total += ours
+        control = probes.control_task(data.words, data.y, len(data.classes)) if data.words is not None else None
+        train, test = ~data.held_out, data.held_out
+        start, oracle = time.perf_counter(), []
+        for layer in table["layer"]:
+            X_train, X_test = probes.standardize(*(lambda X: (X[train], X[test]))(
+                probes.hidden_rows(corpus, layer, data.rows)))
+            for y in (data.y, control) if control is not None else (data.y,):
+                model = LogisticRegression(C=probes.C, max_iter=1000).fit(X_train, y[train])
+                oracle.append(float(np.mean(model.predict(X_test) == y[test])))
+        theirs = time.perf_counter() - start
+        print(f"{target}: {len(data.y):,} items, {len(data.classes)} classes; ours {ours:.1f} s, scikit-learn "
+              f"{theirs:.1f} s ({ours / theirs:.2f}x)")
+        pairs = np.asarray(oracle).reshape(len(table), -1)
+        for row, theirs_row in zip(table.itertuples(), pairs):
+            print(f"  layer {row.layer}: accuracy {row.accuracy:.3f} (sklearn {theirs_row[0]:.3f}), control "
+                  f"{row.control_accuracy:.3f}{f' (sklearn {theirs_row[1]:.3f})' if len(theirs_row) > 1 else ''}, "
+                  f"selectivity {row.selectivity:.3f}, majority {row.majority:.3f}")
+    print(f"every target, every layer, with controls: {total:.1f} s; peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phases", nargs="*", default=["build"], choices=["build", "memory", "search", "summary"])
+    parser.add_argument("phases", nargs="*", default=["build"], choices=["build", "memory", "search", "summary", "probe"])
     parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
@@ -159,7 +202,7 @@ def main() -> None:
         elif args.corpus is None:
             raise SystemExit(f"the {phase} phase needs --corpus DIR")
         else:
-            (search_phase if phase == "search" else summary_phase)(args.corpus)
+            {"search": search_phase, "summary": summary_phase, "probe": probe_phase}[phase](args.corpus)
 
 
 if __name__ == "__main__":

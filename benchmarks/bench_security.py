@@ -37,6 +37,13 @@ Issue #42's:
 - timeline (the server started with `--model DIR`, DIR the default model with a timeline of 1,000 snapshots of one
   122-token input written here, 475 MB of payloads): one visitor opens the Timeline tab (its event, as the page sends
   it once the tab is open), then asks for every page of payloads; reported: the answers' sizes and the server's RSS.
+- corpus-hammer (`--corpus DIR`, a corpus built with the default model): 10 sessions of one address search it from
+  100 threads for `--seconds`, each search a new one, while a visitor of another address asks for the summary and a
+  head's details (answers made before) every 0.6 s; reported: the searches' answers, the server's memory, and the
+  visitor's median and p95 against alone just before.
+- pretrain-views and training-budget (`--allow-training`, as the Fine-tune phases): pretrain-views: one thread asks
+  for the Pretrain tab's views without pause for `--seconds` while another visitor analyzes; training-budget: one
+  page starts 2-minute pretrainings, each stopped at once, until refused, then a fine-tuning from the same page.
 The machine this ran on may be shared: latencies move with the neighbours' load, the ratios less.
 """
 
@@ -91,9 +98,9 @@ class Visitor:
         data = self.event("analyze", [self.model, text, ""])["data"]
         return next(d["key"] for d in data if isinstance(d, dict) and "key" in d)
 
-    def server_function(self, name: str, data, session: str | None = None) -> dict:
+    def server_function(self, name: str, data, session: str | None = None, host: str = "attention-host") -> dict:
         answer = self.http.post("gradio_api/component_server", json={
-            "session_hash": session or self.session, "component_id": self.hosts["attention-host"], "fn_name": name,
+            "session_hash": session or self.session, "component_id": self.hosts[host], "fn_name": name,
             "data": data})
         answer.raise_for_status()
         return answer.json()
@@ -431,6 +438,141 @@ def timeline_memory(url, cookies, config, pid) -> list[tuple[str, str]]:
              f"{sum(answers)} of {pages} pages answered, the largest {largest / 2**20:.1f} MB; RSS peak "
              f"{slid.peak:.0f} MiB, after {after:.0f} MiB: +{max(opened.peak, slid.peak) - opened.before:.0f} MiB "
              "at most over the start")]
+# --- the Corpus tab (issue #42) ------------------------------------------------------------------------------------
+def corpus_hammer(url, cookies, config, pid, args) -> list[tuple[str, str]]:
+    """10 sessions of one address search the corpus from 100 threads, each search a new one (token, layer and k
+    vary, so no cache answers it), while a visitor of another address asks for answers the server has made before
+    (the whole corpus's summary, one head's details)."""
+    from bench_app import percentile
+
+    info = next(c["props"]["value"]["corpora"][0] for c in config["components"]
+                if c["props"].get("elem_id") == "corpus-host")
+    corpus, layers = info["name"], info["hidden_layers"]
+    attackers = [Visitor(url, cookies, config) for _ in range(10)]
+    keys = [(a, a.analyze(f"hammer {i}: the cat sat on the mat near the door of the old house."))
+            for i, a in enumerate(attackers)]
+    victim = Visitor(url, cookies, config, address="127.0.0.2")
+    cached = [("corpus_summary", {"corpus": corpus}), ("corpus_head", {"corpus": corpus, "layer": 5, "head": 3})]
+    victim.analyze("The visitor who reads the corpus.")  # gradio makes a page's session at its first event
+    for name, data in cached:  # made once: what follows is served from memory
+        answer = victim.server_function(name, data, host="corpus-host")
+        if "value" not in answer:
+            raise RuntimeError(f"the visitor's {name} was refused: {answer}")
+
+    refused: list[str] = []
+
+    def asked(count: int, stop: threading.Event | None = None) -> list[float]:
+        """Seconds per answer, one asked every 0.6 s at most (a quick visitor, within the page's rate); a refusal,
+        such as "busy", is counted in `refused` and timed as well."""
+        times = []
+        for i in range(count):
+            if stop is not None and stop.is_set():
+                break
+            name, data = cached[i % 2]
+            start = time.perf_counter()
+            answer = victim.server_function(name, data, host="corpus-host")
+            times.append(time.perf_counter() - start)
+            if "value" not in answer:
+                refused.append(answer.get("error", "")[:60])
+            time.sleep(max(0.0, 0.6 - times[-1]))
+        return times
+
+    alone = asked(20)
+    answers: dict[str, int] = {}
+    lock, stop = threading.Lock(), threading.Event()
+
+    def attack(n: int):
+        attacker, key = keys[n % len(keys)]
+        k = n * 7919
+        while not stop.is_set():
+            k += 1
+            asked_for = {"corpus": corpus, "key": key, "token": k % 14, "layer": k % layers, "k": 1 + k % 50}
+            answer = attacker.server_function("corpus_search", asked_for, host="corpus-host")
+            error = answer.get("error", "")
+            kind = ("answered" if "value" in answer else "busy" if "busy" in error
+                    else "rate-limited" if "in a minute" in error else f"error: {error[:60]}")
+            with lock:
+                answers[kind] = answers.get(kind, 0) + 1
+
+    with Sampler(pid) as memory, concurrent.futures.ThreadPoolExecutor(101) as pool:
+        started = time.perf_counter()
+        for n in range(100):
+            pool.submit(attack, n)
+        time.sleep(2)  # the searches under way before the visitor asks
+        during = pool.submit(asked, 100_000, stop)
+        time.sleep(args.seconds)
+        stop.set()
+        during = during.result()
+        elapsed = time.perf_counter() - started
+    total = sum(answers.values())
+    return [("corpus searches: 10 sessions x 100 threads, one address, for",
+             f"{elapsed:.0f} s, {total} calls: " + ", ".join(
+                 f"{n} {kind}" for kind, n in sorted(answers.items(), key=lambda kv: -kv[1]))),
+            ("corpus: server RSS before / peak", f"{memory.before:.0f} / {memory.peak:.0f} MiB"),
+            ("another visitor's made answers (summary, head) alone: median / p95",
+             f"{statistics.median(alone):.3f} / {percentile(alone, 0.95):.3f} s"),
+            ("the same during the searches: median / p95 (max), n",
+             f"{statistics.median(during):.3f} / {percentile(during, 0.95):.3f} s ({max(during):.3f} s), "
+             f"{len(during)}" + (f"; {len(refused)} refused: {refused[0]!r}" if refused else ""))]
+
+
+def training_budget(url, cookies, config) -> list[tuple[str, str]]:
+    """One page starts 2-minute pretrainings, each stopped at once (the Pretrain tab's Stop), until refused; then a
+    fine-tuning start from the same page."""
+    page = Visitor(url, cookies, config, address="127.0.0.3")
+    text = next(c["props"]["value"] for c in config["components"] if c["props"].get("elem_id") == "pretrain-data")
+
+    def once_free(start) -> str:
+        """start() until the lane is free of the stopped one (it ends after its step under way); its refusal."""
+        deadline = time.monotonic() + 180
+        while True:
+            refusal = start()
+            if "already running" not in refusal or time.monotonic() > deadline:
+                return refusal
+            time.sleep(1)
+
+    def pretrain() -> str:
+        answer = unqueued(page, "pretrain_start", [text, "classroom", 2, "The [MASK] sat on the mat."])
+        return str(answer.get("error") or "") if "data" not in answer else ""
+
+    started, refusal = 0, ""
+    while started < 10:
+        refusal = once_free(pretrain)
+        if refusal:
+            break
+        started += 1
+        unqueued(page, "pretrain_stop", [])
+    then = once_free(lambda: start_training(page))
+    return [("one page: 2-minute pretrainings, each stopped at once, until refused",
+             f"{started} started, then: {refusal[:160] or 'never refused'}".replace("|", "/")),
+            ("then a fine-tuning start from the same page", (f"refused: {then[:160]}" if then
+                                                             else "started").replace("|", "/"))]
+
+
+def pretrain_views(url, cookies, config, args) -> list[tuple[str, str]]:
+    """One thread asks for the Pretrain tab's views (`_pretrain_views`) without pause for `--seconds`, while a visitor
+    of another address analyzes new sentences."""
+    flooder = Visitor(url, cookies, config)
+    victim = Visitor(url, cookies, config, address="127.0.0.2")
+    alone = latencies(victim, 10, "alone")
+    answers: dict[str, int] = {}
+    stop = threading.Event()
+
+    def flood(n: int):
+        while not stop.is_set():
+            answer = flooder.http.post("gradio_api/run/predict", json={
+                "data": [""], "fn_index": flooder.events["_pretrain_views"], "session_hash": flooder.session})
+            kind = ("429 before gradio" if answer.status_code == 429
+                    else f"{answer.status_code}, {len(answer.content):,} bytes")
+            answers[kind] = answers.get(kind, 0) + 1
+
+    during, elapsed = under_attack(flood, 1, victim, args.seconds, stop)
+    counted = ", ".join(f"{n} {kind}" for kind, n in sorted(answers.items(), key=lambda kv: -kv[1]))
+    return [("one thread asking for `_pretrain_views` without pause",
+             f"{sum(answers.values())} calls in {elapsed:.0f} s: {counted}"),
+            ("a new 12-token analysis alone: median (max)", f"{statistics.median(alone):.3f} s ({max(alone):.3f} s)"),
+            ("the same during the calls: median (max), n", f"{statistics.median(during):.3f} s "
+                                                           f"({max(during):.3f} s), {len(during)}")]
 
 
 def main() -> None:
@@ -441,17 +583,23 @@ def main() -> None:
     parser.add_argument("--pollers", type=int, default=8, help="threads polling the Fine-tune tab's progress")
     parser.add_argument("--phases", default="api-poisoning,per-session,exports,sessions,malformed,logins",
                         help="which of api-poisoning, per-session, exports, sessions, malformed, logins, "
-                             "progress-polling, finetune-exhaustion, timeline to run (comma-separated)")
+                             "progress-polling, finetune-exhaustion, timeline, corpus-hammer, pretrain-views, "
+                             "training-budget to run (comma-separated)")
+    parser.add_argument("--corpus", help="a corpus folder (`bertviz-app corpus build`) for corpus-hammer")
     args = parser.parse_args()
     rows = []
     server_args = ("--max-tokens", str(MAX_TOKENS), "--auth", f"{USER}:{PASSWORD}")
     folder = Path(tempfile.mkdtemp(prefix="bench-security-"))
     if "timeline" in args.phases:
         server_args += ("--model", str(timeline_model(folder)))
-    if "progress-polling" in args.phases or "finetune-exhaustion" in args.phases:
+    if any(p in args.phases for p in ("progress-polling", "finetune-exhaustion", "training-budget", "pretrain-views")):
         # a cache of its own: the models fine-tuned here are written there, and removed afterwards
         os.environ["BERTVIZ_APP_CACHE"] = str(folder / "cache")
         server_args += ("--allow-training", "--data", str(training_data(folder)))
+    if "corpus-hammer" in args.phases:
+        if not args.corpus:
+            parser.error("corpus-hammer needs --corpus DIR, a corpus built with the default model")
+        server_args += ("--corpus", args.corpus)
     try:
         run_phases(args, server_args, rows)
     finally:
@@ -484,6 +632,12 @@ def run_phases(args, server_args: tuple[str, ...], rows: list) -> None:
             rows += finetune_exhaustion(url, cookies, config)
         if "timeline" in args.phases:
             rows += timeline_memory(url, cookies, config, proc.pid)
+        if "corpus-hammer" in args.phases:
+            rows += corpus_hammer(url, cookies, config, proc.pid, args)
+        if "pretrain-views" in args.phases:
+            rows += pretrain_views(url, cookies, config, args)
+        if "training-budget" in args.phases:
+            rows += training_budget(url, cookies, config)
         if "logins" in args.phases:
             rows += logins(url)
         rows.append(("peak RSS over the whole run (VmHWM)", f"{rss_mib(proc.pid, 'VmHWM'):.0f} MiB"))

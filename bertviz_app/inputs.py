@@ -21,9 +21,25 @@ def has_lone_surrogate(text: str) -> bool:
 
 
 # Control characters that are not white space (NUL, BEL, ESC, DEL, C1 codes): unicodedata's "Cc" less what
-# str.isspace() keeps (tab, line breaks, form feed, the separators U+001C-U+001F, NEL). Format characters such as the
-# zero-width joiner inside an emoji are not among them. A regex, not a loop: a box may hold 20,000 characters.
-_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+# str.isspace() keeps (tab, line breaks, form feed, the separators U+001C-U+001F, NEL); and the bidirectional
+# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make text show in another order than it is
+# read (U+202E can spoof what a token or a sentence appears to say). Other format characters, such as the zero-width
+# joiner inside an emoji or the left-to-right mark, are not among them. A regex, not a loop: a box may hold 20,000
+# characters, a corpus's source millions.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def not_text(value: str) -> str | None:
+    """What in `value` is not text (a lone surrogate, a control character), as the end of a sentence that starts
+    with what holds it; None when nothing is. `text_problem` and a corpus's build (corpus/sources.py) ask it."""
+    if has_lone_surrogate(value):
+        return LONE_SURROGATE
+    control = _CONTROL.search(value)
+    if control:
+        # the tokenizer would drop it without a word, so the tokens would not show what was typed
+        return (f"contains a control character (U+{ord(control.group()):04X}, character {control.start() + 1}) that "
+                "is not text; remove it and try again.")
+    return None
 
 
 def text_problem(value) -> str | None:
@@ -39,12 +55,7 @@ def text_problem(value) -> str | None:
     if len(value) > MAX_CHARS:
         return (f"has {len(value):,} characters; paste at most {MAX_CHARS:,} (the model reads only the first few "
                 "hundred tokens anyway).")
-    control = _CONTROL.search(value)
-    if control:
-        # the tokenizer would drop it without a word, so the tokens would not show what was typed
-        return (f"contains a control character (U+{ord(control.group()):04X}, character {control.start() + 1}) that "
-                "is not text; remove it and try again.")
-    return None
+    return not_text(value)
 
 
 def check_text(text, text_pair=None) -> tuple[str, str | None]:

@@ -24,14 +24,25 @@ MAX_BODY_BYTES = 2**20  # the largest request the page sends is two full text bo
 EXPORTS_AT_ONCE = 1
 EXPORTS_WAITING = 8
 EXPORTS_PER_MINUTE = 20
-# The Corpus tab's server functions (a subset's summary, a head's map, a search), in a lane of their own: a map is
-# computed once and then served from memory, so a class opening one head at once waits in line, not on the CPU.
+EXPORTS_PER_ADDRESS = 100  # a minute, for all the sessions of one client address
+# A call past these rates is answered after a pause of this many seconds (at most), not at once (views_host.ExportLane)
+REFUSAL_PAUSE_S = 5
+# The Corpus tab's server functions (a subset's summary, a head's map), in a lane of their own: a map is computed
+# once and then served from memory, so a class opening one head at once waits in line, not on the CPU.
 CORPUS_AT_ONCE = 2
 CORPUS_WAITING = 96
 CORPUS_PER_MINUTE = 120
 # A search's float32 unit vectors of the layers searched lately, per corpus (corpus/browser.py): 10,000 Brown sentences
 # take 414 MB a layer (4 layers fit), 50,000 take 1.95 GB (1 fits); a layer past it is read a chunk at a time.
 CORPUS_SEARCH_CACHE_BYTES = 2 * 2**30
+CORPUS_PER_ADDRESS = 1200  # a class of 30 behind one address opening the tab asks ~10 each
+# Searches by meaning, in a lane of their own beside it (each reads every token's state at one layer: 0.3-0.95 s of
+# CPU at 1.27M tokens), so that answers already made never wait behind them: one at a time, a few waiting, fewer a
+# minute per page and per address; a search asked before is answered from a bounded cache (corpus/browser.py).
+CORPUS_SEARCHES_AT_ONCE = 1
+CORPUS_SEARCHES_WAITING = 8
+CORPUS_SEARCHES_PER_MINUTE = 30
+CORPUS_SEARCHES_PER_ADDRESS = 120
 # One head of a 512-token input; all 12 heads of a layer up to 147 tokens (about 9 MB of CSV).
 MAX_CSV_ROWS = 512 * 512
 
@@ -59,9 +70,13 @@ MAX_MASKS = 20
 # an hour holds about a dozen: one page may start a few (a first try, another learning rate, a repeat), one address
 # (a class behind a school's network, or a --share tunnel, where every visitor is 127.0.0.1) about what the lane
 # can run in that hour, so that no one visitor can keep it from the others.
+# One budget for the lane, whatever the kind of training (pretraining and fine-tuning share it), in starts and in the
+# minutes the lane was held: four 15-minute pretrainings from one page held it for the whole hour.
 TRAINING_WINDOW_S = 3600
 TRAININGS_PER_SESSION = 4
 TRAININGS_PER_ADDRESS = 12
+TRAINING_MINUTES_PER_SESSION = 30
+TRAINING_MINUTES_PER_ADDRESS = 45
 # One training's length, for every page (`--max-training-minutes`; 0: no bound): stopped as Cancel stops it, the best
 # complete epoch kept. Movie-reviews, one epoch of the default model: 4 minutes on two busy cores.
 TRAINING_MINUTES = 15

@@ -231,6 +231,26 @@ def test_missing_and_damaged_shards_are_named(corpus, tmp_path):
         open_corpus(copy)
 
 
+@pytest.mark.parametrize("key, value", [(("source", "sentences"), 200_000_000), (("tokens",), 10**9),
+                                        (("source", "sentences"), 14.0)])
+def test_a_manifest_that_lies_about_its_counts_is_refused_before_anything_is_sized_by_it(corpus, tmp_path, key,
+                                                                                         value):
+    """200,000,000 sentences in the manifest took a server 14.6 s and 3.3 GB at start (tables sized by the count)
+    before anything failed: the counts are checked against the shards (their arrays' shapes) first."""
+    copy = tmp_path / "copy"
+    shutil.copytree(corpus.folder, copy)
+    manifest = json.loads((copy / "corpus.json").read_text())
+    *path, last = key
+    place = manifest
+    for step in path:
+        place = place[step]
+    place[last] = value
+    (copy / "corpus.json").write_text(json.dumps(manifest))
+    with pytest.raises(CorpusError, match=r"corpus.json (says|lists) .*build the corpus again") as refused:
+        open_corpus(copy)
+    assert "\n" not in str(refused.value)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda c: c.positional_profile(99, 0), "layer 99 is out of range"),
     (lambda c: c.qk_map(0, 12), "head 12 is out of range"),
@@ -271,6 +291,54 @@ def test_a_tag_pair_of_many_links_outranks_a_rare_one_of_a_higher_lift():
     rare, common = link_information([37, 5000], [1434.0, 5.0])
     assert common > rare > 0
     assert link_information(20, 1.0) == 0  # chance tells nothing
+def test_a_giant_sentence_is_cut_by_words_before_it_is_tokenized(explorer, tmp_path, monkeypatch):
+    """A CoNLL file of one 10.9 MB sentence was tokenized whole to keep its first tokens (180 s, 3.7 GB). The build
+    now cuts a sentence to what its first max_length tokens can come from before any tokenizer sees it, and keeps
+    the same tokens as a whole tokenization would."""
+    animals = "cat dog bird fish horse cow sheep goat mouse frog".split()
+    words = [animals[k % len(animals)] for k in range(20_000)]
+    conll = tmp_path / "giant.conll"
+    conll.write_text("".join(f"{w} {'NN' if k % 2 else 'DT'}\n" for k, w in enumerate(words)) + "\nA DT\ncat NN\n")
+    table = tmp_path / "giant.csv"
+    table.write_text("text\n" + " ".join(words) + "\nA cat.\n")
+    seen = []
+    encode_batch = type(explorer.tokenizer).encode_batch
+
+    def recorded(self, texts, pairs=None, *args, **kwargs):
+        seen.extend(len(t) for t in texts)
+        return encode_batch(self, texts, pairs, *args, **kwargs)
+
+    monkeypatch.setattr(type(explorer.tokenizer), "encode_batch", recorded)
+    for source in (conll, table):
+        seen.clear()
+        folder = tmp_path / f"out-{source.suffix[1:]}"
+        corpus = open_corpus(build_corpus(source, folder, explorer=explorer, say=lambda t: None, max_length=24))
+        assert max(seen) <= 24 * 12, f"{source.name}: a text of {max(seen):,} characters was tokenized"
+        assert corpus.manifest["source"]["truncated"] == 1 and len(corpus) == 2
+        whole = explorer.tokenizer.encode(" ".join(words), max_tokens=24)
+        first = corpus.token_columns[corpus.token_columns[:, 0] == 0]
+        assert list(first[:, 2]) == list(whole.ids)  # the same tokens as the whole sentence's
+        # the held-out table's row (the whole text) still finds its sentence
+        from bertviz_app.corpus.browser import CorpusViews
+        assert CorpusViews(corpus).find(" ".join(words)) == {"sentence": 0}
+    assert words[:24] == list(corpus.sentences.loc[0, "text"].split()[:24])
+
+
+@pytest.mark.parametrize("character", ["\x00", "\x1b", "\x07", "\u202e", "\x9b"])
+def test_the_build_skips_and_counts_what_the_app_refuses_as_not_text(explorer, tmp_path, character):
+    """5 of 5 lines with NUL, ESC, BEL or U+202E were kept, which the app's own input check refuses (U+202E shows
+    text in another order than it is read). The build asks the same check, skips them and says so."""
+    from bertviz_app.inputs import text_problem
+
+    line = f"A sentence with{character}inside."
+    assert text_problem(line) and "control character" in text_problem(line)  # what the app says of it
+    source = tmp_path / "mixed.txt"
+    source.write_text(f"A clean sentence.\n{line}\nAnother clean one.\n", encoding="utf-8")
+    said = []
+    corpus = open_corpus(build_corpus(source, tmp_path / "out", explorer=explorer, say=said.append))
+    assert list(corpus.sentences["text"]) == ["A clean sentence.", "Another clean one."]
+    assert (f"1 skipped for what is not text, as the app refuses it (the first sentence 2 contains a control "
+            f"character (U+{ord(character):04X}, character 16) that is not text)") in said[0]
 
 
 def test_a_labelled_table_and_a_tagged_file_keep_labels_and_tags(explorer, tmp_path):

@@ -513,14 +513,25 @@ def test_a_model_beyond_the_limit_replaces_the_oldest_and_a_page_that_picks_it_g
         assert refused.value.message.startswith(told)
 
 
-def test_starts_are_limited_per_page_and_per_address(tab, monkeypatch):
+def instant_trainings(lane, monkeypatch) -> list:
+    """The lane's work replaced by nothing: each start is done at once; returns the pages that started one."""
     started = []
-    monkeypatch.setattr(tab.lane, "start", lambda job, on_trained, owner=None: started.append(owner))
-    tab.budget = training.StartBudget(per_session=2, per_address=3, window_s=3600)
+
+    def run(job, on_trained):
+        started.append(lane._owner)
+        lane._update(state="done")
+
+    monkeypatch.setattr(lane, "_run", run)
+    return started
+
+
+def test_starts_are_limited_per_page_and_per_address(tab, monkeypatch):
+    started = instant_trainings(tab.lane, monkeypatch)
+    tab.lane.budget = training.StartBudget(per_session=2, per_address=3, window_s=3600)
 
     def start(session, address="192.0.2.1"):
-        return tab.start("reviews.csv", "tiny", 1, "1e-4",
-                         request=gr.Request(session_hash=session, client={"host": address}))
+        tab.start("reviews.csv", "tiny", 1, "1e-4", request=gr.Request(session_hash=session, client={"host": address}))
+        assert tab.lane.wait(60)
 
     start("a"), start("a")
     with pytest.raises(gr.Error, match=r"This page has started 2 trainings in the last 60 minutes, the most allowed"
@@ -542,12 +553,43 @@ def test_starts_are_limited_per_page_and_per_address(tab, monkeypatch):
 def test_the_start_budget_forgets_starts_older_than_its_window():
     now = [0.0]
     budget = training.StartBudget(per_session=1, per_address=5, window_s=100, clock=lambda: now[0])
-    budget.record("a", "x")
+    budget.finish(budget.record("a", "x"))
     with pytest.raises(ValueError, match="in about 2 minutes"):
         budget.check("a", "x")
     now[0] = 100.0
     budget.check("a", "x")
     assert not budget._starts  # nobody started one within the window: nothing kept
+
+
+def test_the_budget_counts_the_minutes_a_page_held_the_lane():
+    """Four 15-minute pretrainings from one page held the one lane for the hour: the minutes count, not only the
+    starts, a running training up to now, and a start that would pass the page's minutes is refused."""
+    now = [0.0]
+    budget = training.StartBudget(per_session=4, per_address=12, window_s=3600, clock=lambda: now[0],
+                                  session_minutes=30, address_minutes=45)
+    first = budget.record("a", "x")
+    now[0] = 600.0  # 10 minutes in, still running: 10 minutes held
+    budget.check("a", "x", minutes=20)
+    with pytest.raises(ValueError, match=r"^This page has held the one training lane 10 of the 30 minutes an hour "
+                                         r"allowed and this one may take 21 more; you may start it in about 1 minute, "
+                                         r"or choose fewer minutes\.$"):
+        budget.check("a", "x", minutes=21)
+    now[0] = 900.0
+    budget.finish(first)  # 15 minutes
+    other = budget.record("b", "x")  # another page of the address: one minute
+    now[0] = 960.0
+    budget.finish(other)
+    budget.check("a", "x", minutes=15)
+    with pytest.raises(ValueError, match="held the one training lane 15 of the 30 minutes"):
+        budget.check("a", "x", minutes=16)
+    second = budget.record("a", "x")
+    now[0] = 960.0 + 29 * 60  # the page's second training ran 29 minutes: 15 + 29 held, 45 for the address
+    budget.finish(second)
+    with pytest.raises(ValueError, match=r"^Pages from your network address .* have held the one training lane 45 "
+                                         r"of the 45 minutes"):
+        budget.check("c", "x")
+    now[0] = 3600.0 + 960.0 + 29 * 60  # an hour after: nothing counts
+    budget.check("a", "x", minutes=30)
 
 
 def test_a_training_stops_at_the_server_s_time_limit_keeping_the_best_epoch_so_far(tab):

@@ -627,7 +627,7 @@ def test_the_server_functions_wait_in_a_lane_of_their_own(served, model_name, mo
         futures = [pool.submit(export, visitor) for visitor in visitors]
         deadline = time.monotonic() + 60
         while sum(f.done() for f in futures) < len(visitors) - admitted and time.monotonic() < deadline:
-            time.sleep(0.05)  # the ones past the lane's room are answered at once
+            time.sleep(0.05)  # the ones past the lane's room are answered "busy" (after a second)
         gate.set()
         answers = [f.result() for f in futures]
     assert most[0] == limits.EXPORTS_AT_ONCE
@@ -780,7 +780,8 @@ def test_the_login_page_does_not_describe_the_api(auth_server, model_name):
     ("POST", "/gradio_api/reset"), ("POST", "/gradio_api/cancel"), ("GET", "/gradio_api/heartbeat/abc"),
     ("POST", "/gradio_api/queue/join"),
     ("POST", "/gradio_api/component_server"), ("POST", "/gradio_api/call/v2/analyze"),
-    ("GET", "/gradio_api/a-route-a-later-gradio-adds")])
+    ("GET", "/gradio_api/a-route-a-later-gradio-adds"),
+    ("GET", "/gradio_api/startup-events")])  # open while launch() calls it, not after
 def test_everything_but_the_login_page_needs_a_login(auth_server, method, path):
     body = {"session_hash": "x", "fn_index": 0, "event_id": "e", "data": []}
     answer = httpx.request(method, auth_server.rstrip("/") + path, json=body if method == "POST" else None)
@@ -790,6 +791,7 @@ def test_everything_but_the_login_page_needs_a_login(auth_server, method, path):
 def test_a_login_opens_the_app(auth_server, model_name):
     with logged_in(auth_server) as session:
         assert session.get("/gradio_api/info").status_code == 200
+        assert session.get("/gradio_api/startup-events").json() is False  # launch() ran them, without a login
         assert session.post("/gradio_api/cancel", json={"session_hash": "x", "fn_index": 0, "event_id": "e"}
                             ).status_code == 200
     client = Client(auth_server, auth=(USER, PASSWORD), verbose=False)
@@ -1060,3 +1062,15 @@ def test_the_page_s_own_polls_pass_the_poll_rate(served, tab):
         fast = [page.post("gradio_api/run/predict", json={"fn_index": poll, "data": [None],
                                                           "session_hash": f"flood-{tab}"}).status_code for _ in range(12)]
     assert fast.count(429) >= 6 and "too often" not in str(fast)
+
+
+def test_the_pretrain_views_have_the_polls_rate(served):
+    """`_pretrain_views` runs outside the queue like the polls (its answer ~1 MB): one thread called it 612 times in
+    10 s. A flood from one page is now refused before gradio beyond the polls' burst."""
+    url, demo = served
+    views = next(i for i, fn in demo.fns.items() if fn.api_name == "_pretrain_views")
+    with httpx.Client(base_url=url) as page:
+        statuses = [page.post("gradio_api/run/predict", json={"fn_index": views, "data": [""],
+                                                              "session_hash": "views-flood"}).status_code
+                    for _ in range(12)]
+    assert statuses[0] == 200 and statuses.count(429) >= 6, statuses

@@ -120,6 +120,27 @@ def test_a_tiny_pretraining_shows_each_snapshot_and_joins_the_model_lists_when_s
     assert folder is not None and open_timeline(folder).steps[-1] == p.steps[-1]
 
 
+def test_pretrainings_and_fine_tunings_share_one_budget(page, monkeypatch):
+    """One page: 4 pretraining starts, the fifth refused, then a fine-tuning start was accepted (two budgets for one
+    lane: 8 starts an hour per page). Now one budget: the fine-tuning is refused in one sentence."""
+    lane = page.training_lane
+    started = []
+
+    def run(job, on_trained):
+        started.append(type(job).__name__)
+        lane._update(state="done")
+
+    monkeypatch.setattr(lane, "_run", run)
+    request = gr.Request(session_hash="one-page", client={"host": "192.0.2.7"})
+    for _ in range(4):
+        page.tabs["pretrain-tab"].start("animals.txt", "tiny", 2, "The [MASK] sat on the mat.", request)
+        assert lane.wait(60)
+    refusal = _refused(page.tabs["finetune-tab"].start, "movie-reviews", "tiny", 1, "5e-5", False, request)
+    assert refusal.startswith("This page has started 4 trainings in the last 60 minutes, the most allowed")
+    assert refusal.count(". ") == 0 and refusal.endswith(".") and "\n" not in refusal
+    assert started == ["PretrainJob"] * 4
+
+
 def test_a_pretraining_that_reaches_its_steps_is_done_not_stopped(page, texts, tmp_path):
     tab: PretrainTab = page.tabs["pretrain-tab"]
     text = pretrain_choices([texts["animals"]])["animals.txt"]

@@ -18,12 +18,19 @@ BROAD_ENTROPY = 0.75  # otherwise it is "broad" when its entropy is at least thi
 
 
 def check_index(name: str, value, size: int) -> int:
-    """`value` as an int in 0..size-1, or a ValueError that says the valid range."""
+    """`value` as an int in 0..size-1, or a ValueError that says the valid range (and the value, when short)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer from 0 to {size - 1}, got {value!r}")
+        raise ValueError(f"{name} must be an integer from 0 to {size - 1}, got {_shown(value)}")
     if not 0 <= value < size:
-        raise ValueError(f"{name} {value} is out of range: this input has {size} {name}s, numbered 0 to {size - 1}")
+        raise ValueError(f"{name} {_shown(value)} is out of range: this input has {size} {name}s, numbered 0 to "
+                         f"{size - 1}")
     return int(value)
+
+
+def _shown(value) -> str:
+    """A value as a sentence may quote it: a browser's JSON can send a 309-digit number or a megabyte of text."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text):,} characters)"
 
 
 def segment_block(segment_ids, which: str = "all", keep=None) -> tuple[np.ndarray, np.ndarray]:

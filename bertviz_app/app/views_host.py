@@ -226,42 +226,72 @@ class TimelinePages:
 
 class ExportLane:
     """Where the server functions' work waits: at most `at_once` calls run (in worker threads of the lane's own, not
-    gradio's 40), at most `waiting` more wait (past that: "busy", in words), and one session may make at most
-    `per_minute` calls a minute. Each answers {"value": ...} or {"error": a sentence}."""
+    gradio's 40), at most `waiting` more wait (past that: "busy", in words), one session may make at most
+    `per_minute` calls a minute, and one client address (which may hold up to SESSIONS_PER_ADDRESS sessions) at most
+    `per_address` (None: no such count). `what` names the calls in the sentences. Each answers {"value": ...} or
+    {"error": a sentence}.
+
+    A call past its rate is answered after a pause (up to REFUSAL_PAUSE_S; "busy" after a second; at most PAUSED at
+    once), which costs the server nothing: a refusal still costs ~4 ms of the one thread that answers every request (the login check,
+    gradio's route), and 100 threads that asked again at once took another visitor's cached answer to seconds."""
+
+    PAUSED = 256
 
     def __init__(self, at_once: int = limits.EXPORTS_AT_ONCE, waiting: int = limits.EXPORTS_WAITING,
-                 per_minute: int = limits.EXPORTS_PER_MINUTE, clock=time.monotonic):
+                 per_minute: int = limits.EXPORTS_PER_MINUTE, clock=time.monotonic,
+                 per_address: int | None = limits.EXPORTS_PER_ADDRESS, what: str = "exports"):
         self.at_once, self.waiting, self.per_minute, self.clock = at_once, waiting, per_minute, clock
+        self.per_address, self.what = per_address, what
         self._limiter: anyio.CapacityLimiter | None = None
         self._queued = 0
-        self._calls: OrderedDict[str, deque[float]] = OrderedDict()  # session -> times of its calls in the minute
+        self._paused = 0
+        # ("session", s) or ("address", a) -> times of its calls in the minute
+        self._calls: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
 
-    def allow(self, session: str) -> float:
-        """0 if `session` may call now (and count it), else the seconds until it may."""
-        now = self.clock()
-        times = self._calls.pop(session, deque())
+    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
+        times = self._calls.pop(key, deque())
         while times and now - times[0] >= 60:
             times.popleft()
-        self._calls[session] = times
-        while len(self._calls) > 4096:
+        self._calls[key] = times
+        while len(self._calls) > 8192:
             self._calls.popitem(last=False)
-        if len(times) >= self.per_minute:
-            return times[0] + 60 - now
-        times.append(now)
-        return 0.0
+        return times
+
+    def allow(self, session: str, address: str | None = None) -> tuple[str, float]:
+        """("", 0) if `session` (from `address`) may call now (and count it), else (the sentence that says when it
+        may, the seconds until then)."""
+        now = self.clock()
+        counts = [(self._recent(("session", session), now), self.per_minute, "This page")]
+        if address is not None and self.per_address is not None:
+            counts.append((self._recent(("address", address), now), self.per_address,
+                           "Pages from your network address (a class behind one school address shares it)"))
+        for times, most, whose in counts:
+            if len(times) >= most:
+                wait = times[0] + 60 - now
+                return (f"{whose} asked the server for more than {most} {self.what} in a minute; try again in "
+                        f"{max(1, round(wait))} s.", wait)
+        for times, _, _ in counts:
+            times.append(now)
+        return "", 0.0
 
     async def call(self, work) -> dict:
-        """`work(session)` in the lane for the calling session (guards.calling_session)."""
-        session = guards.calling_session()
+        """`work(session)` in the lane for the calling session (guards.CALLER)."""
+        caller = guards.CALLER.get()
+        session = caller.session if caller else None
         if session is None:
             return {"error": "This view's server functions answer only through bertviz_app.app.serve, which knows "
                              "whose page asks; serve the app with it (or the bertviz-app command)."}
-        wait = self.allow(session)
-        if wait:
-            return {"error": f"This page asked the server for more than {self.per_minute} exports in a minute; "
-                             f"try again in {max(1, round(wait))} s."}
-        if self._queued >= self.at_once + self.waiting:
-            return {"error": "The server is busy with other visitors' exports; try again in a moment."}
+        refused, wait = self.allow(session, caller.address)
+        if not refused and self._queued >= self.at_once + self.waiting:
+            refused, wait = f"The server is busy with other visitors' {self.what}; try again in a moment.", 1.0
+        if refused:
+            if self._paused < self.PAUSED:
+                self._paused += 1
+                try:
+                    await anyio.sleep(min(wait, limits.REFUSAL_PAUSE_S))
+                finally:
+                    self._paused -= 1
+            return {"error": refused}
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.at_once)
         self._queued += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import re
 import threading
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 from .. import limits
 from ..views.corpus_payload import encode_qk_map, encode_sentence_map
 from . import questions
-from .sources import CorpusError
+from .sources import CorpusError, Sentence, within_reach
 
 # Points of a head's joint map: queries and keys of half as many tokens (AttentionViz's maps hold a few 10,000s).
 MAP_POINTS = 100_000
@@ -32,6 +33,8 @@ SHOWN_TAG_LINKS = 12
 LINK_MIN_COUNT = 20  # a tag pair's links counted fewer times are left out (the page says so)
 SHOWN_TAGS = 40  # tags offered as subsets, the commonest first
 SEARCH_CHUNK = 65_536  # token vectors per product: a float32 copy of this many at a time, never of a whole layer
+# Searches kept: an answer is 5-150 kB (k hits, each with its sentence's pieces), so at most ~20 MB
+CACHED_SEARCHES = 128
 
 
 class _Cache:
@@ -83,6 +86,7 @@ class CorpusViews:
         self._summaries = _Cache(len(SUBSET_KINDS) + 3)  # by nothing, by each kind, the links and the relations
         self._heads = _Cache(corpus.num_layers * corpus.num_heads)
         self._grids = _Cache(64)  # a subset's grid, as the page gets it
+        self._searches = _Cache(CACHED_SEARCHES)  # by (vector, layer, k, what it is): a class's same token is one
         self._norms: dict[int, np.ndarray] = {}
         # float32 unit vectors of as many layers as the budget holds, the least recently searched dropped first
         layer_bytes = corpus.manifest["tokens"] * corpus.hidden_size * 4
@@ -103,7 +107,9 @@ class CorpusViews:
         the corpus built from that held-out set (spaces are not compared: a table's cell may show them otherwise)."""
         if not isinstance(text, str) or not (pair is None or isinstance(pair, str)):
             raise CorpusError("A sentence is found by its text (and its second text, when it has one).")
-        return {"sentence": self._by_text.get((same_text(text), same_text(pair)))}
+        # as the build kept it: a long sentence only as far as its tokens reach
+        kept = within_reach(Sentence(text, pair or None), self.corpus.manifest["settings"]["max_length"])
+        return {"sentence": self._by_text.get((same_text(kept.text), same_text(kept.pair)))}
 
     # -- what the page opens with -----------------------------------------------------------------------------------
     def info(self) -> dict:
@@ -260,13 +266,13 @@ class CorpusViews:
 
     def sentence_map_text(self, layer=-1, pooling: str = "cls") -> str:
         layer = self.corpus.check_hidden_layer(layer)
+        _check_pooling(pooling)  # before it is a cache key: a list from the page's JSON cannot be one
         return self._texts.get(("sentences", layer, pooling), lambda: _base64(self.sentence_map(layer, pooling)))
 
     def sentence_map(self, layer=-1, pooling: str = "cls") -> bytes:
         """Every sentence's [CLS] or mean vector at hidden layer `layer` in 2-D, as a blob; cached."""
         layer = self.corpus.check_hidden_layer(layer)
-        if pooling not in ("cls", "mean"):
-            raise CorpusError(f"pooling must be 'cls' or 'mean', not {pooling!r}")
+        _check_pooling(pooling)
         return self._maps.get(("sentences", layer, pooling), lambda: self._make_sentence_map(layer, pooling))
 
     def _make_sentence_map(self, layer: int, pooling: str) -> bytes:
@@ -341,15 +347,21 @@ class CorpusViews:
         layer = self.corpus.check_hidden_layer(layer)
         if token is None:
             raise CorpusError("Select a token first (click one in the views or the token table), then search.")
-        token = int(token)
-        if not 0 <= token < len(run):
-            raise CorpusError(f"token {token} is not in the analysed input ({len(run)} tokens)")
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < len(run):
+            raise CorpusError(f"A token is named by its number in the analysed input, from 0 to {len(run) - 1}.")
         described = f"{run.labels[token]} in {run.encoding.text!r}"
-        return self.search(run.hidden_states[layer][token], layer, k, described)
+        vector = np.asarray(run.hidden_states[layer][token], np.float32)
+        key = (hashlib.sha256(vector.tobytes()).hexdigest(), layer, int(k), described)
+        return self._searches.get(key, lambda: self.search(vector, layer, k, described))
 
 
 # The statistics a grid tile can show (questions.head_summary's columns, entropy_ratio: entropy over a uniform row's)
 _GRID_STATISTICS = ("entropy_ratio", "distance", "cls", "sep", "self", "previous", "next", "punctuation")
+
+
+def _check_pooling(pooling) -> None:
+    if not isinstance(pooling, str) or pooling not in ("cls", "mean"):
+        raise CorpusError(f"pooling must be 'cls' or 'mean', not {str(pooling)[:40]!r}")
 
 
 def _base64(blob: bytes) -> str:

@@ -51,7 +51,7 @@ from ..run_settings import RunSettings
 from ..settings import as_dict, setting, whole
 from ..finetuning.tasks import TASKS
 from .questions import statistic_sums
-from .sources import CorpusError, Sentence, Source, heldout_folder, read_source
+from .sources import CorpusError, Sentence, Source, heldout_folder, read_source, within_reach
 from .stats import OFFSETS, STATISTICS, is_punctuation, offset_sums, token_statistics
 
 FORMAT = 1
@@ -161,7 +161,8 @@ def build_corpus(source: str | os.PathLike, output: str | os.PathLike, model: st
     read = read_source(settings.source, settings.text_column, settings.pair_column, settings.label_column,
                        say if rank == 0 else lambda text: None)
     chosen, sampled = sample_sentences(read.sentences, settings.max_sentences, settings.seed)
-    sentences = [read.sentences[i] for i in chosen]
+    # cut by words and characters before anything tokenizes them: a giant sentence keeps only what can be kept
+    sentences = [within_reach(read.sentences[i], settings.max_tokens) for i in chosen]
     lengths, truncated = _lengths(explorer, sentences, settings.max_tokens)
     shards = plan_shards(lengths, settings.shard_tokens)
     manifest = _manifest(explorer, read, sentences, settings, shards, truncated)

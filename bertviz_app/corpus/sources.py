@@ -26,6 +26,7 @@ from ..finetuned import read_heldout
 from ..finetuning import recipes
 from ..finetuning.data import DataError, _json_rows, _lines, _table_rows, read_tagged_examples
 from ..finetuning.tasks import TASKS
+from ..inputs import MAX_CHARS, not_text
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".json")
 CONLL_SUFFIXES = (".conll", ".conllu", ".iob", ".bio")
@@ -82,6 +83,8 @@ class Source:
     blank: int = 0
     duplicates: int = 0
     notes: list[str] = field(default_factory=list)
+    not_text: int = 0  # sentences skipped for what the app's own input check refuses (inputs.not_text)
+    first_not_text: str = ""  # why the first of them was
 
     def summary(self) -> str:
         said = [f"{len(self.sentences):,} sentences from {self.name}"]
@@ -89,6 +92,9 @@ class Source:
             said.append(f"{self.blank:,} blank lines skipped")
         if self.duplicates:
             said.append(f"{self.duplicates:,} duplicates skipped")
+        if self.not_text:
+            said.append(f"{self.not_text:,} skipped for what is not text, as the app refuses it (the first "
+                        f"{self.first_not_text.rstrip('.').split('; remove')[0]})")
         return "; ".join(said + self.notes)
 
 
@@ -192,8 +198,15 @@ def _table(path: Path, digest: str, text_column: str, pair_column: str | None, l
 
 
 def _deduplicated(name: str, digest: str, sentences: Iterable[Sentence], blank: int) -> Source:
-    seen, kept, duplicates = set(), [], 0
+    """The sentences without duplicates, and without those the app would refuse to analyse (a control character, a
+    lone surrogate): a click on one would fail, and U+202E would show a sentence in another order than it is read."""
+    seen, kept, duplicates, refused, first = set(), [], 0, 0, ""
     for sentence in sentences:
+        problem = not_text(sentence.text) or (not_text(sentence.pair) if sentence.pair else None)
+        if problem:
+            refused += 1
+            first = first or f"sentence {len(kept) + duplicates + refused} {problem}"
+            continue
         key = (sentence.text, sentence.pair)
         if key in seen:
             duplicates += 1
@@ -201,9 +214,36 @@ def _deduplicated(name: str, digest: str, sentences: Iterable[Sentence], blank: 
         seen.add(key)
         kept.append(sentence)
     if not kept:
-        raise CorpusError(f"{name} has no sentences ({blank:,} blank lines, {duplicates:,} duplicates); give a file "
-                          "with one sentence a line")
-    return Source(name, digest, kept, blank=blank, duplicates=duplicates)
+        raise CorpusError(f"{name} has no sentences ({blank:,} blank lines, {duplicates:,} duplicates, {refused:,} "
+                          "not text); give a file with one sentence a line")
+    return Source(name, digest, kept, blank=blank, duplicates=duplicates, not_text=refused, first_not_text=first)
+
+
+def within_reach(sentence: Sentence, max_length: int) -> Sentence:
+    """`sentence` itself when each of its texts fits the app's input box (inputs.MAX_CHARS: a click puts it there),
+    else the part of it that its first `max_length` tokens can come from: its first `max_length` words (a word gives
+    a token at least), of at most 100 characters a token (a longer word is one [UNK]); the tokens are the same. A
+    CoNLL file of one 10.9 MB sentence was tokenized whole to keep its first 128 tokens (180 s, 3.7 GB)."""
+    if len(sentence.text) <= MAX_CHARS and len(sentence.pair or "") <= MAX_CHARS:
+        return sentence
+    chars = 100 * max_length
+    if sentence.words is not None:
+        words = [w[:chars] for w in sentence.words[:max_length]]
+        return Sentence(" ".join(words), sentence.pair, sentence.label, words, sentence.tags[:max_length])
+    pair = _first_words(sentence.pair, max_length, chars) if sentence.pair is not None else None
+    return Sentence(_first_words(sentence.text, max_length, chars), pair, sentence.label)
+
+
+def _first_words(text: str, words: int, chars: int) -> str:
+    """`text` up to the end of its `words`-th word, and at most `chars` characters (`text` itself when shorter)."""
+    if len(text) <= chars and len(text.split(None, words)) <= words:
+        return text
+    end = None
+    for k, match in enumerate(re.finditer(r"\S+", text[:chars + 1])):
+        if k == words - 1:
+            end = match.end()
+            break
+    return text[:chars] if end is None else text[:end]
 
 
 def _tagged(words: list[str], tags: list[str], label: str | None = None) -> Sentence:

@@ -56,6 +56,7 @@ class Corpus:
         self.shards = [_Shard(folder, k, *bounds, self) for k, bounds in enumerate(self.manifest["shards"])]
         for shard in self.shards:
             shard.check()
+        _check_counts(self.manifest, self.shards, folder)
         self._vectors: dict[int, np.ndarray] = {}  # layer -> unit vectors of every token, float32 (for search)
 
     def __repr__(self) -> str:
@@ -278,6 +279,23 @@ class _Shard:
                 "and run the same build command again: it rebuilds only that shard")
 
 
+def _check_counts(manifest: dict, shards: list[_Shard], folder: Path) -> None:
+    """The manifest's sentences and tokens against its shards, whose arrays have been checked against their bounds
+    (mapped, not read): a manifest that says 200,000,000 sentences made a server allocate 3.3 GB for the tables sized
+    by it before anything else failed."""
+    sentences, tokens, at = manifest["source"].get("sentences"), manifest.get("tokens"), 0
+    for shard in shards:
+        if any(type(v) is not int for v in (shard.start, shard.stop, shard.tokens)) or shard.start != at \
+                or shard.stop <= shard.start:
+            raise CorpusError(f"{folder / MANIFEST} lists {shard.path.name} from sentence {shard.start} to "
+                              f"{shard.stop}, not from {at}; build the corpus again")
+        at = shard.stop
+    held = sum(shard.tokens for shard in shards)
+    if type(sentences) is not int or type(tokens) is not int or sentences != at or tokens != held:
+        raise CorpusError(f"{folder / MANIFEST} says {sentences!r} sentences and {tokens!r} tokens, but its shards "
+                          f"hold {at:,} and {held:,}; build the corpus again")
+
+
 def _read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
     if folder.is_file():  # a source given where its corpus goes: the build reads it into a new folder beside it
@@ -294,7 +312,8 @@ def _read_manifest(folder: Path) -> dict:
         manifest = json.loads(read_text(inside(folder, path, CorpusError), CorpusError, JSON_LIMIT))
         if manifest.get("format") != FORMAT:
             raise ValueError(f"format {manifest.get('format')!r}, this version reads {FORMAT}")
-        manifest["model"]["layers"], manifest["shards"]  # noqa: B018 (the keys every reader needs)
+        # the keys every reader needs
+        manifest["model"]["layers"], manifest["shards"], manifest["source"]["sentences"]  # noqa: B018
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise CorpusError(f"{path} cannot be read ({err}); build the corpus again") from None
     if not manifest.get("complete"):

@@ -10,7 +10,8 @@ much slower they get). The model is written to the user's cache (`finetuned/` be
 Cancel stops after the step under way. When at least one epoch is complete, the best epoch so far is kept, as Ctrl-C
 does on the command line; otherwise nothing is kept (the folder is removed). The server's bound on a training's length
 (`Job.limit_s`, `--max-training-minutes`) and the operator's stop (`stop_trainings`, which `bertviz-app serve` calls on
-SIGUSR1) stop it the same way. `StartBudget` counts the starts of each page and each client address.
+SIGUSR1) stop it the same way. The lane's `StartBudget` counts the starts of each page and each client address, and
+the minutes their trainings held the lane, for every kind of training.
 
 What a failed training says to the page never names the server's folders or its network set-up: a file by its name
 only, a recipe whose data could not be fetched in one sentence (and not fetched again for FETCH_RETRY_MINUTES); the
@@ -161,46 +162,72 @@ class TrainingSettings:
                    tuple(map(str, data_files)), cache_mb, max_minutes, pretrain_files=tuple(map(str, pretrain_files)))
 
 
-# --- how many trainings a page and an address may start ----------------------------------------------------------
+# --- how much of the lane a page and an address may take ---------------------------------------------------------
 class StartBudget:
-    """Starts per page (session) and per client address over a sliding window. `check` raises ValueError in words
-    that say when the next start is possible; `record` counts a start that got the lane."""
+    """The one training lane's budget, shared by every kind of training (a pretraining counts as a fine-tuning does):
+    per page (session) and per client address, over a sliding window, how many trainings were started and how many
+    minutes they held the lane (a running one counts up to now). `check` raises ValueError in words that say when the
+    next start is possible; `record` counts a start that got the lane and returns its entry; `finish(entry)` notes when
+    it gave the lane back. The lane (TrainingLane.start) does all three."""
 
     def __init__(self, per_session: int = limits.TRAININGS_PER_SESSION,
                  per_address: int = limits.TRAININGS_PER_ADDRESS, window_s: float = limits.TRAINING_WINDOW_S,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 session_minutes: float = limits.TRAINING_MINUTES_PER_SESSION,
+                 address_minutes: float = limits.TRAINING_MINUTES_PER_ADDRESS):
         self.per_session, self.per_address, self.window_s, self.clock = per_session, per_address, window_s, clock
+        self.session_minutes, self.address_minutes = session_minutes, address_minutes
         self._lock = threading.Lock()
-        self._starts: dict[tuple[str, str], deque] = {}
+        self._starts: dict[tuple[str, str], deque[list]] = {}  # (kind, who) -> [start, end or None], oldest first
 
     def _recent(self, key: tuple[str, str], now: float) -> deque:
-        starts = self._starts.get(key, deque())
-        while starts and starts[0] <= now - self.window_s:
-            starts.popleft()
-        return starts
+        entries = self._starts.get(key, deque())
+        since = now - self.window_s
+        while entries and entries[0][0] <= since and entries[0][1] is not None and entries[0][1] <= since:
+            entries.popleft()
+        return entries
 
-    def check(self, session: str | None, address: str | None) -> None:
+    def _minutes(self, entries, now: float) -> float:
+        since = now - self.window_s
+        return sum(max(0.0, (now if end is None else end) - max(start, since)) for start, end in entries) / 60
+
+    def check(self, session: str | None, address: str | None, minutes: float = 0.0) -> None:
+        """Whether a training of at most `minutes` (0: its length is not known before) may start now."""
         now = self.clock()
         with self._lock:
-            # forget who has not started one within the window: the table stays as small as the last hour's starters
+            # forget who has not held the lane within the window: the table stays as small as the last hour's
             for key in [k for k, v in self._starts.items() if not self._recent(k, now)]:
                 del self._starts[key]
-            for kind, who, most in (("session", session, self.per_session), ("address", address, self.per_address)):
-                starts = self._recent((kind, who), now) if who else ()
-                if len(starts) >= most:
-                    wait = max(1, round((starts[0] + self.window_s - now) / 60))
-                    whom = ("This page has" if kind == "session" else
-                            "Pages from your network address (a class behind one school address shares it) have")
+            for kind, who, most, most_minutes in (("session", session, self.per_session, self.session_minutes),
+                                                  ("address", address, self.per_address, self.address_minutes)):
+                entries = self._recent((kind, who), now) if who else deque()
+                whom = ("This page has" if kind == "session" else
+                        "Pages from your network address (a class behind one school address shares it) have")
+                started = [e for e in entries if e[0] > now - self.window_s]
+                held = self._minutes(entries, now)
+                if len(started) >= most:
+                    wait = max(1, round((started[0][0] + self.window_s - now) / 60))
                     raise ValueError(f"{whom} started {most} trainings in the last {self.window_s / 60:.0f} "
                                      f"minutes, the most allowed, so that the one training lane stays free for "
                                      f"others; you may start another in about {wait} minute{'s' if wait > 1 else ''}.")
+                if held >= most_minutes or held + minutes > most_minutes:
+                    wait = max(1, round(held + minutes - most_minutes))
+                    more = f" and this one may take {minutes:g} more" if minutes else ""
+                    raise ValueError(f"{whom} held the one training lane {held:.0f} of the {most_minutes:g} minutes "
+                                     f"an hour allowed{more}; you may start it in about {wait} minute"
+                                     f"{'s' if wait > 1 else ''}, or choose fewer minutes.")
 
-    def record(self, session: str | None, address: str | None) -> None:
-        now = self.clock()
+    def record(self, session: str | None, address: str | None) -> list:
+        entry = [self.clock(), None]
         with self._lock:
             for key in (("session", session), ("address", address)):
                 if key[1]:
-                    self._starts.setdefault(key, deque()).append(now)
+                    self._starts.setdefault(key, deque()).append(entry)
+        return entry
+
+    def finish(self, entry: list) -> None:
+        with self._lock:
+            entry[1] = self.clock()
 
 
 # --- the lane: one training at a time, in a thread of its own -----------------------------------------------------
@@ -270,8 +297,9 @@ class TrainingLane:
     on Cancel. `on_trained(job, folder)` (in the lane's thread) loads the result and returns its name in the list."""
 
     def __init__(self, threads: int = limits.THREADS, nice: int = NICE,
-                 fetch_retry_s: float = limits.FETCH_RETRY_MINUTES * 60):
+                 fetch_retry_s: float = limits.FETCH_RETRY_MINUTES * 60, budget: StartBudget | None = None):
         self.threads, self.nice, self.fetch_retry_s = threads, nice, fetch_retry_s
+        self.budget = budget or StartBudget()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -285,8 +313,9 @@ class TrainingLane:
             return copy.deepcopy(self._progress)
 
     def start(self, job: Job | PretrainJob, on_trained: Callable[[Job, Path], str | tuple[str, str | None]],
-              owner: str | None = None) -> None:
-        """Raises ValueError while another training runs, and for a recipe whose data could not be fetched lately."""
+              owner: str | None = None, charge: tuple[str | None, str | None] | None = None) -> None:
+        """Raises ValueError while another training runs, for a recipe whose data could not be fetched lately, and
+        when `charge` (the page's session, its client address) has used its share of the lane (`budget`)."""
         with self._lock:
             if self._progress.running:
                 running = self._progress.job
@@ -299,12 +328,15 @@ class TrainingLane:
                                  f"{time.strftime('%H:%M', time.localtime(failed + self.fetch_retry_s))} (server "
                                  f"time, in about {max(1, round((failed + self.fetch_retry_s - time.time()) / 60))} "
                                  "min); pick other data meanwhile.")
+            if charge is not None:
+                self.budget.check(*charge, minutes=getattr(job, "minutes", 0.0))
+            entry = self.budget.record(*charge) if charge is not None else None
             self._stop.clear()
             self._owner = owner
             self._progress = Progress("running", job, PREPARING, started=time.time(),
                                       version=self._progress.version + 1)
-            self._thread = threading.Thread(target=self._run, args=(job, on_trained), name="bertviz-training",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._charged, args=(job, on_trained, entry),
+                                            name="bertviz-training", daemon=True)
             self._thread.start()
 
     def cancel(self, owner: str | None = None) -> str:
@@ -393,6 +425,13 @@ class TrainingLane:
                 if self._progress.state == "running":
                     self._progress.message = text + " (the first use of this recipe)"
                     self._progress.version += 1
+
+    def _charged(self, job, on_trained, entry: list | None) -> None:
+        try:
+            self._run(job, on_trained)
+        finally:
+            if entry is not None:
+                self.budget.finish(entry)
 
     def _run(self, job: Job, on_trained: Callable[[Job, Path], str | tuple[str, str | None]]) -> None:
         _lower_priority(self.nice)

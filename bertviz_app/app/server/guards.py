@@ -207,16 +207,19 @@ class LoginRequired:
     Whether a request carries a login is asked of gradio over its own HTTP route, /gradio_api/login_check, with the
     request's cookies: no reach into gradio's token store."""
 
-    # The login page's own requests; and /gradio_api/startup-events, which launch() itself calls without a login
-    # (after the first call it does nothing).
+    # The login page's own requests
     PUBLIC = {"/", "/login", "/login/", "/logout", "/favicon.ico", "/theme.css", f"{API}/theme.css", "/manifest.json",
-              "/robots.txt", "/pwa_icon", f"{API}/login_check", f"{API}/login_check/", f"{API}/startup-events"}
+              "/robots.txt", "/pwa_icon", f"{API}/login_check", f"{API}/login_check/"}
+    # launch() itself calls this without a login, once; after launch() it needs one like any other route
+    STARTUP = {f"{API}/startup-events", f"{API}/startup-events/"}
     PUBLIC_PREFIXES = ("/assets/", "/static/", "/svelte/", "/pwa_icon/")
     UNAUTHENTICATED = {"detail": {"error": "Not authenticated", "auth_message": None}}  # gradio's own 401 body
 
-    def __init__(self, app: ASGIApp, strip_api_info: Callable[[bytes], bytes]):
+    def __init__(self, app: ASGIApp, strip_api_info: Callable[[bytes], bytes],
+                 launching: Callable[[], bool] = lambda: False):
         self.app = app
         self.strip_api_info = strip_api_info
+        self.launching = launching
 
     async def logged_in(self, scope: Scope) -> bool:
         status = 0
@@ -245,7 +248,8 @@ class LoginRequired:
                 await self.app(scope, receive, send)
             else:
                 await self.login_page(scope, receive, send)
-        elif path in self.PUBLIC or path.startswith(self.PUBLIC_PREFIXES) or await self.logged_in(scope):
+        elif (path in self.PUBLIC or path.startswith(self.PUBLIC_PREFIXES) or path in self.STARTUP and self.launching()
+              or await self.logged_in(scope)):
             await self.app(scope, receive, send)
         else:
             await answer(send, 401, self.UNAUTHENTICATED)
@@ -448,12 +452,6 @@ class Caller:
 
 
 CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("bertviz_caller", default=None)
-
-
-def calling_session() -> str | None:
-    """The session of the server-function call being answered (None outside one)."""
-    caller = CALLER.get()
-    return caller.session if caller else None
 
 
 class SessionRefused(Exception):

@@ -1,4 +1,5 @@
-"""How often one page may ask for the Fine-tune tab's progress, decided before gradio sees the call.
+"""How often one page may ask for the Fine-tune tab's progress (and the few other events outside the queue that
+launch.POLLED names), decided before gradio sees the call.
 
 The page's timer asks once a second. A visitor calling `finetune_progress` without pause (8 threads, 37 calls/s) took
 a 12-token analysis from 0.05 s to 0.54 s median: even an answer of nothing new costs gradio's handling of a call
@@ -49,8 +50,8 @@ class PollRate:
             return
         if (isinstance(call, dict) and call.get("fn_index") in self.polls()
                 and not self.allowed(str(call.get("session_hash")))):
-            await answer(send, 429, {"error": "The training's progress was asked for too often; the page asks once "
-                                              "a second."})
+            await answer(send, 429, {"error": "This page asked the server for this too often; wait a second and "
+                                              "try again."})
             return
         await self.app(scope, replay(body, receive), send)
 

@@ -3,7 +3,8 @@ query/key map, search by meaning and the sentence map, drawn in the browser by v
 are the operator's, opened at start; a visitor picks one by name, never by path.
 
 What the page asks the server goes through the host's server functions (outside gradio's queue, in a lane of their
-own like the attention views' exports): a subset's summary, a head's details, a head's map (computed once and
+own like the attention views' exports, with a rate per page and per client address; searches in a second lane, so
+that answers already made never wait behind them): a subset's summary, a head's details, a head's map (computed once and
 cached: corpus/browser.py), the sentence map, a search from the token selected in the analysed input (its Run from
 the explorer's cache, never a forward pass), a sentence's text, and a sentence by its text (a row of the Task tab's
 held-out table, when the sentence map is not on the page to answer it). Hovering, brushing and zooming a map ask
@@ -23,7 +24,7 @@ from ... import limits
 from ...corpus import CorpusError, open_corpus
 from ...corpus.browser import CorpusViews
 from ...explorer import Explorer
-from ..common import api, refuse
+from ..common import api, refuse, user_errors
 from ..views_host import ExportLane
 from .base import TabPage
 
@@ -105,7 +106,11 @@ class CorpusTab:
     def __init__(self, page: TabPage):
         self.page = page
         self.corpora: dict[str, CorpusViews] = dict(page.corpora)
-        self.lane = ExportLane(limits.CORPUS_AT_ONCE, limits.CORPUS_WAITING, limits.CORPUS_PER_MINUTE)
+        self.lane = ExportLane(limits.CORPUS_AT_ONCE, limits.CORPUS_WAITING, limits.CORPUS_PER_MINUTE,
+                               per_address=limits.CORPUS_PER_ADDRESS, what="corpus answers")
+        self.searches = ExportLane(limits.CORPUS_SEARCHES_AT_ONCE, limits.CORPUS_SEARCHES_WAITING,
+                                   limits.CORPUS_SEARCHES_PER_MINUTE, per_address=limits.CORPUS_SEARCHES_PER_ADDRESS,
+                                   what="searches")
         value = {"corpora": [c.info() for c in self.corpora.values()],
                  "problems": [for_visitors(problem) for problem in page.corpus_problems]}
         self.host = gr.HTML(value=value, html_template="<div class='bv-corpus-host'></div>", js_on_load=HOST_SCRIPT,
@@ -117,7 +122,7 @@ class CorpusTab:
         return self.corpora[name]
 
     def _functions(self) -> list:
-        corpus, lane, host = self.corpus, self.lane, self.page.host
+        corpus, lane, searches, host = self.corpus, self.lane, self.searches, self.page.host
 
         def asked(request) -> dict:
             return request if isinstance(request, dict) else {}
@@ -161,7 +166,7 @@ class CorpusTab:
                 k = k if isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= 50 else 10
                 return views.search_run(run, r.get("token"), r.get("layer"), k)
 
-            return await lane.call(search)
+            return await searches.call(search)
 
         return [corpus_summary, corpus_head, corpus_qk, corpus_sentences, corpus_sentence, corpus_find, corpus_search]
 
@@ -173,6 +178,7 @@ class CorpusTab:
         pair = row["pair"] if isinstance(row["pair"], str) else ""
         return {"text": row["text"], "pair": pair, "model": views.model_name}
 
+    @user_errors
     def open_sentence(self, event: gr.EventData):
         """A point clicked: its sentence and the corpus's model into the input row (the page analyzes it next)."""
         data = getattr(event, "_data", None) or {}

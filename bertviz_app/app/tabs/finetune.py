@@ -33,7 +33,7 @@ from ...explorer import load
 from ...figures.training import confusion_matrix_figure, loss_curve_figure
 from ...finetuning import RECIPES, FinetuneSettings
 from ..common import api, plain, refuse, text_value, user_errors
-from ..lane.training import STOPPED_BY, Job, Progress, StartBudget, TrainingLane, data_choices, training_root
+from ..lane.training import STOPPED_BY, Job, Progress, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
 from .trained import (MAX_TRAINED, MIN_POLL_S, POLL_S, PollPace, Refusals, TrainedModels, client_address,
                       not_started)
@@ -214,7 +214,6 @@ class FineTuneTab:
         earlier = [(name, e.folder) for name, e in page.models.explorers.items()
                    if e.folder is not None and e.folder.resolve().parent == training_root().resolve()]
         self.trained = TrainedModels(page.models, "{} fine-tuned {}", lambda: MAX_TRAINED, dict(reversed(earlier)))
-        self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
         self._drawn: tuple[int, object, pd.DataFrame] | None = None  # (progress version, figure, table)
         self.pace = PollPace(lambda: MIN_POLL_S)
@@ -291,8 +290,6 @@ class FineTuneTab:
             raise refuse(f"{Path(choice.source).name}, the file named when the server started, is no longer there; "
                          "whoever runs the server can put it back. Pick other data meanwhile.")
         session, address = getattr(request, "session_hash", None), client_address(request)
-        if self.settings.shared:
-            self.budget.check(session, address)
         name = self.trained.new_name(choice.key)
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
         while output.exists():
@@ -301,9 +298,7 @@ class FineTuneTab:
                                     epochs=int(epochs), batch_size=BATCH_SIZE, learning_rate=float(rate),
                                     device=str(explorer.device), seeds=REPEAT_SEEDS if repeat else ())
         job = Job(choice, base, name, settings, limit_s=self.settings.max_minutes * 60 or None)
-        self.lane.start(job, self._join, owner=session)
-        if self.settings.shared:
-            self.budget.record(session, address)
+        self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
         return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 

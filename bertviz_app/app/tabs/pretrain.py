@@ -26,7 +26,7 @@ from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
 from ..lane.pretraining import (BUILTIN_TEXT, BUILTIN_TEXTS, PRETRAIN_MINUTES, PRETRAIN_PRESETS, PretrainJob,
                                 class_sentence, pretrain_choices, pretrain_settings, pretraining_root, text_problem)
-from ..lane.training import STOPPED_BY, Progress, StartBudget
+from ..lane.training import STOPPED_BY, Progress
 from .base import Gate, TabPage
 from .trained import MAX_TRAINED, POLL_S, PollPace, Refusals, TrainedModels, client_address, not_started
 
@@ -115,7 +115,6 @@ class PretrainTab:
         self.settings = settings = page.training
         self.lane = page.training_lane
         self.trained = TrainedModels(page.models, "{} BERT from scratch {}")  # its models, oldest first
-        self.budget = StartBudget()
         self._pickers: list[gr.Dropdown] = []
         self._drawn = None  # (progress version, figure)
         self._views: tuple[str, dict] | None = None  # (views key, the views' value)
@@ -192,8 +191,6 @@ class PretrainTab:
             if problem:
                 raise refuse(f"{problem} Pick another text; whoever runs the server can replace it.")
         session, address = getattr(request, "session_hash", None), client_address(request)
-        if self.settings.shared:
-            self.budget.check(session, address)
         base = self.page.models.first
         name = self.trained.new_name(preset)
         output = pretraining_root() / f"{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -201,9 +198,7 @@ class PretrainTab:
             output = output.with_name(output.name + "-1")
         settings = pretrain_settings(preset, float(minutes), choice, output, str(base.device))
         job = PretrainJob(choice, item, name, settings, limit_s=self.settings.max_minutes * 60 or None)
-        self.lane.start(job, self._join, owner=session)
-        if self.settings.shared:
-            self.budget.record(session, address)
+        self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
         return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 
