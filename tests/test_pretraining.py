@@ -512,32 +512,6 @@ def test_minutes_stop_training_with_a_checkpoint(tmp_path, corpus, tokenizer):
     assert checkpoint is not None and int(checkpoint.name.split("-")[1]) < 500 and saved == [checkpoint.name]
 
 
-def test_mask_and_random_fractions_reach_the_training_batches(tmp_path, corpus, tokenizer, monkeypatch):
-    """--mask-fraction / --random-fraction decide what becomes of the chosen tokens in training (BERT's 80/10/10 by
-    default); 1 and 0 leave no chosen token as it is, so the model never learns to answer with the word it sees."""
-    from bertviz_app.pretraining import PretrainSettings, training
-
-    seen = []
-
-    def recording(*args, **kwargs):
-        batch = collate(*args, **kwargs)
-        seen.append(batch.kind[batch.labels != IGNORE_INDEX])
-        return batch
-
-    monkeypatch.setattr(training, "collate", recording)
-    tokenizer.save(tmp_path / "tok")
-    kinds = {}
-    for name, extra in (("bert", []), ("all masked", ["--mask-fraction", "1", "--random-fraction", "0"])):
-        seen.clear()
-        run_pretrain(_args(corpus, tmp_path / name, "--steps", "4", "--save-every", "4", "--eval-examples", "1",
-                           "--tokenizer", str(tmp_path / "tok"), *extra))
-        kinds[name] = torch.cat(seen)
-    assert len(kinds["bert"]) > 100 and {KEPT, RANDOM, MASKED} <= set(kinds["bert"].tolist())
-    assert set(kinds["all masked"].tolist()) == {MASKED}
-    with pytest.raises(ValueError, match="add up to more than 1"):
-        PretrainSettings("corpus.txt", "out", mask_fraction=0.9, random_fraction=0.2)
-
-
 def test_device_script_rehearses_on_the_cpu(tmp_path):
     """scripts/train_on_device.py --rehearse: the lent-GPU path, end to end, on a tiny token-id corpus."""
     import importlib.util

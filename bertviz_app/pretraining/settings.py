@@ -61,12 +61,6 @@ class PretrainSettings:
         check=_whole(0), why="--freeze-encoder-steps must be 0 or more")
     mlm_probability: float = setting(0.15, "share of the tokens masked", check=lambda v: 0 < v < 1,
                                      why="--mlm-probability must be between 0 and 1")
-    mask_fraction: float = setting(0.8, "share of the chosen tokens replaced by [MASK] (BERT's: 0.8)",
-                                   check=lambda v: 0 <= v <= 1, why="--mask-fraction must be between 0 and 1")
-    random_fraction: float = setting(
-        0.1, "share of the chosen tokens replaced by a random token (BERT's: 0.1); the rest stay as they are, and the "
-             "model learns to predict a word it can see", check=lambda v: 0 <= v <= 1,
-        why="--random-fraction must be between 0 and 1")
     whole_word: bool = setting(False, "mask whole words instead of word pieces")
     same_source_negatives: bool = setting(
         False, "draw the random second sentence of NSP from another document of the first one's source (needs a "
@@ -102,9 +96,6 @@ class PretrainSettings:
 
     def __post_init__(self):
         check(self)
-        if self.mask_fraction + self.random_fraction > 1:
-            raise ValueError(f"--mask-fraction {self.mask_fraction} and --random-fraction {self.random_fraction} add up "
-                             "to more than 1; the rest is the share kept as it is")
 
     @property
     def warmup_steps(self) -> int:

@@ -303,8 +303,7 @@ def _train(args, trainer: Trainer, tokenizer: Tokenizer, train_data: SentencePai
         base = (step * dist_info.world_size + dist_info.rank) * args.batch_size
         items = [train_data[base + i] for i in range(args.batch_size)]
         generator = torch.Generator().manual_seed(args.seed * 1_000_003 + step * 131 + dist_info.rank)
-        return collate(items, tokenizer, rand_ids, generator, args.mlm_probability, args.whole_word,
-                       args.mask_fraction, args.random_fraction).to(device)
+        return collate(items, tokenizer, rand_ids, generator, args.mlm_probability, args.whole_word).to(device)
 
     last_save = started = time.perf_counter()
     # --minutes: a lent machine's time is counted; a stop there saves and returns like Ctrl-C
