@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     results_file = args.out / (f"results-{args.tag}.json" if args.tag else "results.json")
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
-    settings = {k: str(v) for k, v in vars(args).items() if k not in ("runs", "seeds", "threads")}
+    settings = {k: str(v) for k, v in vars(args).items() if k not in ("runs", "seeds", "threads", "tag")}
 
     def say(text: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> None:
             started = time.perf_counter()
             losses = train(model, cache, args.steps, args.batch_size, args.lr, seed)
             row = {"run": name, "seed": seed, "settings": settings, "train seconds": time.perf_counter() - started,
-                   "final loss": statistics.fmean(losses[-50:]), **score_heldout(model, heldout, special),
+                   "final loss": statistics.fmean(losses[-50:]) if losses else float("nan"), **score_heldout(model, heldout, special),
                    **score_probes(model, tokenizer, probes)}
             results[key] = row
             results_file.write_text(json.dumps(results, indent=2) + "\n")
