@@ -423,6 +423,9 @@ def test_export_of_a_two_stage_run_reports_both_stages(tmp_path, corpus, tokeniz
     card = (shipped / "README.md").read_text()
     assert "the test machine (one)" in card and "the test machine (two)" in card
     assert "--init runs/one/export" in card and "--out runs/one/export" in card
+    # the shipped card's CPU diagnosis of the copy rate stays, whatever the new weights measure
+    assert card.count("## Why it answers with a word of its sentence") == 1
+    assert card.index("## Why it answers") < card.index("## Corpus")
     assert str(tmp_path) not in card and "bertviz-app pretrain" in card
     assert not (tmp_path / "shipped.partial").exists()
 
