@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-4)
-    parser.add_argument("--train-pairs", type=int, default=6144, help="cached training pairs per way of masking")
+    parser.add_argument("--train-pairs", type=int, default=4096, help="cached training pairs per way of masking")
     parser.add_argument("--heldout-pairs", type=int, default=512)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
