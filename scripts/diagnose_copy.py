@@ -23,8 +23,8 @@ training) and a new head (identity transform, unigram bias: `init_mlm_head`), ma
     python scripts/diagnose_copy.py --corpus runs/corpus --out runs/diagnose            # every factor, seeds 0 and 1
     python scripts/diagnose_copy.py --corpus runs/corpus --out runs/diagnose --runs base kept0 --seeds 0
 
-Results accumulate in OUT/results.json (a run already there with the same settings is not repeated) and OUT/table.md, the model card's
-table. Run it under `nice -n 19`; it uses one thread unless told otherwise.
+Results accumulate in OUT/results.json (a run already there with the same settings is not repeated) and
+OUT/table.md, the model card's table. Run it under `nice -n 19`; it uses one thread unless told otherwise.
 """
 
 from __future__ import annotations
@@ -182,7 +182,9 @@ def train(model, cache: Cache, steps: int, batch: int, lr: float, seed: int) -> 
     rest = [p for p in params if p.dim() <= 1]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}], lr=lr)
     warm = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / (steps - warm))))
+    # warmup over a tenth of the steps, then linear decay to 0 (BERT's schedule)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
     gen = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(cache.hidden), generator=gen)
     losses, at = [], 0
@@ -337,7 +339,8 @@ def main(argv: list[str] | None = None) -> None:
             started = time.perf_counter()
             losses = train(model, cache, args.steps, args.batch_size, args.lr, seed)
             row = {"run": name, "seed": seed, "settings": settings, "train seconds": time.perf_counter() - started,
-                   "final loss": statistics.fmean(losses[-50:]) if losses else float("nan"), **score_heldout(model, heldout, special),
+                   "final loss": statistics.fmean(losses[-50:]) if losses else float("nan"),
+                   **score_heldout(model, heldout, special),
                    **score_probes(model, tokenizer, probes)}
             results[key] = row
             results_file.write_text(json.dumps(results, indent=2) + "\n")
