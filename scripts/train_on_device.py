@@ -130,6 +130,9 @@ def settings_for(args, corpus: Path, work: Path, init: Path, session: int) -> Pr
         batch_size=4 if rehearse else 128, max_tokens=128,
         # a continuation: a tenth of BERT's peak, warmed up, then held (a session ends by --minutes, not by steps)
         learning_rate=args.lr, schedule="constant", warmup=2 if rehearse else 200, whole_word=True, same_source_negatives=True,
+        # the copy fix (model card, "Why it answers with a word of its sentence"): a new top layer in place of
+        # all-MiniLM-L6-v2's sentence-embedding one, trained with the MLM head at 10 x the rest's rate
+        reinit_top_layers=1, head_lr_scale=10.0,
         seed=session,  # each session draws other pairs and masks
         device="cpu" if rehearse else "auto", threads=2 if rehearse else None, log_every=1 if rehearse else 50,
         eval_every=3 if rehearse else 100, eval_examples=8 if rehearse else 512, save_every=3 if rehearse else 500,

@@ -224,6 +224,27 @@ def test_init_from_a_checkpoint_without_heads(tmp_path, tokenizer):
     torch.testing.assert_close(model.cls.predictions.bias, prior - prior.mean())
 
 
+def test_reinit_top_layers_starts_them_afresh_and_trains_them_as_new(tmp_path, tokenizer):
+    """--reinit-top-layers N: the checkpoint's top N layers get BERT's initialization and join the new parameters
+    (with the MLM head they feed), the layers below stay as they were."""
+    from bertviz_app.checkpoint import save_pretrained
+
+    source = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    save_pretrained(source, tmp_path / "ckpt", tokenizer=tokenizer)
+    model, new = build_model(str(tmp_path / "ckpt"), tokenizer, max_tokens=32, reinit_top_layers=1)
+    top = len(model.bert.encoder.layer) - 1
+    torch.testing.assert_close(model.bert.encoder.layer[top - 1].output.dense.weight,
+                               source.bert.encoder.layer[top - 1].output.dense.weight)
+    fresh = model.bert.encoder.layer[top].output.dense.weight
+    assert not torch.equal(fresh, source.bert.encoder.layer[top].output.dense.weight)
+    assert abs(fresh.std().item() - model.config.initializer_range) < 0.005
+    assert f"bert.encoder.layer.{top}.output.dense.weight" in new and "cls.predictions.transform.dense.weight" in new
+    assert not any(k.startswith(f"bert.encoder.layer.{top - 1}.") for k in new)
+    assert build_model(str(tmp_path / "ckpt"), tokenizer, max_tokens=32)[1] == []
+    with pytest.raises(ValueError, match="has 2 layers"):
+        build_model(str(tmp_path / "ckpt"), tokenizer, max_tokens=32, reinit_top_layers=3)
+
+
 def test_training_learns_saves_and_resumes(tmp_path, corpus, tokenizer):
     out = tmp_path / "run"
     tok_folder = tmp_path / "tok"
@@ -402,6 +423,9 @@ def test_export_of_a_two_stage_run_reports_both_stages(tmp_path, corpus, tokeniz
     card = (shipped / "README.md").read_text()
     assert "the test machine (one)" in card and "the test machine (two)" in card
     assert "--init runs/one/export" in card and "--out runs/one/export" in card
+    # the shipped card's CPU diagnosis of the copy rate stays, whatever the new weights measure
+    assert card.count("## Why it answers with a word of its sentence") == 1
+    assert card.index("## Why it answers") < card.index("## Corpus")
     assert str(tmp_path) not in card and "bertviz-app pretrain" in card
     assert not (tmp_path / "shipped.partial").exists()
 
@@ -510,6 +534,21 @@ def test_minutes_stop_training_with_a_checkpoint(tmp_path, corpus, tokenizer):
                        "--tokenizer", str(tok_folder)), on_checkpoint=lambda folder, model: saved.append(folder.name))
     checkpoint = latest_checkpoint(tmp_path / "run")
     assert checkpoint is not None and int(checkpoint.name.split("-")[1]) < 500 and saved == [checkpoint.name]
+
+
+def test_device_recipe_carries_the_copy_fix(tmp_path):
+    """scripts/train_on_device.py's recipe replaces the sentence-embedding top layer (the copy rate's cause in the
+    model card's diagnosis) and trains it faster than the rest, on the GPU as in the rehearsal."""
+    import argparse
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_on_device", REPO / "scripts" / "train_on_device.py")
+    device = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(device)
+    for rehearse in (False, True):
+        args = argparse.Namespace(rehearse=rehearse, steps=0, lr=1e-5, minutes=6.0)
+        s = device.settings_for(args, tmp_path / "corpus", tmp_path / "work", tmp_path / "init", 1)
+        assert s.reinit_top_layers == 1 and s.head_lr_scale * s.lr >= 1e-4 and s.freeze_encoder_steps == 0
 
 
 def test_device_script_rehearses_on_the_cpu(tmp_path):

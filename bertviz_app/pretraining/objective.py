@@ -31,9 +31,11 @@ def init_mlm_head(model: BertForPreTraining, log_prior: Tensor | None = None) ->
 
 
 def build_model(init: str, tokenizer: Tokenizer, preset: str = "mini", max_tokens: int = 128,
-                log_prior: Tensor | None = None) -> tuple[BertForPreTraining, list[str]]:
+                log_prior: Tensor | None = None, reinit_top_layers: int = 0) -> tuple[BertForPreTraining, list[str]]:
     """A BertForPreTraining with both heads. init 'scratch': random weights of `preset` sized to the tokenizer;
-    init PATH: the encoder of that checkpoint, with heads it lacks newly initialized (listed in the result)."""
+    init PATH: the encoder of that checkpoint, with heads it lacks newly initialized (listed in the result), and its
+    top `reinit_top_layers` layers given BERT's initialization (listed too, with the MLM head they feed: what trains
+    at the new parameters' learning rate)."""
     if init == "scratch":
         config = BertConfig.preset(preset, vocab_size=tokenizer.vocab_size,
                                    max_position_embeddings=max(max_tokens, BertConfig.preset(preset)
@@ -59,6 +61,20 @@ def build_model(init: str, tokenizer: Tokenizer, preset: str = "mini", max_token
     new = [k for k in missing if k != "cls.predictions.decoder.weight"]
     if not source.has_mlm_head:
         init_mlm_head(model, log_prior)
+    layers = model.bert.encoder.layer
+    if not 0 <= reinit_top_layers <= len(layers):
+        raise ValueError(f"--reinit-top-layers {reinit_top_layers}: {init} has {len(layers)} layers")
+    for i in range(len(layers) - reinit_top_layers, len(layers)):
+        for module in layers[i].modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=config.initializer_range)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.LayerNorm):
+                module.reset_parameters()
+        new += [f"bert.encoder.layer.{i}.{name}" for name, _ in layers[i].named_parameters()]
+    if reinit_top_layers:
+        new += [f"cls.predictions.{name}" for name, _ in model.cls.predictions.named_parameters()
+                if not name.startswith("decoder") and f"cls.predictions.{name}" not in new]
     model.tie_weights()
     return model, new
 

@@ -49,6 +49,10 @@ class PretrainSettings(TrainingRunSettings):
         0, "train only the newly initialized heads for the first N steps (the encoder, embeddings and pooler stay "
            "fixed), so that a new head does not disturb a pretrained encoder; single process only",
         check=whole(0), why="--freeze-encoder-steps must be 0 or more")
+    reinit_top_layers: int = setting(
+        0, "give the top N encoder layers of --init BERT's random initialization first; they and the MLM head train at "
+           "--head-lr-scale x --lr. all-MiniLM-L6-v2's sentence-embedding top layer makes a [MASK] answer with a word "
+           "of its sentence (scripts/diagnose_copy.py)", check=whole(0), why="--reinit-top-layers must be 0 or more")
     mlm_probability: float = setting(0.15, "share of the tokens masked", check=lambda v: 0 < v < 1,
                                      why="--mlm-probability must be between 0 and 1")
     whole_word: bool = setting(False, "mask whole words instead of word pieces")
@@ -74,6 +78,12 @@ class PretrainSettings(TrainingRunSettings):
     max_documents: int | None = setting(None, "read only the first N documents",
                                         check=lambda v: v is None or whole(1)(v),
                                         why="--max-documents must be 1 or more")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.reinit_top_layers and self.freeze_encoder_steps:
+            raise self.ERROR("--freeze-encoder-steps keeps the whole encoder fixed, re-initialized layers too; use "
+                             "--head-lr-scale with --reinit-top-layers instead")
 
     @property
     def warmup_steps(self) -> int:

@@ -143,7 +143,8 @@ def _build_trainer(args: PretrainSettings, tokenizer: Tokenizer, train_data: Sen
                    dist_info: Distributed, device: torch.device, say) -> Trainer:
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model, new = build_model(args.model, tokenizer, args.preset, args.max_tokens,
-                             log_prior=unigram_log_prior(train_data, tokenizer.vocab_size))
+                             log_prior=unigram_log_prior(train_data, tokenizer.vocab_size),
+                             reinit_top_layers=args.reinit_top_layers)
     say(f"model: {model.num_parameters() / 1e6:.1f} M parameters; newly initialized: "
         f"{', '.join(new) if new else 'nothing'}")
     schedule = SCHEDULES[args.schedule](args.warmup_steps, args.steps)
