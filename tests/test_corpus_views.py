@@ -129,8 +129,9 @@ def test_a_search_keeps_the_layers_it_searched_within_its_budget(folder, explore
     cached = CorpusViews(corpus, "small", search_cache_bytes=2 * layer_bytes)  # two layers' float32 vectors
     chunked = CorpusViews(corpus, "small", search_cache_bytes=layer_bytes - 1)  # not one: a chunk at a time
     run = explorer.run("I sat by the bank of the river.")
-    for layer in (2, 2, 1, 2, 0, 1):
-        mine, theirs = cached.search_run(run, 6, layer, k=10), chunked.search_run(run, 6, layer, k=10)
+    for i, layer in enumerate((2, 2, 1, 2, 0, 1)):
+        # a k of its own each time, so that no search is answered from the searches' own cache
+        mine, theirs = cached.search_run(run, 6, layer, k=10 + i), chunked.search_run(run, 6, layer, k=10 + i)
         assert [(h["sentence"], h["position"]) for h in mine["hits"]] == \
             [(h["sentence"], h["position"]) for h in theirs["hits"]]
         np.testing.assert_allclose([h["score"] for h in mine["hits"]], [h["score"] for h in theirs["hits"]],
