@@ -606,8 +606,11 @@ def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
     try:
         v.views_drawn("lines")
         assert v.page.input_value("#sentence-b textarea") == ""  # a link to one sentence leaves B empty
-        v.settle()
         v.open_tab("Beyond attention")
+        # a state, not a quiet spell (settle): on a slow host the new input's chained steps can pause for longer than
+        # any quiet spell, and an Explain pressed before this input's predictions are listed explains nothing
+        v.page.wait_for_function("() => document.querySelector('#explain-message')?.innerText"
+                                 ".includes('press Explain')")
         v.page.click("#explain")
         v.page.wait_for_selector("#head-effects .main-svg")
         assert "convergence check" in v.page.locator("#explain-message").inner_text()
