@@ -15,7 +15,7 @@ from ...ablation import ablation_passes
 from ...attribution import PASSES_PER_STEP, faithfulness_passes, seconds_per_pass
 from ...run import Run
 from ..common import percent, plain, refuse, text_value, user_errors
-from .base import Gate, TabPage
+from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
 INTRO = ("**Attention is not explanation**, a careful reader objects: a head may look at a word without using it. "
          "Here the analyzed input's prediction is explained by what it *depends on*: integrated gradients (the "
@@ -160,12 +160,14 @@ class BeyondTab:
                                    elem_id="explain-steps")
             self.button = gr.Button("Explain", variant="primary", scale=1, elem_id="explain")
         self.message = gr.Markdown(NO_TARGET, elem_id="explain-message")
+        # the word chart keeps its width on a phone (a word needs its cell) and scrolls in its box; the others fit it
         self.attribution = gr.Plot(label="What the prediction depends on", elem_id="attribution")
+        fits = [FIT_ON_A_PHONE]
         with gr.Row():
             self.table = gr.Dataframe(interactive=False, label="Spearman correlation over the words", scale=1,
                                       elem_id="faithfulness-table")
-            self.faithfulness = gr.Plot(label="Faithfulness", scale=2, elem_id="faithfulness")
-        self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects")
+            self.faithfulness = gr.Plot(label="Faithfulness", scale=2, elem_id="faithfulness", elem_classes=fits)
+        self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects", elem_classes=fits)
         self.outputs = [self.message, self.attribution, self.table, self.faithfulness, self.ranking]
 
     @user_errors
@@ -186,6 +188,9 @@ class BeyondTab:
             raise refuse(NO_TARGET.replace("**", ""))
         steps = int(steps) if isinstance(steps, (int, float)) and 2 <= steps <= 500 else 50
         return explain_view(explorer, run, target, text_value(token, "The word to explain"), steps, progress)
+
+    def on_load(self, demo: gr.Blocks) -> None:
+        fit_figures_on_a_phone(demo)
 
     def wire(self) -> None:
         self.button.click(self.explain, [self.page.session, self.target, self.token, self.steps], self.outputs,
