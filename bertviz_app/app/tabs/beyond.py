@@ -175,14 +175,26 @@ class BeyondTab:
         """The new input's predictions to explain; its old results cleared."""
         explorer, run = self.page.models.run_of(session)
         options = targets_of(explorer, run)
-        empty = pd.DataFrame(columns=["attention measure", "integrated gradients", "blank-out"])
+        empty = self.empty_table()
         message = ("Choose the prediction to explain and press **Explain**." +
                    explanation_forecast(explorer, run, 50)) if options else NO_TARGET
         return (gr.update(choices=options, value=options[0][1] if options else None), message, None, empty, None,
                 None)
 
-    @user_errors
     def explain(self, session, target, token, steps, progress=gr.Progress()):  # noqa: B008 (gradio's way)
+        """A refusal (nothing to explain, a word not in the vocabulary) is said alone where the message goes, the
+        last figures cleared: a raised error put a red "Error" badge over the sentence and every figure."""
+        try:
+            return self._explain(session, target, token, steps, progress)
+        except gr.Error as err:
+            return (f"<span class='bv-stale'>{plain(str(err.message))}</span>", None, self.empty_table(), None, None)
+
+    @staticmethod
+    def empty_table() -> pd.DataFrame:
+        return pd.DataFrame(columns=["attention measure", "integrated gradients", "blank-out"])
+
+    @user_errors
+    def _explain(self, session, target, token, steps, progress):
         explorer, run = self.page.models.run_of(session)
         if not targets_of(explorer, run):
             raise refuse(NO_TARGET.replace("**", ""))
