@@ -642,6 +642,10 @@ def test_explain_a_prediction_and_compare_two_inputs(browser, server, tmp_path):
         v.page.wait_for_selector("#head-effects .main-svg")
         assert "convergence check" in v.page.locator("#explain-message").inner_text()
         assert "keys" in v.page.locator("#attribution").text_content()
+        # every column of the Spearman table in sight at 1280 (a third of the row hid blank-out behind a scroll)
+        assert v.page.evaluate("() => [...document.querySelectorAll('#faithfulness-table *')].filter(e => "
+                               "e.scrollWidth > e.clientWidth + 1 && ['auto', 'scroll']"
+                               ".includes(getComputedStyle(e).overflowX)).length") == 0
         v.page.locator("#explain-message").scroll_into_view_if_needed()
         shoot(v.page, tmp_path, "12-beyond-attention")
 

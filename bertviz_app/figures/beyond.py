@@ -86,7 +86,7 @@ def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
                   margin=dict(l=140, r=40, t=90, b=110))
     sub = (f"<br><sup>dotted: the two references agree with each other at {agreement:+.2f}</sup>"
            if agreement is not None and np.isfinite(agreement) else "")
-    return _figure(data, layout, title + sub, width=700, height=190 + 70 * len(measures))
+    return _figure(data, layout, title + sub, width=600, height=190 + 70 * len(measures))
 
 
 def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",

@@ -164,9 +164,11 @@ class BeyondTab:
         self.attribution = gr.Plot(label="What the prediction depends on", elem_id="attribution")
         fits = [FIT_ON_A_PHONE]
         with gr.Row():
+            # half the row each: at 1280 px a third hid the blank-out column behind a sideways scroll (the table needs
+            # 552 px, the chart 600)
             self.table = gr.Dataframe(interactive=False, label="Spearman correlation over the words", scale=1,
                                       elem_id="faithfulness-table")
-            self.faithfulness = gr.Plot(label="Faithfulness", scale=2, elem_id="faithfulness", elem_classes=fits)
+            self.faithfulness = gr.Plot(label="Faithfulness", scale=1, elem_id="faithfulness", elem_classes=fits)
         self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects", elem_classes=fits)
         self.outputs = [self.message, self.attribution, self.table, self.faithfulness, self.ranking]
 
