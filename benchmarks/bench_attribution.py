@@ -8,6 +8,9 @@ the same process, and the convergence of the two integration rules.
     ranking      rank_heads(): all 72 heads silenced one at a time (target: <= 2 s), against (a) 72 separate full
                  forward passes with a head mask, and (b) one forward pass of a batch of 72, each example with its own
                  head mask (batched, but every example runs every layer); and the gradient estimate
+    explain      the Beyond attention tab's Explain at 256 tokens (a 600-word paste cut by the server), where the time
+                 goes: integrated gradients' 50 steps, blank-out of each word piece, the 72 heads silenced, each in
+                 seconds and in passes of the input (the progress bar's unit), against one batched pass of the input
     convergence  |delta| / |f(x) - f(x')| at several step counts for both rules, on a few sentences
     memory       peak resident memory of one batch against the estimate the batch sizes come from (Linux; each case
                  in a fresh process)
@@ -179,6 +182,31 @@ def bench_ranking(explorer, repeats: int) -> None:
     print(f"target: rank_heads() <= 2000 ms; median here {1e3 * statistics.median(a):.0f} ms")
 
 
+def bench_explain(explorer, tokens: int = 256) -> None:
+    from bertviz_app.ablation import ablation_passes
+    from bertviz_app.attribution import PASSES_PER_STEP, blank_out, seconds_per_pass
+
+    words = ("the cat sat on the mat near a warm fire and the dog slept " * 40).split()
+    encoding = explorer.encode(" ".join(words[:tokens - 4]) + " [MASK] .")
+    model, tokenizer = explorer.model, explorer.tokenizer
+    unit = seconds_per_pass(model, encoding)
+    varied = len(encoding) - 3
+    parts = (("integrated gradients, 50 steps", PASSES_PER_STEP * 50, lambda: attribute(model, tokenizer, encoding)),
+             (f"blank-out, {varied} word pieces", varied, lambda: blank_out(model, tokenizer, encoding)),
+             ("72 heads silenced in turn", ablation_passes(model.config), lambda: rank_heads(model, tokenizer,
+                                                                                           encoding)))
+    print(f"\nExplain at {len(encoding)} tokens: one batched pass {1e3 * unit:.0f} ms")
+    print(f"{'part':<36} {'s':>8} {'passes':>8} {'s / pass':>9} {'/ batched pass':>15}")
+    total = 0.0
+    for name, passes, fn in parts:
+        start = time.perf_counter()
+        fn()
+        took = time.perf_counter() - start
+        total += took
+        print(f"{name:<36} {took:>8.1f} {passes:>8.0f} {took / passes:>9.3f} {took / passes / unit:>15.2f}")
+    print(f"{'all':<36} {total:>8.1f}; target <= 15 s on 2 cores")
+
+
 def bench_convergence(explorer) -> None:
     print("\nConvergence: |delta| / |f(x) - f(x')| (pad baseline)")
     header = f"{'input':<40} {'rule':<15}" + "".join(f"{s:>9}" for s in STEP_COUNTS)
@@ -244,8 +272,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2, the target's)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda; the memory section is CPU-only")
-    parser.add_argument("--only", nargs="+", choices=("attribution", "ranking", "convergence", "memory"),
-                        default=("attribution", "ranking", "convergence", "memory"))
+    parser.add_argument("--only", nargs="+", choices=("attribution", "ranking", "explain", "convergence", "memory"),
+                        default=("attribution", "ranking", "explain", "convergence", "memory"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     repeats = 4 if args.quick else 10
@@ -261,6 +289,8 @@ def main() -> None:
         bench_attribution(explorer, repeats)
     if "ranking" in args.only:
         bench_ranking(explorer, repeats)
+    if "explain" in args.only:
+        bench_explain(explorer)
     if "convergence" in args.only:
         bench_convergence(explorer)
     if "memory" in args.only and explorer.device.type == "cpu":

@@ -8,7 +8,7 @@ against transformers with those columns zeroed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,8 +180,8 @@ def _finish(model: BertForPreTraining, hidden: Tensor) -> BertModelOutput:
     return BertModelOutput(last_hidden_state=hidden, pooler_output=pooled)
 
 
-def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memory_budget: int | None
-                      ) -> tuple[float, np.ndarray]:
+def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memory_budget: int | None,
+                      report: Callable[[float], None] | None = None) -> tuple[float, np.ndarray]:
     """f with each head silenced in turn, one example per head. Layers before a head's own compute what they do on
     the plain input, so each example joins the batch at its head's layer, starting from the plain run's hidden state
     there: the batch grows as it goes down (12, 24, ... 72 for the default model), 252 example-layer passes
@@ -208,8 +208,17 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
             mask[rows, [group[row][1] for row in rows]] = 0.0  # each joining example silences its head here
             silence = Points(intervene={f"layer.{index}.attention.probs": Edit(factor=mask[:, :, None, None])})
             hidden = encoder.apply_layer(index, hidden, None, silence)  # ALBERT's shared weights, DeBERTa's positions
+            if report is not None:
+                report(len(hidden) / n_layers)  # in passes of the whole input: one layer of each example
         values.append(target.value(model, _finish(model, hidden)).double().cpu().numpy())
     return f_input, np.concatenate(values).reshape(n_layers, n_heads) - f_input
+
+
+def ablation_passes(config) -> float:
+    """The work of silencing every head in turn, in forward passes of the whole input: a head of layer l runs the
+    layers from l on, L - l of L."""
+    layers = config.num_hidden_layers
+    return config.num_attention_heads * (layers + 1) / 2
 
 
 def _gradient_effects(model: BertForPreTraining, encoding, target: Target) -> tuple[float, np.ndarray]:
@@ -224,12 +233,13 @@ def _gradient_effects(model: BertForPreTraining, encoding, target: Target) -> tu
 
 def rank_heads(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
                token: str | int | None = None, target: str | Target = "mask", method: str = "ablation",
-               memory_budget: int | None = None) -> HeadRanking:
+               memory_budget: int | None = None, report: Callable[[float], None] | None = None) -> HeadRanking:
     """Every head ranked by its effect on log P(`token` at the `mask_index`-th [MASK]) (default: the top
     prediction), on the IsNext logit (target='is_next'), or on a fine-tuned head's `Target` (`model` the head
     model). method 'ablation' silences each head in turn (exact;
     batched, one forward pass per head from its own layer on); 'gradient' estimates all of them from one backward
-    pass, a fast first pass."""
+    pass, a fast first pass. report: told the work done after each layer's call, in forward passes of the whole input
+    (`ablation_passes` in all)."""
     if method not in RANKING_METHODS:
         raise ValueError(f"unknown method {method!r}; choose 'ablation' (silence each head: exact) or 'gradient' "
                          "(one backward pass: a first-order estimate)")
@@ -240,5 +250,5 @@ def rank_heads(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encodi
             f_input, effects = _gradient_effects(model, encoding, resolved)
         else:
             with torch.inference_mode():
-                f_input, effects = _ablation_effects(model, encoding, resolved, memory_budget)
+                f_input, effects = _ablation_effects(model, encoding, resolved, memory_budget, report)
     return HeadRanking(list(encoding.labels), resolved, method, f_input, effects.astype(np.float32))

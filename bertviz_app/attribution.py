@@ -11,6 +11,7 @@ against the trapezoid rule (docs/ARCHITECTURE.md, "Measured")."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,6 +30,9 @@ from .tokenizer import Encoding, Tokenizer
 
 METHODS = ("gauss-legendre", "trapezoid")
 BASELINES = ("pad", "mask", "zero")
+# A path point costs a forward and a backward pass, the backward about twice the forward: three forward passes.
+PASSES_PER_STEP = 3
+Report = Callable[[float], None]  # told the work just done, in forward passes of the whole input
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -75,10 +79,12 @@ class IntegratedGradients:
 
 
 def integrated_gradients(function: Callable[[Tensor], Tensor], inputs: Tensor, baseline: Tensor, steps: int = 50,
-                         method: str = "gauss-legendre", batch_size: int = 16) -> IntegratedGradients:
+                         method: str = "gauss-legendre", batch_size: int = 16,
+                         report: Report | None = None) -> IntegratedGradients:
     """Integrated gradients of `function` ((n, T, H) -> (n,), one value per example) from `baseline` to `inputs`,
     both (T, H), with `steps` path points evaluated `batch_size` at a time (so memory stays bounded whatever the
-    number of steps). Gradients are taken with respect to the path points only, never the model's weights."""
+    number of steps). Gradients are taken with respect to the path points only, never the model's weights.
+    report: called with the passes done after each batch (`PASSES_PER_STEP` per path point)."""
     if inputs.shape != baseline.shape or inputs.dim() != 2:
         raise ValueError(f"inputs and baseline must both be (tokens, hidden); got {tuple(inputs.shape)} and "
                          f"{tuple(baseline.shape)}")
@@ -97,6 +103,8 @@ def integrated_gradients(function: Callable[[Tensor], Tensor], inputs: Tensor, b
             values = function(points)  # (n,)
             (grads,) = torch.autograd.grad(values.sum(), points)  # (n, T, H); examples are independent
             total += torch.einsum("n,nth->th", w, grads.double())
+            if report is not None:
+                report(PASSES_PER_STEP * len(a))
         with torch.no_grad():
             ends = function(torch.stack([inputs, baseline])).double()  # (2,)
         scores = (step.double() * total).sum(-1)  # (T,)
@@ -205,7 +213,8 @@ def _prepare(model, tokenizer, encoding, target, mask_index, token):
 
 def attribute(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
               token: str | int | None = None, steps: int = 50, baseline: str = "pad", target: str | Target = "mask",
-              method: str = "gauss-legendre", memory_budget: int | None = None) -> Attribution:
+              method: str = "gauss-legendre", memory_budget: int | None = None,
+              report: Report | None = None) -> Attribution:
     """Integrated gradients on the word embeddings for log P(`token` at the `mask_index`-th [MASK]) (token: a word
     piece or id; default the model's top prediction there), or with target='is_next' for the IsNext logit of a
     sentence pair, or a `Target` of a fine-tuned head (then `model` is the head model). One score per input token;
@@ -222,7 +231,7 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encodin
     with evaluating(model), torch.inference_mode(False):
         inputs, reference = _embeddings_and_baseline(model, tokenizer, encoding, baseline, fixed)
         result = integrated_gradients(_target_function(model, encoding, resolved), inputs, reference, steps,
-                                      method, batch)
+                                      method, batch, report)
     scores = np.where(fixed, 0.0, result.scores)  # exactly 0 where input and baseline agree
     return Attribution(list(encoding.labels), scores, fixed, resolved, result.f_input, result.f_baseline,
                        result.delta, result.relative_delta, steps, method, baseline, batch)
@@ -230,7 +239,7 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encodin
 
 def blank_out(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
               token: str | int | None = None, baseline: str = "pad", target: str = "mask",
-              memory_budget: int | None = None) -> BlankOut:
+              memory_budget: int | None = None, report: Report | None = None) -> BlankOut:
     """Blank-out importance for the same targets as `attribute`: each token but [CLS], [SEP] and the [MASK]s in
     turn replaced by the baseline embedding, one forward pass per token, batched."""
     resolved, fixed = _prepare(model, tokenizer, encoding, target, mask_index, token)
@@ -248,6 +257,8 @@ def blank_out(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encodin
             index = torch.as_tensor(chunk, device=inputs.device)
             blanked[rows, index] = reference[index]
             values.append(function(blanked).double().cpu().numpy())
+            if report is not None:
+                report(len(chunk))
     value = np.full(len(encoding), f_input)
     if len(varied):
         value[varied] = np.concatenate(values)
@@ -282,6 +293,23 @@ class Faithfulness:
     blank_out: BlankOut
 
 
+def faithfulness_passes(tokenizer: Tokenizer, encoding: Encoding, steps: int) -> float:
+    """The work of `faithfulness` in forward passes of the whole input, as its `report` counts them: the path points
+    of integrated gradients and one pass per blanked token (the few passes of the ends and targets left out)."""
+    return PASSES_PER_STEP * steps + int((~_fixed_positions(tokenizer, encoding)).sum())
+
+
+def seconds_per_pass(model: BertForPreTraining, encoding: Encoding, batch: int = 4) -> float:
+    """What one forward pass of `encoding` takes on this machine now, the unit of `faithfulness_passes` and
+    ablation.ablation_passes: measured on a batch, as the work runs (a pass alone costs several times more per
+    example on a busy machine, and a Run's own time may include a first pass's one-off tracing)."""
+    ids = torch.tensor([encoding.ids] * batch, device=model.device)  # (batch, T)
+    with evaluating(model), torch.inference_mode():
+        start = time.perf_counter()
+        model.bert(ids, torch.tensor([encoding.segment_ids] * batch, device=model.device))
+        return (time.perf_counter() - start) / batch
+
+
 def attention_measures(attentions: np.ndarray, value_grams: np.ndarray, position: int) -> dict[str, np.ndarray]:
     """The attention-based token scores of the faithfulness table, from row `position`. attentions: (L, h, T, T);
     value_grams: (L, T, h, h)."""
@@ -296,14 +324,14 @@ def attention_measures(attentions: np.ndarray, value_grams: np.ndarray, position
 
 def faithfulness(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
                  token: str | int | None = None, steps: int = 50, baseline: str = "pad", target: str = "mask",
-                 memory_budget: int | None = None) -> Faithfulness:
+                 memory_budget: int | None = None, report: Report | None = None) -> Faithfulness:
     """The faithfulness panel for one input and target: attention, rollout and value-weighted attention against
-    integrated gradients and blank-out (arguments as in `attribute`)."""
+    integrated gradients and blank-out (arguments as in `attribute`; its passes: `faithfulness_passes`)."""
     ig = attribute(model, tokenizer, encoding, mask_index, token, steps, baseline, target,
-                   memory_budget=memory_budget)
+                   memory_budget=memory_budget, report=report)
     # The same token as the attribution explains, even when the caller left it to the top prediction.
     token_id = ig.target.token_id if ig.target.kind == "mask" else None
-    blank = blank_out(model, tokenizer, encoding, mask_index, token_id, baseline, target, memory_budget)
+    blank = blank_out(model, tokenizer, encoding, mask_index, token_id, baseline, target, memory_budget, report)
     with evaluating(model), torch.inference_mode():
         out = forward_ids(model, encoding, capture=("layer.*.attention.probs", "layer.*.attention.value_grams"))
         attentions = torch.stack([a[0] for a in out.layers("attention.probs")]).float().cpu().numpy()  # (L, h, T, T)

@@ -274,12 +274,12 @@ class Explorer:
         return ablation.ablate(self.model, self.tokenizer, self._encoding(text, text_pair), heads, top_k)
 
     def rank_heads(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
-                   target: str | Target = "mask", method: str = "ablation"):
+                   target: str | Target = "mask", method: str = "ablation", report=None):
         """Every head ranked by its effect on one prediction (log P of a token at a [MASK], the IsNext logit, or a
         fine-tuned head's `task_target`): 'ablation' silences each in turn, 'gradient' estimates all from one
-        backward pass."""
+        backward pass. report: told the work done as it goes, in forward passes (ablation.ablation_passes)."""
         return ablation.rank_heads(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
-                                   mask_index, token, target, method)
+                                   mask_index, token, target, method, report=report)
 
     def attribute(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
                   baseline: str = "pad", target: str | Target = "mask"):
@@ -319,11 +319,12 @@ class Explorer:
                                      baseline, target)
 
     def faithfulness(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
-                     baseline: str = "pad", target: str = "mask"):
+                     baseline: str = "pad", target: str = "mask", report=None):
         """Spearman correlations of attention, rollout and value-weighted attention with integrated gradients and
-        blank-out, for one input and target."""
+        blank-out, for one input and target. report: told the work done as it goes, in forward passes
+        (attribution.faithfulness_passes)."""
         return attribution.faithfulness(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index,
-                                        token, steps, baseline, target)
+                                        token, steps, baseline, target, report=report)
 
     def export_static(self, folder: str | Path, lesson: str | Path | None = None, weights: str = "float16") -> Path:
         """Write a folder whose page runs this model in the browser (bertviz_app.static): the views, fill-mask and

@@ -533,6 +533,7 @@ def test_explaining_a_prediction(client):
     analyze(client, "The keys to the cabinet [MASK] on the table.", model=DEFAULT)
     message, attribution, table, faithfulness, ranking = client.predict("mask:0", "", 20, api_name="/explain")
     assert "log P(" in message and "[MASK] 1" in message and "convergence check" in message
+    assert "in “The keys to the cabinet [MASK] on the table.”" in message  # the input explained, named
     assert all(f["type"] == "plotly" for f in (attribution, faithfulness, ranking))
     rows = {row[0]: row[1:] for row in table["data"]}
     assert set(rows) == {"attention, last layer", "attention, mean of all layers", "rollout",
@@ -540,14 +541,32 @@ def test_explaining_a_prediction(client):
     assert all(-1 <= float(v) <= 1 for values in rows.values() for v in values)
     # a word of the model's choosing, and a word that is not one piece of the vocabulary
     assert "'is'" in client.predict("mask:0", "is", 10, api_name="/explain")[0]
-    with pytest.raises(AppError, match="not in the vocabulary"):
-        client.predict("mask:0", "notaword123", 10, api_name="/explain")
+    assert "not in the vocabulary" in client.predict("mask:0", "notaword123", 10, api_name="/explain")[0]
+
+
+def test_a_long_explanation_is_announced_before_it_starts(explorers, monkeypatch):
+    """The tab says how long an explanation will take, before the visitor presses Explain, when that is long: from
+    the passes it needs (integrated gradients' steps, one per word piece blanked, the heads) and a pass's time."""
+    from bertviz_app.app.tabs import beyond
+
+    explorer = explorers[DEFAULT]
+    run = explorer.run("The keys to the cabinet [MASK] on the table.")
+    monkeypatch.setattr(beyond, "RATES", {explorer.name: 1e-4})  # 0.1 ms per pass and token: 2.6 s, nothing said
+    assert beyond.explanation_forecast(explorer, run, 50) == ""
+    monkeypatch.setattr(beyond, "RATES", {explorer.name: 0.01})  # a slow machine: 10 ms per pass and token
+    words = len(run.encoding) - 3  # [CLS], [SEP] and the [MASK] are never blanked
+    passes = 3 * 50 + words + 12 * 7 / 2  # 12 heads a layer; those of layer l run L - l of the L = 6 layers
+    forecast = beyond.explanation_forecast(explorer, run, 50)
+    assert f"about **{passes * 0.01 * len(run.encoding):.0f} s**" in forecast, forecast
+    assert f"each of the {words} word pieces blanked in turn, 72 heads silenced" in forecast
 
 
 def test_explaining_needs_something_to_explain(client):
     analyze(client, "No mask and no second sentence here.", model=DEFAULT)
-    with pytest.raises(AppError, match=r"put \[MASK\] in a sentence"):
-        client.predict("mask:0", "", 10, api_name="/explain")
+    # said alone where the message goes, not raised: a raised error put a red "Error" badge over it and the figures
+    message, attribution, table, faithfulness, ranking = client.predict("mask:0", "", 10, api_name="/explain")
+    assert "put [MASK] in a sentence" in message and "bv-stale" in message
+    assert attribution is None and faithfulness is None and ranking is None and table["data"] in ([], [[]])
     analyze(client, "The cat sat.", "It slept.", model=DEFAULT)
     message = client.predict("is_next", "", 10, api_name="/explain")[0]
     assert "IsNext" in message

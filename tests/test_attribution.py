@@ -268,3 +268,25 @@ def test_gradients_are_taken_under_a_callers_no_grad_or_inference_mode(tiny, con
         inside_heads = rank_heads(model, tokenizer, text, method="gradient")
     np.testing.assert_array_equal(inside.scores, plain.scores)
     np.testing.assert_array_equal(inside_heads.effects, plain_heads.effects)
+
+
+def test_the_work_reported_as_it_goes_adds_up_to_the_work_forecast_and_changes_nothing(tiny):
+    """An explanation's progress (the Beyond attention tab's bar and time left) is the passes its steps report, against
+    the passes forecast before it starts: the reports must add up to the forecast and leave the numbers as they are."""
+    from bertviz_app.ablation import ablation_passes, rank_heads
+    from bertviz_app.attribution import faithfulness, faithfulness_passes
+
+    model, tokenizer = tiny
+    enc = tokenizer.encode("the cat sat on the [MASK] near the tree .")
+    told = []
+    budget = example_bytes(model.config, len(enc), True) * 2  # two path points a batch: several batches
+    faith = faithfulness(model, tokenizer, enc, steps=7, memory_budget=budget, report=told.append)
+    assert len(told) > 2 and all(t > 0 for t in told)  # several batches, each told
+    assert sum(told) == pytest.approx(faithfulness_passes(tokenizer, enc, 7))
+    plain = faithfulness(model, tokenizer, enc, steps=7, memory_budget=budget)
+    np.testing.assert_array_equal(faith.attribution.scores, plain.attribution.scores)
+    np.testing.assert_array_equal(faith.blank_out.scores, plain.blank_out.scores)
+    told.clear()
+    ranking = rank_heads(model, tokenizer, enc, report=told.append)
+    assert sum(told) == pytest.approx(ablation_passes(model.config))
+    np.testing.assert_array_equal(ranking.effects, rank_heads(model, tokenizer, enc).effects)

@@ -366,3 +366,15 @@ def test_the_confusion_matrix_counts_gold_down_the_rows_and_predictions_across()
     assert heat.customdata[1][0].tolist() == ["positive", "negative"]  # the hover names gold, then predicted
     with pytest.raises(ValueError):
         confusion_matrix_figure([[1, 2], [3, 4]], ["one", "two", "three"])
+
+
+def test_the_layer_to_layer_change_map_has_a_scale_fitted_to_its_values_and_a_title_that_reads_the_right_way():
+    """The cosines of a trained model lie between 0.8 and 1: on a -1..1 scale the map was one colour, and a title of
+    "how much each layer turns a token" read the opposite of a high cosine."""
+    from bertviz_app.figures import layer_similarity_figure
+
+    similarity = np.array([[0.83, 0.91, 0.97], [0.88, 0.99, 0.95]], dtype=np.float32)
+    heat = layer_similarity_figure(similarity, ["a", "b", "c"]).data[0]
+    assert heat.zmin == pytest.approx(0.8) and heat.zmax == 1
+    title = layer_similarity_figure(similarity, ["a", "b", "c"]).layout.title.text
+    assert "1 = unchanged" in title and "turns" not in title

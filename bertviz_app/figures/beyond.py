@@ -55,16 +55,20 @@ def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], 
     layout = dict(xaxis=dict(visible=False, range=[-0.5, width - 0.5]),
                   yaxis=dict(tickmode="array", tickvals=tickvals, ticktext=[escape_label(k) for k in names] * lines,
                              range=[rows - 0.5, -0.5], showgrid=False, zeroline=False),
-                  plot_bgcolor="#e8e8e8", margin=dict(l=170, r=20, t=90, b=20))
+                  plot_bgcolor="#e8e8e8", margin=dict(l=170, r=20, t=90, b=20),
+                  # no pan or zoom: on a phone a swipe then scrolls the chart's box instead of moving its axes
+                  dragmode=False)
+    layout["xaxis"]["fixedrange"] = layout["yaxis"]["fixedrange"] = True
     return _figure(data, layout, title, width=max(620, 230 + 78 * width), height=150 + 34 * rows)
 
 
 def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
-                        title: str = "Does attention point at what the prediction depends on?") -> go.Figure:
+                        title: str = "Does attention point at<br>what the prediction depends on?") -> go.Figure:
     """Spearman correlation of each attention-based score (rows of `table`) with each reference (columns), as
     grouped horizontal bars on [-1, 1]. agreement: the two references' correlation with each other, drawn as a
     dotted line: a point of comparison."""
-    measures = [escape_label(str(m)) for m in table.index]
+    # a measure's name on two lines ("attention,<br>mean of all layers"): a narrow left margin leaves the bars room
+    measures = [escape_label(str(m)).replace(", ", ",<br>") for m in table.index]
     data = []
     for reference in table.columns:
         values = _f32(table[reference].to_numpy(dtype=np.float64))
@@ -77,13 +81,12 @@ def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
         shapes.append(dict(type="line", x0=agreement, x1=agreement, y0=-0.5, y1=len(measures) - 0.5,
                            line=dict(color="#555", dash="dot", width=2)))
     layout = dict(barmode="group", shapes=shapes, bargap=0.3,
-                  xaxis=dict(range=[-1.15, 1.15], title=dict(text="Spearman correlation (1: the same ranking of the "
-                                                                   "words)"), zeroline=True, zerolinecolor="#999"),
+                  xaxis=dict(range=[-1.15, 1.15], title=dict(text="Spearman correlation<br>(1: the same ranking)"), zeroline=True, zerolinecolor="#999"),
                   yaxis=dict(autorange="reversed"), legend=dict(orientation="h", x=0, y=-0.25),
-                  margin=dict(l=210, r=40, t=90, b=110))
+                  margin=dict(l=140, r=40, t=90, b=110))
     sub = (f"<br><sup>dotted: the two references agree with each other at {agreement:+.2f}</sup>"
            if agreement is not None and np.isfinite(agreement) else "")
-    return _figure(data, layout, title + sub, width=700, height=190 + 70 * len(measures))
+    return _figure(data, layout, title + sub, width=600, height=190 + 70 * len(measures))
 
 
 def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
@@ -92,6 +95,7 @@ def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
     supports the prediction), blue where it raises it."""
     effects = np.asarray(effects, dtype=np.float32)
     span = float(max(np.abs(effects).max(), 1e-6))
-    return _heads_grid(effects, hover="%{z:+.3f}", colorbar="change when silenced", zmid=0,
+    # the bar's title on three short lines: on one it took half a phone's width from the heads
+    return _heads_grid(effects, hover="%{z:+.3f}", colorbar="change<br>when<br>silenced", zmid=0,
                        colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
-                       title=title or f"Silencing one head at a time: how {escape_label(target)} changes")
+                       title=title or f"Silencing one head at a time:<br>how {escape_label(target)} changes")

@@ -36,13 +36,17 @@ def hidden_norms_figure(norms: np.ndarray, labels: Sequence[str], *,
 
 
 def layer_similarity_figure(similarity: np.ndarray, labels: Sequence[str], *,
-                            title: str = "How much each layer turns a token (cosine before vs after the layer)"
-                            ) -> go.Figure:
+                            title: str = "How far each layer keeps a token's direction (cosine before vs after the "
+                                         "layer: 1 = unchanged)") -> go.Figure:
     """similarity: (L, T), row l = cosine between the token's vector before and after layer l + 1 (row 0:
-    embeddings -> layer 1)."""
+    embeddings -> layer 1). The colour scale runs from the lowest value (rounded down to 0.05) to 1: the cosines of
+    a trained model lie between 0.8 and 1, and a -1..1 scale drew them all one colour."""
     rows = ["emb → 1"] + [f"{l} → {l + 1}" for l in range(1, similarity.shape[0])]
-    return _layers_by_tokens(similarity, labels, rows, title=title, colorscale=SIMILARITY_COLORSCALE,
-                             colorbar="cosine", zmin=-1, zmax=1, value_name="cosine")
+    values = np.asarray(similarity, dtype=np.float64)
+    low = float(np.nanmin(values)) if values.size else -1.0
+    zmin = max(-1.0, min(0.95, np.floor(low * 20) / 20))
+    return _layers_by_tokens(similarity, labels, rows, title=title, colorscale="Viridis",
+                             colorbar="cosine", zmin=zmin, zmax=1, value_name="cosine")
 
 
 def hidden_projection_figure(xy: np.ndarray, labels: Sequence[str], *, explained: Sequence[float] | None = None,

@@ -5,13 +5,17 @@ views' overview to silence them together)."""
 
 from __future__ import annotations
 
+import time
+
 import gradio as gr
 import pandas as pd
 
 from ... import figures
+from ...ablation import ablation_passes
+from ...attribution import PASSES_PER_STEP, faithfulness_passes, seconds_per_pass
 from ...run import Run
 from ..common import percent, plain, refuse, text_value, user_errors
-from .base import Gate, TabPage
+from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 from .beyond_mixing import MixingSection
 
 INTRO = ("**Attention is not explanation**, a careful reader objects: a head may look at a word without using it. "
@@ -33,8 +37,61 @@ def targets_of(explorer, run: Run) -> list[tuple[str, str]]:
     return choices
 
 
-def explain_view(explorer, run: Run, target: str, token: str, steps: int):
-    """(message, attribution figure, faithfulness table, faithfulness figure, head effects figure)."""
+def explanation_passes(explorer, run: Run, steps: int) -> float:
+    """An explanation's work in forward passes of the input: integrated gradients, blank-out, every head silenced."""
+    return faithfulness_passes(explorer.tokenizer, run.encoding, steps) + ablation_passes(explorer.config)
+
+
+# seconds per pass and token of the last explanation on this server, by model: what the next one forecasts from
+RATES: dict[str, float] = {}
+
+
+def explanation_forecast(explorer, run: Run, steps: int) -> str:
+    """What an explanation of this input will cost, said before it starts when it takes long: the passes it needs
+    times a pass of this input, at the rate of the last explanation with this model (or, before any, one batched
+    pass timed now)."""
+    tokens = len(run.encoding)
+    rate = RATES.get(explorer.name)
+    per_pass = rate * tokens if rate else seconds_per_pass(explorer.model, run.encoding)
+    seconds = explanation_passes(explorer, run, steps) * per_pass
+    if seconds < LONG_S:
+        return ""
+    words = faithfulness_passes(explorer.tokenizer, run.encoding, steps) - PASSES_PER_STEP * steps
+    heads = explorer.config.num_hidden_layers * explorer.config.num_attention_heads
+    return (f" At {len(run.encoding)} tokens this takes long: about **{seconds:.0f} s** here (integrated gradients' "
+            f"{steps} steps, each of the {words:.0f} word pieces blanked in turn, {heads} heads silenced); fewer "
+            "integration steps make it quicker.")
+
+
+LONG_S = 10.0  # an explanation expected to take longer is announced before it starts
+
+
+class Progress:
+    """An explanation's progress told to `tell(fraction, desc)` as its passes are done, with the time left estimated
+    from the rate so far (never from a previous input's run)."""
+
+    def __init__(self, total: float, steps: int, faithfulness: float, tell):
+        self.total, self.tell, self.done, self.start = total, tell, 0.0, time.perf_counter()
+        self.stages = ((PASSES_PER_STEP * steps, f"Integrated gradients ({steps} steps)"),
+                       (faithfulness, "Blank-out (one word piece at a time)"), (total, "Silencing each head"))
+
+    def __call__(self, passes: float) -> None:
+        self.done += passes
+        stage = next((name for end, name in self.stages if self.done < end), self.stages[-1][1])
+        left = (time.perf_counter() - self.start) * max(self.total - self.done, 0.0) / max(self.done, 1e-9)
+        self.tell(min(self.done / self.total, 1.0), desc=f"{stage}: about {left:.0f} s left")
+
+
+def _excerpt(run: Run, limit: int = 60) -> str:
+    """The explained input as a visitor typed it, shortened."""
+    enc = run.encoding
+    text = enc.text if not enc.is_pair else f"{enc.text} | {enc.text_pair}"
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def explain_view(explorer, run: Run, target: str, token: str, steps: int, tell=None):
+    """(message, attribution figure, faithfulness table, faithfulness figure, head effects figure). tell: a
+    gr.Progress (fraction, desc=...) kept informed as the passes go."""
     if target == "is_next":
         kind, mask_index = "is_next", 0
     elif isinstance(target, str) and target.startswith("mask:") and target[5:].isdigit():
@@ -43,11 +100,17 @@ def explain_view(explorer, run: Run, target: str, token: str, steps: int):
         raise refuse("Choose the prediction to explain.")
     enc = run.encoding
     token = token.strip() or None
-    faith = explorer.faithfulness(enc.text, enc.text_pair, mask_index, token, steps, target=kind)
+    report, start = None, time.perf_counter()
+    if tell is not None:
+        report = Progress(explanation_passes(explorer, run, steps), steps,
+                          faithfulness_passes(explorer.tokenizer, enc, steps), tell)
+    faith = explorer.faithfulness(enc.text, enc.text_pair, mask_index, token, steps, target=kind, report=report)
     ig, blank = faith.attribution, faith.blank_out
-    ranking = explorer.rank_heads(enc.text, enc.text_pair, mask_index, ig.target.token_id, target=kind)
+    ranking = explorer.rank_heads(enc.text, enc.text_pair, mask_index, ig.target.token_id, target=kind,
+                                  report=report)
+    RATES[explorer.name] = (time.perf_counter() - start) / (explanation_passes(explorer, run, steps) * len(enc))
     what = ig.target.describe()
-    message = (f"Explaining **{plain(what)}**: {plain(explorer.name)} gives it "
+    message = (f"Explaining **{plain(what)}** in “{plain(_excerpt(run))}”: {plain(explorer.name)} gives it "
                f"**{percent(ig.target.probability(ig.f_input))}**. Integrated gradients shares out the change from a "
                f"blank input ({percent(ig.target.probability(ig.f_baseline))}) over the words in {ig.steps} steps; "
                f"the shares add up to that change within {ig.relative_delta:.1e} of it (the convergence check). "
@@ -98,12 +161,16 @@ class BeyondTab:
                                    elem_id="explain-steps")
             self.button = gr.Button("Explain", variant="primary", scale=1, elem_id="explain")
         self.message = gr.Markdown(NO_TARGET, elem_id="explain-message")
+        # the word chart keeps its width on a phone (a word needs its cell) and scrolls in its box; the others fit it
         self.attribution = gr.Plot(label="What the prediction depends on", elem_id="attribution")
+        fits = [FIT_ON_A_PHONE]
         with gr.Row():
+            # half the row each: at 1280 px a third hid the blank-out column behind a sideways scroll (the table needs
+            # 552 px, the chart 600)
             self.table = gr.Dataframe(interactive=False, label="Spearman correlation over the words", scale=1,
                                       elem_id="faithfulness-table")
-            self.faithfulness = gr.Plot(label="Faithfulness", scale=2, elem_id="faithfulness")
-        self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects")
+            self.faithfulness = gr.Plot(label="Faithfulness", scale=1, elem_id="faithfulness", elem_classes=fits)
+        self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects", elem_classes=fits)
         self.outputs = [self.message, self.attribution, self.table, self.faithfulness, self.ranking]
         self.mixing = MixingSection(self)  # value zeroing and attention flow: beyond_mixing.py
 
@@ -112,18 +179,34 @@ class BeyondTab:
         """The new input's predictions to explain; its old results cleared."""
         explorer, run = self.page.models.run_of(session)
         options = targets_of(explorer, run)
-        empty = pd.DataFrame(columns=["attention measure", "integrated gradients", "blank-out"])
-        message = "Choose the prediction to explain and press **Explain**." if options else NO_TARGET
+        empty = self.empty_table()
+        message = ("Choose the prediction to explain and press **Explain**." +
+                   explanation_forecast(explorer, run, 50)) if options else NO_TARGET
         return (gr.update(choices=options, value=options[0][1] if options else None), message, None, empty, None,
                 None)
 
+    def explain(self, session, target, token, steps, progress=gr.Progress()):  # noqa: B008 (gradio's way)
+        """A refusal (nothing to explain, a word not in the vocabulary) is said alone where the message goes, the
+        last figures cleared: a raised error put a red "Error" badge over the sentence and every figure."""
+        try:
+            return self._explain(session, target, token, steps, progress)
+        except gr.Error as err:
+            return (f"<span class='bv-stale'>{plain(str(err.message))}</span>", None, self.empty_table(), None, None)
+
+    @staticmethod
+    def empty_table() -> pd.DataFrame:
+        return pd.DataFrame(columns=["attention measure", "integrated gradients", "blank-out"])
+
     @user_errors
-    def explain(self, session, target, token, steps):
+    def _explain(self, session, target, token, steps, progress):
         explorer, run = self.page.models.run_of(session)
         if not targets_of(explorer, run):
             raise refuse(NO_TARGET.replace("**", ""))
         steps = int(steps) if isinstance(steps, (int, float)) and 2 <= steps <= 500 else 50
-        return explain_view(explorer, run, target, text_value(token, "The word to explain"), steps)
+        return explain_view(explorer, run, target, text_value(token, "The word to explain"), steps, progress)
+
+    def on_load(self, demo: gr.Blocks) -> None:
+        fit_figures_on_a_phone(demo)
 
     def wire(self) -> None:
         self.button.click(self.explain, [self.page.session, self.target, self.token, self.steps], self.outputs,
