@@ -163,7 +163,7 @@ def float64_explorer(path: str | None = None):
     rounds."""
     explorer = load(path, device="cpu")
     explorer.model.double()
-    explorer._pass = TracedPass(AnalysisPass(explorer.model.bert).eval())
+    explorer._pass = TracedPass(AnalysisPass(explorer.model.bert, Run.POINTS).eval())
     return explorer
 
 
