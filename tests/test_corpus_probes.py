@@ -119,6 +119,12 @@ def test_bad_probes_are_one_sentence(tagged, explorer, tmp_path):
     plain.write_text("One sentence here.\nAnother one there.\nAnd a third.\n", encoding="utf-8")
     small = open_corpus(build_corpus(plain, tmp_path / "small", explorer=explorer, say=lambda t: None),
                         explorer=explorer)
+    one_label = tmp_path / "one.csv"
+    one_label.write_text("text,label\n" + "".join(f"Sentence number {k} is here.,news\n" for k in range(8)))
+    single = open_corpus(build_corpus(one_label, tmp_path / "one", explorer=explorer, say=lambda t: None),
+                         explorer=explorer)
+    with pytest.raises(CorpusError, match="'news' for this target: there is nothing to tell apart"):
+        single.probe("label")
     with pytest.raises(CorpusError, match="3 sentences: a probe needs at least 5"):
         small.probe("position")
     with pytest.raises(CorpusError, match="no tags to probe"):

@@ -115,6 +115,9 @@ def probe_data(corpus, target: str, max_items: int = MAX_ITEMS, seed: int = 0) -
 
 def _sampled(data: ProbeData, sentence_of_item: np.ndarray, max_items: int, seed: int) -> ProbeData:
     """The split by sentence (a fifth apart, seeded), then at most `max_items` items drawn evenly from both parts."""
+    if len(np.unique(data.y)) < 2:
+        raise CorpusError(f"every item of this corpus is '{data.classes[int(data.y[0])]}' for this target: there is "
+                          "nothing to tell apart (a source with one genre or label?)")
     rng = np.random.default_rng(seed)
     sentences = np.unique(sentence_of_item)
     apart = rng.permutation(sentences)[:max(1, int(round(len(sentences) * HELD_OUT)))]
