@@ -7,12 +7,7 @@ import bertviz_app
 from bertviz_app import build_corpus, open_corpus
 from bertviz_app.corpus import CorpusError
 from bertviz_app.corpus.cards import CARD_STATISTICS, ROLE_STATISTIC
-from tests.test_corpus_probes import _conll
-
-
-@pytest.fixture(scope="module")
-def explorer(tiny_mlm_folder):
-    return bertviz_app.load(tiny_mlm_folder, device="cpu", max_tokens=32)
+from tests.test_corpus_probes import _conll, explorer  # noqa: F401 - the same tiny model's explorer fixture
 
 
 @pytest.fixture(scope="module")
