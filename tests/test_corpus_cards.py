@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-import bertviz_app
 from bertviz_app import build_corpus, open_corpus
 from bertviz_app.corpus import CorpusError
 from bertviz_app.corpus.cards import CARD_STATISTICS, ROLE_STATISTIC
