@@ -179,8 +179,8 @@ def test_the_model_before_fine_tuning_is_named_loaded_and_compared_layer_by_laye
     session = {"model": fine.name, "text": TEXT, "pair": ""}
     fine.run(TEXT)
     out = before(session)
-    a, b, model, prefilled, message, *_, layers, results, tabs = out
-    assert (a, b, model) == (TEXT, "", base.name) and results["visible"] is True
+    a, b, model, picked, prefilled, message, *_, layers, results, tabs = out
+    assert (a, b, model, picked) == (TEXT, "", base.name, True) and results["visible"] is True
     assert tabs.selected == "compare-tab"
     assert "Change per layer, first to last: attention" in message and "weights" in message
     panels = [trace.y for trace in layers.data]
