@@ -68,7 +68,12 @@ def read_bytes(root: Path, path: Path, error: type[Exception], limit: int) -> by
     """The bytes of `path`, which must lie inside `root` (`inside`), at most `limit` of them."""
     real = inside(root, path, error)
     big = f"{path} is larger than the {limit / 2**20:g} MiB a {path.name} may have here: refused"
-    if real.stat().st_size > limit:
+    return _capped(real, real.stat().st_size, path, error, limit, big)
+
+
+def _capped(real: Path, size: int, path: Path, error: type[Exception], limit: int, big: str) -> bytes:
+    """At most `limit` bytes of `real` (`path` as the message names it), `big` when there are more."""
+    if size > limit:
         raise error(big)
     try:
         with open(real, "rb") as f:
@@ -82,15 +87,7 @@ def read_bytes(root: Path, path: Path, error: type[Exception], limit: int) -> by
 
 def read_text(path: Path, error: type[Exception], limit: int) -> str:
     """The UTF-8 text of `path`, at most `limit` bytes; `error` for anything else."""
-    if regular_file(path, error).st_size > limit:
-        raise error(_too_big(path, limit))
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)  # the file may have grown since stat
-    except OSError as err:
-        raise error(f"could not read {path} ({err.strerror or type(err).__name__})") from None
-    if len(data) > limit:
-        raise error(_too_big(path, limit))
+    data = _capped(path, regular_file(path, error).st_size, path, error, limit, _too_big(path, limit))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

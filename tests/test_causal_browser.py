@@ -22,13 +22,19 @@ def server():
     demo.close()
 
 
+def analyzed(browser, server, size) -> AppPage:
+    """A visitor's page opened on sentence A, its views drawn and its chained requests done."""
+    v = AppPage(browser, server + "?a=" + A.replace(" ", "+").replace("[MASK]", "%5BMASK%5D"), size=size)
+    v.views_drawn("lines")
+    v.settle()
+    return v
+
+
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["desktop", "phone"])
 def test_patch_b_into_a_opens_the_clicked_head_for_both_inputs(browser, server, tmp_path, size):
-    v = AppPage(browser, server + "?a=" + A.replace(" ", "+").replace("[MASK]", "%5BMASK%5D"), size=size)
+    v = analyzed(browser, server, size)
     page = v.page
     try:
-        v.views_drawn("lines")
-        v.settle()
         v.open_tab("Compare")
         page.wait_for_function("() => document.querySelector('#compare-a textarea')?.value.includes('cabinet')")
         page.locator("#compare-a textarea").fill(B)
@@ -61,11 +67,9 @@ def test_patch_b_into_a_opens_the_clicked_head_for_both_inputs(browser, server, 
 
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["desktop", "phone"])
 def test_value_zeroing_and_flow_show_and_a_long_input_is_refused_in_one_sentence(browser, server, tmp_path, size):
-    v = AppPage(browser, server + "?a=" + A.replace(" ", "+").replace("[MASK]", "%5BMASK%5D"), size=size)
+    v = analyzed(browser, server, size)
     page = v.page
     try:
-        v.views_drawn("lines")
-        v.settle()
         v.open_tab("Beyond attention")
         page.click("#mixing")
         page.wait_for_selector("#value-zeroing .main-svg")

@@ -58,22 +58,6 @@ def family(request, tmp_path_factory):
     return request.param, folder, hf, ours.eval(), report
 
 
-def _batch(config: BertConfig, seed: int = 0) -> dict:
-    """Two inputs of 13 and 9 real tokens, the second padded, with segments where the family has them."""
-    gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, config.vocab_size, (2, 13), generator=gen)
-    mask = torch.ones_like(ids)
-    mask[1, 9:] = 0
-    ids[1, 9:] = config.pad_token_id
-    batch = dict(input_ids=ids, attention_mask=mask)
-    if config.type_vocab_size >= 2:
-        types = torch.zeros_like(ids)
-        types[:, 6:] = 1
-        types[1, 9:] = 0
-        batch["token_type_ids"] = types
-    return batch
-
-
 def _real(x: torch.Tensor, b: int) -> torch.Tensor:
     return x[b, :(13 if b == 0 else 9)]
 
@@ -88,7 +72,7 @@ def test_the_checkpoint_loads_with_its_own_heads(family):
 
 def test_hidden_states_attentions_and_heads_match_transformers(family):
     name, _, hf, ours, _ = family
-    batch = _batch(ours.config)
+    batch = family_models.batch(ours.config)
     with torch.no_grad():
         mine = ours(**batch, capture=BOTH)
         theirs = hf(**batch, output_attentions=True, output_hidden_states=True)
@@ -112,7 +96,7 @@ def test_hidden_states_attentions_and_heads_match_transformers(family):
 
 def test_the_fused_path_gives_the_same_numbers(family):
     _, _, _, ours, _ = family
-    batch = _batch(ours.config, seed=3)
+    batch = family_models.batch(ours.config, seed=3)
     with torch.no_grad():
         explicit = ours.bert(**batch, capture=ATTENTION).last_hidden_state
         fused = ours.bert(**batch).last_hidden_state

@@ -43,17 +43,8 @@ def _pair(member: str, folder):
 
 
 def _batch(config, seed: int = 0) -> tuple[dict, list[int]]:
-    gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, config.vocab_size, (2, 11), generator=gen)
-    mask = torch.ones_like(ids)
-    mask[1, 8:] = 0
-    ids[1, 8:] = config.pad_token_id
-    batch = dict(input_ids=ids, attention_mask=mask)
-    if config.type_vocab_size >= 2:
-        types = torch.zeros_like(ids)
-        types[:, 5:] = 1
-        batch["token_type_ids"] = types
-    return batch, [11, 8]
+    """test_family's two inputs (13 and 9 real tokens, the second padded) and their lengths."""
+    return family_models.batch(config, seed), [13, 9]
 
 
 def _transformers_points(hf, batch: dict, heads: int) -> tuple[dict[str, list], object]:
