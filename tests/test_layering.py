@@ -20,6 +20,7 @@ FLOORS = {
     "family": 0,  # the BERT family's checkpoint key names and notes in words (stdlib only)
     "batching": 0,  # inputs that arrive together, run as one pass (stdlib only)
     "inputs": 0,  # the one check of an input's text, for the explorer and the app (stdlib only)
+    "heads": 0,  # the vocabulary of heads: statistics, the role rule, labels and colours (numpy only)
     "config": 1, "device": 1, "catalog": 1,
     "finetuned": 1,  # what a fine-tuned folder records (base model, held-out predictions): files only
     "model": 2, "tokenizer": 2,

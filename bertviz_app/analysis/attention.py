@@ -8,13 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..heads import HEAD_STATISTICS, SHARES, roles
 from ._threads import single_threaded_blas
 
 SEGMENT_FILTERS = ("all", "A->A", "A->B", "B->A", "B->B")
-HEAD_STATISTICS = ("entropy", "distance", "cls", "sep", "self", "previous", "next")
-SHARE_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "self": "self", "previous": "previous token", "next": "next token"}
-DOMINANT_SHARE = 0.5  # a head "is" a [SEP] head, a previous-token head... when over half its attention goes there
-BROAD_ENTROPY = 0.75  # otherwise it is "broad" when its entropy is at least this fraction of the uniform one
 
 
 def check_index(name: str, value, size: int) -> int:
@@ -91,7 +88,7 @@ class HeadStatistics:
 
     entropy: mean entropy of a row, in nats; distance: mean |i - j| weighted by attention;
     cls, sep, self: share to [CLS], to any [SEP], to the token itself; previous, next: share to the token just
-    before / after (averaged over the tokens that have one); dominant: (L, h) label of the head's behavior.
+    before / after (averaged over the tokens that have one); dominant: (L, h) the head's role (heads.roles).
     """
 
     entropy: np.ndarray
@@ -134,7 +131,7 @@ def head_statistics(attentions: np.ndarray, special_mask) -> HeadStatistics:
     index = np.arange(t)
     cls_keys, sep_keys = np.flatnonzero(is_cls), np.flatnonzero(is_sep)
     distance_of = np.abs(index[:, None] - index[None, :]).astype(np.float32)  # (T, T) |i - j|
-    out = {name: np.zeros((n_layers, n_heads), dtype=np.float64) for name in ("entropy", "distance", *SHARE_LABELS)}
+    out = {name: np.zeros((n_layers, n_heads), dtype=np.float64) for name in ("entropy", "distance", *SHARES)}
     # One layer at a time, in float32: a 512-token input has 18.9 M weights, and a float64 copy of all of them
     # (with a clipped copy for the logarithm) took over a second; the means below need no more than float32. No BLAS
     # product either: the shares to [CLS] and [SEP] are sums over a few columns, and a (T, T) @ (T, 2) product on
@@ -152,20 +149,8 @@ def head_statistics(attentions: np.ndarray, special_mask) -> HeadStatistics:
             out["previous"][layer] = np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(-1)
             out["next"][layer] = np.diagonal(a, offset=1, axis1=-2, axis2=-1).mean(-1)
     entropy = out["entropy"]
-    shares = {name: out[name] for name in SHARE_LABELS}
-    names = list(SHARE_LABELS)
-    stacked = np.stack([shares[k] for k in names], axis=-1)  # (L, h, 5)
-    best = stacked.argmax(-1)
-    uniform = np.log(t) if t > 1 else 1.0
-    dominant = np.empty(best.shape, dtype=object)
-    for l in range(best.shape[0]):
-        for h in range(best.shape[1]):
-            if stacked[l, h, best[l, h]] >= DOMINANT_SHARE:
-                dominant[l, h] = SHARE_LABELS[names[best[l, h]]]
-            elif entropy[l, h] >= BROAD_ENTROPY * uniform:
-                dominant[l, h] = "broad"
-            else:
-                dominant[l, h] = "mixed"
+    shares = {name: out[name] for name in SHARES}
+    dominant = roles(shares, entropy / (np.log(t) if t > 1 else 1.0))
     f32 = {k: v.astype(np.float32) for k, v in shares.items()}
     return HeadStatistics(entropy=entropy.astype(np.float32), distance=out["distance"].astype(np.float32),
                           dominant=dominant, **f32)

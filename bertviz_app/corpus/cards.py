@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..heads import BROAD, CORPUS_SHARES, MIXED
 from .sources import CorpusError
 from .stats import STATISTICS
 
-# A role (questions._role's names) -> the statistic its examples are ranked by, and whether the largest come first.
-ROLE_STATISTIC = {"[CLS]": ("cls", True), "[SEP]": ("sep", True), "self": ("self", True),
-                  "previous token": ("previous", True), "next token": ("next", True),
-                  "punctuation": ("punctuation", True), "broad": ("entropy", True), "mixed": ("entropy", False)}
+# A role (heads.roles' names) -> the statistic its examples are ranked by, and whether the largest come first.
+ROLE_STATISTIC = {**{role: (share, True) for share, role in CORPUS_SHARES.items()}, BROAD: ("entropy", True),
+                  MIXED: ("entropy", False)}
 CARD_STATISTICS = tuple(s for s in STATISTICS if s != "strongest")
 
 

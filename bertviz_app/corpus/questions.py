@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..analysis.attention import BROAD_ENTROPY, DOMINANT_SHARE, SHARE_LABELS, check_index
+from ..analysis.attention import check_index
+from ..heads import CORPUS_SHARES, MIXED, roles
 from .sources import CorpusError
 from .stats import OFFSETS, STATISTICS
 
-ROLE_SHARES = {**SHARE_LABELS, "punctuation": "punctuation"}
 # Relations read from part-of-speech tags alone, each (name, from-class, to-class, words it may look ahead):
 # Clark et al.'s "which head tracks this dependency", measured with tags instead of a parse.
 RELATIONS = (("determiner -> its noun", "DET", "NOUN", 4), ("adjective -> its noun", "ADJ", "NOUN", 3),
@@ -60,7 +60,7 @@ def head_summary(corpus, by: str | None) -> pd.DataFrame:
             data[f"{column}_spread"] = s[:, j]
         data["tokens"] = counts[k].reshape(L * h, -1)[:, 0].astype(np.int64)
         frame = pd.DataFrame(data)
-        frame["role"] = [_role(r) for r in frame.itertuples()]
+        frame["role"] = roles({name: frame[name] for name in CORPUS_SHARES}, frame["entropy_ratio"], CORPUS_SHARES)
         frames.append(frame)
     summary = pd.concat(frames, ignore_index=True)
     if corpus.tags and by is None:
@@ -114,20 +114,12 @@ def _groups(corpus, by: str | None) -> tuple[np.ndarray, list[str]]:
     return per_sentence[c[:, 0]], names
 
 
-def _role(row) -> str:
-    shares = {name: getattr(row, name) for name in ROLE_SHARES}
-    best = max(shares, key=lambda name: -1 if np.isnan(shares[name]) else shares[name])
-    if shares[best] >= DOMINANT_SHARE:
-        return ROLE_SHARES[best]
-    return "broad" if row.entropy_ratio >= BROAD_ENTROPY else "mixed"
-
-
 def _linking_roles(corpus, summary: pd.DataFrame) -> None:
     """A mixed head that is the best at a tag relation, and beats always-the-next-word at it, is named for it."""
     best = relation_heads(corpus)
     for r in best.itertuples():
         if r.accuracy > r.next_word_baseline:
-            where = (summary["layer"] == r.layer) & (summary["head"] == r.head) & (summary["role"] == "mixed")
+            where = (summary["layer"] == r.layer) & (summary["head"] == r.head) & (summary["role"] == MIXED)
             summary.loc[where, "role"] = f"links {r.relation}"
 
 

@@ -10,11 +10,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..heads import ROLE_COLORS
 from ._base import _escape_all, _f32, _figure
-
-# A color per role, in the order the legend lists them; the rule that names them is analysis.head_statistics'.
-ROLE_COLORS = {"previous token": "#d62728", "next token": "#ff7f0e", "self": "#9467bd", "[CLS]": "#2ca02c",
-               "[SEP]": "#1f77b4", "broad": "#bdbdbd", "mixed": "#f0f0f0"}
 
 
 def _step_axis(steps: np.ndarray) -> dict:

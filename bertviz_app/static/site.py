@@ -34,7 +34,7 @@ import shutil
 from pathlib import Path
 
 from .. import limits
-from ..views.page import _script_text, bundle_js, inline_modules
+from ..views.page import JS_DIR as VIEWS_JS_DIR, _script_text, bundle_js, inline_modules
 from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
 from .onnx_export import WEIGHTS, ExportError, export_onnx, require_heads, score_scale, score_term_names
@@ -48,8 +48,10 @@ NEEDS_SERVER = ("Integrated gradients and blank-out, silencing heads, comparing 
 
 
 def page_js() -> str:
-    """The page's own modules (static/js) as one classic script defining `window.BertvizStatic`."""
-    sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(JS_DIR.glob("*.mjs"))}
+    """The page's own modules (static/js), and the heads' vocabulary they share with the views, as one classic script
+    defining `window.BertvizStatic`."""
+    files = [*sorted(JS_DIR.glob("*.mjs")), VIEWS_JS_DIR / "heads.mjs"]
+    sources = {p.name: p.read_text(encoding="utf-8") for p in files}
     return inline_modules(sources, "page.mjs", "BertvizStatic")
 
 

@@ -20,8 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..analysis import HEAD_STATISTICS
-from ..analysis.attention import BROAD_ENTROPY, DOMINANT_SHARE, SHARE_LABELS
+from ..heads import HEAD_STATISTICS, SHARES, roles
 from ..masked_lm import evaluating, normalize_mask, top_predictions
 from ..run import Run
 from ..serving import AnalysisPass, TracedPass
@@ -183,19 +182,11 @@ class TimelineWriter:
 
 
 def _head_summary(stats: list, lengths: list[int]) -> dict:
-    """Each head's statistics averaged over the inputs, and its role by analysis.head_statistics' rule applied to the
-    averages: over half its attention on one place ([CLS], [SEP], self, previous, next token), else "broad" when its
-    entropy is at least BROAD_ENTROPY of the uniform one, else "mixed". Entropy is compared as a share of each
-    input's uniform entropy (log T), since the inputs differ in length."""
+    """Each head's statistics averaged over the inputs, and its role (heads.roles) from the averages. Entropy is
+    averaged as a share of each input's uniform entropy (log T), since the inputs differ in length."""
     names = HEAD_STATISTICS
     mean = {n: np.mean([getattr(s, n) for s in stats], axis=0) for n in names}  # (L, h) each
     ratio = np.mean([s.entropy / math.log(max(t, 2)) for s, t in zip(stats, lengths)], axis=0)  # (L, h)
-    places = list(SHARE_LABELS)
-    stacked = np.stack([mean[n] for n in places], -1)  # (L, h, 5)
-    best = stacked.argmax(-1)  # (L, h)
-    roles = [[SHARE_LABELS[places[best[l, h]]] if stacked[l, h, best[l, h]] >= DOMINANT_SHARE
-              else "broad" if ratio[l, h] >= BROAD_ENTROPY else "mixed"
-              for h in range(best.shape[1])] for l in range(best.shape[0])]
     heads = {n: np.round(mean[n].astype(np.float64), 4).tolist() for n in names}  # float64: no float32 digits
     heads["entropy_ratio"] = np.round(ratio.astype(np.float64), 4).tolist()
-    return {"heads": heads, "roles": roles}
+    return {"heads": heads, "roles": roles({n: mean[n] for n in SHARES}, ratio).tolist()}

@@ -3,7 +3,8 @@
 The views are ES modules in js/ (node's tests import them as they are). Hosts get them as ONE classic script
 that defines `window.BertvizViews`, made by a tiny inliner: each module becomes a function scope whose exports
 are returned as an object, and each `import {a, b as c} from "./x.mjs"` becomes `const {a, b: c} = <x's object>`.
-It understands only what our modules use (named and namespace imports of sibling files, `export function`,
+It understands only what our modules use (named and namespace imports of sibling files, or of a file elsewhere
+in the package, known by its file name: static/js reads views/js/heads.mjs; `export function`,
 `export async function`, `export const|let|class`) and refuses anything else, so a new construct fails a test
 instead of producing a broken bundle. The output is deterministic: the same sources give the same bytes.
 """
@@ -27,7 +28,8 @@ JS_DIR = Path(__file__).resolve().parent / "js"
 ENTRY = "main.mjs"
 GLOBAL = "BertvizViews"
 
-_IMPORT = re.compile(r'^import\s+(?:\{([^}]*)\}|\*\s+as\s+(\w+))\s+from\s+"\./([\w.-]+\.mjs)";[ \t]*$', re.M)
+_IMPORT = re.compile(r'^import\s+(?:\{([^}]*)\}|\*\s+as\s+(\w+))\s+from\s+"(?:\./|(?:\.\./)+[\w/-]*/)([\w.-]+\.mjs)";[ \t]*$',
+                     re.M)
 _EXPORT = re.compile(r"^export\s+(?:async\s+)?(function\*?|const|let|class)\s+([A-Za-z_$][\w$]*)", re.M)
 
 

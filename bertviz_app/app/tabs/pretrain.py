@@ -22,6 +22,7 @@ import gradio as gr
 
 from ...explorer import load
 from ...figures.training import loss_curve_figure
+from ...heads import CLEAR_ROLES
 from ...timeline import open_timeline
 from ..common import api, plain, refuse, text_value, user_errors
 from ..lane.pretraining import (BUILTIN_TEXT, BUILTIN_TEXTS, PRETRAIN_MINUTES, PRETRAIN_PRESETS, PretrainJob,
@@ -43,7 +44,7 @@ def _head(layer: int, head: int) -> str:
 def roles_text(roles) -> str:
     """' Heads with a clear role: layer 1, head 3 (previous token), ...' (a space first), or ''."""
     named = [f"{_head(l, h)} ({role})" for l, row in enumerate(roles or []) for h, role in enumerate(row)
-             if role not in ("broad", "mixed")]
+             if role in CLEAR_ROLES]
     heads = sum(len(row) for row in roles or [])
     if not heads:
         return ""

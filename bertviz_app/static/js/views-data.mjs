@@ -5,9 +5,8 @@
 // and keys with one scale per head, the model's score terms in int8 with one scale per row (rollout and the terms
 // come from the graph, onnx_export.py).
 
-const SHARES = { cls: "[CLS]", sep: "[SEP]", self: "self", previous: "previous token", next: "next token" };
-const DOMINANT_SHARE = 0.5;
-const BROAD_ENTROPY = 0.75;
+import { HEADS } from "../../views/js/heads.mjs";
+
 // Value-weighted attention needs the values' norms, which the page's graph does not return: the matrix sets are
 // attention and rollout.
 
@@ -21,11 +20,19 @@ export function quantizeFloor8(values) {
   return out;
 }
 
-/** Every head's statistics and its dominant label (analysis.head_statistics): {entropy, distance, cls, sep, self,
- *  previous, next} as Float32Array (L * h), dominant as L x h strings. */
+/** A head's role from its shares ({cls, sep, ...}: HEADS.shares' names) and its entropy over a uniform row's: the
+ *  rule of bertviz_app/heads.py `roles` (the largest share first of HEADS.shares on a tie). */
+export function roleOf(shares, entropyRatio) {
+  let best = null;
+  for (const n of Object.keys(HEADS.shares)) if (best === null || shares[n] > shares[best]) best = n;
+  if (shares[best] >= HEADS.dominantShare) return HEADS.shares[best];
+  return entropyRatio >= HEADS.broadEntropy ? HEADS.broad : HEADS.mixed;
+}
+
+/** Every head's statistics and its role (analysis.head_statistics): {entropy, distance, cls, sep, self, previous,
+ *  next} as Float32Array (L * h), dominant as L x h strings. */
 export function headStatistics(att, L, H, T, special) {
-  const names = ["entropy", "distance", "cls", "sep", "self", "previous", "next"];
-  const stats = Object.fromEntries(names.map((n) => [n, new Float32Array(L * H)]));
+  const stats = Object.fromEntries(HEADS.statistics.map((n) => [n, new Float32Array(L * H)]));
   const dominant = [];
   const uniform = T > 1 ? Math.log(T) : 1;
   for (let l = 0; l < L; l++) {
@@ -52,11 +59,8 @@ export function headStatistics(att, L, H, T, special) {
         next: T > 1 ? next / (T - 1) : 0 };
       stats.entropy[k] = entropy / T;
       stats.distance[k] = distance / T;
-      for (const n of Object.keys(SHARES)) stats[n][k] = shares[n];
-      let best = "cls";
-      for (const n of Object.keys(SHARES)) if (shares[n] > shares[best]) best = n;
-      row.push(shares[best] >= DOMINANT_SHARE ? SHARES[best]
-        : stats.entropy[k] >= BROAD_ENTROPY * uniform ? "broad" : "mixed");
+      for (const n of Object.keys(HEADS.shares)) stats[n][k] = shares[n];
+      row.push(roleOf(shares, entropy / T / uniform));
     }
     dominant.push(row);
   }

@@ -4,20 +4,20 @@
 // the difference A - B instead (blue: more in A, red: more in B). Layers down, heads across, both from 0, as in
 // the attention views' "All heads".
 
+import { HEADS } from "./heads.mjs";
+
 export const NAME = "corpus-heads";
 export const STATISTICS = {
   entropy_ratio: "entropy (1 = spread evenly)", distance: "mean distance (tokens)", cls: "share to [CLS]",
   sep: "share to [SEP]", self: "share to itself", previous: "share to the previous token",
   next: "share to the next token", punctuation: "share to punctuation",
 };
-const SHORT_ROLES = { "previous token": "prev", "next token": "next", self: "self", "[CLS]": "[CLS]",
-  "[SEP]": "[SEP]", punctuation: "punct", broad: "broad", mixed: "mixed" };
 const LEFT = 64, NARROW_LEFT = 24, TOP = 22, GAP = 3; // a phone's grid: "L0" beside its rows, tiles from 16 px
 
 /** A role in a few characters for a tile ("links determiner -> its noun" -> "DET→N"). */
 export function shortRole(role) {
   if (!role) return "";
-  if (SHORT_ROLES[role]) return SHORT_ROLES[role];
+  if (HEADS.shortRoles[role]) return HEADS.shortRoles[role];
   const link = /^links (\w+)/.exec(role);
   return link ? `${{ determiner: "DET", adjective: "ADJ", preposition: "ADP" }[link[1]] || link[1]}\u2192N` : role;
 }

@@ -8,11 +8,12 @@
 //          item: { tokens, masks: [{ position, top: [[token, p] x5], answer }], is_next, prediction } }],
 //          page_size: snapshots a page, window: { page, steps, payloads: [base64] } (the page it opens on) }
 
-// The colors of figures/timeline.py's ROLE_COLORS, in its legend's order (the notebook's picture and this one agree).
-export const ROLE_COLORS = { "previous token": "#d62728", "next token": "#ff7f0e", self: "#9467bd",
-  "[CLS]": "#2ca02c", "[SEP]": "#1f77b4", broad: "#bdbdbd", mixed: "#f0f0f0" };
-// Roles that mean over half of a head's attention on one place (analysis.attention's rule): a clear role.
-export const CLEAR_ROLES = ["previous token", "next token", "self", "[CLS]", "[SEP]"];
+import { HEADS } from "./heads.mjs";
+
+// The roles' colors, in the legend's order, and the roles that put over half of a head's attention on one place: the
+// heads' vocabulary (bertviz_app/heads.py), so that the notebook's picture and this one agree.
+export const ROLE_COLORS = HEADS.roleColors;
+export const CLEAR_ROLES = HEADS.clearRoles;
 export const PLAY_MS = 700; // one snapshot on screen while playing
 
 /** 0.1234 -> "12%", 0.0004 -> "0.04%": small probabilities keep a significant digit. */

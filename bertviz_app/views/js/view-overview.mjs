@@ -11,6 +11,7 @@
 
 import { headStatistics, poolMax } from "./data.mjs";
 import { el } from "./dom.mjs";
+import { HEADS } from "./heads.mjs";
 import { formatNumber, formatShare, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 import { attentionLUT, THEMES } from "./theme.mjs";
 import { isPicked, toggleHeads } from "./selection.mjs";
@@ -32,7 +33,6 @@ export function frameFor(theme = THEMES.default) {
     font: `${theme.axisPx}px ${FAMILY}`, bold: `bold ${theme.axisPx}px ${FAMILY}`,
     small: `${theme.tagPx}px ${FAMILY}` };
 }
-const SHORT = { "[CLS]": "[CLS]", "[SEP]": "[SEP]", self: "self", "previous token": "prev", "next token": "next" };
 
 /**
  * Every head pooled to size x size (largest code per block) in one atlas canvas, heads along x, layers along y.
@@ -212,7 +212,7 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
       ctx.strokeStyle = "#bbb";
       ctx.lineWidth = 1;
       ctx.strokeRect(x - 0.5, y - 0.5, tile + 1, tile + 1);
-      const label = payload.dominant ? SHORT[payload.dominant[l][h]] || payload.dominant[l][h] : "";
+      const label = payload.dominant ? HEADS.shortRoles[payload.dominant[l][h]] || payload.dominant[l][h] : "";
       ctx.font = SMALL;
       ctx.fillStyle = label === "broad" || label === "mixed" ? "#777" : "#123a66";
       ctx.textAlign = "center";
