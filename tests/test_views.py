@@ -18,7 +18,7 @@ import pytest
 from bertviz_app.views import (PayloadError, bundle_js, decode, decode_payload, decode_query_key, encode_payload,
                                encode_query_key, notebook_html, run_key,
                                standalone_html, wordpiece_word_ids)
-from bertviz_app.views.page import JS_DIR, VIEW_NAMES, BundleError, inline_modules, view_names
+from bertviz_app.views.page import BUNDLES, JS_DIR, VIEW_NAMES, BundleError, _script_text, inline_modules, view_names
 from bertviz_app.views.payload import dequantize_floor8, quantize_floor8
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,6 +181,13 @@ def test_payload_fits_the_budget(explorer, tokens, budget):
     assert qk.header["key"] == out.header["key"]
 
 
+@pytest.mark.real_weights
+def test_a_saved_page_of_512_tokens_stays_under_5_mb(explorer, tmp_path):
+    """run.save_html at the longest input: the payload, the query/key blob and the views' bundle (no host code)."""
+    path = sample_run(explorer, 512).save_html(tmp_path / "page.html")
+    assert path.stat().st_size < 5_000_000, f"{path.stat().st_size:,} bytes"
+
+
 # --- the bundle and the pages -------------------------------------------------------------------------------------
 def test_inliner_scopes_each_module_and_orders_by_imports():
     sources = {
@@ -217,13 +224,36 @@ def test_inliner_finds_cycles():
                         "b.mjs": 'import { a } from "./main.mjs";\nexport const b = 1;\n'}, "main.mjs")
 
 
-def test_the_bundle_has_every_module_and_no_network():
-    code = bundle_js()
-    modules = sorted(p.name for p in (ROOT / "bertviz_app" / "views" / "js").glob("*.mjs"))
-    for name in modules:
-        assert f"// ---- {name}\n" in code, f"{name} is not reachable from main.mjs"
-    assert "globalThis.BertvizViews = __bv_main;" in code
-    assert not re.search(r"\bfetch\(|XMLHttpRequest|import\(|require\(|https?://(?!www\.w3\.org/2000/svg)", code)
+def modules_in(code: str) -> set[str]:
+    return set(re.findall(r"^// ---- ([\w.-]+\.mjs)$", code, re.M))
+
+
+def test_the_bundles_have_every_module_and_no_network():
+    codes = {page: bundle_js(page) for page in BUNDLES}
+    modules = {p.name for p in JS_DIR.glob("*.mjs")}
+    assert set().union(*map(modules_in, codes.values())) == modules  # each module in some page's bundle
+    assert "globalThis.BertvizViews = { ...__bv_main, ...__bv_lesson_host, ...__bv_app };" in codes["app"]
+    for code in codes.values():
+        assert not re.search(r"\bfetch\(|XMLHttpRequest|import\(|require\(|https?://(?!www\.w3\.org/2000/svg)", code)
+
+
+def test_an_offline_page_carries_the_views_and_none_of_the_hosts(tiny):
+    """A Run's page (run.save_html, run.show) is the views alone: none of the corpus, lesson, timeline, widget or app
+    code that main.mjs once imported into every page, and smaller by at least what those modules weigh."""
+    blob = encode_payload(tiny["tokens"], tiny["segment_ids"], tiny["special_mask"], tiny["attentions"])
+    page = standalone_html(blob)
+    views = modules_in(bundle_js("page"))
+    hosts = set().union(*(modules_in(bundle_js(name)) for name in BUNDLES)) - views
+    assert {"app.mjs", "corpus-host.mjs", "corpus-app.mjs", "gradio-host.mjs", "lesson.mjs", "lesson-bar.mjs",
+            "lesson-app.mjs", "timeline.mjs", "timeline-bar.mjs", "widget-host.mjs"} <= hosts
+    assert {"view-lines.mjs", "view-matrix.mjs", "view-overview.mjs", "view-qk.mjs"} <= views
+    assert not modules_in(page) & hosts
+    # the page as it was: one bundle of every entry
+    sources = {p.name: p.read_text(encoding="utf-8") for p in JS_DIR.glob("*.mjs")}
+    everything = inline_modules(sources, tuple(dict.fromkeys(e for entries in BUNDLES.values() for e in entries)))
+    before = page.replace(_script_text(bundle_js("page")), _script_text(everything))
+    weight = sum(len(sources[name].encode()) for name in hosts)
+    assert len(before.encode()) - len(page.encode()) >= weight > 100_000
 
 
 def test_the_views_are_the_registrys(tiny):

@@ -50,8 +50,10 @@ def test_the_widget_carries_the_views_and_syncs_layer_head_token_and_view_both_w
     state = w.get_state()
     # what the front end gets: the same payload and query/key blob as run.show(), the host's ESM, the traits
     assert state["_payload"] == run.views_payload() and state["_query_key"] == run.query_key_payload()
-    assert "widgetHost" in state["_esm"] and "export default" in state["_esm"]
-    assert bertviz_app.views.bundle_js() in state["_esm"]  # one drawing path: the very bundle of show()
+    assert "startWidgetHost" in state["_esm"] and "export default" in state["_esm"]
+    # one drawing path: show()'s bundle, and the widget's host beside it
+    assert bertviz_app.views.bundle_js("widget").startswith(bertviz_app.views.bundle_js("page").split("// ---- ")[0])
+    assert "// ---- main.mjs" in state["_esm"] and "// ---- widget-host.mjs" in state["_esm"]
     assert {k: state[k] for k in ("layer", "head", "token", "view")} == {"layer": None, "head": None,
                                                                         "token": None, "view": "overview"}
     sent = record_sent(w)

@@ -176,7 +176,7 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
     (data / "manifest.js").write_text(
         f"window.bertvizManifest = {json.dumps(manifest, ensure_ascii=True, separators=(',', ':'))};\n",
         encoding="ascii")
-    (folder / "views.js").write_text(bundle_js(), encoding="utf-8")
+    (folder / "views.js").write_text(bundle_js("static"), encoding="utf-8")
     (folder / "page.js").write_text(page_js(), encoding="utf-8")
     a, b = example or ("The cat sat on the mat.", "It was tired.")
     (folder / "index.html").write_text(index_html(name, a, b), encoding="utf-8")

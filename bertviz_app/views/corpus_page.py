@@ -22,7 +22,7 @@ def _json_script(data: dict) -> str:
 def corpus_html(data: dict, title: str = "Corpus") -> str:
     """A standalone page of the corpus views for `data` (corpus/browser.py `offline_data`)."""
     return page_html(title, f"<script type=\"application/json\" id=\"bertviz-corpus\">{_json_script(data)}</script>\n",
-                     f"try {{ {GLOBAL}.corpusPage(); }} catch (e) {{ console.error(e); }}")
+                     f"try {{ {GLOBAL}.mountCorpusPage(document); }} catch (e) {{ console.error(e); }}", "corpus")
 
 
 def grid_picture(values: np.ndarray, tile: int = 36, gap: int = 3) -> bytes:

@@ -1,7 +1,8 @@
 """Our JavaScript as one script, and the pages that carry it: a standalone HTML file and a notebook output.
 
-The views are ES modules in js/ (node's tests import them as they are). Hosts get them as ONE classic script
-that defines `window.BertvizViews`, made by a tiny inliner: each module becomes a function scope whose exports
+The views are ES modules in js/ (node's tests import them as they are). Each page gets them as ONE classic script
+that defines `window.BertvizViews`, made of the modules its entries reach (BUNDLES: an offline page of one input
+carries the views, the app its hosts too), by a tiny inliner: each module becomes a function scope whose exports
 are returned as an object, and each `import {a, b as c} from "./x.mjs"` becomes `const {a, b: c} = <x's object>`.
 It understands only what our modules use (named and namespace imports of sibling files, or of a file elsewhere
 in the package, known by its file name: static/js reads views/js/heads.mjs; `export function`,
@@ -25,8 +26,15 @@ import numpy as np
 from .payload import decode_payload
 
 JS_DIR = Path(__file__).resolve().parent / "js"
-ENTRY = "main.mjs"
 GLOBAL = "BertvizViews"
+# Each page's entries: `BertvizViews` holds their exports. main.mjs is the views (mount, mountPage, decode, permalink,
+# theme); a page adds the hosts it calls, so that an offline page of one input carries no corpus, lesson or timeline
+# code (tests/test_views.py weighs it).
+BUNDLES = {"page": ("main.mjs",),  # a Run's offline page and notebook output
+           "static": ("main.mjs", "lesson-host.mjs"),  # the page that runs the model itself (static/site.py)
+           "widget": ("main.mjs", "widget-host.mjs"),  # run.widget()'s anywidget (widget.py)
+           "corpus": ("corpus-host.mjs",),  # a corpus's offline page (corpus_page.py)
+           "app": ("main.mjs", "lesson-host.mjs", "app.mjs")}  # the Gradio app's page head
 
 _IMPORT = re.compile(r'^import\s+(?:\{([^}]*)\}|\*\s+as\s+(\w+))\s+from\s+"(?:\./|(?:\.\./)+[\w/-]*/)([\w.-]+\.mjs)";[ \t]*$',
                      re.M)
@@ -75,9 +83,11 @@ def _transform(name: str, source: str) -> tuple[str, list[str]]:
     return wrapped, deps
 
 
-def inline_modules(sources: dict[str, str], entry: str, global_name: str = GLOBAL) -> str:
-    """Bundle `sources` (file name -> text) reachable from `entry` into one classic script that assigns the entry's
-    exports to `globalThis[global_name]`. Modules come in dependency order (imports first, ties by name)."""
+def inline_modules(sources: dict[str, str], entry: str | tuple[str, ...], global_name: str = GLOBAL) -> str:
+    """Bundle `sources` (file name -> text) reachable from `entry` (one file name, or several) into one classic script
+    that assigns the entries' exports to `globalThis[global_name]`. Modules come in dependency order (imports first,
+    ties by name), each once."""
+    entries = (entry,) if isinstance(entry, str) else tuple(entry)
     done: dict[str, str] = {}
     visiting: set[str] = set()
 
@@ -95,24 +105,26 @@ def inline_modules(sources: dict[str, str], entry: str, global_name: str = GLOBA
         visiting.discard(name)
         done[name] = code
 
-    visit(entry)
+    for name in entries:
+        visit(name)
+    exports = ", ".join(f"...{_module_var(name)}" for name in entries)
     return ("/* bertviz-app attention views: generated from bertviz_app/views/js by page.py; edit the modules. */\n"
             "(function () {\n\"use strict\";\n" + "".join(done.values())
-            + f"globalThis.{global_name} = {_module_var(entry)};\n}})();\n")
+            + f"globalThis.{global_name} = {{ {exports} }};\n}})();\n")
 
 
-@lru_cache(maxsize=1)
-def bundle_js() -> str:
-    """The views as one classic script defining `window.BertvizViews` (`mount`, `mountPage`, `decode`, `gradioHost`;
-    see main.mjs)."""
+@lru_cache(maxsize=None)
+def bundle_js(page: str = "app") -> str:
+    """The views as one classic script defining `window.BertvizViews`, with the entries of `page` (a name of BUNDLES;
+    "app": the views and every host of the app, see main.mjs and app.mjs)."""
     sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(JS_DIR.glob("*.mjs"))}
-    return inline_modules(sources, ENTRY)
+    return inline_modules(sources, BUNDLES[page])
 
 
 def script_element() -> str:
-    """The views' script as one <script> element for a page's <head>: a host page (the Gradio app) loads it once,
-    however many views it holds, then calls `BertvizViews.mount`."""
-    return f"<script>{_script_text(bundle_js())}</script>"
+    """The app's script as one <script> element for a page's <head>: the app loads it once, however many views it
+    holds, then calls `BertvizViews.gradioHost`."""
+    return f"<script>{_script_text(bundle_js('app'))}</script>"
 
 
 def _script_text(code: str) -> str:
@@ -173,9 +185,9 @@ def standalone_html(payload: bytes, query_key: bytes | None = None, title: str =
     return page_html(title, data, f"{GLOBAL}.mountPage().catch(function (e) {{ console.error(e); }});")
 
 
-def page_html(title: str, data: str, start: str) -> str:
-    """The one shape of an offline page: the views' bundle inline after `data` (inert script elements the page
-    reads), then `start`, the line that mounts it."""
+def page_html(title: str, data: str, start: str, bundle: str = "page") -> str:
+    """The one shape of an offline page: the bundle of `bundle` (a name of BUNDLES) inline after `data` (inert script
+    elements the page reads), then `start`, the line that mounts it."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -183,7 +195,7 @@ def page_html(title: str, data: str, start: str) -> str:
         "<style>html, body { margin: 0; background: #fff; } body { padding: 12px 16px; }</style>\n"
         "</head>\n<body>\n<div id=\"bertviz-root\"></div>\n"
         + data
-        + f"<script>{_script_text(bundle_js())}</script>\n"
+        + f"<script>{_script_text(bundle_js(bundle))}</script>\n"
         f"<script>{start}</script>\n"
         "</body>\n</html>\n")
 

@@ -24,8 +24,8 @@ INSTALL = "pip install bertviz-app[notebook]"
 def widget_esm() -> str:
     """The widget's ES module: the views' bundle, then anywidget's entry handing render to the widget's host (the
     bundle object is taken at once, so another bundle loaded later in the page cannot swap it)."""
-    return (bundle_js() + f"const views = globalThis.{GLOBAL};\n"
-            "export default { render: (context) => views.widgetHost(context) };\n")
+    return (bundle_js("widget") + f"const views = globalThis.{GLOBAL};\n"
+            "export default { render: (context) => views.startWidgetHost(context, { mount: views.mount }) };\n")
 
 
 @lru_cache(maxsize=1)

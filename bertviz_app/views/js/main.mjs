@@ -30,20 +30,16 @@
 //
 //   BertvizViews.decode(bytes or base64) -> the decoded payload that mount also takes
 //   BertvizViews.permalink.readLink(search), .writeLink(search, input, state): the address every host writes
-//   BertvizViews.lesson (lesson.mjs: parseLesson, recordStep, lessonText, ...), BertvizViews.playLesson(container,
-//   lesson, host): a lesson's bar and player, which both hosts use
 //
 //   viewer.selection   { get, set, subscribe }: drive or follow the views from outside
 //   viewer.setQueryKey(bytes or base64)   hand over the query/key blob later (checked against the payload)
 //   viewer.exportPNG(), viewer.exportSVG()   Blob / string of the whole picture of the view on screen (every row
 //                                         and label, whatever its box scrolls to); viewer.destroy()
 //
-// The app's host is gradio-host.mjs (exported here as gradioHost): each gr.HTML of bertviz_app/app/views_host.py
-// waits for this script in the page's head and calls BertvizViews.gradioHost({ element, props, server, trigger,
-// watch }); it mounts the views on every new value and answers loadQueryKey, offlineHtml and exportCsv with the
-// host's server functions. A page that runs the model itself calls mount() the same way with the payload it made.
-// The notebook widget's host is widget-host.mjs (exported here as widgetHost): run.widget()'s anywidget calls it with
-// its model and element, and it keeps the kernel's layer, head, token and view and the selection the same.
+// This module is every page's entry; a page that needs more adds the entries of its hosts to its bundle
+// (views/page.py BUNDLES): lesson-host.mjs (lessons, for the app and the static page), app.mjs (the Gradio app's
+// hosts: gradioHost, corpusHost, openHead, appLessons), widget-host.mjs (the notebook widget). An offline page of
+// one input carries this module and what it imports, nothing of the corpus, lessons or timeline.
 //
 // Ids (prefixed): attention-view (the root), view-layer, view-head, view-all-heads, view-token, view-direction,
 // view-matrix, view-units, view-segments, view-hide-special, view-renormalize, view-scale, view-zoom,
@@ -51,25 +47,19 @@
 // view-silence-run, view-silence-clear, view-silence-note; with a token selected, view-find (the heads where it
 // attends most, one button each) and view-find-to.
 
-import { mountCorpusPage, startCorpusHost } from "./corpus-host.mjs";
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
-import { openHead as openHeadIn, startGradioHost, viewerIn as viewerInHost } from "./gradio-host.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
 import { withSelection } from "./offline.mjs";
 import { formatWeight } from "./scale.mjs";
 import * as links from "./permalink.mjs";
-import * as lessons from "./lesson.mjs";
-import { playLesson as playLessonIn, toggleKeys } from "./lesson-bar.mjs";
-import { startAppLessons } from "./lesson-app.mjs";
 import { VIEW_NAMES, VIEWS } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
 import * as themes from "./theme.mjs";
 import { mountView } from "./view-shell.mjs";
-import { startWidgetHost } from "./widget-host.mjs";
 
 const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
 const BESIDE_ROOM = 12; // under a box whose caption is beside it: a margin
@@ -273,60 +263,6 @@ export const permalink = links;
 
 /** Themes (theme.mjs): the projector theme's switch and memory, for either host's button. */
 export const theme = themes;
-
-/** Lessons (lesson.mjs): reading a lesson file, recording a step, the player both hosts drive. */
-export const lesson = lessons;
-
-/** A lesson's bar and player at the start of `container` (lesson-bar.mjs), for either host. */
-export function playLesson(container, lessonRead, host) {
-  return playLessonIn(container, lessonRead, host);
-}
-
-/** The keyboard shortcuts, listed under `after` (a host's "Keys" button or its row); again closes them. */
-export function showKeys(after, doc = document) {
-  return toggleKeys(doc, after);
-}
-
-/** The app's lesson panel (lesson-app.mjs), on this page with its address, history and storage. */
-export function appLessons(doc = document) {
-  let storage = null;
-  try { storage = window.localStorage; } catch { /* storage refused (a private window's setting): links say so */ }
-  return startAppLessons(doc, { viewerIn: viewerInHost, playLesson: playLessonIn, storage, location: window.location,
-    history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
-}
-
-/** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */
-export function viewerIn(rootId) {
-  return viewerInHost(rootId);
-}
-
-/** The app's host (gradio-host.mjs) with this page's mount, address and history. */
-export function gradioHost(context) {
-  return startGradioHost(context, { mount, location: window.location, history: window.history,
-    alert: (text) => window.alert(text) });
-}
-
-/** The notebook widget's host (widget-host.mjs): anywidget's render({ model, el }) with this bundle's mount; a promise
- * of the cleanup. */
-export function widgetHost(context) {
-  return startWidgetHost(context, { mount });
-}
-
-/** The app's Corpus tab (corpus-host.mjs) with this page's address and history. */
-export function corpusHost(context) {
-  return startCorpusHost(context, { doc: document, location: window.location, history: window.history,
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
-}
-
-/** The corpus views' offline page (a notebook's frame, corpus.save_html): the data saved in it, mounted. */
-export function corpusPage(doc = document) {
-  return mountCorpusPage(doc);
-}
-
-/** Open one head in the app's views inside element `rootId` (gradio-host.mjs); false when none are there. */
-export function openHead(rootId, layer, head) {
-  return openHeadIn(rootId, layer, head);
-}
 
 /** The offline page's start: payload and query/key blob from script elements, the page itself to save. */
 export function mountPage(doc = document) {

@@ -1,0 +1,41 @@
+// The Gradio app's hosts, on top of main.mjs's mount: each gr.HTML of bertviz_app/app/views_host.py waits for the
+// bundle in the page's head and calls BertvizViews.gradioHost({ element, props, server, trigger, watch }); it mounts
+// the views on every new value and answers loadQueryKey, offlineHtml and exportCsv with the host's server functions.
+// The Corpus tab calls corpusHost, the lesson panel appLessons, a task's explanation openHead. A bundle entry beside
+// main.mjs and lesson-host.mjs (views/page.py BUNDLES): no other page carries it.
+
+import { startCorpusHost } from "./corpus-host.mjs";
+import { openHead as openHeadIn, startGradioHost, viewerIn as viewerInHost } from "./gradio-host.mjs";
+import { playLesson as playLessonIn } from "./lesson-bar.mjs";
+import { startAppLessons } from "./lesson-app.mjs";
+import { mount } from "./main.mjs";
+
+/** The app's lesson panel (lesson-app.mjs), on this page with its address, history and storage. */
+export function appLessons(doc = document) {
+  let storage = null;
+  try { storage = window.localStorage; } catch { /* storage refused (a private window's setting): links say so */ }
+  return startAppLessons(doc, { viewerIn: viewerInHost, playLesson: playLessonIn, storage, location: window.location,
+    history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+}
+
+/** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */
+export function viewerIn(rootId) {
+  return viewerInHost(rootId);
+}
+
+/** The app's host (gradio-host.mjs) with this page's mount, address and history. */
+export function gradioHost(context) {
+  return startGradioHost(context, { mount, location: window.location, history: window.history,
+    alert: (text) => window.alert(text) });
+}
+
+/** The app's Corpus tab (corpus-host.mjs) with this page's address and history. */
+export function corpusHost(context) {
+  return startCorpusHost(context, { doc: document, location: window.location, history: window.history,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+}
+
+/** Open one head in the app's views inside element `rootId` (gradio-host.mjs); false when none are there. */
+export function openHead(rootId, layer, head) {
+  return openHeadIn(rootId, layer, head);
+}
