@@ -33,6 +33,12 @@ def test_the_wheel_carries_the_assets_and_finds_them_installed(tmp_path):
                for p in (ROOT / "bertviz_app").rglob("*.py") if "__pycache__" not in p.parts}
     assert {"bertviz_app/model/bert.py", "bertviz_app/tokenizer/family.py", "bertviz_app/app/tabs/base.py"} <= modules
     assert modules | {"bertviz_app/py.typed"} <= names, sorted(modules - names)
+    # the page's own scripts, HTML and CSS (package data, which pyproject lists by pattern)
+    page = {name for name in filter(None, tracked.decode().split("\0"))
+            if name.startswith("bertviz_app/") and name.endswith((".js", ".mjs", ".html", ".css"))}
+    assert {"bertviz_app/app/page/fit-on-a-phone.js", "bertviz_app/static/index.html", "bertviz_app/static/page.css",
+            "bertviz_app/views/js/main.mjs"} <= page
+    assert page <= names, sorted(page - names)
 
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--disable-pip-version-check",

@@ -9,6 +9,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gradio as gr
 
@@ -18,6 +19,16 @@ from ..inputs import LONE_SURROGATE, MAX_CHARS, has_lone_surrogate, text_problem
 from ..run import Run
 
 log = logging.getLogger("bertviz_app.app")
+
+PAGE_FILES = Path(__file__).resolve().parent / "page"
+
+
+@functools.cache
+def page_file(name: str) -> str:
+    """A script or a piece of HTML of the page, from app/page/ (read once): the page's code lives in files, which
+    node's tests read as they are, and Python only names them."""
+    return (PAGE_FILES / name).read_text(encoding="utf-8")
+
 
 MAX_CHOICE_CHARS = 500  # a dropdown's value: a model name, a token, a word to explain
 

@@ -21,7 +21,7 @@ from .. import limits
 from ..catalog import builtin_models, read_examples
 from ..explorer import Explorer, load
 from .attention import AttentionSection
-from .common import MAX_CHARS, Models, api, check_inputs, plain, refuse, user_errors
+from .common import MAX_CHARS, Models, api, check_inputs, page_file, plain, refuse, user_errors
 from .server import gradio_internals
 from .lane.training import TrainingSettings, trained_folders
 from .tabs import TABS, Gate, Tab, TabPage, check_tabs, tab_step_js
@@ -34,82 +34,19 @@ TITLE = "bertviz-app: see inside BERT"
 
 # Copying needs a secure context (https or localhost); elsewhere the link is shown to copy by hand. Browsers and
 # servers accept addresses of several thousand characters; past that a link may not open everywhere.
-COPY_LINK_JS = """() => {
-  const url = window.location.href;
-  const button = document.querySelector("#copy-link");
-  const done = (text) => { if (button) { const old = button.textContent; button.textContent = text;
-    setTimeout(() => { button.textContent = old; }, 1800); } };
-  if (url.length > 8000) alert(`This link is ${url.length} characters long; some browsers and servers refuse links `
-    + "over 8,000. Shorter sentences make a link that opens everywhere.");
-  if (navigator.clipboard && window.isSecureContext) {
-    navigator.clipboard.writeText(url).then(() => done("Link copied"), () => window.prompt("Copy this link:", url));
-  } else {
-    window.prompt("Copy this link:", url);
-  }
-}"""
-PRESENTER_JS = """() => {
-  const on = document.body.classList.toggle("bv-presenter");
-  const button = document.querySelector("#presenter");
-  if (button) button.textContent = on ? "Leave presenter mode" : "Presenter mode";
-  // the picture gets the screen: one row of controls, the others folded under "More options", also in the views
-  // that a new input mounts afresh
-  const fold = () => document.querySelectorAll("#attention-host .bv-more").forEach((more) => {
-    more.open = !document.body.classList.contains("bv-presenter"); });
-  fold();
-  // a phone's presenter mode has rules of its own (app.css): gradio scopes an @media rule under its container, where
-  // body.bv-presenter cannot match, so the page's width is a class on the body
-  const narrow = () => document.body.classList.toggle("bv-narrow", window.innerWidth <= 700);
-  narrow();
-  if (!window.bvNarrow) { window.bvNarrow = narrow; window.addEventListener("resize", narrow); }
-  if (!window.bvPresenterObserver) {
-    window.bvPresenterObserver = new MutationObserver((changes) => {
-      if (changes.some((c) => [...c.addedNodes].some((n) => n.querySelector && n.querySelector(".bv-more")))) fold();
-    });
-    const host = document.querySelector("#attention-host");
-    if (host) window.bvPresenterObserver.observe(host, { childList: true, subtree: true });
-  }
-}"""
+COPY_LINK_JS = page_file("copy-link.js")
+PRESENTER_JS = page_file("presenter.js")
 
 # The lesson panel (views/js/lesson-app.mjs does the work): recording steps, saving and opening a lesson file in the
 # browser (nothing is uploaded), and the bar that plays one above the views; the "Lesson" button shows it.
-LESSON_HTML = """<div id="lesson-panel" class="bv-lesson-panel" hidden>
-  <input type="text" id="lesson-caption-in" maxlength="2000" placeholder="Caption of the next step (optional)"
-    aria-label="Caption of the next step">
-  <button type="button" id="lesson-add" title="Add the input and the view on screen as the lesson's next step">Add
-    this view as a step</button>
-  <span id="lesson-count"></span>
-  <button type="button" id="lesson-play">Play</button>
-  <button type="button" id="lesson-save" title="Download the steps as a lesson file">Save lesson</button>
-  <label class="bv-lesson-file">Open a lesson file <input type="file" id="lesson-file"
-    accept=".json,application/json"></label>
-  <span id="lesson-error" class="bv-lesson-problem" role="alert"></span>
-</div>
-<div id="lesson-place"></div>"""
-LESSON_START = """
-(async () => {
-  for (let waited = 0; !window.BertvizViews && waited < 10000; waited += 50) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  if (window.BertvizViews && !window.bvLessons) window.bvLessons = window.BertvizViews.appLessons(document);
-  // the projector theme this browser chose last (theme.mjs remembers it)
-  if (window.BertvizViews) window.BertvizViews.theme.restoreTheme(document, document.querySelector("#projector-theme"));
-})();
-"""
-THEME_JS = """() => { if (window.BertvizViews) {
-  window.BertvizViews.theme.toggleTheme(document, document.querySelector("#projector-theme")); } }"""
-KEYS_JS = """() => { const row = document.querySelector("#title-row");
-  if (row && window.BertvizViews) window.BertvizViews.showKeys(row); }"""
-LESSON_JS = """() => {
-  const panel = document.querySelector("#lesson-panel");
-  if (panel) panel.hidden = !panel.hidden;
-}"""
+LESSON_HTML = page_file("lesson-panel.html")
+LESSON_START = page_file("lesson-start.js")
+THEME_JS = page_file("theme.js")
+KEYS_JS = page_file("keys.js")
+LESSON_JS = page_file("lesson.js")
 
 # On a phone the input fills the first screen: after Analyze the page scrolls to the picture the visitor asked for.
-SHOW_PICTURE_JS = """() => {
-  if (window.innerWidth > 700) return;
-  const host = document.querySelector("#attention-host");
-  if (host) host.scrollIntoView({ block: "start" });
-}"""
+SHOW_PICTURE_JS = page_file("show-picture.js")
 
 def load_models(sources, device: str = "auto", max_tokens: int | None = None, cache_mb: float | None = None,
                 cache_dtype: str | None = None, trained: bool = False) -> dict[str, Explorer]:

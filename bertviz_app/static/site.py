@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import functools
 import html
 import json
 import re
@@ -34,12 +35,13 @@ import shutil
 from pathlib import Path
 
 from .. import limits
-from ..views.page import JS_DIR as VIEWS_JS_DIR, _script_text, bundle_js, inline_modules
+from ..views.page import JS_DIR as VIEWS_JS_DIR, bundle_js, inline_modules
 from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
 from .onnx_export import WEIGHTS, ExportError, export_onnx, require_heads, score_scale, score_term_names
 
-JS_DIR = Path(__file__).resolve().parent / "js"
+HERE = Path(__file__).resolve().parent
+JS_DIR = HERE / "js"
 PART_BYTES = 4 << 20
 PRECOMPRESS_MIN_BYTES = 32 << 10  # smaller files gain a few hundred bytes from a copy: not worth a file
 NEEDS_SERVER = ("Integrated gradients and blank-out, silencing heads, comparing two inputs or two models, the "
@@ -187,105 +189,19 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
     return folder
 
 
-_CSS = """
-html, body { margin: 0; background: #fff; color: #222; font: 15px system-ui, -apple-system, "Segoe UI", Roboto,
-  Arial, sans-serif; }
-body { padding: 10px 16px; }
-h1 { font-size: 20px; margin: 0 0 6px; }
-#input-row { display: flex; gap: 8px; flex-wrap: wrap; align-items: end; }
-#input-row label { display: flex; flex-direction: column; font-size: 13px; flex: 1 1 260px; }
-#input-row input[type=text] { font-size: 15px; padding: 5px 6px; }
-button { font-size: 14px; padding: 5px 10px; cursor: pointer; }
-#load-note { font-size: 13px; color: #444; margin: 6px 0; }
-#load-progress { width: 240px; }
-.error { color: #a50f15; }
-#link-out { width: 100%; font-size: 12px; }
-section.extra input[type=text] { max-width: 100%; box-sizing: border-box; }
-section.extra { border-top: 1px solid #ddd; margin-top: 14px; padding-top: 6px; }
-section.extra h2 { font-size: 16px; margin: 4px 0; }
-#server-note { font-size: 13px; color: #555; margin-top: 16px; }
-/* presenter mode, as the app's: the input in one line of large type without labels, the views' controls in one row
-   (page.mjs folds the rest under "More options"), no caption (the presenter says it), token labels that grow with
-   their rows up to 28 px (--bv-label-max, read by the views). No page zoom: the views measure the window in CSS
-   pixels, and a zoomed #views pushed a 25-token matrix past the bottom of a 1280 x 720 screen. */
-body.bv-presenter { padding-top: 4px; }
-body.bv-presenter h1, body.bv-presenter #server-note, body.bv-presenter section.extra, body.bv-presenter #load-note,
-body.bv-presenter #load-progress, body.bv-presenter #link-out, body.bv-presenter #input-error:empty,
-body.bv-presenter #truncated:empty { display: none; }
-body.bv-presenter #input-row { flex-wrap: nowrap; margin-bottom: 6px; }
-body.bv-presenter #input-row label { font-size: 0; flex: 1 1 0; min-width: 0; }
-body.bv-presenter #input-row input[type=text] { font-size: 20px; }
-body.bv-presenter #views .bv-root { --bv-label-max: 28px; --bv-room-below: 12px; --bv-fill-width: 1; }
-body.bv-presenter #views .bv-caption { display: none; }
-body.bv-presenter #views .bv-more > summary { display: list-item; cursor: pointer; color: #08306b; font-weight: 600; }
-body.bv-presenter #views .bv-more:not([open]) { flex-basis: auto; }
-body.bv-presenter #views .bv-controls input[type=range] { width: 70px; min-width: 60px; }
-.bv-lesson { border: 1px solid #c6dbef; background: #f4f8fc; padding: 4px 8px; margin: 6px 0; }
-.bv-lesson-row { display: flex; gap: 8px; align-items: center; }
-.bv-lesson-row button { white-space: nowrap; flex: none; }
-#lesson-where { font-weight: 600; flex: 1 1 auto; }
-.bv-lesson-caption { margin: 4px 0; font-size: 17px; white-space: pre-wrap; }
-.bv-lesson-caption:empty, .bv-lesson-problem:empty { display: none; }
-.bv-lesson-problem { margin: 2px 0; color: #a50f15; }
-body.bv-presenter .bv-lesson-caption { font-size: 24px; }
-#projector-theme[aria-pressed=true]::before { content: "\\2713\\00a0"; font-weight: 700; }
-.bv-keys { border: 1px solid #9ecae1; background: #fff; padding: 6px 10px; margin: 6px 0; max-width: 560px; }
-.bv-keys th { text-align: left; padding: 2px 12px 2px 0; white-space: nowrap; }
-@media (max-width: 700px) { body.bv-presenter #input-row { flex-wrap: wrap; }
-  body.bv-presenter #input-row label { flex-basis: 100%; } }
-"""
+@functools.cache
+def page_css() -> str:
+    """The page's own stylesheet (static/page.css), inline in index.html: the page opens from file:// too."""
+    return (HERE / "page.css").read_text(encoding="utf-8")
+
+
+@functools.cache
+def page_template() -> str:
+    """index.html with {name}, {a}, {b}, {css} and {needs_server} to fill (static/index.html)."""
+    return (HERE / "index.html").read_text(encoding="utf-8")
 
 
 def index_html(name: str, a: str, b: str) -> str:
     esc = html.escape
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>BERT attention, in your browser: {esc(name)}</title>
-<style>{_CSS}</style>
-</head>
-<body>
-<h1>BERT attention, computed in this page <small>({esc(name)})</small></h1>
-<div id="input-row">
-  <label>Sentence A <input type="text" id="text-a" value="{esc(a, quote=True)}"></label>
-  <label>Sentence B (optional) <input type="text" id="text-b" value="{esc(b, quote=True)}"></label>
-  <button type="button" id="analyze">Analyze</button>
-  <button type="button" id="copy-link" title="An address that reopens this input and view">Copy link</button>
-  <button type="button" id="presenter">Presenter mode</button>
-  <button type="button" id="projector-theme" aria-pressed="false"
-    title="High contrast and large labels for a classroom projector">Projector theme</button>
-  <button type="button" id="lesson-open" title="Play the lesson this folder carries (arrow keys step)" hidden>Lesson</button>
-  <button type="button" id="keys" title="The keyboard shortcuts">Keys</button>
-</div>
-<input type="text" id="link-out" readonly hidden>
-<p id="load-note" role="status">Loading\u2026</p>
-<progress id="load-progress" value="0" max="1"></progress>
-<p id="input-error" class="error" role="alert"></p>
-<p id="truncated"></p>
-<div id="lesson-place"></div>
-<div id="views"></div>
-<section class="extra" id="fill-mask">
-  <h2>Fill the mask</h2>
-  <input type="text" id="fill-text" size="60" value="The capital of France is [MASK].">
-  <button type="button" id="fill">Predict</button>
-  <ol id="fill-out"></ol>
-</section>
-<section class="extra" id="next-sentence">
-  <h2>Next sentence</h2>
-  <input type="text" id="nsp-a" size="40" value="He opened the door.">
-  <input type="text" id="nsp-b" size="40" value="The room was dark.">
-  <button type="button" id="nsp">Does B follow A?</button>
-  <p id="nsp-out"></p>
-</section>
-<p id="server-note">{esc(NEEDS_SERVER)}</p>
-<script src="views.js"></script>
-<script src="runtime/ort.wasm.min.js"></script>
-<script src="data/manifest.js"></script>
-<script src="page.js"></script>
-<script>{_script_text("BertvizStatic.start(document);")}</script>
-</body>
-</html>
-"""
+    return page_template().format(name=esc(name), a=esc(a, quote=True), b=esc(b, quote=True), css=page_css(),
+                                  needs_server=esc(NEEDS_SERVER))

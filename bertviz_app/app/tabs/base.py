@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import gradio as gr
 
-from ..common import Page
+from ..common import Page, page_file
 from ..lane.training import TrainingLane, TrainingSettings
 from ..views_host import ViewsHost
 
@@ -133,50 +133,7 @@ def tab_step_js(tab_id: str, event: str, first: str) -> str:
 # narrow screen (700 px or less, as app.css says a phone is) a figure inside an element of class FIT_ON_A_PHONE is
 # laid out again at its box's width; wider again (a phone turned sideways), it gets back the width it came with.
 FIT_ON_A_PHONE = "bv-fit-phone"
-FIT_ON_A_PHONE_JS = """() => {
-  if (window.bvFitFigures) return;
-  const ROOM = 150; // under the plot, for a legend in rows
-  const fit = (plot) => {
-    const layout = plot.layout;
-    if (!window.Plotly || !layout || !plot.isConnected) return;
-    if (layout.width !== Number(plot.dataset.bvFitted)) {  // a width other than the one set here: a new figure
-      plot.dataset.bvNatural = layout.width || "";
-      plot.dataset.bvOwn = JSON.stringify({ height: layout.height, b: layout.margin?.b, legend: layout.legend || {},
-        moveLegend: Boolean(plot._fullLayout?.showlegend), title: layout.title?.font?.size ?? null });
-    }
-    const natural = Number(plot.dataset.bvNatural), box = plot.clientWidth;
-    if (!natural || !box) return;
-    const width = window.innerWidth <= 700 && natural > box ? box : natural;
-    if (width === layout.width) return;
-    plot.dataset.bvFitted = width;
-    const own = JSON.parse(plot.dataset.bvOwn);
-    // a smaller title, so that it fits the phone's width too
-    const update = { width, "title.font.size": width < natural ? 13 : own.title };
-    if (own.moveLegend) {  // a legend beside the plot would take most of a phone's width: under it, in rows
-      const fitted = width < natural;
-      Object.assign(update, fitted ? { "legend.orientation": "h", "legend.yref": "container", "legend.y": 0,
-        "legend.yanchor": "bottom", "legend.x": 0, height: (own.height || 450) + ROOM,
-        "margin.b": (own.b ?? 80) + ROOM } : { legend: own.legend, height: own.height, "margin.b": own.b });
-    }
-    window.Plotly.relayout(plot, update);
-  };
-  let pending = false;
-  const fitAll = () => {
-    if (pending) return;
-    pending = true;
-    requestAnimationFrame(() => {
-      pending = false;
-      document.querySelectorAll(".%s .js-plotly-plot").forEach(fit);
-    });
-  };
-  // gradio draws each new figure with Plotly.newPlot, which drops listeners on the plot: watch the page instead
-  window.bvFitFigures = new MutationObserver((changes) => {
-    if (changes.some((c) => c.target.closest?.(".%s"))) fitAll();
-  });
-  window.bvFitFigures.observe(document.body, { childList: true, subtree: true });
-  window.addEventListener("resize", fitAll);
-  fitAll();
-}""" % (FIT_ON_A_PHONE, FIT_ON_A_PHONE)
+FIT_ON_A_PHONE_JS = page_file("fit-on-a-phone.js")  # its figures: those under .bv-fit-phone
 
 
 def fit_figures_on_a_phone(demo: gr.Blocks) -> None:

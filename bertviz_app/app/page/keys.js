@@ -1,0 +1,2 @@
+() => { const row = document.querySelector("#title-row");
+  if (row && window.BertvizViews) window.BertvizViews.showKeys(row); }

@@ -1,0 +1,4 @@
+() => {
+  const panel = document.querySelector("#lesson-panel");
+  if (panel) panel.hidden = !panel.hidden;
+}

@@ -1,0 +1,2 @@
+() => { if (window.BertvizViews) {
+  window.BertvizViews.theme.toggleTheme(document, document.querySelector("#projector-theme")); } }
