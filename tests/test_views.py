@@ -286,7 +286,7 @@ def test_a_new_view_is_one_file_and_one_registry_line(tmp_path):
     registry = (js / "registry.mjs").read_text(encoding="utf-8")
     registry = re.sub(r"^(import \* as qk from .*)$", r'\1\nimport * as fake from "./view-fake.mjs";', registry,
                       flags=re.M)
-    added = re.sub(r'^(\s*\{ name: "qk",.*)$', r'\1\n  { name: "fake", url: "made_up", label: "Made up", module: fake },',
+    added = re.sub(r'^(\s*\{ name: "qk",.*)$', r'\1\n  { name: "fake", url: "made_up", label: "Made up", scope: "all", module: fake },',
                    registry, flags=re.M)
     (js / "registry.mjs").write_text(added, encoding="utf-8")
     assert view_names(js) == {**VIEW_NAMES, "made_up": "fake"}
@@ -295,8 +295,11 @@ def test_a_new_view_is_one_file_and_one_registry_line(tmp_path):
     out = subprocess.run(["node"], input=probe, capture_output=True, text=True)  # the bundle is too long for -e
     assert out.stdout.strip() == '{"layer":1,"view":"fake"}', out.stderr
     # a line the page builder cannot read is refused, not skipped
-    (js / "registry.mjs").write_text(added.replace('label: "Made up", module: fake }', "module: fake }"),
+    (js / "registry.mjs").write_text(added.replace('label: "Made up", ', ""),
                                      encoding="utf-8")
+    with pytest.raises(BundleError, match="cannot read the view line"):
+        view_names(js)
+    (js / "registry.mjs").write_text(added.replace('scope: "all", ', ""), encoding="utf-8")  # a view without its scope
     with pytest.raises(BundleError, match="cannot read the view line"):
         view_names(js)
 

@@ -139,7 +139,8 @@ def _b64(blob: bytes | str | None) -> str:
 
 
 _REGISTRY_LIST = re.compile(r"^export const VIEWS = \[\n(.*?)^\];", re.M | re.S)
-_REGISTRY_LINE = re.compile(r'\{ name: "(\w+)", url: "(\w+)", label: "(?:[^"\\]|\\.)*", module: \w+ \},')
+_REGISTRY_LINE = re.compile(r'\{ name: "(\w+)", url: "(\w+)", label: "(?:[^"\\]|\\.)*", scope: "(?:head|query|all)", '
+                            r'module: \w+ \},')
 
 
 def view_names(js_dir: Path = JS_DIR) -> dict[str, str]:

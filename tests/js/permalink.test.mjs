@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 
 import { createGroups, startGradioHost } from "../../bertviz_app/views/js/gradio-host.mjs";
 import * as links from "../../bertviz_app/views/js/permalink.mjs";
-import { VIEW_NAMES, VIEWS, viewForTab } from "../../bertviz_app/views/js/registry.mjs";
+import { VIEW_NAMES, VIEWS, showsHead, viewForHead, viewForTab } from "../../bertviz_app/views/js/registry.mjs";
 import { createSelection } from "../../bertviz_app/views/js/selection.mjs";
 import { pageLink } from "../../bertviz_app/static/js/page.mjs";
 
@@ -88,7 +88,7 @@ function withFakeView(dir) {
   writeFileSync(join(dir, "view-fake.mjs"), FAKE_VIEW);
   const registry = readFileSync(join(dir, "registry.mjs"), "utf-8")
     .replace(/^(import \* as qk from .*)$/m, '$1\nimport * as fake from "./view-fake.mjs";')
-    .replace(/^(\s*\{ name: "qk",.*)$/m, '$1\n  { name: "fake", url: "made_up", label: "Made up", module: fake },');
+    .replace(/^(\s*\{ name: "qk",.*)$/m, '$1\n  { name: "fake", url: "made_up", label: "Made up", scope: "all", module: fake },');
   writeFileSync(join(dir, "registry.mjs"), registry);
 }
 
@@ -169,4 +169,14 @@ test("a link's values out of range open what can be opened and are said in one s
     fallback: 0 }), 0);
   assert.deepEqual(said, ["This link asks for head 9, and the corpus's model has 4 heads (0 to 3); showing head 0 "
     + "instead."]);
+});
+
+test("a view's scope, not a list of names, says where a head opens", () => {
+  assert.deepEqual(["lines", "matrix", "overview", "qk"].map(showsHead), [true, true, false, false]);
+  assert.deepEqual(["lines", "matrix", "overview", "qk", null].map(viewForHead),
+    ["lines", "matrix", "lines", "qk", "lines"]);
+  for (const host of ["main.mjs", "gradio-host.mjs", "corpus-host.mjs"]) {
+    const source = readFileSync(new URL(`../../bertviz_app/views/js/${host}`, import.meta.url), "utf-8");
+    assert.doesNotMatch(source, /\[\s*"(lines|matrix|overview|qk)"|[!=]==? "(lines|matrix|overview|qk)"/, host);
+  }
 });

@@ -12,6 +12,7 @@ import { mountCorpus } from "./corpus-app.mjs";
 import { sentenceKey } from "./corpus-data.mjs";
 import { ask, openHead, viewerIn } from "./gradio-host.mjs";
 import { readCorpusLink, writeCorpusLink } from "./permalink.mjs";
+import { viewForHead } from "./registry.mjs";
 
 const OPEN_WAIT_MS = 120000;
 const VIEWS_ROOT = "attention-host";
@@ -134,7 +135,7 @@ async function waitForViews(doc, want, before, sleep) {
 export function selectTarget(viewer, target) {
   const view = viewer.selection.get().view;
   viewer.selection.set({ layer: target.layer, head: target.head, token: target.token ?? null,
-    ...(["lines", "matrix", "qk"].includes(view) ? {} : { view: "lines" }) });
+    view: viewForHead(view) });
 }
 
 /** The app's source (corpus-app.mjs) from the host's server functions. deps: { doc, location, history, sleep }. */

@@ -16,6 +16,7 @@
 // Hosts of one page find each other through this module (one bundle per page), never through window events.
 
 import { readLink, writeLink } from "./permalink.mjs";
+import { viewForHead } from "./registry.mjs";
 import { mountTimeline } from "./timeline-bar.mjs";
 
 export const SHARED = ["layer", "head", "token", "view", "matrix", "units", "segments", "hideSpecial", "renormalize",
@@ -87,7 +88,7 @@ export function openHead(rootId, layer, head, doc = globalThis.document) {
     const viewer = entry.viewer();
     if (!root || !viewer || !root.contains(entry.element)) continue;
     const view = viewer.selection.get().view;
-    viewer.selection.set({ layer, head, ...(view === "overview" ? { view: "lines" } : {}) });
+    viewer.selection.set({ layer, head, view: viewForHead(view) });
     root.scrollIntoView?.({ block: "start" });
     return true;
   }

@@ -55,7 +55,7 @@ import { defaultZoom } from "./layout.mjs";
 import { withSelection } from "./offline.mjs";
 import { formatWeight } from "./scale.mjs";
 import * as links from "./permalink.mjs";
-import { VIEW_NAMES, VIEWS } from "./registry.mjs";
+import { VIEW_NAMES, VIEWS, showsHead, viewForHead } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
 import * as themes from "./theme.mjs";
@@ -88,7 +88,7 @@ export async function mount(container, payloadInput, options = {}) {
   const finder = buildFinder(payload, selection, id, () => detailView);
   frame.controls.after(finder.box);
 
-  let detailView = ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : "lines";
+  let detailView = showsHead(selection.get().view) ? selection.get().view : viewForHead(null);
   const loadQueryKey = options.loadQueryKey ? async () => {
     payload.queryKey = await decodeQueryKey(await options.loadQueryKey(), payload);
   } : null;
@@ -106,7 +106,7 @@ export async function mount(container, payloadInput, options = {}) {
   buildExports(frame.exports, { scene, title, selection, options, id });
 
   const unsubscribe = selection.subscribe((state, changed) => {
-    if (["lines", "matrix"].includes(state.view)) detailView = state.view;
+    if (showsHead(state.view)) detailView = state.view;
     if (changed.has("view")) showPanes(state);
     inputs.sync(state);
     finder.sync(state);
@@ -301,7 +301,7 @@ function buildFinder(payload, selection, id, detailView) {
         "data-head": String(f.head), title: `Open layer ${f.layer}, head ${f.head}`,
         "aria-label": `layer ${f.layer}, head ${f.head} \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`,
         onclick: () => selection.set({ layer: f.layer, head: f.head, direction: "from",
-          view: ["lines", "matrix"].includes(selection.get().view) ? selection.get().view : detailView() }) },
+          view: showsHead(selection.get().view) ? selection.get().view : detailView() }) },
       el("span", { class: "bv-finder-head" }, `layer ${f.layer}, head ${f.head}`),
       el("span", { class: "bv-finder-to" }, ` \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`))));
     }

@@ -5,6 +5,8 @@
 //   name    the selection's `view`, the ids (view-tab-<name>, view-pane-<name>) and the view file's NAME
 //   url     the permalink's tab= and Python's view= (standalone_html, run.show)
 //   label   the text of its tab
+//   scope   what it draws: "head", one head's attention (a token's row and column in it); "query", one head's query
+//           and keys for one token; "all", every head of every layer. Hosts read it, never a list of view names.
 
 import * as lines from "./view-lines.mjs";
 import * as matrix from "./view-matrix.mjs";
@@ -12,10 +14,10 @@ import * as overview from "./view-overview.mjs";
 import * as qk from "./view-qk.mjs";
 
 export const VIEWS = [
-  { name: "lines", url: "lines", label: "Lines", module: lines },
-  { name: "matrix", url: "matrix", label: "Matrix", module: matrix },
-  { name: "overview", url: "overview", label: "All heads", module: overview },
-  { name: "qk", url: "query_key", label: "Query \u00d7 key", module: qk },
+  { name: "lines", url: "lines", label: "Lines", scope: "head", module: lines },
+  { name: "matrix", url: "matrix", label: "Matrix", scope: "head", module: matrix },
+  { name: "overview", url: "overview", label: "All heads", scope: "all", module: overview },
+  { name: "qk", url: "query_key", label: "Query \u00d7 key", scope: "query", module: qk },
 ];
 
 /** The selection's names of the views, in tab order. */
@@ -25,6 +27,18 @@ export const VIEW_NAMES = checked(VIEWS).map((v) => v.name);
  * both hosts shared one link writer); null for anything else. */
 export function viewForTab(tab) {
   return VIEWS.find((v) => v.url === tab) || VIEWS.find((v) => v.name === tab) || null;
+}
+
+/** Whether view `name` draws one head's attention ("head" scope): where a token's strongest heads open. */
+export function showsHead(name) {
+  return viewNamed(name)?.scope === "head";
+}
+
+/** The view to open one head in: `name` itself when it draws one head (any scope but "all"), else the first that
+ * draws a head's attention (Lines). */
+export function viewForHead(name) {
+  const view = viewNamed(name);
+  return view && view.scope !== "all" ? view.name : VIEWS.find((v) => v.scope === "head").name;
 }
 
 /** The registered view of a selection's name, or null. */
