@@ -36,6 +36,32 @@ def shipped_lessons(folder: Path = LESSONS) -> dict[str, dict]:
     return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}
 
 
+def for_browsers(lesson: dict) -> dict:
+    """What a player needs of `lesson`: the steps without their facts (the facts are for check_lesson)."""
+    return {**lesson, "steps": [{k: v for k, v in step.items() if k != "facts"} for step in lesson["steps"]]}
+
+
+def lesson_card(name: str, lesson: dict) -> dict:
+    """A lesson's line in a Lesson panel's list: its name (for links), title, level and minutes."""
+    return {"name": name, "title": lesson.get("title") or name, "level": lesson.get("level", ""),
+            "minutes": lesson.get("minutes"), "steps": len(lesson["steps"])}
+
+
+def script_element(folder: Path = LESSONS) -> str:
+    """The shipped lessons for the app's page <head>: `window.bertvizLessons` (name -> lesson, as the static page's
+    lessons/NAME.js files set it) and `window.bertvizLessonCards` (lesson_card's, in name order)."""
+    lessons = shipped_lessons(folder)
+    value = {name: for_browsers(lesson) for name, lesson in lessons.items()}
+    cards = [lesson_card(name, lesson) for name, lesson in lessons.items()]
+    return (f"<script>window.bertvizLessons = {_js_literal(value)};\n"
+            f"window.bertvizLessonCards = {_js_literal(cards)};</script>")
+
+
+def _js_literal(value) -> str:
+    # JSON is a JavaScript literal; with "<" escaped, no "</script" or "<!--" can end or confuse the element
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
+
+
 def check_lesson(lesson: dict, explorer, name: str = "lesson") -> list[str]:
     """The facts of `lesson` that do not hold for `explorer`'s model, each one sentence naming its step."""
     problems = []

@@ -444,14 +444,22 @@ export function start(doc = document) {
     $("text-b").value = opened.b ?? "";
   }
   const lessonCtx = { doc, api, views: window.BertvizViews, onScreen: () => onScreen, at, updateLink };
-  const lessons = manifest.lessons || [];
-  $("lesson-open").hidden = !lessons.length;
+  const shelf = window.BertvizViews.lessonShelf;
+  const cards = shelf.readCards(manifest.lessons); // the folder's lessons (export-static writes them)
+  $("lesson-open").hidden = !cards.length;
   $("keys").addEventListener("click", () => window.BertvizViews.showKeys($("input-row"), doc));
   window.BertvizViews.theme.restoreTheme(doc, $("projector-theme"));
   $("projector-theme").addEventListener("click",
     () => window.BertvizViews.theme.toggleTheme(doc, $("projector-theme")));
-  $("lesson-open").addEventListener("click", () => openLesson(lessonCtx, lessons[0], 1)
-    .catch((error) => { $("input-error").textContent = error.message || String(error); }));
+  // the Lesson button shows the list (again: hides it); a lesson picked from it plays, and the list goes
+  $("lesson-open").addEventListener("click", () => {
+    const open = $("lesson-shelf");
+    if (open) { open.remove(); return; }
+    $("lesson-place").before(shelf.makeShelf(doc, cards, (name) => {
+      $("lesson-shelf")?.remove();
+      openLesson(lessonCtx, name, 1).catch((error) => { $("input-error").textContent = error.message || String(error); });
+    }));
+  });
   const first = opened.lesson !== undefined
     ? () => openLesson(lessonCtx, opened.lesson, opened.step).catch((error) => {
       $("input-error").textContent = error.message || String(error); // the page still shows its boxes' input

@@ -3,6 +3,7 @@
 // while the bar is up (lesson.mjs keyMove says which keys, and where they are left to the page).
 
 import { KEYS, createPlayer } from "./lesson.mjs";
+import { injectLessonStyle } from "./lesson-style.mjs";
 
 function make(doc, tag, props = {}, text = "") {
   const node = doc.createElement(tag);
@@ -18,6 +19,7 @@ function make(doc, tag, props = {}, text = "") {
  */
 export function playLesson(container, lesson, host) {
   const doc = container.ownerDocument;
+  injectLessonStyle(doc);
   container.querySelector("#lesson-bar")?.bvClose?.();
   const bar = make(doc, "div", { id: "lesson-bar", className: "bv-lesson" });
   bar.setAttribute("role", "region");

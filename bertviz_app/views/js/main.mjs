@@ -64,6 +64,7 @@ import * as links from "./permalink.mjs";
 import * as lessons from "./lesson.mjs";
 import { playLesson as playLessonIn, toggleKeys } from "./lesson-bar.mjs";
 import { startAppLessons } from "./lesson-app.mjs";
+import * as shelf from "./lesson-shelf.mjs";
 import { VIEW_NAMES, VIEWS } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
@@ -277,6 +278,9 @@ export const theme = themes;
 /** Lessons (lesson.mjs): reading a lesson file, recording a step, the player both hosts drive. */
 export const lesson = lessons;
 
+/** The list of ready lessons (lesson-shelf.mjs: readCards, makeShelf), for the static page's Lesson button. */
+export const lessonShelf = shelf;
+
 /** A lesson's bar and player at the start of `container` (lesson-bar.mjs), for either host. */
 export function playLesson(container, lessonRead, host) {
   return playLessonIn(container, lessonRead, host);
@@ -292,7 +296,8 @@ export function appLessons(doc = document) {
   let storage = null;
   try { storage = window.localStorage; } catch { /* storage refused (a private window's setting): links say so */ }
   return startAppLessons(doc, { viewerIn: viewerInHost, playLesson: playLessonIn, storage, location: window.location,
-    history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+    history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    shipped: window.bertvizLessons, cards: window.bertvizLessonCards });
 }
 
 /** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */
