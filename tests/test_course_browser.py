@@ -1,7 +1,9 @@
 """The shipped lessons (assets/lessons/) played in Chromium, every step of every lesson, in both hosts: the app's
 Lesson panel lists them and plays the one picked; the static page carries them all by default and its Lesson button
 lists them. At each step, at 1280 x 720 and at 390 x 844: the bar is on that step, the boxes hold the step's input,
-its view is drawn at the step's layer, head and token, and its caption is on screen, whole and as text.
+its view is drawn at the step's layer, head and token, and its caption is on screen, whole and as text. A step that
+asks first hides its view and caption until answered: each shipped question is answered right, wrong, or revealed
+(in presenter mode, the teacher's button), and the choice marked is the token measured on screen.
 Screenshots of lesson 3's step 2 at both sizes go to docs/screenshots/ when BERTVIZ_SCREENSHOTS is set."""
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 LESSONS = shipped_lessons()
 VIEW = view_names()  # a step's tab (a link's name) -> the views' own name, which their ids carry
 SHOT = ("03-one-head-two-ways", 2)  # the step whose screenshots docs/screenshots/ keeps
+ANSWERS = {("03-one-head-two-ways", 2): "wrong", ("05-heads-that-follow-grammar", 1): "right",
+           ("05-heads-that-follow-grammar", 4): "reveal"}
+VERDICT = {"right": "Right: ", "wrong": "Not this time: ", "reveal": "Revealed: "}
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +43,34 @@ def drawn_parts(step: dict) -> list[str]:
     return parts
 
 
-def shows(page, boxes: tuple[str, str], step: dict, n: int, width: int) -> None:
-    """The page shows step `n` (from 1) of a lesson as the step says, its caption whole within `width`."""
+def at_step(page, n: int) -> None:
     page.wait_for_function("n => { const bar = document.querySelector('#lesson-bar');"
                            " return bar && bar.dataset.step === n && bar.dataset.busy === 'false'; }", arg=str(n))
+
+
+def answer(page, views: str, step: dict, how: str, shot: str = "") -> None:
+    """Step's question, asked with the views (`views`) and the caption hidden, answered `how`: right, wrong, or
+    revealed; then the measured answer is marked (and the wrong pick), said, and the views shown."""
+    q = step["question"]
+    right = q["choices"].index(q["answer"])
+    assert "bv-veiled" in page.get_attribute(views, "class") and page.locator("#lesson-caption").is_hidden()
+    assert page.text_content("#lesson-question .bv-question-ask") == q["ask"]
+    assert [page.text_content(f"#lesson-choice-{i}") for i in range(len(q["choices"]))] == q["choices"]
+    if shot:
+        keep(page, shot)
+    pick = {"right": right, "wrong": (right + 1) % len(q["choices"]), "reveal": None}[how]
+    page.click("#lesson-reveal" if pick is None else f"#lesson-choice-{pick}")
+    assert page.text_content("#lesson-verdict") == f"{VERDICT[how]}the model's numbers say “{q['answer']}”."
+    assert page.get_attribute(f"#lesson-choice-{right}", "data-mark") == "right"
+    if how == "wrong":
+        assert page.get_attribute(f"#lesson-choice-{pick}", "data-mark") == "wrong"
+    assert page.is_disabled("#lesson-choice-0") and page.is_disabled("#lesson-reveal")
+    assert "bv-veiled" not in page.get_attribute(views, "class")
+
+
+def shows(page, boxes: tuple[str, str], step: dict, n: int, width: int) -> None:
+    """The page shows step `n` (from 1) of a lesson as the step says, its caption whole within `width`."""
+    at_step(page, n)
     view = VIEW[step.get("tab", "lines")]
     page.wait_for_function("([v, parts]) => { const d = document.querySelector(`#view-pane-${v} .bv-view`)"
                            "?.dataset.drawn; return d !== undefined && parts.every((p) => d.includes(p)); }",
@@ -89,6 +118,10 @@ def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_size
                 for n, step in enumerate(lesson["steps"], 1):
                     if n > 1:
                         page.click("#lesson-next")
+                    if step.get("question"):
+                        at_step(page, n)
+                        answer(page, "#attention-host", step, ANSWERS[name, n],
+                               "lesson_question_app_1280x720.png" if (name, n) == SHOT else "")
                     shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, n, 1280)
                     if (name, n) == SHOT:
                         keep(page, "lesson_app_1280x720.png")
@@ -108,6 +141,8 @@ def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_size
             page.goto(f"{url}?lesson=05-heads-that-follow-grammar&step=4")
             step = LESSONS["05-heads-that-follow-grammar"]["steps"][3]
             page.set_default_timeout(120_000)
+            at_step(page, 4)
+            answer(page, "#attention-host", step, "reveal")  # the step asks first, also when a link opens it
             shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, 4, 1280)
         finally:
             page.close()
@@ -132,6 +167,14 @@ def test_the_static_page_carries_every_shipped_lesson_and_plays_each_at_both_siz
                 for n, step in enumerate(lesson["steps"], 1):
                     if n > 1:
                         page.click("#lesson-next")
+                    if step.get("question"):
+                        at_step(page, n)
+                        presenting = ANSWERS[name, n] == "reveal"  # the teacher reveals, in presenter mode
+                        if presenting:
+                            page.click("#presenter")
+                        answer(page, "#views", step, ANSWERS[name, n])
+                        if presenting:
+                            page.click("#presenter")
                     shows(page, ("#text-a", "#text-b"), step, n, 1280)
                     if (name, n) == SHOT:
                         keep(page, "lesson_static_1280x720.png")

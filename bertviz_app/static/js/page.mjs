@@ -257,8 +257,9 @@ export async function openLesson(ctx, name, step) {
       if (!shown || shown.a !== a || shown.b !== b) await api.show(a, b, s.selection);
       else shown.viewer.selection.set({ token: null, ...s.selection });
       const r = api.last;
-      return { layers: r.layers, heads: r.heads, length: r.length };
+      return { layers: r.layers, heads: r.heads, length: r.length, payload: ctx.onScreen()?.viewer.payload };
     },
+    views: () => $("views"),
     moved(index) { Object.assign(ctx.at, { lesson: name, step: index + 1 }); ctx.updateLink(); },
     close() { ctx.at.lesson = null; ctx.updateLink(); },
   });

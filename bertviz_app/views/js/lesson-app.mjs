@@ -49,6 +49,7 @@ export function startAppLessons(doc, deps) {
     count();
     const player = deps.playLesson($("lesson-place"), lesson, {
       apply: (step, index) => applyStep(doc, deps, step, index),
+      views: () => $("attention-host"),
       moved(index) { Object.assign(at, { lesson: name, step: index + 1 }); writeAddress(); },
       close() { at.lesson = null; },
     });
@@ -156,5 +157,5 @@ async function applyStep(doc, deps, step, index) {
   }
   now.viewer.selection.set({ token: null, ...step.selection });
   const p = now.viewer.payload;
-  return { layers: p.layers, heads: p.heads, length: p.length };
+  return { layers: p.layers, heads: p.heads, length: p.length, payload: p };
 }

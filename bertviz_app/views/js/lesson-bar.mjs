@@ -1,6 +1,8 @@
 // The lesson's bar, the same in both hosts: back, "Step 3 of 5", next, the caption (as text: a caption's markup is
 // shown, never run) and, where a step could not be played as written, why. The arrow keys step through the lesson
 // while the bar is up (lesson.mjs keyMove says which keys, and where they are left to the page).
+// A step with a question hides the views and its caption (which often tells) until a choice is picked or "Reveal" is
+// pressed (the teacher's, in presenter mode); then the choice measured in the numbers on screen is marked.
 
 import { KEYS, createPlayer } from "./lesson.mjs";
 import { injectLessonStyle } from "./lesson-style.mjs";
@@ -14,7 +16,8 @@ function make(doc, tag, props = {}, text = "") {
 
 /**
  * Put the bar of `lesson` (parseLesson's) at the start of `container` and return its player (lesson.mjs); host:
- * { apply(step, index) -> Promise of { layers, heads, length }, moved(index) after a step is played, close() }.
+ * { apply(step, index) -> Promise of { layers, heads, length, payload }, moved(index) after a step is played, close(),
+ * views() the element of the views, which a question hides }.
  * player.close() takes the bar and its keys away.
  */
 export function playLesson(container, lesson, host) {
@@ -35,8 +38,14 @@ export function playLesson(container, lesson, host) {
   problem.setAttribute("role", "alert");
   const row = make(doc, "div", { className: "bv-lesson-row" });
   row.append(prev, where, next, keys, close);
-  bar.append(row, caption, problem);
+  const asking = make(doc, "div", { id: "lesson-question", className: "bv-question" });
+  asking.hidden = true;
+  bar.append(row, asking, caption, problem);
   container.prepend(bar);
+  const veil = (on) => {
+    host.views?.()?.classList.toggle("bv-veiled", on);
+    caption.hidden = on;
+  };
 
   const player = createPlayer(lesson, {
     apply: host.apply,
@@ -45,6 +54,8 @@ export function playLesson(container, lesson, host) {
         + (s.busy ? " …" : "");
       caption.textContent = s.caption; // text, never markup
       problem.textContent = s.problem || "";
+      ask(doc, asking, s.busy ? null : s.question, veil);
+      veil(Boolean(s.question) && asking.dataset.answered !== "true");
       prev.disabled = s.index === 0;
       next.disabled = s.index === s.count - 1;
       bar.dataset.step = String(s.index + 1);
@@ -58,6 +69,7 @@ export function playLesson(container, lesson, host) {
   const onKey = (event) => { if (player.key(event)) event.preventDefault(); };
   doc.addEventListener("keydown", onKey);
   player.close = () => {
+    veil(false);
     doc.removeEventListener("keydown", onKey);
     bar.remove();
     host.close?.();
@@ -65,6 +77,39 @@ export function playLesson(container, lesson, host) {
   bar.bvClose = player.close;
   close.addEventListener("click", () => player.close());
   return player;
+}
+
+/** The question `q` ({ ask, choices, word, right }, lesson.mjs) in `box`, its choices and "Reveal" as buttons;
+ * null empties and hides the box. An answer (or Reveal) marks the measured choice, says it, and lifts the veil. */
+function ask(doc, box, q, veil) {
+  box.replaceChildren();
+  box.hidden = !q;
+  box.dataset.answered = "false";
+  if (!q) return;
+  const choices = make(doc, "div", { className: "bv-question-choices" });
+  choices.setAttribute("role", "group");
+  choices.setAttribute("aria-label", "Choices");
+  const verdict = make(doc, "p", { id: "lesson-verdict", className: "bv-question-verdict" });
+  verdict.setAttribute("aria-live", "polite");
+  const buttons = q.choices.map((choice, i) => make(doc, "button", { type: "button", id: `lesson-choice-${i}` },
+    choice));
+  const reveal = make(doc, "button", { type: "button", id: "lesson-reveal", title: "Show the answer and the view" },
+    "Reveal");
+  const answer = (picked) => {
+    if (q.right >= 0) buttons[q.right].dataset.mark = "right";
+    if (picked !== null && picked !== q.right) buttons[picked].dataset.mark = "wrong";
+    for (const button of [...buttons, reveal]) button.disabled = true;
+    const measured = `the model's numbers say “${q.word}”${q.right < 0 ? ", which is none of the choices" : ""}.`;
+    verdict.textContent = picked === null ? `Revealed: ${measured}`
+      : picked === q.right ? `Right: ${measured}` : `Not this time: ${measured}`;
+    box.dataset.answered = "true";
+    box.dataset.correct = String(picked !== null && picked === q.right);
+    veil(false);
+  };
+  buttons.forEach((button, i) => button.addEventListener("click", () => answer(i)));
+  reveal.addEventListener("click", () => answer(null));
+  choices.append(...buttons, reveal);
+  box.append(make(doc, "p", { className: "bv-question-ask" }, q.ask), choices, verdict);
 }
 
 /** Open (or close, when open) the list of keyboard shortcuts (lesson.mjs KEYS) under the element `after`; Esc or

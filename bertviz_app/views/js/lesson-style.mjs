@@ -11,18 +11,21 @@ const CSS = `
 .bv-lesson-shelf button:hover, .bv-lesson-shelf button:focus-visible { background: #deebf7; }
 .bv-lesson-shelf strong { display: block; font-size: 14px; }
 .bv-lesson-shelf span { font-size: 12px; color: #444; }
-.bv-veiled { visibility: hidden; }
+.bv-veiled { visibility: hidden; } /* a question waits for its answer: the picture would tell it */
 .bv-question { margin: 4px 0; }
 .bv-question-ask { font-weight: 600; margin: 0 0 4px; font-size: 16px; }
 .bv-question-choices { display: flex; flex-wrap: wrap; gap: 6px; }
-.bv-question-choices button { padding: 3px 12px; border: 1px solid #6baed6; border-radius: 4px; background: #fff;
-  color: #08306b; font: inherit; cursor: pointer; }
-.bv-question-choices button[data-mark="right"] { background: #c7e9c0; border-color: #238b45; font-weight: 600; }
-.bv-question-choices button[data-mark="wrong"] { background: #fcbba1; border-color: #a50f15; }
+#lesson-bar .bv-question-choices button:disabled { opacity: 1; cursor: default; color: #555; }
+#lesson-bar .bv-question-choices button { padding: 3px 12px; border: 1px solid #6baed6; border-radius: 4px;
+  background: #fff; color: #08306b; font: inherit; cursor: pointer; }
+#lesson-bar .bv-question-choices button[data-mark="right"] { background: #c7e9c0; border-color: #238b45; color: #00441b;
+  font-weight: 600; }
+#lesson-bar .bv-question-choices button[data-mark="wrong"] { background: #fcbba1; border-color: #a50f15; color: #67000d;
+  text-decoration: line-through; }
 .bv-question-verdict { margin: 4px 0 0; font-weight: 600; }
 .bv-question-verdict:empty { display: none; }
 body.bv-presenter .bv-question-ask { font-size: 24px; }
-body.bv-presenter .bv-question-choices button { font-size: 20px; }
+body.bv-presenter #lesson-bar .bv-question-choices button { font-size: 20px; }
 /* on a phone the lesson's name and step get a line of their own above its buttons (beside them, a word a line) */
 @media (max-width: 700px) {
   .bv-lesson .bv-lesson-row { flex-wrap: wrap; }
