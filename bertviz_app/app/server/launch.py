@@ -39,7 +39,7 @@ from starlette.middleware import Middleware
 from ... import lessons, limits, views
 from ...catalog import ASSETS
 from ...explorer import release_freed_memory
-from . import gradio_internals, guards, polls
+from . import class_polls, gradio_internals, guards, polls
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -113,7 +113,9 @@ def middleware(demo: gr.Blocks, max_body_bytes: int, auth: bool,
                   Middleware(guards.LoginThrottle)]
     else:  # with a login the page differs by visitor: built for each
         stack.append(Middleware(guards.PageCache))
-    return stack + [Middleware(guards.ServerFunctions,
+    # the class polls' routes: after the login (a phone logs in as any visitor does), before gradio's own
+    return stack + [Middleware(class_polls.PollRoutes),
+                    Middleware(guards.ServerFunctions,
                                session_exists=lambda session: gradio_internals.session_exists(demo, session),
                                release=release_freed_memory),
                     Middleware(guards.CallErrors),

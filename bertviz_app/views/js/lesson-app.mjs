@@ -19,7 +19,8 @@ const STORE = "bertviz-lesson:";
 const ANALYSIS_WAIT_MS = 180000;
 
 /** deps: { viewerIn(rootId) -> { viewer, input } or null, playLesson, storage, location, history, sleep(ms),
- * shipped (name -> lesson, the page's), cards (the shipped lessons' cards, lesson-shelf.mjs) }. */
+ * shipped (name -> lesson, the page's), cards (the shipped lessons' cards, lesson-shelf.mjs), poll (the server's
+ * class polls, lesson-poll.mjs pollServer) }. */
 export function startAppLessons(doc, deps) {
   const $ = (id) => doc.getElementById(id);
   // the panel's steps: those recorded here, or the lesson opened last (a file or a link), to play, extend or save
@@ -50,6 +51,7 @@ export function startAppLessons(doc, deps) {
     const player = deps.playLesson($("lesson-place"), lesson, {
       apply: (step, index) => applyStep(doc, deps, step, index),
       views: () => $("attention-host"),
+      poll: deps.poll,
       moved(index) { Object.assign(at, { lesson: name, step: index + 1 }); writeAddress(); },
       close() { at.lesson = null; },
     });

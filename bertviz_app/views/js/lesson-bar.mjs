@@ -5,6 +5,7 @@
 // pressed (the teacher's, in presenter mode); then the choice measured in the numbers on screen is marked.
 
 import { KEYS, createPlayer } from "./lesson.mjs";
+import { startPoll } from "./lesson-poll.mjs";
 import { injectLessonStyle } from "./lesson-style.mjs";
 
 function make(doc, tag, props = {}, text = "") {
@@ -17,7 +18,8 @@ function make(doc, tag, props = {}, text = "") {
 /**
  * Put the bar of `lesson` (parseLesson's) at the start of `container` and return its player (lesson.mjs); host:
  * { apply(step, index) -> Promise of { layers, heads, length, payload }, moved(index) after a step is played, close(),
- * views() the element of the views, which a question hides }.
+ * views() the element of the views, which a question hides, poll (lesson-poll.mjs pollServer's, where a server
+ * counts a class's answers) }.
  * player.close() takes the bar and its keys away.
  */
 export function playLesson(container, lesson, host) {
@@ -46,6 +48,7 @@ export function playLesson(container, lesson, host) {
     host.views?.()?.classList.toggle("bv-veiled", on);
     caption.hidden = on;
   };
+  const polls = { server: host.poll || null, running: null }; // the class poll of the question on screen
 
   const player = createPlayer(lesson, {
     apply: host.apply,
@@ -54,7 +57,7 @@ export function playLesson(container, lesson, host) {
         + (s.busy ? " …" : "");
       caption.textContent = s.caption; // text, never markup
       problem.textContent = s.problem || "";
-      ask(doc, asking, s.busy ? null : s.question, veil);
+      ask(doc, asking, s.busy ? null : s.question, veil, polls);
       veil(Boolean(s.question) && asking.dataset.answered !== "true");
       prev.disabled = s.index === 0;
       next.disabled = s.index === s.count - 1;
@@ -70,6 +73,7 @@ export function playLesson(container, lesson, host) {
   doc.addEventListener("keydown", onKey);
   player.close = () => {
     veil(false);
+    polls.running?.stop();
     doc.removeEventListener("keydown", onKey);
     bar.remove();
     host.close?.();
@@ -81,7 +85,9 @@ export function playLesson(container, lesson, host) {
 
 /** The question `q` ({ ask, choices, word, right }, lesson.mjs) in `box`, its choices and "Reveal" as buttons;
  * null empties and hides the box. An answer (or Reveal) marks the measured choice, says it, and lifts the veil. */
-function ask(doc, box, q, veil) {
+function ask(doc, box, q, veil, polls) {
+  polls.running?.stop();
+  polls.running = null;
   box.replaceChildren();
   box.hidden = !q;
   box.dataset.answered = "false";
@@ -105,11 +111,29 @@ function ask(doc, box, q, veil) {
     box.dataset.answered = "true";
     box.dataset.correct = String(picked !== null && picked === q.right);
     veil(false);
+    polls.running?.stop(); // the class's answers are in: the tally freezes
+    if (pollButton) pollButton.disabled = true;
   };
   buttons.forEach((button, i) => button.addEventListener("click", () => answer(i)));
   reveal.addEventListener("click", () => answer(null));
   choices.append(...buttons, reveal);
-  box.append(make(doc, "p", { className: "bv-question-ask" }, q.ask), choices, verdict);
+  // the class answers on its phones: a poll of this question, its QR code and tally under it
+  const pollBox = make(doc, "div", { id: "lesson-poll-box", className: "bv-poll" });
+  pollBox.hidden = true;
+  let pollButton = null;
+  if (polls.server) {
+    pollButton = make(doc, "button", { type: "button", id: "lesson-poll", title: "Students answer on their phones: "
+      + "a QR code and an address for them, the counts here" }, "Poll the class");
+    pollButton.addEventListener("click", async () => {
+      pollButton.disabled = true;
+      const running = await startPoll(doc, pollBox, q, polls.server);
+      if (box.isConnected && box.dataset.answered !== "true" && box.contains(pollBox)) polls.running = running;
+      else running?.stop(); // the step moved on (or was answered) while the poll opened
+      if (!running) pollButton.disabled = false;
+    });
+    choices.append(pollButton);
+  }
+  box.append(make(doc, "p", { className: "bv-question-ask" }, q.ask), choices, pollBox, verdict);
 }
 
 /** Open (or close, when open) the list of keyboard shortcuts (lesson.mjs KEYS) under the element `after`; Esc or

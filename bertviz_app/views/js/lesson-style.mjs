@@ -26,6 +26,17 @@ const CSS = `
 .bv-question-verdict:empty { display: none; }
 body.bv-presenter .bv-question-ask { font-size: 24px; }
 body.bv-presenter #lesson-bar .bv-question-choices button { font-size: 20px; }
+.bv-poll { display: flex; gap: 16px; align-items: flex-start; margin: 6px 0; }
+.bv-poll[hidden] { display: none; }
+#lesson-poll-qr { width: 180px; height: 180px; image-rendering: pixelated; background: #fff; flex: none; }
+#lesson-poll-address { font: 600 20px/1.3 monospace; margin: 0 0 6px; overflow-wrap: anywhere; }
+.bv-tally { list-style: none; margin: 0; padding: 0; min-width: 240px; }
+.bv-tally li { display: flex; align-items: center; gap: 8px; margin: 3px 0; }
+.bv-tally-label { flex: 0 0 110px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.bv-tally-bar { height: 18px; background: #4292c6; min-width: 2px; flex: none; }
+body.bv-presenter .bv-tally { font-size: 20px; }
+.bv-tally-count { font-weight: 600; }
+.bv-poll-said { color: #a50f15; margin: 0; }
 /* on a phone the lesson's name and step get a line of their own above its buttons (beside them, a word a line) */
 @media (max-width: 700px) {
   .bv-lesson .bv-lesson-row { flex-wrap: wrap; }

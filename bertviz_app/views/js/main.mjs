@@ -64,6 +64,7 @@ import * as links from "./permalink.mjs";
 import * as lessons from "./lesson.mjs";
 import { playLesson as playLessonIn, toggleKeys } from "./lesson-bar.mjs";
 import { startAppLessons } from "./lesson-app.mjs";
+import { pollServer } from "./lesson-poll.mjs";
 import * as shelf from "./lesson-shelf.mjs";
 import { VIEW_NAMES, VIEWS } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
@@ -297,7 +298,8 @@ export function appLessons(doc = document) {
   try { storage = window.localStorage; } catch { /* storage refused (a private window's setting): links say so */ }
   return startAppLessons(doc, { viewerIn: viewerInHost, playLesson: playLessonIn, storage, location: window.location,
     history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-    shipped: window.bertvizLessons, cards: window.bertvizLessonCards });
+    shipped: window.bertvizLessons, cards: window.bertvizLessonCards,
+    poll: pollServer((path, init) => window.fetch(path, init), window.location.origin) });
 }
 
 /** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */
