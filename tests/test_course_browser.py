@@ -190,7 +190,7 @@ def test_the_static_page_carries_every_shipped_lesson_and_plays_each_at_both_siz
             opened.close()
 
 
-def test_an_export_without_the_shipped_lessons_has_no_lesson_button(explorer, tmp_path):
+def test_an_export_without_the_shipped_lessons_carries_none(explorer, tmp_path):
     site = explorer.export_static(tmp_path / "site", shipped_lessons=False)
     assert not (site / "lessons").exists()
     assert '"lessons":[]' in (site / "data" / "manifest.js").read_text()
