@@ -185,3 +185,37 @@ test("a step's question: refused in one sentence when it cannot be asked; its an
     [true, { ask: asks.question.ask, choices: ["the", "cat"] }],
     [false, { ask: asks.question.ask, choices: ["the", "cat"], word: "cat", right: 1 }]]);
 });
+
+test("the list of ready lessons takes only cards that name a lesson, and says level, minutes and steps", async () => {
+  const shelf = await import("../../bertviz_app/views/js/lesson-shelf.mjs");
+  const cards = shelf.readCards([
+    { name: "01-words", title: "Words <b>become</b> pieces", level: "beginner", minutes: 8, steps: 5 },
+    { name: "../data/manifest", title: "a path" }, { name: "x".repeat(65) }, null, "02-a",
+    { name: "02-b", minutes: -3, steps: 1.5, level: 7 },
+  ]);
+  assert.deepEqual(cards, [
+    { name: "01-words", title: "Words <b>become</b> pieces", level: "beginner", minutes: 8, steps: 5 },
+    { name: "02-b", title: "02-b", level: "", minutes: null, steps: null },
+  ]);
+  assert.equal(shelf.cardLine(cards[0]), "beginner · 8 min · 5 steps");
+  assert.equal(shelf.cardLine(cards[1]), "");
+  assert.deepEqual(shelf.readCards({ name: "01" }), []);
+  assert.equal(shelf.readCards(Array(500).fill({ name: "a" })).length, 200);
+});
+
+test("the poll's server calls: a refusal is the server's sentence", async () => {
+  const { pollServer } = await import("../../bertviz_app/views/js/lesson-poll.mjs");
+  const sent = [];
+  const server = pollServer(async (path, init) => {
+    sent.push([path, init.body ? JSON.parse(init.body) : null]);
+    return path.startsWith("/poll/tally")
+      ? { ok: false, status: 403, json: async () => ({ error: "Only the page that opened a poll can see it." }) }
+      : { ok: true, status: 200, json: async () => ({ key: "k", code: "ABCDE" }) };
+  }, "http://10.0.0.2:7860");
+  assert.deepEqual(await server.open({ ask: "Q?", choices: ["a", "b"], word: "a", right: 0 }), { key: "k",
+    code: "ABCDE" });
+  await assert.rejects(server.tally("k&x=1"), /^Error: Only the page that opened a poll can see it\.$/);
+  assert.deepEqual(sent, [
+    ["/poll/open", { ask: "Q?", choices: ["a", "b"], origin: "http://10.0.0.2:7860" }], // never the answer
+    ["/poll/tally?key=k%26x%3D1", null]]);
+});
