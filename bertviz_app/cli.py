@@ -139,6 +139,9 @@ def add_export_static_command(commands) -> argparse.ArgumentParser:
     p.add_argument("--lesson", default=None, metavar="FILE",
                    help="a lesson saved from the app's Lesson bar, copied into DIR: the page's Lesson button plays "
                         "it, and DIR/index.html?lesson=NAME&step=N opens step N (NAME: the file's name)")
+    p.add_argument("--no-shipped-lessons", dest="shipped_lessons", action="store_false",
+                   help="leave out the lessons that come with bertviz-app (by default the page's Lesson button lists "
+                        "them all)")
     # the names as in static/onnx_export.WEIGHTS, written out: the parser is built without importing onnx
     p.add_argument("--weights", choices=("float16", "float32", "int8"), default="float16",
                    help="how the model's matrices are stored: float16 (the default: exact for the built-in model; "
@@ -155,7 +158,8 @@ def run_export_static(args: argparse.Namespace) -> int:
 
     try:
         explorer = load(args.model, device="cpu")
-        folder = explorer.export_static(args.dir, lesson=args.lesson, weights=args.weights)
+        folder = explorer.export_static(args.dir, lesson=args.lesson, weights=args.weights,
+                                         shipped_lessons=args.shipped_lessons)
     except (ExportError, RuntimeMissing, ValueError, OSError) as err:
         raise UsageError(str(err)) from None
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())

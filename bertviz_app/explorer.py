@@ -326,14 +326,17 @@ class Explorer:
         return attribution.faithfulness(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index,
                                         token, steps, baseline, target, report=report)
 
-    def export_static(self, folder: str | Path, lesson: str | Path | None = None, weights: str = "float16") -> Path:
+    def export_static(self, folder: str | Path, lesson: str | Path | None = None, weights: str = "float16",
+                      shipped_lessons: bool = True) -> Path:
         """Write a folder whose page runs this model in the browser (bertviz_app.static): the views, fill-mask and
-        next sentence, for any static host or file://, and the lesson file `lesson` (saved from the app) if given;
+        next sentence, for any static host or file://, the shipped lessons (unless `shipped_lessons` is false) and
+        the lesson file `lesson` (saved from the app) if given;
         `weights` "float16" (exact for the shipped model), "float32" or "int8" (a quarter of float32's bytes, not
         faithful: static/onnx_export.py). Needs both pretraining heads."""
         from .static import export_static  # onnx is an export extra: imported only here
 
-        return export_static(folder, self.model, self.tokenizer, self.name, lesson=lesson, weights=weights)
+        return export_static(folder, self.model, self.tokenizer, self.name, lesson=lesson, weights=weights,
+                             shipped_lessons=shipped_lessons)
 
     def _forward(self, encoding: Encoding) -> PlottedRun:
         return self._forward_many([encoding])[0]

@@ -16,6 +16,11 @@ Facts, each a dict with `kind`:
 - probability: fill-mask on `text` gives `word` a probability of at least `min` and/or at most `max`.
 - lens_first: the logit lens on `text` first has `word` on top at layer `layer` (0: the embeddings).
 - next_sentence: P(IsNext) of (`a`, `b`) is at least `min` and/or at most `max`.
+
+A step may also ask first (views/js/lesson.mjs reads it): `question` {ask, choices (2 to 5 tokens), answer}, which
+token the step's token gives the most attention in the step's layer and head. The players mark the token measured
+in the numbers on screen, never the file's `answer`; `check_lesson` checks that the answer is that token on the
+model, ahead of every other token by QUESTION_MARGIN, so that the browsers' 8-bit weights cannot pick another.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 from .catalog import ASSETS
 
 LESSONS = ASSETS / "lessons"
+QUESTION_MARGIN = 0.02  # ~5 steps of a head's 8-bit code (its row's largest weight / 255 each)
 FACT_KINDS = ("tokens", "role", "head", "strongest", "top1", "in_top", "probability", "lens_first", "next_sentence")
 
 
@@ -36,15 +42,61 @@ def shipped_lessons(folder: Path = LESSONS) -> dict[str, dict]:
     return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}
 
 
+def for_browsers(lesson: dict) -> dict:
+    """What a player needs of `lesson`: the steps without their facts (the facts are for check_lesson)."""
+    return {**lesson, "steps": [{k: v for k, v in step.items() if k != "facts"} for step in lesson["steps"]]}
+
+
+def lesson_card(name: str, lesson: dict) -> dict:
+    """A lesson's line in a Lesson panel's list: its name (for links), title, level and minutes."""
+    return {"name": name, "title": lesson.get("title") or name, "level": lesson.get("level", ""),
+            "minutes": lesson.get("minutes"), "steps": len(lesson["steps"])}
+
+
+def script_element(folder: Path = LESSONS) -> str:
+    """The shipped lessons for the app's page <head>: `window.bertvizLessons` (name -> lesson, as the static page's
+    lessons/NAME.js files set it) and `window.bertvizLessonCards` (lesson_card's, in name order)."""
+    lessons = shipped_lessons(folder)
+    value = {name: for_browsers(lesson) for name, lesson in lessons.items()}
+    cards = [lesson_card(name, lesson) for name, lesson in lessons.items()]
+    return (f"<script>window.bertvizLessons = {_js_literal(value)};\n"
+            f"window.bertvizLessonCards = {_js_literal(cards)};</script>")
+
+
+def _js_literal(value) -> str:
+    # JSON is a JavaScript literal; with "<" escaped, no "</script" or "<!--" can end or confuse the element
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
+
+
 def check_lesson(lesson: dict, explorer, name: str = "lesson") -> list[str]:
     """The facts of `lesson` that do not hold for `explorer`'s model, each one sentence naming its step."""
     problems = []
     for n, step in enumerate(lesson["steps"], 1):
-        for fact in step.get("facts", []):
-            problem = _check(fact, step, explorer)
-            if problem:
-                problems.append(f"{name}, step {n}: {problem}")
+        found = [_check(fact, step, explorer) for fact in step.get("facts", [])]
+        if step.get("question") is not None:
+            found.append(_check_question(step["question"], step, explorer))
+        problems += [f"{name}, step {n}: {problem}" for problem in found if problem]
     return problems
+
+
+def _check_question(question: dict, step: dict, explorer) -> str | None:
+    choices, answer = question.get("choices") or [], question.get("answer")
+    if not 2 <= len(choices) <= 5 or len(set(choices)) != len(choices) or answer not in choices:
+        return f"the question's answer {answer!r} is not one of 2 to 5 different choices ({choices})"
+    if any(not isinstance(step.get(key), int) for key in ("layer", "head", "token")):
+        return "the question asks about the step's token, but the step has no layer, head and token"
+    run = explorer.run(step["a"], step.get("b") or None)
+    tokens = list(run.token_table()["token"])
+    row = np.asarray(run.attention(layer=step["layer"], head=step["head"]))[step["token"]]
+    best = tokens[int(row.argmax())]
+    if best != answer:
+        return (f"the question's answer is {answer!r}, but {tokens[step['token']]!r} gives the most attention to "
+                f"{best!r}")
+    margin = float(row.max() - max(w for t, w in zip(tokens, row) if t != best))
+    if margin < QUESTION_MARGIN:
+        return (f"the question's answer {answer!r} leads the next token by {margin:.3f}, under {QUESTION_MARGIN}: a "
+                "browser's 8-bit weights might mark another")
+    return None
 
 
 def _check(fact: dict, step: dict, explorer) -> str | None:

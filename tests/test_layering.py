@@ -42,7 +42,7 @@ FLOORS = {
     "finetuning": 9,  # below explorer, whose predict() gives a fine-tuned head's answer
     "explorer": 10, "pretraining": 10,
     "corpus": 11,  # many sentences through the explorer's model, and the questions asked of them
-    "lessons": 11,  # the shipped lessons, their facts checked with an explorer
+    "lessons": 2,  # the shipped lessons (read by the app and the static page), their facts checked with any explorer
     "__init__": 12,  # the package face: what `import bertviz_app` gives
     "app": 13,
     "space": 13,  # export-space: the package, its models and an app.py that serves through cli

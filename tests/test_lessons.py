@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import bertviz_app
+from bertviz_app import lessons as course
 from bertviz_app.lessons import FACT_KINDS, LESSONS, check_lesson, shipped_lessons
 
 LESSON_JS = Path(bertviz_app.__file__).parent / "views" / "js" / "lesson.mjs"
@@ -26,6 +27,8 @@ def test_at_least_eight_lessons_of_five_to_ten_steps_every_step_with_a_fact():
         for n, step in enumerate(lesson["steps"], 1):
             assert step["caption"].strip() and step.get("facts"), f"{name} step {n}: a caption and its facts"
             assert {fact["kind"] for fact in step["facts"]} <= set(FACT_KINDS)
+    # predict, then reveal: some steps ask first (their answers are checked below, with the facts)
+    assert sum("question" in step for lesson in lessons.values() for step in lesson["steps"]) >= 3
 
 
 @pytest.mark.real_weights
@@ -46,6 +49,27 @@ def test_a_fact_that_no_longer_holds_names_its_step(explorer):
     assert "answers 'band' first, not 'guitar'" in problems[0]
     assert "looks most at token 2, not 1" in problems[1]
     assert "P('band')" in problems[2] and "not at most 0.01" in problems[2]
+
+
+@pytest.mark.real_weights
+def test_a_question_whose_answer_the_model_does_not_give_names_its_step(explorer, monkeypatch):
+    lesson = json.loads((LESSONS / "05-heads-that-follow-grammar.json").read_text(encoding="utf-8"))
+    assert check_lesson(lesson, explorer, "lesson-5") == []
+    lesson["steps"][0]["question"]["answer"] = "small"  # 'the' looks most at 'dog' (0.65), then 'small' (0.24)
+    lesson["steps"][3]["question"]["answer"] = "lamp"
+    del lesson["steps"][2]["token"]
+    lesson["steps"][2]["question"] = dict(lesson["steps"][3]["question"], answer="keys")
+    assert check_lesson(lesson, explorer, "lesson-5") == [
+        "lesson-5, step 1: the question's answer is 'small', but 'the' gives the most attention to 'dog'",
+        "lesson-5, step 3: the question asks about the step's token, but the step has no layer, head and token",
+        "lesson-5, step 4: the question's answer 'lamp' is not one of 2 to 5 different choices "
+        "(['keys', 'cabinet', 'on', 'table'])"]
+    # an answer that leads by less than the margin could be another token in a browser's 8-bit weights
+    lesson = json.loads((LESSONS / "05-heads-that-follow-grammar.json").read_text(encoding="utf-8"))
+    monkeypatch.setattr(course, "QUESTION_MARGIN", 0.5)
+    assert check_lesson(lesson, explorer, "lesson-5") == [
+        "lesson-5, step 1: the question's answer 'dog' leads the next token by 0.417, under 0.5: a browser's 8-bit "
+        "weights might mark another"]
 
 
 def test_the_players_read_every_shipped_lesson(tmp_path):

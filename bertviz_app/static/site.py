@@ -6,7 +6,8 @@
     runtime/              onnxruntime-web's classic-script API and its MIT license
     data/manifest.js      the model's sizes and score terms' names, the tokenizer's vocabulary and settings, the parts
                           below
-    lessons/NAME.js       a lesson (`--lesson FILE`, made in the app), as a classic script the page plays
+    lessons/NAME.js       a lesson as a classic script the page plays: the shipped ones (bertviz_app.lessons, unless
+                          `shipped_lessons=False`) and one made in the app (`--lesson FILE`)
     data/model.onnx       the ONNX graph (onnx_export.py; its weights as `weights` says), and runtime/ort-wasm-simd-
     runtime/ort-wasm-*    threaded.wasm and .mjs, the WebAssembly binary and its JavaScript glue: what a page served
                           over http(s) fetches, as binary files
@@ -34,7 +35,7 @@ import re
 import shutil
 from pathlib import Path
 
-from .. import limits
+from .. import lessons as course, limits
 from ..views.page import JS_DIR as VIEWS_JS_DIR, bundle_js, inline_modules
 from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
@@ -125,22 +126,34 @@ def read_lesson(path: str | Path) -> tuple[str, object]:
     return name, value
 
 
-def _write_lesson(folder: Path, lesson: str | Path) -> str:
-    name, value = read_lesson(lesson)
-    lessons = folder / "lessons"
-    lessons.mkdir()
+def _write_lesson(lessons: Path, name: str, value: object) -> None:
     # Inside a <script src>, JSON is a JavaScript literal; "</script" cannot end anything in a file of its own.
     text = json.dumps(value, ensure_ascii=True)
     (lessons / f"{name}.js").write_text(f"window.bertvizLessons = window.bertvizLessons || {{}};\n"
                                         f"window.bertvizLessons[{json.dumps(name)}] = {text};\n", encoding="ascii")
-    return name
+
+
+def _write_lessons(folder: Path, lesson: str | Path | None, shipped: bool) -> list[dict]:
+    """The lessons of the page's folder (the shipped ones, then `lesson`, which replaces a shipped one of its name),
+    as the Lesson list's cards."""
+    values = {name: course.for_browsers(value) for name, value in course.shipped_lessons().items()} if shipped else {}
+    if lesson is not None:
+        name, value = read_lesson(lesson)
+        values[name] = value
+    if values:
+        (folder / "lessons").mkdir()
+    for name, value in values.items():
+        _write_lesson(folder / "lessons", name, value)
+    return [course.lesson_card(name, {"steps": value} if isinstance(value, list) else value)
+            for name, value in values.items()]
 
 
 def export_static(folder: str | Path, model, tokenizer, name: str, example: tuple[str, str] | None = None,
-                  lesson: str | Path | None = None, weights: str = WEIGHTS[0]) -> Path:
+                  lesson: str | Path | None = None, weights: str = WEIGHTS[0], shipped_lessons: bool = True) -> Path:
     """Write the static page of `model` (a BertForPreTraining with both heads) and `tokenizer` into `folder`
-    (created; files of an earlier export there are replaced), with the lesson file `lesson` if given (the page's
-    Lesson button plays it; `?lesson=NAME&step=N` opens a step), its weights stored as `weights` (one of
+    (created; files of an earlier export there are replaced), with the shipped lessons (unless `shipped_lessons` is
+    false) and the lesson file `lesson` if given (the page's Lesson button lists them; `?lesson=NAME&step=N` opens a
+    step), its weights stored as `weights` (one of
     onnx_export.WEIGHTS: float16, the default, is exact for the shipped model; int8 is smaller and not faithful).
     Returns the folder."""
     if weights not in WEIGHTS:
@@ -173,7 +186,7 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
                   "scoreTermsMaxValues": SCORE_TERMS_MAX_VALUES, "maxMasks": limits.MAX_MASKS, "weights": weights},
         "files": files, "tokenizer": _tokenizer_settings(tokenizer),
         "runtime": {"name": runtime.PACKAGE, "version": runtime.VERSION, "license": runtime.LICENSE},
-        "lessons": [_write_lesson(folder, lesson)] if lesson is not None else [],
+        "lessons": _write_lessons(folder, lesson, shipped_lessons),
     }
     (data / "manifest.js").write_text(
         f"window.bertvizManifest = {json.dumps(manifest, ensure_ascii=True, separators=(',', ':'))};\n",

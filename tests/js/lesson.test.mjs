@@ -142,3 +142,80 @@ test("the player plays the last step asked for, and shows a step's problem in wo
   assert.equal(failing.index, 2);
   assert.equal(failing.key({ key: "x", target: { tagName: "BODY" } }), false);
 });
+
+test("a step's question: refused in one sentence when it cannot be asked; its answer measured on screen", async () => {
+  const asks = { ...STEPS[0], question: { ask: "Which token does 'sat' look at most?", choices: ["the", "cat"],
+    answer: "the" } };
+  const refused = (question, step = STEPS[0]) => {
+    try { lesson.parseLesson([{ ...step, question }]); } catch (error) { return error.message; }
+    return assert.fail("accepted");
+  };
+  assert.match(refused("cat?"), /^Step 1's question is not an object/);
+  assert.match(refused({ ...asks.question, ask: "" }), /no "ask"/);
+  assert.match(refused({ ...asks.question, choices: ["cat"] }), /2 to 5 choices/);
+  assert.match(refused({ ...asks.question, choices: ["a", "b", "c", "d", "e", "f"] }), /2 to 5 choices/);
+  assert.match(refused({ ...asks.question, choices: ["cat", "cat"] }), /same choice twice/);
+  assert.match(refused({ ...asks.question, kind: "top1" }), /kind "top1"/);
+  assert.match(refused(asks.question, STEPS[1]), /needs a layer, a head and a token/);
+
+  // tokens 0..3; in layer 2, head 5 token 3 gives the most to token 2 ("cat"): the file's answer ("the") is not
+  // what is marked, the numbers are
+  const T = 4;
+  const layers = 3;
+  const heads = 6;
+  const codes = new Uint8Array(layers * heads * T * T);
+  const at = (l, h, i, j) => ((l * heads + h) * T + i) * T + j;
+  codes[at(2, 5, 3, 1)] = 60;
+  codes[at(2, 5, 3, 2)] = 190;
+  codes[at(1, 5, 3, 1)] = 250; // another layer's strongest: not the step's
+  const payload = { length: T, layers, heads, tokens: ["[CLS]", "the", "cat", "sat"],
+    sets: { attention: { codes, max: 1, perHead: true, rowsSumToOne: true } } };
+  const step = lesson.parseLesson([asks]).steps[0];
+  assert.deepEqual(step.question, { ask: asks.question.ask, choices: ["the", "cat"] }); // no answer travels on
+  assert.deepEqual(lesson.measuredAnswer(step, payload), { word: "cat", right: 1 });
+  const other = lesson.parseLesson([{ ...asks, question: { ...asks.question, choices: ["the", "[CLS]"] } }]).steps[0];
+  assert.deepEqual(lesson.measuredAnswer(other, payload), { word: "cat", right: -1 });
+
+  // the player shows the question while the step plays (to hide the view), then with its measured answer
+  const shown = [];
+  const player = lesson.createPlayer(lesson.parseLesson([asks]), {
+    apply: async () => ({ layers, heads, length: T, payload }), show: (s) => shown.push(s) });
+  await player.go(0);
+  assert.deepEqual(shown.map((s) => [s.busy, s.question]), [
+    [true, { ask: asks.question.ask, choices: ["the", "cat"] }],
+    [false, { ask: asks.question.ask, choices: ["the", "cat"], word: "cat", right: 1 }]]);
+});
+
+test("the list of ready lessons takes only cards that name a lesson, and says level, minutes and steps", async () => {
+  const shelf = await import("../../bertviz_app/views/js/lesson-shelf.mjs");
+  const cards = shelf.readCards([
+    { name: "01-words", title: "Words <b>become</b> pieces", level: "beginner", minutes: 8, steps: 5 },
+    { name: "../data/manifest", title: "a path" }, { name: "x".repeat(65) }, null, "02-a",
+    { name: "02-b", minutes: -3, steps: 1.5, level: 7 },
+  ]);
+  assert.deepEqual(cards, [
+    { name: "01-words", title: "Words <b>become</b> pieces", level: "beginner", minutes: 8, steps: 5 },
+    { name: "02-b", title: "02-b", level: "", minutes: null, steps: null },
+  ]);
+  assert.equal(shelf.cardLine(cards[0]), "beginner · 8 min · 5 steps");
+  assert.equal(shelf.cardLine(cards[1]), "");
+  assert.deepEqual(shelf.readCards({ name: "01" }), []);
+  assert.equal(shelf.readCards(Array(500).fill({ name: "a" })).length, 200);
+});
+
+test("the poll's server calls: a refusal is the server's sentence", async () => {
+  const { pollServer } = await import("../../bertviz_app/views/js/lesson-poll.mjs");
+  const sent = [];
+  const server = pollServer(async (path, init) => {
+    sent.push([path, init.body ? JSON.parse(init.body) : null]);
+    return path.startsWith("/poll/tally")
+      ? { ok: false, status: 403, json: async () => ({ error: "Only the page that opened a poll can see it." }) }
+      : { ok: true, status: 200, json: async () => ({ key: "k", code: "ABCDE" }) };
+  }, "http://10.0.0.2:7860");
+  assert.deepEqual(await server.open({ ask: "Q?", choices: ["a", "b"], word: "a", right: 0 }), { key: "k",
+    code: "ABCDE" });
+  await assert.rejects(server.tally("k&x=1"), /^Error: Only the page that opened a poll can see it\.$/);
+  assert.deepEqual(sent, [
+    ["/poll/open", { ask: "Q?", choices: ["a", "b"], origin: "http://10.0.0.2:7860" }], // never the answer
+    ["/poll/tally?key=k%26x%3D1", null]]);
+});

@@ -36,10 +36,10 @@ import threading
 import gradio as gr
 from starlette.middleware import Middleware
 
-from ... import limits, views
+from ... import lessons, limits, views
 from ...catalog import ASSETS
 from ...explorer import release_freed_memory
-from . import gradio_internals, guards, polls
+from . import class_polls, gradio_internals, guards, polls
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -113,7 +113,9 @@ def middleware(demo: gr.Blocks, max_body_bytes: int, auth: bool,
                   Middleware(guards.LoginThrottle)]
     else:  # with a login the page differs by visitor: built for each
         stack.append(Middleware(guards.PageCache))
-    return stack + [Middleware(guards.ServerFunctions,
+    # the class polls' routes: after the login (a phone logs in as any visitor does), before gradio's own
+    return stack + [Middleware(class_polls.PollRoutes),
+                    Middleware(guards.ServerFunctions,
                                session_exists=lambda session: gradio_internals.session_exists(demo, session),
                                release=release_freed_memory),
                     Middleware(guards.CallErrors),
@@ -173,7 +175,7 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
                     css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None,
-                    head=views.script_element(),
+                    head=views.script_element() + lessons.script_element(),
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     launched.set()
     gradio_internals.bound_new_sessions(demo, budget)

@@ -257,8 +257,9 @@ export async function openLesson(ctx, name, step) {
       if (!shown || shown.a !== a || shown.b !== b) await api.show(a, b, s.selection);
       else shown.viewer.selection.set({ token: null, ...s.selection });
       const r = api.last;
-      return { layers: r.layers, heads: r.heads, length: r.length };
+      return { layers: r.layers, heads: r.heads, length: r.length, payload: ctx.onScreen()?.viewer.payload };
     },
+    views: () => $("views"),
     moved(index) { Object.assign(ctx.at, { lesson: name, step: index + 1 }); ctx.updateLink(); },
     close() { ctx.at.lesson = null; ctx.updateLink(); },
   });
@@ -444,14 +445,22 @@ export function start(doc = document) {
     $("text-b").value = opened.b ?? "";
   }
   const lessonCtx = { doc, api, views: window.BertvizViews, onScreen: () => onScreen, at, updateLink };
-  const lessons = manifest.lessons || [];
-  $("lesson-open").hidden = !lessons.length;
+  const shelf = window.BertvizViews.lessonShelf;
+  const cards = shelf.readCards(manifest.lessons); // the folder's lessons (export-static writes them)
+  $("lesson-open").hidden = !cards.length;
   $("keys").addEventListener("click", () => window.BertvizViews.showKeys($("input-row"), doc));
   window.BertvizViews.theme.restoreTheme(doc, $("projector-theme"));
   $("projector-theme").addEventListener("click",
     () => window.BertvizViews.theme.toggleTheme(doc, $("projector-theme")));
-  $("lesson-open").addEventListener("click", () => openLesson(lessonCtx, lessons[0], 1)
-    .catch((error) => { $("input-error").textContent = error.message || String(error); }));
+  // the Lesson button shows the list (again: hides it); a lesson picked from it plays, and the list goes
+  $("lesson-open").addEventListener("click", () => {
+    const open = $("lesson-shelf");
+    if (open) { open.remove(); return; }
+    $("lesson-place").before(shelf.makeShelf(doc, cards, (name) => {
+      $("lesson-shelf")?.remove();
+      openLesson(lessonCtx, name, 1).catch((error) => { $("input-error").textContent = error.message || String(error); });
+    }));
+  });
   const first = opened.lesson !== undefined
     ? () => openLesson(lessonCtx, opened.lesson, opened.step).catch((error) => {
       $("input-error").textContent = error.message || String(error); // the page still shows its boxes' input

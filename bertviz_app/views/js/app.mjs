@@ -8,6 +8,7 @@ import { startCorpusHost } from "./corpus-host.mjs";
 import { openHead as openHeadIn, startGradioHost, viewerIn as viewerInHost } from "./gradio-host.mjs";
 import { playLesson as playLessonIn } from "./lesson-bar.mjs";
 import { startAppLessons } from "./lesson-app.mjs";
+import { pollServer } from "./lesson-poll.mjs";
 import { mount } from "./main.mjs";
 
 /** The app's lesson panel (lesson-app.mjs), on this page with its address, history and storage. */
@@ -15,7 +16,9 @@ export function appLessons(doc = document) {
   let storage = null;
   try { storage = window.localStorage; } catch { /* storage refused (a private window's setting): links say so */ }
   return startAppLessons(doc, { viewerIn: viewerInHost, playLesson: playLessonIn, storage, location: window.location,
-    history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+    history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    shipped: window.bertvizLessons, cards: window.bertvizLessonCards,
+    poll: pollServer((path, init) => window.fetch(path, init), window.location.origin) });
 }
 
 /** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */

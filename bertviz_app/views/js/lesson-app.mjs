@@ -4,16 +4,23 @@
 // above the views (lesson-bar.mjs). A played step fills the boxes, presses Analyze when its input is not the one
 // on screen, waits for the new views, then selects.
 //
+// The panel also lists the lessons that come with the app (the page's head carries them: bertviz_app/lessons.py);
+// one picked plays from its first step and folds the panel away.
+//
 // A link holds the lesson's name and step (?lesson=NAME&step=N), not the lesson: the browser keeps each lesson it
-// opened (localStorage), so the link reopens that step where the lesson was opened; elsewhere it says so.
+// opened (localStorage), so the link reopens that step where the lesson was opened (a shipped lesson's, anywhere);
+// elsewhere it says so.
 
 import { lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
+import { makeShelf, readCards } from "./lesson-shelf.mjs";
 import { readLink, writeLink } from "./permalink.mjs";
 
 const STORE = "bertviz-lesson:";
 const ANALYSIS_WAIT_MS = 180000;
 
-/** deps: { viewerIn(rootId) -> { viewer, input } or null, playLesson, storage, location, history, sleep(ms) }. */
+/** deps: { viewerIn(rootId) -> { viewer, input } or null, playLesson, storage, location, history, sleep(ms),
+ * shipped (name -> lesson, the page's), cards (the shipped lessons' cards, lesson-shelf.mjs), poll (the server's
+ * class polls, lesson-poll.mjs pollServer) }. */
 export function startAppLessons(doc, deps) {
   const $ = (id) => doc.getElementById(id);
   // the panel's steps: those recorded here, or the lesson opened last (a file or a link), to play, extend or save
@@ -43,6 +50,8 @@ export function startAppLessons(doc, deps) {
     count();
     const player = deps.playLesson($("lesson-place"), lesson, {
       apply: (step, index) => applyStep(doc, deps, step, index),
+      views: () => $("attention-host"),
+      poll: deps.poll,
       moved(index) { Object.assign(at, { lesson: name, step: index + 1 }); writeAddress(); },
       close() { at.lesson = null; },
     });
@@ -89,11 +98,22 @@ export function startAppLessons(doc, deps) {
     $("lesson-file").value = "";
   });
   count();
+  const shipped = deps.shipped || {};
+  const cards = readCards(deps.cards).filter((card) => Object.hasOwn(shipped, card.name));
+  if (cards.length) {
+    $("lesson-panel").prepend(makeShelf(doc, cards, (name) => {
+      try {
+        play(read(shipped[name]), name);
+        $("lesson-panel").hidden = true;
+      } catch (error) { say(error.message); }
+    }));
+  }
 
   const opened = readLink(deps.location.search);
   let pending = null; // { lesson, step } a link named, until its file is opened
   if (opened.lesson !== undefined) {
-    const kept = deps.storage?.getItem(STORE + opened.lesson);
+    const kept = deps.storage?.getItem(STORE + opened.lesson)
+      || (Object.hasOwn(shipped, opened.lesson) ? shipped[opened.lesson] : null);
     $("lesson-panel").hidden = false;
     if (!kept) {
       pending = { lesson: opened.lesson, step: opened.step };
@@ -139,5 +159,5 @@ async function applyStep(doc, deps, step, index) {
   }
   now.viewer.selection.set({ token: null, ...step.selection });
   const p = now.viewer.payload;
-  return { layers: p.layers, heads: p.heads, length: p.length };
+  return { layers: p.layers, heads: p.heads, length: p.length, payload: p };
 }

@@ -5,12 +5,21 @@
 //     "tab": "lines", "caption": "..." }, ... ] }
 // (a bare list of steps is read too). Everything here is pure but createPlayer, which takes the host's own apply
 // (set the boxes, analyze if the input changed, select) and show (the caption) as functions.
+//
+// A step may ask before it shows: "question": { "ask": "...", "choices": ["the", "cat", ...], "answer": "cat" }
+// asks which token the step's token (in its layer and head) gives the most attention; the views stay hidden until the
+// student picks a choice or the teacher reveals. The answer marked is the one measured in the numbers on screen
+// (measuredAnswer), never the file's: the file's "answer" is what bertviz_app/lessons.py checks against the model.
 
+import { layerMatrix } from "./data.mjs";
 import { LINK_KEYS, MAX_LINK_CHARS, readLink } from "./permalink.mjs";
 import { VIEWS, viewForTab } from "./registry.mjs";
 
 export const MAX_STEPS = 200;
 export const MAX_CAPTION = 2000;
+export const MAX_CHOICES = 5;
+const MAX_ASK = 300;
+const MAX_CHOICE = 80;
 /** A lesson's name in a link and a file name of the static page's folder: no path, nothing to escape. */
 export const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -52,7 +61,40 @@ function stepProblem(step, n) {
     + "characters.";
   if (step.model !== undefined && step.model !== null && typeof step.model !== "string") return `Step ${n}'s model `
     + "is not a name.";
+  return questionProblem(step, n);
+}
+
+/** Why step `n`'s question cannot be asked, in one sentence, or null (also when it has none). */
+function questionProblem(step, n) {
+  const q = step.question;
+  if (q === undefined || q === null) return null;
+  if (typeof q !== "object" || Array.isArray(q)) return `Step ${n}'s question is not an object of ask, choices and `
+    + "answer.";
+  if (typeof q.ask !== "string" || !q.ask.trim() || q.ask.length > MAX_ASK) return `Step ${n}'s question has no `
+    + `"ask" of at most ${MAX_ASK} characters.`;
+  if (!Array.isArray(q.choices) || q.choices.length < 2 || q.choices.length > MAX_CHOICES
+    || !q.choices.every((c) => typeof c === "string" && c.length > 0 && c.length <= MAX_CHOICE)) return `Step ${n}'s `
+    + `question needs 2 to ${MAX_CHOICES} choices, each a token of at most ${MAX_CHOICE} characters.`;
+  if (new Set(q.choices).size !== q.choices.length) return `Step ${n}'s question offers the same choice twice.`;
+  if ((q.kind ?? "strongest") !== "strongest") return `Step ${n}'s question is of the kind "${String(q.kind)
+    .slice(0, 40)}"; the players know "strongest" (the token the step's token gives the most attention).`;
+  if (!INT(step.layer) || !INT(step.head) || !INT(step.token)) return `Step ${n} asks which token its token looks at `
+    + "most: it needs a layer, a head and a token.";
   return null;
+}
+
+/**
+ * The answer to a step's question measured in `payload` (the decoded views' data on screen): the token that the
+ * step's token gives the most attention in its layer and head, and its place among the choices (-1: none of them).
+ */
+export function measuredAnswer(step, payload) {
+  const { layer, head, token } = step.selection;
+  const T = payload.length;
+  const matrix = layerMatrix(payload.sets.attention, T, payload.heads, layer, head);
+  let best = 0;
+  for (let j = 1; j < T; j++) if (matrix[token * T + j] > matrix[token * T + best]) best = j;
+  const word = payload.tokens[best];
+  return { word, right: step.question.choices.indexOf(word) };
 }
 
 /** A checked step as the hosts play it: the input, the selection (as a link would open it) and the caption. */
@@ -62,8 +104,10 @@ function playable(step) {
     if (step[key] !== undefined && step[key] !== null && step[key] !== "") q.set(key, String(step[key]));
   }
   const link = readLink(q.toString());
-  return { a: step.a, b: step.b || "", model: step.model || null, selection: link.selection,
+  const played = { a: step.a, b: step.b || "", model: step.model || null, selection: link.selection,
     caption: step.caption || "" };
+  if (step.question) played.question = { ask: step.question.ask, choices: [...step.question.choices] };
+  return played;
 }
 
 /**
@@ -157,8 +201,11 @@ export const KEYS = [
 ];
 
 /**
- * One lesson's player. host: { apply(step, index) -> Promise of the model's { layers, heads, length } once the
- * step's input is analyzed and selected; show({ index, count, caption, title, problem }) the bar and caption }.
+ * One lesson's player. host: { apply(step, index) -> Promise of the model's { layers, heads, length, payload (the
+ * views' decoded data, for a question's measured answer) } once the step's input is analyzed and selected;
+ * show({ index, count, caption, title, problem, busy, question }) the bar and caption }. A step's question is
+ * { ask, choices } while it plays, then also { word, right } (measuredAnswer's); null once played if it could not be
+ * measured (a problem said instead).
  * go(i) plays step i; a step asked for while another plays waits, and only the last one asked for then plays.
  */
 export function createPlayer(lesson, host) {
@@ -172,16 +219,20 @@ export function createPlayer(lesson, host) {
       wanted = null;
       index = i;
       const step = lesson.steps[i];
-      host.show({ index: i, count, caption: step.caption, title: lesson.title, problem: null, busy: true });
+      const asks = step.question ? { ...step.question } : null;
+      host.show({ index: i, count, caption: step.caption, title: lesson.title, problem: null, busy: true,
+        question: asks });
       let problem = null;
+      let measured = null;
       try {
         const dims = await host.apply(step, i);
         problem = dims ? checkStep(step, i, dims) : null;
+        if (asks && !problem && dims?.payload) measured = { ...asks, ...measuredAnswer(step, dims.payload) };
       } catch (error) {
         problem = error.message || String(error);
       }
       if (wanted === null) host.show({ index: i, count, caption: step.caption, title: lesson.title, problem,
-        busy: false });
+        busy: false, question: measured });
     }
     playing = null;
   }
