@@ -153,12 +153,12 @@ def padded_range(values, pad: float = 0.08) -> list[float]:
     return [lo - pad * span, hi + pad * span]
 
 
-def under_colorbar(title: str) -> dict:
-    """A colour bar across the bottom of the figure, its title above it: beside the plot it took a fifth of a phone's
-    width. Leave the figure's bottom margin 110 px for it, tick labels and the x axis."""
-    return {**_colorbar(title, orientation="h", x=0.5, xanchor="center", xref="container", len=0.6, y=0,
-                        yref="container", yanchor="bottom", ypad=8, thickness=10),
-            "title": dict(text=title, side="top")}
+def under_colorbar(ends: tuple[float, float], names: tuple[str, str]) -> dict:
+    """A colour bar across the bottom of the figure, its two ends named (`names` at the values `ends`), without a
+    title: beside the plot it took a fifth of a phone's width, and a title above it sat on the bar. Leave the figure's
+    bottom margin 130 px for it, its names and the x axis."""
+    return dict(orientation="h", x=0.5, xanchor="center", xref="container", len=0.6, y=0, yref="container",
+                yanchor="bottom", ypad=8, thickness=10, outlinewidth=0, tickvals=list(ends), ticktext=list(names))
 
 
 def _grid(rows: int, cols: int, *, row_heights: Sequence[float] | None = None,

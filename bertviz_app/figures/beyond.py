@@ -52,8 +52,9 @@ def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], 
     data = [dict(type="heatmap", z=z, x=np.arange(width), y=np.arange(rows), text=text, customdata=hover,
                  texttemplate="%{text}", textfont=dict(size=14), colorscale=SIGNED_COLORSCALE, zmin=-1, zmax=1,
                  zmid=0, xgap=3, ygap=3, hoverongaps=False, hovertemplate="%{customdata}<extra></extra>",
-                 colorbar={**_colorbar("", tickvals=[-1, 0, 1], ticktext=["lowers it", "0", "raises it"]),
-                           "title": dict(text="scaled: the<br>largest is 1", side="top")})]
+                 # no title: above the bar it sat on "raises it"; the figure's subtitle says how a row is scaled
+                 colorbar=dict(_colorbar("", tickvals=[-1, 0, 1], ticktext=["lowers it", "0", "raises it"]),
+                               title=None))]
     layout = dict(xaxis=dict(visible=False, range=[-0.5, width - 0.5]),
                   yaxis=dict(tickmode="array", tickvals=tickvals, ticktext=[escape_label(k) for k in names] * lines,
                              range=[rows - 0.5, -0.5], showgrid=False, zeroline=False),
@@ -63,7 +64,8 @@ def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], 
     layout["xaxis"]["fixedrange"] = layout["yaxis"]["fixedrange"] = True
     # keeps its width on a phone, where it scrolls in its box (a word needs its cell)
     figure_width = max(620, 230 + 78 * width)
-    return _figure(data, layout, f"{title}<br><sup>{RAISES}, {LOWERS}; gray: kept as it is</sup>", figure_width,
+    return _figure(data, layout, f"{title}<br><sup>{RAISES}, {LOWERS}; gray: kept as it is; each row scaled to its "
+                                 "largest</sup>", figure_width,
                    height=170 + 34 * rows, phone_width=figure_width)
 
 

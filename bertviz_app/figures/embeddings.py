@@ -53,7 +53,7 @@ def position_path_figure(xy: np.ndarray, *, explained: Sequence[float] | None = 
     data = [dict(type="scatter", x=_f32(xy[:, 0]), y=_f32(xy[:, 1]), mode="lines+markers", customdata=positions,
                  line=dict(color="rgba(150,150,150,0.5)", width=1),
                  marker=dict(size=7, color=positions, colorscale="Viridis", showscale=True,
-                             colorbar=under_colorbar("position")),
+                             colorbar=under_colorbar((0, n - 1), ("position 0", f"position {n - 1}"))),
                  hovertemplate="position %{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>", showlegend=False),
             dict(type="scatter", x=_f32(xy[:, 0]), y=_f32(xy[:, 1]), mode="text", text=text, textposition=where,
                  textfont=dict(size=14), hoverinfo="skip", showlegend=False)]

@@ -79,7 +79,7 @@ def hidden_projection_figure(xy: np.ndarray, labels: Sequence[str], *, explained
             dict(type="scatter", x=_f32(flat[:, 0]), y=_f32(flat[:, 1]), mode="markers", text=text,
                  hovertemplate="%{text}<extra></extra>", showlegend=False,
                  marker=dict(size=7, color=layer_of, colorscale="Viridis", cmin=0, cmax=max(n_layers - 1, 1),
-                             colorbar=under_colorbar("layer (0 = embeddings)"))),
+                             colorbar=under_colorbar((0, n_layers - 1), ("embeddings", f"layer {n_layers - 1}")))),
             dict(type="scatter", x=_f32(xy[-1, :, 0]), y=_f32(xy[-1, :, 1]), mode="text", text=words,
                  textposition=where, textfont=dict(size=font), hoverinfo="skip", showlegend=False)]
     layout = pca_axes(explained)

@@ -22,7 +22,8 @@ READINGS = {
                    "alike.",
                    "Cosine similarity between the tokens' hidden states at that layer; the colours span this map's "
                    "own range of values."),
-    "projection": ("Each token's path through the layers, drawn flat: dark dots are the first layers, yellow the last; "
+    "projection": ("Each token's path through the layers, drawn flat: dark dots are the embeddings (layer 0) and the "
+                   "first layers, yellow the last; "
                    "tokens that end close together are read alike. A word is written where it has room: hover a dot "
                    "for the others.",
                    "The hidden states of every layer, scaled to length 1 and projected on the two main directions "
