@@ -385,8 +385,8 @@ def _cell_colour(trace, z: float) -> tuple[int, int, int]:
     from plotly.colors import sample_colorscale, unlabel_rgb
 
     scale = [[float(stop), colour] for stop, colour in trace.colorscale]
-    return tuple(round(c) for c in unlabel_rgb(sample_colorscale(scale, float((z - trace.zmin) / (trace.zmax - trace.zmin)),
-                                                                  colortype="rgb")[0]))
+    where = float((z - trace.zmin) / (trace.zmax - trace.zmin))
+    return tuple(round(c) for c in unlabel_rgb(sample_colorscale(scale, where, colortype="rgb")[0]))
 
 
 def test_blue_raises_the_prediction_in_the_word_chart_and_in_the_head_map_and_each_legend_says_so():

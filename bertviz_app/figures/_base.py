@@ -133,8 +133,9 @@ def placed_labels(x, y, labels: Sequence[str], x_range: Sequence[float], y_range
             continue
         px, py = (xi - x_range[0]) * sx, (y_range[1] - yi) * sy
         w, h, gap = 0.62 * font * len(label) + 4, 1.3 * font, -4
-        for where, (left, top) in (("top center", (px - w / 2, py - gap - h)), ("bottom center", (px - w / 2, py + gap)),
-                                   ("middle right", (px + gap, py - h / 2)), ("middle left", (px - gap - w, py - h / 2))):
+        places = (("top center", (px - w / 2, py - gap - h)), ("bottom center", (px - w / 2, py + gap)),
+                  ("middle right", (px + gap, py - h / 2)), ("middle left", (px - gap - w, py - h / 2)))
+        for where, (left, top) in places:
             box = (left, top, left + w, top + h)
             inside = box[0] >= 0 and box[1] >= 0 and box[2] <= plot[0] and box[3] <= plot[1]
             if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):

@@ -91,7 +91,10 @@ def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
                   # the axis title in short lines: centred under a phone's narrow plot, a long one ran off the figure
                   xaxis=dict(range=[-1.15, 1.15], title=dict(text="same ranking?<br>Spearman, 1: same order"),
                              zeroline=True, zerolinecolor="#999"),
-                  yaxis=dict(autorange="reversed"), legend=dict(orientation="h", x=0, yref="container", y=0, yanchor="bottom"),
+                  # the legend at the figure's foot: at a fraction under the plot, a two-line title above pushed it
+                  # onto the axis title
+                  yaxis=dict(autorange="reversed"),
+                  legend=dict(orientation="h", x=0, yref="container", y=0, yanchor="bottom"),
                   margin=dict(l=130, r=30, t=90, b=110))
     sub = (f"<br><sup>dotted: the two references agree with each other at {agreement:+.2f}</sup>"
            if agreement is not None and np.isfinite(agreement) else "")

@@ -139,8 +139,8 @@ def plain_target(target) -> str:
 def _measured(target) -> str:
     if target.kind == "mask":
         return f"(Measured as {plain(target.describe())}, the logarithm of that probability: the higher, the surer.)"
-    return (f"(Measured as the {plain(target.describe())}: the next-sentence head's score for “B follows A” against "
-            "“it does not”; above 0 it says B follows.)")
+    return (f"(Measured as the {plain(target.describe())}: the next-sentence head's score for “B follows A” "
+            "against “it does not”; above 0 it says B follows.)")
 
 
 def faithfulness_reading(table: pd.DataFrame) -> str:
