@@ -534,6 +534,10 @@ def test_explaining_a_prediction(client):
     message, attribution, table, faithfulness, ranking = client.predict("mask:0", "", 20, api_name="/explain")
     assert "log P(" in message and "[MASK] 1" in message and "convergence check" in message
     assert "in “The keys to the cabinet [MASK] on the table.”" in message  # the input explained, named
+    # in a student's words: what log P is, what "blank" the change runs from, what the faithfulness chart says here
+    assert "the logarithm of that probability: the higher, the surer" in message
+    assert "With every word blanked, it would say" in message and "so the steps were enough" in message
+    assert "**Faithfulness:**" in message and "ranks the words the way integrated gradients does" in message
     assert all(f["type"] == "plotly" for f in (attribution, faithfulness, ranking))
     rows = {row[0]: row[1:] for row in table["data"]}
     assert set(rows) == {"attention, last layer", "attention, mean of all layers", "rollout",
@@ -542,6 +546,23 @@ def test_explaining_a_prediction(client):
     # a word of the model's choosing, and a word that is not one piece of the vocabulary
     assert "'is'" in client.predict("mask:0", "is", 10, api_name="/explain")[0]
     assert "not in the vocabulary" in client.predict("mask:0", "notaword123", 10, api_name="/explain")[0]
+
+
+def test_the_faithfulness_numbers_and_the_target_are_said_in_words():
+    """The faithfulness chart gave numbers without saying what they meant for this input; "log P(IsNext)/P(NotNext)"
+    and "logit" came without a word a student knows."""
+    from bertviz_app.app.tabs.beyond import _measured, faithfulness_reading, plain_target
+    from bertviz_app.targets import Target
+
+    table = pd.DataFrame({"integrated gradients": [0.21, -0.24], "blank-out": [0.0, 0.03]},
+                         index=["value-weighted, last layer", "rollout"])
+    said = faithfulness_reading(table)
+    assert "(value-weighted, last layer)" in said and "+0.21" in said and "only weakly" in said
+    assert "1 is the same order, 0 unrelated" in said
+    assert "closely" in faithfulness_reading(table.assign(**{"integrated gradients": [0.9, 0.1]}))
+    is_next = Target("is_next", 0)
+    assert plain_target(is_next) == "“B follows A”" and "above 0 it says B follows" in _measured(is_next)
+    assert plain_target(Target("mask", 6, 2024, "are", 0)) == "“are” at [MASK] 1"
 
 
 def test_a_long_explanation_is_announced_before_it_starts(explorers, monkeypatch):

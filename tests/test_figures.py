@@ -378,3 +378,52 @@ def test_the_layer_to_layer_change_map_has_a_scale_fitted_to_its_values_and_a_ti
     assert heat.zmin == pytest.approx(0.8) and heat.zmax == 1
     title = layer_similarity_figure(similarity, ["a", "b", "c"]).layout.title.text
     assert "1 = unchanged" in title and "turns" not in title
+
+
+def _cell_colour(trace, z: float) -> tuple[int, int, int]:
+    """The colour a heatmap draws a cell of value z in: z placed on [zmin, zmax], read off the trace's own scale."""
+    from plotly.colors import sample_colorscale, unlabel_rgb
+
+    scale = [[float(stop), colour] for stop, colour in trace.colorscale]
+    where = float((z - trace.zmin) / (trace.zmax - trace.zmin))
+    return tuple(round(c) for c in unlabel_rgb(sample_colorscale(scale, where, colortype="rgb")[0]))
+
+
+def test_blue_raises_the_prediction_in_the_word_chart_and_in_the_head_map_and_each_legend_says_so():
+    """One colour meaning across Beyond attention: in the head map, blue meant that silencing the head raised the
+    prediction (a head working against it), the opposite of the word chart's blue."""
+    from bertviz_app.figures import attribution_figure, head_effects_figure
+
+    words = attribution_figure(["[CLS]", "up", "down", "[SEP]"], {"integrated gradients": np.array([0, 2.0, -1.0, 0])},
+                               np.array([True, False, False, True]))
+    raises, lowers = (_cell_colour(words.data[0], words.data[0].z[0][i]) for i in (1, 2))
+    # a head without which the prediction falls by 0.5 raises it by 0.5; one without which it rises lowers it
+    heads = head_effects_figure(np.array([[-0.5, 0.25]]), target="“is” at [MASK] 1").data[0]
+    helps, hinders = (_cell_colour(heads, heads.z[0][j]) for j in (0, 1))
+    for colour in (raises, helps):
+        assert colour[2] > colour[0] + 80, colour  # blue
+    for colour in (lowers, hinders):
+        assert colour[0] > colour[2] + 80, colour  # red
+    assert "blue: raises it, red: lowers it" in words.layout.title.text
+    assert "blue: raises it, red: lowers it" in heads.colorbar.title.text
+
+
+def test_titles_wrap_to_a_phone_and_scatter_labels_keep_apart():
+    """Titles of more than 44 characters ran off a 390 px phone ("...P(IsNext)/P(NotNex"); the words written at the
+    ends of the hidden-state paths landed on each other ("the" three times)."""
+    from bertviz_app.figures import hidden_projection_figure
+    from bertviz_app.figures._base import placed_labels, wrap_title
+
+    wrapped = wrap_title("What each head does to log P(IsNext)/P(NotNext) (found by silencing it)<br><sup>a "
+                         "subtitle long enough to need two lines of its own here</sup>")
+    lines = wrapped.split("<br>")
+    assert all(len(re.sub(r"</?sup>", "", line)) <= 44 for line in lines) and len(lines) == 4
+    assert lines[-1].startswith("<sup>") and lines[-1].endswith("</sup>")  # a subtitle stays small on each line
+    # two points a pixel apart: the second's label has no free place and is left out (the hover names it); a third
+    # point 20 px under the first has room for its own
+    text, where = placed_labels([0.5, 0.505, 0.5], [0.5, 0.5, 0.4], ["the", "the", "table"], [0, 1], [0, 1],
+                                (200, 200), 14)
+    assert text == ["the", "", "table"] and where[0] == where[2] == "top center"
+    xy = np.zeros((3, 4, 2), dtype=np.float32)
+    xy[:, :, 0] = np.linspace(0, 1, 4)  # four tokens far apart: every one written
+    assert list(hidden_projection_figure(xy, ["a", "b", "c", "d"]).data[2].text) == ["a", "b", "c", "d"]

@@ -262,6 +262,12 @@ class Page:
         return {**api(name, public), "concurrency_id": "analysis", "concurrency_limit": limits.ANALYSES_AT_ONCE}
 
 
+def figure_reading(elem_id: str, reading: str, how: str) -> gr.Markdown:
+    """A figure's one plain sentence, with how it is computed folded under it (the formula a student may skip)."""
+    return gr.Markdown(f"{reading}\n<details><summary>How is this computed?</summary>{how}</details>",
+                       elem_id=elem_id, elem_classes=["bv-reading"])
+
+
 def api(name: str, public: bool = True) -> dict:
     """Keyword arguments naming an event's endpoint. Every event goes through here: gradio names an unnamed event
     after its function, so a private use registered first would take the public name (and push the public endpoint

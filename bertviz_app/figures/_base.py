@@ -15,6 +15,7 @@ Conventions shared by every builder:
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -73,11 +74,92 @@ def _template() -> dict:
     return pio.templates["plotly_white"].to_plotly_json()
 
 
-def _figure(data: list[dict], layout: dict, title: str, width: int | None, height: int) -> go.Figure:
+# A title line holds at most this many characters: a 390 px phone gives a figure a box of about 324 px, where the
+# page draws titles at 13 px (app/tabs/base.py); a longer line ran off the figure ("...P(IsNext)/P(NotNex").
+TITLE_LINE = 44
+PHONE_BOX = 320  # the narrowest box the page fits a figure to (a 390 px phone's, less the page's padding)
+
+
+def wrap_title(text: str, width: int = TITLE_LINE) -> str:
+    """`text` broken at spaces into lines of at most `width` characters; a `<sup>` line (a subtitle) stays small on
+    each of its lines."""
+    lines = []
+    for line in text.split("<br>"):
+        sup = line.startswith("<sup>") and line.endswith("</sup>")
+        body = line[5:-6] if sup else line
+        for piece in textwrap.wrap(body, width, break_long_words=False, break_on_hyphens=False) or [""]:
+            lines.append(f"<sup>{piece}</sup>" if sup else piece)
+    return "<br>".join(lines)
+
+
+def _figure(data: list[dict], layout: dict, title: str, width: int | None, height: int, *,
+            phone_width: int | None = None) -> go.Figure:
+    """phone_width: the narrowest the figure stays readable (its labels apart); below it, the page lets it scroll in
+    its box instead of squeezing it (app/tabs/base.py). A figure given one has its title wrapped to fit a phone and
+    a top margin as tall as its lines."""
     base = dict(title=dict(text=title, x=0.01, xanchor="left"), font=FONT, template=_template(), width=width,
                 height=height, margin=dict(l=90, r=30, t=80, b=90))
+    if phone_width is not None:
+        # a figure without a width takes its box's and keeps its title's size (about 17 px): shorter lines
+        text = wrap_title(title, TITLE_LINE if width else 30)
+        base["title"]["text"] = text
+        base["meta"] = dict(phone_width=int(phone_width))
+        # plotly centres a title's lines in the top margin (anchored at the top or bottom, lines of two or more ran
+        # off the figure or into the plot): 25 px a line, and 35 px above and below them, for the label gradio lays
+        # over the box's corner and a first row's subplot title
+        top = 70 + 25 * (text.count("<br>") + 1)
     base.update(layout)
+    if phone_width is not None:
+        base["margin"] = {**base["margin"], "t": max(base["margin"].get("t", 0), top)}
     return go.Figure(dict(data=data, layout=base), _validate=False)
+
+
+def placed_labels(x, y, labels: Sequence[str], x_range: Sequence[float], y_range: Sequence[float],
+                  plot: tuple[float, float], font: int) -> tuple[list[str], list[str]]:
+    """(text, textposition) for scatter points, so that no two labels overlap on a plot area of `plot` (width,
+    height) pixels, the smallest it is drawn at (a wider one only moves them apart): each label takes the first free
+    place of above, below, right and left of its point, in the order given; one with no free place is left out (the
+    point's hover still names it). For a trace of text alone (mode "text"): a marker moves its text away. Labels are
+    counted at 0.62 em a character and 1.3 em high, reaching 4 px past their point (as Chromium draws them)."""
+    sx = plot[0] / (x_range[1] - x_range[0])
+    sy = plot[1] / (y_range[1] - y_range[0])
+    taken: list[tuple[float, float, float, float]] = []
+    texts, positions = [], []
+    for xi, yi, label in zip(x, y, labels):
+        label = str(label)
+        texts.append("")
+        positions.append("top center")
+        if not label or not (np.isfinite(xi) and np.isfinite(yi)):
+            continue
+        px, py = (xi - x_range[0]) * sx, (y_range[1] - yi) * sy
+        w, h, gap = 0.62 * font * len(label) + 4, 1.3 * font, -4
+        places = (("top center", (px - w / 2, py - gap - h)), ("bottom center", (px - w / 2, py + gap)),
+                  ("middle right", (px + gap, py - h / 2)), ("middle left", (px - gap - w, py - h / 2)))
+        for where, (left, top) in places:
+            box = (left, top, left + w, top + h)
+            inside = box[0] >= 0 and box[1] >= 0 and box[2] <= plot[0] and box[3] <= plot[1]
+            if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+                taken.append(box)
+                texts[-1], positions[-1] = escape_label(label), where
+                break
+    return texts, positions
+
+
+def padded_range(values, pad: float = 0.08) -> list[float]:
+    """An axis range around `values` with `pad` of their span on each side (fixed, so that label places are known)."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    span = hi - lo if hi > lo else 1.0
+    return [lo - pad * span, hi + pad * span]
+
+
+def under_colorbar(ends: tuple[float, float], names: tuple[str, str]) -> dict:
+    """A colour bar across the bottom of the figure, its two ends named (`names` at the values `ends`), without a
+    title: beside the plot it took a fifth of a phone's width, and a title above it sat on the bar. Leave the figure's
+    bottom margin 130 px for it, its names and the x axis."""
+    return dict(orientation="h", x=0.5, xanchor="center", xref="container", len=0.6, y=0, yref="container",
+                yanchor="bottom", ypad=8, thickness=10, outlinewidth=0, tickvals=list(ends), ticktext=list(names))
 
 
 def _grid(rows: int, cols: int, *, row_heights: Sequence[float] | None = None,
@@ -196,7 +278,7 @@ def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | 
     # No width: the grid takes its box's (gradio's plots are responsive), so 12 heads and the colour bar fit beside
     # Compare's table at 1280 px and alone on a 390 px phone (at a fixed 626 px a phone showed 8 heads, no colour bar)
     layout["margin"] = dict(l=70 if layer_labels is None else 130, r=10, t=80, b=120)
-    return _figure([heat], layout, title, width=None, height=max(400, 230 + 42 * n_layers))
+    return _figure([heat], layout, title, width=None, height=max(400, 230 + 42 * n_layers), phone_width=PHONE_BOX)
 
 
 def pca_axes(explained: Sequence[float] | None = None) -> dict:
@@ -228,7 +310,7 @@ def cosine_colors(similarity: np.ndarray) -> dict:
     lo, hi = (float(off.min()), float(off.max())) if off.size else (-1.0, 1.0)
     if hi - lo < 1e-6:
         lo, hi = lo - 0.05, hi + 0.05
-    bar = _colorbar("cosine (this map's range)")
+    bar = _colorbar("cosine")  # its range is this map's own: the tabs say so in words (a long title ran off a phone)
     if lo < 0 < hi:
         return dict(colorscale=SIMILARITY_COLORSCALE, zmin=lo, zmax=hi, zmid=0, colorbar=bar)
     return dict(colorscale="Reds" if lo >= 0 else "Blues_r", zmin=lo, zmax=hi, colorbar=bar)
@@ -250,4 +332,6 @@ def similarity_heatmap(similarity: np.ndarray, labels: Sequence[str], *, title: 
         heat["hovertemplate"] = "%{y} · %{x}<br>cosine %{z:.3f}<extra></extra>"
     xaxis, yaxis, width, height = _sized_token_axes(labels, labels, axis_title, axis_title)
     layout = dict(xaxis=xaxis, yaxis=yaxis, margin=xaxis.pop("_margin"))
-    return _figure([heat], layout, title, width=width, height=height)
+    # on a phone, each shown label keeps its font and a few pixels (rotated, they overlapped at 324 px)
+    phone = layout["margin"]["l"] + len(xaxis["tickvals"]) * (xaxis["tickfont"]["size"] + 5) + 110
+    return _figure([heat], layout, title, width=width, height=height, phone_width=phone)

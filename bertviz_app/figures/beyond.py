@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import _colorbar, _escape_all, _f32, _figure, _heads_grid, escape_label
+from ._base import PHONE_BOX, _colorbar, _escape_all, _f32, _figure, _heads_grid, escape_label
 
-# Blue where a token raises the prediction, red where it lowers it (the attention views' blue is "more").
+# One colour meaning across the tab: blue where a word or a head raises the prediction, red where it lowers it (the
+# attention views' blue is "more").
+RAISES, LOWERS = "blue: raises it", "red: lowers it"
 SIGNED_COLORSCALE = [[0.0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7f7"], [0.75, "#67a9cf"], [1.0, "#2166ac"]]
 REFERENCE_COLORS = {"integrated gradients": "#2166ac", "blank-out": "#f4a582"}
 
@@ -50,8 +52,9 @@ def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], 
     data = [dict(type="heatmap", z=z, x=np.arange(width), y=np.arange(rows), text=text, customdata=hover,
                  texttemplate="%{text}", textfont=dict(size=14), colorscale=SIGNED_COLORSCALE, zmin=-1, zmax=1,
                  zmid=0, xgap=3, ygap=3, hoverongaps=False, hovertemplate="%{customdata}<extra></extra>",
-                 colorbar=_colorbar("score / largest", tickvals=[-1, 0, 1],
-                                    ticktext=["lowers it", "0", "raises it"]))]
+                 # no title: above the bar it sat on "raises it"; the figure's subtitle says how a row is scaled
+                 colorbar=dict(_colorbar("", tickvals=[-1, 0, 1], ticktext=["lowers it", "0", "raises it"]),
+                               title=None))]
     layout = dict(xaxis=dict(visible=False, range=[-0.5, width - 0.5]),
                   yaxis=dict(tickmode="array", tickvals=tickvals, ticktext=[escape_label(k) for k in names] * lines,
                              range=[rows - 0.5, -0.5], showgrid=False, zeroline=False),
@@ -59,7 +62,11 @@ def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], 
                   # no pan or zoom: on a phone a swipe then scrolls the chart's box instead of moving its axes
                   dragmode=False)
     layout["xaxis"]["fixedrange"] = layout["yaxis"]["fixedrange"] = True
-    return _figure(data, layout, title, width=max(620, 230 + 78 * width), height=150 + 34 * rows)
+    # keeps its width on a phone, where it scrolls in its box (a word needs its cell)
+    figure_width = max(620, 230 + 78 * width)
+    return _figure(data, layout, f"{title}<br><sup>{RAISES}, {LOWERS}; gray: kept as it is; each row scaled to its "
+                                 "largest</sup>", figure_width,
+                   height=170 + 34 * rows, phone_width=figure_width)
 
 
 def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
@@ -81,21 +88,27 @@ def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
         shapes.append(dict(type="line", x0=agreement, x1=agreement, y0=-0.5, y1=len(measures) - 0.5,
                            line=dict(color="#555", dash="dot", width=2)))
     layout = dict(barmode="group", shapes=shapes, bargap=0.3,
-                  xaxis=dict(range=[-1.15, 1.15], title=dict(text="Spearman correlation<br>(1: the same ranking)"), zeroline=True, zerolinecolor="#999"),
-                  yaxis=dict(autorange="reversed"), legend=dict(orientation="h", x=0, y=-0.25),
-                  margin=dict(l=140, r=40, t=90, b=110))
+                  # the axis title in short lines: centred under a phone's narrow plot, a long one ran off the figure
+                  xaxis=dict(range=[-1.15, 1.15], title=dict(text="same ranking?<br>Spearman, 1: same order"),
+                             zeroline=True, zerolinecolor="#999"),
+                  # the legend at the figure's foot: at a fraction under the plot, a two-line title above pushed it
+                  # onto the axis title
+                  yaxis=dict(autorange="reversed"),
+                  legend=dict(orientation="h", x=0, yref="container", y=0, yanchor="bottom"),
+                  margin=dict(l=130, r=30, t=90, b=110))
     sub = (f"<br><sup>dotted: the two references agree with each other at {agreement:+.2f}</sup>"
            if agreement is not None and np.isfinite(agreement) else "")
-    return _figure(data, layout, title + sub, width=600, height=190 + 70 * len(measures))
+    return _figure(data, layout, title + sub, width=600, height=270 + 70 * len(measures), phone_width=PHONE_BOX)
 
 
 def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
                         title: str | None = None) -> go.Figure:
-    """(L, h) change of the target when each head alone is silenced: red where silencing lowers it (the head
-    supports the prediction), blue where it raises it."""
-    effects = np.asarray(effects, dtype=np.float32)
-    span = float(max(np.abs(effects).max(), 1e-6))
-    # the bar's title on three short lines: on one it took half a phone's width from the heads
-    return _heads_grid(effects, hover="%{z:+.3f}", colorbar="change<br>when<br>silenced", zmid=0,
+    """effects: (L, h) change of the target when each head alone is silenced. Drawn is what each head does to the
+    prediction, the target with the head minus without it (-effects), in the word chart's colours: blue where the head
+    raises the prediction (silencing it lowers it), red where it lowers it."""
+    does = -np.asarray(effects, dtype=np.float32)
+    span = float(max(np.abs(does).max(), 1e-6))
+    return _heads_grid(does, hover="%{z:+.3f} (with the head, minus without it)",
+                       colorbar=f"what the head does to it<br>({RAISES}, {LOWERS})", zmid=0,
                        colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
-                       title=title or f"Silencing one head at a time:<br>how {escape_label(target)} changes")
+                       title=title or f"What each head does to {escape_label(target)} (found by silencing it)")

@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import (SIMILARITY_COLORSCALE, _colorbar, cosine_colors, _escape_all, _f32, _figure, _grid, _token_axis, escape_label,
-                    pca_axes, similarity_heatmap)
+from ._base import (PHONE_BOX, SIMILARITY_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _grid, _tick_font_size,
+                    _token_axis, cosine_colors, escape_label, padded_range, pca_axes, placed_labels, similarity_heatmap,
+                    under_colorbar)
+
 
 def position_similarity_figure(similarity: np.ndarray, *, title: str | None = None) -> go.Figure:
     """(N, N) similarity between the first N position embeddings, positions 0 .. N-1. Up to 64 positions every one
@@ -19,7 +21,7 @@ def position_similarity_figure(similarity: np.ndarray, *, title: str | None = No
     if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
         raise ValueError(f"similarity must be a square (N, N) matrix, got shape {similarity.shape}")
     n = similarity.shape[0]
-    title = title or f"Cosine similarity of the first {n} learned position embeddings (positions 0–{n - 1})"
+    title = title or f"How alike the first {n} positions are (positions 0–{n - 1})"
     if n <= 64:
         return similarity_heatmap(similarity, [str(p) for p in range(n)], title=title, axis_title="position")
     heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), **cosine_colors(similarity),
@@ -28,7 +30,9 @@ def position_similarity_figure(similarity: np.ndarray, *, title: str | None = No
                              range=[-0.5, n - 0.5], constrain="domain"),
                   yaxis=dict(title=dict(text=f"position (0–{n - 1})"), range=[n - 0.5, -0.5], showgrid=False,
                              zeroline=False, scaleanchor="x", constrain="domain"))
-    return _figure([heat], layout, title, width=860, height=780)
+    # a square map fitted to a phone: a narrow left margin and a short colour-bar title leave it ~170 px, not 64
+    layout["margin"] = dict(l=70, r=20, t=80, b=70)
+    return _figure([heat], layout, title, width=700, height=640, phone_width=PHONE_BOX)
 
 
 def position_path_figure(xy: np.ndarray, *, explained: Sequence[float] | None = None,
@@ -37,26 +41,34 @@ def position_path_figure(xy: np.ndarray, *, explained: Sequence[float] | None = 
     fraction of each component (shown on the axes)."""
     xy = np.asarray(xy)
     n = xy.shape[0]
-    title = title or (f"Path through the first {n} position embeddings (positions 0–{n - 1}; PCA of unit-length "
-                      "vectors)")
+    title = title or f"The first {n} positions, one after the other, drawn flat (PCA)"
     positions = np.arange(n)
     step = max(1, n // 16)
     labels = [str(p) if p % step == 0 or p == n - 1 else "" for p in positions]
-    data = [dict(type="scatter", x=_f32(xy[:, 0]), y=_f32(xy[:, 1]), mode="lines+markers+text", text=labels,
-                 textposition="top center", customdata=positions, line=dict(color="rgba(150,150,150,0.5)",
-                                                                            width=1),
+    x_range, y_range = padded_range(xy[:, 0]), padded_range(xy[:, 1])
+    margin, height = dict(l=70, r=20, t=80, b=130), 600
+    # labels placed for the plot area of a phone's box (the smallest the figure is drawn at): they stay apart wider
+    text, where = placed_labels(xy[:, 0], xy[:, 1], labels, x_range, y_range,
+                                (PHONE_BOX - margin["l"] - margin["r"], height - margin["t"] - margin["b"]), 14)
+    data = [dict(type="scatter", x=_f32(xy[:, 0]), y=_f32(xy[:, 1]), mode="lines+markers", customdata=positions,
+                 line=dict(color="rgba(150,150,150,0.5)", width=1),
                  marker=dict(size=7, color=positions, colorscale="Viridis", showscale=True,
-                             colorbar=_colorbar("position")),
-                 hovertemplate="position %{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>", showlegend=False)]
+                             colorbar=under_colorbar((0, n - 1), ("position 0", f"position {n - 1}"))),
+                 hovertemplate="position %{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>", showlegend=False),
+            dict(type="scatter", x=_f32(xy[:, 0]), y=_f32(xy[:, 1]), mode="text", text=text, textposition=where,
+                 textfont=dict(size=14), hoverinfo="skip", showlegend=False)]
     layout = pca_axes(explained)
-    return _figure(data, layout, title, width=860, height=660)
+    layout["xaxis"].update(range=x_range)
+    layout["yaxis"].update(range=y_range)
+    layout["margin"] = margin
+    return _figure(data, layout, title, width=700, height=height, phone_width=PHONE_BOX)
 
 
 EMBEDDING_PARTS = (("token", "#1f77b4"), ("segment", "#ff7f0e"), ("position", "#2ca02c"))
 
 
-def embedding_parts_figure(table: pd.DataFrame, *, title: str = "Embedding = token + segment + position, "
-                           "then LayerNorm") -> go.Figure:
+def embedding_parts_figure(table: pd.DataFrame, *, title: str = "What each token's starting vector is made of"
+                           ) -> go.Figure:
     """Per token: the norms of each part, of their sum and of the LayerNorm output (top), and each part's share of
     the sum (bottom; share = part·sum / |sum|², so the three shares add up to 1 and may be negative).
 
@@ -67,7 +79,7 @@ def embedding_parts_figure(table: pd.DataFrame, *, title: str = "Embedding = tok
     n = len(labels)
     esc = _escape_all(labels)
     x = np.arange(n)
-    layout, ref = _grid(2, 1, vspace=0.1, titles=("vector norms", "share of the sum (part·sum / |sum|²)"))
+    layout, ref = _grid(2, 1, vspace=0.1, titles=("how long each part is", "each part's share of the sum"))
     data = []
     for i, (name, color) in enumerate(list(EMBEDDING_PARTS) + [("sum", "#7f7f7f")]):
         data.append(dict(type="bar", x=x, y=_f32(table[f"norm_{name}"]), name=f"|{name}|", width=0.2,
@@ -95,7 +107,9 @@ def embedding_parts_figure(table: pd.DataFrame, *, title: str = "Embedding = tok
                             title=dict(text="LayerNorm output", font=dict(color="#9467bd")),
                             tickfont=dict(color="#9467bd"))
     layout["yaxis" + y2[1:]].update(title=dict(text="share"), tickformat=".0%")
-    return _figure(data, layout, title, width=max(950, 200 + 22 * n), height=780)
+    # on a phone each rotated token label keeps its font and a few pixels (squeezed, they overlapped)
+    return _figure(data, layout, title, width=max(950, 200 + 22 * n), height=780,
+                   phone_width=90 + n * (_tick_font_size(n) + 5) + 110)
 
 
 def segment_comparison_figure(vectors: Mapping[str, np.ndarray], *, cosine: float | None = None,
@@ -113,6 +127,7 @@ def segment_comparison_figure(vectors: Mapping[str, np.ndarray], *, cosine: floa
     layout = dict(yaxis=dict(tickmode="array", tickvals=list(range(len(names))), showgrid=False, zeroline=False,
                              ticktext=[escape_label(k) for k in names], range=[len(names) - 0.5, -0.5]),
                   xaxis=dict(title=dict(text="hidden dimension"), showgrid=False, zeroline=False))
-    return _figure([heat], layout, f"{title}<br><sup>{sub}</sup>", width=1000, height=230 + 70 * len(names))
+    return _figure([heat], layout, f"{title}<br><sup>{sub}</sup>", width=1000, height=250 + 70 * len(names),
+                   phone_width=PHONE_BOX)
 
 

@@ -7,16 +7,21 @@
     if (layout.width !== Number(plot.dataset.bvFitted)) {  // a width other than the one set here: a new figure
       plot.dataset.bvNatural = layout.width || "";
       plot.dataset.bvOwn = JSON.stringify({ height: layout.height, b: layout.margin?.b, legend: layout.legend || {},
-        moveLegend: Boolean(plot._fullLayout?.showlegend), title: layout.title?.font?.size ?? null });
+        moveLegend: Boolean(plot._fullLayout?.showlegend), title: layout.title?.font?.size ?? null,
+        drag: layout.dragmode ?? null });
     }
     const natural = Number(plot.dataset.bvNatural), box = plot.clientWidth;
     if (!natural || !box) return;
-    const width = window.innerWidth <= 700 && natural > box ? box : natural;
+    // no narrower than the figure says it stays readable (meta.phone_width, figures/_base.py): it scrolls in its box
+    const least = Math.min(natural, Number(layout.meta?.phone_width) || 0);
+    const width = window.innerWidth <= 700 && natural > box ? Math.max(box, least) : natural;
     if (width === layout.width) return;
     plot.dataset.bvFitted = width;
     const own = JSON.parse(plot.dataset.bvOwn);
-    // a smaller title, so that it fits the phone's width too
-    const update = { width, "title.font.size": width < natural ? 13 : own.title };
+    // a smaller title, so that it fits the phone's width too; no pan or zoom on one wider than its box, so that a
+    // swipe scrolls the box
+    const update = { width, "title.font.size": width < natural ? 13 : own.title,
+      dragmode: width > box ? false : own.drag };
     if (own.moveLegend) {  // a legend beside the plot would take most of a phone's width: under it, in rows
       const fitted = width < natural;
       Object.assign(update, fitted ? { "legend.orientation": "h", "legend.yref": "container", "legend.y": 0,

@@ -11,6 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from ... import figures
+from ...figures import escape_label
 from ...ablation import ablation_passes
 from ...attribution import PASSES_PER_STEP, faithfulness_passes, seconds_per_pass
 from ...run import Run
@@ -19,9 +20,12 @@ from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 from .beyond_mixing import MixingSection
 
 INTRO = ("**Attention is not explanation**, a careful reader objects: a head may look at a word without using it. "
-         "Here the analyzed input's prediction is explained by what it *depends on*: integrated gradients (the "
-         "change of the prediction, shared out over the words along a path from a blank input) and blank-out (the "
-         "change when one word at a time is blanked). The chart below then asks how well attention agrees.")
+         "Here one prediction of the analyzed input is explained by what it *depends on*: integrated gradients (start "
+         "from an input with every word blanked, bring the words back little by little, and give each word its share "
+         "of how the prediction changes) and blank-out (blank one word at a time and see how far the prediction "
+         "moves). The faithfulness chart then asks whether attention ranks the words the same way, and silencing one "
+         "head at a time shows which heads the prediction needs. In every chart, blue raises the prediction and red "
+         "lowers it.")
 NO_TARGET = ("Nothing to explain in this input yet: put **[MASK]** in a sentence (e.g. *The keys to the cabinet "
              "[MASK] on the table.*) and analyze it, or give a sentence B for next-sentence prediction.")
 
@@ -109,18 +113,46 @@ def explain_view(explorer, run: Run, target: str, token: str, steps: int, tell=N
     ranking = explorer.rank_heads(enc.text, enc.text_pair, mask_index, ig.target.token_id, target=kind,
                                   report=report)
     RATES[explorer.name] = (time.perf_counter() - start) / (explanation_passes(explorer, run, steps) * len(enc))
-    what = ig.target.describe()
-    message = (f"Explaining **{plain(what)}** in “{plain(_excerpt(run))}”: {plain(explorer.name)} gives it "
-               f"**{percent(ig.target.probability(ig.f_input))}**. Integrated gradients shares out the change from a "
-               f"blank input ({percent(ig.target.probability(ig.f_baseline))}) over the words in {ig.steps} steps; "
-               f"the shares add up to that change within {ig.relative_delta:.1e} of it (the convergence check). "
-               f"{_top_heads(ranking)}")
+    what, said = ig.target.describe(), plain_target(ig.target)
+    message = (f"Explaining how sure {plain(explorer.name)} is of **{plain(said)}** in “{plain(_excerpt(run))}”: "
+               f"**{percent(ig.target.probability(ig.f_input))}**. {_measured(ig.target)}\n\n"
+               f"With every word blanked, it would say {percent(ig.target.probability(ig.f_baseline))}. Integrated "
+               f"gradients shares the difference between the two out over the words, in {ig.steps} steps (the word "
+               f"chart colours each word by its share); the shares add up to the whole difference within "
+               f"{ig.relative_delta:.1e} of it, so the steps were enough (the convergence check).\n\n"
+               f"{faithfulness_reading(faith.table)}\n\n{_top_heads(ranking)}")
     table = faith.table.astype(float).round(2).reset_index().rename(columns={"index": "attention measure"})
     return (message,
             figures.attribution_figure(faith.tokens, {"integrated gradients": ig.scores, "blank-out": blank.scores},
-                                       ig.fixed, per_line=12, title=f"What {what} depends on"),
+                                       ig.fixed, per_line=12, title=f"What {escape_label(said)} depends on"),
             table, figures.faithfulness_figure(faith.table, agreement=faith.agreement),
-            figures.head_effects_figure(ranking.effects, target=what))
+            figures.head_effects_figure(ranking.effects, target=said))
+
+
+def plain_target(target) -> str:
+    """The prediction explained, in a student's words (the tab's titles); `_measured` names the number behind it."""
+    if target.kind == "mask":
+        return f"“{target.token}” at [MASK] {target.mask_index + 1}"
+    return "“B follows A”"
+
+
+def _measured(target) -> str:
+    if target.kind == "mask":
+        return f"(Measured as {plain(target.describe())}, the logarithm of that probability: the higher, the surer.)"
+    return (f"(Measured as the {plain(target.describe())}: the next-sentence head's score for “B follows A” "
+            "against “it does not”; above 0 it says B follows.)")
+
+
+def faithfulness_reading(table: pd.DataFrame) -> str:
+    """What the faithfulness chart's numbers mean for this input, in words: how closely the best attention-based
+    ranking of the words follows integrated gradients' ranking."""
+    column = table["integrated gradients"].astype(float)
+    best, r = column.idxmax(), float(column.max())
+    strength = ("closely" if r >= 0.7 else "only in part" if r >= 0.4 else "only weakly" if r >= 0.1
+                else "not at all")
+    return (f"**Faithfulness:** the best of the attention measures here ({plain(str(best))}) ranks the words the way "
+            f"integrated gradients does at {r:+.2f} (Spearman correlation: 1 is the same order, 0 unrelated, −1 the "
+            f"reverse): attention follows {strength} what the prediction depends on.")
 
 
 def _top_heads(ranking) -> str:
@@ -167,7 +199,8 @@ class BeyondTab:
         with gr.Row():
             # half the row each: at 1280 px a third hid the blank-out column behind a sideways scroll (the table needs
             # 552 px, the chart 600)
-            self.table = gr.Dataframe(interactive=False, label="Spearman correlation over the words", scale=1,
+            self.table = gr.Dataframe(interactive=False, scale=1,
+                                      label="Do they rank the words alike? (Spearman correlation, 1: the same order)",
                                       elem_id="faithfulness-table")
             self.faithfulness = gr.Plot(label="Faithfulness", scale=1, elem_id="faithfulness", elem_classes=fits)
         self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects", elem_classes=fits)
