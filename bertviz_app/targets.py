@@ -65,10 +65,12 @@ class Target:
     def reads(self) -> tuple[list[int] | None, Target]:
         """The positions of the last layer this target reads, and the target as it reads them from a pass that
         computed only those (`BertModel.forward(rows=...)`): a [MASK]'s or a tag's position, [CLS] for the pooler
-        (IsNext, a label); every position (None, and the target itself) for an answer span."""
-        if self.kind == "answer":
-            return None, self
-        return ([0] if self.kind in ("is_next", "label") else [self.position]), replace(self, position=0)
+        (IsNext, a label); every position (None, and the target itself) for an answer span or a kind not named here."""
+        if self.kind in ("mask", "tag"):
+            return [self.position], replace(self, position=0)
+        if self.kind in ("is_next", "label"):
+            return [0], self
+        return None, self
 
     def probability(self, value: float) -> float:
         """The probability a target value stands for: exp(log P) or the sigmoid of the IsNext logit."""
