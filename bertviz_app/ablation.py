@@ -175,8 +175,10 @@ class HeadRanking:
         return list(zip(frame["layer"].tolist(), frame["head"].tolist()))
 
 
-def _finish(model: BertForPreTraining, hidden: Tensor) -> BertModelOutput:
-    pooled = model.bert.pooler(hidden) if model.bert.pooler is not None else None
+def _finish(model: BertForPreTraining, hidden: Tensor, rows: list[int] | None = None) -> BertModelOutput:
+    """The encoder's output as a whole pass returns it, from the last layer's `hidden` (at `rows` only if given)."""
+    pooled = (model.bert.pooler(hidden) if model.bert.pooler is not None and (rows is None or rows[0] == 0)
+              else None)
     return BertModelOutput(last_hidden_state=hidden, pooler_output=pooled)
 
 
@@ -193,6 +195,7 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
     plain = forward_ids(model, encoding, capture=("embeddings", "layer.*.output"))
     states = [plain.captured["embeddings"], *plain.layers("output")]  # (1, T, H) each: layer i's input at i
     f_input = float(target.value(model, plain)[0])
+    read, local = target.reads()
     examples = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]  # in layer order
     batch = batch_size_for(config, len(encoding), False, memory_budget, len(examples))
     values = []
@@ -207,10 +210,11 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
             rows = [row for row, (layer, _) in enumerate(group) if layer == index]
             mask[rows, [group[row][1] for row in rows]] = 0.0  # each joining example silences its head here
             silence = Points(intervene={f"layer.{index}.attention.probs": Edit(factor=mask[:, :, None, None])})
-            hidden = encoder.apply_layer(index, hidden, None, silence)  # ALBERT's shared weights, DeBERTa's positions
+            # ALBERT's shared weights, DeBERTa's positions; the last layer only where the target reads it
+            hidden = encoder.apply_layer(index, hidden, None, silence, read if index == n_layers - 1 else None)
             if report is not None:
                 report(len(hidden) / n_layers)  # in passes of the whole input: one layer of each example
-        values.append(target.value(model, _finish(model, hidden)).double().cpu().numpy())
+        values.append(local.value(model, _finish(model, hidden, read)).double().cpu().numpy())
     return f_input, np.concatenate(values).reshape(n_layers, n_heads) - f_input
 
 

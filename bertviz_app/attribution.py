@@ -152,7 +152,9 @@ class BlankOut:
     the target. T tokens.
 
     tokens: (T,); scores: (T,); values: (T,) f with each token blanked (f_input at fixed positions); fixed: (T,)
-    positions never blanked ([CLS], [SEP], [MASK]), score 0."""
+    positions never blanked ([CLS], [SEP], [MASK]), score 0.
+    spans: None when each token was blanked alone; for a long input blanked in runs of whole words (`max_passes`),
+    the positions of each run, every one of them given the run's score and value."""
 
     tokens: list[str]
     scores: np.ndarray
@@ -161,10 +163,24 @@ class BlankOut:
     target: Target
     f_input: float
     baseline: str
+    spans: list[list[int]] | None = None
+
+    @property
+    def pieces_per_span(self) -> float:
+        """Word pieces blanked at once, on average (1 when each was blanked alone)."""
+        return 1.0 if not self.spans else sum(map(len, self.spans)) / len(self.spans)
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"position": np.arange(len(self.tokens)), "token": self.tokens, "score": self.scores,
-                             "value_blanked": self.values, "fixed": self.fixed})
+        """position, token, score, value_blanked, fixed, and span (the run each position was blanked with, -1 for
+        a fixed position) when the input was blanked in runs."""
+        frame = pd.DataFrame({"position": np.arange(len(self.tokens)), "token": self.tokens, "score": self.scores,
+                              "value_blanked": self.values, "fixed": self.fixed})
+        if self.spans is not None:
+            span = np.full(len(self.tokens), -1)
+            for k, positions in enumerate(self.spans):
+                span[positions] = k
+            frame["span"] = span
+        return frame
 
 
 def _fixed_positions(tokenizer: Tokenizer, encoding: Encoding) -> np.ndarray:
@@ -196,10 +212,11 @@ def _embeddings_and_baseline(model: BertForPreTraining, tokenizer: Tokenizer, en
 
 def _target_function(model: BertForPreTraining, encoding: Encoding, target: Target) -> Callable[[Tensor], Tensor]:
     types = torch.tensor([encoding.segment_ids], device=model.device)  # (1, T)
+    rows, local = target.reads()  # the last layer only where the target reads it
 
     def function(embeds: Tensor) -> Tensor:  # (n, T, H) -> (n,)
-        out = model.bert(inputs_embeds=embeds, token_type_ids=types.expand(len(embeds), -1))
-        return target.value(model, out)
+        out = model.bert(inputs_embeds=embeds, token_type_ids=types.expand(len(embeds), -1), rows=rows)
+        return local.value(model, out)
 
     return function
 
@@ -237,32 +254,65 @@ def attribute(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encodin
                        result.delta, result.relative_delta, steps, method, baseline, batch)
 
 
+def blank_out_spans(encoding: Encoding, fixed: np.ndarray, max_passes: int | None = None) -> list[list[int]]:
+    """The positions blank-out blanks together, one pass each: every position not `fixed` alone while there are at
+    most `max_passes` of them (None: no bound); beyond, runs of whole consecutive words of the fewest pieces that keep
+    the runs to `max_passes`, a run never reaching across a fixed position ([SEP], a [MASK]; so never fewer runs than
+    the stretches between those) and a word longer than the others a run of its own."""
+    varied = [int(i) for i in np.flatnonzero(~fixed)]
+    if max_passes is not None and (isinstance(max_passes, bool) or not isinstance(max_passes, int) or max_passes < 1):
+        raise ValueError(f"max_passes must be a positive integer or None, got {max_passes!r}")
+    if max_passes is None or len(varied) <= max_passes:
+        return [[i] for i in varied]
+    words: list[list[int]] = []  # the varied positions word by word; a fixed position ends a word
+    for i in varied:
+        if words and words[-1][-1] == i - 1 and encoding.word_ids[i] == encoding.word_ids[i - 1]:
+            words[-1].append(i)
+        else:
+            words.append([i])
+    size = -(-len(varied) // max_passes)
+    while True:
+        spans: list[list[int]] = []
+        for word in words:
+            if spans and spans[-1][-1] == word[0] - 1 and len(spans[-1]) + len(word) <= size:
+                spans[-1].extend(word)
+            else:
+                spans.append(list(word))
+        if len(spans) <= max_passes or size >= len(varied):
+            return spans
+        size += 1
+
+
 def blank_out(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
               token: str | int | None = None, baseline: str = "pad", target: str = "mask",
-              memory_budget: int | None = None, report: Report | None = None) -> BlankOut:
+              memory_budget: int | None = None, report: Report | None = None,
+              max_passes: int | None = None) -> BlankOut:
     """Blank-out importance for the same targets as `attribute`: each token but [CLS], [SEP] and the [MASK]s in
-    turn replaced by the baseline embedding, one forward pass per token, batched."""
+    turn replaced by the baseline embedding, one forward pass per token, batched. max_passes: a bound on those
+    passes for a long input, which is then blanked in runs of whole words (`blank_out_spans`; `BlankOut.spans`)."""
     resolved, fixed = _prepare(model, tokenizer, encoding, target, mask_index, token)
     inputs, reference = _embeddings_and_baseline(model, tokenizer, encoding, baseline, fixed)
-    varied = np.flatnonzero(~fixed)
+    spans = blank_out_spans(encoding, fixed, max_passes)
     function = _target_function(model, encoding, resolved)
-    batch = batch_size_for(model.config, len(encoding), False, memory_budget, max(1, len(varied)))
+    batch = batch_size_for(model.config, len(encoding), False, memory_budget, max(1, len(spans)))
     values = []
     with evaluating(model), torch.inference_mode():
         f_input = float(function(inputs[None])[0])
-        for start in range(0, len(varied), batch):
-            chunk = varied[start:start + batch]
-            blanked = inputs.expand(len(chunk), -1, -1).clone()  # (n, T, H)
-            rows = torch.arange(len(chunk), device=inputs.device)
-            index = torch.as_tensor(chunk, device=inputs.device)
-            blanked[rows, index] = reference[index]
+        for start in range(0, len(spans), batch):
+            chunk = spans[start:start + batch]
+            where = torch.zeros(len(chunk), len(encoding), 1, dtype=torch.bool, device=inputs.device)  # (n, T, 1)
+            for row, positions in enumerate(chunk):
+                where[row, positions] = True
+            blanked = torch.where(where, reference, inputs)  # (n, T, H)
             values.append(function(blanked).double().cpu().numpy())
             if report is not None:
                 report(len(chunk))
     value = np.full(len(encoding), f_input)
-    if len(varied):
-        value[varied] = np.concatenate(values)
-    return BlankOut(list(encoding.labels), f_input - value, value, fixed, resolved, f_input, baseline)
+    for positions, v in zip(spans, np.concatenate(values) if values else []):
+        value[positions] = v
+    one_each = all(len(positions) == 1 for positions in spans)
+    return BlankOut(list(encoding.labels), f_input - value, value, fixed, resolved, f_input, baseline,
+                    None if one_each else spans)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -293,10 +343,17 @@ class Faithfulness:
     blank_out: BlankOut
 
 
-def faithfulness_passes(tokenizer: Tokenizer, encoding: Encoding, steps: int) -> float:
+def faithfulness_passes(tokenizer: Tokenizer, encoding: Encoding, steps: int,
+                        max_passes: int | None = None) -> float:
     """The work of `faithfulness` in forward passes of the whole input, as its `report` counts them: the path points
-    of integrated gradients and one pass per blanked token (the few passes of the ends and targets left out)."""
-    return PASSES_PER_STEP * steps + int((~_fixed_positions(tokenizer, encoding)).sum())
+    of integrated gradients and one pass per blank-out (`blank_out_spans`; the few passes of the ends and targets
+    left out)."""
+    return PASSES_PER_STEP * steps + blank_out_passes(tokenizer, encoding, max_passes)
+
+
+def blank_out_passes(tokenizer: Tokenizer, encoding: Encoding, max_passes: int | None = None) -> int:
+    """The passes of `blank_out`: one per token blanked, or per run of words when `max_passes` bounds them."""
+    return len(blank_out_spans(encoding, _fixed_positions(tokenizer, encoding), max_passes))
 
 
 def seconds_per_pass(model: BertForPreTraining, encoding: Encoding, batch: int = 4) -> float:
@@ -324,14 +381,17 @@ def attention_measures(attentions: np.ndarray, value_grams: np.ndarray, position
 
 def faithfulness(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, mask_index: int = 0,
                  token: str | int | None = None, steps: int = 50, baseline: str = "pad", target: str = "mask",
-                 memory_budget: int | None = None, report: Report | None = None) -> Faithfulness:
+                 memory_budget: int | None = None, report: Report | None = None,
+                 max_passes: int | None = None) -> Faithfulness:
     """The faithfulness panel for one input and target: attention, rollout and value-weighted attention against
-    integrated gradients and blank-out (arguments as in `attribute`; its passes: `faithfulness_passes`)."""
+    integrated gradients and blank-out (arguments as in `attribute`; max_passes bounds blank-out's, as in
+    `blank_out`; its passes: `faithfulness_passes`)."""
     ig = attribute(model, tokenizer, encoding, mask_index, token, steps, baseline, target,
                    memory_budget=memory_budget, report=report)
     # The same token as the attribution explains, even when the caller left it to the top prediction.
     token_id = ig.target.token_id if ig.target.kind == "mask" else None
-    blank = blank_out(model, tokenizer, encoding, mask_index, token_id, baseline, target, memory_budget, report)
+    blank = blank_out(model, tokenizer, encoding, mask_index, token_id, baseline, target, memory_budget, report,
+                      max_passes)
     with evaluating(model), torch.inference_mode():
         out = forward_ids(model, encoding, capture=("layer.*.attention.probs", "layer.*.attention.value_grams"))
         attentions = torch.stack([a[0] for a in out.layers("attention.probs")]).float().cpu().numpy()  # (L, h, T, T)

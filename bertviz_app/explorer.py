@@ -313,18 +313,19 @@ class Explorer:
         return self.model
 
     def blank_out(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None,
-                  baseline: str = "pad", target: str = "mask"):
-        """Leave-one-token-out importance for the same targets as `attribute`."""
+                  baseline: str = "pad", target: str = "mask", max_passes: int | None = None):
+        """Leave-one-token-out importance for the same targets as `attribute`; max_passes: at most that many
+        passes, a long input blanked in runs of whole words (attribution.blank_out_spans)."""
         return attribution.blank_out(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index, token,
-                                     baseline, target)
+                                     baseline, target, max_passes=max_passes)
 
     def faithfulness(self, text: str, text_pair: str | None = None, mask_index: int = 0, token=None, steps: int = 50,
-                     baseline: str = "pad", target: str = "mask", report=None):
+                     baseline: str = "pad", target: str = "mask", report=None, max_passes: int | None = None):
         """Spearman correlations of attention, rollout and value-weighted attention with integrated gradients and
         blank-out, for one input and target. report: told the work done as it goes, in forward passes
-        (attribution.faithfulness_passes)."""
+        (attribution.faithfulness_passes); max_passes: blank-out's bound, as in `blank_out`."""
         return attribution.faithfulness(self.model, self.tokenizer, self._encoding(text, text_pair), mask_index,
-                                        token, steps, baseline, target, report=report)
+                                        token, steps, baseline, target, report=report, max_passes=max_passes)
 
     def export_static(self, folder: str | Path, lesson: str | Path | None = None, weights: str = "float16",
                       shipped_lessons: bool = True) -> Path:

@@ -6,7 +6,7 @@ boundary, with messages that say what to do."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -61,6 +61,16 @@ class Target:
             return start[:, self.position] + end[:, self.end]
         logits = model.cls.seq_relationship(out.pooler_output).float()  # (B, 2), index 0 = IsNext
         return logits[:, 0] - logits[:, 1]
+
+    def reads(self) -> tuple[list[int] | None, Target]:
+        """The positions of the last layer this target reads, and the target as it reads them from a pass that
+        computed only those (`BertModel.forward(rows=...)`): a [MASK]'s or a tag's position, [CLS] for the pooler
+        (IsNext, a label); every position (None, and the target itself) for an answer span or a kind not named here."""
+        if self.kind in ("mask", "tag"):
+            return [self.position], replace(self, position=0)
+        if self.kind in ("is_next", "label"):
+            return [0], self
+        return None, self
 
     def probability(self, value: float) -> float:
         """The probability a target value stands for: exp(log P) or the sigmoid of the IsNext logit."""

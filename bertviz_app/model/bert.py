@@ -177,12 +177,14 @@ class BertSelfAttention(nn.Module):
         return {"q.k": (q @ k.transpose(-1, -2)) * self.scale, **self.position_scores(q, k, rel)}
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points, prefix: str,
-                rel: RelativePositions | None = None) -> tuple[Tensor, Tensor]:
+                rel: RelativePositions | None = None, rows: list[int] | None = None) -> tuple[Tensor, Tensor]:
         """attention_bias: (B, 1, 1, T) additive, 0 for real tokens and a large negative number for padding.
         points: this pass's captures and interventions; prefix "layer.{i}.attention.".
         rel: DeBERTa's relative positions (None for the rest of the family).
-        Returns each head's context (B, h, T, d) and the values (B, h, T, d)."""
-        q = points.at(prefix + "queries", self._split_heads(self.query(hidden)))  # (B, h, T, d)
+        rows: the query positions to compute (None: all T); keys and values are always every position's.
+        Returns each head's context (B, h, R, d), R = len(rows) or T, and the values (B, h, T, d)."""
+        queries = hidden if rows is None else hidden[:, rows]
+        q = points.at(prefix + "queries", self._split_heads(self.query(queries)))  # (B, h, R, d)
         k = points.at(prefix + "keys", self._split_heads(self.key(hidden)))  # (B, h, T, d)
         v = points.at(prefix + "values", self._split_heads(self.value(hidden)))  # (B, h, T, d)
         if any(name.startswith(prefix + "score.") for name in points.capture):
@@ -238,13 +240,13 @@ class BertAttention(nn.Module):
         self.output = BertSelfOutput(config)
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points, prefix: str,
-                rel: RelativePositions | None = None) -> Tensor:
-        context, v = self.self(hidden, attention_bias, points, prefix, rel)  # (B, h, T, d) each
+                rel: RelativePositions | None = None, rows: list[int] | None = None) -> Tensor:
+        context, v = self.self(hidden, attention_bias, points, prefix, rel, rows)  # (B, h, R, d), (B, h, T, d)
         if prefix + "value_grams" in points.capture:
             points.at(prefix + "value_grams", self.value_grams(v))
-        B, h, T, d = context.shape
-        merged = context.transpose(1, 2).reshape(B, T, h * d)  # (B, T, H)
-        return self.output(merged, hidden, points, prefix + "output")
+        B, h, R, d = context.shape
+        merged = context.transpose(1, 2).reshape(B, R, h * d)  # (B, R, H)
+        return self.output(merged, hidden if rows is None else hidden[:, rows], points, prefix + "output")
 
     def value_grams(self, v: Tensor) -> Tensor:
         """(B, T, h, h) Gram matrix of each token's per-head transformed values, for value-weighted attention
@@ -292,10 +294,13 @@ class BertLayer(nn.Module):
         self.output = BertOutput(config)
 
     def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points, index: int,
-                rel: RelativePositions | None = None) -> Tensor:
-        """Layer `index` (its points are named "layer.{index}...": ALBERT's shared weights serve several)."""
+                rel: RelativePositions | None = None, rows: list[int] | None = None) -> Tensor:
+        """Layer `index` (its points are named "layer.{index}...": ALBERT's shared weights serve several), at every
+        position, or only at `rows` (then (B, len(rows), H)): a position's output needs every position's keys and
+        values but only its own query and feed-forward."""
         prefix = f"layer.{index}."
-        attended = points.at(prefix + "mid", self.attention(hidden, attention_bias, points, prefix + "attention.", rel))
+        attended = points.at(prefix + "mid", self.attention(hidden, attention_bias, points, prefix + "attention.", rel,
+                                                            rows))
         inner = points.at(prefix + "ffn.hidden", self.intermediate(attended))
         return points.at(prefix + "output", self.output(inner, attended, points, prefix + "ffn.output"))
 
@@ -331,17 +336,26 @@ class BertEncoder(nn.Module):
         return RelativePositions(table, index - low)
 
     def apply_layer(self, index: int, hidden: Tensor, attention_bias: Tensor | None = None,
-                    points: Points | None = None) -> Tensor:
+                    points: Points | None = None, rows: list[int] | None = None) -> Tensor:
         """Layer `index` alone on `hidden` (B, T, H), e.g. from a stored hidden state, with what it needs; `points`
-        names its activations "layer.{index}..." as in a whole pass."""
-        return self.layer_module(index)(hidden, attention_bias, points or Points(), index,
-                                        self.relative_positions(hidden.shape[1], hidden.device))
+        names its activations "layer.{index}..." as in a whole pass; rows: as in `forward`."""
+        return self._layer(index, hidden, attention_bias, points or Points(),
+                           self.relative_positions(hidden.shape[1], hidden.device), rows)
 
-    def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points) -> Tensor:
+    def forward(self, hidden: Tensor, attention_bias: Tensor | None, points: Points,
+                rows: list[int] | None = None) -> Tensor:
+        """rows: the last layer's output only at these positions, (B, len(rows), H) (None: all)."""
         rel = self.relative_positions(hidden.shape[1], hidden.device)
-        for i in range(self.config.num_hidden_layers):
-            hidden = self.layer_module(i)(hidden, attention_bias, points, i, rel)
+        last = self.config.num_hidden_layers - 1
+        for i in range(last + 1):
+            hidden = self._layer(i, hidden, attention_bias, points, rel, rows if i == last else None)
         return hidden
+
+    def _layer(self, index, hidden, attention_bias, points, rel, rows):
+        if rows is not None and rel is not None:
+            # DeBERTa's position terms are indexed by (query, key): computed whole, then the rows kept (no saving).
+            return self.layer_module(index)(hidden, attention_bias, points, index, rel)[:, rows]
+        return self.layer_module(index)(hidden, attention_bias, points, index, rel, rows)
 
 
 class BertPooler(nn.Module):
@@ -433,7 +447,7 @@ class BertModel(BertPreTrainedModel):
                 attention_mask: Tensor | None = None, position_ids: Tensor | None = None,
                 head_mask: Tensor | None = None, inputs_embeds: Tensor | None = None,
                 capture: Iterable[str] = (), intervene: Mapping[str, Intervention] | None = None,
-                points: Points | None = None) -> BertModelOutput:
+                points: Points | None = None, rows: list[int] | None = None) -> BertModelOutput:
         """input_ids, token_type_ids, attention_mask: (B, T); attention_mask 1 for tokens, 0 for padding.
         head_mask: (L, h) or (L, B, h), 1 keeps a head and 0 silences it (any value scales it; differentiable): an
         intervention on each layer's attention probabilities.
@@ -441,7 +455,10 @@ class BertModel(BertPreTrainedModel):
         are still added), e.g. points on an integrated-gradients path.
         capture: point names (model/points.py) returned in `output.captured`; intervene: {point name: Edit or
         function of the tensor}, applied in this pass; points: both at once, made by `self.points` (what the heads
-        above the encoder share)."""
+        above the encoder share).
+        rows: sorted positions, the only ones the last layer computes (what one prediction reads: a [MASK]'s, or
+        [CLS] for the pooler), most of a layer's work saved; last_hidden_state is then (B, len(rows), H), and the
+        pooler runs only when rows[0] is 0 ([CLS])."""
         if points is None:
             points = self.points(capture, intervene, head_mask)
         elif capture or intervene or head_mask is not None:
@@ -481,8 +498,9 @@ class BertModel(BertPreTrainedModel):
             bias = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
         if "attention.bias" in points.capture:
             points.at("attention.bias", bias if bias is not None else hidden.new_zeros(B, 1, 1, T))
-        hidden = self.encoder(hidden, bias, points)
-        pooled = points.at("pooler", self.pooler(hidden)) if self.pooler is not None else None
+        hidden = self.encoder(hidden, bias, points, rows)
+        pooled = (points.at("pooler", self.pooler(hidden))
+                  if self.pooler is not None and (rows is None or rows[0] == 0) else None)
         return BertModelOutput(hidden, pooled, points.captured)
 
     def _position_ids(self, input_ids: Tensor | None, T: int, device: torch.device) -> Tensor:

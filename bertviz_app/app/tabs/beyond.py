@@ -13,7 +13,7 @@ import pandas as pd
 from ... import figures
 from ...figures import escape_label
 from ...ablation import ablation_passes
-from ...attribution import PASSES_PER_STEP, faithfulness_passes, seconds_per_pass
+from ...attribution import PASSES_PER_STEP, blank_out_passes, faithfulness_passes, seconds_per_pass
 from ...run import Run
 from ..common import percent, plain, refuse, text_value, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
@@ -41,9 +41,25 @@ def targets_of(explorer, run: Run) -> list[tuple[str, str]]:
     return choices
 
 
+# Blank-out's passes at most: a longer input is blanked in runs of whole words. One pass per word piece was 60% of an
+# explanation at 256 tokens (253 of ~420 passes); with 128 the whole fits 15 s on 2 idle cores (docs/speed.md).
+EXPLAIN_BLANK_OUT_PASSES = 128
+
+
 def explanation_passes(explorer, run: Run, steps: int) -> float:
     """An explanation's work in forward passes of the input: integrated gradients, blank-out, every head silenced."""
-    return faithfulness_passes(explorer.tokenizer, run.encoding, steps) + ablation_passes(explorer.config)
+    return (faithfulness_passes(explorer.tokenizer, run.encoding, steps, EXPLAIN_BLANK_OUT_PASSES)
+            + ablation_passes(explorer.config))
+
+
+def blank_out_plan(explorer, run: Run) -> str:
+    """What blank-out blanks at a time for this input, in words ("" when one word piece at a time)."""
+    pieces = blank_out_passes(explorer.tokenizer, run.encoding)
+    runs = blank_out_passes(explorer.tokenizer, run.encoding, EXPLAIN_BLANK_OUT_PASSES)
+    if runs == pieces:
+        return ""
+    return (f"the input is long, so blank-out blanks runs of whole words, about {pieces / runs:.1f} word pieces at a "
+            f"time ({runs} runs for {pieces} word pieces; each piece shows its run's score)")
 
 
 # seconds per pass and token of the last explanation on this server, by model: what the next one forecasts from
@@ -60,11 +76,13 @@ def explanation_forecast(explorer, run: Run, steps: int) -> str:
     seconds = explanation_passes(explorer, run, steps) * per_pass
     if seconds < LONG_S:
         return ""
-    words = faithfulness_passes(explorer.tokenizer, run.encoding, steps) - PASSES_PER_STEP * steps
+    runs = blank_out_passes(explorer.tokenizer, run.encoding, EXPLAIN_BLANK_OUT_PASSES)
     heads = explorer.config.num_hidden_layers * explorer.config.num_attention_heads
+    plan = blank_out_plan(explorer, run)
+    blanked = f"{runs} runs of words blanked in turn" if plan else f"each of the {runs} word pieces blanked in turn"
     return (f" At {len(run.encoding)} tokens this takes long: about **{seconds:.0f} s** here (integrated gradients' "
-            f"{steps} steps, each of the {words:.0f} word pieces blanked in turn, {heads} heads silenced); fewer "
-            "integration steps make it quicker.")
+            f"{steps} steps, {blanked}, {heads} heads silenced); fewer integration steps make it quicker."
+            + (f" {plan[0].upper()}{plan[1:]}." if plan else ""))
 
 
 LONG_S = 10.0  # an explanation expected to take longer is announced before it starts
@@ -74,10 +92,10 @@ class Progress:
     """An explanation's progress told to `tell(fraction, desc)` as its passes are done, with the time left estimated
     from the rate so far (never from a previous input's run)."""
 
-    def __init__(self, total: float, steps: int, faithfulness: float, tell):
+    def __init__(self, total: float, steps: int, faithfulness: float, tell, blanked: str = "one word piece"):
         self.total, self.tell, self.done, self.start = total, tell, 0.0, time.perf_counter()
         self.stages = ((PASSES_PER_STEP * steps, f"Integrated gradients ({steps} steps)"),
-                       (faithfulness, "Blank-out (one word piece at a time)"), (total, "Silencing each head"))
+                       (faithfulness, f"Blank-out ({blanked} at a time)"), (total, "Silencing each head"))
 
     def __call__(self, passes: float) -> None:
         self.done += passes
@@ -105,10 +123,13 @@ def explain_view(explorer, run: Run, target: str, token: str, steps: int, tell=N
     enc = run.encoding
     token = token.strip() or None
     report, start = None, time.perf_counter()
+    plan = blank_out_plan(explorer, run)
     if tell is not None:
         report = Progress(explanation_passes(explorer, run, steps), steps,
-                          faithfulness_passes(explorer.tokenizer, enc, steps), tell)
-    faith = explorer.faithfulness(enc.text, enc.text_pair, mask_index, token, steps, target=kind, report=report)
+                          faithfulness_passes(explorer.tokenizer, enc, steps, EXPLAIN_BLANK_OUT_PASSES), tell,
+                          "a run of words" if plan else "one word piece")
+    faith = explorer.faithfulness(enc.text, enc.text_pair, mask_index, token, steps, target=kind, report=report,
+                                  max_passes=EXPLAIN_BLANK_OUT_PASSES)
     ig, blank = faith.attribution, faith.blank_out
     ranking = explorer.rank_heads(enc.text, enc.text_pair, mask_index, ig.target.token_id, target=kind,
                                   report=report)
@@ -119,7 +140,8 @@ def explain_view(explorer, run: Run, target: str, token: str, steps: int, tell=N
                f"With every word blanked, it would say {percent(ig.target.probability(ig.f_baseline))}. Integrated "
                f"gradients shares the difference between the two out over the words, in {ig.steps} steps (the word "
                f"chart colours each word by its share); the shares add up to the whole difference within "
-               f"{ig.relative_delta:.1e} of it, so the steps were enough (the convergence check).\n\n"
+               f"{ig.relative_delta:.1e} of it, so the steps were enough (the convergence check)."
+               + (f" {plan[0].upper()}{plan[1:]}." if plan else "") + "\n\n"
                f"{faithfulness_reading(faith.table)}\n\n{_top_heads(ranking)}")
     table = faith.table.astype(float).round(2).reset_index().rename(columns={"index": "attention measure"})
     return (message,
