@@ -134,7 +134,7 @@ def explain_view(explorer, run: Run, target: str, token: str, steps: int, tell=N
     ranking = explorer.rank_heads(enc.text, enc.text_pair, mask_index, ig.target.token_id, target=kind,
                                   report=report)
     RATES[explorer.name] = (time.perf_counter() - start) / (explanation_passes(explorer, run, steps) * len(enc))
-    what, said = ig.target.describe(), plain_target(ig.target)
+    said = plain_target(ig.target)
     message = (f"Explaining how sure {plain(explorer.name)} is of **{plain(said)}** in “{plain(_excerpt(run))}”: "
                f"**{percent(ig.target.probability(ig.f_input))}**. {_measured(ig.target)}\n\n"
                f"With every word blanked, it would say {percent(ig.target.probability(ig.f_baseline))}. Integrated "
