@@ -21,6 +21,7 @@ FLOORS = {
     "batching": 0,  # inputs that arrive together, run as one pass (stdlib only)
     "inputs": 0,  # the one check of an input's text, for the explorer and the app (stdlib only)
     "config": 1, "device": 1, "catalog": 1,
+    "padding": 1,  # inputs of several lengths as one batch (torch only)
     "finetuned": 1,  # what a fine-tuned folder records (base model, held-out predictions): files only
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,
