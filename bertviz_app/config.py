@@ -306,6 +306,60 @@ FAMILY_FIELDS = ("model_type", "embedding_size", "num_hidden_groups", "position_
                  "head_act", "relative_attention", "pos_att_type", "position_buckets", "max_relative_positions",
                  "norm_rel_ebd")
 
+# Which of FAMILY_FIELDS (beyond model_type) each member reads; the others keep BERT's values and mean nothing for it.
+FAMILY_READS = {"bert": (), "roberta": ("position_offset", "head_act"), "distilbert": ("head_act",),
+                "albert": ("embedding_size", "num_hidden_groups"), "electra": ("embedding_size", "head_act"),
+                "deberta-v2": ("position_biased_input", "relative_attention", "pos_att_type", "position_buckets",
+                               "max_relative_positions", "norm_rel_ebd")}
+# Read only by DeBERTa's relative attention, so meaningless when relative_attention is off.
+RELATIVE_FIELDS = ("pos_att_type", "position_buckets", "max_relative_positions", "norm_rel_ebd")
+# Read only by a fine-tuned head.
+HEAD_FIELDS = ("num_labels", "classifier_dropout", "problem_type")
+# Every field in a few plain words, for the Model tab (a student's reading of the comments above).
+FIELD_WORDS = {
+    "vocab_size": "how many different word pieces the model knows",
+    "hidden_size": "how many numbers describe each token inside the model",
+    "num_hidden_layers": "how many layers the input passes through, one after another",
+    "num_attention_heads": "how many attention heads each layer has",
+    "intermediate_size": "width of each layer's feed-forward part (usually 4 × hidden_size)",
+    "hidden_act": "the function that bends the feed-forward part's numbers (its activation)",
+    "hidden_dropout_prob": "share of numbers switched off at random while training, against memorizing; "
+                           "off while analyzing",
+    "attention_probs_dropout_prob": "the same for attention weights: only while training",
+    "max_position_embeddings": "how many positions the model learned: the longest input it takes",
+    "type_vocab_size": "how many segments (sentence A, sentence B) it tells apart; 0: none",
+    "layer_norm_eps": "a tiny number that keeps layer normalization from dividing by zero",
+    "initializer_range": "how spread out the random weights of a new model are",
+    "pad_token_id": "the token that fills short inputs up to a batch's length",
+    "num_labels": "how many labels the fine-tuned head chooses among",
+    "classifier_dropout": "the fine-tuned head's dropout while training; not set: hidden_dropout_prob",
+    "problem_type": "how the fine-tuned head learned: one label, several labels, or a number; not set: from "
+                    "num_labels",
+    "tie_word_embeddings": "whether the masked-LM head scores words with the word-embedding table itself",
+    "model_type": "which member of the BERT family this is (config.json's name)",
+    "embedding_size": "width of the embedding tables, widened to hidden_size before the first layer",
+    "num_hidden_groups": "how many sets of weights the layers take turns with (1: every layer is the same weights)",
+    "position_offset": "positions count from this number (the first ones are kept for padding)",
+    "position_biased_input": "whether each token gets a position embedding added (no: only distances tell order)",
+    "head_act": "the activation of the masked-LM head",
+    "relative_attention": "whether an attention score also depends on how far apart the two tokens are",
+    "pos_att_type": "which distance terms the score adds: c2p (word to distance), p2c (distance to word)",
+    "position_buckets": "distances grouped into this many buckets, finer near zero (-1: each distance its own)",
+    "max_relative_positions": "the farthest distance told apart (-1: max_position_embeddings)",
+    "norm_rel_ebd": "whether the distance embeddings are layer-normalized",
+}
+
+
+def fields_that_apply(config: BertConfig, head: bool) -> list[str]:
+    """The fields `config`'s model reads, in the dataclass's order: BERT's, its family's own, DeBERTa's distance fields
+    only with relative attention on, and the fine-tuned head's only when there is one (`head`)."""
+    family = set(FAMILY_FIELDS) - {"model_type", *FAMILY_READS[config.model_type]}
+    if not config.relative_attention:
+        family |= set(RELATIVE_FIELDS)
+    skip = family | (set() if head else set(HEAD_FIELDS))
+    return [f.name for f in dataclasses.fields(config) if f.name not in skip]
+
+
 
 def _bert_fields(data: dict) -> dict:
     """BERT's own config.json: the family's fields are not its to set."""

@@ -42,11 +42,14 @@ def test_patch_b_into_a_opens_the_clicked_head_for_both_inputs(browser, server, 
         page.wait_for_selector("#compare-patch-map table")
         message = page.locator("#compare-patch-message").inner_text()
         assert "logit(are) - logit(is)" in message and "72 patched passes" in message, message
-        wait_for_rows(page, "compare-patch-map", 6)
+        wait_for_rows(page, "compare-patch-map", 12)  # a head a row, a layer a column
+        # the whole table in sight, on a phone too: nothing in it scrolls sideways
+        assert page.evaluate("() => [...document.querySelectorAll('#compare-patch-map *')].every((e) => "
+                             "e.scrollWidth <= e.clientWidth + 1 || getComputedStyle(e).overflowX === 'visible')")
         for side in ("cmp-a-", "cmp-b-"):
             page.wait_for_selector(f"#{side}attention-view")
         # a click on layer 4, head 7 opens it on both sides
-        page.locator("#compare-patch-map [role=gridcell][data-col='8']").nth(4).click()
+        page.locator("#compare-patch-map [role=gridcell][data-col='5']").nth(7).click()
         page.wait_for_function("() => ['cmp-a-', 'cmp-b-'].every(s => document.querySelector(`#${s}view-layer`)"
                                "?.value === '4' && document.querySelector(`#${s}view-head`)?.value === '7')")
         page.locator("#compare-patch-map").scroll_into_view_if_needed()

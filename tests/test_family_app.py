@@ -115,3 +115,35 @@ def test_compare_puts_two_families_side_by_side(client, explorers):
     assert "RoBERTa (left) and ALBERT (right) each split the input with their own tokenizer" in message
     assert "is the same weights as layer 1 applied a third time" in message  # ALBERT's shared layers, said here too
     assert "The left model has 3 layers and the other 4: layers are paired by relative depth" in message
+
+
+# BERT's own fields, which every member reads; each family's further fields; the fine-tuned head's only with a head.
+BERT_FIELDS = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+               "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+               "type_vocab_size", "layer_norm_eps", "initializer_range", "pad_token_id", "tie_word_embeddings",
+               "model_type"}
+FAMILY_FIELDS = {"bert": set(), "roberta": {"position_offset", "head_act"}, "distilbert": {"head_act"},
+                 "albert": {"embedding_size", "num_hidden_groups"}, "electra": {"embedding_size", "head_act"},
+                 "deberta-v2": {"position_biased_input", "relative_attention", "pos_att_type", "position_buckets",
+                                "max_relative_positions", "norm_rel_ebd"}}
+
+
+def configuration_rows(text: str) -> dict[str, tuple[str, str]]:
+    """The Model tab's configuration table: field -> (value, what it means)."""
+    table = text.split("#### Configuration", 1)[1]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table.splitlines()
+            if line.startswith("| `")]
+    assert all(len(row) == 3 for row in rows), rows
+    return {field.strip("`"): (value, words) for field, value, words in rows}
+
+
+@pytest.mark.parametrize("family", ["bert", *FAMILIES])
+def test_the_model_tab_lists_the_fields_that_apply_each_in_plain_words(explorers, family):
+    from bertviz_app import load
+
+    explorer = load(device="cpu") if family == "bert" else explorers[family][1]
+    rows = configuration_rows(model_text(explorer))
+    assert set(rows) == BERT_FIELDS | FAMILY_FIELDS[family]
+    assert all(len(words.split()) >= 3 for _, words in rows.values())  # a few words each, not a bare name
+    # no field of another member left at its "off" value
+    assert not any(value in ("not set", "`-1`", "`None`") for value, _ in rows.values()), rows

@@ -60,7 +60,10 @@ def test_question_answering_marks_the_answer_or_asks_for_a_passage(folders):
 def test_a_model_without_a_task_says_how_to_make_one(folders):
     explorer = bertviz_app.load(device="cpu")
     message, bars = task_view(explorer, explorer.run("the cat sat"), alternatives=("sentiment",))
-    assert bars is None and "bertviz-app finetune" in message and "Pick **sentiment**" in message
+    assert bars is None and "bertviz-app finetune" in message and "pick **sentiment**" in message
+    # where the page may train, the Fine-tune tab is the way, not a command line
+    message, _ = task_view(explorer, explorer.run("the cat sat"), can_train=True)
+    assert "the **Fine-tune** tab" in message and "bertviz-app" not in message
 
 
 def test_the_page_has_a_task_tab(folders):

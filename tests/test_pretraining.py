@@ -176,6 +176,25 @@ def test_collate_pads_and_never_masks_special_tokens(tokenizer, corpus):
     assert special.any() and batch.next_sentence_label.shape == (16,)
 
 
+def test_fine_tuning_and_pretraining_pad_a_batch_with_one_helper(tokenizer, corpus):
+    """Both batches come from padding.pad_inputs: ids padded with the pad id, segment 0 and mask 0 past each row."""
+    from bertviz_app.finetuning.tasks.base import Feature, pad
+    from bertviz_app.padding import pad_inputs
+
+    ids, segments, mask = pad_inputs([[5, 6, 7], [8]], [[0, 0, 1], [1]], pad_id=9)
+    assert ids.tolist() == [[5, 6, 7], [8, 9, 9]] and segments.tolist() == [[0, 0, 1], [1, 0, 0]]
+    assert mask.tolist() == [[1, 1, 1], [1, 0, 0]] and ids.dtype == segments.dtype == mask.dtype == torch.long
+    examples = [SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_tokens=32)[i] for i in range(4)]
+    batch = collate(examples, tokenizer, random_token_ids(tokenizer), torch.Generator().manual_seed(0))
+    expected = pad_inputs([e.ids for e in examples], [e.segment_ids for e in examples], tokenizer.pad_token_id)
+    assert torch.equal(batch.segment_ids, expected[1]) and torch.equal(batch.attention_mask, expected[2])
+    unmasked = batch.labels == IGNORE_INDEX  # the positions masking left as they were
+    assert torch.equal(batch.input_ids[unmasked], expected[0][unmasked])
+    tuned = pad([Feature(e.ids, e.segment_ids, i) for i, e in enumerate(examples)], tokenizer.pad_token_id)
+    assert all(torch.equal(a, b) for a, b in zip((tuned.input_ids, tuned.segment_ids, tuned.attention_mask),
+                                                 expected))
+
+
 def test_objective_equals_the_models_own_loss(tokenizer, corpus):
     data = SentencePairDataset.from_files([corpus / "train.txt"], tokenizer, max_tokens=32)
     model = BertForPreTraining(BertConfig.preset("tiny")).eval()

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from ..masking import MaskedTokens, mask_tokens
+from ..padding import pad_inputs, pad_rows
 from ..tokenizer import Tokenizer, truncate_longest_first
 
 IS_NEXT, NOT_NEXT = 0, 1  # next_sentence_label values, as the model's NSP head expects
@@ -231,19 +232,10 @@ def collate(examples: list[PairExample], tokenizer: Tokenizer, random_ids: Tenso
     batch, or one per example (then the positions chosen in an example do not depend on the examples batched with it)."""
     if tokenizer.mask_token_id is None:
         raise ValueError("the tokenizer has no [MASK] token; masked-LM pretraining needs one in the vocabulary")
-    T = max(len(e.ids) for e in examples)
-    B = len(examples)
-    ids = torch.full((B, T), tokenizer.pad_token_id, dtype=torch.long)
-    types = torch.zeros((B, T), dtype=torch.long)
-    attention = torch.zeros((B, T), dtype=torch.long)
-    starts = torch.ones((B, T), dtype=torch.bool)
-    for row, e in enumerate(examples):
-        n = len(e.ids)
-        ids[row, :n] = torch.tensor(e.ids)
-        types[row, :n] = torch.tensor(e.segment_ids)
-        attention[row, :n] = 1
-        if e.word_starts:
-            starts[row, :n] = torch.tensor(e.word_starts)
+    ids, types, attention = pad_inputs([e.ids for e in examples], [e.segment_ids for e in examples],
+                                       tokenizer.pad_token_id)
+    # an example without word starts counts every token as one (and padding is never chosen)
+    starts = pad_rows([e.word_starts or [True] * len(e.ids) for e in examples], True, torch.bool)
     special = (attention == 0) | torch.isin(ids, torch.tensor(sorted(tokenizer.special_ids)))
 
     def mask(rows: slice, g: torch.Generator) -> MaskedTokens:

@@ -43,6 +43,12 @@ from . import class_polls, gradio_internals, guards, polls
 
 log = logging.getLogger("bertviz_app.app")
 
+# gradio's default theme, with bold text in the fonts' bold files: its semibold (600) files are small subsets ("A", "B"
+# and some Cyrillic), so a bold "All heads" took its "A" from Source Sans Pro and the rest from a system font, which
+# read as small capitals. Text asked for at 600 is drawn from the 700 files, whose glyphs are all there.
+THEME = gr.themes.Default(
+    font=(gr.themes.LocalFont("Source Sans Pro", weights=(400, 700)), "ui-sans-serif", "system-ui", "sans-serif"),
+    font_mono=(gr.themes.LocalFont("IBM Plex Mono", weights=(400, 700)), "ui-monospace", "Consolas", "monospace"))
 MAX_BODY_BYTES = limits.MAX_BODY_BYTES
 MAX_SESSIONS = limits.MAX_SESSIONS
 SESSION_IDLE_S = limits.SESSION_MINUTES * 60
@@ -171,7 +177,7 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     budget = guards.SessionBudget(sessions_per_address)
     # gradio's banner and its long share advice: we say it shorter
     with contextlib.redirect_stdout(captured), forwarded_headers(behind_proxy):
-        demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth,
+        demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth, theme=THEME,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
                     css_paths=[ASSETS / "app.css"] if (ASSETS / "app.css").exists() else None,

@@ -35,8 +35,8 @@ class PatchSection:
                                        elem_id="patch-answer-a")
             self.button = gr.Button("Patch B into A", scale=1, elem_id="compare-patch")
         self.message = gr.Markdown(elem_id="compare-patch-message")
-        self.map = gr.Dataframe(interactive=False, label="Share of B's answer restored, layer x head", visible=False,
-                                elem_id="compare-patch-map")
+        self.map = gr.Dataframe(interactive=False, label="Share of B's answer restored, a head a row, a layer a column",
+                                visible=False, wrap=True, elem_id="compare-patch-map")
         self.inputs = gr.State(None)  # (B's sentence A, B's sentence B, its model) of the map shown
 
     @user_errors
@@ -56,14 +56,20 @@ class PatchSection:
             return (f"**Not patched** (B is the clean input, A the corrupted one): {why}", gr.update(visible=False),
                     None, gr.update(), gr.update())
         best = frame.stack().idxmax()
-        table = frame.round(2)
-        table.insert(0, "layer", [f"layer {i}" for i in table.index])
-        styled = table.style.map(_colour, subset=list(frame.columns)).format(precision=2)
+        # a head a row and a layer a column: a phone has room for the default model's 6 layers, not for its 12 heads
+        # (as 13 columns the table was 973 px wide on a 390 px screen); + 0.0 turns -0.00 into 0.00
+        table = frame.T.round(2) + 0.0
+        table.columns = [f"layer {i}" for i in frame.index]
+        table.insert(0, "head", list(frame.columns))
+        styled = table.style.map(_colour, subset=list(table.columns[1:])).format(precision=2)
         left, right = self._sides(session, explorer, run_a, run_b, other_model, best[0], int(best[1].split()[-1]))
         message = (f"{frame.attrs['metric']}: {frame.attrs['corrupted']:.2f} on A, {frame.attrs['clean']:.2f} on B. "
                    f"Most restored by layer {best[0]}, {best[1]} ({frame.loc[best]:.2f}); "
                    f"{frame.shape[0] * frame.shape[1]} patched passes in {frame.attrs['seconds']:.1f} s.")
-        return message, gr.update(value=styled, visible=True), [other_a, other_b, other_model], left, right
+        # in pixels (gradio reads a percentage as one of the screen's width): 6 layers fit a phone's 324 px
+        widths = ["56px"] + ["44px"] * len(frame.index)
+        return (message, gr.update(value=styled, visible=True, column_widths=widths), [other_a, other_b, other_model],
+                left, right)
 
     def _sides(self, session, explorer, run_a, run_b, model, layer: int, head: int):
         left, right = self.compare.host.value(session["model"], run_a), self.compare.host.value(model, run_b)
@@ -75,12 +81,12 @@ class PatchSection:
     def open_cell(self, session, inputs, event: gr.SelectData):
         if not inputs:
             raise refuse("Patch B into A first.")
-        row, column = event.index
+        head, column = event.index
         if column == 0:
             return gr.update(), gr.update()
         explorer, run_a = self.page.models.run_of(session)
         run_b = explorer.run(inputs[0], inputs[1] or None)
-        return self._sides(session, explorer, run_a, run_b, inputs[2], row, column - 1)
+        return self._sides(session, explorer, run_a, run_b, inputs[2], column - 1, head)
 
     def wire(self) -> None:
         tab = self.compare

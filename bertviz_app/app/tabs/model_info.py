@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import gradio as gr
 
+from ...config import FIELD_WORDS, fields_that_apply
 from ...explorer import Explorer
 from ..common import api, user_errors
 from .base import Gate, TabPage
@@ -14,8 +13,8 @@ from .base import Gate, TabPage
 def model_text(explorer: Explorer) -> str:
     c = explorer.config
     # the fine-tuning heads' fields mean nothing for a model without one (its num_labels is the default 2)
-    unused = set() if getattr(explorer, "task", None) is not None else {"num_labels", "problem_type"}
-    rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in dataclasses.asdict(c).items() if k not in unused)
+    shown = fields_that_apply(c, head=getattr(explorer, "task", None) is not None)
+    rows = "\n".join(f"| `{k}` | {_value(getattr(c, k))} | {FIELD_WORDS[k]} |" for k in shown)
     name = explorer.name.replace("`", "")
     return (f"### `{name}`\n\n"
             f"| what | value |\n|---|---|\n"
@@ -30,7 +29,15 @@ def model_text(explorer: Explorer) -> str:
             f"| longest input | {explorer.max_tokens} tokens (longer inputs are truncated) |\n\n"
             + ("#### What this family does differently from BERT\n\n" if explorer.family.lacks else "")
             + "".join(f"- {line}\n" for line in explorer.family.lacks) + "\n"
-            f"#### Configuration\n\n| field | value |\n|---|---|\n{rows}\n")
+            f"#### Configuration\n\n| field | value | what it means |\n|---|---|---|\n{rows}\n")
+
+
+def _value(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple):
+        return ", ".join(value) or "none"
+    return "not set" if value is None else f"`{value}`"
 
 
 class ModelTab:

@@ -19,10 +19,9 @@ from ...run import Run
 from ..common import api, percent, plain, refuse, user_errors
 from .base import Gate, TabPage
 
-NO_TASK = ("**{name} is not fine-tuned for a task.** Fine-tuning teaches BERT one job (a label per sentence, a tag per "
-           "word, an answer in a passage) on labelled examples. Make one with `bertviz-app finetune "
-           "text-classification --train movie-reviews --output runs/sentiment`, then start the app with `--model "
-           "runs/sentiment`.{other}")
+NO_TASK = ("**{name} is not fine-tuned for a task**, so this tab has nothing to show for it: the tab shows what a "
+           "fine-tuned model answers for the input (a label per sentence, a tag per word, an answer in a passage) and "
+           "which words and heads that answer depends on. To see one, {todo}.")
 EXPLAIN_HINT = ("Press **Explain** to see which words the answer depends on (integrated gradients) and which heads "
                 "it needs (each head silenced in turn).")
 STEPS = 50  # Gauss-Legendre points: the shares add up to the change within ~1e-6 of it on the default model
@@ -51,11 +50,19 @@ element.addEventListener("click", (event) => {{
 """
 
 
-def task_view(explorer: Explorer, run: Run, alternatives: tuple[str, ...] = ()) -> tuple[str, dict | None]:
-    """(Markdown, {label: probability} for gr.Label or None) for the analyzed input."""
+def task_view(explorer: Explorer, run: Run, alternatives: tuple[str, ...] = (),
+              can_train: bool = False) -> tuple[str, dict | None]:
+    """(Markdown, {label: probability} for gr.Label or None) for the analyzed input. A model without a fine-tuned head
+    gets what to do instead: pick one of `alternatives` (the app's fine-tuned models), fine-tune one in the Fine-tune
+    tab (`can_train`: the page may train), or start the app with one."""
     if explorer.task is None:
-        other = f" Pick **{plain(alternatives[0])}** in the model list to see a fine-tuned one." if alternatives else ""
-        return NO_TASK.format(name=plain(explorer.name), other=other), None
+        todo = [f"pick **{plain(alternatives[0])}** in the model list"] if alternatives else []
+        if can_train:
+            todo.append("fine-tune one in the **Fine-tune** tab (a few minutes; it then joins the model list)")
+        else:
+            todo.append("start the app with `--model` naming a folder made by `bertviz-app finetune` (its `--help` "
+                        "says how)")
+        return NO_TASK.format(name=plain(explorer.name), todo=" or ".join(todo)), None
     if explorer.finetuned_task.reads_pair and not run.encoding.is_pair:
         return ("**A question and a passage are needed:** type the question as sentence A and the passage to search "
                 "as sentence B, then press Analyze."), None
@@ -281,29 +288,32 @@ class TaskTab:
     def __init__(self, page: TabPage):
         self.page = page
         self.message = gr.Markdown(elem_id="task")
-        self.label = gr.Label(label="Probability of each label", elem_id="task-label")
-        with gr.Row(equal_height=True):
-            # custom values allowed: the choices change with the model and the input, and explain checks them
-            self.explain_label = gr.Dropdown([], value=None, label="Label to explain (empty: the predicted one)",
-                                             allow_custom_value=True, scale=3, elem_id="task-explain-label")
-            self.word = gr.Dropdown([], value=None, label="Word (a tagger's)", allow_custom_value=True, scale=3,
-                                    visible=False, elem_id="task-word")
-            self.explain_button = gr.Button("Explain", variant="primary", scale=1, elem_id="task-explain")
-            self.compare_button = gr.Button("Compare with the model before fine-tuning", scale=2,
-                                            elem_id="task-compare")
-        self.explanation = gr.Markdown(EXPLAIN_HINT, elem_id="task-explanation")
-        self.tokens = gr.HTML(value={}, html_template=TOKENS_TEMPLATE, elem_id="task-attribution")
-        self.heads = gr.HTML(value={}, html_template=HEADS_TEMPLATE, js_on_load=OPEN_HEAD_JS, elem_id="task-heads")
-        self.heldout_info = gr.Markdown(elem_id="task-heldout-note")
-        self.heldout = gr.Dataframe(interactive=False, max_height=420, wrap=True, elem_id="task-heldout",
-                                    label="Held-out examples")
+        # Everything below answers only for a fine-tuned head: hidden for a model without one, whose message says
+        # what to do instead (a row of controls that each answer "no head" teaches nothing).
+        with gr.Column(visible=page.models.first.task is not None, elem_id="task-controls") as self.controls:
+            self.label = gr.Label(label="Probability of each label", elem_id="task-label")
+            with gr.Row(equal_height=True):
+                # custom values allowed: the choices change with the model and the input, and explain checks them
+                self.explain_label = gr.Dropdown([], value=None, label="Label to explain (empty: the predicted one)",
+                                                 allow_custom_value=True, scale=3, elem_id="task-explain-label")
+                self.word = gr.Dropdown([], value=None, label="Word (a tagger's)", allow_custom_value=True, scale=3,
+                                        visible=False, elem_id="task-word")
+                self.explain_button = gr.Button("Explain", variant="primary", scale=1, elem_id="task-explain")
+                self.compare_button = gr.Button("Compare with the model before fine-tuning", scale=2,
+                                                elem_id="task-compare")
+            self.explanation = gr.Markdown(EXPLAIN_HINT, elem_id="task-explanation")
+            self.tokens = gr.HTML(value={}, html_template=TOKENS_TEMPLATE, elem_id="task-attribution")
+            self.heads = gr.HTML(value={}, html_template=HEADS_TEMPLATE, js_on_load=OPEN_HEAD_JS, elem_id="task-heads")
+            self.heldout_info = gr.Markdown(elem_id="task-heldout-note")
+            self.heldout = gr.Dataframe(interactive=False, max_height=420, wrap=True, elem_id="task-heldout",
+                                        label="Held-out examples")
         self.heldout_of = gr.State(None)  # the model whose held-out table the page shows
 
     @user_errors
     def show(self, session, heldout_of):
         explorer, run = self.page.models.run_of(session)
         alternatives = tuple(name for name, e in self.page.models.explorers.items() if e.task is not None)
-        message, bars = task_view(explorer, run, alternatives)
+        message, bars = task_view(explorer, run, alternatives, self.page.training.enabled)
         labels = explorer.labels if explorer.task is not None and explorer.finetuned_task.labelled else []
         predicted = max(bars, key=bars.get) if bars else (labels[0] if labels else None)
         words = word_choices(explorer, run)
@@ -317,7 +327,8 @@ class TaskTab:
                 info = f"{plain(explorer.name)}'s held-out predictions could not be read: {plain(str(err))}"
             table = heldout_table(frame)
         hint = EXPLAIN_HINT if explorer.task is not None else ""
-        return (message, bars, gr.update(choices=labels, value=predicted if not words else None),
+        return (message, gr.update(visible=explorer.task is not None), bars,
+                gr.update(choices=labels, value=predicted if not words else None),
                 gr.update(choices=words, value=words[0][1] if words else None, visible=bool(words)), hint, {}, {},
                 table, info, session["model"])
 
@@ -362,6 +373,6 @@ class TaskTab:
 
     def after_analysis(self, event: Gate, public: bool) -> None:
         event.then(self.show, [self.page.session, self.heldout_of],
-                   [self.message, self.label, self.explain_label, self.word, self.explanation, self.tokens,
-                    self.heads, self.heldout, self.heldout_info, self.heldout_of],
+                   [self.message, self.controls, self.label, self.explain_label, self.word, self.explanation,
+                    self.tokens, self.heads, self.heldout, self.heldout_info, self.heldout_of],
                    **self.page.api("task", public))

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ...model import BertPreTrainedModel
+from ...padding import pad_inputs
 from ...targets import Target
 from ...timeline import TimelineInput
 from ...tokenizer import Encoding, Tokenizer
@@ -58,19 +59,8 @@ class Batch:
 
 
 def pad(features: list[Feature], pad_id: int) -> Batch:
-    """Pad to the longest feature of the batch (not to --max-length: sentences are short, and padding costs as much as
-    text); the targets are the task's to add."""
-    T = max(len(f.ids) for f in features)
-    B = len(features)
-    ids = torch.full((B, T), pad_id, dtype=torch.long)
-    segments = torch.zeros((B, T), dtype=torch.long)
-    mask = torch.zeros((B, T), dtype=torch.long)
-    for row, f in enumerate(features):
-        n = len(f.ids)
-        ids[row, :n] = torch.tensor(f.ids)
-        segments[row, :n] = torch.tensor(f.segment_ids)
-        mask[row, :n] = 1
-    return Batch(ids, segments, mask)
+    """The features padded to the longest of the batch; the targets are the task's to add."""
+    return Batch(*pad_inputs([f.ids for f in features], [f.segment_ids for f in features], pad_id))
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
