@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import _colorbar, _escape_all, _f32, _figure, _heads_grid, escape_label
+from ._base import _colorbar, _escape_all, _f32, _figure, _grid, _heads_grid, escape_label
 
 # Blue where a token raises the prediction, red where it lowers it (the attention views' blue is "more").
 SIGNED_COLORSCALE = [[0.0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7f7"], [0.75, "#67a9cf"], [1.0, "#2166ac"]]
@@ -62,6 +62,11 @@ def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], 
     return _figure(data, layout, title, width=max(620, 230 + 78 * width), height=150 + 34 * rows)
 
 
+def contrast_title(answer: str, other: str) -> str:
+    """The title of a contrastive attribution chart (attribution_figure of a logit difference)."""
+    return f"Why {escape_label(repr(answer))} and not {escape_label(repr(other))}?"
+
+
 def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
                         title: str = "Does attention point at<br>what the prediction depends on?") -> go.Figure:
     """Spearman correlation of each attention-based score (rows of `table`) with each reference (columns), as
@@ -99,3 +104,45 @@ def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
     return _heads_grid(effects, hover="%{z:+.3f}", colorbar="change<br>when<br>silenced", zmid=0,
                        colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
                        title=title or f"Silencing one head at a time:<br>how {escape_label(target)} changes")
+
+
+# One color per method of the faithfulness curves: the attention family in blues and greens, the prediction's own
+# measures in the attribution chart's colors.
+CURVE_COLORS = {"attention": "#9ecae1", "rollout": "#4292c6", "attention flow": "#08519c", "value zeroing": "#41ab5d",
+                "integrated gradients": "#2166ac", "blank-out": "#f4a582"}
+
+
+def faithfulness_curves_figure(deletion: Mapping[str, np.ndarray], insertion: Mapping[str, np.ndarray],
+                               aopc: pd.DataFrame, *, metric: str = "the metric", removal: str = "[MASK]",
+                               title: str = "Which explanation predicts the model?") -> go.Figure:
+    """Deletion (left: the metric as each method's top tokens are replaced by `removal`, one more at each step) and
+    insertion (right: restored into the input with them all replaced) curves, one line per method, the AOPC of each
+    (aopc: rows = methods, columns deletion and insertion) in the legend. A faithful method falls first on the left
+    and rises first on the right."""
+    names = list(deletion)
+    if not names or list(insertion) != names or any(len(deletion[k]) != len(insertion[k]) for k in names):
+        raise ValueError("give the deletion and insertion curves of the same methods, each of one length")
+    layout, ref = _grid(1, 2, hspace=0.12, titles=["deletion: top tokens removed", "insertion: top tokens restored"])
+    data = []
+    for name in names:
+        color = CURVE_COLORS.get(name, "#888")
+        row = aopc.loc[name]
+        label = f"{escape_label(name)} ({row['deletion']:+.2f} / {row['insertion']:+.2f})"
+        for col, curve in ((1, deletion[name]), (2, insertion[name])):
+            x, y = ref(1, col)
+            steps = np.arange(len(curve))
+            data.append(dict(type="scatter", mode="lines+markers", x=steps, y=_f32(curve), xaxis=x, yaxis=y,
+                             name=label, legendgroup=name, showlegend=col == 1, line=dict(color=color, width=2),
+                             marker=dict(size=5),
+                             hovertemplate=escape_label(name) + ", %{x} tokens: %{y:.3f}<extra></extra>"))
+    n = len(deletion[names[0]]) - 1
+    for col, word in ((1, "removed"), (2, "restored")):
+        x, y = ref(1, col)
+        layout["xaxis" + x[1:]].update(title=dict(text=f"tokens {word} (of {n})"), range=[-0.3, n + 0.3],
+                                       fixedrange=True, dtick=max(1, n // 8))
+        layout["yaxis" + y[1:]].update(fixedrange=True, zeroline=True, zerolinecolor="#bbb")
+    layout["yaxis"]["title"] = dict(text=escape_label(metric))
+    layout.update(legend=dict(orientation="h", x=0, y=-0.22, title=dict(text="AOPC (deletion / insertion):")),
+                  margin=dict(l=80, r=20, t=100, b=170), dragmode=False)
+    sub = f"<br><sup>{escape_label(removal)} in a removed token's place; higher AOPC: more faithful</sup>"
+    return _figure(data, layout, title + sub, width=None, height=520)
