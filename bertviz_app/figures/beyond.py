@@ -106,43 +106,46 @@ def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
                        title=title or f"Silencing one head at a time:<br>how {escape_label(target)} changes")
 
 
-# One color per method of the faithfulness curves: the attention family in blues and greens, the prediction's own
-# measures in the attribution chart's colors.
-CURVE_COLORS = {"attention": "#9ecae1", "rollout": "#4292c6", "attention flow": "#08519c", "value zeroing": "#41ab5d",
-                "integrated gradients": "#2166ac", "blank-out": "#f4a582"}
+# One color per method of the faithfulness curves: the attention family in blues, purple and green, the prediction's
+# own measures in reds, so that the two kinds of explanation read apart.
+CURVE_COLORS = {"attention": "#9ecae1", "rollout": "#3182bd", "attention flow": "#756bb1", "value zeroing": "#31a354",
+                "integrated gradients": "#b2182b", "blank-out": "#f4a582"}
 
 
 def faithfulness_curves_figure(deletion: Mapping[str, np.ndarray], insertion: Mapping[str, np.ndarray],
                                aopc: pd.DataFrame, *, metric: str = "the metric", removal: str = "[MASK]",
-                               title: str = "Which explanation predicts the model?") -> go.Figure:
-    """Deletion (left: the metric as each method's top tokens are replaced by `removal`, one more at each step) and
-    insertion (right: restored into the input with them all replaced) curves, one line per method, the AOPC of each
-    (aopc: rows = methods, columns deletion and insertion) in the legend. A faithful method falls first on the left
-    and rises first on the right."""
+                               title: str = "Which explanation<br>predicts the model?") -> go.Figure:
+    """Deletion (top: the metric as each method's top tokens are replaced by `removal`, one more at each step) and
+    insertion (bottom: restored into the input with them all replaced) curves, one line per method, the AOPC of each
+    (aopc: rows = methods, columns deletion and insertion) in the legend. A faithful method falls first in the top
+    panel and rises first in the bottom one. The panels are stacked so that a phone's width shows both."""
     names = list(deletion)
     if not names or list(insertion) != names or any(len(deletion[k]) != len(insertion[k]) for k in names):
         raise ValueError("give the deletion and insertion curves of the same methods, each of one length")
-    layout, ref = _grid(1, 2, hspace=0.12, titles=["deletion: top tokens removed", "insertion: top tokens restored"])
+    layout, ref = _grid(2, 1, vspace=0.2, titles=["deletion: top tokens removed", "insertion: top tokens restored"])
     data = []
     for name in names:
         color = CURVE_COLORS.get(name, "#888")
         row = aopc.loc[name]
         label = f"{escape_label(name)} ({row['deletion']:+.2f} / {row['insertion']:+.2f})"
-        for col, curve in ((1, deletion[name]), (2, insertion[name])):
-            x, y = ref(1, col)
-            steps = np.arange(len(curve))
-            data.append(dict(type="scatter", mode="lines+markers", x=steps, y=_f32(curve), xaxis=x, yaxis=y,
-                             name=label, legendgroup=name, showlegend=col == 1, line=dict(color=color, width=2),
-                             marker=dict(size=5),
+        for panel, curve in ((1, deletion[name]), (2, insertion[name])):
+            x, y = ref(panel, 1)
+            data.append(dict(type="scatter", mode="lines+markers", x=np.arange(len(curve)), y=_f32(curve), xaxis=x,
+                             yaxis=y, name=label, legendgroup=name, showlegend=panel == 1,
+                             line=dict(color=color, width=2), marker=dict(size=5),
                              hovertemplate=escape_label(name) + ", %{x} tokens: %{y:.3f}<extra></extra>"))
     n = len(deletion[names[0]]) - 1
-    for col, word in ((1, "removed"), (2, "restored")):
-        x, y = ref(1, col)
-        layout["xaxis" + x[1:]].update(title=dict(text=f"tokens {word} (of {n})"), range=[-0.3, n + 0.3],
+    for panel, word in ((1, "removed"), (2, "restored")):
+        x, y = ref(panel, 1)
+        layout["xaxis" + x[1:]].update(title=dict(text=f"tokens {word} (of {n})", standoff=4), range=[-0.3, n + 0.3],
                                        fixedrange=True, dtick=max(1, n // 8))
-        layout["yaxis" + y[1:]].update(fixedrange=True, zeroline=True, zerolinecolor="#bbb")
-    layout["yaxis"]["title"] = dict(text=escape_label(metric))
-    layout.update(legend=dict(orientation="h", x=0, y=-0.22, title=dict(text="AOPC (deletion / insertion):")),
-                  margin=dict(l=80, r=20, t=100, b=170), dragmode=False)
-    sub = f"<br><sup>{escape_label(removal)} in a removed token's place; higher AOPC: more faithful</sup>"
-    return _figure(data, layout, title + sub, width=None, height=520)
+        layout["yaxis" + y[1:]].update(title=dict(text="metric"), fixedrange=True, zeroline=True,
+                                       zerolinecolor="#bbb")
+    layout.update(legend=dict(orientation="h", x=0, y=-0.12, yanchor="top",
+                              title=dict(text="AOPC (deletion / insertion):", side="top")),
+                  margin=dict(l=70, r=20, t=190, b=40), dragmode=False)
+    sub = (f"<br><sup>metric: {escape_label(metric)}<br>{escape_label(removal)} takes a removed token's place<br>"
+           "higher AOPC: more faithful</sup>")
+    # five lines of title from the top down: centred in the margin they ran into the first panel's title
+    layout["title"] = dict(text=title + sub, x=0.01, xanchor="left", y=0.965, yanchor="top", yref="container")
+    return _figure(data, layout, "", width=None, height=820)
