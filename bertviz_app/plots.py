@@ -163,6 +163,11 @@ class RunPlots:
         return _figures().attribution_figure(result.tokens, result.scores(), result.integrated_gradients.fixed,
                                              title=_figures().contrast_title(result.target.token, result.target.other))
 
+    def patch(self, corrupted: Run, metric=("are", "is"), direction: str = "denoise") -> go.Figure:
+        """Activation patching over heads with this Run as the clean input: the share each head restores."""
+        frame = self._run.patch(corrupted, metric, "heads", direction)
+        return _figures().patching_figure(frame.to_numpy(), metric=frame.attrs["metric"])
+
     def faithfulness(self, metric=None, removal: str = "mask", steps: int = 50) -> go.Figure:
         """The deletion and insertion curves of every method, their AOPC in the legend."""
         result = self._run.faithfulness(metric, removal, steps)

@@ -139,3 +139,18 @@ def test_what_it_cannot_do_is_one_sentence(explorer):
         run.faithfulness(("are", "is", "was"))
     with pytest.raises(ValueError, match="no word to remove"):
         explorer.faithfulness_curves("[MASK]", ("are", "is"))
+
+
+def test_the_run_plot_figures_are_valid_plotly(explorer):
+    """run.plot.patch, .contrast and .faithfulness: fully validated plotly, titled, tokens as text."""
+    import json
+
+    clean = explorer.run(TEXT)
+    corrupted = explorer.run("The key to the cabinet [MASK] on the table.")
+    built = {"patch": clean.plot.patch(corrupted, ("are", "is")), "contrast": clean.plot.contrast("are", "is", steps=8),
+             "faithfulness": clean.plot.faithfulness(("are", "is"), steps=8)}
+    for name, figure in built.items():
+        go.Figure(json.loads(figure.to_json()))  # raises on any unknown or out-of-range property
+        assert figure.layout.title.text, name
+    assert built["contrast"].layout.title.text == "Why 'are' and not 'is'?"
+    assert built["patch"].data[0].z.shape == (explorer.config.num_hidden_layers, explorer.config.num_attention_heads)

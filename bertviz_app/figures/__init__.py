@@ -7,7 +7,7 @@ from ._base import ATTENTION_COLORSCALE, SIMILARITY_COLORSCALE, escape_label, sa
 from .attention import (OVERVIEW_SCALES, attention_heatmap, attention_title, head_map_figure, head_overview_figure,
                         query_key_figure, rollout_title, token_attention_figure)
 from .beyond import (attribution_figure, contrast_title, faithfulness_curves_figure, faithfulness_figure,
-                     head_effects_figure)
+                     head_effects_figure, patching_figure)
 from .compare import attention_change_figure, attention_difference_figure, layer_change_figure
 from .embeddings import (embedding_parts_figure, position_path_figure, position_similarity_figure,
                          segment_comparison_figure)
@@ -19,5 +19,6 @@ __all__ = ["ATTENTION_COLORSCALE", "OVERVIEW_SCALES", "SIMILARITY_COLORSCALE", "
            "corruption_figure", "embedding_parts_figure", "escape_label", "faithfulness_curves_figure", "faithfulness_figure", "fill_mask_figure",
            "head_effects_figure", "head_map_figure", "head_overview_figure", "hidden_norms_figure",
            "hidden_projection_figure", "layer_change_figure", "layer_similarity_figure", "logit_lens_figure", "masked_token_figure",
+           "patching_figure",
            "position_path_figure", "position_similarity_figure", "query_key_figure", "rollout_title", "save_html",
            "segment_comparison_figure", "similarity_heatmap", "token_attention_figure", "token_similarity_figure"]

@@ -149,3 +149,13 @@ def faithfulness_curves_figure(deletion: Mapping[str, np.ndarray], insertion: Ma
     # five lines of title from the top down: centred in the margin they ran into the first panel's title
     layout["title"] = dict(text=title + sub, x=0.01, xanchor="left", y=0.965, yanchor="top", yref="container")
     return _figure(data, layout, "", width=None, height=820)
+
+
+def patching_figure(shares: np.ndarray, *, metric: str = "the metric", title: str | None = None) -> go.Figure:
+    """(L, h) an activation patching over heads (causal/patching.py): the share of the clean run's metric that each
+    head restores, 0 = the corrupted run, 1 = the clean one; blue towards the clean run, red away from it."""
+    shares = np.asarray(shares, dtype=np.float32)
+    span = float(max(1.0, np.nanmax(np.abs(shares))))
+    return _heads_grid(shares, hover="%{z:+.2f} restored", colorbar="share restored (0: corrupted, 1: clean)", zmid=0,
+                       colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
+                       title=title or f"Patching one head at a time:<br>{escape_label(metric)}")
