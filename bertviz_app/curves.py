@@ -84,8 +84,12 @@ def fixed_positions(tokenizer: Tokenizer, encoding: Encoding) -> np.ndarray:
 
 
 def method_scores(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, target: Target,
-                  steps: int = 50, report: Report | None = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """(scores: method -> (T,), skipped: method -> why not) for every method of METHODS, read for `target`."""
+                  steps: int = 50, report: Report | None = None,
+                  known: dict[str, np.ndarray] | None = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """(scores: method -> (T,), skipped: method -> why not) for every method of METHODS, read for `target`; `known`
+    gives some already computed for that target (a Contrast's integrated gradients and blank-out), not computed
+    again."""
+    known = dict(known or {})
     position = target.position
     with evaluating(model), torch.inference_mode():
         out = forward_ids(model, encoding, capture=("layer.*.attention.probs",))
@@ -99,10 +103,13 @@ def method_scores(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Enc
     else:
         scores["attention flow"] = analysis.attention_flow(attentions)[position]
     scores["value zeroing"] = causal.aggregate(causal.value_zeroing(model, encoding))[-1][position]
-    scores["integrated gradients"] = attribute(model, tokenizer, encoding, steps=steps, target=target,
-                                               report=report).scores
-    scores["blank-out"] = blank_out(model, tokenizer, encoding, target=target, report=report).scores
-    return scores, skipped
+    if "integrated gradients" not in known:
+        known["integrated gradients"] = attribute(model, tokenizer, encoding, steps=steps, target=target,
+                                                  report=report).scores
+    if "blank-out" not in known:
+        known["blank-out"] = blank_out(model, tokenizer, encoding, target=target, report=report).scores
+    scores.update(known)
+    return {name: scores[name] for name in METHODS if name in scores}, skipped
 
 
 @torch.inference_mode()
@@ -124,9 +131,11 @@ def evaluate(model: BertForPreTraining, encoding: Encoding, target: Target, rows
 
 def faithfulness_curves(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, metric=None,
                         removal: str = "mask", steps: int = 50, scores: dict[str, np.ndarray] | None = None,
-                        memory_budget: int | None = None, report: Report | None = None) -> FaithfulnessCurves:
+                        memory_budget: int | None = None, report: Report | None = None,
+                        known: dict[str, np.ndarray] | None = None) -> FaithfulnessCurves:
     """The deletion and insertion curves of `metric` (see `resolve`) for every method of METHODS, or for the methods
-    of `scores` (name -> (T,)) when given. removal: 'mask' or 'pad', what takes a removed token's place."""
+    of `scores` (name -> (T,)) when given. removal: 'mask' or 'pad', what takes a removed token's place; known: see
+    `method_scores`."""
     if removal not in REMOVALS:
         raise ValueError(f"removal must be 'mask' ([MASK] in the token's place) or 'pad' ([PAD]); got {removal!r}")
     blank = tokenizer.mask_token_id if removal == "mask" else tokenizer.pad_token_id
@@ -139,7 +148,7 @@ def faithfulness_curves(model: BertForPreTraining, tokenizer: Tokenizer, encodin
                          "[MASK]")
     skipped: dict[str, str] = {}
     if scores is None:
-        scores, skipped = method_scores(model, tokenizer, encoding, target, steps, report)
+        scores, skipped = method_scores(model, tokenizer, encoding, target, steps, report, known)
     orders = {name: analysis.removal_order(values, keep) for name, values in scores.items()}
     blocks = [analysis.curve_inputs(encoding.ids, order, blank) for order in orders.values()]
     rows = np.concatenate([np.concatenate(pair) for pair in blocks])  # per method: deletion rows, insertion rows

@@ -298,13 +298,15 @@ class Explorer:
                                  report=report)
 
     def faithfulness_curves(self, text: str | Run, metric=None, text_pair: str | None = None, removal: str = "mask",
-                            steps: int = 50, report=None) -> curves.FaithfulnessCurves:
+                            steps: int = 50, report=None, known=None) -> curves.FaithfulnessCurves:
         """Deletion and insertion curves of `metric` (two answers at the [MASK]: their logit difference; one answer:
         its log P; "is_next"; None: the top prediction's log P) for attention, rollout, attention flow, value zeroing,
         integrated gradients and blank-out, removed tokens replaced by `removal` ("mask" or "pad"); `.aopc` is the
-        table of areas, `.to_frame()` the curves (curves.py)."""
+        table of areas, `.to_frame()` the curves (curves.py); known: scores already computed for the same metric (a
+        Contrast's `scores()`), not computed again."""
         encoding = text.encoding if isinstance(text, Run) else self._encoding(text, text_pair)
-        return curves.faithfulness_curves(self.model, self.tokenizer, encoding, metric, removal, steps, report=report)
+        return curves.faithfulness_curves(self.model, self.tokenizer, encoding, metric, removal, steps, report=report,
+                                          known=known)
 
     def patch(self, clean: str | Run | Encoding, corrupted: str | Run | Encoding, metric=("are", "is"),
               over: str = "heads", direction: str = "denoise"):
