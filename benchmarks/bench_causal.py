@@ -6,7 +6,8 @@ process: the same cells, one whole forward pass each with its intervention (the 
     zeroing    value zeroing of every layer at 32 tokens (target: <= 1 s), against one pass per (layer, token)
     flow       attention flow at 32 and at FLOW_MAX_TOKENS tokens (the bound, chosen from this measure)
     contrast   explorer.contrast's integrated gradients of logit(are) - logit(is), 50 steps, against captum's
-               IntegratedGradients on transformers' BertForPreTraining (the test's oracle), the same 50 points in one batch
+               IntegratedGradients on transformers' BertForPreTraining (the test's oracle), the same 50 points in
+               one batch
     curves     the deletion and insertion curves of six methods (the passes only, scores given), batched with each
                distinct input once, against one pass per curve point
 
@@ -175,8 +176,8 @@ def captum_peer(explorer, encoding):
 
 
 def curves_pair(explorer, encoding):
-    """(ours, peer): the curves' passes for six methods' scores (random here: the passes are the cost), batched with each
-    distinct input once, against one pass per point of every curve."""
+    """(ours, peer): the curves' passes for six methods' scores (random here: the passes are the cost), batched with
+    each distinct input once, against one pass per point of every curve."""
     from bertviz_app import analysis
     from bertviz_app.curves import evaluate, faithfulness_curves, fixed_positions, resolve
 

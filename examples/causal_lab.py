@@ -38,8 +38,9 @@ def main() -> None:
     for (layer, head), share in cells.head(5).items():
         print(f"  layer {layer}, {head}: {share:+.2f}")
     positions = clean.patch(corrupted, metric=("are", "is"), over="positions")
+    seconds = heads.attrs["seconds"] + positions.attrs["seconds"]
     print(f"the residual stream at 'keys' restores {positions.iloc[:, 2].round(2).tolist()} (layers 0 to 5); "
-          f"{heads.size + positions.size} patched passes in {heads.attrs['seconds'] + positions.attrs['seconds']:.2f} s")
+          f"{heads.size + positions.size} patched passes in {seconds:.2f} s")
 
     # 2. Why "are" and not "is"?
     why = explorer.contrast(CLEAN, "are", "is")

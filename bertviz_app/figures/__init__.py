@@ -15,8 +15,9 @@ from .hidden import hidden_norms_figure, hidden_projection_figure, layer_similar
 from .masked_lm import corruption_figure, fill_mask_figure, logit_lens_figure, masked_token_figure
 
 __all__ = ["ATTENTION_COLORSCALE", "OVERVIEW_SCALES", "SIMILARITY_COLORSCALE", "attention_change_figure",
-           "attention_difference_figure", "attention_heatmap", "attention_title", "attribution_figure", "contrast_title",
-           "corruption_figure", "embedding_parts_figure", "escape_label", "faithfulness_curves_figure", "faithfulness_figure", "fill_mask_figure",
+           "attention_difference_figure", "attention_heatmap", "attention_title", "attribution_figure",
+           "contrast_title", "corruption_figure", "embedding_parts_figure", "escape_label",
+           "faithfulness_curves_figure", "faithfulness_figure", "fill_mask_figure",
            "head_effects_figure", "head_map_figure", "head_overview_figure", "hidden_norms_figure",
            "hidden_projection_figure", "layer_change_figure", "layer_similarity_figure", "logit_lens_figure", "masked_token_figure",
            "patching_figure",

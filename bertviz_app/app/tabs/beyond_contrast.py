@@ -82,7 +82,8 @@ class ContrastSection:
                 f"**{plain(target.token)}** {percent(why.preference)}. Integrated gradients ({steps} steps) add up to "
                 f"the change from a blank input within {ig.relative_delta:.1e} of it. Most faithful here by deletion: "
                 f"**{plain(best)}** (AOPC {curves.aopc.loc[best, 'deletion']:+.2f}). {seconds:.1f} s."]
-        said += [f"{plain(name.capitalize())}: not drawn, {plain(why_not)}." for name, why_not in curves.skipped.items()]
+        said += [f"{plain(name.capitalize())}: not drawn, {plain(why_not)}."
+                 for name, why_not in curves.skipped.items()]
         chart = figures.attribution_figure(why.tokens, why.scores(), ig.fixed, per_line=12,
                                            title=figures.contrast_title(target.token, target.other))
         drawn = figures.faithfulness_curves_figure(curves.deletion, curves.insertion, curves.aopc,
