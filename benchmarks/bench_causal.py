@@ -5,6 +5,11 @@ process: the same cells, one whole forward pass each with its intervention (the 
     positions  6 layers x 32 positions (target: <= 2 s)
     zeroing    value zeroing of every layer at 32 tokens (target: <= 1 s), against one pass per (layer, token)
     flow       attention flow at 32 and at FLOW_MAX_TOKENS tokens (the bound, chosen from this measure)
+    contrast   explorer.contrast's integrated gradients of logit(are) - logit(is), 50 steps, against captum's
+               IntegratedGradients on transformers' BertForPreTraining (the test's oracle), the same 50 points in
+               one batch
+    curves     the deletion and insertion curves of six methods (the passes only, scores given), batched with each
+               distinct input once, against one pass per curve point
 
 Each pair runs alternately (A, B, A, B) so that a neighbour loading the machine hits both alike; the ratio reported is
 the median of the per-repetition ratios, with the load average beside it.
@@ -74,7 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", nargs="+", default=["heads", "positions", "zeroing", "flow"])
+    parser.add_argument("--only", nargs="+", default=["heads", "positions", "zeroing", "flow", "contrast", "curves"])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     explorer = bertviz_app.load(device="cpu")
@@ -113,6 +118,12 @@ def main() -> None:
             print(f"value zeroing: batched {statistics.median(ours):.2f} s, one layer pass per token "
                   f"{statistics.median(theirs):.2f} s, ratio {statistics.median(ours) / statistics.median(theirs):.2f}"
                   f"; load average {os.getloadavg()[0]:.1f}")
+    if "contrast" in args.only:
+        alternate("contrast", args.repeats, lambda: explorer.contrast(clean, "are", "is"),
+                  captum_peer(explorer, clean))
+    if "curves" in args.only:
+        ours, peer = curves_pair(explorer, clean)
+        alternate("curves", args.repeats, ours, peer)
     if "flow" in args.only:
         for n in (32, FLOW_MAX_TOKENS):
             text = " ".join(["the keys to the cabinet are on the table ."] * 6)
@@ -121,6 +132,69 @@ def main() -> None:
             attention_flow(run.attentions)
             print(f"attention flow at {len(run)} tokens ({len(run) ** 2} maximum flows): "
                   f"{time.perf_counter() - start:.2f} s; load average {os.getloadavg()[0]:.1f}")
+
+
+def alternate(name: str, repeats: int, ours, peer) -> None:
+    """Time `ours` and `peer` in turn, `repeats` times each; print the medians and the median ratio."""
+    mine, theirs = [], []
+    ours(), peer()  # warm-up
+    for _ in range(repeats):
+        start = time.perf_counter()
+        ours()
+        mine.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        peer()
+        theirs.append(time.perf_counter() - start)
+    ratios = [a / b for a, b in zip(mine, theirs)]
+    print(f"{name}: ours {statistics.median(mine):.2f} s, peer {statistics.median(theirs):.2f} s, ratio "
+          f"{statistics.median(ratios):.2f}; load average {os.getloadavg()[0]:.1f}")
+
+
+def captum_peer(explorer, encoding):
+    """captum's integrated gradients of the same logit difference on transformers' model, 50 Gauss-Legendre points."""
+    import transformers
+    from captum.attr import IntegratedGradients
+
+    from bertviz_app import catalog
+    from bertviz_app.targets import resolve_contrast
+
+    hf = transformers.BertForPreTraining.from_pretrained(catalog.default_model_path(), dtype=torch.float32).eval()
+    target = resolve_contrast(explorer.model, explorer.tokenizer, encoding, "are", "is")
+    types = torch.tensor([encoding.segment_ids])
+    table = hf.bert.embeddings.word_embeddings.weight.detach()
+    inputs = table[torch.tensor([encoding.ids])]
+    fixed = torch.tensor(encoding.special_tokens_mask, dtype=torch.bool)
+    fixed[target.position] = True
+    baseline = torch.where(fixed[None, :, None], inputs, table[explorer.tokenizer.pad_token_id])
+
+    def f(embeds):
+        logits = hf(inputs_embeds=embeds, token_type_ids=types.expand(len(embeds), -1)).prediction_logits
+        return logits[:, target.position, target.token_id] - logits[:, target.position, target.other_id]
+
+    ig = IntegratedGradients(f)
+    return lambda: ig.attribute(inputs, baselines=baseline, n_steps=50, method="gausslegendre", internal_batch_size=50)
+
+
+def curves_pair(explorer, encoding):
+    """(ours, peer): the curves' passes for six methods' scores (random here: the passes are the cost), batched with
+    each distinct input once, against one pass per point of every curve."""
+    from bertviz_app import analysis
+    from bertviz_app.curves import evaluate, faithfulness_curves, fixed_positions, resolve
+
+    model, tok = explorer.model, explorer.tokenizer
+    target = resolve(model, tok, encoding, ("are", "is"))
+    generator = torch.Generator().manual_seed(0)
+    scores = {f"method {m}": torch.rand(len(encoding), generator=generator).numpy() for m in range(6)}
+    keep = ~fixed_positions(tok, encoding)
+
+    def peer():
+        for values in scores.values():
+            deletion, insertion = analysis.curve_inputs(encoding.ids, analysis.removal_order(values, keep),
+                                                        tok.mask_token_id)
+            for row in (*deletion, *insertion):
+                evaluate(model, encoding, target, row[None])
+
+    return lambda: faithfulness_curves(model, tok, encoding, target, scores=scores), peer
 
 
 def zeroing_one_by_one(model, encoding) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import ablation, attribution, catalog, causal, limits, masked_lm
+from . import ablation, attribution, catalog, causal, contrast, curves, limits, masked_lm
 from .batching import Batcher
 from .checkpoint import CheckpointError, TaskHead, load_model, resolve_source, task_head
 from .device import resolve_device
@@ -288,6 +288,25 @@ class Explorer:
         the convergence delta."""
         return attribution.attribute(self._model_for(target), self.tokenizer, self._encoding(text, text_pair),
                                      mask_index, token, steps, baseline, target)
+
+    def contrast(self, text: str | Run, answer: str | int, other: str | int, text_pair: str | None = None,
+                 mask_index: int = 0, steps: int = 50, baseline: str = "pad", report=None) -> contrast.Contrast:
+        """Why `answer` and not `other` at the mask_index-th [MASK] (contrast.py): integrated gradients and blank-out
+        of logit(answer) - logit(other) there, one score per token; `.to_frame()` is the table."""
+        encoding = text.encoding if isinstance(text, Run) else self._encoding(text, text_pair)
+        return contrast.contrast(self.model, self.tokenizer, encoding, answer, other, mask_index, steps, baseline,
+                                 report=report)
+
+    def faithfulness_curves(self, text: str | Run, metric=None, text_pair: str | None = None, removal: str = "mask",
+                            steps: int = 50, report=None, known=None) -> curves.FaithfulnessCurves:
+        """Deletion and insertion curves of `metric` (two answers at the [MASK]: their logit difference; one answer:
+        its log P; "is_next"; None: the top prediction's log P) for attention, rollout, attention flow, value zeroing,
+        integrated gradients and blank-out, removed tokens replaced by `removal` ("mask" or "pad"); `.aopc` is the
+        table of areas, `.to_frame()` the curves (curves.py); known: scores already computed for the same metric (a
+        Contrast's `scores()`), not computed again."""
+        encoding = text.encoding if isinstance(text, Run) else self._encoding(text, text_pair)
+        return curves.faithfulness_curves(self.model, self.tokenizer, encoding, metric, removal, steps, report=report,
+                                          known=known)
 
     def patch(self, clean: str | Run | Encoding, corrupted: str | Run | Encoding, metric=("are", "is"),
               over: str = "heads", direction: str = "denoise"):

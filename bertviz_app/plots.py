@@ -47,6 +47,15 @@ class PlottedRun(Run):
         """(L, T, T) value zeroing (Mohebbi et al. 2023): `Explorer.value_zeroing(self)`."""
         return self._explorer("value_zeroing").value_zeroing(self)
 
+    def contrast(self, answer: str, other: str, mask_index: int = 0, steps: int = 50):
+        """Why `answer` and not `other` at a [MASK] (contrast.py): `Explorer.contrast(self, ...)`."""
+        return self._explorer("contrast").contrast(self, answer, other, mask_index=mask_index, steps=steps)
+
+    def faithfulness(self, metric=None, removal: str = "mask", steps: int = 50):
+        """Deletion and insertion curves of `metric` for every attribution method (curves.py):
+        `Explorer.faithfulness_curves(self, ...)`."""
+        return self._explorer("faithfulness_curves").faithfulness_curves(self, metric, removal=removal, steps=steps)
+
     def _explorer(self, method: str):
         explorer = self.explorer() if self.explorer is not None else None
         if explorer is None:
@@ -146,6 +155,24 @@ class RunPlots:
         return _figures().query_key_figure(qk.query, qk.keys, qk.scores, qk.weights, run.labels, qk.token,
                                            scale=qk.scale, layer=qk.layer, head=qk.head,
                                            terms=list(qk.terms))
+
+    # --- what the prediction depends on (these run the model again) -----------------------------------------
+    def contrast(self, answer: str, other: str, mask_index: int = 0, steps: int = 50) -> go.Figure:
+        """The tokens colored by integrated gradients and blank-out of logit(answer) - logit(other)."""
+        result = self._run.contrast(answer, other, mask_index, steps)
+        return _figures().attribution_figure(result.tokens, result.scores(), result.integrated_gradients.fixed,
+                                             title=_figures().contrast_title(result.target.token, result.target.other))
+
+    def patch(self, corrupted: Run, metric=("are", "is"), direction: str = "denoise") -> go.Figure:
+        """Activation patching over heads with this Run as the clean input: the share each head restores."""
+        frame = self._run.patch(corrupted, metric, "heads", direction)
+        return _figures().patching_figure(frame.to_numpy(), metric=frame.attrs["metric"])
+
+    def faithfulness(self, metric=None, removal: str = "mask", steps: int = 50) -> go.Figure:
+        """The deletion and insertion curves of every method, their AOPC in the legend."""
+        result = self._run.faithfulness(metric, removal, steps)
+        return _figures().faithfulness_curves_figure(result.deletion, result.insertion, result.aopc,
+                                                     metric=result.target.describe(), removal=f"[{removal.upper()}]")
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> go.Figure:

@@ -24,6 +24,8 @@ class Target:
     """kind 'mask': f = log P(token at `position`), the `mask_index`-th [MASK] of the input (0 = the first).
     kind 'is_next': f = log P(IsNext) / P(NotNext) = l_IsNext - l_NotNext, the logit of the next-sentence head's
     IsNext probability; `position` is 0, the [CLS] token the pooler reads.
+    kind 'logit_diff' ("why A and not B", Yin & Neubig 2022): f = logit(token) - logit(`other`) at the [MASK] at
+    `position`, the log-odds of the two answers between themselves (their softmax's other terms cancel).
     Fine-tuned heads (the model given is the head model): kind 'label', f = log P(label `token_id`) of a sequence
     classifier (`token` its name, `position` 0); 'tag', f = log P(tag `token_id`) at token `position`; 'answer',
     f = log P(start = `position`) + log P(end = `end`) of a question-answering head."""
@@ -34,10 +36,15 @@ class Target:
     token: str | None = None
     mask_index: int | None = None
     end: int | None = None
+    other_id: int | None = None
+    other: str | None = None
 
     def describe(self) -> str:
         if self.kind == "mask":
             return f"log P({self.token!r}) at [MASK] {self.mask_index + 1} (token {self.position})"
+        if self.kind == "logit_diff":
+            return (f"logit({self.token!r}) - logit({self.other!r}) at [MASK] {self.mask_index + 1} "
+                    f"(token {self.position})")
         if self.kind == "label":
             return f"log P({self.token})"
         if self.kind == "tag":
@@ -52,6 +59,9 @@ class Target:
             # The head at one position only: all T positions would cost a (T, vocab) product per example.
             logits = model.cls.predictions(out.last_hidden_state[:, self.position])  # (B, vocab)
             return logits.float().log_softmax(-1)[:, self.token_id]
+        if self.kind == "logit_diff":
+            logits = model.cls.predictions(out.last_hidden_state[:, self.position]).float()  # (B, vocab)
+            return logits[:, self.token_id] - logits[:, self.other_id]
         if self.kind == "label":  # the head's dropout is off: the model is in eval mode whenever a target is read
             return model.classifier(out.pooler_output).float().log_softmax(-1)[:, self.token_id]
         if self.kind == "tag":
@@ -73,8 +83,9 @@ class Target:
         return None, self
 
     def probability(self, value: float) -> float:
-        """The probability a target value stands for: exp(log P) or the sigmoid of the IsNext logit."""
-        return 1.0 / (1.0 + math.exp(-value)) if self.kind == "is_next" else math.exp(value)
+        """The probability a target value stands for: exp(log P), the sigmoid of the IsNext logit, or of a logit
+        difference (P(token) / (P(token) + P(other)))."""
+        return 1.0 / (1.0 + math.exp(-value)) if self.kind in ("is_next", "logit_diff") else math.exp(value)
 
 
 def forward_ids(model: BertForPreTraining, encoding: Encoding, ids: list[int] | None = None,
@@ -129,6 +140,17 @@ def resolve_target(model: BertForPreTraining, tokenizer: Tokenizer, encoding: En
             raise ValueError(f"{token!r} is not in the vocabulary as one word piece; pick one of the model's "
                              "predictions or a word that tokenizes to a single piece")
     return Target("mask", position, token_id, tokenizer.id_to_token(token_id), mask_index)
+
+
+def resolve_contrast(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encoding, answer: str | int,
+                     other: str | int, mask_index: int = 0) -> Target:
+    """The 'logit_diff' target of two answers at the `mask_index`-th [MASK], each checked as `resolve_target` checks
+    one (a word piece of the vocabulary, or an id)."""
+    a, b = (resolve_target(model, tokenizer, encoding, "mask", mask_index, word) for word in (answer, other))
+    if a.token_id == b.token_id:
+        raise ValueError(f"the two answers are the same token ({a.token!r}); choose two different ones, e.g. the "
+                         "model's top two predictions at the [MASK]")
+    return Target("logit_diff", a.position, a.token_id, a.token, a.mask_index, other_id=b.token_id, other=b.token)
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -93,3 +93,37 @@ def test_value_zeroing_and_flow_show_and_a_long_input_is_refused_in_one_sentence
         assert v.errors == []
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["desktop", "phone"])
+def test_why_a_and_not_b_shows_the_tokens_and_the_faithfulness_curves(browser, server, tmp_path, size):
+    v = analyzed(browser, server, size)
+    page = v.page
+    try:
+        v.open_tab("Beyond attention")
+        page.locator("#contrast-answer textarea").fill("is")
+        page.locator("#contrast-other textarea").fill("are")
+        page.click("#contrast")
+        page.wait_for_selector("#contrast-chart .main-svg")
+        page.wait_for_selector("#faithfulness-curves .main-svg")
+        said = page.locator("#contrast-message").inner_text()
+        assert "logit('is') - logit('are')" in said and "Most faithful here by deletion" in said, said
+        # six methods, each a deletion and an insertion line, one legend entry each
+        assert page.locator("#faithfulness-curves .legend .traces").count() == 6
+        assert page.locator("#faithfulness-curves .scatterlayer .trace").count() == 12
+        page.locator("#contrast-chart").scroll_into_view_if_needed()
+        shoot(page, tmp_path, f"contrast-{size[0]}x{size[1]}")
+        page.locator("#faithfulness-curves").scroll_into_view_if_needed()
+        shoot(page, tmp_path, f"faithfulness-curves-{size[0]}x{size[1]}")
+        assert v.no_sideways_scroll()
+        # an answer the vocabulary lacks: one sentence in place, the figures cleared, no toast
+        page.locator("#contrast-other textarea").fill("xyzzyplugh")
+        page.click("#contrast")
+        page.wait_for_function("() => document.querySelector('#contrast-message')?.innerText.includes('Not explained')")
+        refused = page.locator("#contrast-message").inner_text()
+        assert "'xyzzyplugh' is not in the vocabulary as one word piece" in refused, refused
+        page.wait_for_function("() => !document.querySelector('#faithfulness-curves .main-svg')")
+        assert page.locator(".toast-body, [data-testid=toast-body]").count() == 0
+        assert v.errors == []
+    finally:
+        page.close()

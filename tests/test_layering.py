@@ -39,6 +39,8 @@ FLOORS = {
     "targets": 8,  # the one number an attribution or an ablation explains
     "timeline": 8,  # a training's snapshots: written by the loop's callers, read by the app and a notebook
     "attribution": 9, "ablation": 9,
+    "contrast": 9.5,  # why answer A and not B: attribution.py's methods on a logit difference
+    "curves": 9.5,  # deletion and insertion curves of every attribution method, attention to blank-out
     "causal": 9,  # patching, value zeroing, attention flow: the model again, through its named points
     "finetuning": 9,  # below explorer, whose predict() gives a fine-tuned head's answer
     "explorer": 10, "pretraining": 10,
@@ -224,9 +226,11 @@ def test_the_architecture_page_draws_the_same_floors():
     of app/ the floor APP_FLOORS gives it."""
     page = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
     drawn = {}
-    for floor, modules in re.findall(r"^\| (\d+) \| ([^|]+) \|", page, flags=re.MULTILINE):
+    # a half floor (9.5) sits between two; app/'s own rows (13.0, 13.1, ...) name paths inside app/, read below
+    for floor, modules in re.findall(r"^\| (\d+(?:\.5)?) \| ([^|]+) \|", page, flags=re.MULTILINE):
         for name in re.findall(r"`([\w/.]+)`", modules):
-            drawn[name.removesuffix(".py").rstrip("/")] = int(floor)
+            if "/" not in name.rstrip("/"):
+                drawn[name.removesuffix(".py").rstrip("/")] = float(floor)
     assert drawn == FLOORS
     # app/'s own floors, drawn as 13.0, 13.1, ...
     inside = {}

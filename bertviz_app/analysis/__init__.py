@@ -8,13 +8,13 @@ from .compare import AttentionDifference, compare_attentions, paired_layer
 from .embeddings import (embedding_parts, first_positions, pca_2d, position_path, position_similarity,
                          segment_comparison)
 from .flow import FLOW_MAX_TOKENS, attention_flow, mixed_attention
-from .faithfulness import average_ranks, faithfulness_table, spearman
+from .faithfulness import aopc, average_ranks, curve_inputs, faithfulness_table, removal_order, spearman
 from .hidden import hidden_norms, hidden_projection, layer_similarity, token_similarity
 from .tokens import token_table
 from .value_weighted import value_norms, value_weighted_attention, value_weighted_shares
 from .words import Words, group_words, word_attention
 
-__all__ = ["AttentionDifference", "FLOW_MAX_TOKENS", "attention_flow", "mixed_attention", "HEAD_STATISTICS", "HeadStatistics", "QueryKey", "SEGMENT_FILTERS", "Words",
+__all__ = ["aopc", "curve_inputs", "removal_order", "AttentionDifference", "FLOW_MAX_TOKENS", "attention_flow", "mixed_attention", "HEAD_STATISTICS", "HeadStatistics", "QueryKey", "SEGMENT_FILTERS", "Words",
            "attention_rollout", "average_ranks", "check_index", "compare_attentions",
            "embedding_parts", "faithfulness_table", "paired_layer", "first_positions", "group_words", "head_statistics",
            "hidden_norms", "hidden_projection", "layer_similarity", "pca_2d", "position_path",

@@ -67,3 +67,42 @@ def faithfulness_table(measures: dict[str, np.ndarray], references: dict[str, np
     table.index.name = "attention measure"
     table.attrs["tokens"] = int(keep.sum())
     return table
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Deletion and insertion curves (Samek et al. 2017; Petsiuk et al. 2018)
+# ------------------------------------------------------------------------------------------------------------------
+def removal_order(scores, keep) -> np.ndarray:
+    """The `keep` positions, highest score first (ties: the earlier position first): the order in which a method says
+    the tokens matter."""
+    scores, keep = np.asarray(scores, dtype=np.float64), np.asarray(keep, dtype=bool)
+    if scores.shape != keep.shape or scores.ndim != 1:
+        raise ValueError(f"scores and keep must be (T,) each, got shapes {scores.shape} and {keep.shape}")
+    if np.isnan(scores[keep]).any():
+        raise ValueError("cannot order tokens by NaN scores")
+    candidates = np.flatnonzero(keep)
+    return candidates[np.argsort(-scores[candidates], kind="stable")]
+
+
+def curve_inputs(ids, order, blank: int) -> tuple[np.ndarray, np.ndarray]:
+    """(deletion, insertion), each (n + 1, T) token ids for n = len(order): row k of deletion has the first k tokens of
+    `order` replaced by `blank`; row k of insertion has every token of `order` blanked but its first k."""
+    ids, order = np.asarray(ids), np.asarray(order, dtype=np.int64)
+    n = len(order)
+    deletion = np.repeat(ids[None], n + 1, axis=0)
+    insertion = deletion.copy()
+    insertion[:, order] = blank
+    for k, position in enumerate(order, start=1):
+        deletion[k:, position] = blank
+        insertion[k:, position] = ids[position]
+    return deletion, insertion
+
+
+def aopc(deletion, insertion) -> tuple[float, float]:
+    """The area over the deletion curve and under the insertion curve, each measured from its own start and averaged
+    over its n + 1 points: mean_k f(deletion_0) - f(deletion_k) and mean_k f(insertion_k) - f(insertion_0), in the
+    metric's units. Higher is more faithful for both: the method's first tokens are the ones the metric needs."""
+    deletion, insertion = np.asarray(deletion, dtype=np.float64), np.asarray(insertion, dtype=np.float64)
+    if deletion.ndim != 1 or deletion.shape != insertion.shape or len(deletion) < 1:
+        raise ValueError("the deletion and insertion curves must be two 1-d arrays of one length")
+    return float((deletion[0] - deletion).mean()), float((insertion - insertion[0]).mean())

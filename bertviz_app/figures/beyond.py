@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import PHONE_BOX, _colorbar, _escape_all, _f32, _figure, _heads_grid, escape_label
+from ._base import PHONE_BOX, _colorbar, _escape_all, _f32, _figure, _grid, _heads_grid, escape_label
 
 # One colour meaning across the tab: blue where a word or a head raises the prediction, red where it lowers it (the
 # attention views' blue is "more").
@@ -69,6 +69,11 @@ def attribution_figure(tokens: Sequence[str], scores: Mapping[str, np.ndarray], 
                    height=170 + 34 * rows, phone_width=figure_width)
 
 
+def contrast_title(answer: str, other: str) -> str:
+    """The title of a contrastive attribution chart (attribution_figure of a logit difference)."""
+    return f"Why {escape_label(repr(answer))} and not {escape_label(repr(other))}?"
+
+
 def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
                         title: str = "Does attention point at<br>what the prediction depends on?") -> go.Figure:
     """Spearman correlation of each attention-based score (rows of `table`) with each reference (columns), as
@@ -112,3 +117,58 @@ def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
                        colorbar=f"what the head does to it<br>({RAISES}, {LOWERS})", zmid=0,
                        colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
                        title=title or f"What each head does to {escape_label(target)} (found by silencing it)")
+
+
+# One color per method of the faithfulness curves: the attention family in blues, purple and green, the prediction's
+# own measures in reds, so that the two kinds of explanation read apart.
+CURVE_COLORS = {"attention": "#9ecae1", "rollout": "#3182bd", "attention flow": "#756bb1", "value zeroing": "#31a354",
+                "integrated gradients": "#b2182b", "blank-out": "#f4a582"}
+
+
+def faithfulness_curves_figure(deletion: Mapping[str, np.ndarray], insertion: Mapping[str, np.ndarray],
+                               aopc: pd.DataFrame, *, metric: str = "the metric", removal: str = "[MASK]",
+                               title: str = "Which explanation<br>predicts the model?") -> go.Figure:
+    """Deletion (top: the metric as each method's top tokens are replaced by `removal`, one more at each step) and
+    insertion (bottom: restored into the input with them all replaced) curves, one line per method, the AOPC of each
+    (aopc: rows = methods, columns deletion and insertion) in the legend. A faithful method falls first in the top
+    panel and rises first in the bottom one. The panels are stacked so that a phone's width shows both."""
+    names = list(deletion)
+    if not names or list(insertion) != names or any(len(deletion[k]) != len(insertion[k]) for k in names):
+        raise ValueError("give the deletion and insertion curves of the same methods, each of one length")
+    layout, ref = _grid(2, 1, vspace=0.2, titles=["deletion: top tokens removed", "insertion: top tokens restored"])
+    data = []
+    for name in names:
+        color = CURVE_COLORS.get(name, "#888")
+        row = aopc.loc[name]
+        label = f"{escape_label(name)} ({row['deletion']:+.2f} / {row['insertion']:+.2f})"
+        for panel, curve in ((1, deletion[name]), (2, insertion[name])):
+            x, y = ref(panel, 1)
+            data.append(dict(type="scatter", mode="lines+markers", x=np.arange(len(curve)), y=_f32(curve), xaxis=x,
+                             yaxis=y, name=label, legendgroup=name, showlegend=panel == 1,
+                             line=dict(color=color, width=2), marker=dict(size=5),
+                             hovertemplate=escape_label(name) + ", %{x} tokens: %{y:.3f}<extra></extra>"))
+    n = len(deletion[names[0]]) - 1
+    for panel, word in ((1, "removed"), (2, "restored")):
+        x, y = ref(panel, 1)
+        layout["xaxis" + x[1:]].update(title=dict(text=f"tokens {word} (of {n})", standoff=4), range=[-0.3, n + 0.3],
+                                       fixedrange=True, dtick=max(1, n // 8))
+        layout["yaxis" + y[1:]].update(title=dict(text="metric"), fixedrange=True, zeroline=True,
+                                       zerolinecolor="#bbb")
+    layout.update(legend=dict(orientation="h", x=0, y=-0.12, yanchor="top",
+                              title=dict(text="AOPC (deletion / insertion):", side="top")),
+                  margin=dict(l=70, r=20, t=190, b=40), dragmode=False)
+    sub = (f"<br><sup>metric: {escape_label(metric)}<br>{escape_label(removal)} takes a removed token's place<br>"
+           "higher AOPC: more faithful</sup>")
+    # five lines of title from the top down: centred in the margin they ran into the first panel's title
+    layout["title"] = dict(text=title + sub, x=0.01, xanchor="left", y=0.965, yanchor="top", yref="container")
+    return _figure(data, layout, "", width=None, height=820)
+
+
+def patching_figure(shares: np.ndarray, *, metric: str = "the metric", title: str | None = None) -> go.Figure:
+    """(L, h) an activation patching over heads (causal/patching.py): the share of the clean run's metric that each
+    head restores, 0 = the corrupted run, 1 = the clean one; blue towards the clean run, red away from it."""
+    shares = np.asarray(shares, dtype=np.float32)
+    span = float(max(1.0, np.nanmax(np.abs(shares))))
+    return _heads_grid(shares, hover="%{z:+.2f} restored", colorbar="share restored (0: corrupted, 1: clean)", zmid=0,
+                       colorscale=SIGNED_COLORSCALE, zmin=-span, zmax=span,
+                       title=title or f"Patching one head at a time:<br>{escape_label(metric)}")

@@ -17,6 +17,7 @@ from ...attribution import PASSES_PER_STEP, blank_out_passes, faithfulness_passe
 from ...run import Run
 from ..common import percent, plain, refuse, text_value, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
+from .beyond_contrast import ContrastSection
 from .beyond_mixing import MixingSection
 
 INTRO = ("**Attention is not explanation**, a careful reader objects: a head may look at a word without using it. "
@@ -228,6 +229,7 @@ class BeyondTab:
         self.ranking = gr.Plot(label="Each head's effect when silenced", elem_id="head-effects", elem_classes=fits)
         self.outputs = [self.message, self.attribution, self.table, self.faithfulness, self.ranking]
         self.mixing = MixingSection(self)  # value zeroing and attention flow: beyond_mixing.py
+        self.contrast = ContrastSection(self)  # why A and not B, and the faithfulness curves: beyond_contrast.py
 
     @user_errors
     def choices(self, session):
@@ -267,6 +269,7 @@ class BeyondTab:
         self.button.click(self.explain, [self.page.session, self.target, self.token, self.steps], self.outputs,
                           **self.page.api("explain"))
         self.mixing.wire()
+        self.contrast.wire()
 
     def after_analysis(self, event: Gate, public: bool) -> None:
         event.then(self.choices, [self.page.session], [self.target, *self.outputs],
