@@ -152,5 +152,5 @@ def test_the_run_plot_figures_are_valid_plotly(explorer):
     for name, figure in built.items():
         go.Figure(json.loads(figure.to_json()))  # raises on any unknown or out-of-range property
         assert figure.layout.title.text, name
-    assert built["contrast"].layout.title.text == "Why 'are' and not 'is'?"
+    assert built["contrast"].layout.title.text.startswith("Why 'are' and not 'is'?<br>")  # then the colours' key
     assert built["patch"].data[0].z.shape == (explorer.config.num_hidden_layers, explorer.config.num_attention_heads)
