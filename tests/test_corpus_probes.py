@@ -101,6 +101,22 @@ def test_targets_read_from_the_text(tagged):
     assert (position.y[positions == 1] == 1).all() and (position.y[positions == 5] == 4).all()  # bucket 4-5
 
 
+def test_only_the_sampled_items_are_spelled(tagged, monkeypatch):
+    """Spelling a word is Python work per item: a tag or position probe spells the items it drew, not every word of
+    the corpus (recurs needs every word before the one it asks about)."""
+    every = probes._word_types(tagged, probes.probe_data(tagged, "tag", max_items=10**9).rows)
+    spelled = []
+    real = probes._word_types
+    monkeypatch.setattr(probes, "_word_types", lambda corpus, rows: spelled.append(len(rows)) or real(corpus, rows))
+    for target in ("tag", "position"):
+        spelled.clear()
+        data = probes.probe_data(tagged, target, max_items=50)
+        assert spelled == [50] and len(data.words) == 50
+    data = probes.probe_data(tagged, "tag", max_items=50)
+    whole = probes.probe_data(tagged, "tag", max_items=10**9)
+    np.testing.assert_array_equal(data.words, every[np.searchsorted(whole.rows, data.rows)])
+
+
 def test_a_figure_per_target(tagged):
     figure = tagged.plot.probe(("tag", "position"))
     names = [trace.name for trace in figure.data]

@@ -102,15 +102,19 @@ def probe_data(corpus, target: str, max_items: int = MAX_ITEMS, seed: int = 0) -
         classes = [corpus.tags[t] for t in present]
     else:
         rows = np.flatnonzero(first)
-    words = _word_types(corpus, rows)
+    words = None
     if target == "position":
         y = np.searchsorted(np.asarray(POSITION_EDGES), position[rows], side="right")
         bounds = (0,) + POSITION_EDGES
         classes = [_bucket_name(bounds, k) for k in range(len(bounds))]
     elif target == "recurs":
+        words = _word_types(corpus, rows)  # every word: whether one recurs needs the words before it
         y = _recurs(sentence[rows], words).astype(np.int64)
         classes = ["first time", "seen earlier"]
-    return _sampled(ProbeData(rows, y, classes, None, words), sentence[rows], max_items, seed)
+    data = _sampled(ProbeData(rows, y, classes, None, words), sentence[rows], max_items, seed)
+    if data.words is None:  # only the sampled items spelled (a tenth of 10,000 sentences' words)
+        data.words = _word_types(corpus, data.rows)
+    return data
 
 
 def _sampled(data: ProbeData, sentence_of_item: np.ndarray, max_items: int, seed: int) -> ProbeData:
