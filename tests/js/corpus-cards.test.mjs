@@ -42,6 +42,7 @@ test("with a second subset each head has a ring at its values and the tooltip na
   assert.equal(l.drawn, "scatter:label:news vs label:fiction:cls:self");
   assert.match(headsScatter.tooltip(l, { layer: 0, head: 0 })[2], /^label:fiction: /);
   assert.deepEqual(extent([0.5, 0.5]), [0.49, 0.51]); // one value still gets an axis
+  assert.deepEqual(extent([0.01, 0.5, null]).map((v) => +v.toFixed(4)), [0, 0.5294]); // a share's axis from 0, not -0.02
 });
 
 test("the probe chart draws each series it has, and a layer's column answers its numbers", () => {

@@ -126,7 +126,7 @@ export function extent(values) {
   const shown = values.filter(finite);
   if (!shown.length) return [0, 1];
   const lo = Math.min(...shown), hi = Math.max(...shown), pad = hi > lo ? 0.06 * (hi - lo) : 0.01;
-  return [lo - pad, hi + pad];
+  return [lo >= 0 ? Math.max(0, lo - pad) : lo - pad, hi + pad]; // a share or a distance never below 0
 }
 
 /** Digits enough to tell an axis's ticks apart. */
