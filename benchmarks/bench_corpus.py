@@ -11,7 +11,8 @@
   summary  open_corpus(folder).head_summary(), from the folder. Target: <= 2 s for 10,000 sentences.
   probe    corpus.probe for every target the folder has (tag, label, position, recurs), every layer, with the
            control task; the peer is scikit-learn's LogisticRegression fitted on the same features and split (the
-           tests' oracle), timed in the same process, and each layer's accuracies are printed side by side.
+           tests' oracle), timed in the same process (wall and CPU), and each layer's accuracies are printed side
+           by side; reading the items beside spelling every word (what it did before it sampled first).
            Target: <= 60 s for 10,000 Brown sentences on 2 cores.
 
     .venv/bin/python benchmarks/bench_corpus.py build --sentences 1000
@@ -145,42 +146,58 @@ def summary_phase(folder: Path) -> None:
           f"from the folder: median {statistics.median(times):.2f} s of 3 (target <= 2 s)")
 
 
-def probe_phase(folder: Path) -> None:
+def probe_phase(folder: Path, items: int = 10_000) -> None:
+    """Each target's probe, wall and CPU time (on a shared machine the CPU time is the fair one), split into reading
+    the items (with, as its peer, the spelling of every word the earlier version did before sampling) and the fits
+    (with scikit-learn's on the same features as the peer: the tests' oracle, its accuracies printed beside ours)."""
     from bertviz_app.corpus import CorpusError, probes
     from sklearn.linear_model import LogisticRegression
 
     corpus = open_corpus(folder)
-    print(f"{corpus!r}")
-    total = 0.0
+    print(f"{corpus!r}; at most {items:,} items a target")
+    total = total_cpu = 0.0
     for target in probes.TARGETS:
         try:
-            data = probes.probe_data(corpus, target)
+            start, cpu = time.perf_counter(), time.process_time()
+            data = probes.probe_data(corpus, target, items)
         except CorpusError as error:
             print(f"{target}: {error}")
             continue
-        start = time.perf_counter()
-        table = corpus.probe(target)
-        ours = time.perf_counter() - start
-        total += ours
+        read, read_cpu = time.perf_counter() - start, time.process_time() - cpu
+        if target in ("tag", "position"):  # the peer: every word spelled, as before sampling
+            columns = corpus.token_columns
+            first = np.ones(len(columns), bool)
+            first[1:] = (columns[1:, 0] != columns[:-1, 0]) | (columns[1:, 3] != columns[:-1, 3])
+            first &= columns[:, 3] >= 0
+            start = time.perf_counter()
+            probes._word_types(corpus, np.flatnonzero(first))
+            every = time.perf_counter() - start
+            print(f"{target}: items read in {read:.2f} s (spelling every word as before: +{every:.2f} s)")
+        start, cpu = time.perf_counter(), time.process_time()
+        table = probes.probe(corpus, target, max_items=items)
+        ours, ours_cpu = time.perf_counter() - start, time.process_time() - cpu
+        total, total_cpu = total + ours, total_cpu + ours_cpu
         control = probes.control_task(data.words, data.y, len(data.classes)) if data.words is not None else None
         train, test = ~data.held_out, data.held_out
-        start, oracle = time.perf_counter(), []
+        start, cpu, oracle = time.perf_counter(), time.process_time(), []
         for layer in table["layer"]:
             X_train, X_test = probes.standardize(*(lambda X: (X[train], X[test]))(
                 probes.hidden_rows(corpus, layer, data.rows)))
             for y in (data.y, control) if control is not None else (data.y,):
                 model = LogisticRegression(C=probes.C, max_iter=1000).fit(X_train, y[train])
                 oracle.append(float(np.mean(model.predict(X_test) == y[test])))
-        theirs = time.perf_counter() - start
-        print(f"{target}: {len(data.y):,} items, {len(data.classes)} classes; ours {ours:.1f} s, scikit-learn "
-              f"{theirs:.1f} s ({ours / theirs:.2f}x)")
+        theirs, theirs_cpu = time.perf_counter() - start, time.process_time() - cpu
+        print(f"{target}: {len(data.y):,} items, {len(data.classes)} classes; ours {ours:.1f} s ({ours_cpu:.1f} s "
+              f"CPU), scikit-learn {theirs:.1f} s ({theirs_cpu:.1f} s CPU): {ours / theirs:.2f}x wall, "
+              f"{ours_cpu / theirs_cpu:.2f}x CPU")
         pairs = np.asarray(oracle).reshape(len(table), -1)
         for row, theirs_row in zip(table.itertuples(), pairs):
             print(f"  layer {row.layer}: accuracy {row.accuracy:.3f} (sklearn {theirs_row[0]:.3f}), control "
                   f"{row.control_accuracy:.3f}{f' (sklearn {theirs_row[1]:.3f})' if len(theirs_row) > 1 else ''}, "
                   f"selectivity {row.selectivity:.3f}, majority {row.majority:.3f}")
-    print(f"every target, every layer, with controls: {total:.1f} s; peak RSS "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(f"every target, every layer, with controls: {total:.1f} s ({total_cpu:.1f} s CPU); peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load average "
+          f"{' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
 
 
 def main() -> None:
@@ -190,7 +207,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--sizes", default="2000,10000")
-    parser.add_argument("--corpus", type=Path, help="a corpus folder for the search and summary phases")
+    parser.add_argument("--corpus", type=Path, help="a corpus folder for the search, summary and probe phases")
+    parser.add_argument("--items", type=int, default=10_000, help="the probe phase's items per target")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; load average "
           f"{' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
@@ -202,7 +220,8 @@ def main() -> None:
         elif args.corpus is None:
             raise SystemExit(f"the {phase} phase needs --corpus DIR")
         else:
-            {"search": search_phase, "summary": summary_phase, "probe": probe_phase}[phase](args.corpus)
+            {"search": search_phase, "summary": summary_phase,
+             "probe": lambda folder: probe_phase(folder, args.items)}[phase](args.corpus)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,12 @@ CORPUS_SEARCHES_AT_ONCE = 1
 CORPUS_SEARCHES_WAITING = 8
 CORPUS_SEARCHES_PER_MINUTE = 30
 CORPUS_SEARCHES_PER_ADDRESS = 120
+# Probes ("What each layer knows"), in a third lane: the first of a target trains two regressions per layer (a minute
+# or more on 2 cores), then every visitor gets the kept answer; one trains at a time, so the other lanes keep a core.
+CORPUS_PROBES_AT_ONCE = 1
+CORPUS_PROBES_WAITING = 8
+CORPUS_PROBES_PER_MINUTE = 20
+CORPUS_PROBES_PER_ADDRESS = 120
 # One head of a 512-token input; all 12 heads of a layer up to 147 tokens (about 9 MB of CSV).
 MAX_CSV_ROWS = 512 * 512
 

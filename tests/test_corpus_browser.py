@@ -12,7 +12,7 @@ import pytest
 
 from bertviz_app import app, load
 from corpus_fixture import build_small_corpus
-from pages import AppPage
+from pages import AppPage, shoot
 
 pytestmark = [pytest.mark.browser]
 
@@ -271,3 +271,60 @@ def test_a_heads_tag_links_say_how_they_rank_and_their_numbers_stay_in_their_col
         page.close()
     finally:
         demo.close()
+
+
+def _lone_point(points: list, apart: float) -> list:
+    """A head's point [layer, head, x, y] no other point comes within `apart` px of (a click there is that head)."""
+    for p in points:
+        if all(q is p or ((p[2] - q[2]) ** 2 + (p[3] - q[3]) ** 2) ** 0.5 > apart for q in points):
+            return p
+    raise AssertionError(f"every head's point has another within {apart} px: {points}")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["1280x720", "390x844"])
+def test_what_each_layer_knows_and_a_heads_card_opened_from_the_scatter(browser, corpus_server, size, tmp_path):
+    url, corpus = corpus_server
+    visitor = AppPage(browser, url + "?corpus=small&cview=knows", size)
+    page = visitor.page
+    # an untagged corpus opens on the position probe; tags are refused in one sentence, a label is probed
+    page.wait_for_selector(".bv-corpus-probe[data-drawn='probe:position']")
+    assert page.text_content("#corpus-probe-caption").startswith("A linear probe of a token's position per layer")
+    assert page.locator("#corpus-probe-legend > span").count() == 4  # accuracy, control, selectivity, majority
+    page.select_option("#corpus-probe-target", "tag")
+    page.wait_for_function("() => /^This corpus has no tags to probe: build it from a tagged source/"
+                           ".test(document.querySelector('#corpus-probe-status').textContent)")
+    page.select_option("#corpus-probe-target", "label")
+    page.wait_for_selector(".bv-corpus-probe[data-drawn='probe:label']")
+    assert page.text_content("#corpus-probe-status") == ""
+    shoot(page, tmp_path, f"corpus_knows_{size[0]}x{size[1]}")
+
+    # the heads scatter: a click on a head opens its card; a card's example opens its sentence at that head and token
+    visitor_open_corpus_view(page, "cards")
+    page.wait_for_selector(".bv-corpus-scatter[data-drawn='scatter:all:previous:entropy_ratio']")
+    points = page.eval_on_selector(".bv-corpus-scatter", "e => JSON.parse(e.dataset.geometry).points")
+    assert sorted((p[0], p[1]) for p in points) == [(l, h) for l in range(corpus.num_layers)
+                                                     for h in range(corpus.num_heads)]
+    layer, head, x, y = _lone_point(points, 20)
+    box = in_sight(page, ".bv-corpus-scatter canvas")
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    page.wait_for_function("() => !document.querySelector('#corpus-pane-cards .bv-tooltip').hidden")
+    assert tooltip(page, "cards").startswith(f"Layer {layer}, head {head}:")
+    page.mouse.click(box["x"] + x, box["y"] + y)
+    page.wait_for_function("t => document.querySelector('#corpus-card h3')?.textContent.startsWith(t)",
+                           arg=f"Layer {layer}, head {head}:")
+    assert (query(page)["clayer"], query(page)["chead"]) == (str(layer), str(head))
+    example = page.locator("#corpus-card ol.bv-card-examples button").first
+    assert example.locator(".bv-card-row span").count() >= 3  # the sentence's pieces, shaded
+    assert example.locator(".bv-card-from").count() == 1  # the example's token outlined
+    page.select_option("#corpus-card-rank", "previous")
+    page.wait_for_function("() => /highest share to the previous token/.test("
+                           "document.querySelector('#corpus-card h4')?.textContent)")
+    shoot(page, tmp_path, f"corpus_cards_{size[0]}x{size[1]}")
+    example = page.locator("#corpus-card ol.bv-card-examples button").first
+    sentence, position = int(example.get_attribute("data-sentence")), int(example.get_attribute("data-position"))
+    in_sight(page, "#corpus-card ol.bv-card-examples button >> nth=0")
+    example.click()
+    q = opened(page, corpus, sentence, position)
+    assert (q["layer"], q["head"], q["token"]) == (str(layer), str(head), str(position))
+    assert visitor.errors == []
+    page.close()

@@ -66,6 +66,19 @@ def test_the_probe_equals_scikit_learn_on_the_same_features_and_split(tagged):
     assert (table["accuracy"] < 0.999).any() and (table["accuracy"] > majority + 0.05).any()
 
 
+def test_the_fit_knows_only_the_classes_of_its_training_part_as_scikit_learn(tagged):
+    data = probes.probe_data(tagged, "tag")
+    X_train, X_test = probes.standardize(*(lambda X: (X[~data.held_out], X[data.held_out]))(
+        probes.hidden_rows(tagged, 1, data.rows)))
+    y = data.y.copy()
+    y[np.flatnonzero(data.held_out)[:5]] = len(data.classes)  # a class only the held-out part has
+    W, b, classes = probes.fit(X_train, y[~data.held_out])
+    oracle = LogisticRegression(C=probes.C, max_iter=5000, tol=1e-8).fit(X_train, y[~data.held_out])
+    assert list(classes) == list(oracle.classes_) and W.shape == (X_train.shape[1], len(oracle.classes_))
+    predicted = classes[(X_test.astype(np.float32) @ W + b).argmax(1)]
+    assert np.mean(predicted == oracle.predict(X_test)) >= 0.98
+
+
 def test_the_hidden_rows_are_the_corpus_states(tagged):
     rows = np.array([0, 5, 3, len(tagged.token_columns) - 1])
     read = probes.hidden_rows(tagged, 2, rows)
@@ -99,6 +112,22 @@ def test_targets_read_from_the_text(tagged):
     assert position.classes[:4] == ["0", "1", "2", "3"] and position.classes[-1] == "64+"
     positions = tagged.token_columns[position.rows, 1]
     assert (position.y[positions == 1] == 1).all() and (position.y[positions == 5] == 4).all()  # bucket 4-5
+
+
+def test_only_the_sampled_items_are_spelled(tagged, monkeypatch):
+    """Spelling a word is Python work per item: a tag or position probe spells the items it drew, not every word of
+    the corpus (recurs needs every word before the one it asks about)."""
+    every = probes._word_types(tagged, probes.probe_data(tagged, "tag", max_items=10**9).rows)
+    spelled = []
+    real = probes._word_types
+    monkeypatch.setattr(probes, "_word_types", lambda corpus, rows: spelled.append(len(rows)) or real(corpus, rows))
+    for target in ("tag", "position"):
+        spelled.clear()
+        data = probes.probe_data(tagged, target, max_items=50)
+        assert spelled == [50] and len(data.words) == 50
+    data = probes.probe_data(tagged, "tag", max_items=50)
+    whole = probes.probe_data(tagged, "tag", max_items=10**9)
+    np.testing.assert_array_equal(data.words, every[np.searchsorted(whole.rows, data.rows)])
 
 
 def test_a_figure_per_target(tagged):

@@ -392,3 +392,33 @@ def test_clicks_on_points_get_the_polls_rate(corpus_app):
             "fn_index": index, "session_hash": session, "data": [],
             "event_data": {"corpus": "small", "sentence": 0}}).status_code for _ in range(12)]
     assert statuses[0] == 200 and statuses.count(429) >= 6, statuses
+
+
+def test_a_probe_answer_is_the_corpus_probe_and_a_missing_target_one_sentence(views):
+    answer = views.probe("label")
+    table = views.corpus.probe("label")
+    assert answer["layer"] == list(range(views.corpus.num_layers + 1))
+    assert np.allclose(answer["accuracy"], table["accuracy"], atol=1e-5)
+    assert answer["control_accuracy"] == [None] * len(table)  # a sentence label has no word types to shuffle
+    assert views.probe("label") is answer  # trained once per target
+    recurs = views.probe("recurs")
+    assert np.allclose(recurs["selectivity"], views.corpus.probe("recurs")["selectivity"], atol=1e-5)
+    for target, words in (("tag", "no tags"), ("beauty", "one of"), (["tag"], "one of")):
+        with pytest.raises(CorpusError, match=words) as caught:
+            views.probe(target)
+        assert "\n" not in str(caught.value)
+
+
+def test_a_cards_examples_carry_their_sentences_attention_from_their_token(views):
+    card = views.card(1, 2, "previous")
+    assert card["ranked_by"] == "previous" and len(card["examples"]) == 6
+    for e in card["examples"]:
+        run = views.corpus.run(e["sentence"])
+        assert e["pieces"] == list(run.labels)
+        row = run.attention(layer=1, head=2)[e["position"]]
+        assert np.abs(np.asarray(e["weights"]) - row).max() <= 5e-5  # kept to 4 decimals
+        assert abs(e["weights"][e["position"] - 1] - e["value"]) <= 5e-5  # the picture shows the value it ranks by
+    assert views.card(1, 2, "previous") is card
+    for call, words in ((lambda: views.card(1, 2, "beauty"), "ranks its examples"), (lambda: views.card(9, 0), "layer")):
+        with pytest.raises((CorpusError, ValueError), match=words):
+            call()

@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import limits
 from ..views.corpus_payload import encode_qk_map, encode_sentence_map
-from . import questions
+from . import probes, questions
+from .cards import CARD_STATISTICS, ROLE_STATISTIC
 from .sources import CorpusError, Sentence, within_reach
 
 # Points of a head's joint map: queries and keys of half as many tokens (AttentionViz's maps hold a few 10,000s).
@@ -33,6 +34,8 @@ SHOWN_TAG_LINKS = 12
 LINK_MIN_COUNT = 20  # a tag pair's links counted fewer times are left out (the page says so)
 SHOWN_TAGS = 40  # tags offered as subsets, the commonest first
 SEARCH_CHUNK = 65_536  # token vectors per product: a float32 copy of this many at a time, never of a whole layer
+CARD_EXAMPLES = 6  # a card's top examples, each a forward pass of its sentence for its picture
+CACHED_CARDS = 64  # ~5-20 kB each
 # Searches kept: an answer is 5-150 kB (k hits, each with its sentence's pieces), so at most ~20 MB
 CACHED_SEARCHES = 128
 
@@ -86,6 +89,8 @@ class CorpusViews:
         self._summaries = _Cache(len(SUBSET_KINDS) + 3)  # by nothing, by each kind, the links and the relations
         self._heads = _Cache(corpus.num_layers * corpus.num_heads)
         self._grids = _Cache(64)  # a subset's grid, as the page gets it
+        self._probes = _Cache(len(probes.TARGETS))  # a probe trains 2 x (L + 1) regressions: made once per target
+        self._cards = _Cache(CACHED_CARDS)
         self._searches = _Cache(CACHED_SEARCHES)  # by (vector, layer, k, what it is): a class's same token is one
         self._norms: dict[int, np.ndarray] = {}
         # float32 unit vectors of as many layers as the budget holds, the least recently searched dropped first
@@ -119,7 +124,8 @@ class CorpusViews:
                 "model": self.model_name, "layers": c.num_layers, "heads": c.num_heads,
                 "hidden_layers": c.num_layers + 1, "tagged": bool(c.tags),
                 "predictions": "prediction" in c.sentences,
-                "statistics": list(_GRID_STATISTICS), "map_points": self.map_points, "subsets": self.subsets(),
+                "statistics": list(_GRID_STATISTICS), "probe_targets": list(probes.TARGETS),
+                "card_statistics": list(CARD_STATISTICS), "map_points": self.map_points, "subsets": self.subsets(),
                 "kept_for_map": int(sum(s.array("qk_rows").shape[0] for s in c.shards))}
 
     def subsets(self) -> dict:
@@ -228,6 +234,45 @@ class CorpusViews:
             except CorpusError:
                 return None
         return self._summaries.get("relations", make)
+
+    # -- what each layer knows, what each head does -----------------------------------------------------------------
+    def probe(self, target) -> dict:
+        """What each layer knows of `target` (probes.py): accuracy, control accuracy, selectivity and the majority
+        baseline per hidden layer (0 = the embeddings); trained once per target and kept. A target the corpus lacks
+        (tags of an untagged corpus) is one sentence, and so is a corpus too small to split."""
+        if not isinstance(target, str) or target not in probes.TARGETS:
+            raise CorpusError(f"a probe's target is one of {', '.join(probes.TARGETS)}, not {str(target)[:40]!r}")
+        return self._probes.get(target, lambda: self._make_probe(target))
+
+    def _make_probe(self, target: str) -> dict:
+        table = self.corpus.probe(target)
+        out = {"target": target, **{k: int(v) for k, v in table.attrs.items()}}
+        for column in ("layer", "accuracy", "control_accuracy", "selectivity", "majority"):
+            out[column] = _floats(table[column])
+        return out
+
+    def card(self, layer, head, statistic=None) -> dict:
+        """One head's report card (cards.py): its role, statistics and top examples, each with the head's attention
+        from that token over its sentence (the sentence's own Run: the picture, and the proof of the value)."""
+        c = self.corpus
+        layer, head = c.check_layer(layer), c.check_head(head)
+        if statistic is not None and (not isinstance(statistic, str) or statistic not in CARD_STATISTICS):
+            raise CorpusError(f"a card ranks its examples by one of {', '.join(CARD_STATISTICS)}, not "
+                              f"{str(statistic)[:40]!r}")
+        return self._cards.get((layer, head, statistic), lambda: self._make_card(layer, head, statistic))
+
+    def _make_card(self, layer: int, head: int, statistic: str | None) -> dict:
+        card = self.corpus.head_card(layer, head, statistic, CARD_EXAMPLES)
+        examples = []
+        for e in card.examples.itertuples():
+            run = self.corpus.run(int(e.sentence))
+            row = np.asarray(run.attention(layer=layer, head=head), np.float64)[int(e.position)]
+            examples.append({"sentence": int(e.sentence), "position": int(e.position), "value": round(float(e.value), 5),
+                             "pieces": list(run.labels), "weights": [round(float(w), 4) for w in row]})
+        largest = statistic != "entropy" if statistic else ROLE_STATISTIC.get(card.role, ("entropy", False))[1]
+        return {"layer": layer, "head": head, "role": card.role, "ranked_by": card.ranked_by, "largest": largest,
+                "statistics": {k: None if v != v else round(v, 5) for k, v in card.statistics.items()},
+                "examples": examples}
 
     # -- maps -------------------------------------------------------------------------------------------------------
     def qk_map(self, layer, head) -> bytes:

@@ -6,7 +6,8 @@ What the page asks the server goes through the host's server functions (outside 
 own like the attention views' exports, with a rate per page and per client address; searches in a second lane, so
 that answers already made never wait behind them): a subset's summary, a head's details, a head's map (computed once and
 cached: corpus/browser.py), the sentence map, a search from the token selected in the analysed input (its Run from
-the explorer's cache, never a forward pass), a sentence's text, and a sentence by its text (a row of the Task tab's
+the explorer's cache, never a forward pass), what each layer knows of a target (probes, in a third lane: the first
+of a target trains for a minute, then it is kept), a head's report card, a sentence's text, and a sentence by its text (a row of the Task tab's
 held-out table, when the sentence map is not on the page to answer it). Hovering, brushing and zooming a map ask
 nothing. A click on a point is the tab's one event: the sentence and the corpus's model go into the input row and the page
 analyzes it, then the host selects the layer, head and token in the attention views."""
@@ -111,6 +112,9 @@ class CorpusTab:
         self.searches = ExportLane(limits.CORPUS_SEARCHES_AT_ONCE, limits.CORPUS_SEARCHES_WAITING,
                                    limits.CORPUS_SEARCHES_PER_MINUTE, per_address=limits.CORPUS_SEARCHES_PER_ADDRESS,
                                    what="searches")
+        self.probes = ExportLane(limits.CORPUS_PROBES_AT_ONCE, limits.CORPUS_PROBES_WAITING,
+                                 limits.CORPUS_PROBES_PER_MINUTE, per_address=limits.CORPUS_PROBES_PER_ADDRESS,
+                                 what="probes")
         value = {"corpora": [c.info() for c in self.corpora.values()],
                  "problems": [for_visitors(problem) for problem in page.corpus_problems]}
         self.host = gr.HTML(value=value, html_template="<div class='bv-corpus-host'></div>", js_on_load=HOST_SCRIPT,
@@ -122,7 +126,7 @@ class CorpusTab:
         return self.corpora[name]
 
     def _functions(self) -> list:
-        corpus, lane, searches, host = self.corpus, self.lane, self.searches, self.page.host
+        corpus, lane, searches, probes, host = self.corpus, self.lane, self.searches, self.probes, self.page.host
 
         def asked(request) -> dict:
             return request if isinstance(request, dict) else {}
@@ -153,6 +157,15 @@ class CorpusTab:
             r = asked(request)
             return await lane.call(lambda session: corpus(r.get("corpus")).find(r.get("text"), r.get("pair")))
 
+        async def corpus_probe(request):
+            r = asked(request)
+            return await probes.call(lambda session: corpus(r.get("corpus")).probe(r.get("target")))
+
+        async def corpus_card(request):
+            r = asked(request)
+            return await lane.call(lambda session: corpus(r.get("corpus")).card(r.get("layer"), r.get("head"),
+                                                                               r.get("statistic")))
+
         async def corpus_search(request):
             r = asked(request)
 
@@ -168,7 +181,8 @@ class CorpusTab:
 
             return await searches.call(search)
 
-        return [corpus_summary, corpus_head, corpus_qk, corpus_sentences, corpus_sentence, corpus_find, corpus_search]
+        return [corpus_summary, corpus_head, corpus_qk, corpus_sentences, corpus_sentence, corpus_find, corpus_search,
+                corpus_probe, corpus_card]
 
     def sentence(self, name, sentence) -> dict:
         views = self.corpus(name)

@@ -22,10 +22,13 @@ import { linkIndex } from "./permalink.mjs";
 import { injectStyle } from "./style.mjs";
 import * as headsView from "./corpus-heads.mjs";
 import * as pointMap from "./corpus-point-map.mjs";
+import { CARD_STATISTICS, TARGETS, headCard, headsScatter, probeChart, probeLegend, roleLegend }
+  from "./corpus-cards.mjs";
 
 export const CORPUS_VIEWS = [
   { name: "heads", label: "Heads over the corpus" }, { name: "qk", label: "Query \u00d7 key map" },
-  { name: "search", label: "Search by meaning" }, { name: "sentences", label: "Sentence map" }];
+  { name: "search", label: "Search by meaning" }, { name: "sentences", label: "Sentence map" },
+  { name: "knows", label: "What each layer knows" }, { name: "cards", label: "Head cards" }];
 const COLORS = { kind: "query / key", position: "position", tag: "tag", word: "word" };
 const SENTENCE_COLORS = { label: "label", prediction: "prediction", error: "error" };
 const BRUSH_LISTED = 200;
@@ -56,6 +59,19 @@ const CSS = `
 .bv-corpus .bv-counts { font-size: 14px; color: #333; }
 /* the list's numbers inside its own column ("10." ran into the profile's "+10" beside it) */
 .bv-corpus ol.bv-links { padding-left: 2.4em; margin: 4px 0; }
+.bv-corpus .bv-series { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 4px 0; font-size: 14px; }
+.bv-corpus .bv-card-stats { display: grid; grid-template-columns: max-content max-content; gap: 0 12px;
+  font-size: 14px; margin: 6px 0; }
+.bv-corpus .bv-card-stats dd { margin: 0; font-variant-numeric: tabular-nums; }
+.bv-corpus ol.bv-card-examples { padding-left: 1.8em; margin: 4px 0; }
+.bv-corpus .bv-card-examples li { margin: 4px 0; }
+.bv-corpus .bv-card-examples button { display: block; width: 100%; text-align: left; border: 1px solid #e1e4e8;
+  border-radius: 4px; background: #fff; padding: 4px 6px; cursor: pointer; color: #111; }
+.bv-corpus .bv-card-examples button:hover { background: #eef4fb; }
+.bv-corpus .bv-card-row { display: flex; flex-wrap: wrap; gap: 2px; margin-top: 3px; font-size: 14px; }
+.bv-corpus .bv-card-row span { padding: 0 3px; border-radius: 2px; border: 1px solid transparent; }
+.bv-corpus .bv-card-row span.bv-card-from { border-color: #d62728; }
+.bv-corpus .bv-corpus-card { margin-top: 8px; }
 `;
 
 /** The state a corpus opens with: what the link asks for, checked against the corpus (a head past the model's is
@@ -76,7 +92,8 @@ export function checkedState(info, asked = {}) {
     head: index("head", asked.head, info.heads, 0), subset: subset(asked.subset),
     versus: asked.versus ? subset(asked.versus) : null, statistic: asked.statistic || "entropy_ratio",
     color: COLORS[asked.color] ? asked.color : "kind", sentenceColor: "label", sentenceLayer: info.layers,
-    pooling: "cls", searchLayer: info.layers, sentence: null };
+    pooling: "cls", searchLayer: info.layers, sentence: null, target: info.tagged ? "tag" : "position",
+    sx: "previous", sy: "entropy_ratio", rank: null };
   if (asked.sentence !== undefined && asked.sentence !== null) {
     if (Number.isInteger(asked.sentence) && asked.sentence >= 0 && asked.sentence < info.sentences) {
       state.sentence = asked.sentence;
@@ -179,7 +196,8 @@ function buildHeadsPane(ctx) {
     view.refresh(); return load().then(loadHead); }, destroy: () => view.destroy() };
 }
 
-function headDetail(box, d, grid, info, ctx) {
+/** A head's profile, tag links and relations; in the cards pane (`card`) without its title, under other ids. */
+function headDetail(box, d, grid, info, ctx, card = false) {
   const i = d.layer * info.heads + d.head;
   const peak = Math.max(1e-9, ...d.profile.filter((v) => v !== null));
   const bars = el("div", { class: "bv-profile", role: "img", "aria-label": "mean attention by offset" },
@@ -197,11 +215,13 @@ function headDetail(box, d, grid, info, ctx) {
   const relations = d.relations.length ? el("ul", { class: "bv-counts" }, ...d.relations.map((r) => el("li", {},
     `${r.relation}: ${(r.accuracy * 100).toFixed(0)}% (best head ${(r.best * 100).toFixed(0)}%, always the next `
     + `word ${(r.next_word * 100).toFixed(0)}%)`))) : null;
-  const open = el("button", { type: "button", id: ctx.id("corpus-open-map"), class: "bv-primary",
+  const suffix = card ? "-card" : "";
+  const open = el("button", { type: "button", id: ctx.id(`corpus-open-map${suffix}`), class: "bv-primary",
     onclick: () => ctx.set({ view: "qk" }) }, `Open the query \u00d7 key map of layer ${d.layer}, head ${d.head}`);
-  const inViews = el("button", { type: "button", id: ctx.id("corpus-open-views"),
+  const inViews = el("button", { type: "button", id: ctx.id(`corpus-open-views${suffix}`),
     onclick: () => ctx.source.openHead?.(d.layer, d.head) }, "Show this head in the attention views");
-  box.replaceChildren(el("div", {}, el("h3", {}, `Layer ${d.layer}, head ${d.head}: ${grid ? grid.role[i] : ""}`),
+  box.replaceChildren(el("div", {}, card ? null : el("h3", {}, `Layer ${d.layer}, head ${d.head}: `
+    + `${grid ? grid.role[i] : ""}`),
     el("div", { class: "bv-tools" }, open, ctx.source.openHead ? inViews : null), profile),
   el("div", {}, links, relations));
 }
@@ -365,6 +385,133 @@ function searchResult(box, r, ctx) {
     ...markedSentence(h.pieces, h.position))))));
 }
 
+/** The summary of a subset, asked once per page (the heads grid and the scatter share it). */
+function summaryOf(ctx, subset) {
+  if (!ctx.summaries.has(subset)) {
+    ctx.summaries.set(subset, ctx.source.summary(ctx.info.name, subset).catch((error) => {
+      ctx.summaries.delete(subset);
+      throw error;
+    }));
+  }
+  return ctx.summaries.get(subset);
+}
+
+function buildKnowsPane(ctx) {
+  const { info, state, set } = ctx;
+  const targets = (info.probe_targets || Object.keys(TARGETS)).map((t) => [t, TARGETS[t] || t]);
+  const target = select(ctx.id("corpus-probe-target"), targets, state().target, (v) => set({ target: v }), "Target");
+  const box = el("div", { class: "bv-corpus-box" });
+  const series = el("div", { class: "bv-series", id: ctx.id("corpus-probe-legend") });
+  const caption = el("p", { class: "bv-caption", id: ctx.id("corpus-probe-caption") });
+  const status = el("p", { class: "bv-counts", role: "status", id: ctx.id("corpus-probe-status") });
+  const pane = el("div", { id: ctx.id("corpus-pane-knows") }, el("p", {}, "What each layer knows: a linear probe "
+    + "(logistic regression) per layer reads the target from the layer's hidden states, scored on sentences it never "
+    + "saw, beside a control task (Hewitt & Liang 2019) and the majority class."),
+  el("div", { class: "bv-controls" }, field("Target", target)), status, series, box, caption);
+  let answer = null;
+  const view = mountCanvasView(box, probeChart, {
+    label: "Probe accuracy by layer", data: () => answer, state: () => ({}),
+    height: () => (ctx.narrow() ? 300 : 340),
+  });
+  let asked = "";
+  async function load() {
+    const t = state().target;
+    if (t === asked) { view.refresh(); return; }
+    asked = t;
+    answer = null;
+    view.refresh();
+    series.replaceChildren();
+    caption.textContent = "";
+    if (!ctx.source.probe) {
+      status.textContent = "This saved page holds no probes; in a notebook, corpus.probe(target) trains them.";
+      return;
+    }
+    status.textContent = "Training a probe per layer on the server (the first time for a target takes a minute or "
+      + "two; then every visitor gets it at once)…";
+    box.dataset.loading = "true";
+    try {
+      const a = await ctx.source.probe(info.name, t);
+      if (asked !== t) return;
+      answer = a;
+      status.textContent = "";
+      view.refresh();
+      series.replaceChildren(...probeLegend(view.layout()));
+      caption.textContent = view.layout().caption;
+    } catch (error) {
+      if (asked === t) { status.textContent = error.message; asked = ""; }
+    } finally { delete box.dataset.loading; }
+  }
+  return { pane, sync: (s) => { target.value = s.target; return load(); }, destroy: () => view.destroy() };
+}
+
+/** A head picked in the scatter (a click, or a keyboard's choice): its card below. */
+export function openCard(ctx, target) {
+  ctx.set({ layer: target.layer, head: target.head });
+}
+
+function buildCardsPane(ctx) {
+  const { info, state, set } = ctx;
+  const stats = Object.entries(headsView.STATISTICS);
+  const sx = select(ctx.id("corpus-scatter-x"), stats, state().sx, (v) => set({ sx: v }), "Across");
+  const sy = select(ctx.id("corpus-scatter-y"), stats, state().sy, (v) => set({ sy: v }), "Up");
+  const subset = select(ctx.id("corpus-scatter-subset"), subsetChoices(info), state().subset,
+    (v) => set({ subset: v }), "Subset");
+  const versus = select(ctx.id("corpus-scatter-versus"), subsetChoices(info, "nothing"), state().versus ?? "",
+    (v) => set({ versus: v || null }), "Compare with");
+  const rank = select(ctx.id("corpus-card-rank"), [["", "its role's statistic"],
+    ...Object.entries(CARD_STATISTICS)], state().rank ?? "", (v) => set({ rank: v || null }), "Rank examples by");
+  const legendBox = el("div", { class: "bv-series", id: ctx.id("corpus-scatter-legend") });
+  const box = el("div", { class: "bv-corpus-box" });
+  const caption = el("p", { class: "bv-caption" });
+  const card = el("div", { class: "bv-corpus-card", id: ctx.id("corpus-card") });
+  const detail = el("div", { class: "bv-corpus-detail", id: ctx.id("corpus-card-detail") });
+  const pane = el("div", { id: ctx.id("corpus-pane-cards") }, el("div", { class: "bv-controls" },
+    field("Across", sx), field("Up", sy), field("Subset", subset), field("Compare with", versus)), legendBox, box,
+  caption, card, detail);
+  const grids = { a: null, b: null };
+  const view = mountCanvasView(box, headsScatter, {
+    label: "Every head on two statistics", state: () => state(),
+    data: () => (grids.a ? { layers: info.layers, heads: info.heads, a: grids.a, b: grids.b } : null),
+    height: () => (ctx.narrow() ? 340 : 420), onClick: (t) => openCard(ctx, t),
+  });
+  let asked = "", shown = "";
+  async function load() {
+    const s = state(), key = `${s.subset}|${s.versus}`;
+    if (key !== asked) {
+      asked = key;
+      try {
+        const [a, b] = await Promise.all([summaryOf(ctx, s.subset), s.versus ? summaryOf(ctx, s.versus) : null]);
+        if (asked !== key) return;
+        Object.assign(grids, { a, b });
+      } catch (error) { ctx.say(error.message); asked = ""; return; }
+    }
+    view.refresh();
+    const l = view.layout();
+    if (l) { legendBox.replaceChildren(...roleLegend(l)); caption.textContent = l.caption; }
+  }
+  async function loadCard() {
+    const s = state(), key = `${s.layer},${s.head},${s.rank}`;
+    if (key === shown) return;
+    shown = key;
+    if (!ctx.source.card) {
+      card.replaceChildren(el("p", { class: "bv-counts" }, "This saved page holds no head cards; in a notebook, "
+        + "corpus.head_card(layer, head) makes one."));
+      return;
+    }
+    card.dataset.loading = "true";
+    try {
+      const [c, d] = await Promise.all([ctx.source.card(info.name, s.layer, s.head, s.rank),
+        ctx.source.head(info.name, s.layer, s.head)]);
+      if (shown !== key) return;
+      headCard(card, c, field("Rank examples by", rank), (e) => ctx.source.open({ corpus: info.name,
+        sentence: e.sentence, token: e.position, layer: c.layer, head: c.head }));
+      headDetail(detail, d, grids.a, info, ctx, true);
+    } catch (error) { ctx.say(error.message); shown = ""; } finally { delete card.dataset.loading; }
+  }
+  return { pane, sync(s) { sx.value = s.sx; sy.value = s.sy; subset.value = s.subset; versus.value = s.versus ?? "";
+    rank.value = s.rank ?? ""; return load().then(loadCard); }, destroy: () => view.destroy() };
+}
+
 function frame(container, ctx) {
   const root = el("div", { class: "bv-root bv-corpus", id: ctx.id("corpus-view") });
   const message = el("p", { class: "bv-corpus-message", role: "alert", id: ctx.id("corpus-message") });
@@ -402,7 +549,7 @@ export function mountCorpus(container, source, asked = {}) {
   let current = first.state;
   const listeners = new Set();
   const ctx = {
-    source, info: wanted, state: () => current, id: (n) => `${source.idPrefix || ""}${n}`,
+    source, info: wanted, state: () => current, id: (n) => `${source.idPrefix || ""}${n}`, summaries: new Map(),
     narrow: () => (container.clientWidth || 800) < 700,
     set(patch) { current = { ...current, ...patch }; update(); },
     say: (text) => { parts.message.textContent = text; },
@@ -430,7 +577,7 @@ export function mountCorpus(container, source, asked = {}) {
   const problems = [...(source.problems || []), ...first.problems];
   ctx.say(problems.join(" "));
   const panes = { heads: buildHeadsPane(ctx), qk: buildMapPane(ctx, "qk"), search: buildSearchPane(ctx),
-    sentences: buildMapPane(ctx, "sentences") };
+    sentences: buildMapPane(ctx, "sentences"), knows: buildKnowsPane(ctx), cards: buildCardsPane(ctx) };
   for (const p of Object.values(panes)) parts.panes.append(p.pane);
   function update() {
     for (const v of CORPUS_VIEWS) {

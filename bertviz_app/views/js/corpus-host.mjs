@@ -150,6 +150,8 @@ export function appSource(value, server, trigger, deps) {
     qkMap: (corpus, layer, head) => ask(server, "corpus_qk", { corpus, layer, head }),
     sentenceMap: (corpus, layer, pooling) => ask(server, "corpus_sentences", { corpus, layer, pooling }),
     find: (corpus, text, pair) => ask(server, "corpus_find", { corpus, text, pair }),
+    probe: (corpus, target) => ask(server, "corpus_probe", { corpus, target }),
+    card: (corpus, layer, head, statistic) => ask(server, "corpus_card", { corpus, layer, head, statistic }),
     async search(corpus, layer, k) {
       const now = current();
       if (!now) throw new Error("Analyze an input first, then select one of its tokens to search for.");
