@@ -15,6 +15,17 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture(scope="module")
+def hf():
+    """transformers' BertForPreTraining on the default model, float32 and eager attention: the causal tests' oracle."""
+    import transformers
+
+    from bertviz_app import catalog
+
+    return transformers.BertForPreTraining.from_pretrained(catalog.default_model_path(), attn_implementation="eager",
+                                                           dtype=torch.float32).eval()
+
+
 @pytest.fixture
 def tiny_config() -> BertConfig:
     return BertConfig.preset("tiny")

@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import transformers
 from captum.attr import IntegratedGradients
 
-from bertviz_app import catalog, load
+from bertviz_app import load
 
 TEXT = "The keys to the cabinet [MASK] on the table."
 STEPS = 50
@@ -24,12 +23,6 @@ IG_ATOL = 1e-5
 @pytest.fixture(scope="module")
 def explorer():
     return load(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def hf():
-    return transformers.BertForPreTraining.from_pretrained(catalog.default_model_path(), attn_implementation="eager",
-                                                           dtype=torch.float32).eval()
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
-import transformers
 
-from bertviz_app import catalog, figures, load
+from bertviz_app import figures, load
 from bertviz_app.analysis import aopc, curve_inputs, removal_order
 from bertviz_app.curves import METHODS
 
@@ -70,12 +69,6 @@ def test_the_order_skips_kept_tokens_and_breaks_ties_by_position():
 @pytest.fixture(scope="module")
 def explorer():
     return load(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def hf():
-    return transformers.BertForPreTraining.from_pretrained(catalog.default_model_path(), attn_implementation="eager",
-                                                           dtype=torch.float32).eval()
 
 
 @pytest.fixture(scope="module")

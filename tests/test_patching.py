@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import transformers
 
-from bertviz_app import catalog, load
+from bertviz_app import load
 
 CLEAN, CORRUPTED = "The keys to the cabinet [MASK] on the table.", "The key to the cabinet [MASK] on the table."
 ATOL = 1e-5
@@ -17,12 +16,6 @@ ATOL = 1e-5
 @pytest.fixture(scope="module")
 def explorer():
     return load(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def hf():
-    return transformers.BertForPreTraining.from_pretrained(catalog.default_model_path(), attn_implementation="eager",
-                                                           dtype=torch.float32).eval()
 
 
 class Transformers:
