@@ -208,7 +208,7 @@ function buildPanes({ root, tabs, panes }, context, id) {
   const paneOf = {};
   for (const { name, label } of VIEWS) {
     paneOf[name] = el("div", { class: "bv-pane", role: "tabpanel", id: id(`view-pane-${name}`),
-      "aria-labeledby": id(`view-tab-${name}`) });
+      "aria-labelledby": id(`view-tab-${name}`) });
     panes.append(paneOf[name]);
     tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
       "aria-controls": id(`view-pane-${name}`), onclick: () => context.selection.set({ view: name }) }, label));
