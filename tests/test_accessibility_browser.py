@@ -7,6 +7,8 @@ look on two shared cores, and the page's own state (a tab opened, presenter mode
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import bertviz_app
@@ -15,7 +17,8 @@ from bertviz_app import app
 from bertviz_app.app.lane.training import TrainingSettings
 from bertviz_app.catalog import ASSETS
 from corpus_fixture import build_small_corpus
-from pages import AppPage
+from bertviz_app.views import standalone_html
+from pages import TIMEOUT_MS, AppPage
 from static_pages import Opened, static_host
 
 pytestmark = [pytest.mark.browser]
@@ -44,8 +47,13 @@ def server(tmp_path_factory, tiny_mlm_folder, finetuned_classifier):
 
 
 @pytest.fixture(scope="module")
-def static_site(tiny_mlm_folder, tmp_path_factory):
-    explorer = bertviz_app.load(tiny_mlm_folder, device="cpu")
+def explorer():
+    return bertviz_app.load(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def static_site(explorer, tmp_path_factory):
+    """The default model's static page, served, and a page of its views saved offline."""
     folder = tmp_path_factory.mktemp("static")
     saved = explorer.run("The cat sat on the mat.", "It slept.").save_html(folder / "saved.html")
     site = explorer.export_static(folder / "site")
@@ -116,13 +124,72 @@ def test_axe_finds_nothing_serious_in_the_app(browser, server, size):
 def test_axe_finds_nothing_serious_in_the_static_and_the_saved_page(browser, static_site, size):
     url, saved = static_site
     found = {}
-    for where, address, allowed in (("static page", url, url), ("saved page", saved.as_uri(), "file:")):
-        opened = Opened(browser, address, allowed)
-        opened.page.set_viewport_size({"width": size[0], "height": size[1]})
-        try:
-            opened.page.wait_for_function("() => document.querySelector('.bv-view')?.dataset.drawn")
-            if problems := serious(opened.page):
+    static = Opened(browser, url, url)  # it waits for the page's first analysis, in the browser
+    pages = {"static page": static.page, "saved page": browser.new_page()}
+    try:
+        pages["saved page"].goto(saved.as_uri())
+        for where, page in pages.items():
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+            page.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn",
+                                   timeout=TIMEOUT_MS)
+            if problems := serious(page):
                 found[where] = problems
-        finally:
-            opened.page.close()
+    finally:
+        for page in pages.values():
+            page.close()
     assert found == {}
+
+
+SENTENCE = "The cat sat on the mat because it was tired."
+
+
+@pytest.fixture(scope="module")
+def described(explorer, tmp_path_factory):
+    """The default model's Run of SENTENCE and its standalone page."""
+    run = explorer.run(SENTENCE)
+    path = tmp_path_factory.mktemp("described") / "page.html"
+    path.write_text(standalone_html(run.views_payload(), title="described"), encoding="utf-8")
+    return run, path
+
+
+def test_a_screen_reader_hears_the_head_and_its_strongest_link_and_gets_the_table(browser, described):
+    """The accessibility tree (playwright's aria snapshot) of the views holds a sentence naming the layer, the head
+    and the selected token's strongest link with its weight, the Run's numbers within the payload's 8-bit step; the
+    "Show as table" switch adds the same link as the first row of a table, and the head's matrix as another."""
+    run, path = described
+    tokens = run.tokens
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn")
+        for layer, head, token in ((3, 2, tokens.index("cat")), (5, 7, tokens.index("it"))):
+            page.eval_on_selector("#view-layer", "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', "
+                                                 "{bubbles: true})); }", str(layer))
+            page.eval_on_selector("#view-head", "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', "
+                                                "{bubbles: true})); }", str(head))
+            page.select_option("#view-token", str(token))
+            page.wait_for_function("want => document.querySelector('#view-description').textContent.startsWith(want)",
+                                   arg=f"Layer {layer}, head {head}:")
+            tree = page.locator("#attention-view").aria_snapshot()
+            said = re.search(r"Layer (\d+), head (\d+): (.*?); ‘(.+?)’ \(token (\d+)\) attends most to ‘(.+?)’ "
+                             r"\(token (\d+), (\d\.\d\d)\)\.", tree)
+            assert said, tree
+            assert (int(said[1]), int(said[2]), said[4], int(said[5])) == (layer, head, tokens[token], token)
+            row = run.attention(layer, head)[token]
+            to, weight = int(said[7]), float(said[8])
+            assert said[6] == tokens[to]
+            # the payload's 8-bit codes are within one step (max / 255 <= 1/255) of the Run's numbers; the sentence
+            # rounds to two decimals
+            assert row[to] >= row.max() - 1 / 255, (row[to], row.max())
+            assert abs(weight - row[to]) <= 1 / 255 + 0.005, (weight, row[to])
+            page.click("#view-table-toggle")
+            page.wait_for_selector("#view-table table")
+            table = page.locator("#view-table").aria_snapshot()
+            assert re.search(rf"- row \"1\. {to}: {re.escape(tokens[to])} {said[8]}\"", table), table
+            assert f"Layer {layer}, head {head}: each row a query token" in table
+            assert page.get_attribute("#view-table-toggle", "aria-pressed") == "true"
+            page.click("#view-table-toggle")
+            page.wait_for_selector("#view-table", state="hidden")
+    finally:
+        page.close()

@@ -93,10 +93,15 @@ LESSON_START = """
   if (window.BertvizViews && !window.bvLessons) window.bvLessons = window.BertvizViews.appLessons(document);
   // the projector theme this browser chose last (theme.mjs remembers it)
   if (window.BertvizViews) window.BertvizViews.theme.restoreTheme(document, document.querySelector("#projector-theme"));
+  if (window.BertvizViews) {
+    window.BertvizViews.palette.restorePalette(document, document.querySelector("#colorblind-theme"));
+  }
 })();
 """
 THEME_JS = """() => { if (window.BertvizViews) {
   window.BertvizViews.theme.toggleTheme(document, document.querySelector("#projector-theme")); } }"""
+PALETTE_JS = """() => { if (window.BertvizViews) {
+  window.BertvizViews.palette.togglePalette(document, document.querySelector("#colorblind-theme")); } }"""
 KEYS_JS = """() => { const row = document.querySelector("#title-row");
   if (row && window.BertvizViews) window.BertvizViews.showKeys(row); }"""
 LESSON_JS = """() => {
@@ -187,6 +192,7 @@ class InputArea:
             self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
             self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
             self.theme = gr.Button("Projector", size="sm", scale=0, min_width=0, elem_id="projector-theme")
+            self.palette = gr.Button("Colour-blind safe", size="sm", scale=0, min_width=0, elem_id="colorblind-theme")
             self.lesson = gr.Button("Lesson", size="sm", scale=0, min_width=80, elem_id="lesson")
             self.keys = gr.Button("Keys", size="sm", scale=0, min_width=60, elem_id="keys")
         # A box takes twice what the server reads: a paste the browser cut at the limit was analyzed silently cut;
@@ -341,6 +347,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                                        **api("pick_example", False), queue=False)
         inputs.presenter.click(None, js=PRESENTER_JS)
         inputs.theme.click(None, js=THEME_JS)
+        inputs.palette.click(None, js=PALETTE_JS)
         inputs.lesson.click(None, js=LESSON_JS)
         inputs.keys.click(None, js=KEYS_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.

@@ -226,7 +226,7 @@ body.bv-presenter #views .bv-controls input[type=range] { width: 70px; min-width
 .bv-lesson-caption:empty, .bv-lesson-problem:empty { display: none; }
 .bv-lesson-problem { margin: 2px 0; color: #a50f15; }
 body.bv-presenter .bv-lesson-caption { font-size: 24px; }
-#projector-theme[aria-pressed=true]::before { content: "\\2713\\00a0"; font-weight: 700; }
+#projector-theme[aria-pressed=true]::before, #colorblind-theme[aria-pressed=true]::before { content: "\\2713\\00a0"; font-weight: 700; }
 .bv-keys { border: 1px solid #9ecae1; background: #fff; padding: 6px 10px; margin: 6px 0; max-width: 560px; }
 .bv-keys th { text-align: left; padding: 2px 12px 2px 0; white-space: nowrap; }
 @media (max-width: 700px) { body.bv-presenter #input-row { flex-wrap: wrap; }
@@ -255,6 +255,8 @@ def index_html(name: str, a: str, b: str) -> str:
   <button type="button" id="presenter">Presenter mode</button>
   <button type="button" id="projector-theme" aria-pressed="false"
     title="High contrast and large labels for a classroom projector">Projector theme</button>
+  <button type="button" id="colorblind-theme" aria-pressed="false"
+    title="Colours told apart in every common colour-vision deficiency">Colour-blind safe</button>
   <button type="button" id="lesson-open" title="Play the lesson this folder carries (arrow keys step)" hidden>Lesson</button>
   <button type="button" id="keys" title="The keyboard shortcuts">Keys</button>
 </div>

@@ -450,6 +450,9 @@ export function start(doc = document) {
   window.BertvizViews.theme.restoreTheme(doc, $("projector-theme"));
   $("projector-theme").addEventListener("click",
     () => window.BertvizViews.theme.toggleTheme(doc, $("projector-theme")));
+  window.BertvizViews.palette.restorePalette(doc, $("colorblind-theme"));
+  $("colorblind-theme").addEventListener("click",
+    () => window.BertvizViews.palette.togglePalette(doc, $("colorblind-theme")));
   $("lesson-open").addEventListener("click", () => openLesson(lessonCtx, lessons[0], 1)
     .catch((error) => { $("input-error").textContent = error.message || String(error); }));
   const first = opened.lesson !== undefined
