@@ -52,8 +52,10 @@ def explorer():
 
 
 @pytest.fixture(scope="module")
-def static_site(explorer, tmp_path_factory):
-    """The default model's static page, served, and a page of its views saved offline."""
+def static_site(tiny_mlm_folder, tmp_path_factory):
+    """A tiny model's static page, served, and a page of its views saved offline (the default model's export and
+    its first analysis in the browser take minutes on two shared cores; the page's markup is the same)."""
+    explorer = bertviz_app.load(tiny_mlm_folder, device="cpu")
     folder = tmp_path_factory.mktemp("static")
     saved = explorer.run("The cat sat on the mat.", "It slept.").save_html(folder / "saved.html")
     site = explorer.export_static(folder / "site")
@@ -99,9 +101,11 @@ def test_axe_finds_nothing_serious_in_the_app(browser, server, size):
             page.click(f"#view-tab-{view}")
             v.views_drawn(view)
             look(found, f"view {view}", v)
+        names = set()
         for name in tab_names(page):
             open_tab(page, name)
             look(found, f"tab {name}", v)
+            names |= set(page.eval_on_selector_all("svg.main-svg[role=img]", "ss => ss.map(s => s.ariaLabel)"))
             if name == "Corpus":
                 for view in CORPUS_VIEWS[1:]:
                     page.click(f"#corpus-tab-{view}")
@@ -118,6 +122,8 @@ def test_axe_finds_nothing_serious_in_the_app(browser, server, size):
     finally:
         page.close()
     assert found == {}
+    # the plotly figures are named by their titles and axes (the Embeddings tab's position similarity, say)
+    assert any("x axis: " in n and "y axis: " in n for n in names), names
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -186,10 +192,78 @@ def test_a_screen_reader_hears_the_head_and_its_strongest_link_and_gets_the_tabl
             page.click("#view-table-toggle")
             page.wait_for_selector("#view-table table")
             table = page.locator("#view-table").aria_snapshot()
-            assert re.search(rf"- row \"1\. {to}: {re.escape(tokens[to])} {said[8]}\"", table), table
+            assert re.search(rf"row \"1 {to}: {re.escape(tokens[to])} {said[8]}\"", table), table
             assert f"Layer {layer}, head {head}: each row a query token" in table
             assert page.get_attribute("#view-table-toggle", "aria-pressed") == "true"
             page.click("#view-table-toggle")
             page.wait_for_selector("#view-table", state="hidden")
+    finally:
+        page.close()
+
+
+def tab_to(page, selector: str, most: int = 250) -> None:
+    """Press Tab until the focus is on `selector` (the keyboard's way there: no click, no focus() call)."""
+    for _ in range(most):
+        page.keyboard.press("Tab")
+        if page.evaluate("s => document.activeElement?.matches(s)", selector):
+            return
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def ring(page) -> str:
+    """The focused element's outline: the ring a keyboard user sees."""
+    return page.evaluate("() => { const s = getComputedStyle(document.activeElement);"
+                         " return s.outlineStyle === 'none' ? '' : `${s.outlineWidth} ${s.outlineStyle}`; }")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_an_analysis_a_view_change_and_a_lesson_with_the_keyboard_alone(browser, server, size):
+    v = AppPage(browser, server, size)
+    page = v.page
+    try:
+        v.views_drawn("lines")
+        # an analysis: the sentence box, typed into, and Enter
+        before = page.get_attribute("#attention-view", "data-key")
+        tab_to(page, "#sentence-a textarea")
+        assert ring(page), "the sentence box shows no focus ring"
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.type("The cat sat on the mat.")
+        page.keyboard.press("Enter")
+        page.wait_for_function("old => document.querySelector('#attention-view')?.dataset.key !== old", arg=before)
+        assert v.wait_for_tokens(["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"])[2] == "cat"
+        # the picture: a token kept with the arrows and Enter, the head and the layer changed, the token cleared
+        tab_to(page, "#view-pane-lines .bv-scroller")
+        assert ring(page), "the picture shows no focus ring"
+        start = page.evaluate("() => [Number(document.querySelector('#view-layer').value),"
+                              " Number(document.querySelector('#view-head').value)]")
+        for key in ("ArrowDown", "ArrowDown", "ArrowDown", "Enter"):
+            page.keyboard.press(key)
+        page.wait_for_function("() => document.querySelector('#view-token').value === '2'")
+        assert "‘cat’ (token 2) attends most to" in page.text_content("#view-description")
+        page.keyboard.press("ArrowRight" if start[1] == 0 else "ArrowLeft")
+        page.keyboard.press("Shift+ArrowDown" if start[0] == 0 else "Shift+ArrowUp")
+        layer, head = start[0] + (1 if start[0] == 0 else -1), start[1] + (1 if start[1] == 0 else -1)
+        v.views_drawn("lines", f"layer={layer} head={head} token=2")
+        assert page.text_content("#view-description").startswith(f"Layer {layer}, head {head}:")
+        page.keyboard.press("Escape")
+        page.wait_for_function("() => document.querySelector('#view-token').value === ''")
+        # a view change: the Matrix tab, by Tab and Enter
+        tab_to(page, "#view-tab-matrix")
+        assert ring(page), "the view tab shows no focus ring"
+        page.keyboard.press("Enter")
+        v.views_drawn("matrix")
+        # a lesson: the Lesson button, its file chosen with the keyboard, a step on with the player's Next
+        tab_to(page, "#lesson")
+        page.keyboard.press("Enter")
+        tab_to(page, "#lesson-file")
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")
+        chooser.value.set_files(str(LESSON))
+        page.wait_for_selector("#lesson-bar[data-busy=false][data-step='1']")
+        tab_to(page, "#lesson-next")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#lesson-bar[data-busy=false][data-step='2']")
+        assert page.evaluate("() => document.activeElement.id") == "lesson-next"
+        assert v.errors == []
     finally:
         page.close()

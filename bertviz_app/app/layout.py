@@ -95,6 +95,7 @@ LESSON_START = """
   if (window.BertvizViews) window.BertvizViews.theme.restoreTheme(document, document.querySelector("#projector-theme"));
   if (window.BertvizViews) {
     window.BertvizViews.palette.restorePalette(document, document.querySelector("#colorblind-theme"));
+    window.BertvizViews.nameFigures(document);  // plotly figures: their titles and axes as their names
   }
 })();
 """

@@ -51,3 +51,11 @@ test("relations and the order of links", () => {
   const links = topLinks(new Float32Array([0.1, 0.5, 0.5, 0.2]), 2, 1, 2);
   assert.deepEqual(links.map((l) => [l.to, l.weight.toFixed(2)]), [[0, "0.50"], [1, "0.20"]]);
 });
+
+test("a plotly figure's name is its title and its axes' titles, markup out", async () => {
+  const { figureName } = await import("../../bertviz_app/views/js/figure-names.mjs");
+  assert.equal(figureName({ title: { text: "Position similarity<br><sub>cosine</sub>" },
+    xaxis: { title: { text: "position" } }, yaxis: { title: "position" }, xaxis2: { title: { text: "" } } }),
+  "Position similarity cosine; x axis: position; y axis: position");
+  assert.equal(figureName(undefined), "");
+});

@@ -56,6 +56,7 @@ import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { describeSelection, linkRows, matrixRows } from "./describe.mjs";
 import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
+import { nameFigures as nameFiguresIn } from "./figure-names.mjs";
 import { openHead as openHeadIn, startGradioHost, viewerIn as viewerInHost } from "./gradio-host.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
@@ -271,8 +272,7 @@ function buildAlt(frame, payload, id) {
     if (tables.hidden) return;
     const links = linkRows(payload, state);
     const head = state.head === "all" ? "all heads (mean)" : `head ${state.head}`;
-    tables.replaceChildren(table(links.caption, { header: links.header.slice(1),
-      rows: links.rows.map(([rank, ...rest]) => [`${rank}.`, ...rest]) }));
+    tables.replaceChildren(table(links.caption, links));
     if (payload.length <= TABLE_MAX_TOKENS) {
       tables.append(table(`Layer ${state.layer}, ${head}: each row a query token, each column the key it attends `
         + "to", matrixRows(payload, state)));
@@ -332,6 +332,9 @@ export const permalink = links;
 
 /** Themes (theme.mjs): the projector theme's switch and memory, for either host's button. */
 export const theme = themes;
+
+/** The app's plotly figures named for screen readers by their titles and axes (figure-names.mjs). */
+export const nameFigures = nameFiguresIn;
 
 /** The colour-blind palette (palette.mjs): setPalette, restorePalette, togglePalette, for the hosts' buttons. */
 export const palette = palettes;
