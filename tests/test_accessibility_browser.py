@@ -222,12 +222,16 @@ def test_an_analysis_a_view_change_and_a_lesson_with_the_keyboard_alone(browser,
     page = v.page
     try:
         v.views_drawn("lines")
-        # an analysis: the sentence box, typed into, and Enter
+        # an analysis: the sentence box typed into, then the Analyze button
         before = page.get_attribute("#attention-view", "data-key")
         tab_to(page, "#sentence-a textarea")
         assert ring(page), "the sentence box shows no focus ring"
         page.keyboard.press("ControlOrMeta+a")
         page.keyboard.type("The cat sat on the mat.")
+        tab_to(page, "#sentence-b textarea")
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.press("Delete")
+        tab_to(page, "#analyze")
         page.keyboard.press("Enter")
         page.wait_for_function("old => document.querySelector('#attention-view')?.dataset.key !== old", arg=before)
         assert v.wait_for_tokens(["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"])[2] == "cat"
