@@ -269,14 +269,15 @@ def index_html(name: str, a: str, b: str) -> str:
 <div id="views"></div>
 <section class="extra" id="fill-mask">
   <h2>Fill the mask</h2>
-  <input type="text" id="fill-text" size="60" value="The capital of France is [MASK].">
+  <input type="text" id="fill-text" size="60" value="The capital of France is [MASK]."
+    aria-label="A sentence with [MASK] where a word is missing">
   <button type="button" id="fill">Predict</button>
   <ol id="fill-out"></ol>
 </section>
 <section class="extra" id="next-sentence">
   <h2>Next sentence</h2>
-  <input type="text" id="nsp-a" size="40" value="He opened the door.">
-  <input type="text" id="nsp-b" size="40" value="The room was dark.">
+  <input type="text" id="nsp-a" size="40" value="He opened the door." aria-label="Sentence A">
+  <input type="text" id="nsp-b" size="40" value="The room was dark." aria-label="Sentence B">
   <button type="button" id="nsp">Does B follow A?</button>
   <p id="nsp-out"></p>
 </section>
