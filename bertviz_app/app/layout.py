@@ -42,6 +42,7 @@ PRESENTER_JS = page_file("presenter.js")
 LESSON_HTML = page_file("lesson-panel.html")
 LESSON_START = page_file("lesson-start.js")
 THEME_JS = page_file("theme.js")
+PALETTE_JS = page_file("palette.js")
 KEYS_JS = page_file("keys.js")
 LESSON_JS = page_file("lesson.js")
 
@@ -124,6 +125,7 @@ class InputArea:
             self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
             self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
             self.theme = gr.Button("Projector", size="sm", scale=0, min_width=0, elem_id="projector-theme")
+            self.palette = gr.Button("Colour-blind safe", size="sm", scale=0, min_width=0, elem_id="colorblind-theme")
             self.lesson = gr.Button("Lesson", size="sm", scale=0, min_width=80, elem_id="lesson")
             self.keys = gr.Button("Keys", size="sm", scale=0, min_width=60, elem_id="keys")
         # A box takes twice what the server reads: a paste the browser cut at the limit was analyzed silently cut;
@@ -278,6 +280,7 @@ def build_demo(explorers: Mapping[str, Explorer] | Explorer | None = None, *,
                                        **api("pick_example", False), queue=False)
         inputs.presenter.click(None, js=PRESENTER_JS)
         inputs.theme.click(None, js=THEME_JS)
+        inputs.palette.click(None, js=PALETTE_JS)
         inputs.lesson.click(None, js=LESSON_JS)
         inputs.keys.click(None, js=KEYS_JS)
         # The model picker answers the visitor (.input), not a permalink filling it in before the first analysis.

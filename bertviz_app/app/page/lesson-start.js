@@ -6,4 +6,8 @@
   if (window.BertvizViews && !window.bvLessons) window.bvLessons = window.BertvizViews.appLessons(document);
   // the projector theme this browser chose last (theme.mjs remembers it)
   if (window.BertvizViews) window.BertvizViews.theme.restoreTheme(document, document.querySelector("#projector-theme"));
+  if (window.BertvizViews) {
+    window.BertvizViews.palette.restorePalette(document, document.querySelector("#colorblind-theme"));
+    window.BertvizViews.nameFigures(document);  // plotly figures: their titles and axes as their names
+  }
 })();

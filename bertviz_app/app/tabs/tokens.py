@@ -35,6 +35,9 @@ const draw = () => {
   }
   const scroll = document.createElement("div");
   scroll.className = "bv-table-scroll";
+  // a region that scrolls sideways on a phone: focusable, so that the keyboard can scroll it too, and named
+  Object.assign(scroll, { tabIndex: 0, role: "region" });
+  scroll.setAttribute("aria-label", caption.textContent);
   scroll.append(table);
   host.replaceChildren(caption, scroll);
 };

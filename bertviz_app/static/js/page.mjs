@@ -452,6 +452,9 @@ export function start(doc = document) {
   window.BertvizViews.theme.restoreTheme(doc, $("projector-theme"));
   $("projector-theme").addEventListener("click",
     () => window.BertvizViews.theme.toggleTheme(doc, $("projector-theme")));
+  window.BertvizViews.palette.restorePalette(doc, $("colorblind-theme"));
+  $("colorblind-theme").addEventListener("click",
+    () => window.BertvizViews.palette.togglePalette(doc, $("colorblind-theme")));
   // the Lesson button shows the list (again: hides it); a lesson picked from it plays, and the list goes
   $("lesson-open").addEventListener("click", () => {
     const open = $("lesson-shelf");

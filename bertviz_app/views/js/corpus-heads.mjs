@@ -129,6 +129,16 @@ export function hit(layout, x, y) {
   return { layer: l, head: h };
 }
 
+/** The keyboard's cursor over the tiles (corpus-shell.mjs): arrows move it, from the chosen head or layer 0 head 0. */
+export function keyStep(layout, from, key) {
+  const at = from ?? layout.chosen ?? null;
+  if (!at) return { layer: 0, head: 0 };
+  const step = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] }[key];
+  if (!step) return null;
+  return { layer: Math.min(layout.layers - 1, Math.max(0, at.layer + step[0])),
+    head: Math.min(layout.heads - 1, Math.max(0, at.head + step[1])) };
+}
+
 /** A tile in words (the tooltip). */
 export function tooltip(layout, target) {
   const t = layout.tiles[target.layer * layout.heads + target.head];

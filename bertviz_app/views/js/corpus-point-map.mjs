@@ -195,6 +195,47 @@ export function hit(layout, x, y) {
   return best === null ? null : { point: best };
 }
 
+const DIRECTIONS = { ArrowRight: [1, 0], ArrowLeft: [-1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
+/**
+ * The keyboard's cursor over the points drawn (corpus-shell.mjs): from `from` ({ point } or null), the nearest point
+ * in the arrow's direction (within 45 degrees of it), or with no point yet the one nearest the middle; n / p (next
+ * and previous nearest) step to the nearest point not yet visited, or back along the visited ones. Returns
+ * { point } or null (nothing that way). visited: the points stepped through, oldest first (the caller's).
+ */
+export function keyStep(layout, from, key, visited = []) {
+  const { grid, sx, sy } = layout;
+  const members = grid.members;
+  if (!members.length) return null;
+  const nearest = (x, y, keep) => {
+    let best = null, bestD = Infinity;
+    for (const i of members) {
+      if (!keep(i)) continue;
+      const d = (sx[i] - x) ** 2 + (sy[i] - y) ** 2;
+      if (d < bestD || (d === bestD && i < best)) { best = i; bestD = d; }
+    }
+    return best === null ? null : { point: best };
+  };
+  if (from === null || from === undefined) return nearest(layout.width / 2, layout.height / 2, () => true);
+  const x = sx[from.point], y = sy[from.point];
+  if (key === "n") {
+    const seen = new Set([...visited, from.point]);
+    return nearest(x, y, (i) => !seen.has(i));
+  }
+  if (key === "p") {
+    const at = visited.lastIndexOf(from.point);
+    const back = at > 0 ? visited[at - 1] : visited.length && at < 0 ? visited[visited.length - 1] : null;
+    return back === null ? null : { point: back };
+  }
+  const d = DIRECTIONS[key];
+  if (!d) return null;
+  return nearest(x, y, (i) => {
+    const along = (sx[i] - x) * d[0] + (sy[i] - y) * d[1];
+    const across = Math.abs((sx[i] - x) * d[1] - (sy[i] - y) * d[0]);
+    return i !== from.point && along > 0 && across <= along;
+  });
+}
+
 /** The points drawn inside the rectangle between two screen points, in their order (Int32Array). */
 export function brush(layout, a, b) {
   const x0 = Math.min(a.x, b.x), x1 = Math.max(a.x, b.x), y0 = Math.min(a.y, b.y), y1 = Math.max(a.y, b.y);

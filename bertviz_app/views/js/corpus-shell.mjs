@@ -10,6 +10,7 @@
 //   options.onClick(target)   a click on something;  options.onBrush(points, a, b)  a drag's rectangle (maps)
 //   options.onWindow(window)  the map's window after a wheel, a pinch or a drag that moves it
 //   options.drag()            "brush" or "move": what a drag does now (maps)
+// The view's keyStep(layout, cursor, key, visited) -> target | null moves a keyboard cursor (Enter opens it).
 // The root's data-drawn names what is drawn (tests wait for it), data-brush the brush's rectangle on screen;
 // data-first-paint-ms and data-hover-ms are the last
 // first picture's and hover's cost in the page, measured with performance.now (the benchmark reads them).
@@ -17,6 +18,7 @@
 import { bitmapCanvases, createTooltip, el, everyFrame, fitCanvas } from "./dom.mjs";
 
 const CLICK_SLOP = 4; // px a press may move and still be a click
+const CURSOR_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "n", "p"]);
 
 export function mountCanvasView(container, view, options) {
   const canvas = el("canvas", { class: "bv-corpus-canvas", role: "img", "aria-label": options.label || view.NAME,
@@ -123,6 +125,9 @@ export function mountCanvasView(container, view, options) {
     options.onWindow?.(view.zoomAt(layout, Math.exp(-event.deltaY / 400), p.x, p.y));
   }, { passive: false });
 
+  wireKeys(canvas, view, { layout: () => layout, hover: () => hover, root, tooltip, onClick: options.onClick,
+    show(target) { hover = target; draw(); }, hide() { hover = null; tooltip.hide(); redraw(); } });
+
   const onResize = everyFrame(() => { if (layout) refresh(); });
   const resize = new ResizeObserver(onResize);
   resize.observe(container);
@@ -134,4 +139,34 @@ export function mountCanvasView(container, view, options) {
     brushRect: () => brushRect,
     destroy() { resize.disconnect(); root.remove(); },
   };
+}
+
+/**
+ * The keyboard on a corpus view's canvas: a cursor over what the view draws (its keyStep: arrows, and on a map n / p
+ * for the next and previous nearest point), shown as a hover with its tooltip; Enter or space opens it as a click.
+ */
+function wireKeys(canvas, view, { layout, hover, root, tooltip, onClick, show, hide }) {
+  let visited = [];
+  canvas.addEventListener("keydown", (event) => {
+    const l = layout();
+    if (!l || !view.keyStep || event.altKey || event.ctrlKey || event.metaKey) return;
+    if ((event.key === "Enter" || event.key === " ") && hover()) {
+      onClick?.(hover());
+    } else if (CURSOR_KEYS.has(event.key)) {
+      const next = view.keyStep(l, hover(), event.key, visited);
+      if (!next) return;
+      if (next.point !== undefined && event.key !== "p") {
+        visited = [...visited.filter((i) => i !== next.point), next.point].slice(-200);
+      }
+      show(next);
+      root.dataset.cursor = JSON.stringify(next);
+      const lines = view.tooltip ? view.tooltip(l, next) : null;
+      const at = next.point !== undefined ? { x: l.sx[next.point], y: l.sy[next.point] } : { x: 8, y: 8 };
+      if (lines) tooltip.show(lines, at.x, at.y);
+    } else {
+      return; // Tab and the rest stay the browser's
+    }
+    event.preventDefault();
+  });
+  canvas.addEventListener("blur", hide);
 }

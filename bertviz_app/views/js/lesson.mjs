@@ -193,6 +193,8 @@ export const KEYS = [
   ["→ or PageDown", "next step of a lesson"],
   ["← or PageUp", "previous step of a lesson"],
   ["Home, End", "first, last step of a lesson"],
+  ["↑ ↓ (on Lines or Matrix)", "move over the tokens; Enter or space keeps one, Esc clears it"],
+  ["← → (on a view's picture)", "previous, next head; Shift + ↑ ↓: previous, next layer"],
   ["Arrow keys (in All heads)", "move between heads"],
   ["Enter (in All heads)", "open the head"],
   ["Enter (in a sentence box)", "analyze"],

@@ -48,8 +48,10 @@
 // attends most, one button each) and view-find-to.
 
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
+import { describeSelection, linkRows, matrixRows } from "./describe.mjs";
 import { download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
+import { nameFigures as nameFiguresIn } from "./figure-names.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
 import { defaultZoom } from "./layout.mjs";
 import { withSelection } from "./offline.mjs";
@@ -58,6 +60,7 @@ import * as links from "./permalink.mjs";
 import { VIEW_NAMES, VIEWS, showsHead, viewForHead } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
 import { injectStyle } from "./style.mjs";
+import * as palettes from "./palette.mjs";
 import * as themes from "./theme.mjs";
 import { mountView } from "./view-shell.mjs";
 
@@ -96,6 +99,7 @@ export async function mount(container, payloadInput, options = {}) {
     queryKeyNote: options.queryKeyNote || null,
     onSilence: typeof options.onSilence === "function" ? options.onSilence : null };
   const { views, showPanes } = buildPanes(frame, { payload, selection, env }, id);
+  const alt = buildAlt(frame, payload, id);
 
   // A box is as tall as the window leaves it (maxHeight): a taller window, or a host giving the views more of it
   // (presenter mode sends a resize), sizes the view on screen again; the others follow when they are shown.
@@ -110,9 +114,11 @@ export async function mount(container, payloadInput, options = {}) {
     if (changed.has("view")) showPanes(state);
     inputs.sync(state);
     finder.sync(state);
+    alt.sync(state);
   });
   inputs.sync(selection.get());
   finder.sync(selection.get());
+  alt.sync(selection.get());
   return {
     selection, payload,
     async setQueryKey(input) {
@@ -130,6 +136,7 @@ export async function mount(container, payloadInput, options = {}) {
       frame.root.dataset.key = payload.key || "";
       for (const view of Object.values(views)) view.swap();
       finder.sync(selection.get(), true);
+      alt.sync(selection.get(), true);
       return true;
     },
     exportPNG: () => { const s = scene(); return s ? scenePNG(s, title()) : Promise.resolve(null); },
@@ -198,7 +205,7 @@ function buildPanes({ root, tabs, panes }, context, id) {
   const paneOf = {};
   for (const { name, label } of VIEWS) {
     paneOf[name] = el("div", { class: "bv-pane", role: "tabpanel", id: id(`view-pane-${name}`),
-      "aria-labeledby": id(`view-tab-${name}`) });
+      "aria-labelledby": id(`view-tab-${name}`) });
     panes.append(paneOf[name]);
     tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
       "aria-controls": id(`view-pane-${name}`), onclick: () => context.selection.set({ view: name }) }, label));
@@ -213,6 +220,58 @@ function buildPanes({ root, tabs, panes }, context, id) {
   const views = {};
   for (const { name, module } of VIEWS) views[name] = mountView(paneOf[name], module, context);
   return { views, showPanes };
+}
+
+// Past this many tokens the matrix table (T x T cells) is left out: the token's links stay.
+const TABLE_MAX_TOKENS = 64;
+
+/**
+ * The views' text alternative (describe.mjs): a sentence for the head on screen, read by screen readers (each view's
+ * picture is described by it) and announced when the selection changes, and a "Show as table" switch that puts the
+ * same numbers under the views as HTML tables. sync(state, force) follows the selection.
+ */
+function buildAlt(frame, payload, id) {
+  const description = el("p", { class: "bv-description", id: id("view-description"), "aria-live": "polite" });
+  const tables = el("div", { class: "bv-alt-tables", id: id("view-table"), hidden: true });
+  const toggle = el("button", { type: "button", id: id("view-table-toggle"), "aria-pressed": "false",
+    "aria-controls": id("view-table"), title: "The numbers of the head on screen as tables",
+    onclick: () => { tables.hidden = !tables.hidden; fill(last, true); } }, "Show as table");
+  frame.exports.prepend(toggle);
+  frame.panes.before(description);
+  frame.panes.after(tables);
+  for (const scroller of frame.panes.querySelectorAll(".bv-scroller")) {
+    scroller.setAttribute("aria-describedby", id("view-description"));
+  }
+  let last = null;
+  let key = "";
+  function table(caption, { header, rows }) {
+    const t = el("table", {}, el("caption", {}, caption));
+    t.append(el("thead", {}, el("tr", {}, header.map((h) => el("th", { scope: "col" }, h)))));
+    t.append(el("tbody", {}, rows.map(([first, ...rest]) => el("tr", {}, el("th", { scope: "row" }, first),
+      rest.map((c) => el("td", {}, c))))));
+    return t;
+  }
+  function fill(state, force = false) {
+    last = state;
+    const now = `${state.layer}/${state.head}/${state.token}/${payload.key}`;
+    if (now === key && !force) return;
+    key = now;
+    description.textContent = describeSelection(payload, state);
+    toggle.textContent = tables.hidden ? "Show as table" : "Hide the table";
+    toggle.setAttribute("aria-pressed", String(!tables.hidden));
+    if (tables.hidden) return;
+    const links = linkRows(payload, state);
+    const head = state.head === "all" ? "all heads (mean)" : `head ${state.head}`;
+    tables.replaceChildren(table(links.caption, links));
+    if (payload.length <= TABLE_MAX_TOKENS) {
+      tables.append(table(`Layer ${state.layer}, ${head}: each row a query token, each column the key it attends `
+        + "to", matrixRows(payload, state)));
+    } else {
+      tables.append(el("p", {}, `The whole matrix (${payload.length} × ${payload.length}) is too large for a `
+        + "table here; the token's links above are its row."));
+    }
+  }
+  return { sync: (state, force = false) => fill(state, force) };
 }
 
 /** What an exported picture is called: the input, the model, the layer and head. */
@@ -263,6 +322,12 @@ export const permalink = links;
 
 /** Themes (theme.mjs): the projector theme's switch and memory, for either host's button. */
 export const theme = themes;
+
+/** The app's plotly figures named for screen readers by their titles and axes (figure-names.mjs). */
+export const nameFigures = nameFiguresIn;
+
+/** The colour-blind palette (palette.mjs): setPalette, restorePalette, togglePalette, for the hosts' buttons. */
+export const palette = palettes;
 
 /** The offline page's start: payload and query/key blob from script elements, the page itself to save. */
 export function mountPage(doc = document) {

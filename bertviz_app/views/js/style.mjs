@@ -1,6 +1,8 @@
 // The views' CSS, every rule under .bv-root so a host page's styles and ours leave each other alone. It lives in
 // the bundle (not a separate file) so that one script is all a host has to carry.
 
+import { ACCESS_CSS } from "./access-style.mjs";
+
 export const CSS = `
 .bv-root { font: 16px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; color: #111;
   background: #fff; max-width: 100%; min-width: 0; box-sizing: border-box; }
@@ -116,6 +118,6 @@ export function injectStyle(doc) {
   if (host.querySelector && host.querySelector("style[data-bertviz-views]")) return;
   const style = (doc.ownerDocument || doc).createElement("style");
   style.setAttribute("data-bertviz-views", "");
-  style.textContent = CSS;
+  style.textContent = CSS + ACCESS_CSS;
   host.append(style);
 }

@@ -4,6 +4,7 @@
 // A host switches it with a class on its page (PROJECTOR_CLASS, whose CSS sets --bv-theme, read by the mount shell)
 // and remembers it in the browser's storage; setTheme and storedTheme are the only code that touches either.
 
+import { paletteOf } from "./palette.mjs";
 import { ATTENTION_STOPS, makeLUT } from "./scale.mjs";
 
 // No step a projector turns white: the first above nothing is already a mid blue, the last near black.
@@ -20,10 +21,13 @@ export const THEMES = {
 export const PROJECTOR_CLASS = "bv-projector";
 export const STORAGE_KEY = "bertviz-theme";
 
-/** The theme of a name (a CSS variable's value, a stored word); anything else is the default. */
-export function themeOf(name) {
+/** The theme of a name (a CSS variable's value, a stored word); anything else is the default. With a palette
+ * (palette.mjs, a name as well), the theme's colours are the palette's and its name says both. */
+export function themeOf(name, palette) {
   const key = typeof name === "string" ? name.trim() : "";
-  return Object.hasOwn(THEMES, key) ? THEMES[key] : THEMES.default;
+  const theme = Object.hasOwn(THEMES, key) ? THEMES[key] : THEMES.default;
+  const colors = paletteOf(palette);
+  return colors.palette === "default" ? theme : { ...theme, ...colors, name: `${theme.name}+${colors.palette}` };
 }
 
 const luts = new Map();

@@ -14,6 +14,7 @@
 
 import { decodePayload } from "./decode.mjs";
 import { el } from "./dom.mjs";
+import { roleColors } from "./palette.mjs";
 import { CLEAR_ROLES, PLAY_MS, ROLE_COLORS, indexAfterGrowing, inputText, nextIndex, pageStore, paintRoles,
   predictionLines, roleCounts, rolesHit, rolesLayout, stepText } from "./timeline.mjs";
 
@@ -41,7 +42,7 @@ function buildBar(id, { onSlide, onPlay, onPicture }) {
     el("div", { class: "bv-timeline-main" }, title, el("div", { class: "bv-timeline-row" }, play, slider, at),
       prediction),
     el("div", { class: "bv-timeline-side" }, canvas, heads, key));
-  return { bar, slider, play, at, prediction, canvas, heads, title };
+  return { bar, slider, play, at, prediction, canvas, heads, title, key };
 }
 
 export function mountTimeline(container, data, { mount, idPrefix = "", selection = {}, options = {}, loadPage = null,
@@ -97,7 +98,9 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
       const named = CLEAR_ROLES.filter((r) => counts[r]).map((r) => `${r} ${counts[r]}`).join(", ");
       ui.heads.textContent = `${clear} of ${heads} heads with a clear role${named ? ` (${named})` : ""}`;
     }
-    picture = rolesLayout(timeline.snapshots, ROLES_SIZE);
+    const roles = roleColors(ui.bar.ownerDocument, ROLE_COLORS);
+    picture = rolesLayout(timeline.snapshots, { ...ROLES_SIZE, roles });
+    ui.key.querySelectorAll("i").forEach((swatch, k) => { swatch.style.background = Object.values(roles)[k]; });
     paintPicture();
     ui.bar.dataset.step = snapshot ? String(snapshot.step) : "";
   }

@@ -84,7 +84,8 @@ export function rolesLayout(snapshots, size = {}) {
   const left = 18; // the layer numbers
   const cellW = S ? Math.max(1, ((size.width || 240) - left) / S) : 0;
   const cellH = rows ? Math.max(2, Math.min(14, Math.floor((size.maxHeight || 150) / rows))) : 0;
-  const colors = snapshots.map((s) => s.roles.flat().map((role) => ROLE_COLORS[role] || "#000000"));
+  const roles = size.roles || ROLE_COLORS; // palette.mjs: the colour-blind palette's, when the page has it on
+  const colors = snapshots.map((s) => s.roles.flat().map((role) => roles[role] || "#000000"));
   return { S, L, H, rows, left, cellW, cellH, width: left + cellW * S, height: cellH * rows, colors };
 }
 

@@ -186,7 +186,7 @@ function paintLabels(ctx, layout, r0, r1, act, locked) {
       const boxX = side === "left" ? x0 + PAD : xR + GUTTER;
       const boxH = type.pitch;
       if (isActive) {
-        ctx.fillStyle = SELECTED_COLOR;
+        ctx.fillStyle = layout.theme?.selected ?? SELECTED_COLOR;
         ctx.globalAlpha = locked ? 0.35 : 0.22;
         ctx.fillRect(boxX - 4, y - boxH / 2, labelW + 8, boxH);
         ctx.globalAlpha = 1;
@@ -259,6 +259,10 @@ export function hit(layout, x, y, viewport = { x: 0, y: 0 }) {
   const axis = side === "left" ? shown.axes.rows : shown.axes.cols;
   return index >= 0 && index < axis.length ? { side, index } : null;
 }
+
+/** The keyboard's cursor (keys.mjs) walks the left column: the tokens as they attend. */
+export const keyRows = (layout) => layout.shown.axes.rows.length;
+export const keyTarget = (layout, i) => (i >= 0 && i < keyRows(layout) ? { side: "left", index: i } : null);
 
 /** A click on a token keeps it (what it attends to on the left, what attends to it on the right); again lets go. */
 export function click(layout, target, state) {

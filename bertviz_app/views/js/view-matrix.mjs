@@ -97,7 +97,7 @@ function paintMarks(ctx, layout, hover) {
   const w = cols.length * cellW, h = rows.length * cell;
   const units = shown.units;
   // Where sentence B starts, on each axis that shows both sentences.
-  ctx.strokeStyle = BOUNDARY_COLOR;
+  ctx.strokeStyle = layout.theme?.boundary ?? BOUNDARY_COLOR;
   ctx.lineWidth = 2;
   ctx.setLineDash([6, 4]);
   const rb = firstOfB(rows, units), cb = firstOfB(cols, units);
@@ -109,7 +109,7 @@ function paintMarks(ctx, layout, hover) {
   // The selected token's row (what it attends to) or column (what attends to it).
   const sel = layout.locked;
   if (sel) {
-    ctx.strokeStyle = SELECTED_COLOR;
+    ctx.strokeStyle = layout.theme?.selected ?? SELECTED_COLOR;
     ctx.lineWidth = 2.5;
     if (sel.axis === "row") ctx.strokeRect(left - 1, top + sel.index * cell - 1, w + 2, cell + 2);
     else ctx.strokeRect(left + sel.index * cellW - 1, top - 1, cellW + 2, h + 2);
@@ -231,6 +231,10 @@ export function hit(layout, x, y, viewport = { x: 0, y: 0 }) {
   return { row, col };
 }
 
+/** The keyboard's cursor (keys.mjs) walks the row labels. */
+export const keyRows = (layout) => layout.shown.axes.rows.length;
+export const keyTarget = (layout, i) => (i >= 0 && i < keyRows(layout) ? { row: i, col: -1 } : null);
+
 /** A cell or a row label selects the row's token (what it attends to); a column label, what attends to it. */
 export function click(layout, target) {
   const { shown } = layout;
@@ -287,7 +291,7 @@ function describe(state, shown, payload) {
       + "the residual connection counted as half).");
   }
   const pair = Array.prototype.some.call(payload.segments, (segment) => segment === 1);
-  parts.push(`Darker = more.${pair ? " Red dashes: where sentence B starts." : ""} Hover a cell for its value, `
+  parts.push(`Darker = more.${pair ? " Dashed line: where sentence B starts." : ""} Hover a cell for its value, `
     + "click it to select that row's token.");
   if (state.scale === "sqrt") {
     parts.push("Square-root color scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");

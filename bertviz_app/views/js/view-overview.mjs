@@ -97,6 +97,8 @@ function veil(ctx, x, y, tile) {
   ctx.restore();
 }
 
+export const OWN_KEYS = true; // arrows between tiles, Enter opens (wireKeyboard): the shell's picture keys stay off
+
 /** A head's statistics as sentences for a student. */
 export function describeHead(stats, layer, head, T) {
   if (!stats) return [`Layer ${layer}, head ${head}.`, "This payload carries no head statistics."];
@@ -171,7 +173,7 @@ export function layout(data, state, size) {
   // Built once per payload and color scale: it reads every code of every head.
   const atlas = cache.get(`atlas|${state.scale}|${theme.name}`, () => buildAtlas(payload, state.scale, theme));
   return {
-    payload, state, tile, width, height, atlas, frame, silence: Boolean(data.silence), locked: null,
+    payload, state, theme, tile, width, height, atlas, frame, silence: Boolean(data.silence), locked: null,
     boxHeight: Math.min(height, Math.max(size.maxHeight, 260)),
     drawn: `layer=${state.layer} head=${state.head} scale=${state.scale} silenced=`
       + state.silenced.map(([l, h]) => `${l}.${h}`).join(","),
@@ -230,8 +232,9 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
     ctx.strokeRect(x - 3, y - 3, tile + 6, tile + 6);
     ctx.setLineDash([]);
   };
-  if (state.head === "all") for (let h = 0; h < payload.heads; h++) mark(state.layer, h, SELECTED_COLOR, 2);
-  else mark(state.layer, state.head, SELECTED_COLOR, 3.5);
+  const selected = layout.theme?.selected ?? SELECTED_COLOR;
+  if (state.head === "all") for (let h = 0; h < payload.heads; h++) mark(state.layer, h, selected, 2);
+  else mark(state.layer, state.head, selected, 3.5);
   const pointed = pointedAt(focus);
   if (pointed) {
     const dash = pointed === focus.hover ? [] : [5, 3]; // the keyboard's cursor is dashed

@@ -17,6 +17,8 @@
 //       bands (labels that stay at the box's edge) from the scrolled part. A target with hover: false (a button
 //       in the picture) is clicked but never hovered.
 //   click(layout, target, state, { ui, env }) -> { patch } (a selection change) | { lock } (kept by the view) | null
+//   keyTarget(layout, i) -> the target of row i (the keyboard's cursor, keys.mjs), keyRows(layout) -> how many;
+//   OWN_KEYS: the view wires its own keys (All heads) and the shell's stay off
 //   tooltip(layout, target) -> lines | null;  reveal(layout, before) -> { x, y } | null: where to scroll on a
 //   new layout;  fileName(layout);  NAME, LABEL, BITMAP (the SVG export says cells are a bitmap)
 //   extras(root, shell) -> { before, after, refresh(layout, state, focus), reserve() }   optional DOM of a view
@@ -28,6 +30,7 @@
 
 import { createCache } from "./data.mjs";
 import { bitmapCanvases, createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
+import { pictureKey } from "./keys.mjs";
 import { themeOf } from "./theme.mjs";
 
 /** Hover-or-locked: what a view highlights. The pointer wins; without it, what was clicked. */
@@ -101,8 +104,8 @@ export function mountView(container, view, { payload, selection, env = {} }) {
   const dpr = () => window.devicePixelRatio || 1;
   // The host's wish for larger type (presenter mode sets it in CSS): labels grow up to it when the rows have room.
   const labelMax = () => parseFloat(getComputedStyle(root).getPropertyValue("--bv-label-max")) || undefined;
-  // The host's theme (its projector switch sets --bv-theme in CSS), read with every layout as the label size is.
-  const theme = () => themeOf(getComputedStyle(root).getPropertyValue("--bv-theme"));
+  // The host's theme and palette (its switches set --bv-theme, --bv-palette in CSS), read with every layout.
+  const theme = () => themeOf(...["--bv-theme", "--bv-palette"].map((v) => getComputedStyle(root).getPropertyValue(v)));
 
   const shell = {
     root, ui, selection, payload, env,
@@ -125,6 +128,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
     onPointer,
     label: view.LABEL,
   });
+  if (!view.OWN_KEYS) surface.scroller.addEventListener("keydown", pictureKeys(view, shell));
   const tooltip = view.tooltip ? createTooltip(root) : null;
   const caption = el("p", { class: "bv-caption" });
   root.append(...(extra?.after || []), caption);
@@ -200,6 +204,33 @@ export function mountView(container, view, { payload, selection, env = {} }) {
       return exportScene(view, exportLayout(view, data, selection.get(), layoutSize()), focus(), image);
     },
     destroy() { unsubscribe(); resize.disconnect(); extra?.destroy?.(); root.remove(); },
+  };
+}
+
+/** keys.mjs on a view's picture: the cursor highlights a row as a hover does; Enter keeps it as a click does. */
+function pictureKeys(view, shell) {
+  const { selection, payload, ui, env, root } = shell;
+  return (event) => {
+    const layout = shell.layout();
+    if (!layout || layout.hidden) return;
+    const rows = view.keyTarget ? view.keyRows(layout) : 0;
+    const answer = pictureKey(event, selection.get(), payload, ui.keyRow ?? null, rows);
+    if (!answer) return;
+    event.preventDefault(); // the arrows move the cursor, not the scroll bars; the space bar does not page down
+    if (answer.cursor !== undefined) {
+      ui.keyRow = answer.cursor;
+      const target = view.keyTarget(layout, answer.cursor);
+      const to = view.reveal ? view.reveal({ ...layout, locked: target }, null, shell.viewport()) : null;
+      if (to) shell.scrollTo(to.x, to.y);
+      shell.setHover(target);
+      root.dataset.cursor = String(answer.cursor);
+    } else if (answer.keep) {
+      const target = view.keyTarget(layout, ui.keyRow);
+      const click = target && view.click ? view.click(layout, target, selection.get(), { ui, env }) : null;
+      if (click?.patch) selection.set(click.patch);
+    } else if (Object.keys(answer.patch).length) {
+      selection.set(answer.patch);
+    }
   };
 }
 

@@ -1,0 +1,2 @@
+() => { if (window.BertvizViews) {
+  window.BertvizViews.palette.togglePalette(document, document.querySelector("#colorblind-theme")); } }

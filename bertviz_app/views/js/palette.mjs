@@ -1,0 +1,64 @@
+// The colour-blind-safe palette, a choice beside the theme (theme.mjs): it changes colours only, so it goes with the
+// default and the projector theme alike. Ramps from cividis (Nuñez et al. 2018: lightness rises monotonically and
+// its hues stay apart under red-green and blue-yellow deficiency), reversed so that nothing is white as elsewhere; the
+// categorical colours (heads' roles; where sentence B starts; the selected token) chosen so that every pair stays
+// at least MIN_DELTA_E apart (CIEDE2000) in normal vision and under protanopia, deuteranopia and tritanopia
+// simulated with Machado et al. 2009's matrices (tests/js/palette.test.mjs measures it). Nothing is told by colour
+// alone: sentence B's start is a dashed line, a role is named in the tooltips and the tables, a selection is bold.
+// A host switches it with a class on its page (COLORBLIND_CLASS, whose CSS sets --bv-palette) and remembers it.
+
+export const MIN_DELTA_E = 20;
+
+export const CIVIDIS_STOPS = ["#ffffff", "#fee838", "#dec958", "#bcae6c", "#9b9476", "#7d7c78", "#61656f", "#434e6c",
+  "#1a386f", "#00224e"];
+
+// Picked from Okabe & Ito's and Tol's colour-blind sets (with two greys) by the largest smallest distance
+// under the three simulations: 21.3, against 1.3 for the default palette (orange against green, protanopia) and
+// 10.9 for Okabe & Ito's own first seven.
+export const COLORBLIND_ROLES = { "previous token": "#E69F00", "next token": "#56B4E9", self: "#117733",
+  "[CLS]": "#332288", "[SEP]": "#000000", broad: "#8c8c8c", mixed: "#ececec" };
+
+export const PALETTES = {
+  default: { palette: "default" },
+  colorblind: { palette: "colorblind", stops: CIVIDIS_STOPS, roles: COLORBLIND_ROLES, boundary: "#0072B2",
+    selected: "#D55E00" },
+};
+
+export const COLORBLIND_CLASS = "bv-colorblind";
+export const PALETTE_KEY = "bertviz-palette";
+
+/** The palette of a name (the CSS variable's value, a stored word); anything else is the default. */
+export function paletteOf(name) {
+  const key = typeof name === "string" ? name.trim() : "";
+  return Object.hasOwn(PALETTES, key) ? PALETTES[key] : PALETTES.default;
+}
+
+/** The page's palette on or off, remembered; the views lay themselves out again (they listen to resize). */
+export function setPalette(doc, on, storage = doc.defaultView?.localStorage) {
+  doc.body.classList.toggle(COLORBLIND_CLASS, on);
+  try { storage?.setItem(PALETTE_KEY, on ? "colorblind" : "default"); } catch { /* private mode: not remembered */ }
+  doc.defaultView?.dispatchEvent(new Event("resize"));
+  return on;
+}
+
+/** At a host's start: the palette this browser chose last, on the page and its button. */
+export function restorePalette(doc, button, storage = doc.defaultView?.localStorage) {
+  let on = false;
+  try { on = paletteOf(storage?.getItem(PALETTE_KEY)).palette === "colorblind"; } catch { on = false; }
+  doc.body.classList.toggle(COLORBLIND_CLASS, on);
+  if (on) doc.defaultView?.dispatchEvent(new Event("resize"));
+  button?.setAttribute("aria-pressed", String(on));
+  return on;
+}
+
+/** A host's palette button pressed: the other palette, remembered. */
+export function togglePalette(doc, button, storage = doc.defaultView?.localStorage) {
+  const on = setPalette(doc, !doc.body.classList.contains(COLORBLIND_CLASS), storage);
+  button?.setAttribute("aria-pressed", String(on));
+  return on;
+}
+
+/** The heads' role colours on this page now (the timeline's picture and key follow the palette). */
+export function roleColors(doc, defaults) {
+  return doc?.body?.classList.contains(COLORBLIND_CLASS) ? COLORBLIND_ROLES : defaults;
+}

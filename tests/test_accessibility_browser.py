@@ -1,0 +1,273 @@
+"""axe-core (tests/axe.py) over everything a visitor can open, at 1280 x 720 and 390 x 844: every attention view,
+every tab of the app (the Timeline tab on a model with a training timeline, the Pretrain tab with training on, the
+Corpus tab's four views), presenter mode, the lesson panel and a lesson playing, the static page and a page saved
+offline. No violation of impact "serious" or "critical" may remain, gradio's markup included; the rules waived are
+in axe.WAIVED and docs/accessibility.md. One server for the module and one page per size: axe takes a second or two a
+look on two shared cores, and the page's own state (a tab opened, presenter mode) is what changes between looks."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import bertviz_app
+from axe import serious
+from bertviz_app import app
+from bertviz_app.app.lane.training import TrainingSettings
+from bertviz_app.catalog import ASSETS
+from corpus_fixture import build_small_corpus
+from bertviz_app.views import standalone_html
+from pages import TIMEOUT_MS, AppPage
+from static_pages import Opened, static_host
+
+pytestmark = [pytest.mark.browser]
+
+SIZES = [(1280, 720), (390, 844)]
+VIEWS = ("lines", "matrix", "overview", "qk")
+CORPUS_VIEWS = ("heads", "qk", "search", "sentences")
+LESSON = ASSETS / "lessons" / "03-one-head-two-ways.json"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, tiny_mlm_folder, finetuned_classifier):
+    from bertviz_app.app.tabs.corpus import open_corpora
+
+    folder = build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
+    text = tmp_path_factory.mktemp("pretrain-text") / "animals.txt"
+    text.write_text("the cat sat on the mat .\nthe dog sat on the rug .\n", encoding="utf-8")
+    explorers = {"tiny": bertviz_app.load(tiny_mlm_folder, device="cpu", name="tiny"),
+                 "trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}
+    corpora, problems = open_corpora([str(folder)], explorers, lambda source: None)
+    demo = app.build_demo(explorers, corpora=corpora, corpus_problems=problems,
+                          training=TrainingSettings(True, "", (), pretrain_files=(str(text),)))
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return bertviz_app.load(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def static_site(tiny_mlm_folder, tmp_path_factory):
+    """A tiny model's static page, served, and a page of its views saved offline (the default model's export and
+    its first analysis in the browser take minutes on two shared cores; the page's markup is the same)."""
+    explorer = bertviz_app.load(tiny_mlm_folder, device="cpu")
+    folder = tmp_path_factory.mktemp("static")
+    saved = explorer.run("The cat sat on the mat.", "It slept.").save_html(folder / "saved.html")
+    site = explorer.export_static(folder / "site")
+    with static_host(site) as url:
+        yield url, saved
+
+
+# no gradio output pending or showing its progress (gradio draws both faded)
+STILL = ("() => !document.querySelector('.pending, .generating') && ![...document.querySelectorAll("
+         "'[data-testid=status-tracker] .progress-text, [data-testid=status-tracker] .eta-bar')]"
+         ".some(e => e.checkVisibility())")
+TABS_JS = "'#tabs [role=tab], #tabs .overflow-dropdown button'"
+
+
+def tab_names(page) -> list[str]:
+    """The lower tab bar's tabs, those in its "More tabs" menu on a narrow screen too."""
+    return list(dict.fromkeys(page.eval_on_selector_all(f"{TABS_JS[1:-1]}", "ts => ts.map(t => t.textContent.trim())")))
+
+
+def open_tab(page, name: str) -> None:
+    """A tab opened by its button, in the bar or in the "More tabs" menu (which gradio fills and empties as the
+    page's width changes: a click through the menu raced it)."""
+    page.evaluate(f"n => [...document.querySelectorAll({TABS_JS})].find(t => t.textContent.trim() === n).click()", name)
+
+
+def look(found: dict, where: str, v: AppPage) -> None:
+    """axe's findings once the page is still: no request for a while, and no gradio output pending (a pending
+    output is drawn at 20% opacity, which axe rightly reads as low contrast, but only for that moment)."""
+    v.settle(1500)  # an opened tab asks for its outputs a moment after the click
+    v.page.wait_for_function(STILL)
+    if problems := serious(v.page):
+        found[where] = problems
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_axe_finds_nothing_serious_in_the_app(browser, server, size):
+    found: dict[str, list] = {}
+    v = AppPage(browser, server + "?corpus=small&cview=heads", size)
+    page = v.page
+    try:
+        v.views_drawn("lines")
+        for view in VIEWS:
+            page.click(f"#view-tab-{view}")
+            v.views_drawn(view)
+            look(found, f"view {view}", v)
+        names = set()
+        for name in tab_names(page):
+            open_tab(page, name)
+            look(found, f"tab {name}", v)
+            names |= set(page.eval_on_selector_all("svg.main-svg[role=img]", "ss => ss.map(s => s.ariaLabel)"))
+            if name == "Corpus":
+                for view in CORPUS_VIEWS[1:]:
+                    page.click(f"#corpus-tab-{view}")
+                    look(found, f"corpus {view}", v)
+        page.click("#presenter")
+        page.wait_for_function("() => document.body.classList.contains('bv-presenter')")
+        look(found, "presenter mode", v)
+        page.click("#presenter")
+        page.click("#lesson")
+        look(found, "lesson panel", v)
+        page.set_input_files("#lesson-file", str(LESSON))
+        page.wait_for_selector("#lesson-bar[data-busy=false]")
+        look(found, "lesson player", v)
+    finally:
+        page.close()
+    assert found == {}
+    # the plotly figures are named by their titles and axes (the Embeddings tab's position similarity, say)
+    assert any("x axis: " in n and "y axis: " in n for n in names), names
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_axe_finds_nothing_serious_in_the_static_and_the_saved_page(browser, static_site, size):
+    url, saved = static_site
+    found = {}
+    static = Opened(browser, url, url)  # it waits for the page's first analysis, in the browser
+    pages = {"static page": static.page, "saved page": browser.new_page()}
+    try:
+        pages["saved page"].goto(saved.as_uri())
+        for where, page in pages.items():
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+            page.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn",
+                                   timeout=TIMEOUT_MS)
+            if problems := serious(page):
+                found[where] = problems
+    finally:
+        for page in pages.values():
+            page.close()
+    assert found == {}
+
+
+SENTENCE = "The cat sat on the mat because it was tired."
+
+
+@pytest.fixture(scope="module")
+def described(explorer, tmp_path_factory):
+    """The default model's Run of SENTENCE and its standalone page."""
+    run = explorer.run(SENTENCE)
+    path = tmp_path_factory.mktemp("described") / "page.html"
+    path.write_text(standalone_html(run.views_payload(), title="described"), encoding="utf-8")
+    return run, path
+
+
+def test_a_screen_reader_hears_the_head_and_its_strongest_link_and_gets_the_table(browser, described):
+    """The accessibility tree (playwright's aria snapshot) of the views holds a sentence naming the layer, the head
+    and the selected token's strongest link with its weight, the Run's numbers within the payload's 8-bit step; the
+    "Show as table" switch adds the same link as the first row of a table, and the head's matrix as another."""
+    run, path = described
+    tokens = run.tokens
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn")
+        for layer, head, token in ((3, 2, tokens.index("cat")), (5, 7, tokens.index("it"))):
+            page.eval_on_selector("#view-layer", "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', "
+                                                 "{bubbles: true})); }", str(layer))
+            page.eval_on_selector("#view-head", "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', "
+                                                "{bubbles: true})); }", str(head))
+            page.select_option("#view-token", str(token))
+            page.wait_for_function("want => document.querySelector('#view-description').textContent.startsWith(want)",
+                                   arg=f"Layer {layer}, head {head}:")
+            tree = page.locator("#attention-view").aria_snapshot()
+            said = re.search(r"Layer (\d+), head (\d+): (.*?); ‘(.+?)’ \(token (\d+)\) attends most to ‘(.+?)’ "
+                             r"\(token (\d+), (\d\.\d\d)\)\.", tree)
+            assert said, tree
+            assert (int(said[1]), int(said[2]), said[4], int(said[5])) == (layer, head, tokens[token], token)
+            row = run.attention(layer, head)[token]
+            to, weight = int(said[7]), float(said[8])
+            assert said[6] == tokens[to]
+            # the payload's 8-bit codes are within one step (max / 255 <= 1/255) of the Run's numbers; the sentence
+            # rounds to two decimals
+            assert row[to] >= row.max() - 1 / 255, (row[to], row.max())
+            assert abs(weight - row[to]) <= 1 / 255 + 0.005, (weight, row[to])
+            page.click("#view-table-toggle")
+            page.wait_for_selector("#view-table table")
+            table = page.locator("#view-table").aria_snapshot()
+            assert re.search(rf"row \"1 {to}: {re.escape(tokens[to])} {said[8]}\"", table), table
+            assert f"Layer {layer}, head {head}: each row a query token" in table
+            assert page.get_attribute("#view-table-toggle", "aria-pressed") == "true"
+            page.click("#view-table-toggle")
+            page.wait_for_selector("#view-table", state="hidden")
+    finally:
+        page.close()
+
+
+def tab_to(page, selector: str, most: int = 250) -> None:
+    """Press Tab until the focus is on `selector` (the keyboard's way there: no click, no focus() call)."""
+    for _ in range(most):
+        page.keyboard.press("Tab")
+        if page.evaluate("s => document.activeElement?.matches(s)", selector):
+            return
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def ring(page) -> str:
+    """The focused element's outline: the ring a keyboard user sees."""
+    return page.evaluate("() => { const s = getComputedStyle(document.activeElement);"
+                         " return s.outlineStyle === 'none' ? '' : `${s.outlineWidth} ${s.outlineStyle}`; }")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_an_analysis_a_view_change_and_a_lesson_with_the_keyboard_alone(browser, server, size):
+    v = AppPage(browser, server, size)
+    page = v.page
+    try:
+        v.views_drawn("lines")
+        # an analysis: the sentence box typed into, then the Analyze button
+        before = page.get_attribute("#attention-view", "data-key")
+        tab_to(page, "#sentence-a textarea")
+        assert ring(page), "the sentence box shows no focus ring"
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.type("The cat sat on the mat.")
+        tab_to(page, "#sentence-b textarea")
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.press("Delete")
+        tab_to(page, "#analyze")
+        page.keyboard.press("Enter")
+        page.wait_for_function("old => document.querySelector('#attention-view')?.dataset.key !== old", arg=before)
+        assert v.wait_for_tokens(["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"])[2] == "cat"
+        # the picture: a token kept with the arrows and Enter, the head and the layer changed, the token cleared
+        tab_to(page, "#view-pane-lines .bv-scroller")
+        assert ring(page), "the picture shows no focus ring"
+        start = page.evaluate("() => [Number(document.querySelector('#view-layer').value),"
+                              " Number(document.querySelector('#view-head').value)]")
+        for key in ("ArrowDown", "ArrowDown", "ArrowDown", "Enter"):
+            page.keyboard.press(key)
+        page.wait_for_function("() => document.querySelector('#view-token').value === '2'")
+        assert "‘cat’ (token 2) attends most to" in page.text_content("#view-description")
+        page.keyboard.press("ArrowRight" if start[1] == 0 else "ArrowLeft")
+        page.keyboard.press("Shift+ArrowDown" if start[0] == 0 else "Shift+ArrowUp")
+        layer, head = start[0] + (1 if start[0] == 0 else -1), start[1] + (1 if start[1] == 0 else -1)
+        v.views_drawn("lines", f"layer={layer} head={head} token=2")
+        assert page.text_content("#view-description").startswith(f"Layer {layer}, head {head}:")
+        page.keyboard.press("Escape")
+        page.wait_for_function("() => document.querySelector('#view-token').value === ''")
+        # a view change: the Matrix tab, by Tab and Enter
+        tab_to(page, "#view-tab-matrix")
+        assert ring(page), "the view tab shows no focus ring"
+        page.keyboard.press("Enter")
+        v.views_drawn("matrix")
+        # a lesson: the Lesson button, its file chosen with the keyboard, a step on with the player's Next
+        tab_to(page, "#lesson")
+        page.keyboard.press("Enter")
+        tab_to(page, "#lesson-file")
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")
+        chooser.value.set_files(str(LESSON))
+        page.wait_for_selector("#lesson-bar[data-busy=false][data-step='1']")
+        tab_to(page, "#lesson-next")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#lesson-bar[data-busy=false][data-step='2']")
+        assert page.evaluate("() => document.activeElement.id") == "lesson-next"
+        assert v.errors == []
+    finally:
+        page.close()
