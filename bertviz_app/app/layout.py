@@ -119,8 +119,9 @@ class InputArea:
         self.models = models
         self.pairs = pairs
         with gr.Row(elem_id="title-row"):
-            gr.HTML("<h1 class='bv-app-title'>bertviz-app <span>see what BERT reads and computes: type one "
-                    "sentence, or two to see how it relates a pair</span></h1>", elem_id="intro",
+            # one line at 1280 px beside the six buttons: the picture below needs the screen's height
+            gr.HTML("<h1 class='bv-app-title'>bertviz-app <span>see what BERT reads and computes, in one sentence "
+                    "or a pair</span></h1>", elem_id="intro",
                     apply_default_css=False)
             self.copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
             self.presenter = gr.Button("Presenter mode", size="sm", scale=0, min_width=130, elem_id="presenter")
