@@ -44,6 +44,15 @@ export const HEADS = Object.freeze({
     "broad": "#bdbdbd",
     "mixed": "#f0f0f0"
   },
+  "roleColorsColorblind": {
+    "previous token": "#E69F00",
+    "next token": "#56B4E9",
+    "self": "#117733",
+    "[CLS]": "#332288",
+    "[SEP]": "#000000",
+    "broad": "#8c8c8c",
+    "mixed": "#ececec"
+  },
   "shortRoles": {
     "previous token": "prev",
     "next token": "next",

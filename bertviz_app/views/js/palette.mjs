@@ -7,16 +7,15 @@
 // alone: sentence B's start is a dashed line, a role is named in the tooltips and the tables, a selection is bold.
 // A host switches it with a class on its page (COLORBLIND_CLASS, whose CSS sets --bv-palette) and remembers it.
 
+import { HEADS } from "./heads.mjs";
+
 export const MIN_DELTA_E = 20;
 
 export const CIVIDIS_STOPS = ["#ffffff", "#fee838", "#dec958", "#bcae6c", "#9b9476", "#7d7c78", "#61656f", "#434e6c",
   "#1a386f", "#00224e"];
 
-// Picked from Okabe & Ito's and Tol's colour-blind sets (with two greys) by the largest smallest distance
-// under the three simulations: 21.3, against 1.3 for the default palette (orange against green, protanopia) and
-// 10.9 for Okabe & Ito's own first seven.
-export const COLORBLIND_ROLES = { "previous token": "#E69F00", "next token": "#56B4E9", self: "#117733",
-  "[CLS]": "#332288", "[SEP]": "#000000", broad: "#8c8c8c", mixed: "#ececec" };
+// The roles' colours in this palette live with the heads' vocabulary (heads.py, generated into heads.mjs).
+export const COLORBLIND_ROLES = HEADS.roleColorsColorblind;
 
 export const PALETTES = {
   default: { palette: "default" },
