@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import bertviz_app
 from axe import serious
@@ -210,6 +211,19 @@ def tab_to(page, selector: str, most: int = 250) -> None:
     raise AssertionError(f"Tab never reached {selector}")
 
 
+def open_chooser_by_keyboard(page, tries: int = 3):
+    """Space on the focused file box, the chooser it opens. Headless Chromium now and then drops the chooser event of
+    a real key press (microsoft/playwright#28023, seen once in CI under load): a user would press again, so do we."""
+    for _ in range(tries):
+        try:
+            with page.expect_file_chooser(timeout=15000) as chooser:
+                page.keyboard.press("Space")
+            return chooser.value
+        except PlaywrightTimeout:
+            assert page.evaluate("() => document.activeElement.id") == "lesson-file", "the focus left the file box"
+    raise AssertionError(f"Space on the focused file box opened no chooser in {tries} presses")
+
+
 def ring(page) -> str:
     """The focused element's outline: the ring a keyboard user sees."""
     return page.evaluate("() => { const s = getComputedStyle(document.activeElement);"
@@ -260,9 +274,8 @@ def test_an_analysis_a_view_change_and_a_lesson_with_the_keyboard_alone(browser,
         tab_to(page, "#lesson")
         page.keyboard.press("Enter")
         tab_to(page, "#lesson-file")
-        with page.expect_file_chooser() as chooser:
-            page.keyboard.press("Space")
-        chooser.value.set_files(str(LESSON))
+        assert ring(page), "the lesson file box shows no focus ring"
+        open_chooser_by_keyboard(page).set_files(str(LESSON))
         page.wait_for_selector("#lesson-bar[data-busy=false][data-step='1']")
         tab_to(page, "#lesson-next")
         page.keyboard.press("Enter")
