@@ -18,6 +18,7 @@ from torch import Tensor
 
 from .masked_lm import Prediction, check_top_k, evaluating, mask_positions, top_predictions
 from .model import BertForPreTraining, BertModelOutput, Edit, Points
+from .spare_cores import in_chunks
 from .targets import Target, batch_size_for, forward_ids, resolve_target
 from .tokenizer import Encoding, Tokenizer
 
@@ -198,9 +199,10 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
     read, local = target.reads()
     examples = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]  # in layer order
     batch = batch_size_for(config, len(encoding), False, memory_budget, len(examples))
-    values = []
-    for lo in range(0, len(examples), batch):
-        group = examples[lo:lo + batch]
+    groups = [examples[lo:lo + batch] for lo in range(0, len(examples), batch)]
+
+    def silenced_values(g: int, told: Callable[[float], None]) -> np.ndarray:
+        group = groups[g]
         hidden = states[group[0][0]][:0]  # (0, T, H): nobody has joined yet
         for index in range(group[0][0], n_layers):
             joining = sum(layer == index for layer, _ in group)
@@ -212,9 +214,10 @@ def _ablation_effects(model: BertForPreTraining, encoding, target: Target, memor
             silence = Points(intervene={f"layer.{index}.attention.probs": Edit(factor=mask[:, :, None, None])})
             # ALBERT's shared weights, DeBERTa's positions; the last layer only where the target reads it
             hidden = encoder.apply_layer(index, hidden, None, silence, read if index == n_layers - 1 else None)
-            if report is not None:
-                report(len(hidden) / n_layers)  # in passes of the whole input: one layer of each example
-        values.append(local.value(model, _finish(model, hidden, read)).double().cpu().numpy())
+            told(len(hidden) / n_layers)  # in passes of the whole input: one layer of each example
+        return local.value(model, _finish(model, hidden, read)).double().cpu().numpy()
+
+    values = in_chunks(silenced_values, len(groups), report)
     return f_input, np.concatenate(values).reshape(n_layers, n_heads) - f_input
 
 

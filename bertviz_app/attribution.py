@@ -25,6 +25,7 @@ from .analysis.faithfulness import faithfulness_table, spearman
 from .analysis.value_weighted import value_weighted_attention
 from .masked_lm import evaluating, mask_positions
 from .model import BertForPreTraining
+from .spare_cores import in_chunks
 from .targets import Target, batch_size_for, forward_ids, resolve_target
 from .tokenizer import Encoding, Tokenizer
 
@@ -95,16 +96,20 @@ def integrated_gradients(function: Callable[[Tensor], Tensor], inputs: Tensor, b
     with torch.inference_mode(False), torch.enable_grad():
         inputs, baseline = inputs.detach().clone(), baseline.detach().clone()  # not inference tensors
         step = inputs - baseline  # (T, H)
-        total = torch.zeros_like(inputs, dtype=torch.float64)  # (T, H) weighted sum of gradients
-        for start in range(0, steps, batch_size):
-            a = torch.tensor(alphas[start:start + batch_size], dtype=inputs.dtype, device=inputs.device)
-            w = torch.tensor(weights[start:start + batch_size], dtype=torch.float64, device=inputs.device)
+        starts = range(0, steps, batch_size)
+
+        def weighted_gradients(k: int, told: Report) -> Tensor:  # (T, H): one batch's points, gradients weighted
+            a = torch.tensor(alphas[starts[k]:starts[k] + batch_size], dtype=inputs.dtype, device=inputs.device)
+            w = torch.tensor(weights[starts[k]:starts[k] + batch_size], dtype=torch.float64, device=inputs.device)
             points = (baseline + a[:, None, None] * step).requires_grad_(True)  # (n, T, H)
             values = function(points)  # (n,)
             (grads,) = torch.autograd.grad(values.sum(), points)  # (n, T, H); examples are independent
-            total += torch.einsum("n,nth->th", w, grads.double())
-            if report is not None:
-                report(PASSES_PER_STEP * len(a))
+            told(PASSES_PER_STEP * len(a))
+            return torch.einsum("n,nth->th", w, grads.double())
+
+        total = torch.zeros_like(inputs, dtype=torch.float64)  # (T, H) weighted sum of gradients
+        for part in in_chunks(weighted_gradients, len(starts), report):  # summed in the batches' order
+            total += part
         with torch.no_grad():
             ends = function(torch.stack([inputs, baseline])).double()  # (2,)
         scores = (step.double() * total).sum(-1)  # (T,)
@@ -295,18 +300,19 @@ def blank_out(model: BertForPreTraining, tokenizer: Tokenizer, encoding: Encodin
     spans = blank_out_spans(encoding, fixed, max_passes)
     function = _target_function(model, encoding, resolved)
     batch = batch_size_for(model.config, len(encoding), False, memory_budget, max(1, len(spans)))
-    values = []
+    chunks = [spans[start:start + batch] for start in range(0, len(spans), batch)]
+
+    def blanked_values(k: int, told: Report) -> np.ndarray:
+        where = torch.zeros(len(chunks[k]), len(encoding), 1, dtype=torch.bool, device=inputs.device)  # (n, T, 1)
+        for row, positions in enumerate(chunks[k]):
+            where[row, positions] = True
+        values = function(torch.where(where, reference, inputs)).double().cpu().numpy()  # (n,)
+        told(len(chunks[k]))
+        return values
+
     with evaluating(model), torch.inference_mode():
         f_input = float(function(inputs[None])[0])
-        for start in range(0, len(spans), batch):
-            chunk = spans[start:start + batch]
-            where = torch.zeros(len(chunk), len(encoding), 1, dtype=torch.bool, device=inputs.device)  # (n, T, 1)
-            for row, positions in enumerate(chunk):
-                where[row, positions] = True
-            blanked = torch.where(where, reference, inputs)  # (n, T, H)
-            values.append(function(blanked).double().cpu().numpy())
-            if report is not None:
-                report(len(chunk))
+        values = in_chunks(blanked_values, len(chunks), report)
     value = np.full(len(encoding), f_input)
     for positions, v in zip(spans, np.concatenate(values) if values else []):
         value[positions] = v

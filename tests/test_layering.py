@@ -23,6 +23,7 @@ FLOORS = {
     "heads": 0,  # the vocabulary of heads: statistics, the role rule, labels and colours (numpy only)
     "config": 1, "device": 1, "catalog": 1,
     "padding": 1,  # inputs of several lengths as one batch (torch only)
+    "spare_cores": 1,  # a long analysis's independent batches on the cores torch leaves idle (torch only)
     "finetuned": 1,  # what a fine-tuned folder records (base model, held-out predictions): files only
     "model": 2, "tokenizer": 2,
     "checkpoint": 3, "masking": 3,
