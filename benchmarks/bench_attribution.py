@@ -9,8 +9,10 @@ the same process, and the convergence of the two integration rules.
                  forward passes with a head mask, and (b) one forward pass of a batch of 72, each example with its own
                  head mask (batched, but every example runs every layer); and the gradient estimate
     explain      the Beyond attention tab's Explain at 256 tokens (a 600-word paste cut by the server), where the time
-                 goes: integrated gradients' 50 steps, blank-out of each word piece, the 72 heads silenced, each in
-                 seconds and in passes of the input (the progress bar's unit), against one batched pass of the input
+                 goes: its top prediction, integrated gradients' 50 steps, blank-out in runs of words, the pass with
+                 attention, the 72 heads silenced, the figures, each in wall and CPU seconds and in passes of the input
+                 (the progress bar's unit) against one batched pass of the input on one thread as the server runs it;
+                 then the tab's explain_view on one thread, on one thread with a helper (the server now), on two
     convergence  |delta| / |f(x) - f(x')| at several step counts for both rules, on a few sentences
     memory       peak resident memory of one batch against the estimate the batch sizes come from (Linux; each case
                  in a fresh process)
@@ -182,45 +184,122 @@ def bench_ranking(explorer, repeats: int) -> None:
     print(f"target: rank_heads() <= 2000 ms; median here {1e3 * statistics.median(a):.0f} ms")
 
 
-def bench_explain(explorer, tokens: int = 256) -> None:
-    """The tab's Explain at `tokens` tokens, part by part, each against the peer: one batched forward pass of the
-    same input timed just before and just after the part (the load of a shared machine moves; the ratio to a pass
-    timed beside it much less). Blank-out both ways: one word piece at a time, and as the tab runs it on a long
-    input (runs of whole words, at most EXPLAIN_BLANK_OUT_PASSES passes)."""
+def explain_parts(explorer, run):
+    """The tab's Explain cut into its parts, each a callable, in the order explain_view runs them (what each counts
+    in passes of the whole input, as the tab's progress bar does)."""
+    from bertviz_app import figures
     from bertviz_app.ablation import ablation_passes
+    from bertviz_app.analysis.faithfulness import faithfulness_table
     from bertviz_app.app.tabs.beyond import EXPLAIN_BLANK_OUT_PASSES
-    from bertviz_app.attribution import PASSES_PER_STEP, blank_out, blank_out_passes, seconds_per_pass
+    from bertviz_app.attribution import PASSES_PER_STEP, attention_measures, blank_out, blank_out_passes
+    from bertviz_app.masked_lm import evaluating
+    from bertviz_app.targets import forward_ids
 
+    model, tokenizer, encoding = explorer.model, explorer.tokenizer, run.encoding
+    made = {}
+
+    def target():
+        made["target"] = resolve_target(model, tokenizer, encoding)
+
+    def ig():
+        made["ig"] = attribute(model, tokenizer, encoding, target=made["target"])
+
+    def blank():
+        made["blank"] = blank_out(model, tokenizer, encoding, token=made["target"].token_id,
+                                  max_passes=EXPLAIN_BLANK_OUT_PASSES)
+
+    def measures():  # faithfulness(): its pass with attention captured, the measures and the Spearman table
+        with evaluating(model), torch.inference_mode():
+            out = forward_ids(model, encoding, capture=("layer.*.attention.probs", "layer.*.attention.value_grams"))
+            att = torch.stack([a[0] for a in out.layers("attention.probs")]).float().numpy()
+            grams = torch.stack([g[0] for g in out.layers("attention.value_grams")]).float().numpy()
+        ig_ = made["ig"]
+        made["table"] = faithfulness_table(attention_measures(att, grams, ig_.target.position),
+                                           {"integrated gradients": abs(ig_.scores),
+                                            "blank-out": abs(made["blank"].scores)}, ~ig_.fixed)
+
+    def heads():
+        made["ranking"] = rank_heads(model, tokenizer, encoding, token=made["target"].token_id)
+
+    def payload():  # the three figures the tab sends
+        ig_ = made["ig"]
+        figures.attribution_figure(list(encoding.labels), {"integrated gradients": ig_.scores,
+                                                           "blank-out": made["blank"].scores}, ig_.fixed, per_line=12)
+        figures.faithfulness_figure(made["table"])
+        figures.head_effects_figure(made["ranking"].effects, target="x")
+
+    runs = blank_out_passes(tokenizer, encoding, EXPLAIN_BLANK_OUT_PASSES)
+    return (("top prediction (one pass)", 1, target), ("integrated gradients, 50 steps", PASSES_PER_STEP * 50, ig),
+            (f"blank-out, {runs} runs of words", runs + 1, blank),
+            ("faithfulness: a pass with attention, Spearman", 1, measures),
+            ("72 heads silenced in turn", ablation_passes(model.config) + 1, heads),
+            ("payload: the three figures", 0, payload))
+
+
+def explain_input(explorer, tokens: int):
     words = ("the cat sat on the mat near a warm fire and the dog slept " * 40).split()
-    encoding = explorer.encode(" ".join(words[:tokens - 4]) + " [MASK] .")
-    model, tokenizer = explorer.model, explorer.tokenizer
-    bound = EXPLAIN_BLANK_OUT_PASSES
-    seconds_per_pass(model, encoding)  # warm-up
-    parts = (("integrated gradients, 50 steps", PASSES_PER_STEP * 50, lambda: attribute(model, tokenizer, encoding)),
-             (f"blank-out, {blank_out_passes(tokenizer, encoding)} word pieces one at a time",
-              blank_out_passes(tokenizer, encoding), lambda: blank_out(model, tokenizer, encoding)),
-             (f"blank-out in runs of words, <= {bound}", blank_out_passes(tokenizer, encoding, bound),
-              lambda: blank_out(model, tokenizer, encoding, max_passes=bound)),
-             ("72 heads silenced in turn", ablation_passes(model.config), lambda: rank_heads(model, tokenizer,
-                                                                                           encoding)))
-    print(f"\nExplain at {len(encoding)} tokens, against one batched pass of the input timed beside each part")
-    print(f"{'part':<46} {'s':>7} {'pass ms':>8} {'passes':>7} {'s / peer pass':>14} {'per counted':>12}")
-    totals = {}
-    for name, passes, fn in parts:
-        before = seconds_per_pass(model, encoding)
-        start = time.perf_counter()
+    return explorer.run(" ".join(words[:tokens - 4]) + " [MASK] .")
+
+
+def bench_explain(explorer, tokens: int = 256) -> None:
+    """The tab's Explain at `tokens` tokens, part by part, against the peer: one batched forward pass of the same input
+    on one torch thread (the server's), timed just before and just after each part (the load of a shared machine
+    moves; the ratio to a pass timed beside it much less). Each part in wall time and in CPU time (the process's,
+    helpers included: the work, which the load moves little), as the server runs it: one torch thread, a helper on
+    the other core (spare_cores); then the whole tab's explain_view three ways."""
+    from bertviz_app import spare_cores
+    from bertviz_app.app.tabs.beyond import explain_view
+    from bertviz_app.attribution import seconds_per_pass
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    run = explain_input(explorer, tokens)
+    model, encoding = explorer.model, run.encoding
+
+    def peer() -> tuple[float, float]:  # (wall, CPU) seconds of one pass of the input, batched by 4
+        wall, cpu = time.perf_counter(), time.process_time()
+        seconds_per_pass(model, encoding)
+        return (time.perf_counter() - wall) / 4, (time.process_time() - cpu) / 4
+
+    def timed(fn) -> tuple[float, float, float, float]:  # wall, CPU, and the peer's wall and CPU beside it
+        before = peer()
+        wall, cpu = time.perf_counter(), time.process_time()
         fn()
-        took = time.perf_counter() - start
-        unit = (before + seconds_per_pass(model, encoding)) / 2
-        totals[name] = (took, took / unit)
-        print(f"{name:<46} {took:>7.1f} {1e3 * unit:>8.0f} {passes:>7.0f} {took / unit:>14.0f} "
-              f"{took / unit / passes:>12.2f}")
-    names = list(totals)
-    tab = [names[0], names[2], names[3]]
-    exact = [names[0], names[1], names[3]]
-    for label, chosen in (("Explain as the tab runs it", tab), ("every word piece blanked alone", exact)):
-        seconds, passes = sum(totals[n][0] for n in chosen), sum(totals[n][1] for n in chosen)
-        print(f"{label:<46} {seconds:>7.1f} s = {passes:.0f} peer passes; target <= 15 s on 2 cores")
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        after = peer()
+        return wall, cpu, (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
+
+    peer()  # warm-up
+    print(f"\nExplain at {len(encoding)} tokens, 1 torch thread as the server runs it, {spare_cores.spare_cores()} "
+          f"helper(s) on spare cores; load average {load_average()}")
+    print(f"{'part':<46} {'passes':>7} {'wall s':>7} {'peer ms':>8} {'wall/peer':>10} {'CPU s':>6} {'CPU/peer':>9}")
+    walls, cpus = 0.0, 0.0
+    for name, passes, fn in explain_parts(explorer, run):
+        wall, cpu, peer_wall, peer_cpu = timed(fn)
+        walls, cpus = walls + wall / peer_wall, cpus + cpu / peer_cpu
+        print(f"{name:<46} {passes:>7.0f} {wall:>7.2f} {1e3 * peer_wall:>8.0f} {wall / peer_wall:>10.1f} {cpu:>6.2f} "
+              f"{cpu / peer_cpu:>9.1f}")
+    print(f"{'the parts together':<46} {'':>7} {'':>7} {'':>8} {walls:>10.0f} {'':>6} {cpus:>9.0f}")
+    ways = (("explain_view, 1 thread, no helper (before)", 1, 0),
+            ("explain_view, 1 thread and a helper (now)", 1, None), ("explain_view, 2 torch threads", 2, 0))
+    print(f"\n{'the tab, end to end':<46} {'wall s':>7} {'peer ms':>8} {'wall/peer':>10} {'CPU s':>6} {'CPU/peer':>9}")
+    spare = spare_cores.spare_cores
+    try:
+        for name, n, helpers in ways:
+            torch.set_num_threads(n)
+            spare_cores.spare_cores = spare if helpers is None else (lambda h=helpers: h)
+            torch.set_num_threads(1)
+            peer_wall = peer()[0]
+            torch.set_num_threads(n)
+            wall, cpu, _, peer_cpu = timed(lambda: explain_view(explorer, run, "mask:0", "", 50))
+            torch.set_num_threads(1)
+            peer_wall = (peer_wall + peer()[0]) / 2
+            print(f"{name:<46} {wall:>7.1f} {1e3 * peer_wall:>8.0f} {wall / peer_wall:>10.0f} {cpu:>6.1f} "
+                  f"{cpu / peer_cpu:>9.0f}")
+    finally:
+        spare_cores.spare_cores = spare
+        torch.set_num_threads(threads)
+    print(f"target: <= 15 s on 2 idle cores; load average now {load_average()}")
 
 
 def bench_convergence(explorer) -> None:

@@ -31,6 +31,16 @@ def spare_cores() -> int:
     return max(0, cores - torch.get_num_threads())
 
 
+def workers_now() -> float:
+    """How many threads' worth of work a long analysis can expect now: its own, plus the spare cores left idle by
+    the machine's recent load (the load average of the last minute; on a busy machine a helper gets little)."""
+    try:
+        idle = max(0.0, (os.cpu_count() or 1) - os.getloadavg()[0])
+    except OSError:  # no load average on this system
+        idle = 0.0
+    return 1.0 + min(float(spare_cores()), idle)
+
+
 def _lower_priority() -> None:
     if sys.platform == "linux":  # a thread's own id names it alone only on Linux; elsewhere it would be the process
         tid = threading.get_native_id()

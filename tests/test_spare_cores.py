@@ -126,3 +126,22 @@ def test_spare_cores_are_those_torch_leaves():
         assert spare_cores.spare_cores() == 0
     finally:
         torch.set_num_threads(threads)
+
+
+def test_the_forecast_before_the_first_explanation_counts_an_idle_spare_core(default, monkeypatch):
+    """Before any explanation the tab forecasts from one pass timed now: halved where a helper will find the other
+    core idle (load average 0), not where the machine is busy (load average 5 on 2 cores)."""
+    from bertviz_app.app.tabs import beyond
+
+    run = default.run(SENTENCE)
+    monkeypatch.setattr(beyond, "RATES", {})
+    monkeypatch.setattr(beyond, "seconds_per_pass", lambda model, encoding: 0.1)
+    monkeypatch.setattr(spare_cores, "spare_cores", lambda: 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    passes = beyond.explanation_passes(default, run, 50)
+    said = {}
+    for load in (0.0, 5.0):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        said[load] = beyond.explanation_forecast(default, run, 50)
+    assert f"about **{passes * 0.1 / 2:.0f} s**" in said[0.0]
+    assert f"about **{passes * 0.1:.0f} s**" in said[5.0]

@@ -15,6 +15,7 @@ from ...figures import escape_label
 from ...ablation import ablation_passes
 from ...attribution import PASSES_PER_STEP, blank_out_passes, faithfulness_passes, seconds_per_pass
 from ...run import Run
+from ...spare_cores import workers_now
 from ..common import percent, plain, refuse, text_value, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 from .beyond_contrast import ContrastSection
@@ -73,7 +74,8 @@ def explanation_forecast(explorer, run: Run, steps: int) -> str:
     pass timed now)."""
     tokens = len(run.encoding)
     rate = RATES.get(explorer.name)
-    per_pass = rate * tokens if rate else seconds_per_pass(explorer.model, run.encoding)
+    # before any: one pass timed now, shared with a helper as far as the other cores are idle (spare_cores)
+    per_pass = rate * tokens if rate else seconds_per_pass(explorer.model, run.encoding) / workers_now()
     seconds = explanation_passes(explorer, run, steps) * per_pass
     if seconds < LONG_S:
         return ""
