@@ -7,7 +7,8 @@ on another inside an operation, so a busy core slows only its own batches.
 Fairness to other visitors: a helper runs at a lower priority (nice +10 on Linux), so another visitor's pass, on a
 thread of normal priority, takes the core first; the explanation then goes on at the calling thread's pace alone.
 The batches are the same whoever runs them and the results are assembled in their order, so the numbers are the
-same bit for bit with or without helpers."""
+same bit for bit with or without helpers. With one helper two batches are alive at once: twice a memory budget's
+batch (targets.batch_size_for) at the peak."""
 
 from __future__ import annotations
 
