@@ -194,6 +194,25 @@ def fit_and_score(X_train, y_train, X_test, y_test, max_iter: int = 1000) -> flo
     return float(np.mean(predicted == y_test))
 
 
+def words_and_tags(words: list[str] | None, tags: list[str] | None, enc, tag_ids: dict[str, int]
+                   ) -> tuple[list[int], list[int]]:
+    """Each token's word id and tag id: for a tagged sentence (`words` joined by single spaces was encoded), the
+    source word its first character falls in (special tokens -1); otherwise the tokenizer's word ids and no tag (-1)."""
+    if words is None:
+        return list(enc.word_ids), [-1] * len(enc)
+    starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]])
+    word_ids, tag_ids_of = [], []
+    for position, (start, _) in enumerate(enc.offsets):
+        if enc.sequence_ids[position] is None:
+            word_ids.append(-1)
+            tag_ids_of.append(-1)
+            continue
+        w = int(np.searchsorted(starts, start, side="right") - 1)
+        word_ids.append(w)
+        tag_ids_of.append(tag_ids[tags[w]])
+    return word_ids, tag_ids_of
+
+
 def _word_types(corpus, rows: np.ndarray) -> np.ndarray:
     """The lower-cased word each row's token begins (its pieces joined, WordPiece's ## dropped)."""
     columns = corpus.token_columns
