@@ -237,6 +237,8 @@ def test_the_timeline_probe_is_the_corpus_probe_on_the_same_states(pretrained):
     every = timeline.probe("recurs", control=False)
     assert list(every["step"].unique()) == timeline.steps and every["majority"].nunique() == 1
     figure = timeline.plot.probe("recurs")
+    assert figure.layout.title.text.startswith("What each layer knew of whether a word recurs")
+    assert f"{PROBE_SENTENCES} held-out sentences of the Brown corpus" in figure.layout.title.text
     assert [t.name for t in figure.data] == ["embeddings (layer 0)", "layer 1", "layer 2",
                                              "always the commonest class"]
     np.testing.assert_allclose(figure.data[2].y, every[every["layer"] == 2]["accuracy"], atol=5e-5)  # 4 places

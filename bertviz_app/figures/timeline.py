@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..heads import ROLE_COLORS
-from ._base import _escape_all, _f32, _figure, escape_label
+from ._base import PHONE_BOX, _escape_all, _f32, _figure, escape_label
 
 
 def _step_axis(steps: np.ndarray) -> dict:
@@ -98,9 +98,10 @@ def timeline_loss_figure(steps: Sequence[int], loss: Sequence[float | None], lr:
 
 
 def probe_timeline_figure(frame, source: str = "", *, title: str | None = None) -> go.Figure:
-    """frame: Timeline.probe's table (step, target, layer, accuracy, majority, ...). The held-out accuracy of the
-    probe by step, one line per layer (0: the embeddings, lightest; the last layer darkest), and the majority-class
-    baseline dashed: when each layer's states began to tell the target's classes apart."""
+    """frame: Timeline.probe's table (step, target, layer, accuracy, majority, ...); source: what was probed, in
+    words (a subtitle). The held-out accuracy of the probe by step, one line per layer (0: the embeddings, lightest;
+    the last layer darkest), and the majority-class baseline dashed: when each layer's states began to tell the
+    target's classes apart."""
     from plotly.colors import sample_colorscale
 
     target = escape_label(str(frame["target"].iloc[0])) if len(frame) else ""
@@ -122,8 +123,8 @@ def probe_timeline_figure(frame, source: str = "", *, title: str | None = None) 
     steps = np.asarray(frame["step"], np.int64) if len(frame) else np.zeros(0, np.int64)
     what = {"tag": "part of speech", "label": "the sentence's label", "position": "the token's position",
             "recurs": "whether a word recurs"}.get(target, target)
-    heading = title or f"What each layer knew of {what}, step by step" + (f" ({escape_label(source)})" if source
-                                                                             else "")
+    heading = title or f"What each layer knew of {what}" + (f"<br><sup>{escape_label(source)}</sup>" if source else "")
+    # the legend under the plot: above it, it ran into the title once the title wrapped for a phone
     layout = dict(xaxis=_step_axis(steps), yaxis=dict(title=dict(text="held-out accuracy"), range=[0, 1.02]),
-                  legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"), margin=dict(l=60, r=20, t=90, b=50))
-    return _figure(data, layout, heading, width=None, height=380)
+                  legend=dict(orientation="h", x=0, y=-0.2, yanchor="top"), margin=dict(l=60, r=20, b=120))
+    return _figure(data, layout, heading, width=None, height=480, phone_width=PHONE_BOX)

@@ -251,7 +251,8 @@ def _probe_set(args, tokenizer, config, say) -> ProbeSet | None:
         return None
     if not sentences:
         return None
-    return ProbeSet.build(list(sentences), str(args.timeline_probe), tokenizer, args.max_tokens,  # as trained
+    name = "brown" if args.timeline_probe == "brown" else Path(args.timeline_probe).name  # a file's, not its folder
+    return ProbeSet.build(list(sentences), name, tokenizer, args.max_tokens,  # as trained
                           config.num_hidden_layers, config.hidden_size)
 
 

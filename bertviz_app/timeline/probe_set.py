@@ -64,7 +64,13 @@ class ProbeSet:
 
     @property
     def source(self) -> str:
+        """What the sentences came from: "brown", or a file's name (never its folder: a visitor reads it)."""
         return self.record["source"]
+
+    def describe(self) -> str:
+        """The probe set in words, for a figure: '214 held-out sentences of the Brown corpus'."""
+        name = "the Brown corpus" if self.source == "brown" else self.source
+        return f"{len(self)} held-out sentences of {name}"
 
     @cached_property
     def pieces(self) -> np.ndarray:

@@ -393,7 +393,8 @@ class TimelinePlots:
         layer, the majority-class baseline dashed (`Timeline.probe`)."""
         from ..figures.timeline import probe_timeline_figure
 
-        return probe_timeline_figure(self._t.probe(target, control=control), self._t.probe_set.source)
+        frame = self._t.probe(target, control=control)
+        return probe_timeline_figure(frame, self._t.probe_set.describe())
 
     def loss(self):
         """The mean training loss between snapshots, and the learning rate."""

@@ -20,7 +20,7 @@ from ...figures.timeline import probe_timeline_figure
 from ...files import inside
 from ...timeline import FOLDER, Timeline, TimelineError, open_timeline
 from ..common import api, figure_reading, plain, refuse, user_errors
-from .base import Gate, TabPage
+from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
 log = logging.getLogger(__name__)
 _CHECKPOINT = re.compile(r"step-\d{7,}$")
@@ -84,7 +84,8 @@ class TimelineTab:
         self.view = page.host.component("timeline-host", id_prefix="tl-")
         with gr.Column(visible=False, elem_id="timeline-probe-box") as self.probe_box:
             figure_reading("timeline-probe-reading", *PROBE_READING)
-            self.probe_plot = gr.Plot(label="What each layer knew, step by step", elem_id="timeline-probe")
+            self.probe_plot = gr.Plot(label="What each layer knew, step by step", elem_id="timeline-probe",
+                                      elem_classes=[FIT_ON_A_PHONE])
         self._probing = threading.Lock()  # one probe at a time: its fits are kept (Timeline.probe), so the next is quick
         self.shown = gr.State(None)  # (model, input, snapshots) this page shows: the same again is not sent
 
@@ -125,7 +126,7 @@ class TimelineTab:
         target = "tag" if probe_set.tags else "label" if probe_set.labels else "position"
         with self._probing:
             frame = timeline.probe(target, control=False, steps=probe_steps(timeline.steps))
-        return gr.update(visible=True), probe_timeline_figure(frame, probe_set.source)
+        return gr.update(visible=True), probe_timeline_figure(frame, probe_set.describe())
 
     @user_errors
     def chosen(self, model, index, shown):
@@ -146,6 +147,9 @@ class TimelineTab:
     def wire(self) -> None:
         self.input.input(self.chosen, [self.page.model, self.input, self.shown], [self.view, self.shown],
                          **api("timeline_input"), show_progress="hidden")
+
+    def on_load(self, demo: gr.Blocks) -> None:
+        fit_figures_on_a_phone(demo)
 
     def after_analysis(self, event: Gate, public: bool) -> None:
         # the model picked above may have changed, or a training added snapshots
