@@ -126,5 +126,5 @@ def probe_timeline_figure(frame, source: str = "", *, title: str | None = None) 
     heading = title or f"What each layer knew of {what}" + (f"<br><sup>{escape_label(source)}</sup>" if source else "")
     # the legend under the plot: above it, it ran into the title once the title wrapped for a phone
     layout = dict(xaxis=_step_axis(steps), yaxis=dict(title=dict(text="held-out accuracy"), range=[0, 1.02]),
-                  legend=dict(orientation="h", x=0, y=-0.2, yanchor="top"), margin=dict(l=60, r=20, b=120))
+                  legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"), margin=dict(l=60, r=20, b=130))
     return _figure(data, layout, heading, width=None, height=480, phone_width=PHONE_BOX)

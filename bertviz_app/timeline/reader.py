@@ -318,6 +318,8 @@ class Timeline:
         frames = []
         for step in steps:
             key = (step, target, control)
+            if not control and (step, target, True) in self._probes:  # the same fits, with the control's beside
+                key = (step, target, True)
             if key not in self._probes:
                 states = probe_set.snapshot_states(self.folder, self._folder(step))
                 frame = probe_items(data, target, range(n), lambda k: states[k][data.rows].astype(np.float64),

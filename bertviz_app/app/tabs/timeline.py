@@ -48,7 +48,7 @@ def timeline_folder(folder: Path | None) -> Path | None:
 
 
 
-PROBE_STEPS = 12  # snapshots probed for the figure, evenly spread (each is 3 fits of a classroom model, ~1 s each)
+PROBE_STEPS = 12  # snapshots probed for the figure, evenly spread (3 fits each: 12 s a fit at a load of 20)
 PROBE_READING = (
     "Each line is one layer: how often a linear probe reads a held-out word's part of speech from that layer's "
     "vectors at each step of the training; where a line climbs above the dashed one (always guessing the commonest "
