@@ -8,6 +8,7 @@ from sklearn.linear_model import LogisticRegression
 import bertviz_app
 from bertviz_app import build_corpus, open_corpus
 from bertviz_app.corpus import CorpusError
+from bertviz_app import probing
 from bertviz_app.corpus import probes
 
 DET, PREP = ["the", "a", "this", "every"], ["near", "under", "behind"]
@@ -117,10 +118,10 @@ def test_targets_read_from_the_text(tagged):
 def test_only_the_sampled_items_are_spelled(tagged, monkeypatch):
     """Spelling a word is Python work per item: a tag or position probe spells the items it drew, not every word of
     the corpus (recurs needs every word before the one it asks about)."""
-    every = probes._word_types(tagged, probes.probe_data(tagged, "tag", max_items=10**9).rows)
+    every = probing._word_types(tagged, probes.probe_data(tagged, "tag", max_items=10**9).rows)
     spelled = []
-    real = probes._word_types
-    monkeypatch.setattr(probes, "_word_types", lambda corpus, rows: spelled.append(len(rows)) or real(corpus, rows))
+    real = probing._word_types
+    monkeypatch.setattr(probing, "_word_types", lambda corpus, rows: spelled.append(len(rows)) or real(corpus, rows))
     for target in ("tag", "position"):
         spelled.clear()
         data = probes.probe_data(tagged, target, max_items=50)

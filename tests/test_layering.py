@@ -29,6 +29,7 @@ FLOORS = {
     "checkpoint": 3, "masking": 3,
     "serving": 3,  # the pass of new inputs (TorchScript), beside the model, not inside it
     "analysis": 4, "figures": 4,
+    "probing": 4,  # the one linear probe of hidden states (torch's L-BFGS), for a corpus and a timeline
     "settings": 0,  # a run's settings as one dataclass: checks, argparse and metrics.json from its fields
     "training": 4,  # the one training loop that pretraining and fine-tuning share
     "run_settings": 5,  # the settings every run and every training shares, which each kind's settings extend

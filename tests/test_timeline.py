@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 import torch
@@ -20,6 +22,7 @@ from bertviz_app.checkpoint import load_model
 from bertviz_app.pretraining import add_pretrain_arguments, run_pretrain
 from bertviz_app.timeline import (PRETRAINING_PROBES, TimelineError, choose_inputs, open_timeline, read_inputs,
                                   snapshot_steps)
+from bertviz_app.timeline.probe_set import PROBE_BYTES, PROBE_SENTENCES, STATES
 
 from conftest import SENTIMENT
 
@@ -175,6 +178,99 @@ def test_the_notebook_api_gives_tables_and_figures(pretrained):
         go.Figure(json.loads(figure.to_json()))  # full validation
     roles = timeline.plot.roles()
     assert roles.data[0].z.shape == (8, len(timeline.steps))  # a row per head, a column per snapshot
+
+
+def test_each_snapshot_stores_the_probe_sets_states_as_the_model_at_that_step_computes_them(pretrained):
+    """The probe set is Brown's tagged sentences (the default --timeline-probe), within its byte budget; at both
+    checkpoints' steps its stored states equal a fresh explorer's hidden states of each sentence, within float16's
+    rounding (one unit in the last place, 2**-10 relative, since the batched pass may differ from the single one
+    in float32's last bits and so round the other way) and 1e-5 absolute near zero."""
+    timeline = open_timeline(pretrained)
+    probe_set = timeline.probe_set
+    assert probe_set.source == "brown" and len(probe_set) == PROBE_SENTENCES and len(probe_set.tags) > 50
+    assert len(probe_set.labels) == 15  # Brown's genres, sampled across the corpus
+    path = pretrained / "timeline" / f"step-{STEPS:07d}" / STATES
+    assert PROBE_BYTES // 4 < path.stat().st_size <= PROBE_BYTES + 1024  # a few MB a snapshot at most
+    starts = probe_set.sentence_starts
+    for step in (6, 12):
+        states = np.load(pretrained / "timeline" / f"step-{step:07d}" / STATES)
+        assert states.shape == probe_set.state_shape == (3, starts[-1], 32) and states.dtype == np.float16
+        explorer = bertviz_app.load(pretrained / f"step-{step:07d}", device="cpu", max_tokens=32)
+        for i in range(0, len(probe_set), 8):  # every eighth sentence: 32 forward passes a step
+            run = explorer.run(probe_set.sentences["text"][i])
+            kept = states[:, starts[i]:starts[i + 1]].astype(np.float32)
+            assert run.labels == list(probe_set.pieces[probe_set.token_columns[starts[i]:starts[i + 1], 2]])
+            np.testing.assert_allclose(kept, run.hidden_states, rtol=2**-10, atol=1e-5, err_msg=f"{step}, {i}")
+
+
+class _AsCorpus:
+    """The probe set and one snapshot's states as the corpus probe reads a corpus: its tables, and one shard."""
+
+    def __init__(self, probe_set, states):
+        from types import SimpleNamespace
+
+        self.probe_set = probe_set
+        self.shards = [SimpleNamespace(tokens=len(probe_set.token_columns), array=lambda name: states)]
+
+    def __getattr__(self, name):  # num_layers, hidden_size, token_columns, tags, labels, sentences, pieces, ...
+        return getattr(self.probe_set, name)
+
+    def __len__(self):
+        return len(self.probe_set)
+
+    def check_hidden_layer(self, layer):
+        return layer
+
+
+def test_the_timeline_probe_is_the_corpus_probe_on_the_same_states(pretrained):
+    from bertviz_app.corpus.probes import probe
+
+    timeline = open_timeline(pretrained)
+    states = np.load(pretrained / "timeline" / f"step-{STEPS:07d}" / STATES, mmap_mode="r")
+    corpus = _AsCorpus(timeline.probe_set, states)
+    for target, layer, control in (("recurs", None, True), ("tag", 2, False)):
+        got = timeline.probe(target, layer=layer, control=control, steps=[STEPS])
+        assert list(got["step"]) == [STEPS] * len(got) and list(got.columns)[:3] == ["step", "target", "layer"]
+        expected = probe(corpus, target, layer=layer, control=control)
+        pd.testing.assert_frame_equal(got.drop(columns="step"), expected, check_exact=True)
+    assert 0.1 < got["accuracy"][0] <= 1 and got["majority"][0] < got["accuracy"][0]  # a real POS probe
+    # every snapshot, the same items and split at each step: one majority baseline
+    every = timeline.probe("recurs", control=False)
+    assert list(every["step"].unique()) == timeline.steps and every["majority"].nunique() == 1
+    figure = timeline.plot.probe("recurs")
+    title = re.sub(r"<br>|</?sup>", " ", figure.layout.title.text)  # wrapped into lines to fit a phone
+    assert " ".join(title.split()) == (f"What each layer knew of whether a word recurs {PROBE_SENTENCES} held-out "
+                                       "sentences of the Brown corpus")
+    assert [t.name for t in figure.data] == ["embeddings (layer 0)", "layer 1", "layer 2",
+                                             "always the commonest class"]
+    np.testing.assert_allclose(figure.data[2].y, every[every["layer"] == 2]["accuracy"], atol=5e-5)  # 4 places
+    go.Figure(json.loads(figure.to_json()))
+
+
+def test_a_bad_probe_is_one_sentence(pretrained, tmp_path):
+    import shutil
+
+    from bertviz_app.pretraining.training import _probe_set
+
+    timeline = open_timeline(pretrained)
+    for call, words in ((lambda: timeline.probe("syntax"), "a probe's target is one of tag, label, position, recurs"),
+                        (lambda: timeline.probe("tag", layer=3), "layer 3 is not one of this timeline's hidden "
+                                                                 "layers (0 to 2)")):
+        with pytest.raises(TimelineError) as caught:
+            call()
+        assert words in str(caught.value) and "\n" not in str(caught.value)
+    old = tmp_path / "old"  # a timeline from before probe sets, and one whose snapshot lost its states' shape
+    shutil.copytree(pretrained / "timeline", old)
+    (old / "probe-set.json").unlink()
+    with pytest.raises(TimelineError, match="^this timeline has no probe set: a pretraining stores one"):
+        open_timeline(old).probe("tag")
+    shutil.copytree(pretrained / "timeline", tmp_path / "cut")
+    np.save(tmp_path / "cut" / "step-0000003" / STATES, np.zeros((3, 5, 32), np.float16))
+    with pytest.raises(TimelineError, match=r"^step-0000003/probe.npy holds float16 \(3, 5, 32\), not the probe set"):
+        open_timeline(tmp_path / "cut").probe("recurs", steps=[3])
+    with pytest.raises(ValueError, match="^--timeline-probe /nowhere.conll: ") as caught:
+        _probe_set(argparse.Namespace(timeline_probe="/nowhere.conll"), None, None, print)
+    assert "\n" not in str(caught.value)
 
 
 def test_a_finetuning_leaves_its_timeline_in_the_output(tmp_path, finetuned_classifier_base):

@@ -48,6 +48,7 @@ from tqdm import tqdm
 from ..checkpoint import _weight_files
 from ..explorer import Explorer, load
 from ..run_settings import RunSettings
+from ..probing import words_and_tags
 from ..settings import as_dict, setting, whole
 from ..finetuning.tasks import TASKS
 from .questions import statistic_sums
@@ -399,29 +400,11 @@ class _ShardWriter:
 def _token_columns(encodings, sentences: list[Sentence], ids: np.ndarray, tag_ids: dict[str, int]) -> np.ndarray:
     rows = []
     for sentence_id, sentence, enc in zip(ids, sentences, encodings):
-        words, tags = _words_and_tags(sentence, enc, tag_ids)
+        words, tags = words_and_tags(sentence.words, sentence.tags, enc, tag_ids)
         for position in range(len(enc)):
             rows.append((sentence_id, position, enc.ids[position], words[position], tags[position],
                          enc.segment_ids[position]))
     return np.asarray(rows, dtype=np.int32).reshape(-1, len(TOKEN_COLUMNS))
-
-
-def _words_and_tags(sentence: Sentence, enc, tag_ids: dict[str, int]) -> tuple[list[int], list[int]]:
-    """Each token's word id and tag id: for a tagged sentence, the source word its first character falls in (the
-    word ids of the source, special tokens -1); otherwise the tokenizer's word ids and no tag (-1)."""
-    if sentence.words is None:
-        return list(enc.word_ids), [-1] * len(enc)
-    starts = np.array([start for start, _ in sentence.word_spans()])
-    words, tags = [], []
-    for position, (start, end) in enumerate(enc.offsets):
-        if enc.sequence_ids[position] is None:
-            words.append(-1)
-            tags.append(-1)
-            continue
-        w = int(np.searchsorted(starts, start, side="right") - 1)
-        words.append(w)
-        tags.append(tag_ids[sentence.tags[w]])
-    return words, tags
 
 
 def _batches(encodings, batch_size: int) -> list[list[int]]:

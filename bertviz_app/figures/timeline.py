@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..heads import ROLE_COLORS
-from ._base import _escape_all, _f32, _figure
+from ._base import PHONE_BOX, _escape_all, _f32, _figure, escape_label
 
 
 def _step_axis(steps: np.ndarray) -> dict:
@@ -95,3 +95,36 @@ def timeline_loss_figure(steps: Sequence[int], loss: Sequence[float | None], lr:
         layout["yaxis2"] = dict(title=dict(text="learning rate"), overlaying="y", side="right", rangemode="tozero",
                                 showgrid=False, exponentformat="e")
     return _figure(data, layout, title, width=None, height=340)
+
+
+def probe_timeline_figure(frame, source: str = "", *, title: str | None = None) -> go.Figure:
+    """frame: Timeline.probe's table (step, target, layer, accuracy, majority, ...); source: what was probed, in
+    words (a subtitle). The held-out accuracy of the probe by step, one line per layer (0: the embeddings, lightest;
+    the last layer darkest), and the majority-class baseline dashed: when each layer's states began to tell the
+    target's classes apart."""
+    from plotly.colors import sample_colorscale
+
+    target = escape_label(str(frame["target"].iloc[0])) if len(frame) else ""
+    layers = sorted({int(v) for v in frame["layer"]})
+    colours = sample_colorscale("Viridis", [0.85 - 0.85 * k / max(1, len(layers) - 1) for k in range(len(layers))])
+    data = []
+    for layer, colour in zip(layers, colours):
+        rows = frame[frame["layer"] == layer].sort_values("step")
+        name = "embeddings (layer 0)" if layer == 0 else f"layer {layer}"
+        data.append(dict(type="scatter", mode="lines+markers", x=np.asarray(rows["step"], np.int64),
+                         y=_f32(rows["accuracy"]), name=name, line=dict(color=colour, width=2),
+                         hovertemplate=f"{name}, step %{{x}}: accuracy %{{y:.3f}}<extra></extra>"))
+    if len(frame):
+        first = frame[frame["layer"] == layers[0]].sort_values("step")
+        data.append(dict(type="scatter", mode="lines", x=np.asarray(first["step"], np.int64),
+                         y=_f32(first["majority"]), name="always the commonest class",
+                         line=dict(color="#888", width=1, dash="dash"),
+                         hovertemplate="always the commonest class: %{y:.3f}<extra></extra>"))
+    steps = np.asarray(frame["step"], np.int64) if len(frame) else np.zeros(0, np.int64)
+    what = {"tag": "part of speech", "label": "the sentence's label", "position": "the token's position",
+            "recurs": "whether a word recurs"}.get(target, target)
+    heading = title or f"What each layer knew of {what}" + (f"<br><sup>{escape_label(source)}</sup>" if source else "")
+    # the legend under the plot: above it, it ran into the title once the title wrapped for a phone
+    layout = dict(xaxis=_step_axis(steps), yaxis=dict(title=dict(text="held-out accuracy"), range=[0, 1.02]),
+                  legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"), margin=dict(l=60, r=20, b=130))
+    return _figure(data, layout, heading, width=None, height=480, phone_width=PHONE_BOX)

