@@ -5,7 +5,8 @@
 // on screen, waits for the new views, then selects.
 //
 // The panel also lists the lessons that come with the app (the page's head carries them: bertviz_app/lessons.py);
-// one picked plays from its first step and folds the panel away.
+// one picked plays from its first step and folds the panel away. A first visit is offered the first of them as a
+// tour (lesson-tour.mjs).
 //
 // A link holds the lesson's name and step (?lesson=NAME&step=N), not the lesson: the browser keeps each lesson it
 // opened (localStorage), so the link reopens that step where the lesson was opened (a shipped lesson's, anywhere);
@@ -13,6 +14,7 @@
 
 import { lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
 import { makeShelf, readCards } from "./lesson-shelf.mjs";
+import { TOUR_LESSON, offerTour } from "./lesson-tour.mjs";
 import { readLink, writeLink } from "./permalink.mjs";
 
 const STORE = "bertviz-lesson:";
@@ -121,11 +123,17 @@ export function startAppLessons(doc, deps) {
         + "this browser has not opened: open its file with “Open a lesson file”.");
     } else {
       // the page's own first analysis comes from the link's input: the step waits for the views to be there
-      (async () => {
-        for (let waited = 0; !shown() && waited < ANALYSIS_WAIT_MS; waited += 100) await deps.sleep(100);
-        try { play(read(kept), opened.lesson, opened.step); } catch (error) { say(error.message); }
-      })();
+      afterFirstViews(() => play(read(kept), opened.lesson, opened.step));
     }
+  }
+  async function afterFirstViews(then) {
+    for (let waited = 0; !shown() && waited < ANALYSIS_WAIT_MS; waited += 100) await deps.sleep(100);
+    try { then(); } catch (error) { say(error.message); }
+  }
+  // a first visit is offered the tour: the first shipped lesson, once the page's own first views are there
+  if (Object.hasOwn(shipped, TOUR_LESSON)) {
+    offerTour(doc, { search: deps.location.search, storage: deps.storage,
+      start: () => afterFirstViews(() => play(read(shipped[TOUR_LESSON]), TOUR_LESSON)) });
   }
   return { steps, play: (source, name, step) => play(read(source), name, step) };
 }
