@@ -1,5 +1,6 @@
 // The app's lesson panel (bertviz_app/app/layout.py puts its HTML under the input row; the "Lesson" button shows
-// it): record what the views show as a step with a caption, save the steps as a lesson file, open a lesson file
+// it): record what the views show as a step with a caption (and, if the teacher types one, a question it asks
+// first: lesson.mjs askFirst), save the steps as a lesson file, open a lesson file
 // the teacher picks (read in the browser: nothing goes to the server or into the link), and play it in the bar
 // above the views (lesson-bar.mjs). A played step fills the boxes, presses Analyze when its input is not the one
 // on screen, waits for the new views, then selects.
@@ -12,7 +13,7 @@
 // opened (localStorage), so the link reopens that step where the lesson was opened (a shipped lesson's, anywhere);
 // elsewhere it says so.
 
-import { lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
+import { askFirst, lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
 import { makeShelf, readCards } from "./lesson-shelf.mjs";
 import { TOUR_LESSON, offerTour } from "./lesson-tour.mjs";
 import { readLink, writeLink } from "./permalink.mjs";
@@ -68,9 +69,18 @@ export function startAppLessons(doc, deps) {
   $("lesson-add").addEventListener("click", () => {
     const now = shown();
     if (!now) { say("Analyze an input first: a step is what the views show."); return; }
-    steps.push(recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value));
+    const typed = { ask: $("lesson-ask-in").value, choices: $("lesson-choices-in").value,
+      answer: $("lesson-answer-in").value };
+    const recorded = recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value);
+    try {
+      steps.push(askFirst(recorded, typed, steps.length + 1, now.viewer.payload));
+    } catch (error) {
+      say(error.message);
+      return;
+    }
     from = from && `${from.replace(/, changed$/, "")}, changed`;
-    $("lesson-caption-in").value = "";
+    for (const id of ["lesson-caption-in", "lesson-ask-in", "lesson-choices-in", "lesson-answer-in"]) $(id).value = "";
+    $("lesson-ask").open = false;
     say("");
     count();
   });
