@@ -242,6 +242,7 @@ def test_a_step_recorded_with_a_question_asks_it_then_reveals_the_measured_answe
         assert page.text_content("#lesson-error") == "Step 1's answer “dog” is not one of its choices."
         assert page.text_content("#lesson-count") == "0 steps"
         page.fill("#lesson-answer-in", answer)
+        shoot(page, tmp_path, "lesson_ask_first_1280x720")
         page.click("#lesson-add")
         assert page.text_content("#lesson-count") == "1 step" and page.text_content("#lesson-error") == ""
         assert page.input_value("#lesson-ask-in") == "" and page.input_value("#lesson-choices-in") == ""

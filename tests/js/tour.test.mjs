@@ -8,8 +8,8 @@ import { TOUR_KEY, firstVisit, rememberTour } from "../../bertviz_app/views/js/l
 
 function storage(entries = {}) {
   const map = new Map(Object.entries(entries));
-  return { get length() { return map.size; }, key: (i) => [...map.keys()][i] ?? null, getItem: (k) => map.get(k) ?? null,
-    setItem: (k, v) => { map.set(k, String(v)); } };
+  return { get length() { return map.size; }, key: (i) => [...map.keys()][i] ?? null,
+    getItem: (k) => map.get(k) ?? null, setItem: (k, v) => { map.set(k, String(v)); } };
 }
 
 test("a first visit is a bare address in a browser that keeps nothing of ours", () => {

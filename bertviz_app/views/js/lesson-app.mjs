@@ -67,21 +67,11 @@ export function startAppLessons(doc, deps) {
     : source });
 
   $("lesson-add").addEventListener("click", () => {
-    const now = shown();
-    if (!now) { say("Analyze an input first: a step is what the views show."); return; }
-    const typed = { ask: $("lesson-ask-in").value, choices: $("lesson-choices-in").value,
-      answer: $("lesson-answer-in").value };
-    const recorded = recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value);
-    try {
-      steps.push(askFirst(recorded, typed, steps.length + 1, now.viewer.payload));
-    } catch (error) {
-      say(error.message);
-      return;
-    }
+    const { step, problem } = recordFromPanel(doc, shown(), steps.length + 1);
+    say(problem || "");
+    if (!step) return;
+    steps.push(step);
     from = from && `${from.replace(/, changed$/, "")}, changed`;
-    for (const id of ["lesson-caption-in", "lesson-ask-in", "lesson-choices-in", "lesson-answer-in"]) $(id).value = "";
-    $("lesson-ask").open = false;
-    say("");
     count();
   });
   $("lesson-save").addEventListener("click", () => {
@@ -146,6 +136,25 @@ export function startAppLessons(doc, deps) {
       start: () => afterFirstViews(() => play(read(shipped[TOUR_LESSON]), TOUR_LESSON)) });
   }
   return { steps, play: (source, name, step) => play(read(source), name, step) };
+}
+
+/** The step the panel records from what the views show (`now`, viewerIn's), with the question typed under "Ask
+ * first" if any, as step `n` (from 1): { step }, the panel's fields then emptied, or { problem } in one sentence. */
+function recordFromPanel(doc, now, n) {
+  const $ = (id) => doc.getElementById(id);
+  if (!now) return { problem: "Analyze an input first: a step is what the views show." };
+  const typed = { ask: $("lesson-ask-in").value, choices: $("lesson-choices-in").value,
+    answer: $("lesson-answer-in").value };
+  let step;
+  try {
+    step = askFirst(recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value), typed, n,
+      now.viewer.payload);
+  } catch (error) {
+    return { problem: error.message };
+  }
+  for (const id of ["lesson-caption-in", "lesson-ask-in", "lesson-choices-in", "lesson-answer-in"]) $(id).value = "";
+  $("lesson-ask").open = false;
+  return { step };
 }
 
 /** A played step: its input analyzed when it is not the one on screen (the boxes filled, Analyze pressed, the new
