@@ -1,3 +1,4 @@
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -60,24 +61,39 @@ def perturb_(model: torch.nn.Module, seed: int = 0) -> None:
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """Debian's headless Chromium, driven by playwright (no `playwright install`), with a fresh profile: a
-    persistent context at 1280 x 720 that takes downloads. One per module: playwright's sync API runs one event loop
-    at a time, so a module's tests open pages of this one."""
+# Every page the browser tests open has the first visit's tour offer (views/js/lesson-tour.mjs) dismissed already, as
+# a returning visitor's browser has, so that no card floats over what a test clicks or photographs; the tour's own
+# tests (test_tour_browser.py) open pages without it.
+TOUR_DISMISSED = "try { localStorage.setItem('bertviz-tour', 'dismissed'); } catch (e) { /* about:blank */ }"
+
+
+@contextlib.contextmanager
+def chromium(profile: Path, first_visit: bool = False):
+    """Debian's headless Chromium, driven by playwright (no `playwright install`), with the fresh profile `profile`:
+    a persistent context at 1280 x 720 that takes downloads; unless `first_visit`, the tour already dismissed."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (scripts/system_packages.sh)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
     with sync_api.sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            str(profile), executable_path=str(CHROMIUM), headless=True,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"],
             viewport={"width": 1280, "height": 720}, accept_downloads=True)
+        if not first_visit:
+            context.add_init_script(TOUR_DISMISSED)
         try:
             yield context
         finally:
             context.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """chromium(): one per module: playwright's sync API runs one event loop at a time, so a module's tests open pages
+    of this one."""
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
 
 
 SENTIMENT = {"positive": ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie",

@@ -4,7 +4,8 @@ lists them. At each step, at 1280 x 720 and at 390 x 844: the bar is on that ste
 its view is drawn at the step's layer, head and token, and its caption is on screen, whole and as text. A step that
 asks first hides its view and caption until answered: each shipped question is answered right, wrong, or revealed
 (in presenter mode, the teacher's button), and the choice marked is the token measured on screen.
-Screenshots of lesson 3's step 2 at both sizes go to docs/screenshots/ when BERTVIZ_SCREENSHOTS is set."""
+Screenshots of lesson 3's step 2 at both sizes, and of one step of each lesson in the app at 1280 x 720 (LESSON_SHOTS,
+under lessons/), go to docs/screenshots/ when BERTVIZ_SCREENSHOTS is set."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ SHOT = ("03-one-head-two-ways", 2)  # the step whose screenshots docs/screenshot
 ANSWERS = {("03-one-head-two-ways", 2): "wrong", ("05-heads-that-follow-grammar", 1): "right",
            ("05-heads-that-follow-grammar", 4): "reveal"}
 VERDICT = {"right": "Right: ", "wrong": "Not this time: ", "reveal": "Revealed: "}
+# one step of each lesson photographed in the app at 1280 x 720 (docs/screenshots/lessons/lesson-N-step-S.png): the
+# longest caption, each kind of view, a kept token
+LESSON_SHOTS = {"01-words-become-pieces": 1, "02-three-embeddings": 3, "03-one-head-two-ways": 3,
+                "04-heads-that-look-at-places": 1, "05-heads-that-follow-grammar": 2, "06-fill-in-the-blank": 4,
+                "07-what-makes-the-answer": 3, "08-when-the-model-is-wrong": 3}
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +93,10 @@ def shows(page, boxes: tuple[str, str], step: dict, n: int, width: int) -> None:
 def keep(page, name: str) -> None:
     target = os.environ.get("BERTVIZ_SCREENSHOTS")
     path = Path("/tmp/course-shots") / name
-    path.parent.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path))
     if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
+        (Path(target) / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, Path(target) / name)
 
 
@@ -125,6 +131,8 @@ def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_size
                     shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, n, 1280)
                     if (name, n) == SHOT:
                         keep(page, "lesson_app_1280x720.png")
+                    if LESSON_SHOTS[name] == n:
+                        keep(page, f"lessons/lesson-{int(name[:2])}-step-{n}.png")
                     with visitor.on_a_phone():
                         shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, n, 390)
                         assert visitor.no_sideways_scroll()

@@ -1,6 +1,6 @@
 """A lesson in Chromium: five steps recorded in the app and saved as a file, played in presenter mode with the arrow
 keys in the app, then exported with the static page (`export_static(lesson=...)`) and played there; a link to step
-3 opens step 3 in both. Screenshots of a step in presenter mode go to BERTVIZ_SCREENSHOTS when it is set."""
+3 opens step 3 in both. A step recorded with a question (the panel's "Ask first") asks it when played. Screenshots of a step in presenter mode go to BERTVIZ_SCREENSHOTS when it is set."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import urllib.parse
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import bertviz_app
@@ -204,6 +205,63 @@ def test_a_bad_lesson_file_or_link_is_one_sentence_in_the_app(browser, app_serve
         page.set_input_files("#lesson-file", str(bad))
         page.wait_for_function("() => document.querySelector('#lesson-problem')?.textContent === 'Step 1 asks for "
                                "head 40; this model has heads 0 to 11.'")
+        assert visitor.errors == []
+    finally:
+        page.close()
+
+
+def test_a_step_recorded_with_a_question_asks_it_then_reveals_the_measured_answer(browser, app_server, explorer,
+                                                                                   tmp_path):
+    """The panel's "Ask first" fields add a question to the step it records: refused in one sentence when the answer is
+    not a choice (the step is not added), then saved in the lesson file's format and asked when the lesson plays:
+    the views hidden until Reveal, then the token measured on screen marked."""
+    layer, head, token = 3, 1, 10  # "it" looks most at "animal" in layer 3, head 1
+    run = explorer.run(A2, None)
+    tokens = list(run.token_table()["token"])
+    row = np.asarray(run.attention(layer=layer, head=head))[token]
+    answer, runner_up = (tokens[i] for i in np.argsort(row)[::-1][:2])
+    assert (tokens[token], answer) == ("it", "animal") and np.sort(row)[-1] - np.sort(row)[-2] > 0.02, (
+        "the model changed: pick another head whose strongest link from 'it' leads by more than 8-bit steps")
+    ask = "In layer 3, head 1, which token does “it” look at most?"
+    visitor = AppPage(browser, app_server)
+    page = visitor.page
+    try:
+        visitor.views_drawn("lines")
+        page.click("#lesson")
+        visitor.analyze(A2)
+        visitor.views_drawn("lines")
+        visitor.set_input("#view-layer", layer)
+        visitor.set_input("#view-head", head)
+        page.select_option("#view-token", str(token))
+        page.fill("#lesson-caption-in", "It is the animal that was tired.")
+        page.click("#lesson-ask summary")
+        page.fill("#lesson-ask-in", ask)
+        page.fill("#lesson-choices-in", f"street {answer} {runner_up}")
+        page.fill("#lesson-answer-in", "dog")
+        page.click("#lesson-add")
+        assert page.text_content("#lesson-error") == "Step 1's answer “dog” is not one of its choices."
+        assert page.text_content("#lesson-count") == "0 steps"
+        page.fill("#lesson-answer-in", answer)
+        shoot(page, tmp_path, "lesson_ask_first_1280x720")
+        page.click("#lesson-add")
+        assert page.text_content("#lesson-count") == "1 step" and page.text_content("#lesson-error") == ""
+        assert page.input_value("#lesson-ask-in") == "" and page.input_value("#lesson-choices-in") == ""
+        with page.expect_download() as download:
+            page.click("#lesson-save")
+        step = json.loads(Path(download.value.path()).read_text())["steps"][0]
+        assert (step["layer"], step["head"], step["token"]) == (layer, head, token)
+        assert step["question"] == {"ask": ask, "choices": ["street", answer, runner_up], "answer": answer}
+        page.click("#lesson-play")
+        page.wait_for_function("() => document.querySelector('#lesson-bar')?.dataset.busy === 'false'")
+        assert page.text_content("#lesson-question .bv-question-ask") == ask
+        assert "bv-veiled" in page.get_attribute("#attention-host", "class")
+        assert page.locator("#lesson-caption").is_hidden()
+        shoot(page, tmp_path, "recorded_question_1280x720")
+        page.click("#lesson-reveal")
+        assert page.text_content("#lesson-verdict") == f"Revealed: the model's numbers say “{answer}”."
+        assert page.get_attribute("#lesson-choice-1", "data-mark") == "right"
+        assert "bv-veiled" not in page.get_attribute("#attention-host", "class")
+        assert page.text_content("#lesson-caption") == "It is the animal that was tired."
         assert visitor.errors == []
     finally:
         page.close()

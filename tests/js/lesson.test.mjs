@@ -219,3 +219,49 @@ test("the poll's server calls: a refusal is the server's sentence", async () => 
     ["/poll/open", { ask: "Q?", choices: ["a", "b"], origin: "http://10.0.0.2:7860" }], // never the answer
     ["/poll/tally?key=k%26x%3D1", null]]);
 });
+
+test("the Lesson panel's question for a recorded step: kept in the file's form, or refused in one sentence", () => {
+  const step = lesson.recordStep({ a: "The cat sat." }, { layer: 2, head: 5, token: 3, view: "lines" }, "Guess.");
+  const typed = { ask: "Which token does “sat” look at most?", choices: "  the cat\t[SEP] ", answer: "cat" };
+  const asked = lesson.askFirst(step, typed, 4);
+  assert.deepEqual(asked, { ...step, question: { ask: typed.ask, choices: ["the", "cat", "[SEP]"], answer: "cat" } });
+  // the file it is saved into reads back with the question asked (no answer travels to the players)
+  const played = lesson.parseLesson(lesson.lessonText([asked])).steps[0];
+  assert.deepEqual(played.question, { ask: typed.ask, choices: ["the", "cat", "[SEP]"] });
+  assert.equal(lesson.askFirst(step, { ask: " ", choices: "", answer: "" }, 4), step); // nothing typed: no question
+  const refused = (changes, on = step) => {
+    try { lesson.askFirst(on, { ...typed, ...changes }, 4); } catch (error) {
+      assert.ok(!error.message.includes("\n") && error.message.endsWith("."), error.message);
+      return error.message;
+    }
+    return null;
+  };
+  assert.equal(refused({ choices: "cat" }), "Step 4's question needs 2 to 5 choices, each a token of at most 80 "
+    + "characters.");
+  assert.match(refused({ choices: "a b c d e cat" }), /2 to 5 choices/);
+  assert.equal(refused({ answer: "dog" }), "Step 4's answer “dog” is not one of its choices.");
+  assert.equal(refused({ answer: "" }), "Step 4's question needs its answer: one of its choices.");
+  assert.equal(refused({ ask: "" }), "Step 4's question has no \"ask\".");
+  assert.equal(refused({ ask: "?".repeat(301) }), "Step 4's question is longer than 300 characters.");
+  assert.match(refused({ choices: `the ${"x".repeat(81)} cat` }), /at most 80 characters/);
+  assert.match(refused({ choices: "cat the cat" }), /same choice twice/);
+  assert.match(refused({}, { ...step, token: undefined }), /needs a layer, a head and a token/);
+  assert.match(refused({}, { ...step, head: "all" }), /needs a layer, a head and a token/);
+});
+
+test("a recorded question's answer is the token the model's numbers on screen say", () => {
+  // tokens 0..3; in layer 1, head 0 token 2 gives the most to token 3 ("sat")
+  const T = 4;
+  const codes = new Uint8Array(2 * 1 * T * T);
+  codes[((1 * 1 + 0) * T + 2) * T + 1] = 90;
+  codes[((1 * 1 + 0) * T + 2) * T + 3] = 200;
+  const payload = { length: T, layers: 2, heads: 1, tokens: ["[CLS]", "the", "cat", "sat"],
+    sets: { attention: { codes, max: 1, perHead: true, rowsSumToOne: true } } };
+  const step = lesson.recordStep({ a: "x" }, { layer: 1, head: 0, token: 2, view: "lines" });
+  const typed = { ask: "Which?", choices: "the sat" };
+  assert.equal(lesson.askFirst(step, { ...typed, answer: "sat" }, 1, payload).question.answer, "sat");
+  let said = null;
+  try { lesson.askFirst(step, { ...typed, answer: "the" }, 1, payload); } catch (error) { said = error.message; }
+  assert.equal(said, "Step 1's answer is “the”, but the model's numbers on screen say “sat” (the token it looks at "
+    + "most in layer 1, head 0).");
+});

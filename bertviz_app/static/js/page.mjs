@@ -470,9 +470,18 @@ export function start(doc = document) {
       return api.show(...inputOf(doc), opened.selection);
     })
     : () => api.show(...inputOf(doc), opened.selection, true);
-  ready.then(first)
-    .then(() => { timings.firstPictureSeconds = performance.now() / 1000; },
-      (error) => { $("input-error").textContent = error.message || String(error); });
+  const firstShown = ready.then(first);
+  firstShown.then(() => { timings.firstPictureSeconds = performance.now() / 1000; },
+    (error) => { $("input-error").textContent = error.message || String(error); });
+  // a first visit is offered the tour (lesson-tour.mjs): the folder's lesson 1, played after the first picture
+  const tour = window.BertvizViews.lessonTour;
+  if (cards.some((card) => card.name === tour.TOUR_LESSON)) {
+    let storage = null;
+    try { storage = window.localStorage; } catch { /* refused (a private window's setting): no offer */ }
+    tour.offerTour(doc, { search: window.location.search, storage, start: () => firstShown.catch(() => null)
+      .then(() => openLesson(lessonCtx, tour.TOUR_LESSON, 1))
+      .catch((error) => { $("input-error").textContent = error.message || String(error); }) });
+  }
   window.bertvizPage = api;
   return api;
 }

@@ -1,18 +1,21 @@
 // The app's lesson panel (bertviz_app/app/layout.py puts its HTML under the input row; the "Lesson" button shows
-// it): record what the views show as a step with a caption, save the steps as a lesson file, open a lesson file
+// it): record what the views show as a step with a caption (and, if the teacher types one, a question it asks
+// first: lesson.mjs askFirst), save the steps as a lesson file, open a lesson file
 // the teacher picks (read in the browser: nothing goes to the server or into the link), and play it in the bar
 // above the views (lesson-bar.mjs). A played step fills the boxes, presses Analyze when its input is not the one
 // on screen, waits for the new views, then selects.
 //
 // The panel also lists the lessons that come with the app (the page's head carries them: bertviz_app/lessons.py);
-// one picked plays from its first step and folds the panel away.
+// one picked plays from its first step and folds the panel away. A first visit is offered the first of them as a
+// tour (lesson-tour.mjs).
 //
 // A link holds the lesson's name and step (?lesson=NAME&step=N), not the lesson: the browser keeps each lesson it
 // opened (localStorage), so the link reopens that step where the lesson was opened (a shipped lesson's, anywhere);
 // elsewhere it says so.
 
-import { lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
+import { askFirst, lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
 import { makeShelf, readCards } from "./lesson-shelf.mjs";
+import { TOUR_LESSON, offerTour } from "./lesson-tour.mjs";
 import { readLink, writeLink } from "./permalink.mjs";
 
 const STORE = "bertviz-lesson:";
@@ -64,12 +67,11 @@ export function startAppLessons(doc, deps) {
     : source });
 
   $("lesson-add").addEventListener("click", () => {
-    const now = shown();
-    if (!now) { say("Analyze an input first: a step is what the views show."); return; }
-    steps.push(recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value));
+    const { step, problem } = recordFromPanel(doc, shown(), steps.length + 1);
+    say(problem || "");
+    if (!step) return;
+    steps.push(step);
     from = from && `${from.replace(/, changed$/, "")}, changed`;
-    $("lesson-caption-in").value = "";
-    say("");
     count();
   });
   $("lesson-save").addEventListener("click", () => {
@@ -121,13 +123,38 @@ export function startAppLessons(doc, deps) {
         + "this browser has not opened: open its file with “Open a lesson file”.");
     } else {
       // the page's own first analysis comes from the link's input: the step waits for the views to be there
-      (async () => {
-        for (let waited = 0; !shown() && waited < ANALYSIS_WAIT_MS; waited += 100) await deps.sleep(100);
-        try { play(read(kept), opened.lesson, opened.step); } catch (error) { say(error.message); }
-      })();
+      afterFirstViews(() => play(read(kept), opened.lesson, opened.step));
     }
   }
+  async function afterFirstViews(then) {
+    for (let waited = 0; !shown() && waited < ANALYSIS_WAIT_MS; waited += 100) await deps.sleep(100);
+    try { then(); } catch (error) { say(error.message); }
+  }
+  // a first visit is offered the tour: the first shipped lesson, once the page's own first views are there
+  if (Object.hasOwn(shipped, TOUR_LESSON)) {
+    offerTour(doc, { search: deps.location.search, storage: deps.storage,
+      start: () => afterFirstViews(() => play(read(shipped[TOUR_LESSON]), TOUR_LESSON)) });
+  }
   return { steps, play: (source, name, step) => play(read(source), name, step) };
+}
+
+/** The step the panel records from what the views show (`now`, viewerIn's), with the question typed under "Ask
+ * first" if any, as step `n` (from 1): { step }, the panel's fields then emptied, or { problem } in one sentence. */
+function recordFromPanel(doc, now, n) {
+  const $ = (id) => doc.getElementById(id);
+  if (!now) return { problem: "Analyze an input first: a step is what the views show." };
+  const typed = { ask: $("lesson-ask-in").value, choices: $("lesson-choices-in").value,
+    answer: $("lesson-answer-in").value };
+  let step;
+  try {
+    step = askFirst(recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value), typed, n,
+      now.viewer.payload);
+  } catch (error) {
+    return { problem: error.message };
+  }
+  for (const id of ["lesson-caption-in", "lesson-ask-in", "lesson-choices-in", "lesson-answer-in"]) $(id).value = "";
+  $("lesson-ask").open = false;
+  return { step };
 }
 
 /** A played step: its input analyzed when it is not the one on screen (the boxes filled, Analyze pressed, the new

@@ -5,12 +5,16 @@
 import { playLesson as playLessonIn, toggleKeys } from "./lesson-bar.mjs";
 import * as lessons from "./lesson.mjs";
 import * as shelf from "./lesson-shelf.mjs";
+import * as tour from "./lesson-tour.mjs";
 
 /** Lessons (lesson.mjs): reading a lesson file, recording a step, the player both hosts drive. */
 export const lesson = lessons;
 
 /** The list of ready lessons (lesson-shelf.mjs: readCards, makeShelf), for the static page's Lesson button. */
 export const lessonShelf = shelf;
+
+/** The first visit's offer of the tour (lesson-tour.mjs: offerTour, TOUR_LESSON), for the static page. */
+export const lessonTour = tour;
 
 /** A lesson's bar and player at the start of `container` (lesson-bar.mjs), for either host. */
 export function playLesson(container, lessonRead, host) {

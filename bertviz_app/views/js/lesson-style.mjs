@@ -37,10 +37,19 @@ body.bv-presenter #lesson-bar .bv-question-choices button { font-size: 20px; }
 body.bv-presenter .bv-tally { font-size: 20px; }
 .bv-tally-count { font-weight: 600; }
 .bv-poll-said { color: #a50f15; margin: 0; }
+/* the first visit's offer of the tour (lesson-tour.mjs): over the page's corner, so that nothing moves */
+.bv-tour { position: fixed; right: 16px; bottom: 16px; z-index: 1000; max-width: 330px; box-sizing: border-box;
+  padding: 10px 12px; background: #fff; color: #08306b; border: 2px solid #2171b5; border-radius: 6px;
+  box-shadow: 0 2px 12px rgba(0, 0, 0, 0.25); font: 15px/1.35 system-ui, sans-serif; }
+.bv-tour p { margin: 0 0 8px; }
+.bv-tour button { font: inherit; padding: 4px 10px; margin: 0 6px 0 0; border-radius: 4px; cursor: pointer; }
+#tour-start { background: #08519c; color: #fff; border: 1px solid #08306b; font-weight: 600; }
+#tour-skip { background: #fff; color: #08306b; border: 1px solid #6baed6; }
 /* on a phone the lesson's name and step get a line of their own above its buttons (beside them, a word a line) */
 @media (max-width: 700px) {
   .bv-lesson .bv-lesson-row { flex-wrap: wrap; }
   .bv-lesson .bv-lesson-row #lesson-where { flex: 1 1 100%; order: -1; }
+  .bv-tour { left: 8px; right: 8px; bottom: 8px; max-width: none; }
 }
 `;
 

@@ -10,6 +10,7 @@
 // asks which token the step's token (in its layer and head) gives the most attention; the views stay hidden until the
 // student picks a choice or the teacher reveals. The answer marked is the one measured in the numbers on screen
 // (measuredAnswer), never the file's: the file's "answer" is what bertviz_app/lessons.py checks against the model.
+// The app's Lesson panel adds one to a step it records (askFirst).
 
 import { layerMatrix } from "./data.mjs";
 import { LINK_KEYS, MAX_LINK_CHARS, readLink } from "./permalink.mjs";
@@ -70,12 +71,14 @@ function questionProblem(step, n) {
   if (q === undefined || q === null) return null;
   if (typeof q !== "object" || Array.isArray(q)) return `Step ${n}'s question is not an object of ask, choices and `
     + "answer.";
-  if (typeof q.ask !== "string" || !q.ask.trim() || q.ask.length > MAX_ASK) return `Step ${n}'s question has no `
-    + `"ask" of at most ${MAX_ASK} characters.`;
+  if (typeof q.ask !== "string" || !q.ask.trim()) return `Step ${n}'s question has no "ask".`;
+  if (q.ask.length > MAX_ASK) return `Step ${n}'s question is longer than ${MAX_ASK} characters.`;
   if (!Array.isArray(q.choices) || q.choices.length < 2 || q.choices.length > MAX_CHOICES
     || !q.choices.every((c) => typeof c === "string" && c.length > 0 && c.length <= MAX_CHOICE)) return `Step ${n}'s `
     + `question needs 2 to ${MAX_CHOICES} choices, each a token of at most ${MAX_CHOICE} characters.`;
   if (new Set(q.choices).size !== q.choices.length) return `Step ${n}'s question offers the same choice twice.`;
+  if (q.answer !== undefined && !q.choices.includes(q.answer)) return `Step ${n}'s answer “${String(q.answer)
+    .slice(0, MAX_CHOICE)}” is not one of its choices.`;
   if ((q.kind ?? "strongest") !== "strongest") return `Step ${n}'s question is of the kind "${String(q.kind)
     .slice(0, 40)}"; the players know "strongest" (the token the step's token gives the most attention).`;
   if (!INT(step.layer) || !INT(step.head) || !INT(step.token)) return `Step ${n} asks which token its token looks at `
@@ -147,6 +150,29 @@ export function recordStep(input, state, caption = "") {
   step.tab = VIEWS.find((v) => v.name === state.view)?.url ?? state.view;
   step.caption = caption;
   return step;
+}
+
+/**
+ * A recorded step (recordStep's, to be step `n` from 1) with the question a teacher typed in the Lesson panel: { ask,
+ * choices (the tokens as one text, separated by spaces: a token holds none), answer }, all blank for none. It is
+ * checked as a lesson file's question is, its answer must be one of the choices and, given the `payload` on screen
+ * (the views' decoded data), the token measured there: what the players will mark. Throws an Error of one sentence.
+ */
+export function askFirst(step, typed, n, payload = null) {
+  const ask = String(typed.ask ?? "").trim();
+  const choices = String(typed.choices ?? "").split(/\s+/).filter(Boolean);
+  const answer = String(typed.answer ?? "").trim();
+  if (!ask && !choices.length && !answer) return step;
+  const question = { ask, choices, answer };
+  const problem = (!answer && `Step ${n}'s question needs its answer: one of its choices.`)
+    || questionProblem({ ...step, question }, n);
+  if (problem) throw new Error(problem);
+  if (payload) {
+    const { word } = measuredAnswer({ selection: step, question }, payload);
+    if (word !== answer) throw new Error(`Step ${n}'s answer is “${answer}”, but the model's numbers on screen say `
+      + `“${word}” (the token it looks at most in layer ${step.layer}, head ${step.head}).`);
+  }
+  return { ...step, question };
 }
 
 /** A lesson file's text from recorded steps (recordStep's objects). */
