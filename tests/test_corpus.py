@@ -13,9 +13,10 @@ import pytest
 import bertviz_app
 from bertviz_app.corpus import CorpusError, build_corpus, open_corpus
 from bertviz_app.corpus import build as build_module
-from bertviz_app.corpus.questions import coarse_tag, normalize_qk, project
+from bertviz_app.corpus.questions import SUMMARY_COLUMNS, coarse_tag, normalize_qk, project
 from bertviz_app.corpus.sources import NPM, read_source
 from bertviz_app.corpus.stats import OFFSETS, STATISTICS, is_punctuation
+from bertviz_app.heads import CORPUS_STATISTICS
 
 SENTENCES = ["The cat sat on the mat.", "A dog barked at the mailman, twice!", "I sat by the bank of the river.",
              "I paid at the bank.", "She reads books.\tThey write letters.", "Colorless green ideas sleep furiously.",
@@ -443,6 +444,8 @@ def _env():
 
 def test_statistics_are_named_in_one_order():
     assert STATISTICS[-1] == "strongest" and len(set(STATISTICS)) == len(STATISTICS)
+    # the words the grid and the cards show (heads.py, which the views read through heads.mjs) name summary columns
+    assert set(CORPUS_STATISTICS) <= set(SUMMARY_COLUMNS) and "strongest" not in CORPUS_STATISTICS
 
 
 def test_the_summary_sums_written_by_the_build_equal_a_fresh_sum(corpus, tmp_path):

@@ -36,7 +36,7 @@ def test_the_wheel_carries_the_assets_and_finds_them_installed(tmp_path):
     # the page's own scripts, HTML and CSS (package data, which pyproject lists by pattern)
     page = {name for name in filter(None, tracked.decode().split("\0"))
             if name.startswith("bertviz_app/") and name.endswith((".js", ".mjs", ".html", ".css"))}
-    assert {"bertviz_app/app/page/fit-on-a-phone.js", "bertviz_app/static/index.html", "bertviz_app/static/page.css",
+    assert {"bertviz_app/app/page/fit-on-a-phone.js", "bertviz_app/static/index.html", "bertviz_app/styles/page.css",
             "bertviz_app/views/js/main.mjs"} <= page
     assert page <= names, sorted(page - names)
 

@@ -116,7 +116,7 @@ def test_the_folder_is_a_space(tmp_path, tiny_mlm_folder, capsys):
     assert {p.relative_to(PACKAGE) for p in PACKAGE.rglob("*.mjs") if "runtime" not in p.parts} <= \
         {p.relative_to(copied) for p in copied.rglob("*.mjs")}
     assert not list(copied.rglob("__pycache__")) and not (copied / "static" / "runtime").exists()
-    assert (copied / "assets" / "examples.json").is_file() and (copied / "assets" / "app.css").is_file()
+    assert (copied / "assets" / "examples.json").is_file() and (copied / "styles" / "app.css").is_file()
     # the shipped model stays out of a Space that does not serve it; the folder named is copied
     assert not (copied / "assets" / catalog.ENGLISH_MLM_NAME).exists()
     name = Path(tiny_mlm_folder).name

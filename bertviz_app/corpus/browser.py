@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import limits
+from ..heads import GRID_STATISTICS
 from ..views.corpus_payload import encode_qk_map, encode_sentence_map
 from . import probes, questions
 from .cards import CARD_STATISTICS, ROLE_STATISTIC
@@ -124,7 +125,7 @@ class CorpusViews:
                 "model": self.model_name, "layers": c.num_layers, "heads": c.num_heads,
                 "hidden_layers": c.num_layers + 1, "tagged": bool(c.tags),
                 "predictions": "prediction" in c.sentences,
-                "statistics": list(_GRID_STATISTICS), "probe_targets": list(probes.TARGETS),
+                "statistics": list(GRID_STATISTICS), "probe_targets": list(probes.TARGETS),
                 "card_statistics": list(CARD_STATISTICS), "map_points": self.map_points, "subsets": self.subsets(),
                 "kept_for_map": int(sum(s.array("qk_rows").shape[0] for s in c.shards))}
 
@@ -187,7 +188,7 @@ class CorpusViews:
         frame = frame.sort_values(["layer", "head"], kind="stable")
         grid = {"subset": "all" if kind is None else f"{kind}:{name}", "tokens": int(frame["tokens"].max()),
                 "role": frame["role"].tolist()}
-        for stat in _GRID_STATISTICS:
+        for stat in GRID_STATISTICS:
             grid[stat] = _floats(frame[stat])
             grid[f"{stat}_spread"] = _floats(frame[f"{stat}_spread"])
         return grid
@@ -400,8 +401,6 @@ class CorpusViews:
         return self._searches.get(key, lambda: self.search(vector, layer, k, described))
 
 
-# The statistics a grid tile can show (questions.head_summary's columns, entropy_ratio: entropy over a uniform row's)
-_GRID_STATISTICS = ("entropy_ratio", "distance", "cls", "sep", "self", "previous", "next", "punctuation")
 
 
 def _check_pooling(pooling) -> None:

@@ -36,6 +36,7 @@ import shutil
 from pathlib import Path
 
 from .. import lessons as course, limits
+from ..styles import stylesheet
 from ..views.page import JS_DIR as VIEWS_JS_DIR, bundle_js, inline_modules
 from ..views.payload import SCORE_TERMS_MAX_VALUES
 from . import runtime
@@ -203,18 +204,13 @@ def export_static(folder: str | Path, model, tokenizer, name: str, example: tupl
 
 
 @functools.cache
-def page_css() -> str:
-    """The page's own stylesheet (static/page.css), inline in index.html: the page opens from file:// too."""
-    return (HERE / "page.css").read_text(encoding="utf-8")
-
-
-@functools.cache
 def page_template() -> str:
-    """index.html with {name}, {a}, {b}, {css} and {needs_server} to fill (static/index.html)."""
+    """index.html with {name}, {a}, {b}, {css} (the page's own stylesheet, inline: the page opens from file:// too) and
+    {needs_server} to fill (static/index.html)."""
     return (HERE / "index.html").read_text(encoding="utf-8")
 
 
 def index_html(name: str, a: str, b: str) -> str:
     esc = html.escape
-    return page_template().format(name=esc(name), a=esc(a, quote=True), b=esc(b, quote=True), css=page_css(),
+    return page_template().format(name=esc(name), a=esc(a, quote=True), b=esc(b, quote=True), css=stylesheet("base.css") + stylesheet("page.css"),
                                   needs_server=esc(NEEDS_SERVER))

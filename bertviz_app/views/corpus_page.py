@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from .page import GLOBAL, _png, page_html
+from .page import GLOBAL, NOTEBOOK_STYLE, _png, page_html
 
 
 def _json_script(data: dict) -> str:
@@ -49,7 +49,7 @@ def corpus_notebook_html(data: dict, title: str = "Corpus", height: int = 900) -
     caption = (f"Heads over {info['sentences']:,} sentences of {info['name']}: {info['layers']} layers (rows, 0 at the "
                f"top) x {info['heads']} heads (columns, 0 at the left), each tile the head's attention entropy over a "
                "uniform row's (darker: spread more evenly).")
-    return (f"<div class=\"bertviz-output\"><style>.bertviz-static {{ display: none; }}</style>"
+    return (f"<div class=\"bertviz-output\">{NOTEBOOK_STYLE}"
             f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" title=\"{html.escape(title, quote=True)}\" "
             f"sandbox=\"allow-scripts allow-downloads\" style=\"width: 100%; height: {int(height)}px; border: 0;\">"
             "</iframe>"

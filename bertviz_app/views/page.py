@@ -7,7 +7,9 @@ are returned as an object, and each `import {a, b as c} from "./x.mjs"` becomes 
 It understands only what our modules use (named and namespace imports of sibling files, or of a file elsewhere
 in the package, known by its file name: static/js reads views/js/heads.mjs; `export function`,
 `export async function`, `export const|let|class`) and refuses anything else, so a new construct fails a test
-instead of producing a broken bundle. The output is deterministic: the same sources give the same bytes.
+instead of producing a broken bundle. The stylesheets (bertviz_app/styles/) that the modules name in an
+`addStylesheet(root, "views.css", ...)` call travel in the script as `__bvStylesheets`, so a page carries the CSS of what
+it draws. The output is deterministic: the same sources give the same bytes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..styles import stylesheet
 from .payload import decode_payload
 
 JS_DIR = Path(__file__).resolve().parent / "js"
@@ -38,6 +41,7 @@ BUNDLES = {"page": ("main.mjs",),  # a Run's offline page and notebook output
 
 _IMPORT = re.compile(r'^import\s+(?:\{([^}]*)\}|\*\s+as\s+(\w+))\s+from\s+"(?:\./|(?:\.\./)+[\w/-]*/)([\w.-]+\.mjs)";[ \t]*$',
                      re.M)
+_STYLESHEETS = re.compile(r"(?<!function )\baddStylesheet\((.*?)\);", re.S)
 _EXPORT = re.compile(r"^export\s+(?:async\s+)?(function\*?|const|let|class)\s+([A-Za-z_$][\w$]*)", re.M)
 
 
@@ -108,8 +112,11 @@ def inline_modules(sources: dict[str, str], entry: str | tuple[str, ...], global
     for name in entries:
         visit(name)
     exports = ", ".join(f"...{_module_var(name)}" for name in entries)
+    named = sorted({css for name in done for call in _STYLESHEETS.findall(sources[name])
+                    for css in re.findall(r'"([\w-]+\.css)"', call)})
+    sheets = f"const __bvStylesheets = {json.dumps({css: stylesheet(css) for css in named})};\n" if named else ""
     return ("/* bertviz-app attention views: generated from bertviz_app/views/js by page.py; edit the modules. */\n"
-            "(function () {\n\"use strict\";\n" + "".join(done.values())
+            "(function () {\n\"use strict\";\n" + sheets + "".join(done.values())
             + f"globalThis.{global_name} = {{ {exports} }};\n}})();\n")
 
 
@@ -193,12 +200,16 @@ def page_html(title: str, data: str, start: str, bundle: str = "page") -> str:
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{html.escape(title)}</title>\n"
-        "<style>html, body { margin: 0; background: #fff; } body { padding: 12px 16px; }</style>\n"
+        f"<style>{stylesheet('base.css')}</style>\n"
         "</head>\n<body>\n<div id=\"bertviz-root\"></div>\n"
         + data
         + f"<script>{_script_text(bundle_js(bundle))}</script>\n"
         f"<script>{start}</script>\n"
         "</body>\n</html>\n")
+
+
+# hides the static picture that follows a notebook output's frame wherever <style> is not removed (notebook_html)
+NOTEBOOK_STYLE = f"<style>{stylesheet('notebook.css').strip()}</style>"
 
 
 def notebook_html(payload: bytes, query_key: bytes | None = None, title: str = "BERT attention",
@@ -212,7 +223,7 @@ def notebook_html(payload: bytes, query_key: bytes | None = None, title: str = "
     the frame, with how to get the interactive views. Everywhere else the <style> before it hides it."""
     page = standalone_html(payload, query_key, title, view)
     image, caption = static_picture(payload)
-    return (f"<div class=\"bertviz-output\"><style>.bertviz-static {{ display: none; }}</style>"
+    return (f"<div class=\"bertviz-output\">{NOTEBOOK_STYLE}"
             f"<iframe srcdoc=\"{html.escape(page, quote=True)}\" title=\"{html.escape(title, quote=True)}\" "
             f"sandbox=\"allow-scripts allow-downloads\" style=\"width: 100%; height: {int(height)}px; border: 0;\">"
             "</iframe>"

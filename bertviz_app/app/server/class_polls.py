@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...catalog import ASSETS
+from ...styles import stylesheet
 from .guards import ASGIApp, Receive, Scope, Send, answer, route_path
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ2345679"  # 31: no 0 or O, 1 or I, 8 (read aloud or off a screen, confused)
@@ -262,7 +263,7 @@ class PollRoutes:
         """The phone's page for the poll `code` (letters of ALPHABET only) with its voter cookie, or the page that
         says why not (`refused`)."""
         if self._page is None:
-            self._page = Path(PHONE_PAGE).read_text(encoding="utf-8")
+            self._page = Path(PHONE_PAGE).read_text(encoding="utf-8").replace("{{STYLE}}", stylesheet("poll-phone.css"))
         said = html.escape(str(refused)) if refused else ""
         body = self._page.replace("{{CODE}}", code).replace("{{SAID}}", said).encode("utf-8")
         headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),

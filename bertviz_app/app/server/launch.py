@@ -37,8 +37,8 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from ... import lessons, limits, views
-from ...catalog import ASSETS
 from ...explorer import release_freed_memory
+from ...styles import STYLES
 from . import class_polls, gradio_internals, guards, polls
 
 log = logging.getLogger("bertviz_app.app")
@@ -180,7 +180,7 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth, theme=THEME,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
-                    css_paths=[ASSETS / name for name in ("app.css", "access.css") if (ASSETS / name).exists()] or None,
+                    css_paths=[STYLES / "app.css", STYLES / "app-access.css"],
                     head=views.script_element() + lessons.script_element(),
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     launched.set()

@@ -182,7 +182,7 @@ def curve(p: Progress):
 
 # The loss curve and the confusion matrix take their box's width when drawn (autosize), but plotly keeps that width
 # when the window narrows (a phone turned, a resized window): the curve's right edge and legend were cut. Redrawn at
-# the box's width on every resize; the tables' cells wrap at words and shrink on a phone (assets/app.css).
+# the box's width on every resize; the tables' cells wrap at words and shrink on a phone (styles/app.css).
 FIT_PLOTS_JS = """() => {
   if (window.bvFitFinetune) return;
   window.bvFitFinetune = true;

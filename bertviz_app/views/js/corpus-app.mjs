@@ -17,9 +17,8 @@
 import { colorCategories, decodeCorpusMap, sentenceIndex, sentenceKey, tokenInSentence, tokenOf, isKey }
   from "./corpus-data.mjs";
 import { mountCanvasView } from "./corpus-shell.mjs";
-import { el } from "./dom.mjs";
+import { addStylesheet, el } from "./dom.mjs";
 import { linkIndex } from "./permalink.mjs";
-import { injectStyle } from "./style.mjs";
 import * as headsView from "./corpus-heads.mjs";
 import * as pointMap from "./corpus-point-map.mjs";
 import { CARD_STATISTICS, TARGETS, headCard, headsScatter, probeChart, probeLegend, roleLegend }
@@ -32,47 +31,6 @@ export const CORPUS_VIEWS = [
 const COLORS = { kind: "query / key", position: "position", tag: "tag", word: "word" };
 const SENTENCE_COLORS = { label: "label", prediction: "prediction", error: "error" };
 const BRUSH_LISTED = 200;
-const CSS = `
-.bv-corpus .bv-corpus-panes > [hidden] { display: none; }
-.bv-corpus .bv-corpus-view { position: relative; }
-.bv-corpus .bv-corpus-canvas { display: block; border: 1px solid #e1e4e8; border-radius: 4px; touch-action: none; }
-.bv-corpus .bv-corpus-message { margin: 4px 0 8px; color: #8a1c1c; font-weight: 600; }
-.bv-corpus .bv-corpus-message:empty { display: none; }
-.bv-corpus .bv-legend { display: flex; flex-wrap: wrap; gap: 4px 10px; margin: 4px 0; font-size: 14px; }
-.bv-corpus .bv-legend button { border: 1px solid transparent; background: none; padding: 1px 4px; cursor: pointer; }
-.bv-corpus .bv-legend button[aria-pressed=true] { border-color: #111; border-radius: 4px; }
-.bv-corpus .bv-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; border-radius: 2px; }
-.bv-corpus .bv-corpus-detail { display: grid; grid-template-columns: repeat(auto-fit, minmax(280px, 1fr));
-  gap: 8px 24px; margin-top: 8px; }
-.bv-corpus .bv-profile { display: flex; align-items: end; gap: 2px; height: 90px; border-bottom: 1px solid #888; }
-.bv-corpus .bv-profile div { flex: 1; background: #2171b5; min-height: 1px; }
-.bv-corpus .bv-profile div.bv-zero { background: #08306b; }
-.bv-corpus .bv-axis { display: flex; justify-content: space-between; font-size: 12px; color: #555; }
-.bv-corpus ol.bv-hits, .bv-corpus ul.bv-brushed { margin: 6px 0; padding-left: 1.6em; max-height: 420px;
-  overflow: auto; }
-.bv-corpus .bv-hits li, .bv-corpus .bv-brushed li { margin: 2px 0; }
-.bv-corpus .bv-hits button, .bv-corpus .bv-brushed button { text-align: left; border: none; background: none;
-  vertical-align: top;
-  padding: 2px 4px; cursor: pointer; color: #111; font-size: 15px; }
-.bv-corpus .bv-hits button:hover, .bv-corpus .bv-brushed button:hover { background: #eef4fb; }
-.bv-corpus mark { background: #fdd49e; color: #111; font-weight: 600; padding: 0 2px; border-radius: 2px; }
-.bv-corpus .bv-counts { font-size: 14px; color: #333; }
-/* the list's numbers inside its own column ("10." ran into the profile's "+10" beside it) */
-.bv-corpus ol.bv-links { padding-left: 2.4em; margin: 4px 0; }
-.bv-corpus .bv-series { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 4px 0; font-size: 14px; }
-.bv-corpus .bv-card-stats { display: grid; grid-template-columns: max-content max-content; gap: 0 12px;
-  font-size: 14px; margin: 6px 0; }
-.bv-corpus .bv-card-stats dd { margin: 0; font-variant-numeric: tabular-nums; }
-.bv-corpus ol.bv-card-examples { padding-left: 1.8em; margin: 4px 0; }
-.bv-corpus .bv-card-examples li { margin: 4px 0; }
-.bv-corpus .bv-card-examples button { display: block; width: 100%; text-align: left; border: 1px solid #e1e4e8;
-  border-radius: 4px; background: #fff; padding: 4px 6px; cursor: pointer; color: #111; }
-.bv-corpus .bv-card-examples button:hover { background: #eef4fb; }
-.bv-corpus .bv-card-row { display: flex; flex-wrap: wrap; gap: 2px; margin-top: 3px; font-size: 14px; }
-.bv-corpus .bv-card-row span { padding: 0 3px; border-radius: 2px; border: 1px solid transparent; }
-.bv-corpus .bv-card-row span.bv-card-from { border-color: #d62728; }
-.bv-corpus .bv-corpus-card { margin-top: 8px; }
-`;
 
 /** The state a corpus opens with: what the link asks for, checked against the corpus (a head past the model's is
  * one sentence in `problems` and head 0 instead). */
@@ -532,8 +490,7 @@ function frame(container, ctx) {
 /** The corpus views in `container` (see the top of this file). */
 export function mountCorpus(container, source, asked = {}) {
   const doc = container.ownerDocument;
-  injectStyle(doc);
-  if (!doc.getElementById("bv-corpus-style")) doc.head.append(el("style", { id: "bv-corpus-style" }, CSS));
+  addStylesheet(doc, "views.css", "views-access.css", "corpus.css");
   const wanted = source.corpora.find((c) => c.name === asked.corpus) || source.corpora[0];
   if (!wanted) {
     container.replaceChildren(el("div", { class: "bv-root bv-corpus" }, ...(source.problems || []).map((p) =>

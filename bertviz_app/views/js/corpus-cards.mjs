@@ -9,6 +9,7 @@
 // Strings from the corpus (pieces, roles) go in as text, never as markup.
 
 import { el } from "./dom.mjs";
+import { HEADS } from "./heads.mjs";
 import { PALETTE, OTHER } from "./corpus-data.mjs";
 import { STATISTICS } from "./corpus-heads.mjs";
 
@@ -228,9 +229,9 @@ export function roleLegend(layout) {
 }
 
 // -- a head's report card ---------------------------------------------------------------------------------------
-export const CARD_STATISTICS = { entropy: "entropy (nats)", distance: "mean distance (tokens)", cls: "share to [CLS]",
-  sep: "share to [SEP]", self: "share to itself", previous: "share to the previous token",
-  next: "share to the next token", punctuation: "share to punctuation" };
+// what a card lists and ranks its examples by (bertviz_app/heads.py CORPUS_STATISTICS; entropy in nats)
+export const CARD_STATISTICS = Object.fromEntries(Object.entries(HEADS.corpusStatistics)
+  .filter(([n]) => n !== "entropy_ratio"));
 
 /** A sentence's pieces, each shaded by the head's attention from the example's token (outlined), as text. */
 export function attentionRow(pieces, weights, position) {

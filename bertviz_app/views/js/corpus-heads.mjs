@@ -7,11 +7,8 @@
 import { HEADS } from "./heads.mjs";
 
 export const NAME = "corpus-heads";
-export const STATISTICS = {
-  entropy_ratio: "entropy (1 = spread evenly)", distance: "mean distance (tokens)", cls: "share to [CLS]",
-  sep: "share to [SEP]", self: "share to itself", previous: "share to the previous token",
-  next: "share to the next token", punctuation: "share to punctuation",
-};
+// what a tile can show, in words (bertviz_app/heads.py CORPUS_STATISTICS; entropy as entropy_ratio)
+export const STATISTICS = Object.fromEntries(Object.entries(HEADS.corpusStatistics).filter(([n]) => n !== "entropy"));
 const LEFT = 64, NARROW_LEFT = 24, TOP = 22, GAP = 3; // a phone's grid: "L0" beside its rows, tiles from 16 px
 
 /** A role in a few characters for a tile ("links determiner -> its noun" -> "DET→N"). */

@@ -10,15 +10,16 @@
 
 import { mountCorpus } from "./corpus-app.mjs";
 import { sentenceKey } from "./corpus-data.mjs";
+import { addStylesheet } from "./dom.mjs";
 import { ask, openHead, viewerIn } from "./gradio-host.mjs";
 import { readCorpusLink, writeCorpusLink } from "./permalink.mjs";
 import { viewForHead } from "./registry.mjs";
 
 const OPEN_WAIT_MS = 120000;
 const VIEWS_ROOT = "attention-host";
-const HELDOUT = "task-heldout"; // the Task tab's held-out table (app/tabs/task.py): gradio's grid of text cells
-const HELDOUT_CSS = `#${HELDOUT} [role=row][data-linked] [role=gridcell] { background: #fdd49e; }
-#${HELDOUT} [role=row][data-linked] [role=gridcell]:first-child { box-shadow: inset 4px 0 #e6550d; }`;
+// the Task tab's held-out table (app/tabs/task.py): gradio's grid of text cells, its linked rows marked by
+// task-heldout.css
+const HELDOUT = "task-heldout";
 
 /** The sentence of a row of the held-out table, { text, pair }: its "text" and "sentence B" cells, found by their
  * columns' headers (a model without pairs has no "sentence B"). */
@@ -70,12 +71,7 @@ export function heldoutLink(doc) {
       if (b && wanted !== null && records.some((r) => b.contains(r.target))) mark();
     }).observe(doc.body, { childList: true, subtree: true, characterData: true });
     follow();
-    if (!doc.getElementById("bv-heldout-link-style")) {
-      const style = doc.createElement("style");
-      style.id = "bv-heldout-link-style";
-      style.textContent = HELDOUT_CSS;
-      doc.head.append(style);
-    }
+    addStylesheet(doc, "task-heldout.css");
   }
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
   async function reveal() {

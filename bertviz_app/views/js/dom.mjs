@@ -163,3 +163,18 @@ export function createTooltip(parent) {
     hide() { tip.hidden = true; },
   };
 }
+
+/** Put the stylesheets `names` (files of bertviz_app/styles/) into the document or shadow root `root`, each once, in
+ * that order. The bundle step (views/page.py) defines __bvStylesheets with the text of every file its modules name in
+ * an addStylesheet call; under node's tests there is none, and nothing is put. */
+export function addStylesheet(root, ...names) {
+  const sheets = typeof __bvStylesheets === "undefined" ? {} : __bvStylesheets;
+  const host = root.head || root;
+  for (const name of names) {
+    if (!(name in sheets) || host.querySelector(`style[data-bv-stylesheet="${name}"]`)) continue;
+    const style = (root.ownerDocument || root).createElement("style");
+    style.setAttribute("data-bv-stylesheet", name);
+    style.textContent = sheets[name];
+    host.append(style);
+  }
+}

@@ -62,5 +62,16 @@ export const HEADS = Object.freeze({
     "punctuation": "punct",
     "broad": "broad",
     "mixed": "mixed"
+  },
+  "corpusStatistics": {
+    "entropy": "entropy (nats)",
+    "entropy_ratio": "entropy (1 = spread evenly)",
+    "distance": "mean distance (tokens)",
+    "cls": "share to [CLS]",
+    "sep": "share to [SEP]",
+    "self": "share to itself",
+    "previous": "share to the previous token",
+    "next": "share to the next token",
+    "punctuation": "share to punctuation"
   }
 });

@@ -4,9 +4,9 @@
 // A step with a question hides the views and its caption (which often tells) until a choice is picked or "Reveal" is
 // pressed (the teacher's, in presenter mode); then the choice measured in the numbers on screen is marked.
 
+import { addStylesheet } from "./dom.mjs";
 import { KEYS, createPlayer } from "./lesson.mjs";
 import { startPoll } from "./lesson-poll.mjs";
-import { injectLessonStyle } from "./lesson-style.mjs";
 
 function make(doc, tag, props = {}, text = "") {
   const node = doc.createElement(tag);
@@ -24,7 +24,7 @@ function make(doc, tag, props = {}, text = "") {
  */
 export function playLesson(container, lesson, host) {
   const doc = container.ownerDocument;
-  injectLessonStyle(doc);
+  addStylesheet(doc, "lesson.css");
   container.querySelector("#lesson-bar")?.bvClose?.();
   const bar = make(doc, "div", { id: "lesson-bar", className: "bv-lesson" });
   bar.setAttribute("role", "region");
@@ -141,6 +141,7 @@ function ask(doc, box, q, veil, polls) {
 export function toggleKeys(doc, after) {
   const open = doc.getElementById("keys-help");
   if (open) { open.bvClose(); return false; }
+  addStylesheet(doc, "lesson.css"); // the box's border and table (the host's page sets its margin)
   const box = make(doc, "div", { id: "keys-help", className: "bv-keys" });
   box.setAttribute("role", "dialog");
   box.setAttribute("aria-label", "Keyboard shortcuts");

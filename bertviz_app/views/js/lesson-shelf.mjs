@@ -2,8 +2,8 @@
 // cards of bertviz_app/lessons.py lesson_card, which the app's page and the static page's manifest carry). Picking
 // one plays it from its first step in the host's player. Titles are text: a title's markup is shown, never run.
 
+import { addStylesheet } from "./dom.mjs";
 import { validName } from "./lesson.mjs";
-import { injectLessonStyle } from "./lesson-style.mjs";
 
 const MAX_CARDS = 200;
 
@@ -28,7 +28,7 @@ export function cardLine(card) {
 
 /** The list of `cards` (readCards') as a new element (id lesson-shelf) for the host to place; open(name) plays one. */
 export function makeShelf(doc, cards, open) {
-  injectLessonStyle(doc);
+  addStylesheet(doc, "lesson.css");
   const shelf = doc.createElement("section");
   shelf.id = "lesson-shelf";
   shelf.className = "bv-lesson-shelf";

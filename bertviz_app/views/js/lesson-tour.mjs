@@ -4,7 +4,7 @@
 // dismissing it (its button, or Esc) is remembered in the storage, so it is never offered again; where the storage
 // is refused (a private window's setting), it is not offered at all, since a dismissal could not be remembered.
 
-import { injectLessonStyle } from "./lesson-style.mjs";
+import { addStylesheet } from "./dom.mjs";
 import { LINK_KEYS } from "./permalink.mjs";
 
 /** The lesson the tour plays: the first shipped one. */
@@ -49,7 +49,7 @@ export function rememberTour(storage, answer) {
  */
 export function offerTour(doc, { search, storage, start }) {
   if (!firstVisit(search, storage)) return null;
-  injectLessonStyle(doc);
+  addStylesheet(doc, "lesson.css");
   const card = doc.createElement("div");
   card.id = "tour-offer";
   card.className = "bv-tour";

@@ -49,7 +49,7 @@
 
 import { decodePayload, decodeQueryKey } from "./decode.mjs";
 import { describeSelection, linkRows, matrixRows } from "./describe.mjs";
-import { download, el, everyFrame } from "./dom.mjs";
+import { addStylesheet, download, el, everyFrame } from "./dom.mjs";
 import { scenePNG, sceneSVG } from "./export.mjs";
 import { nameFigures as nameFiguresIn } from "./figure-names.mjs";
 import { informativeHead, strongestHeads } from "./guide.mjs";
@@ -59,7 +59,6 @@ import { formatWeight } from "./scale.mjs";
 import * as links from "./permalink.mjs";
 import { VIEW_NAMES, VIEWS, showsHead, viewForHead } from "./registry.mjs";
 import { createSelection } from "./selection.mjs";
-import { injectStyle } from "./style.mjs";
 import * as palettes from "./palette.mjs";
 import * as themes from "./theme.mjs";
 import { mountView } from "./view-shell.mjs";
@@ -70,7 +69,7 @@ const ZOOMS = { fit: "fit the box", 2: "2\u00d7", 4: "4\u00d7", labels: "every l
 
 export async function mount(container, payloadInput, options = {}) {
   const doc = container.ownerDocument;
-  injectStyle(container.getRootNode() === doc ? doc : container.getRootNode());
+  addStylesheet(container.getRootNode() === doc ? doc : container.getRootNode(), "views.css", "views-access.css");
   const payload = await loadPayload(container, payloadInput, options);
   const id = (name) => `${options.idPrefix || ""}${name}`;
   const frame = buildFrame(container, payload, options, id);

@@ -53,9 +53,9 @@ export function currentLock(lock, layout) {
 // empty on the right while the caption's lines below took the rows' height. Views with DOM of their own (extras)
 // keep it under the picture.
 const BESIDE_MIN_WIDTH = 960;
-const CAPTION_WIDTH = 300; // and style.mjs: .bv-beside
+const CAPTION_WIDTH = 300; // and views.css: .bv-beside
 const CAPTION_GAP = 16;
-const BOX_BORDER = 2; // style.mjs: .bv-surface's border, top and bottom (left and right), that the picture is inside
+const BOX_BORDER = 2; // views.css: .bv-surface's border, top and bottom (left and right), that the picture is inside
 
 /**
  * The layout on screen and where its caption goes: beside the picture (which gives it that width) only where the box
