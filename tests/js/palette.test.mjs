@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { COLORBLIND_ROLES, CIVIDIS_STOPS, MIN_DELTA_E, PALETTES } from "../../bertviz_app/views/js/palette.mjs";
-import { SELECTED_COLOR, BOUNDARY_COLOR } from "../../bertviz_app/views/js/scale.mjs";
+import { SELECTED_COLOR, BOUNDARY_COLOR, headStyle } from "../../bertviz_app/views/js/scale.mjs";
+import { themeOf } from "../../bertviz_app/views/js/theme.mjs";
 import { ROLE_COLORS } from "../../bertviz_app/views/js/timeline.mjs";
 
 const MACHADO = {
@@ -99,6 +100,25 @@ test("every pair of the colour-blind palette's categorical colours stays apart i
   const { boundary, selected } = PALETTES.colorblind;
   const marks = closest([boundary, selected, CIVIDIS_STOPS.at(-1), "#ffffff"]);
   assert.ok(marks.d >= MIN_DELTA_E, `marks: ${JSON.stringify(marks)}`);
+});
+
+/** The closest pair of a set of marks drawn on white, each { color, dash }: marks with different dashes are told
+ * apart by the dash, so only those that share one must differ in colour; and no two marks may be the same. */
+function closestByDash(marks) {
+  const keys = marks.map((m) => `${m.color}|${m.dash.join(",")}`);
+  assert.equal(new Set(keys).size, marks.length, `two marks alike: ${keys}`);
+  const groups = new Map();
+  for (const m of marks) groups.set(m.dash.join(","), [...(groups.get(m.dash.join(",")) || []), m]);
+  return [...groups.values()].map((g) => closest(["#ffffff", ...g.map((m) => m.color)]))
+    .reduce((a, b) => (b.d < a.d ? b : a));
+}
+
+test("the all-heads lines of BERT-base's 12 heads stay apart in the colour-blind palette (by colour or by dash)", () => {
+  for (const theme of ["default", "projector"]) {
+    const styles = Array.from({ length: 12 }, (_, head) => headStyle(head, themeOf(theme, "colorblind")));
+    const worst = closestByDash(styles);
+    assert.ok(worst.d >= MIN_DELTA_E, `${theme}: ${JSON.stringify(worst)}`);
+  }
 });
 
 test("the default palette fails the same measure, which is why the colour-blind one exists", () => {

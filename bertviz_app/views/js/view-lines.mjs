@@ -5,7 +5,7 @@
 import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
 import { LABEL_FONT_PX, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
-import { formatWeight, headColor, SELECTED_COLOR, weightIndex } from "./scale.mjs";
+import { formatWeight, headStyle, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 import { largestLabel, THEMES } from "./theme.mjs";
 
 export const NAME = "lines";
@@ -77,9 +77,9 @@ export function legendKeys(layout) {
   return Array.from({ length: layout.heads }, (_, head) => ({ head, x: start + head * KEY_STEP, w: KEY_STEP - 4 }));
 }
 
-/** The color of a block's lines: by head only when every head of the layer is shown. */
-export function lineColor(state, block) {
-  return state.head === "all" && block.head !== null ? headColor(block.head) : LINE_COLOR;
+/** The color and dash (in line widths) of a block's lines: by head only when every head of the layer is shown. */
+export function lineStyle(state, block, theme) {
+  return state.head === "all" && block.head !== null ? headStyle(block.head, theme) : { color: LINE_COLOR, dash: [] };
 }
 
 const rowY = (layout, index) => TOP + (index + 0.5) * layout.pitch;
@@ -125,8 +125,10 @@ export function paint(ctx, layout, v, focus) {
         if (block.values[k] >= floor) add(Math.floor(k / nc), k % nc, block.values[k]);
       }
     }
-    ctx.strokeStyle = lineColor(state, block);
+    const style = lineStyle(state, block, theme);
+    ctx.strokeStyle = style.color;
     ctx.lineWidth = act ? theme.activeLineWidth : theme.lineWidth;
+    ctx.setLineDash(style.dash.map((d) => d * ctx.lineWidth));
     buckets.forEach((ys, k) => {
       if (!ys.length) return;
       ctx.globalAlpha = Math.max(theme.alphaFloor, (k + 0.5) / 16); // a projector loses the faintest lines
@@ -135,6 +137,7 @@ export function paint(ctx, layout, v, focus) {
       ctx.stroke();
     });
     ctx.globalAlpha = 1;
+    ctx.setLineDash([]);
   }
   const locked = act && focus.locked && act.side === focus.locked.side && act.index === focus.locked.index;
   const labels = paintLabels(ctx, layout, r0, r1, act, locked);
@@ -231,9 +234,23 @@ function paintHeader(ctx, layout, v) {
   ctx.textAlign = "right";
   ctx.fillText("attended token", width - x0 - PAD - v.x, HEADER / 2);
   if (state.head === "all" && shown.set.perHead) {
+    const theme = layout.theme || THEMES.default;
     for (const k of legendKeys(layout)) {
-      ctx.fillStyle = headColor(k.head);
-      ctx.fillRect(k.x - v.x, HEADER / 2 - 7, 14, 14);
+      const style = headStyle(k.head, theme);
+      if (theme.headMarks) { // a sample of the head's line: its dash is half of what tells it apart
+        ctx.strokeStyle = style.color;
+        ctx.lineWidth = 2;
+        ctx.lineCap = "round";
+        ctx.setLineDash(style.dash.map((d) => d * 2));
+        ctx.beginPath();
+        ctx.moveTo(k.x - v.x + 1, HEADER / 2);
+        ctx.lineTo(k.x - v.x + 14, HEADER / 2);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      } else {
+        ctx.fillStyle = style.color;
+        ctx.fillRect(k.x - v.x, HEADER / 2 - 7, 14, 14);
+      }
       ctx.fillStyle = "#222";
       ctx.textAlign = "left";
       ctx.fillText(String(k.head), k.x + 17 - v.x, HEADER / 2);
