@@ -10,6 +10,8 @@ import { COLORBLIND_ROLES, CIVIDIS_STOPS, MIN_DELTA_E, PALETTES } from "../../be
 import { SELECTED_COLOR, BOUNDARY_COLOR, headStyle } from "../../bertviz_app/views/js/scale.mjs";
 import { themeOf } from "../../bertviz_app/views/js/theme.mjs";
 import { ROLE_COLORS } from "../../bertviz_app/views/js/timeline.mjs";
+import { categoryColors } from "../../bertviz_app/views/js/corpus-data.mjs";
+import { SERIES } from "../../bertviz_app/views/js/corpus-cards.mjs";
 
 const MACHADO = {
   protanopia: [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
@@ -119,6 +121,22 @@ test("the all-heads lines of BERT-base's 12 heads stay apart in the colour-blind
     const worst = closestByDash(styles);
     assert.ok(worst.d >= MIN_DELTA_E, `${theme}: ${JSON.stringify(worst)}`);
   }
+});
+
+test("the corpus maps' categories, queries and keys, right and wrong stay apart on white in the colour-blind palette",
+  () => {
+    const c = categoryColors(PALETTES.colorblind);
+    for (const [name, set] of Object.entries({ categories: [...c.colors, c.other], kinds: c.kinds,
+      errors: [c.right, c.wrong, c.other] })) {
+      const worst = closest(["#ffffff", ...set]);
+      assert.ok(worst.d >= MIN_DELTA_E, `${name}: ${JSON.stringify(worst)}`);
+    }
+  });
+
+test("the probe chart's four lines differ by dash, and by colour on white in every vision, whatever the palette", () => {
+  assert.equal(new Set(SERIES.map((s) => s.dash.join(","))).size, SERIES.length);
+  const worst = closest(["#ffffff", ...SERIES.map((s) => s.color)]);
+  assert.ok(worst.d >= MIN_DELTA_E, JSON.stringify(worst));
 });
 
 test("the default palette fails the same measure, which is why the colour-blind one exists", () => {

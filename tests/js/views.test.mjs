@@ -127,6 +127,19 @@ test("lines: hit finds the token row on either side, the head key in the band, n
   // Scrolled down by 100 px, the band still sits at the box's top.
   assert.deepEqual(lines.hit(all, key.x + 3, 117, { x: 0, y: 100 }), { legend: 2, hover: false });
   assert.deepEqual(lines.click(all, { legend: 2, hover: false }, all.state), { patch: { head: 2 } });
+  // BERT-base's 12 heads: in a box as wide as the lines the key keeps clear of both titles; where it cannot (a phone)
+  // it takes the band alone, every entry inside the box and none over another
+  for (const width of [1280, 900, 346]) {
+    const twelve = { ...lines.layout(data, state(data, { head: "all" }), size(width)), heads: 12 };
+    const keys = lines.legendKeys(twelve);
+    const end = keys.at(-1).x + keys.at(-1).w;
+    assert.ok(keys.every((k, i) => i === 0 || k.x >= keys[i - 1].x + keys[i - 1].w), `${width}`);
+    if (keys[0].alone) assert.ok(keys[0].x >= 0 && end <= twelve.width, `${width}: ${keys[0].x}..${end}`);
+    else assert.ok(end <= twelve.width - twelve.x0 - 8 - 120 && keys[0].x >= twelve.x0 + 8 + 120, `${width}`);
+    const { svg } = record(lines, twelve, focus(twelve));
+    assert.equal(texts(svg).includes("attended token"), !keys[0].alone, `${width}`);
+  }
+  assert.ok(lines.legendKeys({ ...lines.layout(data, state(data, { head: "all" }), size(346)), heads: 12 })[0].alone);
   const s = state(data);
   assert.deepEqual(lines.click(l, { side: "right", index: 7 }, s), { patch: { token: 7, direction: "to" } });
   assert.deepEqual(lines.click(l, { side: "left", index: 4 }, { ...s, token: 4, direction: "from" }),

@@ -23,10 +23,15 @@ export const COLORBLIND_ROLES = HEADS.roleColorsColorblind;
 // Dashes are in line widths (the projector's lines are wider), drawn with round caps: a dot is a dash of ~0.
 export const HEAD_MARKS = { colors: ["#E69F00", "#56B4E9", "#000000", "#AA3377"], dashes: [[], [3, 3], [0.01, 2.5]] };
 
+// The corpus maps' categories: five colours and grey for "other" (the rest of a tag set goes there; the legend's
+// buttons show one category alone, which is how a reader tells any two apart without colour). The roles' own.
+export const CATEGORIES = { colors: ["#E69F00", "#56B4E9", "#117733", "#332288", "#000000"], other: "#8c8c8c",
+  kinds: ["#0072B2", "#D55E00"], right: "#0072B2", wrong: "#D55E00" };
+
 export const PALETTES = {
   default: { palette: "default" },
   colorblind: { palette: "colorblind", stops: CIVIDIS_STOPS, roles: COLORBLIND_ROLES, boundary: "#0072B2",
-    selected: "#D55E00", headMarks: HEAD_MARKS },
+    selected: "#D55E00", headMarks: HEAD_MARKS, categories: CATEGORIES },
 };
 
 export const COLORBLIND_CLASS = "bv-colorblind";
