@@ -119,10 +119,14 @@ def head_effects_figure(effects: np.ndarray, *, target: str = "the prediction",
                        title=title or f"What each head does to {escape_label(target)} (found by silencing it)")
 
 
-# One color per method of the faithfulness curves: the attention family in blues, purple and green, the prediction's
-# own measures in reds, so that the two kinds of explanation read apart.
-CURVE_COLORS = {"attention": "#9ecae1", "rollout": "#3182bd", "attention flow": "#756bb1", "value zeroing": "#31a354",
-                "integrated gradients": "#b2182b", "blank-out": "#f4a582"}
+# One color and one marker per method of the faithfulness curves, the colours apart in the three common colour-vision
+# deficiencies too (tests/test_figure_colours.py); the prediction's own measures dashed, the attention family solid,
+# so that the two kinds of explanation read apart.
+CURVE_COLORS = {"attention": "#56B4E9", "rollout": "#332288", "attention flow": "#117733", "value zeroing": "#8c8c8c",
+                "integrated gradients": "#000000", "blank-out": "#E69F00"}
+CURVE_MARKERS = {"attention": "circle", "rollout": "square", "attention flow": "triangle-up", "value zeroing": "x",
+                 "integrated gradients": "diamond", "blank-out": "star"}
+PREDICTION_MEASURES = ("integrated gradients", "blank-out")
 
 
 def faithfulness_curves_figure(deletion: Mapping[str, np.ndarray], insertion: Mapping[str, np.ndarray],
@@ -145,7 +149,8 @@ def faithfulness_curves_figure(deletion: Mapping[str, np.ndarray], insertion: Ma
             x, y = ref(panel, 1)
             data.append(dict(type="scatter", mode="lines+markers", x=np.arange(len(curve)), y=_f32(curve), xaxis=x,
                              yaxis=y, name=label, legendgroup=name, showlegend=panel == 1,
-                             line=dict(color=color, width=2), marker=dict(size=5),
+                             line=dict(color=color, width=2, dash="dash" if name in PREDICTION_MEASURES else "solid"),
+                             marker=dict(size=7, symbol=CURVE_MARKERS.get(name, "circle")),
                              hovertemplate=escape_label(name) + ", %{x} tokens: %{y:.3f}<extra></extra>"))
     n = len(deletion[names[0]]) - 1
     for panel, word in ((1, "removed"), (2, "restored")):

@@ -64,7 +64,11 @@ def position_path_figure(xy: np.ndarray, *, explained: Sequence[float] | None = 
     return _figure(data, layout, title, width=700, height=height, phone_width=PHONE_BOX)
 
 
-EMBEDDING_PARTS = (("token", "#1f77b4"), ("segment", "#ff7f0e"), ("position", "#2ca02c"))
+# Okabe & Ito's and Tol's colours, apart in the three common colour-vision deficiencies too
+# (tests/test_figure_colours.py); the bars also keep their order and the LayerNorm output is a diamond on its own axis.
+EMBEDDING_COLORS = {"token": "#332288", "segment": "#E69F00", "position": "#117733", "sum": "#8c8c8c",
+                    "LayerNorm output": "#000000"}
+EMBEDDING_PARTS = ("token", "segment", "position")
 
 
 def embedding_parts_figure(table: pd.DataFrame, *, title: str = "What each token's starting vector is made of"
@@ -81,7 +85,8 @@ def embedding_parts_figure(table: pd.DataFrame, *, title: str = "What each token
     x = np.arange(n)
     layout, ref = _grid(2, 1, vspace=0.1, titles=("how long each part is", "each part's share of the sum"))
     data = []
-    for i, (name, color) in enumerate(list(EMBEDDING_PARTS) + [("sum", "#7f7f7f")]):
+    for i, name in enumerate(EMBEDDING_PARTS + ("sum",)):
+        color = EMBEDDING_COLORS[name]
         data.append(dict(type="bar", x=x, y=_f32(table[f"norm_{name}"]), name=f"|{name}|", width=0.2,
                          offsetgroup=name,
                          offset=-0.4 + 0.2 * i, marker=dict(color=color), text=esc, textposition="none",
@@ -89,12 +94,14 @@ def embedding_parts_figure(table: pd.DataFrame, *, title: str = "What each token
                          hovertemplate=f"%{{text}} (%{{x}}): |{name}| = %{{y:.3f}}<extra></extra>"))
     # the LayerNorm output lives on another scale (about sqrt(H) times the gain): its own axis, on the right
     data.append(dict(type="scatter", x=x, y=_f32(table["norm_layernorm"]), name="|LayerNorm output|",
-                     yaxis="y3", mode="markers", marker=dict(color="#9467bd", symbol="diamond", size=8), text=esc,
+                     yaxis="y3", mode="markers", text=esc,
+                     marker=dict(color=EMBEDDING_COLORS["LayerNorm output"], symbol="diamond", size=8),
                      legendgroup="norm", hovertemplate="%{text} (%{x}): |LayerNorm| = %{y:.2f}<extra></extra>"))
     x2, y2 = ref(2, 1)
-    for name, color in EMBEDDING_PARTS:
+    for name in EMBEDDING_PARTS:
         data.append(dict(type="bar", x=x, y=_f32(table[f"share_{name}"]), name=f"{name} share", xaxis=x2, yaxis=y2,
-                         width=0.8, offset=-0.4, offsetgroup="share", marker=dict(color=color), text=esc,
+                         width=0.8, offset=-0.4, offsetgroup="share", marker=dict(color=EMBEDDING_COLORS[name]),
+                         text=esc,
                          textposition="none",
                          legendgroup="share", legendgrouptitle=dict(text="share of the sum"),
                          hovertemplate=f"%{{text}} (%{{x}}): {name} share %{{y:.1%}}<extra></extra>"))
@@ -104,8 +111,8 @@ def embedding_parts_figure(table: pd.DataFrame, *, title: str = "What each token
     layout["xaxis" + x2[1:]].update(_token_axis(labels, tickangle=-90))
     layout["yaxis"].update(title=dict(text="L2 norm of the parts"))
     layout["yaxis3"] = dict(overlaying="y", side="right", anchor="x", showgrid=False, rangemode="tozero",
-                            title=dict(text="LayerNorm output", font=dict(color="#9467bd")),
-                            tickfont=dict(color="#9467bd"))
+                            title=dict(text="LayerNorm output", font=dict(color=EMBEDDING_COLORS["LayerNorm output"])),
+                            tickfont=dict(color=EMBEDDING_COLORS["LayerNorm output"]))
     layout["yaxis" + y2[1:]].update(title=dict(text="share"), tickformat=".0%")
     # on a phone each rotated token label keeps its font and a few pixels (squeezed, they overlapped)
     return _figure(data, layout, title, width=max(950, 200 + 22 * n), height=780,

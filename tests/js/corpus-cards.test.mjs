@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { extent, headsScatter, probeChart, roleColors } from "../../bertviz_app/views/js/corpus-cards.mjs";
+import { dashPattern, extent, headsScatter, probeChart, roleColors } from "../../bertviz_app/views/js/corpus-cards.mjs";
+import { CATEGORIES, PALETTES } from "../../bertviz_app/views/js/palette.mjs";
 
 const SIZE = { width: 400, height: 300 };
 
@@ -33,6 +34,14 @@ test("a head's point sits at its two statistics, a click there is that head, and
   const xs = l.points.map((q) => q.x);
   assert.ok(Math.min(...xs) > 40 && Math.max(...xs) < SIZE.width - 10 && Math.max(...xs) - Math.min(...xs) > 250);
   assert.equal(l.colors.get("broad"), roleColors(grid("all", 0).role).get("broad"));
+});
+
+test("in the colour-blind palette the roles take its categorical colours, and the legend's lines their dashes", () => {
+  const l = headsScatter.layout({ layers: 2, heads: 3, a: grid("all", 0.1), b: null },
+    { sx: "previous", sy: "entropy_ratio", layer: 1, head: 0 }, { ...SIZE, palette: PALETTES.colorblind });
+  assert.deepEqual([...l.colors.values()], CATEGORIES.colors.slice(0, 4)); // previous token, broad, [CLS], mixed
+  assert.equal(dashPattern("#000", []), "#000");
+  assert.equal(dashPattern("red", [6, 4]), "repeating-linear-gradient(90deg,red 0px 6px,transparent 6px 10px)");
 });
 
 test("with a second subset each head has a ring at its values and the tooltip names both", () => {

@@ -10,6 +10,8 @@ import { decodePayload, decodeQueryKey } from "../../bertviz_app/views/js/decode
 import { constrain } from "../../bertviz_app/views/js/selection.mjs";
 import { formatNumber, headColor, SELECTED_COLOR } from "../../bertviz_app/views/js/scale.mjs";
 import { createSvgContext } from "../../bertviz_app/views/js/svg.mjs";
+import { HEAD_MARKS } from "../../bertviz_app/views/js/palette.mjs";
+import { themeOf } from "../../bertviz_app/views/js/theme.mjs";
 import * as lines from "../../bertviz_app/views/js/view-lines.mjs";
 import * as matrix from "../../bertviz_app/views/js/view-matrix.mjs";
 import * as overview from "../../bertviz_app/views/js/view-overview.mjs";
@@ -74,8 +76,23 @@ test("lines: one head is one color, whatever its number; all heads color each he
   const all = lines.layout(data, state(data, { head: "all" }), size(900));
   const colors = new Set(strokes(record(lines, all, focus(all)).svg));
   assert.deepEqual([...colors].sort(), [0, 1, 2].map(headColor).sort());
-  assert.equal(lines.lineColor({ head: 7 }, { head: 7 }), lines.LINE_COLOR); // head 7's key color is gray
+  assert.deepEqual(lines.lineStyle({ head: 7 }, { head: 7 }), { color: lines.LINE_COLOR, dash: [] }); // not gray
 });
+
+test("lines: in the colour-blind palette all heads take its colours, and past them a dash, in the lines and the key",
+  async () => {
+    const data = await fixture();
+    const theme = themeOf("default", "colorblind");
+    const all = lines.layout(data, state(data, { head: "all" }), { ...size(900), theme });
+    const { svg } = record(lines, all, focus(all));
+    // three heads' lines and three line samples in the key, all solid
+    assert.deepEqual([...new Set(strokes(svg))].sort(), HEAD_MARKS.colors.slice(0, 3).sort());
+    assert.doesNotMatch(svg, /stroke-dasharray/);
+    // BERT-base's head 5 shares head 1's colour: dashed, in line widths
+    assert.deepEqual(lines.lineStyle({ head: "all" }, { head: 5 }, theme), { color: HEAD_MARKS.colors[1],
+      dash: HEAD_MARKS.dashes[1] });
+    assert.deepEqual(lines.lineStyle({ head: 5 }, { head: 5 }, theme), { color: lines.LINE_COLOR, dash: [] });
+  });
 
 test("lines: a selected token draws only its lines, its label marked and the far side's weights written",
   async () => {
@@ -110,6 +127,19 @@ test("lines: hit finds the token row on either side, the head key in the band, n
   // Scrolled down by 100 px, the band still sits at the box's top.
   assert.deepEqual(lines.hit(all, key.x + 3, 117, { x: 0, y: 100 }), { legend: 2, hover: false });
   assert.deepEqual(lines.click(all, { legend: 2, hover: false }, all.state), { patch: { head: 2 } });
+  // BERT-base's 12 heads: in a box as wide as the lines the key keeps clear of both titles; where it cannot (a phone)
+  // it takes the band alone, every entry inside the box and none over another
+  for (const width of [1280, 900, 346]) {
+    const twelve = { ...lines.layout(data, state(data, { head: "all" }), size(width)), heads: 12 };
+    const keys = lines.legendKeys(twelve);
+    const end = keys.at(-1).x + keys.at(-1).w;
+    assert.ok(keys.every((k, i) => i === 0 || k.x >= keys[i - 1].x + keys[i - 1].w), `${width}`);
+    if (keys[0].alone) assert.ok(keys[0].x >= 0 && end <= twelve.width, `${width}: ${keys[0].x}..${end}`);
+    else assert.ok(end <= twelve.width - twelve.x0 - 8 - 120 && keys[0].x >= twelve.x0 + 8 + 120, `${width}`);
+    const { svg } = record(lines, twelve, focus(twelve));
+    assert.equal(texts(svg).includes("attended token"), !keys[0].alone, `${width}`);
+  }
+  assert.ok(lines.legendKeys({ ...lines.layout(data, state(data, { head: "all" }), size(346)), heads: 12 })[0].alone);
   const s = state(data);
   assert.deepEqual(lines.click(l, { side: "right", index: 7 }, s), { patch: { token: 7, direction: "to" } });
   assert.deepEqual(lines.click(l, { side: "left", index: 4 }, { ...s, token: 4, direction: "from" }),

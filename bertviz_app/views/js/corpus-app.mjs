@@ -16,7 +16,7 @@
 
 import { colorCategories, decodeCorpusMap, sentenceIndex, sentenceKey, tokenInSentence, tokenOf, isKey }
   from "./corpus-data.mjs";
-import { mountCanvasView } from "./corpus-shell.mjs";
+import { mountCanvasView, paletteAt } from "./corpus-shell.mjs";
 import { addStylesheet, el } from "./dom.mjs";
 import { linkIndex } from "./permalink.mjs";
 import * as headsView from "./corpus-heads.mjs";
@@ -251,9 +251,9 @@ function buildMapPane(ctx, kind) {
     onWindow: (w) => setWindow(w),
   });
   function setWindow(w) { local.window = w; view.refresh(); caption.textContent = view.layout()?.caption || ""; }
-  function recolor(by) {
-    local.colors = colorCategories(local.map, by);
-    local.by = by;
+  function recolor(by, palette) {
+    local.colors = colorCategories(local.map, by, palette);
+    Object.assign(local, { by, palette });
     local.only = null;
     const pick = (k) => { local.only = k; legend(legendBox, local.colors, k, pick); view.refresh(); };
     legend(legendBox, local.colors, null, pick);
@@ -277,7 +277,8 @@ function buildMapPane(ctx, kind) {
         view.clearBrush();
       } catch (error) { ctx.say(error.message); asked = ""; return; } finally { delete view.root.dataset.loading; }
     }
-    if (local.map && local.by !== by) recolor(by);
+    const palette = paletteAt(box);
+    if (local.map && (local.by !== by || local.palette !== palette)) recolor(by, palette);
     view.refresh();
     if (local.arrived) { view.root.dataset.pictureMs = (performance.now() - local.arrived).toFixed(1); local.arrived = 0; }
     reveal();
@@ -548,10 +549,17 @@ export function mountCorpus(container, source, asked = {}) {
     for (const f of listeners) f(current);
   }
   update();
+  // The palette's switch (palette.mjs) tells the views with a resize: the maps colour their points again.
+  const repaint = () => panes[current.view].sync(current);
+  doc.defaultView?.addEventListener("resize", repaint);
   const whole = {
     state: () => current, set: ctx.set, panes, showToken: () => panes.search.showToken(), markText,
     subscribe: (f) => { listeners.add(f); return () => listeners.delete(f); },
-    destroy() { for (const p of Object.values(panes)) p.destroy(); parts.root.remove(); },
+    destroy() {
+      doc.defaultView?.removeEventListener("resize", repaint);
+      for (const p of Object.values(panes)) p.destroy();
+      parts.root.remove();
+    },
   };
   return whole;
 }

@@ -10,16 +10,18 @@
 
 import { el } from "./dom.mjs";
 import { HEADS } from "./heads.mjs";
-import { PALETTE, OTHER } from "./corpus-data.mjs";
+import { categoryColors } from "./corpus-data.mjs";
 import { STATISTICS } from "./corpus-heads.mjs";
 
 export const TARGETS = { tag: "a word's tag", label: "a sentence's label", position: "a token's position",
   recurs: "a word seen earlier in its sentence" };
+// Each line its own dash, and colours that stay apart in the colour-vision deficiencies too (palette.test.mjs), so
+// one set serves both palettes; the legend draws each line's sample.
 export const SERIES = [
-  { key: "accuracy", label: "accuracy", color: "#1f77b4", dash: [] },
-  { key: "control_accuracy", label: "control task", color: "#ff7f0e", dash: [6, 4] },
-  { key: "selectivity", label: "selectivity (accuracy \u2212 control)", color: "#2ca02c", dash: [] },
-  { key: "majority", label: "majority class", color: "#7f7f7f", dash: [2, 3] },
+  { key: "accuracy", label: "accuracy", color: "#000000", dash: [] },
+  { key: "control_accuracy", label: "control task", color: "#E69F00", dash: [6, 4] },
+  { key: "selectivity", label: "selectivity (accuracy \u2212 control)", color: "#33BBEE", dash: [10, 3, 2, 3] },
+  { key: "majority", label: "majority class", color: "#8c8c8c", dash: [2, 3] },
 ];
 const PAD = { left: 44, right: 12, top: 14, bottom: 34 };
 const RADIUS = 6; // a head's point, px
@@ -111,15 +113,28 @@ export const probeChart = {
 
 /** The chart's legend: a swatch and a name per series drawn. */
 export function probeLegend(layout) {
-  return layout.series.map((s) => el("span", {}, el("span", { class: "bv-swatch", style: `background:${s.color}` }),
-    s.label));
+  return layout.series.map((s) => el("span", {}, el("span", { class: "bv-swatch", style: "width:24px;height:3px;"
+    + `vertical-align:middle;border-radius:0;background:${dashPattern(s.color, s.dash)}` }), s.label));
+}
+
+/** A CSS background that draws a canvas line dash sideways (the legend's sample of a line). */
+export function dashPattern(color, dash) {
+  if (!dash.length) return color;
+  let at = 0;
+  const stops = dash.map((d, k) => {
+    const stop = `${k % 2 ? "transparent" : color} ${at}px ${at + d}px`;
+    at += d;
+    return stop;
+  });
+  return `repeating-linear-gradient(90deg,${stops.join(",")})`;
 }
 
 // -- the heads scatter ------------------------------------------------------------------------------------------
-/** Each role's colour, the roles in the order the summary first names them. */
-export function roleColors(roles) {
-  const names = [...new Set(roles)];
-  return new Map(names.map((r, k) => [r, k < PALETTE.length ? PALETTE[k] : OTHER]));
+/** Each role's colour in a palette (palette.mjs; none: the default), the roles in the order the summary first
+ * names them; past the palette's colours, its grey. */
+export function roleColors(roles, palette) {
+  const { colors, other } = categoryColors(palette);
+  return new Map([...new Set(roles)].map((r, k) => [r, k < colors.length ? colors[k] : other]));
 }
 
 /** The axis of a statistic: its heads' range with a margin (a model's heads may all sit within a few hundredths). */
@@ -148,7 +163,7 @@ export const headsScatter = {
     const [x0, x1] = extent([...a[sx], ...(b ? b[sx] : [])]), [y0, y1] = extent([...a[sy], ...(b ? b[sy] : [])]);
     const X = (v) => PAD.left + ((v - x0) / (x1 - x0 || 1)) * (width - PAD.left - PAD.right);
     const Y = (v) => PAD.top + (1 - (v - y0) / (y1 - y0 || 1)) * (height - PAD.top - PAD.bottom);
-    const colors = roleColors(a.role);
+    const colors = roleColors(a.role, size.palette);
     const points = [];
     for (let i = 0; i < a.role.length; i++) {
       if (!finite(a[sx][i]) || !finite(a[sy][i])) continue;

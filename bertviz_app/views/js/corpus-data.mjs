@@ -12,6 +12,13 @@ export const OTHER = "#b8b8b8";
 const NONE = new Set(["(none)", "(unknown)"]); // listed after every named category
 export const KIND_COLORS = ["#1f77b4", "#e6550d"]; // queries, keys (AttentionViz's blue and orange)
 
+/** The categorical colours of a palette (palette.mjs's, or the default's): { colors, other, kinds (query, key),
+ * right, wrong }. */
+export function categoryColors(palette) {
+  return palette?.categories ?? { colors: PALETTE, other: OTHER, kinds: KIND_COLORS, right: "#2ca02c",
+    wrong: "#d62728" };
+}
+
 /** A string table of a decoded blob: get(i) decodes string i once. */
 export function stringTable(arrays, name) {
   const bytes = arrays[name], at = arrays[`${name}_at`];
@@ -110,7 +117,8 @@ export function categoryOf(map, point, by) {
  * counts, colors (CSS), index: Uint16Array (point -> names' index) }. "kind" keeps query and key in their order,
  * "position" the positions in theirs; past the palette, the rarest go to "other".
  */
-export function colorCategories(map, by) {
+export function colorCategories(map, by, palette) {
+  const cc = categoryColors(palette);
   const counts = new Map();
   const of = new Array(map.points);
   for (let i = 0; i < map.points; i++) {
@@ -123,17 +131,17 @@ export function colorCategories(map, by) {
   else if (by === "position") names.sort((a, b) => parseInt(a, 10) - parseInt(b, 10));
   else names.sort((a, b) => NONE.has(a) - NONE.has(b) || counts.get(b) - counts.get(a) || (a < b ? -1 : 1));
   const ramp = by === "position";
-  const room = ramp ? names.length : PALETTE.length;
+  const room = ramp ? names.length : cc.colors.length;
   const shown = names.slice(0, names.length > room ? room - 1 : room);
   const grouped = shown.length < names.length;
   const place = new Map(shown.map((n, k) => [n, k]));
   const index = new Uint16Array(map.points);
   for (let i = 0; i < map.points; i++) index[i] = place.has(of[i]) ? place.get(of[i]) : shown.length;
-  const colors = shown.map((n, k) => (by === "kind" ? KIND_COLORS[k] : ramp ? rampColor(k / Math.max(1,
-    shown.length - 1)) : by === "error" ? (n === "wrong" ? "#d62728" : n === "right" ? "#2ca02c" : OTHER)
-    : PALETTE[k]));
+  const colors = shown.map((n, k) => (by === "kind" ? cc.kinds[k] : ramp ? rampColor(k / Math.max(1,
+    shown.length - 1)) : by === "error" ? (n === "wrong" ? cc.wrong : n === "right" ? cc.right : cc.other)
+    : cc.colors[k]));
   const all = grouped ? [...shown, "other"] : shown;
-  return { by, names: all, colors: grouped ? [...colors, OTHER] : colors, index,
+  return { by, names: all, colors: grouped ? [...colors, cc.other] : colors, index,
     counts: all.map((n) => (n === "other" && grouped ? names.slice(shown.length).reduce((s, m) => s + counts.get(m),
       0) : counts.get(n))) };
 }

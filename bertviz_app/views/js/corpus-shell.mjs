@@ -16,6 +16,10 @@
 // first picture's and hover's cost in the page, measured with performance.now (the benchmark reads them).
 
 import { bitmapCanvases, createTooltip, el, everyFrame, fitCanvas } from "./dom.mjs";
+import { paletteOf } from "./palette.mjs";
+
+/** The host's palette (its switch sets --bv-palette in CSS), read with every layout. */
+export const paletteAt = (root) => paletteOf(getComputedStyle(root).getPropertyValue("--bv-palette"));
 
 const CLICK_SLOP = 4; // px a press may move and still be a click
 const CURSOR_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "n", "p"]);
@@ -48,7 +52,7 @@ export function mountCanvasView(container, view, options) {
     const started = performance.now();
     const width = Math.max(160, root.clientWidth || container.clientWidth || 600);
     layout = view.layout(data, options.state(), { width, height: options.height(width),
-      maxHeight: options.height(width), dpr: dpr() });
+      maxHeight: options.height(width), dpr: dpr(), palette: paletteAt(root) });
     hover = null;
     fresh = true;
     if (brushHeld) {

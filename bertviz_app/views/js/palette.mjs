@@ -17,10 +17,21 @@ export const CIVIDIS_STOPS = ["#ffffff", "#fee838", "#dec958", "#bcae6c", "#9b94
 // The roles' colours in this palette live with the heads' vocabulary (heads.py, generated into heads.mjs).
 export const COLORBLIND_ROLES = HEADS.roleColorsColorblind;
 
+// "All heads" draws a layer's heads at once. No twelve colours stay MIN_DELTA_E apart in all four visions (a search
+// found none past 19 with white among them), so four that do (Okabe & Ito's orange and sky blue, black, Tol's
+// purple) go with three dashes: heads 0-3 solid, 4-7 dashed, 8-11 dotted; the key draws each head's line and number.
+// Dashes are in line widths (the projector's lines are wider), drawn with round caps: a dot is a dash of ~0.
+export const HEAD_MARKS = { colors: ["#E69F00", "#56B4E9", "#000000", "#AA3377"], dashes: [[], [3, 3], [0.01, 2.5]] };
+
+// The corpus maps' categories: five colours and grey for "other" (the rest of a tag set goes there; the legend's
+// buttons show one category alone, which is how a reader tells any two apart without colour). The roles' own.
+export const CATEGORIES = { colors: ["#E69F00", "#56B4E9", "#117733", "#332288", "#000000"], other: "#8c8c8c",
+  kinds: ["#0072B2", "#D55E00"], right: "#0072B2", wrong: "#D55E00" };
+
 export const PALETTES = {
   default: { palette: "default" },
   colorblind: { palette: "colorblind", stops: CIVIDIS_STOPS, roles: COLORBLIND_ROLES, boundary: "#0072B2",
-    selected: "#D55E00" },
+    selected: "#D55E00", headMarks: HEAD_MARKS, categories: CATEGORIES },
 };
 
 export const COLORBLIND_CLASS = "bv-colorblind";

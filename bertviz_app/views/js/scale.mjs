@@ -19,6 +19,15 @@ export function headColor(head) {
   return `hsl(${Math.round((head * 137.508) % 360)}, 60%, 42%)`;
 }
 
+/** How the all-heads lines draw a head: { color, dash (a canvas line dash, [] for solid) }. A palette with
+ * headMarks (palette.mjs) has fewer colours than heads: its dashes tell apart the heads that share a colour. */
+export function headStyle(head, theme) {
+  const marks = theme?.headMarks;
+  if (!marks) return { color: headColor(head), dash: [] };
+  const n = marks.colors.length;
+  return { color: marks.colors[head % n], dash: marks.dashes[Math.floor(head / n) % marks.dashes.length] };
+}
+
 export function parseHex(hex) {
   const n = parseInt(hex.slice(1), 16);
   return [(n >> 16) & 255, (n >> 8) & 255, n & 255];

@@ -5,7 +5,7 @@
 import { shownBlocks } from "./data.mjs";
 import { drawnKey } from "./selection.mjs";
 import { LABEL_FONT_PX, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
-import { formatWeight, headColor, SELECTED_COLOR, weightIndex } from "./scale.mjs";
+import { formatWeight, headStyle, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 import { largestLabel, THEMES } from "./theme.mjs";
 
 export const NAME = "lines";
@@ -30,6 +30,8 @@ const IDLE_WEIGHT = 0.05; // with no token active, only links this strong: the r
 export const MAX_GAP = 360;
 const MIN_GAP = 120;
 const KEY_STEP = 36; // the all-heads color key: one entry per head
+const MIN_KEY_STEP = 28; // a swatch of 10 px and "11" still apart
+const TITLE_ROOM = 120; // a column's title in the band, and a gap
 
 /** Layout of the lines for a selection state in a box of size.width x size.maxHeight. */
 export function layout(data, state, size) {
@@ -70,16 +72,25 @@ export function layout(data, state, size) {
   };
 }
 
-/** The color key of the heads, centered over the lines; each entry is also a button for that head. */
+/** The color key of the heads, centered over the lines between the columns' titles; each entry is also a button
+ * for that head. Where it would run over the right title (a box not much wider than the picture, a phone), the key
+ * has the band alone, its entries closer (the caption says which side attends). */
 export function legendKeys(layout) {
-  const total = layout.heads * KEY_STEP;
-  const start = Math.max(layout.x0 + PAD + 120, (layout.xL + layout.xR - total) / 2); // clear of the left title
-  return Array.from({ length: layout.heads }, (_, head) => ({ head, x: start + head * KEY_STEP, w: KEY_STEP - 4 }));
+  const { heads, x0, width } = layout;
+  const start = Math.max(x0 + PAD + TITLE_ROOM, (layout.xL + layout.xR - heads * KEY_STEP) / 2);
+  if (start + heads * KEY_STEP <= width - x0 - PAD - TITLE_ROOM) {
+    return Array.from({ length: heads }, (_, head) => ({ head, x: start + head * KEY_STEP, w: KEY_STEP - 4,
+      swatch: 14 }));
+  }
+  const step = Math.max(MIN_KEY_STEP, Math.min(KEY_STEP, (width - 2 * PAD) / heads));
+  const left = Math.max(PAD, (width - heads * step) / 2);
+  return Array.from({ length: heads }, (_, head) => ({ head, x: left + head * step, w: step - 4, swatch: 10,
+    alone: true }));
 }
 
-/** The color of a block's lines: by head only when every head of the layer is shown. */
-export function lineColor(state, block) {
-  return state.head === "all" && block.head !== null ? headColor(block.head) : LINE_COLOR;
+/** The color and dash (in line widths) of a block's lines: by head only when every head of the layer is shown. */
+export function lineStyle(state, block, theme) {
+  return state.head === "all" && block.head !== null ? headStyle(block.head, theme) : { color: LINE_COLOR, dash: [] };
 }
 
 const rowY = (layout, index) => TOP + (index + 0.5) * layout.pitch;
@@ -125,8 +136,10 @@ export function paint(ctx, layout, v, focus) {
         if (block.values[k] >= floor) add(Math.floor(k / nc), k % nc, block.values[k]);
       }
     }
-    ctx.strokeStyle = lineColor(state, block);
+    const style = lineStyle(state, block, theme);
+    ctx.strokeStyle = style.color;
     ctx.lineWidth = act ? theme.activeLineWidth : theme.lineWidth;
+    ctx.setLineDash(style.dash.map((d) => d * ctx.lineWidth));
     buckets.forEach((ys, k) => {
       if (!ys.length) return;
       ctx.globalAlpha = Math.max(theme.alphaFloor, (k + 0.5) / 16); // a projector loses the faintest lines
@@ -135,6 +148,7 @@ export function paint(ctx, layout, v, focus) {
       ctx.stroke();
     });
     ctx.globalAlpha = 1;
+    ctx.setLineDash([]);
   }
   const locked = act && focus.locked && act.side === focus.locked.side && act.index === focus.locked.index;
   const labels = paintLabels(ctx, layout, r0, r1, act, locked);
@@ -227,16 +241,33 @@ function paintHeader(ctx, layout, v) {
   ctx.fillStyle = "#444";
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
-  ctx.fillText("attending token", x0 + PAD - v.x, HEADER / 2);
-  ctx.textAlign = "right";
-  ctx.fillText("attended token", width - x0 - PAD - v.x, HEADER / 2);
-  if (state.head === "all" && shown.set.perHead) {
-    for (const k of legendKeys(layout)) {
-      ctx.fillStyle = headColor(k.head);
-      ctx.fillRect(k.x - v.x, HEADER / 2 - 7, 14, 14);
+  const keys = state.head === "all" && shown.set.perHead ? legendKeys(layout) : [];
+  if (!keys[0]?.alone) {
+    ctx.fillText("attending token", x0 + PAD - v.x, HEADER / 2);
+    ctx.textAlign = "right";
+    ctx.fillText("attended token", width - x0 - PAD - v.x, HEADER / 2);
+  }
+  if (keys.length) {
+    const theme = layout.theme || THEMES.default;
+    for (const k of keys) {
+      const style = headStyle(k.head, theme);
+      if (theme.headMarks) { // a sample of the head's line: its dash is half of what tells it apart
+        ctx.strokeStyle = style.color;
+        ctx.lineWidth = 2;
+        ctx.lineCap = "round";
+        ctx.setLineDash(style.dash.map((d) => d * 2));
+        ctx.beginPath();
+        ctx.moveTo(k.x - v.x + 1, HEADER / 2);
+        ctx.lineTo(k.x - v.x + k.swatch, HEADER / 2);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      } else {
+        ctx.fillStyle = style.color;
+        ctx.fillRect(k.x - v.x, HEADER / 2 - k.swatch / 2, k.swatch, k.swatch);
+      }
       ctx.fillStyle = "#222";
       ctx.textAlign = "left";
-      ctx.fillText(String(k.head), k.x + 17 - v.x, HEADER / 2);
+      ctx.fillText(String(k.head), k.x + k.swatch + 3 - v.x, HEADER / 2);
     }
   }
   ctx.fillStyle = "#ddd";
@@ -283,7 +314,7 @@ export function fileName(layout) {
 
 function describe(state, shown, payload) {
   const heads = state.head === "all"
-    ? `all ${payload.heads} heads (one color each; click a color in the key to pick that head)`
+    ? `all ${payload.heads} heads (each its own color, or color and dash; click a head in the key to pick it)`
     : `head ${state.head}`;
   const what = state.matrix === "attention" ? `layer ${state.layer}, ${heads}`
     : state.matrix === "value_weighted" ? `layer ${state.layer}, ${heads}, weighted by value (the attention weight `
