@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import bertviz_app
 from bertviz_app.lessons import shipped_lessons
 from bertviz_app.views.page import view_names
 from pages import AppPage, serving
@@ -31,8 +30,8 @@ VERDICT = {"right": "Right: ", "wrong": "Not this time: ", "reveal": "Revealed: 
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 def drawn_parts(step: dict) -> list[str]:
@@ -149,8 +148,8 @@ def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_size
 
 
 @pytest.fixture(scope="module")
-def site(explorer, tmp_path_factory):
-    return explorer.export_static(tmp_path_factory.mktemp("static") / "site")
+def site(default_site):
+    return default_site
 
 
 def test_the_static_page_carries_every_shipped_lesson_and_plays_each_at_both_sizes(browser, site):
