@@ -94,8 +94,8 @@ def keep(page, name: str) -> None:
 
 
 def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_sizes(browser, explorer):
-    with serving(explorer) as url:
-        visitor = AppPage(browser, url)
+    with serving(explorer) as served:
+        visitor = AppPage(browser, served.url)
         page = visitor.page
         try:
             visitor.views_drawn("lines")
@@ -137,7 +137,7 @@ def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_size
         page = browser.new_page()
         try:
             page.set_viewport_size({"width": 1280, "height": 720})
-            page.goto(f"{url}?lesson=05-heads-that-follow-grammar&step=4")
+            page.goto(f"{served.url}?lesson=05-heads-that-follow-grammar&step=4")
             step = LESSONS["05-heads-that-follow-grammar"]["steps"][3]
             page.set_default_timeout(120_000)
             at_step(page, 4)
