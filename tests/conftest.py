@@ -96,6 +96,54 @@ def browser(tmp_path_factory):
         yield context
 
 
+DEFAULT_MODEL = "minilm-l6-mlm-nsp-en"
+
+
+@pytest.fixture(scope="session")
+def serve_app():
+    """serve_app(*models, max_tokens=None, **options): the app offering `app.load_models(models)` on the CPU, built
+    with `app.build_demo`'s `options`, served on a free 127.0.0.1 port (a pages.Served: url, demo, explorers). One
+    server per distinct configuration for the whole session: the modules that ask for the same one share its models
+    and its server, which no test changes (a visitor's state lives in the visitor's session). A module whose tests
+    change what the server holds (start a training, run a poll, patch a limit) serves its own with pages.serving."""
+    from bertviz_app import app
+    from pages import serving
+
+    servers = {}
+    with contextlib.ExitStack() as stack:
+        def serve(*models, max_tokens: int | None = None, **options):
+            key = (tuple(map(str, models)), max_tokens, tuple(sorted(options.items())))
+            if key not in servers:
+                explorers = app.load_models(list(models), device="cpu", max_tokens=max_tokens)
+                servers[key] = stack.enter_context(serving(explorers, **options))
+            return servers[key]
+
+        yield serve
+
+
+@pytest.fixture(scope="session")
+def default_explorer():
+    """The default model on the CPU, loaded once for the modules that read it without changing it."""
+    import bertviz_app
+
+    return bertviz_app.load(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def default_site(default_explorer, tmp_path_factory) -> Path:
+    """The default model's static page, exported once (about a minute on two shared cores) for the modules that
+    serve or open it without writing to it."""
+    return default_explorer.export_static(tmp_path_factory.mktemp("static") / "site")
+
+
+@pytest.fixture(scope="session")
+def small_corpus(tmp_path_factory, tiny_mlm_folder) -> Path:
+    """corpus_fixture's small corpus of the tiny model, built once for the modules that open it (none writes to it)."""
+    from corpus_fixture import build_small_corpus
+
+    return build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
+
+
 SENTIMENT = {"positive": ["a good film", "a great movie", "the film was good", "good and fine", "a fine movie",
                           "great film", "the movie was great", "it was good", "good good movie", "a great great film"],
              "negative": ["a bad film", "an awful movie", "the film was bad", "bad and boring", "a boring movie",

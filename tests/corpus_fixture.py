@@ -1,6 +1,6 @@
-"""One small corpus for the corpus views' tests (test_corpus_views.py, test_corpus_browser.py): 48 labelled sentences
+"""One small corpus for the corpus views' tests (conftest.py builds it once a session): 48 labelled sentences
 (two labels, a pair among them, "bank" in both senses) built with the tiny random model of conftest.py, every
-token's queries and keys kept. Cheap to build (a few seconds); each test module builds it once."""
+token's queries and keys kept. Cheap to build (a few seconds), and read only by the tests that open it."""
 
 from __future__ import annotations
 

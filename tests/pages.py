@@ -4,6 +4,7 @@ test_finetune_browser.py): `AppPage`, one visitor's tab, and the helpers around 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -124,13 +125,24 @@ def wait_for_rows(page, elem_id: str, n: int) -> None:
                            f"?.getAttribute('aria-rowcount') === '{n + 1}'", timeout=TIMEOUT_MS)
 
 
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """An app served on 127.0.0.1 for a test: its address, its gradio Blocks and the models it offers."""
+
+    url: str
+    demo: object
+    explorers: object
+
+
 @contextlib.contextmanager
-def serving(explorers):
-    """The app of `explorers` (one Explorer, or name -> Explorer) on a free port for the `with` block: its address."""
+def serving(explorers, *, auth=None, **options):
+    """The app of `explorers` (one Explorer, or name -> Explorer), built with `app.build_demo`'s `options`, on a free
+    port for the `with` block. conftest's `serve_app` shares one per configuration; this is for a module whose tests
+    change what the server holds (a training, a poll, a patched limit) and so must not share it."""
     from bertviz_app import app
 
-    demo = app.build_demo(explorers)
+    demo = app.build_demo(explorers, **options)
     try:
-        yield app.serve(demo, port=app.free_port(), block=False)
+        yield Served(app.serve(demo, port=app.free_port(), block=False, auth=auth), demo, explorers)
     finally:
         demo.close()

@@ -14,12 +14,10 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import bertviz_app
 from axe import serious
-from bertviz_app import app
 from bertviz_app.app.lane.training import TrainingSettings
 from bertviz_app.catalog import ASSETS
-from corpus_fixture import build_small_corpus
 from bertviz_app.views import standalone_html
-from pages import TIMEOUT_MS, AppPage
+from pages import TIMEOUT_MS, AppPage, serving
 from static_pages import Opened, static_host
 
 pytestmark = [pytest.mark.browser]
@@ -31,25 +29,22 @@ LESSON = ASSETS / "lessons" / "03-one-head-two-ways.json"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, tiny_mlm_folder, finetuned_classifier):
+def server(tmp_path_factory, tiny_mlm_folder, finetuned_classifier, small_corpus):
     from bertviz_app.app.tabs.corpus import open_corpora
 
-    folder = build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
     text = tmp_path_factory.mktemp("pretrain-text") / "animals.txt"
     text.write_text("the cat sat on the mat .\nthe dog sat on the rug .\n", encoding="utf-8")
     explorers = {"tiny": bertviz_app.load(tiny_mlm_folder, device="cpu", name="tiny"),
                  "trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}
-    corpora, problems = open_corpora([str(folder)], explorers, lambda source: None)
-    demo = app.build_demo(explorers, corpora=corpora, corpus_problems=problems,
-                          training=TrainingSettings(True, "", (), pretrain_files=(str(text),)))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+    corpora, problems = open_corpora([str(small_corpus)], explorers, lambda source: None)
+    with serving(explorers, corpora=corpora, corpus_problems=problems,
+                 training=TrainingSettings(True, "", (), pretrain_files=(str(text),))) as served:
+        yield served.url
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 @pytest.fixture(scope="module")

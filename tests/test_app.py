@@ -37,9 +37,14 @@ DEFAULT = "minilm-l6-mlm-nsp-en"
 
 
 @pytest.fixture(scope="module")
-def explorers(tiny_mlm_folder):
+def served(serve_app, tiny_mlm_folder):
     # as the command line does it: `bertviz-app --model all-MiniLM-L6-v2 --model <folder> --model minilm-...`
-    return app.load_models([MODEL, tiny_mlm_folder, DEFAULT], device="cpu", max_tokens=128)
+    return serve_app(MODEL, tiny_mlm_folder, DEFAULT, max_tokens=128)
+
+
+@pytest.fixture(scope="module")
+def explorers(served):
+    return served.explorers
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +59,13 @@ def tiny(explorers):
 
 
 @pytest.fixture(scope="module")
-def demo(explorers):
-    return app.build_demo(explorers)
+def demo(served):
+    return served.demo
 
 
 @pytest.fixture(scope="module")
-def server(demo):
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(served):
+    return served.url
 
 
 @pytest.fixture(scope="module")

@@ -33,12 +33,8 @@ def tiny_folder(tiny_mlm_folder):
 
 
 @pytest.fixture(scope="module")
-def server(tiny_folder):
-    demo = app.build_demo(app.load_models(["all-MiniLM-L6-v2", tiny_folder, "minilm-l6-mlm-nsp-en"], device="cpu",
-                                          max_tokens=512))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(serve_app, tiny_folder):
+    return serve_app("all-MiniLM-L6-v2", tiny_folder, "minilm-l6-mlm-nsp-en", max_tokens=512).url
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from bertviz_app import app
 from pages import AppPage, shoot, wait_for_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -15,11 +14,8 @@ B = "The keys to the cabinet [MASK] on the table."
 
 
 @pytest.fixture(scope="module")
-def server():
-    demo = app.build_demo(app.load_models(["minilm-l6-mlm-nsp-en"], device="cpu", max_tokens=512))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(serve_app):
+    return serve_app("minilm-l6-mlm-nsp-en").url
 
 
 def analyzed(browser, server, size) -> AppPage:

@@ -11,23 +11,19 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from bertviz_app import app, load
-from corpus_fixture import build_small_corpus
-from pages import AppPage, shoot
+from pages import AppPage, serving, shoot
 
 pytestmark = [pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")
-def corpus_server(tmp_path_factory, tiny_mlm_folder):
+def corpus_server(tiny_mlm_folder, small_corpus):
     from bertviz_app.app.tabs.corpus import open_corpora
 
-    folder = build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
     explorers = {"tiny": load(tiny_mlm_folder, device="cpu")}
-    corpora, problems = open_corpora([str(folder)], explorers, lambda source: None)
-    demo = app.build_demo(explorers, corpora=corpora, corpus_problems=problems)
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url, corpora["small"].corpus
-    demo.close()
+    corpora, problems = open_corpora([str(small_corpus)], explorers, lambda source: None)
+    with serving(explorers, corpora=corpora, corpus_problems=problems) as served:
+        yield served.url, corpora["small"].corpus
 
 
 def query(page) -> dict:

@@ -22,14 +22,14 @@ from bertviz_app.corpus import CorpusError
 from bertviz_app.corpus.browser import CorpusViews
 from bertviz_app.views import corpus_payload
 from bertviz_app.views.corpus_page import _json_script
-from corpus_fixture import build_small_corpus
+from pages import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory, tiny_mlm_folder) -> Path:
-    return build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
+def folder(small_corpus) -> Path:
+    return small_corpus
 
 
 @pytest.fixture(scope="module")
@@ -276,10 +276,8 @@ def test_a_failed_answer_is_not_kept_and_the_next_good_one_is(views):
 def corpus_app(views, explorer):
     """(url, demo) of a served app with the small corpus."""
     views.model_name = "tiny"
-    demo = app.build_demo({"tiny": explorer}, corpora={"small": views})
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url, demo
-    demo.close()
+    with serving({"tiny": explorer}, corpora={"small": views}) as served:
+        yield served.url, served.demo
 
 
 def corpus_call(url: str, demo, session: str, name: str, data, timeout: float = 60) -> dict:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-import bertviz_app
 from bertviz_app.lessons import shipped_lessons
 from bertviz_app.views.page import view_names
 from pages import AppPage, serving
@@ -37,8 +36,8 @@ LESSON_SHOTS = {"01-words-become-pieces": 1, "02-three-embeddings": 3, "03-one-h
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 def drawn_parts(step: dict) -> list[str]:
@@ -101,8 +100,8 @@ def keep(page, name: str) -> None:
 
 
 def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_sizes(browser, explorer):
-    with serving(explorer) as url:
-        visitor = AppPage(browser, url)
+    with serving(explorer) as served:
+        visitor = AppPage(browser, served.url)
         page = visitor.page
         try:
             visitor.views_drawn("lines")
@@ -146,7 +145,7 @@ def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_size
         page = browser.new_page()
         try:
             page.set_viewport_size({"width": 1280, "height": 720})
-            page.goto(f"{url}?lesson=05-heads-that-follow-grammar&step=4")
+            page.goto(f"{served.url}?lesson=05-heads-that-follow-grammar&step=4")
             step = LESSONS["05-heads-that-follow-grammar"]["steps"][3]
             page.set_default_timeout(120_000)
             at_step(page, 4)
@@ -157,8 +156,8 @@ def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_size
 
 
 @pytest.fixture(scope="module")
-def site(explorer, tmp_path_factory):
-    return explorer.export_static(tmp_path_factory.mktemp("static") / "site")
+def site(default_site):
+    return default_site
 
 
 def test_the_static_page_carries_every_shipped_lesson_and_plays_each_at_both_sizes(browser, site):

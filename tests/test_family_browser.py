@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 import family_models
-from bertviz_app import app
 from pages import TIMEOUT_MS, AppPage, shoot, wait_for_rows
 
 pytestmark = [pytest.mark.browser]
@@ -24,18 +23,20 @@ def folders(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def explorers(folders):
-    return app.load_models([str(folder) for folder in folders.values()], device="cpu")
+def served(serve_app, folders):
+    return serve_app(*folders.values())
 
 
 @pytest.fixture(scope="module")
-def visitor(browser, explorers):
-    demo = app.build_demo(explorers)
-    url = app.serve(demo, port=app.free_port(), block=False)
-    v = AppPage(browser, url)
+def explorers(served):
+    return served.explorers
+
+
+@pytest.fixture(scope="module")
+def visitor(browser, served):
+    v = AppPage(browser, served.url)
     yield v
     v.page.close()
-    demo.close()
 
 
 def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers, folders, tmp_path):

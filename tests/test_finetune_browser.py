@@ -10,7 +10,7 @@ import pytest
 
 from bertviz_app import app
 from bertviz_app.app.lane.training import TrainingSettings
-from pages import TIMEOUT_MS, AppPage, shoot
+from pages import TIMEOUT_MS, AppPage, serving, shoot
 
 pytestmark = [pytest.mark.browser]
 
@@ -22,11 +22,9 @@ def server(tiny_mlm_folder, tmp_path_factory):
         writer = csv.writer(handle)
         writer.writerow(["text", "label"])
         writer.writerows([("a good film", "positive"), ("a bad film", "negative")] * 40)
-    demo = app.build_demo(app.load_models([tiny_mlm_folder], device="cpu"),
-                          training=TrainingSettings(True, "", (str(folder / "reviews.csv"),)))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+    with serving(app.load_models([tiny_mlm_folder], device="cpu"),
+                 training=TrainingSettings(True, "", (str(folder / "reviews.csv"),))) as served:
+        yield served.url
 
 
 def test_a_training_started_from_the_tab_draws_its_curve_and_joins_the_model_list(browser, server, tmp_path,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bertviz_app import app, build_corpus
-from pages import AppPage
+from pages import AppPage, serving
 from test_corpus_browser import in_sight, query
 
 pytestmark = [pytest.mark.browser]
@@ -22,10 +22,8 @@ def heldout_server(tmp_path_factory, finetuned_classifier):
     explorers = app.load_models([finetuned_classifier], device="cpu")
     corpora, problems = open_corpora([str(folder)], explorers, lambda source: None)
     assert problems == []
-    demo = app.build_demo(explorers, corpora=corpora, corpus_problems=problems)
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url, corpora["held"].corpus
-    demo.close()
+    with serving(explorers, corpora=corpora, corpus_problems=problems) as served:
+        yield served.url, corpora["held"].corpus
 
 
 def marked(page):

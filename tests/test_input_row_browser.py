@@ -7,7 +7,6 @@ import shutil
 
 import pytest
 
-from bertviz_app import app
 from pages import AppPage
 
 pytestmark = [pytest.mark.browser]
@@ -16,11 +15,9 @@ LONG = "a-model-fine-tuned-on-movie-reviews-with-a-long-name"
 
 
 @pytest.fixture(scope="module")
-def url(tiny_mlm_folder, tmp_path_factory):
+def url(serve_app, tiny_mlm_folder, tmp_path_factory):
     long = shutil.copytree(tiny_mlm_folder, tmp_path_factory.mktemp("models") / LONG)
-    demo = app.build_demo(app.load_models([str(long), tiny_mlm_folder], device="cpu"))
-    yield app.serve(demo, port=app.free_port(), block=False)
-    demo.close()
+    return serve_app(long, tiny_mlm_folder).url
 
 
 TEXT_END_AND_ARROW = """() => {

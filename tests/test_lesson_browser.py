@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bertviz_app
-from pages import AppPage, serving, shoot
+from pages import AppPage, shoot
 from static_pages import Opened, static_host
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -31,14 +30,13 @@ STEPS = [
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 @pytest.fixture(scope="module")
-def app_server(explorer):
-    with serving(explorer) as url:
-        yield url
+def app_server(serve_app):
+    return serve_app("minilm-l6-mlm-nsp-en").url
 
 
 def shows(page, step: int) -> None:

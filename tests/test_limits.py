@@ -32,6 +32,7 @@ from bertviz_app import explorer as explorer_module
 from bertviz_app.app import common, views_host
 from bertviz_app.app.server import guards
 from bertviz_app.catalog import minilm_path
+from pages import serving
 
 
 def tiny_explorer(cache_mb: float) -> Explorer:
@@ -104,10 +105,8 @@ def served(explorers):
     """(url, demo) of the app as `bertviz-app serve` runs it, without --auth (on 127.0.0.1: the Fine-tune tab on)."""
     from bertviz_app.app.lane.training import TrainingSettings
 
-    demo = app.build_demo(explorers, training=TrainingSettings(True))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url, demo
-    demo.close()
+    with serving(explorers, training=TrainingSettings(True)) as served:
+        yield served.url, served.demo
 
 
 @pytest.fixture(scope="module")
@@ -129,10 +128,8 @@ def model_name(explorers) -> str:
 
 @pytest.fixture(scope="module")
 def auth_server(explorers):
-    demo = app.build_demo(explorers)
-    url = app.serve(demo, port=app.free_port(), block=False, auth=[(USER, PASSWORD)])
-    yield url
-    demo.close()
+    with serving(explorers, auth=[(USER, PASSWORD)]) as served:
+        yield served.url
 
 
 def port_of(url: str) -> int:

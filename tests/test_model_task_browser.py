@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_app import app
 from pages import AppPage
 
 pytestmark = [pytest.mark.browser]
@@ -21,11 +20,8 @@ SIZES = {"1280x720": (1280, 720), "390x844": (390, 844)}
 
 
 @pytest.fixture(scope="module")
-def server(finetuned_classifier):
-    demo = app.build_demo(app.load_models([DEFAULT, str(finetuned_classifier)], device="cpu"))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(serve_app, finetuned_classifier):
+    return serve_app(DEFAULT, finetuned_classifier).url
 
 
 def keep_screenshot(page, tmp_path: Path, name: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from bertviz_app import app
 from bertviz_app.catalog import read_examples
-from pages import TIMEOUT_MS, AppPage
+from pages import TIMEOUT_MS, AppPage, serving
 
 pytestmark = [pytest.mark.browser]
 
@@ -32,10 +32,8 @@ def slowed(tiny_mlm_folder):
         return run(text, text_pair)
 
     explorer.run = slow_run
-    demo = app.build_demo(explorers)
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url, entered, explorer
-    demo.close()
+    with serving(explorers) as served:
+        yield served.url, entered, explorer
 
 
 def test_the_visitors_input_wins_over_a_slower_opening_analysis(browser, slowed):

@@ -42,7 +42,8 @@ def test_thirty_phones_answer_and_the_presenter_sees_the_tally(chromium):
     browser = chromium
     question = LESSONS[LESSON]["steps"][STEP - 1]["question"]
     picks = [i % len(question["choices"]) for i in range(PHONES)]
-    with serving(bertviz_app.load(device="cpu")) as url:
+    with serving(bertviz_app.load(device="cpu")) as served:
+        url = served.url
         presenter = AppPage(browser, f"{url}?lesson={LESSON}&step={STEP}")
         page = presenter.page
         phones = []

@@ -13,7 +13,7 @@ import pytest
 from bertviz_app import app
 from bertviz_app.app.lane import pretraining as lane_pretraining
 from bertviz_app.app.lane.training import TrainingSettings
-from pages import TIMEOUT_MS, AppPage, shoot
+from pages import TIMEOUT_MS, AppPage, serving, shoot
 
 pytestmark = [pytest.mark.browser]
 
@@ -27,11 +27,9 @@ def server(tiny_mlm_folder, tmp_path_factory):
     text = "\n\n".join("\n".join(f"the {animals[(d + k) % 10]} sat on the {animals[(d + 2 * k) % 10]} ."
                                  for k in range(3)) for d in range(30))
     (folder / "animals.txt").write_text(text + "\n", encoding="utf-8")
-    demo = app.build_demo(app.load_models([tiny_mlm_folder], device="cpu"),
-                          training=TrainingSettings(True, "", (), pretrain_files=(str(folder / "animals.txt"),)))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+    with serving(app.load_models([tiny_mlm_folder], device="cpu"),
+                 training=TrainingSettings(True, "", (), pretrain_files=(str(folder / "animals.txt"),))) as served:
+        yield served.url
 
 
 def _picture(page) -> str:

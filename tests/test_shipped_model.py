@@ -25,8 +25,8 @@ CORPUS_PACKAGES = "fortunes fortunes-min wordnet-base dict-gcide python3-doc"
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 @pytest.fixture(scope="module")

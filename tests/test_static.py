@@ -153,8 +153,8 @@ def test_the_weights_options_are_the_exports_and_others_are_refused(tmp_path, ca
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-import bertviz_app
-from pages import AppPage, serving, shoot
+from pages import AppPage, shoot
 from static_pages import TIMEOUT_MS, Opened, gzip_static_host, static_host
 from texts import HARD, PAIRS
 
@@ -30,13 +29,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 @pytest.fixture(scope="module")
-def site(explorer, tmp_path_factory):
-    return explorer.export_static(tmp_path_factory.mktemp("static") / "site")
+def site(default_site):
+    return default_site
 
 
 @pytest.fixture(scope="module")
@@ -254,10 +253,9 @@ def test_a_link_with_values_out_of_range_opens_what_it_can_and_says_what_was_out
 
 
 @pytest.fixture(scope="module")
-def app_server(explorer):
+def app_server(serve_app):
     """The app serving the model the static page was exported from: the same tokens, layers and heads."""
-    with serving(explorer) as url:
-        yield url
+    return serve_app("minilm-l6-mlm-nsp-en").url
 
 
 def _shows(page, layer: int, head: int, token: int) -> None:

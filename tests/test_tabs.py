@@ -59,14 +59,19 @@ def test_the_tabs_have_an_id_and_a_title_of_their_own():
 
 
 @pytest.fixture(scope="module")
-def explorers(tiny_mlm_folder):
-    return app.load_models([tiny_mlm_folder], device="cpu")
+def served(serve_app, tiny_mlm_folder):
+    TokenCountTab.built.clear()
+    return serve_app(tiny_mlm_folder, tabs=(*TABS, TokenCountTab))
 
 
 @pytest.fixture(scope="module")
-def demo(explorers):
-    TokenCountTab.built.clear()
-    return app.build_demo(explorers, tabs=(*TABS, TokenCountTab))
+def explorers(served):
+    return served.explorers
+
+
+@pytest.fixture(scope="module")
+def demo(served):
+    return served.demo
 
 
 def test_every_tab_built_in_the_page_is_a_tab(demo):
@@ -106,10 +111,8 @@ def test_a_tab_added_to_the_tuple_shows_wires_and_computes_behind_the_gate(demo)
 
 
 @pytest.fixture(scope="module")
-def server(demo):
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(served):
+    return served.url
 
 
 def test_the_added_tab_answers_through_its_endpoints(server, explorers):

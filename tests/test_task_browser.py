@@ -9,7 +9,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from bertviz_app import app
 
 pytestmark = [pytest.mark.browser]
 
@@ -17,11 +16,8 @@ TIMEOUT_MS = 60_000
 
 
 @pytest.fixture(scope="module")
-def server(finetuned_classifier):
-    demo = app.build_demo(app.load_models([finetuned_classifier], device="cpu"))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(serve_app, finetuned_classifier):
+    return serve_app(finetuned_classifier).url
 
 
 def test_explain_open_a_head_pick_a_heldout_row_and_compare_with_the_base(browser, server, finetuned_classifier):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-import bertviz_app
 from pages import AppPage, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -17,13 +16,8 @@ SHORT = "The cat sat on the mat."  # few rows: room for the labels to grow
 
 
 @pytest.fixture(scope="module")
-def app_server():
-    from bertviz_app import app
-
-    demo = app.build_demo(bertviz_app.load(device="cpu"))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def app_server(serve_app):
+    return serve_app("minilm-l6-mlm-nsp-en").url
 
 
 def geometry(page, view: str) -> dict:

@@ -19,9 +19,8 @@ STEP = "() => document.querySelector('#tl-timeline-views')?.dataset.step"
 
 
 @pytest.fixture(scope="module")
-def server(finetuned_classifier):
-    with serving({"trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}) as url:
-        yield url
+def server(serve_app, finetuned_classifier):
+    return serve_app(finetuned_classifier).url
 
 
 def _at(page, step: int) -> None:
@@ -119,8 +118,8 @@ def paged_server(finetuned_classifier):
     largest = max(len(timeline.payload(step, 0)) for step in timeline.steps)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(limits, "TIMELINE_PAGE_BYTES", 3 * largest)
-        with serving({"trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}) as url:
-            yield url
+        with serving({"trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}) as served:
+            yield served.url
 
 
 def test_the_slider_asks_for_a_page_it_does_not_hold_and_only_then(browser, paged_server, finetuned_classifier,

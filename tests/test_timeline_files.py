@@ -23,7 +23,6 @@ from bertviz_app.app.views_host import TimelinePages, ViewsHost
 from bertviz_app.corpus import CorpusError, open_corpus
 from bertviz_app.timeline import TimelineError, open_timeline
 
-from corpus_fixture import build_small_corpus
 
 SECRET = "root:x:0:0:the secret outside the timeline\n"
 
@@ -118,8 +117,8 @@ def test_the_tab_sends_nothing_from_outside(copied, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, tiny_mlm_folder) -> Path:
-    return build_small_corpus(tmp_path_factory.mktemp("corpus") / "small", tiny_mlm_folder)
+def corpus(small_corpus) -> Path:
+    return small_corpus
 
 
 def test_a_corpus_file_linked_outside_is_refused(corpus, tmp_path):

@@ -154,9 +154,8 @@ def test_js_fixture_is_what_the_encoder_writes_now():
 
 # --- the budget, on the default model -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def explorer():
-    import bertviz_app
-    return bertviz_app.load(device="cpu", max_tokens=512)
+def explorer(default_explorer):
+    return default_explorer  # at the model's own limit, 512 tokens
 
 
 def sample_run(explorer, tokens: int):
