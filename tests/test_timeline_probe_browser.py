@@ -28,8 +28,8 @@ def server(tmp_path_factory, finetuned_classifier):
     run_pretrain(_args(root / "train.txt", root / "run", "--timeline-probe", str(root / "grammar.conll")))
     explorers = {"pretrained": bertviz_app.load(root / "run" / f"step-{STEPS:07d}", device="cpu", name="pretrained"),
                  "trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}
-    with serving(explorers) as url:
-        yield url
+    with serving(explorers) as served:
+        yield served.url
 
 
 def _probe_figure(v: AppPage) -> list[str]:

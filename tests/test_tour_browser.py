@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-import bertviz_app
 from axe import serious
 from bertviz_app.lessons import shipped_lessons
 from conftest import chromium
-from pages import AppPage, serving, shoot
+from pages import AppPage, shoot
 from static_pages import Opened, static_host
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -33,14 +32,8 @@ def browser(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return bertviz_app.load(device="cpu")
-
-
-@pytest.fixture(scope="module")
-def app_server(explorer):
-    with serving(explorer) as url:
-        yield url
+def app_server(serve_app):
+    return serve_app("minilm-l6-mlm-nsp-en").url
 
 
 def first_visit(browser, url: str, size) -> AppPage:
@@ -143,8 +136,8 @@ def test_a_page_opened_from_a_link_is_not_interrupted(browser, app_server, size)
 
 
 @pytest.fixture(scope="module")
-def site(explorer, tmp_path_factory):
-    return explorer.export_static(tmp_path_factory.mktemp("static") / "site")
+def site(default_site):
+    return default_site
 
 
 def test_the_static_page_offers_the_tour_on_a_first_visit(browser, site):
