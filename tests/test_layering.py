@@ -21,6 +21,7 @@ FLOORS = {
     "batching": 0,  # inputs that arrive together, run as one pass (stdlib only)
     "inputs": 0,  # the one check of an input's text, for the explorer and the app (stdlib only)
     "heads": 0,  # the vocabulary of heads: statistics, the role rule, labels and colours (numpy only)
+    "i18n": 0,  # the catalogue of user-facing strings (views/js/catalog-es.mjs) read as JSON, and the language chosen
     "config": 1, "device": 1, "catalog": 1,
     "padding": 1,  # inputs of several lengths as one batch (torch only)
     "finetuned": 1,  # what a fine-tuned folder records (base model, held-out predictions): files only

@@ -14,6 +14,7 @@
 import { lessonText, nameFromFile, parseLesson, recordStep, stepOfLink } from "./lesson.mjs";
 import { makeShelf, readCards } from "./lesson-shelf.mjs";
 import { readLink, writeLink } from "./permalink.mjs";
+import { t } from "./i18n.mjs";
 
 const STORE = "bertviz-lesson:";
 const ANALYSIS_WAIT_MS = 180000;
@@ -29,7 +30,8 @@ export function startAppLessons(doc, deps) {
   let from = ""; // the file the steps came from, said beside their count (the file box is emptied after each read)
   const say = (text) => { $("lesson-error").textContent = text; };
   const count = () => {
-    $("lesson-count").textContent = `${steps.length} step${steps.length === 1 ? "" : "s"}${from ? ` (${from})` : ""}`;
+    $("lesson-count").textContent = (steps.length === 1 ? t("{n} step", { n: 1 }) : t("{n} steps", { n: steps.length }))
+      + (from ? ` (${from})` : "");
     $("lesson-save").disabled = $("lesson-play").disabled = !steps.length;
   };
   const shown = () => deps.viewerIn("attention-host");
@@ -65,7 +67,7 @@ export function startAppLessons(doc, deps) {
 
   $("lesson-add").addEventListener("click", () => {
     const now = shown();
-    if (!now) { say("Analyze an input first: a step is what the views show."); return; }
+    if (!now) { say(t("Analyze an input first: a step is what the views show.")); return; }
     steps.push(recordStep(now.input, now.viewer.selection.get(), $("lesson-caption-in").value));
     from = from && `${from.replace(/, changed$/, "")}, changed`;
     $("lesson-caption-in").value = "";
