@@ -277,5 +277,22 @@ export const ES = {
 "The model could not start in this browser: {why}": "El modelo no pudo arrancar en este navegador: {why}",
 "The input was longer than {most} tokens: {n} were left out.": "La entrada tenía más de {most} tokens: se dejaron fuera {n}.",
 "The link's sentence {which} is longer than {most} characters, the most a box takes; it was left out.": "La frase {which} del enlace tiene más de {most} caracteres, lo máximo que admite una casilla; se dejó fuera.",
-"and": "y"
+"and": "y",
+"Pick heads in **All heads** (*Pick heads to silence*) to see what this input's predictions lose without them: put **[MASK]** in a sentence for word predictions, or give a sentence B for next-sentence prediction.": "Elige cabezas en **Todas las cabezas** (*Elegir cabezas que silenciar*) para ver qué pierden sin ellas las predicciones de esta entrada: pon **[MASK]** en una frase para predecir palabras, o escribe una frase B para predecir la frase siguiente.",
+"Silencing heads changes what the model predicts, and this input asks for no prediction: {needs}.": "Silenciar cabezas cambia lo que predice el modelo, y esta entrada no pide ninguna predicción: {needs}.",
+"put **[MASK]** in a sentence (or give a sentence B) and analyze again": "pon **[MASK]** en una frase (o escribe una frase B) y vuelve a analizar",
+"give a sentence B and analyze again": "escribe una frase B y vuelve a analizar",
+"pick a model with a masked-LM or next-sentence head": "elige un modelo con una cabeza de palabra oculta o de frase siguiente",
+"**Silenced {n} of {all} heads** (layer.head: {names}). Their attention output is set to zero in this forward pass; the rest of the model runs as before.": "**{n} de {all} cabezas en silencio** (capa.cabeza: {names}). Su salida de atención se pone a cero en esta pasada; el resto del modelo funciona como antes.",
+"| [MASK] | before | after | top word before: probability |": "| [MASK] | antes | después | palabra principal antes: probabilidad |",
+"still first": "sigue primera",
+"now #{rank}": "ahora n.º {rank}",
+"Pick heads in the overview first.": "Primero elige cabezas en la vista de todas las cabezas.",
+"attending token": "token que atiende",
+"attended token": "token atendido",
+"layer {layer}": "capa {layer}",
+"query q of “{token}”": "consulta q de «{token}»",
+"keys k, one row per token ↓": "claves k, una fila por token ↓",
+"q × k, element by element": "q × k, elemento a elemento",
+"softmax = weight": "softmax = peso"
 };

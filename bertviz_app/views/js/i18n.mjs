@@ -69,7 +69,8 @@ export function translateTree(root, lang = current) {
   const swap = (text) => { // whitespace inside a string is the markup's layout, not the string's
     const core = text.trim();
     const known = CATALOGUES[lang][core.replace(/\s+/g, " ")];
-    return core && known ? text.replace(core, known) : null;
+    // null also where the translation is the same word ("Tokens"): writing it again would be a change to observe
+    return core && known && known !== core ? text.replace(core, known) : null;
   };
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     if (node.parentElement?.closest("script, style, textarea, .bv-view")) continue;

@@ -228,9 +228,9 @@ function paintHeader(ctx, layout, v) {
   ctx.fillStyle = "#444";
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
-  ctx.fillText("attending token", x0 + PAD - v.x, HEADER / 2);
+  ctx.fillText(t("attending token"), x0 + PAD - v.x, HEADER / 2);
   ctx.textAlign = "right";
-  ctx.fillText("attended token", width - x0 - PAD - v.x, HEADER / 2);
+  ctx.fillText(t("attended token"), width - x0 - PAD - v.x, HEADER / 2);
   if (state.head === "all" && shown.set.perHead) {
     for (const k of legendKeys(layout)) {
       ctx.fillStyle = headColor(k.head);

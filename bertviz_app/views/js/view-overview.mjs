@@ -256,7 +256,7 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
     if (y < TOP || y > v.height) continue;
     ctx.font = l === state.layer ? BOLD : FONT;
     ctx.fillStyle = labelColor;
-    ctx.fillText(`layer ${l}`, 6, y);
+    ctx.fillText(tr("layer {layer}", { layer: l }), 6, y);
     if (picking && pointed && pointed.head < 0 && pointed.layer === l) {
       ctx.fillRect(6, y + 9, ctx.measureText(`layer ${l}`).width, 1.5);
     }

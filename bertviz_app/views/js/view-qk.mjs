@@ -158,10 +158,10 @@ function paintHeader(ctx, layout, v) {
   ctx.fillStyle = "#333";
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
-  ctx.fillText(`query q of \u201c${truncate(payload.tokens[row.token], 12)}\u201d`, xKeys, 12);
-  ctx.fillText("keys k, one row per token \u2193", xKeys, HEADER - 12);
+  ctx.fillText(tr("query q of “{token}”", { token: truncate(payload.tokens[row.token], 12) }), xKeys, 12);
+  ctx.fillText(tr("keys k, one row per token ↓"), xKeys, HEADER - 12);
   if (expand) {
-    ctx.fillText("q \u00d7 k, element by element", xProducts, 12);
+    ctx.fillText(tr("q × k, element by element"), xProducts, 12);
     ctx.fillText("(red: signs agree)", xProducts, HEADER - 12);
   }
   // q.k, then each of the model's terms by its name, then their sum (two lines each, above the keys' own title: a
@@ -172,7 +172,7 @@ function paintHeader(ctx, layout, v) {
   columns.forEach((lines, c) => lines.forEach((text, k) => {
     ctx.fillText(text, xDot + c * layout.numberW + 4, HEADER - 30 + 18 * k);
   }));
-  ctx.fillText("softmax = weight", xBar, HEADER - 12);
+  ctx.fillText(tr("softmax = weight"), xBar, HEADER - 12);
   // The query vector, over the key columns (and over the products, which it multiplies).
   for (let e = 0; e < row.d; e++) {
     ctx.fillStyle = lutColor(LUT, signedIndex(row.q[e], limit));
