@@ -91,7 +91,7 @@ def test_the_apps_labels_are_marked_for_gradios_translation_and_others_stay():
     from gradio.i18n import I18nData
 
     with gr.Blocks() as demo:
-        gr.HTML("<h1>bertviz-app <span>see what BERT reads and computes, in one sentence or a pair</span></h1>")
+        gr.HTML("<h1>Uncatalogued <span>see what BERT reads and computes, in one sentence or a pair</span></h1>")
         box = gr.Textbox(label="Sentence A", info="Not catalogued anywhere")
         button = gr.Button("Analyze")
         other = gr.Button("Not catalogued either")
@@ -102,4 +102,4 @@ def test_the_apps_labels_are_marked_for_gradios_translation_and_others_stay():
     assert button.value == str(I18nData("Analyze")) and other.value == "Not catalogued either"
     html = next(b for b in demo.blocks.values() if isinstance(b, gr.HTML)).value
     key = "see what BERT reads and computes, in one sentence or a pair"
-    assert html == f"<h1>bertviz-app <span>{I18nData(key)}</span></h1>"
+    assert html == f"<h1>Uncatalogued <span>{I18nData(key)}</span></h1>"

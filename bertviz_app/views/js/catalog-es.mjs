@@ -87,6 +87,7 @@ export const ES = {
 "the next control; every control is reachable by keyboard": "el control siguiente; a todos se llega con el teclado",
 "Esc": "Esc",
 "close this list": "cierra esta lista",
+"bertviz-app": "bertviz-app",
 "this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, Safari 16.4+)": "este navegador no puede descomprimir los datos (necesita DecompressionStream: Chrome o Edge 103+, Firefox 113+, Safari 16.4+)",
 "The attention views could not start: {why}.": "Las vistas de atención no pudieron arrancar: {why}.",
 "Attention": "Atención",
