@@ -310,7 +310,9 @@ def events_named(demo: gr.Blocks, names: tuple[str, ...]) -> set[int]:
 # `__i18n__{...}` marker inside an HTML value, through the catalogues given to launch(i18n=gr.I18n(...)), in the
 # language it chose from the browser (app.mjs's startLanguage moves it to a page's ?lang=). Our strings are written in
 # English where they are built; here each one the catalogue holds becomes gradio's marker, once, before launch, so
-# that adding a string to the catalogue is the whole change. A string the catalogue lacks stays English.
+# that adding a string to the catalogue is the whole change. A string the catalogue lacks stays English. Gradio 6.31
+# reads one marker in an HTML value, not two (the second shows as its marker): an HTML value names one catalogued
+# text at most.
 _HTML_TEXT = re.compile(r">([^<>]+)<")
 
 

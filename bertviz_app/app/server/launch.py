@@ -179,7 +179,9 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     captured = io.StringIO()
     budget = guards.SessionBudget(sessions_per_address)
     # gradio's banner and its long share advice: we say it shorter
-    gradio_internals.translate_static_text(demo, {key for lang in i18n.LANGUAGES[1:] for key in i18n.catalogue(lang)})
+    # the strings some language says otherwise ("Tokens" is Spanish too: nothing to mark)
+    gradio_internals.translate_static_text(demo, {key for lang in i18n.LANGUAGES[1:]
+                                                  for key, said in i18n.catalogue(lang).items() if said != key})
     with contextlib.redirect_stdout(captured), forwarded_headers(behind_proxy):
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth, theme=THEME,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
