@@ -295,5 +295,6 @@ export const ES = {
 "query q of “{token}”": "consulta q de «{token}»",
 "keys k, one row per token ↓": "claves k, una fila por token ↓",
 "q × k, element by element": "q × k, elemento a elemento",
-"softmax = weight": "softmax = peso"
+"softmax = weight": "softmax = peso",
+"lesson \"{name}\"": "lección «{name}»"
 };

@@ -48,7 +48,7 @@ export function startAppLessons(doc, deps) {
     const source = Array.isArray(lesson.source) ? lesson.source : lesson.source.steps;
     if (source !== steps) steps.splice(0, steps.length, ...source);
     title = lesson.title;
-    from = file || (source === steps ? from : `lesson "${name}"`);
+    from = file || (source === steps ? from : t("lesson \"{name}\"", { name }));
     count();
     const player = deps.playLesson($("lesson-place"), lesson, {
       apply: (step, index) => applyStep(doc, deps, step, index),
