@@ -227,7 +227,7 @@ export function pageLink(links, href, input, state, at = null) {
  * pages may not fetch), as the value its file held; a sentence when there is none of that name. */
 export function loadLesson(doc, name, validName) {
   return new Promise((resolve, reject) => {
-    const none = () => reject(new Error(t("This page's folder holds no lesson named “{name}”.", { name: String(name).slice(0, 80) })));
+    const none = () => reject(new Error(t("This page's folder holds no lesson named \"{name}\".", { name: String(name).slice(0, 80) })));
     if (!validName(name)) { none(); return; }
     const script = doc.createElement("script");
     script.src = `lessons/${name}.js`;

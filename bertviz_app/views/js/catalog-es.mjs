@@ -272,7 +272,7 @@ export const ES = {
 "the text is empty; type a sentence to analyze": "el texto está vacío; escribe una frase para analizar",
 "put [MASK] where a word should be predicted": "pon [MASK] donde haya que predecir una palabra",
 "{n} masks is too many; use at most {most}.": "{n} máscaras son demasiadas; usa como mucho {most}.",
-"This page's folder holds no lesson named “{name}”.": "La carpeta de esta página no tiene ninguna lección llamada «{name}».",
+"This page's folder holds no lesson named \"{name}\".": "La carpeta de esta página no tiene ninguna lección llamada «{name}».",
 "analyze a sentence first; the link holds it": "primero analiza una frase; el enlace la guarda",
 "P(B follows A) = {p} %": "P(B sigue a A) = {p} %",
 "The model could not start in this browser: {why}": "El modelo no pudo arrancar en este navegador: {why}",
