@@ -49,8 +49,11 @@ def for_browsers(lesson: dict) -> dict:
 
 def lesson_card(name: str, lesson: dict) -> dict:
     """A lesson's line in a Lesson panel's list: its name (for links), title, level and minutes."""
-    return {"name": name, "title": lesson.get("title") or name, "level": lesson.get("level", ""),
+    card = {"name": name, "title": lesson.get("title") or name, "level": lesson.get("level", ""),
             "minutes": lesson.get("minutes"), "steps": len(lesson["steps"])}
+    titles = {lang: {"title": t["title"]} for lang, t in (lesson.get("translations") or {}).items()
+              if isinstance(t, dict) and isinstance(t.get("title"), str)}
+    return {**card, "translations": titles} if titles else card
 
 
 def script_element(folder: Path = LESSONS) -> str:

@@ -22,6 +22,7 @@ FLOORS = {
     "inputs": 0,  # the one check of an input's text, for the explorer and the app (stdlib only)
     "heads": 0,  # the vocabulary of heads: statistics, the role rule, labels and colours (numpy only)
     "styles": 0,  # every page's CSS, one source: the .css files and their names (stdlib only)
+    "i18n": 0,  # the catalogue of user-facing strings (views/js/catalog-es.mjs) read as JSON, and the language chosen
     "config": 1, "device": 1, "catalog": 1,
     "padding": 1,  # inputs of several lengths as one batch (torch only)
     "spare_cores": 1,  # a long analysis's independent batches on the cores torch leaves idle (torch only)

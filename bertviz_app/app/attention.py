@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..run import Run
-from .common import Page, api, percent, plain, refuse, user_errors
+from .common import Page, api, percent, plain, refuse, say, user_errors
 from .views_host import ViewsHost
 
 SILENCE_HINT = ("Pick heads in **All heads** (*Pick heads to silence*) to see what this input's predictions lose "
@@ -15,29 +15,32 @@ SILENCE_HINT = ("Pick heads in **All heads** (*Pick heads to silence*) to see wh
                 "next-sentence prediction.")
 
 
-def ablation_view(explorer, run: Run, heads) -> str:
+def ablation_view(explorer, run: Run, heads, request=None) -> str:
     """The predictions at every [MASK] of the analyzed input, and P(IsNext) of a pair, before and after silencing
-    `heads`, in Markdown (tokens escaped)."""
+    `heads`, in Markdown (tokens escaped), in the language of the visitor's page (`request`)."""
     if not heads:
-        return SILENCE_HINT
+        return say(request, SILENCE_HINT)
     able = (explorer.has_mlm_head and explorer.tokenizer.mask_token_id in run.encoding.ids) or (explorer.has_nsp_head and run.encoding.is_pair)
     if not able:
         needs = ("put **[MASK]** in a sentence (or give a sentence B) and analyze again" if explorer.has_mlm_head
                  else "give a sentence B and analyze again" if explorer.has_nsp_head
                  else "pick a model with a masked-LM or next-sentence head")
-        return f"Silencing heads changes what the model predicts, and this input asks for no prediction: {needs}."
+        return say(request, "Silencing heads changes what the model predicts, and this input asks for no "
+                   "prediction: {needs}.", needs=say(request, needs))
     result = explorer.ablate(run.encoding, heads, top_k=5)
     names = ", ".join(f"{layer}.{head}" for layer, head in sorted(result.heads))
     # the wrapper lets the page's CSS bring a result (not the hint) into sight under the overview's buttons
     lines = ["<div class='bv-ablation'>", "",
-             f"**Silenced {len(result.heads)} of {run.num_layers * run.num_heads} heads** (layer.head: {names}). "
-             "Their attention output is set to zero in this forward pass; the rest of the model runs as before."]
+             say(request, "**Silenced {n} of {all} heads** (layer.head: {names}). Their attention output is set to "
+                 "zero in this forward pass; the rest of the model runs as before.", n=len(result.heads),
+                 all=run.num_layers * run.num_heads, names=names)]
     if result.masks:
-        lines += ["", "| [MASK] | before | after | top word before: probability |", "|---|---|---|---|"]
+        lines += ["", say(request, "| [MASK] | before | after | top word before: probability |"), "|---|---|---|---|"]
         for k, m in enumerate(result.masks, 1):
             def row(predictions):
                 return " · ".join(f"{plain(t)} {percent(p)}" for t, p in predictions[:3])
-            moved = "still first" if m.rank_after == 1 else f"now #{m.rank_after}"
+            moved = say(request, "still first") if m.rank_after == 1 else say(request, "now #{rank}",
+                                                                               rank=m.rank_after)
             lines.append(f"| {k} (token {m.position}) | {row(m.before)} | {row(m.after)} | **{plain(m.token)}**: "
                          f"{percent(m.probability_before)} → {percent(m.probability_after)} ({moved}) |")
     if result.is_next_before is not None:
@@ -57,18 +60,21 @@ class AttentionSection:
         return self.host.value(model, run)
 
     @user_errors
-    def silence(self, session, event: gr.EventData):
+    def silence(self, session, event: gr.EventData, request: gr.Request = None):
         """Heads picked in the overview: the analyzed input's predictions without them."""
         explorer, run = self.page.models.run_of(session)
         data = getattr(event, "_data", None) or {}
         heads = data.get("heads") if isinstance(data, dict) else None
         if not isinstance(heads, list) or not all(isinstance(h, list) and len(h) == 2 for h in heads):
-            raise refuse("Pick heads in the overview first.")
-        return ablation_view(explorer, run, [tuple(h) for h in heads])
+            raise refuse(say(request, "Pick heads in the overview first."))
+        return ablation_view(explorer, run, [tuple(h) for h in heads], request)
 
     def wire(self) -> None:
         self.view.submit(self.silence, [self.page.session], [self.ablation], **self.page.api("silence_heads"))
 
     def after_analysis(self, event, public: bool):
         # the result belonged to the last input: cleared (to the hint) with every new one
-        return event.then(lambda: SILENCE_HINT, None, [self.ablation], **api("clear_ablation", False), queue=False)
+        def hint(request: gr.Request = None) -> str:
+            return say(request, SILENCE_HINT)
+
+        return event.then(hint, None, [self.ablation], **api("clear_ablation", False), queue=False)

@@ -10,10 +10,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import gradio as gr
 
-from .. import limits
+from .. import i18n, limits
 from ..explorer import Explorer
 from ..inputs import LONE_SURROGATE, MAX_CHARS, has_lone_surrogate, text_problem
 from ..run import Run
@@ -28,6 +29,22 @@ def page_file(name: str) -> str:
     """A script or a piece of HTML of the page, from app/page/ (read once): the page's code lives in files, which
     node's tests read as they are, and Python only names them."""
     return (PAGE_FILES / name).read_text(encoding="utf-8")
+
+
+def language_of(request) -> str:
+    """The visitor's language, as the page chose it (views/js/i18n.mjs): ?lang= in the page's address (the request's
+    own query, or the page's address the browser names as Referer), else the browser's Accept-Language."""
+    headers = getattr(request, "headers", None) or {}
+    asked = (getattr(request, "query_params", None) or {}).get("lang")
+    if asked is None and headers.get("referer"):
+        asked = parse_qs(urlsplit(headers["referer"]).query).get("lang", [None])[0]
+    return i18n.choose_language(asked, headers.get("accept-language"))
+
+
+def say(request, english: str, **values) -> str:
+    """`english` in the visitor's language (`language_of`), its {name} placeholders filled: for what a handler
+    writes (labels built once are translated in the page by gradio: server/gradio_internals.translate_static_text)."""
+    return i18n.translate(english, language_of(request), **values)
 
 
 MAX_CHOICE_CHARS = 500  # a dropdown's value: a model name, a token, a word to explain

@@ -21,7 +21,7 @@ from .. import limits
 from ..catalog import builtin_models, read_examples
 from ..explorer import Explorer, load
 from .attention import AttentionSection
-from .common import MAX_CHARS, Models, api, check_inputs, page_file, plain, refuse, user_errors
+from .common import MAX_CHARS, Models, api, check_inputs, page_file, plain, refuse, say, user_errors
 from .server import gradio_internals
 from .lane.training import TrainingSettings, trained_folders
 from .tabs import TABS, Gate, Tab, TabPage, check_tabs, tab_step_js
@@ -168,7 +168,8 @@ class InputArea:
             text_pair = text_pair or ""
             # the explorer checks the input (inputs.check_text): a visitor reads the words a notebook does
             run = explorer.run(text, text_pair or None)
-            notice = f"{len(run)} tokens · forward pass {run.seconds * 1000:.0f} ms on {explorer.device}"
+            notice = say(request, "{n} tokens · forward pass {ms} ms on {device}", n=len(run),
+                         ms=f"{run.seconds * 1000:.0f}", device=explorer.device)
             if run.encoding.truncation is not None:  # in the notice, which the next input replaces: no toasts
                 notice += f" · **truncated:** {truncation_notice(explorer, run.encoding.truncation)}"
             return ({"model": model, "text": text, "pair": text_pair}, *(value(run) for _, value in filled), notice,

@@ -54,7 +54,7 @@ NEEDS_SERVER = ("Integrated gradients and blank-out, silencing heads, comparing 
 def page_js() -> str:
     """The page's own modules (static/js), and the heads' vocabulary they share with the views, as one classic script
     defining `window.BertvizStatic`."""
-    files = [*sorted(JS_DIR.glob("*.mjs")), VIEWS_JS_DIR / "heads.mjs"]
+    files = [*sorted(JS_DIR.glob("*.mjs")), *(VIEWS_JS_DIR / name for name in ("heads.mjs", "i18n.mjs", "catalog-es.mjs"))]
     sources = {p.name: p.read_text(encoding="utf-8") for p in files}
     return inline_modules(sources, "page.mjs", "BertvizStatic")
 

@@ -1,7 +1,8 @@
 () => {
   const on = document.body.classList.toggle("bv-presenter");
   const button = document.querySelector("#presenter");
-  if (button) button.textContent = on ? "Leave presenter mode" : "Presenter mode";
+  const t = (text) => window.BertvizViews?.i18n.t(text) ?? text;
+  if (button) button.textContent = on ? t("Leave presenter mode") : t("Presenter mode");
   // the picture gets the screen: one row of controls, the others folded under "More options", also in the views
   // that a new input mounts afresh
   const fold = () => document.querySelectorAll("#attention-host .bv-more").forEach((more) => {

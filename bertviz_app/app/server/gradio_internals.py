@@ -15,7 +15,10 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
   guards.EventCalls);
 - api_description_per_request: the API description (its code snippets name the server's address) is built for the
   request that asks, never kept from the first request after start-up for everyone;
-- current_session_hash: the session of the event being answered.
+- current_session_hash: the session of the event being answered;
+- translate_static_text: the page's words marked for gradio's own translation (launch's i18n), and, in the page,
+  views/js/app.mjs's startLanguage, which moves gradio's language to a page's ?lang= through its front end's
+  `changeLocale` (tests/test_i18n_browser.py pins both).
 
 The page also relies on two behaviours of gradio's front end, described where they are used (tabs/base.py,
 tab_step_js): a js-only step that throws stops the `.success` steps after it, and a tab's `.select` fires when an event
@@ -300,3 +303,43 @@ def events(demo: gr.Blocks) -> tuple[set[int], set[int], set[str]]:
 def events_named(demo: gr.Blocks, names: tuple[str, ...]) -> set[int]:
     """The numbers of the events whose API name is one of `names`."""
     return {i for i, fn in demo.fns.items() if fn.api_name in names}
+
+
+# --- the page's words in the visitor's language -------------------------------------------------------------------------
+# gradio's front end translates a label, an info, a placeholder, a button's or a Markdown's text, and any
+# `__i18n__{...}` marker inside an HTML value, through the catalogues given to launch(i18n=gr.I18n(...)), in the
+# language it chose from the browser (app.mjs's startLanguage moves it to a page's ?lang=). Our strings are written in
+# English where they are built; here each one the catalogue holds becomes gradio's marker, once, before launch, so
+# that adding a string to the catalogue is the whole change. A string the catalogue lacks stays English. Gradio 6.31
+# reads one marker in an HTML value, not two (the second shows as its marker): an HTML value names one catalogued
+# text at most.
+_HTML_TEXT = re.compile(r">([^<>]+)<")
+
+
+def translate_static_text(demo: gr.Blocks, known) -> int:
+    """Mark every label, info, placeholder, tab name, button and Markdown text of `demo` that `known` (English ->
+    translation) holds, and each text between two tags of an HTML value, for gradio's translation. Returns how many
+    were marked."""
+    from gradio.i18n import I18nData
+
+    marked = 0
+
+    def mark(text):
+        nonlocal marked
+        marked += 1
+        return I18nData(text)
+
+    for block in demo.blocks.values():
+        for attr in ("label", "info", "placeholder"):
+            value = getattr(block, attr, None)
+            if isinstance(value, str) and value in known:
+                setattr(block, attr, mark(value))
+        value = getattr(block, "value", None)
+        if isinstance(block, (gr.Button, gr.Markdown)) and isinstance(value, str) and value in known:
+            block.value = str(mark(value))
+        elif isinstance(block, gr.HTML) and isinstance(value, str):
+            def swap(found):
+                core = found.group(1).strip()
+                return f">{found.group(1).replace(core, str(mark(core)))}<" if core in known else found.group(0)
+            block.value = _HTML_TEXT.sub(swap, value)
+    return marked

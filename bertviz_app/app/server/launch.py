@@ -36,7 +36,7 @@ import threading
 import gradio as gr
 from starlette.middleware import Middleware
 
-from ... import lessons, limits, views
+from ... import i18n, lessons, limits, views
 from ...explorer import release_freed_memory
 from ...styles import STYLES
 from . import class_polls, gradio_internals, guards, polls
@@ -102,6 +102,9 @@ def session_janitor(demo: gr.Blocks, idle_s: float, every_s: float):
 # Events outside the queue that a page calls by itself (a timer, a click), each answered by reading what the server
 # holds: the progress polls, the Pretrain tab's views a poll asks for (~1 MB each; 612 calls in 10 s from one thread
 # took another visitor's analysis from 0.03 to 0.36 s), and a click on a corpus point (324 calls in 10 s).
+# The page's language (views/js/app.mjs): ?lang=, else the browser's, for our views and gradio's labels alike.
+LANGUAGE_SCRIPT = "<script>window.BertvizViews.startLanguage(window);</script>"
+
 POLLED = ("finetune_progress", "_finetune_progress", "pretrain_progress", "_pretrain_progress", "_pretrain_views",
           "_corpus_open")
 
@@ -176,12 +179,16 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     captured = io.StringIO()
     budget = guards.SessionBudget(sessions_per_address)
     # gradio's banner and its long share advice: we say it shorter
+    # the strings some language says otherwise ("Tokens" is Spanish too: nothing to mark)
+    gradio_internals.translate_static_text(demo, {key for lang in i18n.LANGUAGES[1:]
+                                                  for key, said in i18n.catalogue(lang).items() if said != key})
     with contextlib.redirect_stdout(captured), forwarded_headers(behind_proxy):
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth, theme=THEME,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
                     css_paths=[STYLES / "app.css", STYLES / "app-access.css"],
-                    head=views.script_element() + lessons.script_element(),
+                    head=views.script_element() + lessons.script_element() + LANGUAGE_SCRIPT,
+                    i18n=gr.I18n(**{lang: i18n.catalogue(lang) for lang in i18n.LANGUAGES[1:]}),
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     launched.set()
     gradio_internals.bound_new_sessions(demo, budget)

@@ -13,6 +13,7 @@
 
 import { attentionData, queryKeyData } from "./views-data.mjs";
 import { createTokenizer } from "./wordpiece.mjs";
+import { chooseLanguage, setLanguage, t, translateTree } from "../../views/js/i18n.mjs";
 
 const PART_TIMEOUT_MS = 120000;
 const MASK_SPELLING = /\[\s*mask\s*\]/gi;
@@ -96,7 +97,6 @@ export async function loadBytes(name, spec, protocol, onBytes, load) {
 }
 
 const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
-const plural = (n) => `${n} thread${n > 1 ? "s" : ""}`;
 
 export function threadCount(params) {
   const asked = Number(params.get("threads"));
@@ -107,16 +107,17 @@ export function threadCount(params) {
 
 /** The note under the progress bar while the parts arrive. */
 export function loadingNote(loaded, total) {
-  return `Loading the model into this page: ${MB(loaded)} of ${MB(total)} (once per visit; nothing leaves your `
-    + "computer).";
+  return t("Loading the model into this page: {loaded} of {total} (once per visit; nothing leaves your computer).",
+    { loaded: MB(loaded), total: MB(total) });
 }
 
 /** The note once the model runs; int8 weights (export-static --weights int8) are said, since they move the
  * numbers. */
 export function runningNote(name, total, threads, weights = "float16") {
-  return `${name} runs in this page (${MB(total)} loaded, ${plural(threads)}`
-    + `${threads > 1 ? "" : ": this host does not allow more"}).`
-    + (weights === "int8" ? " Its weights are int8: attention differs from the model's by up to 0.13." : "");
+  const values = { name, size: MB(total), threads };
+  return (threads > 1 ? t("{name} runs in this page ({size} loaded, {threads} threads).", values)
+    : t("{name} runs in this page ({size} loaded, 1 thread: this host does not allow more).", values))
+    + (weights === "int8" ? ` ${t("Its weights are int8: attention differs from the model's by up to 0.13.")}` : "");
 }
 
 /** onnxruntime-web's session on the model: the glue, the WebAssembly binary and the model arrive (loadBytes:
@@ -128,7 +129,9 @@ async function startSession(doc, manifest, threads, onBytes, say) {
   const glue = await bytes("glue");
   const wasm = await bytes("wasm");
   const onnx = await bytes("model");
-  say(`Starting the model (${MB(onnx.length)}, ${plural(threads)})\u2026`);
+  const values = { size: MB(onnx.length), threads };
+  say(threads > 1 ? t("Starting the model ({size}, {threads} threads)…", values)
+    : t("Starting the model ({size}, 1 thread)…", values));
   const ort = window.ort;
   ort.env.wasm.numThreads = threads;
   ort.env.wasm.proxy = false;
@@ -157,16 +160,16 @@ export function termsFit(model, length) {
 }
 
 export function checkText(a) {
-  if (typeof a !== "string" || !a.trim()) throw new Error("the text is empty; type a sentence to analyze");
+  if (typeof a !== "string" || !a.trim()) throw new Error(t("the text is empty; type a sentence to analyze"));
 }
 
 /** The text with every spelling of the mask written [MASK] (masked_lm.normalize_mask), and where its masks are. */
 export function maskedInput(text, tokenize, maxMasks = Infinity) {
   const normalized = text.replace(MASK_SPELLING, "[MASK]");
   const positions = tokenize(normalized).flatMap((t, i) => (t === "[MASK]" ? [i] : []));
-  if (!positions.length) throw new Error("put [MASK] where a word should be predicted");
+  if (!positions.length) throw new Error(t("put [MASK] where a word should be predicted"));
   if (positions.length > maxMasks) { // the server's limit too (limits.MAX_MASKS), in the server's words
-    throw new Error(`${positions.length} masks is too many; use at most ${maxMasks}.`);
+    throw new Error(t("{n} masks is too many; use at most {most}.", { n: positions.length, most: maxMasks }));
   }
   return { text: normalized, positions };
 }
@@ -224,7 +227,7 @@ export function pageLink(links, href, input, state, at = null) {
  * pages may not fetch), as the value its file held; a sentence when there is none of that name. */
 export function loadLesson(doc, name, validName) {
   return new Promise((resolve, reject) => {
-    const none = () => reject(new Error(`This page's folder holds no lesson named "${String(name).slice(0, 80)}".`));
+    const none = () => reject(new Error(t("This page's folder holds no lesson named \"{name}\".", { name: String(name).slice(0, 80) })));
     if (!validName(name)) { none(); return; }
     const script = doc.createElement("script");
     script.src = `lessons/${name}.js`;
@@ -348,14 +351,14 @@ function wireControls(doc, api, link) {
   }
   $("copy-link").addEventListener("click", guarded("input-error", async () => {
     const url = link();
-    if (!url) throw new Error("analyze a sentence first; the link holds it");
+    if (!url) throw new Error(t("analyze a sentence first; the link holds it"));
     $("link-out").value = url;
     $("link-out").hidden = false;
     try { await navigator.clipboard.writeText(url); } catch { $("link-out").select(); }
   }));
   $("presenter").addEventListener("click", () => {
     const on = doc.body.classList.toggle("bv-presenter");
-    $("presenter").textContent = on ? "Leave presenter mode" : "Presenter mode";
+    $("presenter").textContent = on ? t("Leave presenter mode") : t("Presenter mode");
     fitPresenter(doc);
   });
   $("fill").addEventListener("click", guarded("fill-out", async () => {
@@ -369,7 +372,7 @@ function wireControls(doc, api, link) {
   }));
   $("nsp").addEventListener("click", guarded("nsp-out", async () => {
     const p = await api.nextSentence($("nsp-a").value, $("nsp-b").value);
-    say("nsp-out", `P(B follows A) = ${(100 * p).toFixed(1)} %`);
+    say("nsp-out", t("P(B follows A) = {p} %", { p: (100 * p).toFixed(1) }));
   }));
 }
 
@@ -392,7 +395,13 @@ function inputOf(doc) {
 }
 
 export function start(doc = document) {
+  // the page's language: ?lang=, else the browser's; this script's strings and the views' (their own bundle)
+  const lang = setLanguage(chooseLanguage(window.location.search, navigator.languages));
+  window.BertvizViews.i18n.setLanguage(lang);
+  doc.documentElement.lang = lang;
+  translateTree(doc.documentElement);
   const manifest = window.bertvizManifest;
+  if (lang !== "en") doc.title = t("BERT attention, in your browser: {name}", { name: manifest.model.name });
   const model = manifest.model;
   const links = window.BertvizViews.permalink;
   const $ = (id) => doc.getElementById(id);
@@ -414,7 +423,9 @@ export function start(doc = document) {
       $("load-progress").hidden = true;
       return session;
     });
-  ready.catch((error) => { $("load-note").textContent = `The model could not start in this browser: ${error.message}`; });
+  ready.catch((error) => {
+    $("load-note").textContent = t("The model could not start in this browser: {why}", { why: error.message });
+  });
 
   let onScreen = null; // { viewer, a, b } of the last show
   const at = { lesson: null, step: null }; // the lesson playing, for the link
@@ -432,14 +443,16 @@ export function start(doc = document) {
       viewer.selection.subscribe(updateLink);
       updateLink();
       $("truncated").textContent = r.truncated
-        ? `The input was longer than ${model.maxTokens} tokens: ${r.truncated} were left out.` : "";
+        ? t("The input was longer than {most} tokens: {n} were left out.", { most: model.maxTokens, n: r.truncated })
+        : "";
     } });
   wireControls(doc, api, link);
 
   const opened = links.readLink(window.location.search);
   if (opened.tooLong) {
-    $("input-error").textContent = `The link's sentence ${opened.tooLong.join(" and ").toUpperCase()} is longer `
-      + `than ${links.MAX_LINK_CHARS.toLocaleString("en")} characters, the most a box takes; it was left out.`;
+    $("input-error").textContent = t("The link's sentence {which} is longer than {most} characters, the most a box "
+      + "takes; it was left out.", { which: opened.tooLong.join(` ${t("and")} `).toUpperCase(),
+      most: links.MAX_LINK_CHARS.toLocaleString("en") });
   } else if (opened.a !== null) { // a link holds the whole input: no B in it means a single sentence
     $("text-a").value = opened.a;
     $("text-b").value = opened.b ?? "";

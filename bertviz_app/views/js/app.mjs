@@ -10,6 +10,7 @@ import { playLesson as playLessonIn } from "./lesson-bar.mjs";
 import { startAppLessons } from "./lesson-app.mjs";
 import { pollServer } from "./lesson-poll.mjs";
 import { mount } from "./main.mjs";
+import { chooseLanguage, setLanguage, translateTree } from "./i18n.mjs";
 
 /** The app's lesson panel (lesson-app.mjs), on this page with its address, history and storage. */
 export function appLessons(doc = document) {
@@ -19,6 +20,47 @@ export function appLessons(doc = document) {
     history: window.history, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     shipped: window.bertvizLessons, cards: window.bertvizLessonCards,
     poll: pollServer((path, init) => window.fetch(path, init), window.location.origin) });
+}
+
+/**
+ * The page's language, before the views mount: ?lang= in the address, else the browser's (i18n.mjs). Gradio chose
+ * its own from the browser before this script ran; where ?lang= asks for another, gradio's front end is moved to it
+ * through `changeLocale`, an export of its core module (its one use; a gradio without it keeps the browser's
+ * language for its labels, and our views still follow ?lang=). Returns the language.
+ */
+export function startLanguage(win) {
+  const lang = setLanguage(chooseLanguage(win.location.search, win.navigator.languages));
+  const gradioLang = () => win.document.documentElement.lang.split("-")[0];
+  if (gradioLang() !== lang) {
+    const core = win.performance.getEntriesByType("resource").map((e) => e.name)
+      .find((name) => /\/assets\/core-[\w-]+\.js$/.test(name));
+    if (core) {
+      const loaded = import(core); // gradio's own module, already loaded: the same instance
+      loaded.then((gradio) => { gradio.changeLocale?.(lang); followTabNames(win, lang); }).catch((error) => console.warn(`gradio's language stays ${gradioLang()}: ${error.message}`));
+    }
+  }
+  return lang;
+}
+
+/** Gradio 6.31 names its tabs once, in the language it started in: a later changeLocale leaves the tab bar (and its
+ * "More tabs" menu) as it was. Their names are put in `lang` here, and again whenever gradio draws them anew. */
+function followTabNames(win, lang) {
+  const doc = win.document;
+  const names = () => {
+    for (const button of doc.querySelectorAll("#tabs button")) {
+      if (!button.closest("[role=tabpanel]")) translateTree(button, lang);
+    }
+  };
+  const follow = (tabs) => {
+    names();
+    new win.MutationObserver(names).observe(tabs, { childList: true, subtree: true, characterData: true });
+  };
+  if (doc.getElementById("tabs")) { follow(doc.getElementById("tabs")); return; }
+  const waiting = new win.MutationObserver(() => { // the tab bar is drawn after this script runs
+    const tabs = doc.getElementById("tabs");
+    if (tabs) { waiting.disconnect(); follow(tabs); }
+  });
+  waiting.observe(doc.body, { childList: true, subtree: true });
 }
 
 /** The views mounted inside element `rootId` of the app (gradio-host.mjs), or null: what a lesson step selects in. */

@@ -3,15 +3,16 @@
 // links). main.mjs puts them in the page; the picture's pixels are never their source.
 
 import { layerMatrix } from "./data.mjs";
+import { t } from "./i18n.mjs";
 
 const SPECIAL = new Set(["[CLS]", "[SEP]", "<s>", "</s>"]);
 
 /** Where a row's strongest column lies, in words a student uses: a special token by name, or a neighbour. */
 export function relation(tokens, i, j) {
   if (SPECIAL.has(tokens[j])) return tokens[j]; // a [SEP]-watching head is named so, whatever its neighbours
-  if (j === i) return "itself";
-  if (j === i - 1) return "the previous token";
-  if (j === i + 1) return "the next token";
+  if (j === i) return t("itself");
+  if (j === i - 1) return t("the previous token");
+  if (j === i + 1) return t("the next token");
   return null;
 }
 
@@ -38,7 +39,8 @@ export function describeSelection(payload, state) {
   const T = payload.length;
   const tokens = payload.tokens;
   const matrix = headMatrix(payload, state);
-  const head = state.head === "all" ? `the mean of its ${payload.heads} heads` : `head ${state.head}`;
+  const head = state.head === "all" ? t("the mean of its {n} heads", { n: payload.heads })
+    : t("head {head}", { head: state.head });
   const counts = new Map();
   let best = { from: 0, to: 0, weight: -1 };
   for (let i = 0; i < T; i++) {
@@ -48,13 +50,14 @@ export function describeSelection(payload, state) {
     if (top.weight > best.weight) best = { from: i, ...top };
   }
   const [habit, many] = [...counts].sort((a, b) => b[1] - a[1])[0] || [null, 0];
-  const habitText = habit && many * 2 >= T ? `most tokens attend to ${habit} (${many} of ${T})`
-    : "no single habit: the tokens' strongest links differ";
+  const habitText = habit && many * 2 >= T ? t("most tokens attend to {habit} ({many} of {n})", { habit, many, n: T })
+    : t("no single habit: the tokens' strongest links differ");
   const token = Number.isInteger(state.token) && state.token < T ? state.token : null;
   const link = token === null ? best : { from: token, ...topLinks(matrix, T, token, 1)[0] };
-  const linkText = `${token === null ? "the strongest link: " : ""}${quoted(tokens[link.from])} (token ${link.from}) `
-    + `attends most to ${quoted(tokens[link.to])} (token ${link.to}, ${weightText(link.weight)})`;
-  return `Layer ${state.layer}, ${head}: ${habitText}; ${linkText}.`;
+  const linkText = (token === null ? t("the strongest link: ") : "")
+    + t("{from} (token {i}) attends most to {to} (token {j}, {weight})", { from: quoted(tokens[link.from]),
+      i: link.from, to: quoted(tokens[link.to]), j: link.to, weight: weightText(link.weight) });
+  return t("Layer {layer}, {head}: {habit}; {link}.", { layer: state.layer, head, habit: habitText, link: linkText });
 }
 
 /** The head's matrix as table rows: a header of the key tokens, then one row per query token. */
@@ -63,7 +66,7 @@ export function matrixRows(payload, state) {
   const matrix = headMatrix(payload, state);
   const label = (i) => `${i}: ${payload.tokens[i]}`;
   return {
-    header: ["query \\ key", ...payload.tokens.map((_, j) => label(j))],
+    header: [t("query \\ key"), ...payload.tokens.map((_, j) => label(j))],
     rows: payload.tokens.map((_, i) => [label(i), ...Array.from({ length: T }, (_, j) => weightText(matrix[i * T + j]))]),
   };
 }
@@ -74,8 +77,8 @@ export function linkRows(payload, state) {
   const token = Number.isInteger(state.token) && state.token < T ? state.token : 0;
   const links = topLinks(headMatrix(payload, state), T, token, Math.min(5, T));
   return {
-    caption: `The strongest links of ${quoted(payload.tokens[token])} (token ${token})`,
-    header: ["rank", "key token", "weight"],
+    caption: t("The strongest links of {token} (token {i})", { token: quoted(payload.tokens[token]), i: token }),
+    header: [t("rank"), t("key token"), t("weight")],
     rows: links.map((l, k) => [String(k + 1), `${l.to}: ${payload.tokens[l.to]}`, weightText(l.weight)]),
   };
 }

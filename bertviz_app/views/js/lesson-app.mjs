@@ -17,6 +17,7 @@ import { askFirst, lessonText, nameFromFile, parseLesson, recordStep, stepOfLink
 import { makeShelf, readCards } from "./lesson-shelf.mjs";
 import { TOUR_LESSON, offerTour } from "./lesson-tour.mjs";
 import { readLink, writeLink } from "./permalink.mjs";
+import { t } from "./i18n.mjs";
 
 const STORE = "bertviz-lesson:";
 const ANALYSIS_WAIT_MS = 180000;
@@ -32,7 +33,8 @@ export function startAppLessons(doc, deps) {
   let from = ""; // the file the steps came from, said beside their count (the file box is emptied after each read)
   const say = (text) => { $("lesson-error").textContent = text; };
   const count = () => {
-    $("lesson-count").textContent = `${steps.length} step${steps.length === 1 ? "" : "s"}${from ? ` (${from})` : ""}`;
+    $("lesson-count").textContent = (steps.length === 1 ? t("{n} step", { n: 1 }) : t("{n} steps", { n: steps.length }))
+      + (from ? ` (${from})` : "");
     $("lesson-save").disabled = $("lesson-play").disabled = !steps.length;
   };
   const shown = () => deps.viewerIn("attention-host");
@@ -49,7 +51,7 @@ export function startAppLessons(doc, deps) {
     const source = Array.isArray(lesson.source) ? lesson.source : lesson.source.steps;
     if (source !== steps) steps.splice(0, steps.length, ...source);
     title = lesson.title;
-    from = file || (source === steps ? from : `lesson "${name}"`);
+    from = file || (source === steps ? from : t("lesson \"{name}\"", { name }));
     count();
     const player = deps.playLesson($("lesson-place"), lesson, {
       apply: (step, index) => applyStep(doc, deps, step, index),
@@ -142,7 +144,7 @@ export function startAppLessons(doc, deps) {
  * first" if any, as step `n` (from 1): { step }, the panel's fields then emptied, or { problem } in one sentence. */
 function recordFromPanel(doc, now, n) {
   const $ = (id) => doc.getElementById(id);
-  if (!now) return { problem: "Analyze an input first: a step is what the views show." };
+  if (!now) return { problem: t("Analyze an input first: a step is what the views show.") };
   const typed = { ask: $("lesson-ask-in").value, choices: $("lesson-choices-in").value,
     answer: $("lesson-answer-in").value };
   let step;

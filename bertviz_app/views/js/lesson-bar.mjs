@@ -7,6 +7,7 @@
 import { addStylesheet } from "./dom.mjs";
 import { KEYS, createPlayer } from "./lesson.mjs";
 import { startPoll } from "./lesson-poll.mjs";
+import { t } from "./i18n.mjs";
 
 function make(doc, tag, props = {}, text = "") {
   const node = doc.createElement(tag);
@@ -28,13 +29,13 @@ export function playLesson(container, lesson, host) {
   container.querySelector("#lesson-bar")?.bvClose?.();
   const bar = make(doc, "div", { id: "lesson-bar", className: "bv-lesson" });
   bar.setAttribute("role", "region");
-  bar.setAttribute("aria-label", "Lesson");
-  const prev = make(doc, "button", { type: "button", id: "lesson-prev", title: "Previous step (←)" }, "◀ Back");
+  bar.setAttribute("aria-label", t("Lesson"));
+  const prev = make(doc, "button", { type: "button", id: "lesson-prev", title: t("Previous step (←)") }, t("◀ Back"));
   const where = make(doc, "span", { id: "lesson-where" });
   where.setAttribute("aria-live", "polite");
-  const next = make(doc, "button", { type: "button", id: "lesson-next", title: "Next step (→)" }, "Next ▶");
-  const keys = make(doc, "button", { type: "button", id: "lesson-keys", title: "The keyboard shortcuts" }, "Keys");
-  const close = make(doc, "button", { type: "button", id: "lesson-close", title: "Close the lesson" }, "✕");
+  const next = make(doc, "button", { type: "button", id: "lesson-next", title: t("Next step (→)") }, t("Next ▶"));
+  const keys = make(doc, "button", { type: "button", id: "lesson-keys", title: t("The keyboard shortcuts") }, t("Keys"));
+  const close = make(doc, "button", { type: "button", id: "lesson-close", title: t("Close the lesson") }, "✕");
   const caption = make(doc, "p", { id: "lesson-caption", className: "bv-lesson-caption" });
   const problem = make(doc, "p", { id: "lesson-problem", className: "bv-lesson-problem" });
   problem.setAttribute("role", "alert");
@@ -53,7 +54,8 @@ export function playLesson(container, lesson, host) {
   const player = createPlayer(lesson, {
     apply: host.apply,
     show(s) {
-      where.textContent = `${lesson.title ? `${lesson.title}: ` : ""}step ${s.index + 1} of ${s.count}`
+      where.textContent = `${lesson.title ? `${lesson.title}: ` : ""}${t("step {n} of {count}", { n: s.index + 1,
+        count: s.count })}`
         + (s.busy ? " …" : "");
       caption.textContent = s.caption; // text, never markup
       problem.textContent = s.problem || "";
@@ -94,20 +96,21 @@ function ask(doc, box, q, veil, polls) {
   if (!q) return;
   const choices = make(doc, "div", { className: "bv-question-choices" });
   choices.setAttribute("role", "group");
-  choices.setAttribute("aria-label", "Choices");
+  choices.setAttribute("aria-label", t("Choices"));
   const verdict = make(doc, "p", { id: "lesson-verdict", className: "bv-question-verdict" });
   verdict.setAttribute("aria-live", "polite");
   const buttons = q.choices.map((choice, i) => make(doc, "button", { type: "button", id: `lesson-choice-${i}` },
     choice));
-  const reveal = make(doc, "button", { type: "button", id: "lesson-reveal", title: "Show the answer and the view" },
-    "Reveal");
+  const reveal = make(doc, "button", { type: "button", id: "lesson-reveal", title: t("Show the answer and the view") },
+    t("Reveal"));
   const answer = (picked) => {
     if (q.right >= 0) buttons[q.right].dataset.mark = "right";
     if (picked !== null && picked !== q.right) buttons[picked].dataset.mark = "wrong";
     for (const button of [...buttons, reveal]) button.disabled = true;
     const measured = `the model's numbers say “${q.word}”${q.right < 0 ? ", which is none of the choices" : ""}.`;
-    verdict.textContent = picked === null ? `Revealed: ${measured}`
-      : picked === q.right ? `Right: ${measured}` : `Not this time: ${measured}`;
+    verdict.textContent = picked === null ? t("Revealed: {answer}", { answer: measured })
+      : picked === q.right ? t("Right: {answer}", { answer: measured }) : t("Not this time: {answer}",
+        { answer: measured });
     box.dataset.answered = "true";
     box.dataset.correct = String(picked !== null && picked === q.right);
     veil(false);
@@ -122,8 +125,8 @@ function ask(doc, box, q, veil, polls) {
   pollBox.hidden = true;
   let pollButton = null;
   if (polls.server) {
-    pollButton = make(doc, "button", { type: "button", id: "lesson-poll", title: "Students answer on their phones: "
-      + "a QR code and an address for them, the counts here" }, "Poll the class");
+    pollButton = make(doc, "button", { type: "button", id: "lesson-poll", title: t("Students answer on their phones: "
+      + "a QR code and an address for them, the counts here") }, t("Poll the class"));
     pollButton.addEventListener("click", async () => {
       pollButton.disabled = true;
       const running = await startPoll(doc, pollBox, q, polls.server);
@@ -144,15 +147,15 @@ export function toggleKeys(doc, after) {
   addStylesheet(doc, "lesson.css"); // the box's border and table (the host's page sets its margin)
   const box = make(doc, "div", { id: "keys-help", className: "bv-keys" });
   box.setAttribute("role", "dialog");
-  box.setAttribute("aria-label", "Keyboard shortcuts");
+  box.setAttribute("aria-label", t("Keyboard shortcuts"));
   const table = make(doc, "table");
   for (const [keys, what] of KEYS) {
     const row = make(doc, "tr");
-    row.append(make(doc, "th", {}, keys), make(doc, "td", {}, what));
+    row.append(make(doc, "th", {}, t(keys)), make(doc, "td", {}, t(what)));
     table.append(row);
   }
-  const done = make(doc, "button", { type: "button", id: "keys-close" }, "Close");
-  box.append(make(doc, "strong", {}, "Keys"), table, done);
+  const done = make(doc, "button", { type: "button", id: "keys-close" }, t("Close"));
+  box.append(make(doc, "strong", {}, t("Keys")), table, done);
   const onKey = (event) => { if (event.key === "Escape") box.bvClose(); };
   box.bvClose = () => { doc.removeEventListener("keydown", onKey); box.remove(); };
   done.addEventListener("click", box.bvClose);

@@ -4,6 +4,7 @@
 
 import { addStylesheet } from "./dom.mjs";
 import { validName } from "./lesson.mjs";
+import { t, translated } from "./i18n.mjs";
 
 const MAX_CARDS = 200;
 
@@ -13,7 +14,7 @@ export function readCards(value) {
   if (!Array.isArray(value)) return [];
   return value.slice(0, MAX_CARDS).filter((c) => c && validName(c.name)).map((c) => ({
     name: c.name,
-    title: String(c.title || c.name).slice(0, 200),
+    title: String(translated(c, "title") || c.name).slice(0, 200),
     level: typeof c.level === "string" ? c.level.slice(0, 40) : "",
     minutes: Number.isInteger(c.minutes) && c.minutes > 0 ? c.minutes : null,
     steps: Number.isInteger(c.steps) && c.steps > 0 ? c.steps : null,
@@ -22,8 +23,8 @@ export function readCards(value) {
 
 /** A card's second line: "beginner · 8 min · 5 steps". */
 export function cardLine(card) {
-  return [card.level, card.minutes && `${card.minutes} min`, card.steps && `${card.steps} step${card.steps === 1
-    ? "" : "s"}`].filter(Boolean).join(" · ");
+  return [card.level && t(card.level), card.minutes && t("{n} min", { n: card.minutes }),
+    card.steps && (card.steps === 1 ? t("{n} step", { n: 1 }) : t("{n} steps", { n: card.steps }))].filter(Boolean).join(" · ");
 }
 
 /** The list of `cards` (readCards') as a new element (id lesson-shelf) for the host to place; open(name) plays one. */
@@ -32,9 +33,9 @@ export function makeShelf(doc, cards, open) {
   const shelf = doc.createElement("section");
   shelf.id = "lesson-shelf";
   shelf.className = "bv-lesson-shelf";
-  shelf.setAttribute("aria-label", "Ready lessons");
+  shelf.setAttribute("aria-label", t("Ready lessons"));
   const heading = doc.createElement("h3");
-  heading.textContent = "Ready lessons";
+  heading.textContent = t("Ready lessons");
   const list = doc.createElement("ul");
   for (const card of cards) {
     const button = doc.createElement("button");

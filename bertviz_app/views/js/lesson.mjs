@@ -15,6 +15,7 @@
 import { layerMatrix } from "./data.mjs";
 import { LINK_KEYS, MAX_LINK_CHARS, readLink } from "./permalink.mjs";
 import { VIEWS, viewForTab } from "./registry.mjs";
+import { translated } from "./i18n.mjs";
 
 export const MAX_STEPS = 200;
 export const MAX_CAPTION = 2000;
@@ -62,7 +63,24 @@ function stepProblem(step, n) {
     + "characters.";
   if (step.model !== undefined && step.model !== null && typeof step.model !== "string") return `Step ${n}'s model `
     + "is not a name.";
+  if (translationsProblem(step.translations, ["caption", "ask"])) return `Step ${n}'s translations `
+    + `${translationsProblem(step.translations, ["caption", "ask"])}.`;
   return questionProblem(step, n);
+}
+
+/** Why a lesson's or a step's "translations" ({ "es": { "caption": "..." } }) cannot be read, or null. */
+function translationsProblem(value, fields) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "object" || Array.isArray(value)) return "are not an object of languages";
+  for (const [lang, texts] of Object.entries(value)) {
+    if (!texts || typeof texts !== "object" || Array.isArray(texts)) return `of "${lang.slice(0, 20)}" are not an object`;
+    for (const field of fields) {
+      if (texts[field] !== undefined && (typeof texts[field] !== "string" || texts[field].length > MAX_CAPTION)) {
+        return `give a ${field} in "${lang.slice(0, 20)}" that is not text of at most ${MAX_CAPTION} characters`;
+      }
+    }
+  }
+  return null;
 }
 
 /** Why step `n`'s question cannot be asked, in one sentence, or null (also when it has none). */
@@ -108,8 +126,10 @@ function playable(step) {
   }
   const link = readLink(q.toString());
   const played = { a: step.a, b: step.b || "", model: step.model || null, selection: link.selection,
-    caption: step.caption || "" };
-  if (step.question) played.question = { ask: step.question.ask, choices: [...step.question.choices] };
+    caption: translated(step, "caption") || "" };
+  // the question's words in the page's language; its choices are tokens, never translated
+  if (step.question) played.question = { ask: step.translations ? translated({ ask: step.question.ask,
+    translations: step.translations }, "ask") : step.question.ask, choices: [...step.question.choices] };
   return played;
 }
 
@@ -135,7 +155,7 @@ export function parseLesson(input) {
     const problem = stepProblem(step, i + 1);
     if (problem) throw new Error(problem);
   });
-  const title = typeof value?.title === "string" ? value.title.slice(0, 200) : "";
+  const title = typeof value?.title === "string" ? translated(value, "title").slice(0, 200) : "";
   return { title, steps: steps.map(playable) };
 }
 

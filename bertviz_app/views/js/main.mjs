@@ -62,6 +62,8 @@ import { createSelection } from "./selection.mjs";
 import * as palettes from "./palette.mjs";
 import * as themes from "./theme.mjs";
 import { mountView } from "./view-shell.mjs";
+import * as languages from "./i18n.mjs";
+import { t } from "./i18n.mjs";
 
 const SEGMENTS = { all: "all", "A->A": "A \u2192 A", "A->B": "A \u2192 B", "B->A": "B \u2192 A", "B->B": "B \u2192 B" };
 const BESIDE_ROOM = 12; // under a box whose caption is beside it: a margin
@@ -159,11 +161,11 @@ async function loadPayload(container, payloadInput, options) {
     return payload;
   } catch (error) {
     const why = typeof DecompressionStream === "undefined"
-      ? "this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, "
-        + "Safari 16.4+)"
+      ? t("this browser cannot unpack the data (it needs DecompressionStream: Chrome or Edge 103+, Firefox 113+, "
+        + "Safari 16.4+)")
       : error.message;
     container.replaceChildren(el("div", { class: "bv-root" }, el("p", { class: "bv-error" },
-      `The attention views could not start: ${why}.`)));
+      t("The attention views could not start: {why}.", { why }))));
     throw error;
   }
 }
@@ -173,9 +175,9 @@ function buildFrame(container, payload, options, id) {
   // data-key: which analysis is on screen (a host or a test can tell when a new one has arrived)
   const root = el("div", { class: "bv-root", id: id("attention-view"), "data-key": payload.key || "" });
   container.replaceChildren(root);
-  const heading = el("h2", { class: "bv-title", title: payload.text || payload.title }, payload.title || "Attention");
-  const subtitle = el("p", { class: "bv-subtitle" }, [payload.model, `${payload.length} tokens`,
-    `${payload.layers} layers \u00d7 ${payload.heads} heads`].filter(Boolean).join(" \u00b7 "));
+  const heading = el("h2", { class: "bv-title", title: payload.text || payload.title }, payload.title || t("Attention"));
+  const subtitle = el("p", { class: "bv-subtitle" }, [payload.model, t("{n} tokens", { n: payload.length }),
+    t("{layers} layers × {heads} heads", { layers: payload.layers, heads: payload.heads })].filter(Boolean).join(" \u00b7 "));
   const frame = { root, controls: el("div", { class: "bv-controls" }),
     tabs: el("div", { class: "bv-tabs", role: "tablist" }), exports: el("div", { class: "bv-exports" }),
     panes: el("div", { class: "bv-panes" }) };
@@ -207,7 +209,7 @@ function buildPanes({ root, tabs, panes }, context, id) {
       "aria-labelledby": id(`view-tab-${name}`) });
     panes.append(paneOf[name]);
     tabs.append(el("button", { type: "button", role: "tab", id: id(`view-tab-${name}`),
-      "aria-controls": id(`view-pane-${name}`), onclick: () => context.selection.set({ view: name }) }, label));
+      "aria-controls": id(`view-pane-${name}`), onclick: () => context.selection.set({ view: name }) }, t(label)));
   }
   const showPanes = (state) => {
     for (const name of VIEW_NAMES) {
@@ -233,8 +235,8 @@ function buildAlt(frame, payload, id) {
   const description = el("p", { class: "bv-description", id: id("view-description"), "aria-live": "polite" });
   const tables = el("div", { class: "bv-alt-tables", id: id("view-table"), hidden: true });
   const toggle = el("button", { type: "button", id: id("view-table-toggle"), "aria-pressed": "false",
-    "aria-controls": id("view-table"), title: "The numbers of the head on screen as tables",
-    onclick: () => { tables.hidden = !tables.hidden; fill(last, true); } }, "Show as table");
+    "aria-controls": id("view-table"), title: t("The numbers of the head on screen as tables"),
+    onclick: () => { tables.hidden = !tables.hidden; fill(last, true); } }, t("Show as table"));
   frame.exports.prepend(toggle);
   frame.panes.before(description);
   frame.panes.after(tables);
@@ -256,18 +258,18 @@ function buildAlt(frame, payload, id) {
     if (now === key && !force) return;
     key = now;
     description.textContent = describeSelection(payload, state);
-    toggle.textContent = tables.hidden ? "Show as table" : "Hide the table";
+    toggle.textContent = tables.hidden ? t("Show as table") : t("Hide the table");
     toggle.setAttribute("aria-pressed", String(!tables.hidden));
     if (tables.hidden) return;
     const links = linkRows(payload, state);
-    const head = state.head === "all" ? "all heads (mean)" : `head ${state.head}`;
+    const head = state.head === "all" ? t("all heads (mean)") : t("head {head}", { head: state.head });
     tables.replaceChildren(table(links.caption, links));
     if (payload.length <= TABLE_MAX_TOKENS) {
-      tables.append(table(`Layer ${state.layer}, ${head}: each row a query token, each column the key it attends `
-        + "to", matrixRows(payload, state)));
+      tables.append(table(t("Layer {layer}, {head}: each row a query token, each column the key it attends to",
+        { layer: state.layer, head }), matrixRows(payload, state)));
     } else {
-      tables.append(el("p", {}, `The whole matrix (${payload.length} × ${payload.length}) is too large for a `
-        + "table here; the token's links above are its row."));
+      tables.append(el("p", {}, t("The whole matrix ({n} × {n}) is too large for a table here; the token's links "
+        + "above are its row.", { n: payload.length })));
     }
   }
   return { sync: (state, force = false) => fill(state, force) };
@@ -283,33 +285,33 @@ function viewTitle(payload, s) {
 /** The save buttons: PNG and SVG of the view on screen, and the CSV and offline page where the host offers them. */
 function buildExports(exports, { scene, title, selection, options, id }) {
   exports.append(
-    el("button", { type: "button", id: id("view-export-png"), title: "Save the view on screen as a PNG image",
+    el("button", { type: "button", id: id("view-export-png"), title: t("Save the view on screen as a PNG image"),
       onclick: async () => {
         const s = scene();
         if (s) download(await scenePNG(s, title()), `bertviz-${s.name}.png`);
       } },
-    "Save PNG"),
-    el("button", { type: "button", id: id("view-export-svg"), title: "Save the view on screen as an SVG drawing",
+    t("Save PNG")),
+    el("button", { type: "button", id: id("view-export-svg"), title: t("Save the view on screen as an SVG drawing"),
       onclick: () => { const s = scene(); if (s) download(new Blob([sceneSVG(s, title())], { type: "image/svg+xml" }),
-        `bertviz-${s.name}.svg`); } }, "Save SVG"));
+        `bertviz-${s.name}.svg`); } }, t("Save SVG")));
   if (options.exportCsv) {
     exports.append(el("button", { type: "button", id: id("view-export-csv"),
-      title: "Save the numbers of the layer and head on screen as a CSV table",
+      title: t("Save the numbers of the layer and head on screen as a CSV table"),
       onclick: async () => {
         const s = selection.get();
         const csv = await options.exportCsv(s);
         const head = s.head === "all" ? "all-heads" : `head-${s.head}`;
         download(new Blob([csv], { type: "text/csv" }), `bertviz-${s.matrix}-layer-${s.layer}-${head}.csv`);
-      } }, "Save CSV"));
+      } }, t("Save CSV")));
   }
   if (options.offlineHtml) {
     exports.append(el("button", { type: "button", id: id("view-export-html"),
-      title: "Save a page with these views that opens offline, with no server",
+      title: t("Save a page with these views that opens offline, with no server"),
       onclick: async () => {
         const page = typeof options.offlineHtml === "function" ? await options.offlineHtml() : options.offlineHtml;
         const html = withSelection(page, selection.get()); // it opens where the visitor is now
         download(new Blob([html], { type: "text/html" }), "bertviz-attention.html");
-      } }, "Save page"));
+      } }, t("Save page")));
   }
 }
 
@@ -325,11 +327,16 @@ export const theme = themes;
 /** The app's plotly figures named for screen readers by their titles and axes (figure-names.mjs). */
 export const nameFigures = nameFiguresIn;
 
+/** The page's language (i18n.mjs): chooseLanguage, setLanguage, t, translateTree, for the hosts. */
+export const i18n = languages;
+
 /** The colour-blind palette (palette.mjs): setPalette, restorePalette, togglePalette, for the hosts' buttons. */
 export const palette = palettes;
 
 /** The offline page's start: payload and query/key blob from script elements, the page itself to save. */
 export function mountPage(doc = document) {
+  doc.documentElement.lang = languages.setLanguage(languages.chooseLanguage(window.location.search,
+    navigator.languages));
   // Captured before anything is drawn: the page as it arrived, with its data, is the offline page to save.
   const page = `<!DOCTYPE html>\n${doc.documentElement.outerHTML}`;
   const text = (name) => doc.getElementById(name)?.textContent.trim() || null;
@@ -344,12 +351,12 @@ export function mountPage(doc = document) {
  */
 function buildFinder(payload, selection, id, detailView) {
   const to = el("select", { id: id("view-find-to"), onchange: () => sync(selection.get()) });
-  to.append(new Option("any token", ""));
+  to.append(new Option(t("any token"), ""));
   payload.tokens.forEach((t, i) => to.append(new Option(`${i}: ${t}`, String(i))));
   const title = el("span", { class: "bv-finder-title" });
   const list = el("span", { class: "bv-finder-list", id: id("view-find") });
-  const box = el("div", { class: "bv-finder", role: "group", "aria-label": "Heads where the token attends most" },
-    title, el("label", { class: "bv-field" }, el("span", {}, "to"), to), list);
+  const box = el("div", { class: "bv-finder", role: "group", "aria-label": t("Heads where the token attends most") },
+    title, el("label", { class: "bv-field" }, el("span", {}, t("to")), to), list);
   let shownFor = null;
   function sync(state, again = false) {
     box.hidden = state.token === null;
@@ -359,14 +366,14 @@ function buildFinder(payload, selection, id, detailView) {
       shownFor = wanted;
       const target = to.value === "" ? null : Number(to.value);
       const found = strongestHeads(payload, state.token, { to: target, count: 5 });
-      title.textContent = `Where \u201c${payload.tokens[state.token]}\u201d attends most:`;
+      title.textContent = t("Where “{token}” attends most:", { token: payload.tokens[state.token] });
       // "layer 3, head 1 -> animal 0.45"; on a phone in two lines ("3.1" said nothing), three buttons to a row
       list.replaceChildren(...found.map((f) => el("button", { type: "button", "data-layer": String(f.layer),
-        "data-head": String(f.head), title: `Open layer ${f.layer}, head ${f.head}`,
-        "aria-label": `layer ${f.layer}, head ${f.head} \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`,
+        "data-head": String(f.head), title: t("Open layer {layer}, head {head}", f),
+        "aria-label": `${t("layer {layer}, head {head}", f)} \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`,
         onclick: () => selection.set({ layer: f.layer, head: f.head, direction: "from",
           view: showsHead(selection.get().view) ? selection.get().view : detailView() }) },
-      el("span", { class: "bv-finder-head" }, `layer ${f.layer}, head ${f.head}`),
+      el("span", { class: "bv-finder-head" }, t("layer {layer}, head {head}", f)),
       el("span", { class: "bv-finder-to" }, ` \u2192 ${payload.tokens[f.to]} ${formatWeight(f.weight)}`))));
     }
     for (const b of list.children) {
@@ -378,7 +385,7 @@ function buildFinder(payload, selection, id, detailView) {
 }
 
 function buildControls(parent, payload, selection, id) {
-  const field = (label, input, after) => el("label", { class: "bv-field" }, el("span", {}, label), input,
+  const field = (label, input, after) => el("label", { class: "bv-field" }, el("span", {}, t(label)), input,
     after || null);
   const set = (patch) => selection.set(patch);
   const range = (name, max, onInput) => el("input", { type: "range", id: id(name), min: "0", max: String(max),
@@ -388,6 +395,8 @@ function buildControls(parent, payload, selection, id) {
     for (const [value, text] of options) node.append(new Option(text, value)); // Option: the text stays text
     return node;
   };
+  // options whose text is ours, not the model's tokens
+  const words = (name, options, onChange) => select(name, options.map(([value, text]) => [value, t(text)]), onChange);
 
   const layerOut = el("output");
   const layer = range("view-layer", payload.layers - 1, () => set({ layer: Number(layer.value) }));
@@ -395,27 +404,27 @@ function buildControls(parent, payload, selection, id) {
   const head = range("view-head", payload.heads - 1, () => set({ head: Number(head.value) }));
   const allHeads = el("input", { type: "checkbox", id: id("view-all-heads"),
     onchange: () => set({ head: allHeads.checked ? "all" : Number(head.value) }) });
-  const token = select("view-token", [["", "none"], ...payload.tokens.map((t, i) => [String(i), `${i}: ${t}`])],
+  const token = select("view-token", [["", t("none")], ...payload.tokens.map((t, i) => [String(i), `${i}: ${t}`])],
     () => set({ token: token.value === "" ? null : Number(token.value) }));
-  const direction = select("view-direction", [["from", "what it attends to"], ["to", "what attends to it"]],
+  const direction = words("view-direction", [["from", "what it attends to"], ["to", "what attends to it"]],
     () => set({ direction: direction.value }));
-  const matrixSet = select("view-matrix", Object.entries(payload.sets).map(([k, s]) => [k, s.label]),
+  const matrixSet = words("view-matrix", Object.entries(payload.sets).map(([k, s]) => [k, s.label]),
     () => set({ matrix: matrixSet.value }));
-  const units = select("view-units", [["tokens", "word pieces"], ["words", "words"]],
+  const units = words("view-units", [["tokens", "word pieces"], ["words", "words"]],
     () => set({ units: units.value }));
-  const segments = select("view-segments", Object.entries(SEGMENTS), () => set({ segments: segments.value }));
+  const segments = words("view-segments", Object.entries(SEGMENTS), () => set({ segments: segments.value }));
   const hide = el("input", { type: "checkbox", id: id("view-hide-special"),
     onchange: () => set({ hideSpecial: hide.checked }) });
   const renorm = el("input", { type: "checkbox", id: id("view-renormalize"),
     onchange: () => set({ renormalize: renorm.checked }) });
-  const scale = select("view-scale", [["sqrt", "square root"], ["linear", "linear"]],
+  const scale = words("view-scale", [["sqrt", "square root"], ["linear", "linear"]],
     () => set({ scale: scale.value }));
-  const zoom = select("view-zoom", Object.entries(ZOOMS), () => set({ zoom: zoom.value }));
+  const zoom = words("view-zoom", Object.entries(ZOOMS), () => set({ zoom: zoom.value }));
 
   // The ones used most first; at 1280 pixels all of them fill two rows. On a phone the second group starts
   // folded away under a visible "More options", so that the view is not pushed off the screen.
   const more = el("details", { class: "bv-more", open: window.innerWidth >= 700 },
-    el("summary", { id: id("view-more") }, "More options"),
+    el("summary", { id: id("view-more") }, t("More options")),
     el("div", { class: "bv-controls" }, field("Matrix", matrixSet), field("Units", units),
       field("Sentences", segments), field("hide [CLS]/[SEP]", hide), field("rows renormalized", renorm),
       field("Color", scale)));

@@ -7,6 +7,7 @@ import { drawnKey } from "./selection.mjs";
 import { LABEL_FONT_PX, labelType, pitchFor, thinLabels, truncate, visibleRange, weightFloor } from "./layout.mjs";
 import { formatWeight, headStyle, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 import { largestLabel, THEMES } from "./theme.mjs";
+import { t } from "./i18n.mjs";
 
 export const NAME = "lines";
 export const LABEL = "Attention lines between tokens";
@@ -243,9 +244,9 @@ function paintHeader(ctx, layout, v) {
   ctx.textAlign = "left";
   const keys = state.head === "all" && shown.set.perHead ? legendKeys(layout) : [];
   if (!keys[0]?.alone) {
-    ctx.fillText("attending token", x0 + PAD - v.x, HEADER / 2);
+    ctx.fillText(t("attending token"), x0 + PAD - v.x, HEADER / 2);
     ctx.textAlign = "right";
-    ctx.fillText("attended token", width - x0 - PAD - v.x, HEADER / 2);
+    ctx.fillText(t("attended token"), width - x0 - PAD - v.x, HEADER / 2);
   }
   if (keys.length) {
     const theme = layout.theme || THEMES.default;
@@ -314,30 +315,30 @@ export function fileName(layout) {
 
 function describe(state, shown, payload) {
   const heads = state.head === "all"
-    ? `all ${payload.heads} heads (each its own color, or color and dash; click a head in the key to pick it)`
-    : `head ${state.head}`;
-  const what = state.matrix === "attention" ? `layer ${state.layer}, ${heads}`
-    : state.matrix === "value_weighted" ? `layer ${state.layer}, ${heads}, weighted by value (the attention weight `
+    ? t("all {n} heads (each its own color, or color and dash; click a head in the key to pick it)", { n: payload.heads })
+    : t("head {head}", { head: state.head });
+  const what = state.matrix === "attention" ? t("layer {layer}, {heads}", { layer: state.layer, heads })
+    : state.matrix === "value_weighted" ? t("layer {layer}, {heads}, weighted by value (the attention weight "
       + "times the length of what the token sends, each row scaled to add up to 1: a token that gets much attention "
-      + "but sends little, as [SEP] often does, fades)"
-      : `${shown.set.label} through layers 0\u2013${state.layer} (how much each input token has flowed into each `
-        + "position, heads averaged, the residual connection counted as half)";
-  const parts = [`Each line joins a token on the left to a token it attends to on the right, in ${what}; the more `
-    + "attention, the darker the line.",
-  "Until you hover or select a token, lines under 0.05 are left out; hover a token to see all its lines, click it "
-    + "to keep them (click again to let go)."];
+      + "but sends little, as [SEP] often does, fades)", { layer: state.layer, heads })
+      : t("{set} through layers 0\u2013{layer} (how much each input token has flowed into each position, heads "
+        + "averaged, the residual connection counted as half)", { set: t(shown.set.label), layer: state.layer });
+  const parts = [t("Each line joins a token on the left to a token it attends to on the right, in {what}; the more "
+    + "attention, the darker the line.", { what }),
+  t("Until you hover or select a token, lines under 0.05 are left out; hover a token to see all its lines, click it "
+    + "to keep them (click again to let go).")];
   if (state.scale === "sqrt") {
-    parts.push("Square-root shading: a line of weight 0.25 is already half dark, so weak links stay visible.");
+    parts.push(t("Square-root shading: a line of weight 0.25 is already half dark, so weak links stay visible."));
   }
   if (state.units === "words") {
-    parts.push("Words: attention to a word is summed over its pieces, attention from a word averaged over them.");
+    parts.push(t("Words: attention to a word is summed over its pieces, attention from a word averaged over them."));
   }
   const flagged = shown.blocks[0].flaggedCount;
   if (state.renormalize && flagged) {
-    parts.push(`\u2205 marks ${flagged} row(s) with under 5% of their attention on the tokens shown: too little to `
-      + "renormalize honestly, so they get no lines.");
+    parts.push(t("\u2205 marks {n} row(s) with under 5% of their attention on the tokens shown: too little to "
+      + "renormalize honestly, so they get no lines.", { n: flagged }));
   } else if (state.renormalize) {
-    parts.push("Rows are renormalized: each token's lines add up to 1 over the tokens shown.");
+    parts.push(t("Rows are renormalized: each token's lines add up to 1 over the tokens shown."));
   }
   return parts.join(" ");
 }

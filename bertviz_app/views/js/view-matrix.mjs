@@ -7,6 +7,7 @@ import { drawnKey } from "./selection.mjs";
 import { FIT_LABEL_PX, LABEL_FONT_PX, LABEL_PITCH, labelType, thinLabels, truncate, visibleRange } from "./layout.mjs";
 import { BOUNDARY_COLOR, formatShare, formatWeight, paintValues, SELECTED_COLOR } from "./scale.mjs";
 import { attentionLUT, largestLabel, THEMES } from "./theme.mjs";
+import { t } from "./i18n.mjs";
 
 export const NAME = "matrix";
 export const LABEL = "Attention matrix";
@@ -73,7 +74,7 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
     ctx.fillStyle = "#333";
     ctx.textAlign = "left";
     ctx.textBaseline = "middle";
-    ctx.fillText("Nothing to show: this filter leaves no rows or no columns (a single sentence has no B).", PAD, 30);
+    ctx.fillText(t("Nothing to show: this filter leaves no rows or no columns (a single sentence has no B)."), PAD, 30);
     return { labels: 0 };
   }
   // The cells, clipped to the area right of and below the sticky label bands.
@@ -276,34 +277,36 @@ export function firstOfB(axis, units) {
 
 function describe(state, shown, payload) {
   const parts = [];
-  const heads = state.head === "all" ? `the mean of its ${payload.heads} heads` : `head ${state.head}`;
+  const heads = state.head === "all" ? t("the mean of its {n} heads", { n: payload.heads })
+    : t("head {head}", { head: state.head });
   if (state.matrix === "attention") {
-    parts.push(`Layer ${state.layer}, ${heads}. Each row is a token looking at the others: its cells show how it `
-      + "shares out its attention (a row adds up to 1).");
+    parts.push(t("Layer {layer}, {heads}. Each row is a token looking at the others: its cells show how it "
+      + "shares out its attention (a row adds up to 1).", { layer: state.layer, heads }));
   } else if (state.matrix === "value_weighted") {
-    parts.push(`Layer ${state.layer}, ${heads}, weighted by value (Kobayashi et al. 2020): each cell is the `
+    parts.push(t("Layer {layer}, {heads}, weighted by value (Kobayashi et al. 2020): each cell is the "
       + "attention weight times the length of what that column's token sends, rows scaled to add up to 1. It shows "
-      + "what actually reaches each token: heavy attention to [SEP] shrinks here, because [SEP] sends little.");
+      + "what actually reaches each token: heavy attention to [SEP] shrinks here, because [SEP] sends little.",
+    { layer: state.layer, heads }));
   } else {
-    const label = shown.set.label;
-    parts.push(`${label[0].toUpperCase()}${label.slice(1)} through layers 0\u2013${state.layer}: row i shows how `
-      + "much of each input token has flowed into position i, multiplying the layers' attention (heads averaged, "
-      + "the residual connection counted as half).");
+    const label = t(shown.set.label);
+    parts.push(t("{set} through layers 0\u2013{layer}: row i shows how much of each input token has flowed into "
+      + "position i, multiplying the layers' attention (heads averaged, the residual connection counted as half).",
+    { set: `${label[0].toUpperCase()}${label.slice(1)}`, layer: state.layer }));
   }
   const pair = Array.prototype.some.call(payload.segments, (segment) => segment === 1);
-  parts.push(`Darker = more.${pair ? " Dashed line: where sentence B starts." : ""} Hover a cell for its value, `
-    + "click it to select that row's token.");
+  parts.push(t("Darker = more.") + (pair ? ` ${t("Dashed line: where sentence B starts.")}` : "")
+    + ` ${t("Hover a cell for its value, click it to select that row's token.")}`);
   if (state.scale === "sqrt") {
-    parts.push("Square-root color scale: a weight of 0.25 is already half-way dark, so small weights stay visible.");
+    parts.push(t("Square-root color scale: a weight of 0.25 is already half-way dark, so small weights stay visible."));
   }
   const block = shown.blocks[0];
   if (state.renormalize && block.flaggedCount) {
-    parts.push(`Rows renormalized over what is shown; ${block.flaggedCount} row(s) marked \u2205 keep under 5% of `
-      + "their attention here, too little to renormalize honestly, and are grayed.");
+    parts.push(t("Rows renormalized over what is shown; {n} row(s) marked \u2205 keep under 5% of "
+      + "their attention here, too little to renormalize honestly, and are grayed.", { n: block.flaggedCount }));
   } else if (state.renormalize) {
-    parts.push("Rows renormalized: each row adds up to 1 over the columns shown.");
+    parts.push(t("Rows renormalized: each row adds up to 1 over the columns shown."));
   } else if (state.hideSpecial || state.segments !== "all") {
-    parts.push("Rows are not renormalized: they add up to less than 1.");
+    parts.push(t("Rows are not renormalized: they add up to less than 1."));
   }
   return parts.join(" ");
 }

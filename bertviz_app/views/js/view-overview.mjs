@@ -15,6 +15,7 @@ import { HEADS } from "./heads.mjs";
 import { formatNumber, formatShare, SELECTED_COLOR, weightIndex } from "./scale.mjs";
 import { attentionLUT, THEMES } from "./theme.mjs";
 import { isPicked, toggleHeads } from "./selection.mjs";
+import { t as tr } from "./i18n.mjs";
 
 export const NAME = "overview";
 export const LABEL = "Every head of every layer. Arrow keys move between heads, Enter opens one (or, while picking "
@@ -101,21 +102,22 @@ export const OWN_KEYS = true; // arrows between tiles, Enter opens (wireKeyboard
 
 /** A head's statistics as sentences for a student. */
 export function describeHead(stats, layer, head, T) {
-  if (!stats) return [`Layer ${layer}, head ${head}.`, "This payload carries no head statistics."];
-  const names = { cls: "[CLS]", sep: "[SEP]", self: "itself", previous: "the token just before",
-    next: "the token just after" };
+  if (!stats) return [tr("Layer {layer}, head {head}.", { layer, head }), tr("This payload carries no head statistics.")];
+  const names = { cls: "[CLS]", sep: "[SEP]", self: tr("itself"), previous: tr("the token just before"),
+    next: tr("the token just after") };
   const top = Object.keys(names).sort((a, b) => stats[b] - stats[a])[0];
-  const behavior = stats.dominant === "broad" ? "spreads its attention broadly"
-    : stats.dominant === "mixed" ? "has no single habit"
-      : `mostly attends to ${names[top]} (${formatShare(stats[top])} of its attention)`;
+  const behavior = stats.dominant === "broad" ? tr("spreads its attention broadly")
+    : stats.dominant === "mixed" ? tr("has no single habit")
+      : tr("mostly attends to {what} ({share} of its attention)", { what: names[top], share: formatShare(stats[top]) });
   const uniform = Math.log(Math.max(T, 2));
   return [
-    `Layer ${layer}, head ${head} ${behavior}.`,
-    `Entropy ${formatNumber(stats.entropy)} nats: 0 would mean every token looks at exactly one token, `
-      + `${formatNumber(uniform)} that it spreads evenly over all ${T}. Attended tokens are on average `
-      + `${formatNumber(stats.distance, 1)} positions away.`,
-    `Shares of attention: [CLS] ${formatShare(stats.cls)}, [SEP] ${formatShare(stats.sep)}, self `
-      + `${formatShare(stats.self)}, previous ${formatShare(stats.previous)}, next ${formatShare(stats.next)}.`,
+    tr("Layer {layer}, head {head} {behavior}.", { layer, head, behavior }),
+    tr("Entropy {entropy} nats: 0 would mean every token looks at exactly one token, {uniform} that it spreads "
+      + "evenly over all {n}. Attended tokens are on average {distance} positions away.",
+    { entropy: formatNumber(stats.entropy), uniform: formatNumber(uniform), n: T,
+      distance: formatNumber(stats.distance, 1) }),
+    tr("Shares of attention: [CLS] {cls}, [SEP] {sep}, self {self}, previous {previous}, next {next}.",
+      Object.fromEntries(["cls", "sep", "self", "previous", "next"].map((k) => [k, formatShare(stats[k])]))),
   ];
 }
 
@@ -146,13 +148,13 @@ export function moveCursor(cursor, key, layers, heads, labels = false) {
 export function describePicks(list) {
   const byLayer = new Map();
   for (const [l, h] of list) byLayer.set(l, [...(byLayer.get(l) || []), h]);
-  const words = (hs) => (hs.length === 1 ? `head ${hs[0]}`
-    : `heads ${hs.slice(0, -1).join(", ")} and ${hs[hs.length - 1]}`);
-  return [...byLayer].map(([l, hs]) => `layer ${l}: ${words(hs)}`).join("; ");
+  const words = (hs) => (hs.length === 1 ? tr("head {head}", { head: hs[0] })
+    : tr("heads {list} and {last}", { list: hs.slice(0, -1).join(", "), last: hs[hs.length - 1] }));
+  return [...byLayer].map(([l, hs]) => tr("layer {layer}: {heads}", { layer: l, heads: words(hs) })).join("; ");
 }
 
 /** "1 head", "3 heads" */
-const countHeads = (n) => `${n} head${n === 1 ? "" : "s"}`;
+const countHeads = (n) => (n === 1 ? tr("{n} head", { n }) : tr("{n} heads", { n }));
 
 /** Where a tile is in the picture: [x, y] of its top-left corner. */
 export function tileOrigin(layout, layer, head) {
@@ -178,12 +180,12 @@ export function layout(data, state, size) {
     drawn: `layer=${state.layer} head=${state.head} scale=${state.scale} silenced=`
       + state.silenced.map(([l, h]) => `${l}.${h}`).join(","),
     geometry: { left: LEFT + GAP, top: TOP, tile, gap: GAP, rowPitch: tile + CAPTION + GAP, labelPx: theme.axisPx },
-    caption: "Every head of every layer, each drawn as a thumbnail of its attention matrix (rows: "
+    caption: tr("Every head of every layer, each drawn as a thumbnail of its attention matrix (rows: "
       + "attending tokens, columns: attended ones; a thumbnail pixel shows the strongest weight in its patch). "
       + "The label under a tile names the head's habit when over half its attention goes one way: [CLS], [SEP], "
-      + "self, prev (the token before), next; broad means spread out, mixed means no single habit. "
-      + (data.silence ? "Hover a head for its statistics, click it to open it (or, while picking, to pick it)."
-        : "Hover a head for its statistics, click it to open it."),
+      + "self, prev (the token before), next; broad means spread out, mixed means no single habit.") + " "
+      + (data.silence ? tr("Hover a head for its statistics, click it to open it (or, while picking, to pick it).")
+        : tr("Hover a head for its statistics, click it to open it.")),
   };
 }
 
@@ -254,7 +256,7 @@ export function paint(ctx, layout, v, focus, image = (pixels) => pixels) {
     if (y < TOP || y > v.height) continue;
     ctx.font = l === state.layer ? BOLD : FONT;
     ctx.fillStyle = labelColor;
-    ctx.fillText(`layer ${l}`, 6, y);
+    ctx.fillText(tr("layer {layer}", { layer: l }), 6, y);
     if (picking && pointed && pointed.head < 0 && pointed.layer === l) {
       ctx.fillRect(6, y + 9, ctx.measureText(`layer ${l}`).width, 1.5);
     }
@@ -328,8 +330,8 @@ export function extras(root, shell) {
   // move away from it.
   const stats = el("div", { class: "bv-stats", "aria-live": "polite" });
   const note = silence ? el("p", { class: "bv-note", id: `${env.idPrefix || ""}view-silence-note` },
-    "Silencing: a silenced head's attention output is set to zero in this forward pass; the predictions below "
-    + "show what changes.") : null;
+    tr("Silencing: a silenced head's attention output is set to zero in this forward pass; the predictions below "
+    + "show what changes.")) : null;
   // An error was about the heads picked then: other picks make it stale.
   const stopError = selection.subscribe((state, changed) => {
     if (silence && !ui.busy && changed.has("silenced")) silence.error.hidden = true;
@@ -356,11 +358,11 @@ export function extras(root, shell) {
 function silenceTools({ selection, env, ui }, setPicking) {
   const id = (name) => `${env.idPrefix || ""}${name}`;
   const pick = el("button", { type: "button", class: "bv-toggle bv-pick", id: id("view-silence-pick"),
-    "aria-pressed": "false", title: "While this is on, a click on a head picks it to silence instead of opening it",
-    onclick: () => setPicking(!ui.picking) }, "Pick heads to silence");
+    "aria-pressed": "false", title: tr("While this is on, a click on a head picks it to silence instead of opening it"),
+    onclick: () => setPicking(!ui.picking) }, tr("Pick heads to silence"));
   const run = el("button", { type: "button", class: "bv-primary", id: id("view-silence-run"), disabled: true });
   const clear = el("button", { type: "button", id: id("view-silence-clear"), disabled: true,
-    onclick: () => selection.set({ silenced: [] }) }, "Clear picks");
+    onclick: () => selection.set({ silenced: [] }) }, tr("Clear picks"));
   const status = el("span", { class: "bv-muted", role: "status" });
   const error = el("p", { class: "bv-error", role: "alert", hidden: true });
   const tools = el("div", { class: "bv-tools bv-silence" }, pick, run, clear, status);
@@ -371,7 +373,7 @@ function syncSilence(root, silence, ui, state) {
   if (!silence) return;
   const n = state.silenced.length;
   silence.pick.setAttribute("aria-pressed", String(ui.picking));
-  silence.run.textContent = ui.busy ? "Predicting\u2026" : `Silence ${countHeads(n)} and predict`;
+  silence.run.textContent = ui.busy ? tr("Predicting…") : tr("Silence {heads} and predict", { heads: countHeads(n) });
   silence.run.disabled = ui.busy || n === 0;
   silence.tools.setAttribute("aria-busy", String(ui.busy));
   silence.clear.disabled = n === 0;
@@ -384,15 +386,15 @@ async function runSilenced({ selection, env, ui }, silence, sync) {
   if (ui.busy || heads.length === 0) return;
   ui.busy = true;
   silence.error.hidden = true;
-  silence.status.textContent = `Predicting with ${countHeads(heads.length)} silenced\u2026`;
+  silence.status.textContent = tr("Predicting with {heads} silenced…", { heads: countHeads(heads.length) });
   sync(selection.get());
   try {
     await env.onSilence(heads);
-    silence.status.textContent = `Last run silenced ${describePicks(heads)}.`;
+    silence.status.textContent = tr("Last run silenced {heads}.", { heads: describePicks(heads) });
   } catch (error) {
     silence.status.textContent = "";
-    silence.error.textContent = "The predictions with these heads silenced could not be made: "
-      + `${error && error.message ? error.message : String(error)}`;
+    silence.error.textContent = tr("The predictions with these heads silenced could not be made: {why}",
+      { why: error && error.message ? error.message : String(error) });
     silence.error.hidden = false;
   } finally {
     ui.busy = false;
@@ -407,25 +409,26 @@ export function statsLines(payload, state, focus, picking, canSilence) {
   if (pointed && (pointed.layer < 0 || pointed.head < 0)) {
     const group = targetHeads(pointed, payload.layers, payload.heads);
     const all = group.every(([l, h]) => isPicked(state.silenced, l, h));
-    const what = pointed.head < 0 ? `every head of layer ${pointed.layer}` : `head ${pointed.head} of every layer`;
-    return [`${what[0].toUpperCase()}${what.slice(1)} (${countHeads(group.length)}).`,
-      all ? "All of them are picked: click or press Enter to put them all back."
-        : "Click or press Enter to pick all of them to silence."];
+    const what = pointed.head < 0 ? tr("Every head of layer {layer}", { layer: pointed.layer })
+      : tr("Head {head} of every layer", { head: pointed.head });
+    return [`${what} (${countHeads(group.length)}).`,
+      all ? tr("All of them are picked: click or press Enter to put them all back.")
+        : tr("Click or press Enter to pick all of them to silence.")];
   }
   if (!pointed && picking) {
-    return ["Picking heads to silence.",
-      "Click a tile to pick or unpick that head; click a layer label (left) or a head number (top) for the whole "
-        + "row or column.",
-      "With the keyboard: focus the picture, move with the arrow keys, press Enter to pick."];
+    return [tr("Picking heads to silence."),
+      tr("Click a tile to pick or unpick that head; click a layer label (left) or a head number (top) for the whole "
+        + "row or column."),
+      tr("With the keyboard: focus the picture, move with the arrow keys, press Enter to pick.")];
   }
   const t = pointed || { layer: state.layer, head: state.head === "all" ? 0 : state.head };
   const lines = describeHead(headStatistics(payload, t.layer, t.head), t.layer, t.head, payload.length);
-  if (!pointed && state.head === "all") lines[0] = `Layer ${state.layer}: all heads selected. ${lines[0]}`;
+  if (!pointed && state.head === "all") lines[0] = `${tr("Layer {layer}: all heads selected.", { layer: state.layer })} ${lines[0]}`;
   // On the first line, so that the statistics keep their height.
   if (canSilence && isPicked(state.silenced, t.layer, t.head)) {
-    lines[0] += picking ? " Picked to silence: click or press Enter to put it back." : " Picked to silence.";
+    lines[0] += ` ${picking ? tr("Picked to silence: click or press Enter to put it back.") : tr("Picked to silence.")}`;
   } else if (canSilence && picking) {
-    lines[0] += " Click or press Enter to pick it to silence.";
+    lines[0] += ` ${tr("Click or press Enter to pick it to silence.")}`;
   }
   return lines;
 }

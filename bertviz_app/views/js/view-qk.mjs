@@ -5,6 +5,7 @@
 // have to load first. Pure layout / paint / hit functions; view-shell.mjs mounts them.
 
 import { layerMatrix, queryKeyRow } from "./data.mjs";
+import { t as tr } from "./i18n.mjs";
 import { el } from "./dom.mjs";
 import { LABEL_FONT_PX, labelType, pitchFor, thinLabels, truncate, visibleRange } from "./layout.mjs";
 import { DIVERGING_STOPS, formatNumber, formatWeight, lutColor, makeLUT, SELECTED_COLOR,
@@ -157,10 +158,10 @@ function paintHeader(ctx, layout, v) {
   ctx.fillStyle = "#333";
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
-  ctx.fillText(`query q of \u201c${truncate(payload.tokens[row.token], 12)}\u201d`, xKeys, 12);
-  ctx.fillText("keys k, one row per token \u2193", xKeys, HEADER - 12);
+  ctx.fillText(tr("query q of “{token}”", { token: truncate(payload.tokens[row.token], 12) }), xKeys, 12);
+  ctx.fillText(tr("keys k, one row per token ↓"), xKeys, HEADER - 12);
   if (expand) {
-    ctx.fillText("q \u00d7 k, element by element", xProducts, 12);
+    ctx.fillText(tr("q × k, element by element"), xProducts, 12);
     ctx.fillText("(red: signs agree)", xProducts, HEADER - 12);
   }
   // q.k, then each of the model's terms by its name, then their sum (two lines each, above the keys' own title: a
@@ -171,7 +172,7 @@ function paintHeader(ctx, layout, v) {
   columns.forEach((lines, c) => lines.forEach((text, k) => {
     ctx.fillText(text, xDot + c * layout.numberW + 4, HEADER - 30 + 18 * k);
   }));
-  ctx.fillText("softmax = weight", xBar, HEADER - 12);
+  ctx.fillText(tr("softmax = weight"), xBar, HEADER - 12);
   // The query vector, over the key columns (and over the products, which it multiplies).
   for (let e = 0; e < row.d; e++) {
     ctx.fillStyle = lutColor(LUT, signedIndex(row.q[e], limit));
@@ -215,26 +216,31 @@ export function explain(layout, j) {
   const { payload, row, model } = layout;
   const tokens = payload.tokens;
   const q = `\u201c${tokens[row.token]}\u201d`, k = `\u201c${tokens[j]}\u201d`;
-  const dot = `q \u00b7 k = the sum of the ${row.d} products q\u1d62 \u00d7 k\u1d62 = ${formatNumber(row.dots[j])}; `;
+  const dot = `${tr("q · k = the sum of the {d} products qᵢ × kᵢ = {dot}", { d: row.d,
+    dot: formatNumber(row.dots[j]) })}; `;
+  const head = tr("Query {q} (token {i}) and key {k} (token {j}):", { q, i: row.token, k, j });
   if (!row.terms) {
-    return [`Query ${q} (token ${row.token}) and key ${k} (token ${j}):`,
-      dot + `the model's weight here is ${formatWeight(model[j])}.`,
-      "The model's score terms did not come with these vectors (they grow with the square of the input's length: a "
+    return [head, dot + tr("the model's weight here is {weight}.", { weight: formatWeight(model[j]) }),
+      tr("The model's score terms did not come with these vectors (they grow with the square of the input's length: a "
         + "long input, or a page that computes only queries and keys, goes without), so the weights are the model's "
-        + "own row. Click a key's row to keep it here."];
+        + "own row. Click a key's row to keep it here.")];
   }
   let worst = 0;
   for (let i = 0; i < row.weights.length; i++) worst = Math.max(worst, Math.abs(row.weights[i] - model[i]));
-  const scaled = row.scale ? ` (the model multiplies q \u00b7 k by ${formatNumber(row.scale, 3)})` : "";
+  const scaled = row.scale ? ` ${tr("(the model multiplies q · k by {scale})", { scale: formatNumber(row.scale, 3) })}`
+    : "";
   const parts = row.terms.map((term) => `${term.name} = ${formatNumber(term.values[j])}`);
-  const sum = row.terms.length > 1 ? `the model's score terms ${parts.join(", ")} add up to the score `
-    : `the model's score term ${row.terms[0].name} is the score `;
-  return [`Query ${q} (token ${row.token}) and key ${k} (token ${j}):`,
-    dot + sum + `${formatNumber(row.scores[j])}${scaled}; `
-      + `softmax (e to the score, divided by the sum over all ${row.weights.length} keys) gives the weight `
-      + `${formatWeight(row.weights[j])}. The model's own weight here: ${formatWeight(model[j])}.`,
-    "Rebuilt from the 8-bit score terms, so it can differ a little from the model's own row: here by "
-      + `${worst < 0.005 ? "less than 0.01" : `up to ${formatWeight(worst)}`}. Click a key's row to keep it here.`];
+  const score = `${formatNumber(row.scores[j])}${scaled}`;
+  const sum = row.terms.length > 1 ? tr("the model's score terms {terms} add up to the score {score}",
+    { terms: parts.join(", "), score }) : tr("the model's score term {term} is the score {score}",
+    { term: row.terms[0].name, score });
+  return [head,
+    `${dot}${sum}; ${tr("softmax (e to the score, divided by the sum over all {n} keys) gives the weight {weight}. "
+      + "The model's own weight here: {model}.", { n: row.weights.length, weight: formatWeight(row.weights[j]),
+      model: formatWeight(model[j]) })}`,
+    tr("Rebuilt from the 8-bit score terms, so it can differ a little from the model's own row: here by {by}. Click "
+      + "a key's row to keep it here.", { by: worst < 0.005 ? tr("less than 0.01")
+      : tr("up to {most}", { most: formatWeight(worst) }) })];
 }
 
 /** The notice (data missing, loading, all heads), the explanation and the expand button above the picture. */
@@ -252,19 +258,19 @@ export function extras(root, shell) {
     tools.hidden = true;
     notice.hidden = false;
     if (loading) {
-      notice.replaceChildren(el("p", {}, "Loading the query and key vectors\u2026"));
+      notice.replaceChildren(el("p", {}, tr("Loading the query and key vectors…")));
     } else if (env.loadQueryKey) {
       notice.replaceChildren(
-        el("p", {}, "This view needs the query and key vectors of every head, which are fetched separately "
-          + "(they are large: about 4 kB per token)."),
+        el("p", {}, tr("This view needs the query and key vectors of every head, which are fetched separately "
+          + "(they are large: about 4 kB per token).")),
         el("button", { type: "button", id: `${env.idPrefix || ""}view-qk-load`, onclick: () => load() },
-          "Load query and key vectors"));
+          tr("Load query and key vectors")));
     } else if (env.queryKeyNote) { // a host whose data never has them (a training timeline's snapshots) says why
       notice.replaceChildren(el("p", {}, env.queryKeyNote));
     } else {
-      notice.replaceChildren(el("p", {}, "This page was saved without the query and key vectors, so it cannot show "
+      notice.replaceChildren(el("p", {}, tr("This page was saved without the query and key vectors, so it cannot show "
         + "how attention is computed. In Python, save it with them: run.save_html(path), or standalone_html(payload, "
-        + "query_key=run.query_key_payload()) from bertviz_app.views."));
+        + "query_key=run.query_key_payload()) from bertviz_app.views.")));
     }
   }
 
@@ -275,8 +281,8 @@ export function extras(root, shell) {
     try {
       await loading;
     } catch (error) {
-      notice.replaceChildren(el("p", {}, `Could not load the query and key vectors: ${error.message}`),
-        el("button", { type: "button", onclick: () => load() }, "Try again"));
+      notice.replaceChildren(el("p", {}, tr("Could not load the query and key vectors: {why}", { why: error.message })),
+        el("button", { type: "button", onclick: () => load() }, tr("Try again")));
       loading = null;
       return;
     }
@@ -293,12 +299,12 @@ export function extras(root, shell) {
         return;
       }
       notice.hidden = state.head !== "all";
-      notice.replaceChildren(el("p", {}, "All heads is selected, but this arithmetic belongs to one head: showing "
-        + "head 0. Pick a head above."));
+      notice.replaceChildren(el("p", {}, tr("All heads is selected, but this arithmetic belongs to one head: showing "
+        + "head 0. Pick a head above.")));
       detail.hidden = false;
       tools.hidden = false;
       expand.setAttribute("aria-pressed", String(state.expand));
-      expand.textContent = state.expand ? "Hide q \u00d7 k element by element" : "Show q \u00d7 k element by element";
+      expand.textContent = state.expand ? tr("Hide q × k element by element") : tr("Show q × k element by element");
       const [title, sum, note] = explain(layout, focus.active.key);
       detail.replaceChildren(el("strong", {}, title), el("span", {}, sum), el("span", { class: "bv-muted" }, note));
     },
@@ -306,18 +312,19 @@ export function extras(root, shell) {
 }
 
 function describe(state, row, payload, token) {
-  const scaled = row.scale ? `, scaled by ${formatNumber(row.scale, 3)} so that the scores do not grow with the `
-    + "vector size" : "";
-  const parts = [`How head ${row.head} of layer ${row.layer} decides where \u201c${payload.tokens[token]}\u201d looks. `
-    + `Its query q (top) is compared with every token's key k (rows): multiply them element by element and add up `
-    + `(q\u00b7k${scaled}); softmax turns the scores into weights that add up to 1. Blue is negative, red positive.`];
+  const scaled = row.scale ? tr(", scaled by {scale} so that the scores do not grow with the vector size",
+    { scale: formatNumber(row.scale, 3) }) : "";
+  const parts = [tr("How head {head} of layer {layer} decides where “{token}” looks. Its query q (top) is compared "
+    + "with every token's key k (rows): multiply them element by element and add up (q·k{scaled}); softmax turns the "
+    + "scores into weights that add up to 1. Blue is negative, red positive.", { head: row.head, layer: row.layer,
+    token: payload.tokens[token], scaled })];
   if (row.terms && row.terms.length > 1) {
-    parts.push(`This model's score is a sum of ${row.terms.length} terms (${row.terms.map((t) => t.name).join(", ")}), `
-      + "each a column, as the model computed them.");
+    parts.push(tr("This model's score is a sum of {n} terms ({terms}), each a column, as the model computed them.",
+      { n: row.terms.length, terms: row.terms.map((t) => t.name).join(", ") }));
   }
   if (state.token === null) {
-    parts.push("Select a token (in the list above, or by clicking it in another view) to follow its query.");
+    parts.push(tr("Select a token (in the list above, or by clicking it in another view) to follow its query."));
   }
-  if (state.units === "words") parts.push("This view always works on word pieces: queries and keys belong to pieces.");
+  if (state.units === "words") parts.push(tr("This view always works on word pieces: queries and keys belong to pieces."));
   return parts.join(" ");
 }

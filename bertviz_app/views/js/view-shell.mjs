@@ -29,6 +29,7 @@
 // frame, only while the view is shown), hover and a view's own lock, the tooltip, resizing and teardown.
 
 import { createCache } from "./data.mjs";
+import { t } from "./i18n.mjs";
 import { bitmapCanvases, createSurface, createTooltip, el, everyFrame, measureText } from "./dom.mjs";
 import { pictureKey } from "./keys.mjs";
 import { themeOf } from "./theme.mjs";
@@ -126,7 +127,7 @@ export function mountView(container, view, { payload, selection, env = {} }) {
       if (done && done.labels !== undefined) root.dataset.labels = String(done.labels);
     },
     onPointer,
-    label: view.LABEL,
+    label: t(view.LABEL),
   });
   if (!view.OWN_KEYS) surface.scroller.addEventListener("keydown", pictureKeys(view, shell));
   const tooltip = view.tooltip ? createTooltip(root) : null;

@@ -1,0 +1,105 @@
+"""The catalogue of user-facing strings (views/js/catalog-es.mjs, read by bertviz_app/i18n.py): complete for every
+string our JavaScript asks for by its English, the same placeholders in both languages, every shipped lesson in
+Spanish with its tokens untouched, and the app's labels marked for gradio's translation. The page itself, in
+Chromium with ?lang=es: tests/test_i18n_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from bertviz_app import i18n, lessons
+from bertviz_app.app.common import language_of, say
+from bertviz_app.app.server import gradio_internals
+
+PACKAGE = Path(i18n.__file__).resolve().parent
+# Our JavaScript, where each string a visitor reads is t("English", values) (tr() where `t` names something else)
+JS_FOLDERS = [PACKAGE / "views" / "js", PACKAGE / "static" / "js", PACKAGE / "app" / "page"]
+_LITERAL = r'"(?:[^"\\\n]|\\.)*"'
+_CALL = re.compile(r"\b(?:t|tr)\(\s*(" + _LITERAL + r"(?:\s*\+\s*" + _LITERAL + r")*)\s*[,)]")
+
+
+def js_strings(source: str) -> list[str]:
+    """The English strings of every t("...") or tr("..." + "...") call in `source` whose first argument is literal
+    (JSON reads a JavaScript string literal of ours: double quotes, \\u escapes)."""
+    return ["".join(json.loads(part) for part in re.findall(_LITERAL, call.group(1)))
+            for call in _CALL.finditer(source)]
+
+
+def test_every_string_our_javascript_asks_for_is_in_the_catalogue():
+    asked = {(path.name, text) for folder in JS_FOLDERS for path in sorted(folder.glob("*.*js"))
+             for text in js_strings(path.read_text(encoding="utf-8"))}
+    assert len(asked) > 150  # the extraction found the calls (a regex that matches nothing passes nothing)
+    missing = sorted(f"{name}: {text!r}" for name, text in asked if text not in i18n.catalogue("es"))
+    assert not missing, "not in views/js/catalog-es.mjs (one line each):\n" + "\n".join(missing)
+
+
+def test_the_extraction_reads_concatenations_and_escapes():
+    source = 'x = t("Layer {layer}, " + "head"); y = tr("\\u2026 more", { n }); z = t(label);'
+    assert js_strings(source) == ["Layer {layer}, head", "… more"]
+
+
+@pytest.mark.parametrize("lang", i18n.LANGUAGES[1:])
+def test_every_entry_has_a_translation_with_the_same_placeholders(lang):
+    for english, translated in i18n.catalogue(lang).items():
+        assert isinstance(translated, str) and translated.strip(), english
+        assert i18n.placeholders(translated) == i18n.placeholders(english), english
+
+
+def test_a_string_is_translated_with_its_values_and_a_missing_one_stays_english():
+    assert i18n.translate("{n} tokens · forward pass {ms} ms on {device}", "es", n=12, ms=40, device="cpu") \
+        == "12 tokens · pasada del modelo 40 ms en cpu"
+    assert i18n.translate("Not in any catalogue {n}", "es", n=1) == "Not in any catalogue 1"
+    assert i18n.translate("Analyze", "en") == "Analyze"
+    assert i18n.translate("Analyze", "xx") == "Analyze"
+
+
+def test_the_language_is_the_pages_then_the_browsers_then_english():
+    assert i18n.choose_language("es", "en-US,en;q=0.9") == "es"
+    assert i18n.choose_language("en", "es-ES,es;q=0.9") == "en"
+    assert i18n.choose_language(None, "fr-FR,fr;q=0.9,es;q=0.8") == "es"
+    assert i18n.choose_language("zz", "de-DE") == "en"
+    request = SimpleNamespace(query_params={}, headers={"referer": "http://127.0.0.1:7860/?a=x&lang=es",
+                                                         "accept-language": "en-US"})
+    assert language_of(request) == "es"
+    assert say(request, "{n} tokens", n=3) == "3 tokens"
+    assert language_of(SimpleNamespace(query_params={"lang": "en"}, headers={"accept-language": "es"})) == "en"
+    assert language_of(None) == "en"
+
+
+def test_every_shipped_lesson_is_in_spanish_and_its_tokens_are_not_translated():
+    for name, lesson in lessons.shipped_lessons().items():
+        assert lesson["translations"]["es"]["title"].strip(), name
+        assert lessons.lesson_card(name, lesson)["translations"]["es"]["title"] == lesson["translations"]["es"]["title"]
+        for n, step in enumerate(lesson["steps"], 1):
+            spanish = step["translations"]["es"]
+            assert spanish["caption"].strip() and spanish["caption"] != step["caption"], (name, n)
+            assert ("ask" in spanish) == ("question" in step), (name, n)
+            # a word the English caption quotes from the step's input is token text: quoted the same in Spanish
+            typed = f"{step['a']} {step.get('b', '')}".lower()
+            for quoted in re.findall(r"'([^' ]+)'", step["caption"]):
+                if re.search(rf"\b{re.escape(quoted.lower())}\b", typed):
+                    assert f"'{quoted}'" in spanish["caption"], (name, n, quoted)
+
+
+def test_the_apps_labels_are_marked_for_gradios_translation_and_others_stay():
+    from gradio.i18n import I18nData
+
+    with gr.Blocks() as demo:
+        gr.HTML("<h1>Uncatalogued <span>see what BERT reads and computes, in one sentence or a pair</span></h1>")
+        box = gr.Textbox(label="Sentence A", info="Not catalogued anywhere")
+        button = gr.Button("Analyze")
+        other = gr.Button("Not catalogued either")
+    known = i18n.catalogue("es")
+    assert gradio_internals.translate_static_text(demo, known) == 3
+    assert isinstance(box.label, I18nData) and box.label.key == "Sentence A"
+    assert box.info == "Not catalogued anywhere"
+    assert button.value == str(I18nData("Analyze")) and other.value == "Not catalogued either"
+    html = next(b for b in demo.blocks.values() if isinstance(b, gr.HTML)).value
+    key = "see what BERT reads and computes, in one sentence or a pair"
+    assert html == f"<h1>Uncatalogued <span>{I18nData(key)}</span></h1>"

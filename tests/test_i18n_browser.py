@@ -1,0 +1,212 @@
+"""The Spanish interface in Chromium: the app and the static page with ?lang=es show no interface string that the
+catalogue (views/js/catalog-es.mjs) lacks, gradio's labels follow the page's language, the tokens stay the model's,
+a shipped lesson plays its Spanish caption, and the first screen at 1280 x 720 still holds the input and the picture.
+
+An interface string left in English is found by difference: the same page in English and in Spanish, every text
+node and title, aria-label, placeholder and alt attribute collected in both; what the Spanish page still shows
+exactly as the English one does is untranslated, unless it is the model's (tokens), the visitor's (the sentences),
+a number, a catalogue entry whose Spanish is the same word, or gradio's own (GRADIO_OWN). The tabs' panels are left
+out: their figures and readings are written by the server per request, in English (docs/i18n.md says so); their
+labels are in the catalogue and translated by gradio.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bertviz_app import app, i18n, lessons
+
+from pages import TIMEOUT_MS
+from static_pages import Opened, static_host
+
+pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
+
+# Text of gradio's own front end that gradio 6.31 does not translate (its "More tabs" button, a slider's reset and
+# the screen reader names of its logo and footer): only gradio can.
+GRADIO_OWN = {"More tabs", "Gradio footer navigation", "logo", "Reset to default value", "Empty value",
+              "File upload", "Stop Recording",
+              "Error"}  # the pill gradio puts on an output whose event failed (a tab's, under load): "Error" in Spanish too
+
+# Every text node and named attribute of the page, except scripts, the tabs' panels and plotly's drawings.
+TEXTS = """() => {
+  const skip = (el) => !el || el.closest('script, style, #tabs [role=tabpanel], .js-plotly-plot');
+  const out = new Set();
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.nodeValue.trim().replace(/\\s+/g, ' ');
+    if (text && !skip(node.parentElement)) out.add(text);
+  }
+  for (const el of document.querySelectorAll('[title], [aria-label], [placeholder], [alt]')) {
+    if (skip(el)) continue;
+    for (const name of ['title', 'aria-label', 'placeholder', 'alt']) {
+      const value = (el.getAttribute(name) || '').trim().replace(/\\s+/g, ' ');
+      if (value) out.add(value);
+    }
+  }
+  return [...out];
+}"""
+LESSON = "05-heads-that-follow-grammar"
+
+
+@pytest.fixture(scope="module")
+def server():
+    demo = app.build_demo(app.load_models(["minilm-l6-mlm-nsp-en"], device="cpu"))
+    url = app.serve(demo, port=app.free_port(), block=False)
+    yield url
+    demo.close()
+
+
+def _drawn(page) -> None:
+    page.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn",
+                           timeout=TIMEOUT_MS)
+
+
+def _app_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
+    """What the app's page shows in `lang`: the first screen, each view, the table, the keys, the lesson panel and
+    a shipped lesson's step with its question; and what the page knows besides (tokens, strings it missed)."""
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{url}?lang={lang}")
+        _drawn(page)
+        page.wait_for_function("() => /\\d/.test(document.querySelector('#notice')?.textContent || '')")
+        seen = set(page.evaluate(TEXTS))
+        for view in ("matrix", "overview", "qk", "lines"):
+            page.click(f"#view-tab-{view}")
+            page.wait_for_function("v => !document.querySelector(`#view-pane-${v}`).hidden", arg=view)
+            if view == "qk":
+                page.wait_for_selector("#view-pane-qk .bv-stats strong")
+            seen |= set(page.evaluate(TEXTS))
+        page.click("#view-table-toggle")
+        page.wait_for_selector("#view-table table")
+        page.click("#keys")
+        page.wait_for_selector("#keys-help")
+        page.click("#lesson")
+        page.wait_for_selector("#lesson-panel:not([hidden]) #lesson-shelf")
+        seen |= set(page.evaluate(TEXTS))
+        facts = page.evaluate("""() => ({ lang: document.documentElement.lang,
+            tokens: [...document.querySelectorAll('#view-token option')].slice(1).map(o => o.textContent),
+            missing: window.BertvizViews.i18n.missing(),
+            label: document.querySelector('#sentence-a label, #sentence-a [data-testid=block-info]')?.textContent
+              .trim(),
+            notice: document.querySelector('#notice').textContent.trim(),
+            description: document.querySelector('#view-description').textContent })""")
+        page.goto(f"{url}?lang={lang}&lesson={LESSON}&step=1")
+        page.wait_for_selector("#lesson-bar .bv-question-ask")
+        page.wait_for_function("() => !document.querySelector('#lesson-where').textContent.endsWith('…')")
+        seen |= set(page.evaluate(TEXTS))
+        facts["caption"] = page.text_content("#lesson-caption")
+        facts["ask"] = page.text_content("#lesson-bar .bv-question-ask")
+        facts["choices"] = page.eval_on_selector_all("#lesson-bar [role=group] button", "bs => bs.map(b => b.textContent)")
+        facts["tokens"] += page.eval_on_selector_all("#view-token option", "os => os.slice(1).map(o => o.textContent)")
+        facts["missing"] += [m for m in page.evaluate("() => window.BertvizViews.i18n.missing()")
+                             if m not in facts["missing"]]
+        return seen, facts
+    finally:
+        page.close()
+
+
+def _untranslated(english: set[str], spanish: set[str], facts: dict) -> list[str]:
+    """The strings both pages show alike that are interface strings."""
+    catalogue = i18n.catalogue("es")
+    same_word = {k for k, v in catalogue.items() if k == v}
+    tokens = {t.split(": ", 1)[-1] for t in facts["tokens"]} | set(facts.get("choices", []))
+
+    def ours(text: str) -> bool:
+        if not re.search(r"[A-Za-z]{2}", text) or text in same_word | GRADIO_OWN | tokens | set(facts.get("outputs", [])):
+            return False
+        if re.fullmatch(r"\d+: .+", text) and text.split(": ", 1)[1] in tokens:  # a token's choice: "3: sat"
+            return False
+        words = set(re.findall(r"[a-z]+", text.lower()))
+        return not words <= {t.lower() for t in tokens} | {"cls", "sep", "mask", "unk"}  # sentences, tokens alone
+
+    return sorted(text for text in english & spanish if ours(text))
+
+
+def test_the_spanish_app_shows_no_uncatalogued_interface_string(browser, server):
+    english, en = _app_texts(browser, server, "en")
+    spanish, es = _app_texts(browser, server, "es")
+    assert en["lang"].startswith("en") and es["lang"] == "es"  # gradio's front end moved to ?lang= too
+    assert es["missing"] == [], "asked for by the views but not in views/js/catalog-es.mjs"
+    left = _untranslated(english, spanish, es)
+    assert not left, "shown in English on the Spanish page (add each to views/js/catalog-es.mjs):\n" + "\n".join(left)
+    # gradio's labels, the server's notice and the views' own sentence, in Spanish; the tokens are the model's
+    assert es["label"] == "Frase A" and en["label"] == "Sentence A"
+    assert re.fullmatch(r"\d+ tokens · pasada del modelo \d+ ms en cpu", es["notice"]), es["notice"]
+    assert es["description"].startswith("Capa ") and en["description"].startswith("Layer ")
+    assert es["tokens"] == en["tokens"] and "0: [CLS]" in es["tokens"]
+    # the shipped lesson plays its Spanish caption and question; the choices are tokens
+    step = lessons.shipped_lessons()[LESSON]["steps"][0]
+    assert es["caption"] == step["translations"]["es"]["caption"] and en["caption"] == step["caption"]
+    assert es["ask"] == step["translations"]["es"]["ask"]
+    choices = step["question"]["choices"]  # the buttons after them (Reveal, Poll the class) are ours
+    assert es["choices"][:len(choices)] == en["choices"][:len(choices)] == choices
+
+
+def test_the_spanish_first_screen_still_holds_the_input_and_the_picture(browser, server):
+    """test_browser's first-screen check, in Spanish: the longer words must not wrap the title row and push the
+    picture down; on a phone nothing runs off the side."""
+    heights = {}
+    for lang in ("en", "es"):
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            page.set_viewport_size({"width": 1280, "height": 720})
+            page.goto(f"{server}?lang={lang}")
+            _drawn(page)
+            page.wait_for_function("() => document.querySelector('#copy-link')?.textContent.trim() === arguments[0]"
+                                   .replace("arguments[0]", repr(i18n.translate("Copy link", lang))))
+            for selector in ("#sentence-a", "#analyze", "#view-layer", "#view-head", "#view-pane-lines .bv-surface"):
+                box = page.locator(selector).first.bounding_box()
+                assert box and box["y"] + 20 < 720, (lang, selector)
+            heights[lang] = page.locator("#title-row").bounding_box()["height"]
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.wait_for_function("() => window.innerWidth === 390")
+            assert page.evaluate("() => document.scrollingElement.scrollWidth") <= 390, lang
+        finally:
+            page.close()
+    assert heights["es"] <= heights["en"] + 1, heights  # the title row stays one line at 1280
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    import bertviz_app
+
+    return bertviz_app.load(device="cpu").export_static(tmp_path_factory.mktemp("static") / "site")
+
+
+def _static_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
+    opened = Opened(browser, f"{url}?lang={lang}", url)
+    try:
+        page = opened.page
+        page.wait_for_function("() => document.querySelector('#views .bv-view')?.dataset.drawn")
+        page.click("#fill")
+        page.wait_for_selector("#fill-out li")
+        page.click("#nsp")
+        page.wait_for_function("() => document.querySelector('#nsp-out').textContent")
+        page.click("#lesson-open")
+        page.wait_for_selector("#lesson-shelf")
+        seen = set(page.evaluate(TEXTS))
+        facts = page.evaluate("""() => ({ lang: document.documentElement.lang, title: document.title,
+            tokens: [...document.querySelectorAll('#view-token option')].slice(1).map(o => o.textContent),
+            missing: window.BertvizViews.i18n.missing(), note: document.querySelector('#load-note').textContent,
+            // the model's: its name, and its fill-mask answers
+            outputs: [document.querySelector('h1 small').textContent,
+                      ...[...document.querySelectorAll('#fill-out li')].map(li => li.textContent)] })""")
+        return seen, facts
+    finally:
+        opened.close()
+
+
+def test_the_spanish_static_page_shows_no_uncatalogued_interface_string(browser, site):
+    with static_host(site) as url:
+        english, en = _static_texts(browser, url, "en")
+        spanish, es = _static_texts(browser, url, "es")
+    assert es["lang"] == "es" and es["title"].startswith("La atención de BERT, en tu navegador")
+    assert " funciona en esta página " in es["note"]
+    assert es["missing"] == []
+    assert es["tokens"] == en["tokens"]
+    left = _untranslated(english, spanish, es)
+    assert not left, "shown in English on the Spanish page (add each to views/js/catalog-es.mjs):\n" + "\n".join(left)
