@@ -113,8 +113,8 @@ export const probeChart = {
 
 /** The chart's legend: a swatch and a name per series drawn. */
 export function probeLegend(layout) {
-  return layout.series.map((s) => el("span", {}, el("span", { class: "bv-swatch", style: "width:24px;height:3px;"
-    + `vertical-align:middle;border-radius:0;background:${dashPattern(s.color, s.dash)}` }), s.label));
+  return layout.series.map((s) => el("span", {}, el("span", { class: "bv-swatch bv-swatch-line",
+    style: `background:${dashPattern(s.color, s.dash)}` }), s.label));
 }
 
 /** A CSS background that draws a canvas line dash sideways (the legend's sample of a line). */
