@@ -5,6 +5,7 @@
 // is refused (a private window's setting), it is not offered at all, since a dismissal could not be remembered.
 
 import { addStylesheet } from "./dom.mjs";
+import { t } from "./i18n.mjs";
 import { LINK_KEYS } from "./permalink.mjs";
 
 /** The lesson the tour plays: the first shipped one. */
@@ -15,7 +16,7 @@ export const TOUR_KEY = "bertviz-tour";
 // has been here before
 const OURS = "bertviz";
 
-// the offer's words, in one place for the catalogue of the interface's strings
+// the offer's words, in English: catalog-es.mjs holds them in Spanish
 const WORDS = {
   label: "First visit",
   text: "New here? Lesson 1 plays over this page, one step at a time.",
@@ -54,15 +55,15 @@ export function offerTour(doc, { search, storage, start }) {
   card.id = "tour-offer";
   card.className = "bv-tour";
   card.setAttribute("role", "dialog"); // not modal: the page stays usable around it
-  card.setAttribute("aria-label", WORDS.label);
+  card.setAttribute("aria-label", t(WORDS.label));
   card.setAttribute("aria-describedby", "tour-offer-text");
   const text = doc.createElement("p");
   text.id = "tour-offer-text";
-  text.textContent = WORDS.text;
+  text.textContent = t(WORDS.text);
   const yes = doc.createElement("button");
-  Object.assign(yes, { type: "button", id: "tour-start", textContent: WORDS.start });
+  Object.assign(yes, { type: "button", id: "tour-start", textContent: t(WORDS.start) });
   const no = doc.createElement("button");
-  Object.assign(no, { type: "button", id: "tour-skip", textContent: WORDS.skip, title: WORDS.skipTitle });
+  Object.assign(no, { type: "button", id: "tour-skip", textContent: t(WORDS.skip), title: t(WORDS.skipTitle) });
   card.append(text, yes, no);
   const onKey = (event) => {
     // Esc is the views' too (it clears a kept token): the offer takes it where nothing else has the focus
