@@ -136,3 +136,19 @@ def test_a_corpus_file_linked_outside_is_refused(corpus, tmp_path):
     (copy / "shard-00000" / "sentences.jsonl").symlink_to(tmp_path / "sentences.jsonl")
     with pytest.raises(CorpusError, match="sentences.jsonl leads out of"):
         open_corpus(copy).sentences  # noqa: B018
+
+
+def test_a_new_number_of_a_snapshot_is_its_line_in_format_and_its_value_in_the_record(copied, monkeypatch):
+    # the "ways in" of a snapshot field (docs/ARCHITECTURE.md): a number the writer puts in snapshot.json and names in
+    # format.SCALARS is a column of Timeline.frame(); a timeline written before it has the column, empty
+    from bertviz_app.timeline import format as fmt
+
+    last = _last_step(copied) / fmt.SNAPSHOT
+    record = json.loads(last.read_text())
+    record["weight_norm"] = 12.5
+    last.write_text(json.dumps(record))
+    monkeypatch.setattr(fmt, "SCALARS", (*fmt.SCALARS, "weight_norm"))
+    frame = open_timeline(copied).frame()
+    assert list(frame.columns[:6]) == ["step", "loss", "loss_mean", "lr", "seconds", "weight_norm"]
+    assert frame["weight_norm"].iloc[-1] == 12.5
+    assert frame["weight_norm"].iloc[:-1].isna().all()

@@ -38,6 +38,9 @@ MANIFEST = "timeline.json"
 SNAPSHOT = "snapshot.json"
 PARTIAL = ".partial-"
 FOLDER = "timeline"  # the timeline's folder inside a training's output folder
+# a snapshot's numbers of the training itself (snapshot.json, described above): Timeline.frame()'s columns, in this
+# order, None where an older timeline lacks one; a new number is its line here and its value in the writer's record
+SCALARS = ("loss", "loss_mean", "lr", "seconds")
 _STEP = re.compile(r"step-(\d{7,})$")
 MAX_STEP = 2**53 - 1  # the largest integer a browser reads exactly from JSON
 

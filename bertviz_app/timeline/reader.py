@@ -204,16 +204,16 @@ class Timeline:
 
     # --- tables --------------------------------------------------------------------------------------------------
     def frame(self) -> "pd.DataFrame":
-        """One row per snapshot: step, loss (that step's batch), loss_mean (since the previous snapshot), lr,
-        seconds (what the snapshot took), and how many heads have each role."""
+        """One row per snapshot: step, the training's numbers of `format.SCALARS` (loss: that step's batch; loss_mean:
+        since the previous snapshot; lr; seconds: what the snapshot took), and how many heads have each role."""
         import pandas as pd
 
         rows = []
         for step in self.steps:
             s = self.snapshot(step)
             roles = [r for layer in s["roles"] for r in layer]
-            rows.append({"step": step, "loss": s["loss"], "loss_mean": s["loss_mean"], "lr": s["lr"],
-                         "seconds": s["seconds"], **{f"heads {r}": roles.count(r) for r in sorted(set(roles))}})
+            rows.append({"step": step, **{name: s.get(name) for name in fmt.SCALARS},
+                         **{f"heads {r}": roles.count(r) for r in sorted(set(roles))}})
         return pd.DataFrame(rows).fillna({c: 0 for c in (rows[0] if rows else {}) if c.startswith("heads ")})
 
     def heads(self) -> "pd.DataFrame":
