@@ -8,6 +8,8 @@ The static page offers it too. Screenshots of the offer go to docs/screenshots/ 
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from axe import serious
@@ -36,14 +38,19 @@ def app_server(serve_app):
     return serve_app("minilm-l6-mlm-nsp-en").url
 
 
-def first_visit(browser, url: str, size) -> AppPage:
+@contextlib.contextmanager
+def first_visit(browser, url: str, size):
     """The app at `url` in a browser that keeps nothing of this origin (the module's profile is shared): the page is
-    opened, its storage emptied, and opened again, its lessons started."""
+    opened, its storage emptied, and opened again, its lessons started; no error on it by the end, then closed."""
     visitor = AppPage(browser, url, size)
-    visitor.page.evaluate("() => localStorage.clear()")
-    visitor.page.goto(url)
-    visitor.page.wait_for_function("() => window.bvLessons")  # the offer is made, or not, as the lessons start
-    return visitor
+    try:
+        visitor.page.evaluate("() => localStorage.clear()")
+        visitor.page.goto(url)
+        visitor.page.wait_for_function("() => window.bvLessons")  # the offer is made, or not, as the lessons start
+        yield visitor
+        assert visitor.errors == []
+    finally:
+        visitor.page.close()
 
 
 def not_offered(page) -> None:
@@ -57,9 +64,8 @@ def boxes(page) -> list[dict]:
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_a_first_visit_is_offered_the_tour_and_start_plays_lesson_1(browser, app_server, size, tmp_path):
-    visitor = first_visit(browser, app_server, size)
-    page = visitor.page
-    try:
+    with first_visit(browser, app_server, size) as visitor:
+        page = visitor.page
         visitor.views_drawn("lines")
         offer = page.locator("#tour-offer")
         assert offer.is_visible() and page.is_visible("#tour-start") and page.is_visible("#tour-skip")
@@ -84,16 +90,12 @@ def test_a_first_visit_is_offered_the_tour_and_start_plays_lesson_1(browser, app
         assert page.evaluate("() => localStorage.getItem('bertviz-tour')") == "started"
         page.goto(app_server)
         not_offered(page)
-        assert visitor.errors == []
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_a_dismissed_tour_is_not_offered_again(browser, app_server, size):
-    visitor = first_visit(browser, app_server, size)
-    page = visitor.page
-    try:
+    with first_visit(browser, app_server, size) as visitor:
+        page = visitor.page
         visitor.views_drawn("lines")
         page.locator("#tour-offer").wait_for()
         with_offer = boxes(page)
@@ -112,16 +114,12 @@ def test_a_dismissed_tour_is_not_offered_again(browser, app_server, size):
         assert page.locator("#tour-offer").count() == 0
         page.goto(app_server)
         not_offered(page)
-        assert visitor.errors == []
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_a_page_opened_from_a_link_is_not_interrupted(browser, app_server, size):
-    visitor = first_visit(browser, app_server, size)
-    page = visitor.page
-    try:
+    with first_visit(browser, app_server, size) as visitor:
+        page = visitor.page
         page.locator("#tour-offer").wait_for()  # this browser would be offered it on a bare address
         page.goto(f"{app_server}?lesson=03-one-head-two-ways&step=1")
         page.wait_for_function("() => document.querySelector('#lesson-bar')?.dataset.busy === 'false'")
@@ -131,17 +129,10 @@ def test_a_page_opened_from_a_link_is_not_interrupted(browser, app_server, size)
         visitor.views_drawn("matrix")
         assert page.locator("#tour-offer").count() == 0
         assert page.evaluate("() => localStorage.getItem('bertviz-tour')") is None
-    finally:
-        page.close()
 
 
-@pytest.fixture(scope="module")
-def site(default_site):
-    return default_site
-
-
-def test_the_static_page_offers_the_tour_on_a_first_visit(browser, site):
-    with static_host(site) as server:
+def test_the_static_page_offers_the_tour_on_a_first_visit(browser, default_site):
+    with static_host(default_site) as server:
         opened = Opened(browser, server, server)
         page = opened.page
         try:
