@@ -118,7 +118,9 @@ def _any_lone_surrogate(value, depth: int = 0) -> bool:
 
 
 def field_name(component) -> str:
-    return getattr(component, "label", None) or type(component).__name__
+    label = getattr(component, "label", None)
+    # a label marked for gradio's translation (gradio_internals.translate_static_text) is named by its English text
+    return getattr(label, "key", label) or type(component).__name__
 
 
 def input_problem(component, value) -> str | None:
