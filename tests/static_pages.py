@@ -88,8 +88,11 @@ def static_host(directory: Path):
 class Opened:
     """The page with every request outside `allowed` aborted and recorded; console errors and page errors kept."""
 
-    def __init__(self, browser, url: str, allowed: str):
+    def __init__(self, browser, url: str, allowed: str, cores: int | None = None):
         self.page = browser.new_page()
+        if cores is not None:  # the host's core count as the page reads it, so a test does not depend on this machine's
+            self.page.add_init_script(
+                f"Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', {{get: () => {cores}}})")
         self.page.set_default_timeout(TIMEOUT_MS)
         self.outside: list[str] = []
         self.read: list[str] = []  # what the page asked of its folder, relative to it, without a query
