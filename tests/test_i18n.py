@@ -127,8 +127,9 @@ def py_calls(source: str) -> list[tuple[int, object, list[str]]]:
                   or (isinstance(func, ast.Call) and getattr(func.func, "id", None) == "tr_of")
                   or (isinstance(func, ast.Attribute) and func.attr == "tr")):
             continue
-        if args:
-            found.append((node.lineno, args[0], [k.arg for k in node.keywords if k.arg]))
+        if args:  # a call with **values names no keywords: None, not checked
+            keywords = None if any(k.arg is None for k in node.keywords) else [k.arg for k in node.keywords]
+            found.append((node.lineno, args[0], keywords))
     return found
 
 
@@ -144,8 +145,8 @@ def server_strings() -> dict[str, set[str]]:
                 where = f"{path.relative_to(PACKAGE)}:{line}"
                 assert not isinstance(first, ast.JoinedStr), f"{where}: an f-string given to the translator"
                 if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    assert sorted(set(keywords)) == i18n.placeholders(first.value) or not keywords and \
-                        not i18n.placeholders(first.value), f"{where}: {keywords} fill {first.value!r}"
+                    assert keywords is None or sorted(keywords) == sorted(set(i18n.placeholders(first.value))), \
+                        f"{where}: {keywords} fill {first.value!r}"
                     asked.setdefault(first.value, set()).add(where)
     return asked
 
@@ -154,7 +155,8 @@ def server_names() -> set[str]:
     """The strings the server translates by name rather than as a literal: constants (a tab's sentence without a
     model head) and the words a figure's legend or a table's rows are keyed by."""
     from bertviz_app import attribution
-    from bertviz_app.app.tabs import beyond, compare, masked_lm, next_sentence
+    from bertviz_app.app.tabs import beyond, compare, masked_lm, next_sentence, task
+    from bertviz_app.config import FIELD_WORDS
     from bertviz_app.figures import beyond as beyond_figures, masked_lm as masked_lm_figures
 
     del compare  # imported for its side: every tab module loads
@@ -164,7 +166,8 @@ def server_names() -> set[str]:
             "attention on this input (total variation)", "weights (relative change)",
             "layer", "head", "change", "max_difference", "layer_b", "rank",
             *beyond.FAITHFULNESS_COLUMNS, *measures, *beyond_figures.CURVE_COLORS,
-            *(name for _, name, _ in masked_lm_figures.CORRUPTION_KINDS)}
+            *(name for _, name, _ in masked_lm_figures.CORRUPTION_KINDS), *FIELD_WORDS.values(), task.NO_TASK,
+            task.EXPLAIN_HINT, " or "}
 
 
 def test_every_string_the_server_translates_is_in_the_catalogue_with_its_placeholders():
@@ -179,10 +182,10 @@ def test_every_string_the_server_translates_is_in_the_catalogue_with_its_placeho
 
 def test_the_extraction_reads_the_servers_calls():
     source = ('tr("A {n}", n=1); tr_of(request)("B " "C"); say(request, "D {x}", x=2); self.tr(NAME)\n'
-              'other("E"); tr(f"F {n}")')
+              'other("E"); tr(f"F {n}"); tr("G {a}", **values)')
     calls = py_calls(source)
     assert [(getattr(first, "value", None), keywords) for _, first, keywords in calls] == \
-        [("A {n}", ["n"]), ("B C", []), ("D {x}", ["x"]), (None, []), (None, [])]
+        [("A {n}", ["n"]), ("B C", []), ("D {x}", ["x"]), (None, []), (None, []), ("G {a}", None)]
 
 
 def test_a_figure_and_a_reading_in_spanish_keep_the_tokens():
