@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
 from pathlib import Path
 
 CATALOGUE_FILES = {"es": Path(__file__).resolve().parent / "views" / "js" / "catalog-es.mjs"}
@@ -36,6 +37,43 @@ def translate(english: str, lang: str = "en", **values) -> str:
     text = catalogue(lang).get(english, english) if lang in CATALOGUE_FILES else english
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text) \
         if values else text
+
+
+# What a figure or a reading is written with: tr("English {name}", name=value) -> the visitor's language. The figure
+# builders take one (English by default), so they know no language and no request.
+Translator = Callable[..., str]
+
+
+def translator(lang: str) -> Translator:
+    """`translate` into `lang`, as one callable: tr("English {name}", name=value)."""
+    return partial(_translate_into, lang)
+
+
+def _translate_into(lang: str, english: str, **values) -> str:
+    return translate(english, lang, **values)
+
+
+english: Translator = translator("en")  # the source language: placeholders filled, nothing looked up
+
+
+# Static texts made of catalogued parts (a figure's reading with its formula folded under it): gradio translates a
+# Markdown's whole value, so the page's catalogue holds each such text whole, built from its parts' translations.
+_COMPOSED: dict[str, tuple[str, dict[str, str]]] = {}
+
+
+def composed(template: str, **parts: str) -> str:
+    """`template` filled with `parts` (English), remembered so that `page_catalogue` can translate it whole."""
+    text = template.format(**parts)
+    _COMPOSED[text] = (template, parts)
+    return text
+
+
+def page_catalogue(lang: str) -> dict[str, str]:
+    """`catalogue(lang)` and every `composed` text whose parts it holds: what gradio translates the page with."""
+    known = catalogue(lang)
+    whole = {text: template.format(**{name: known[part] for name, part in parts.items()})
+             for text, (template, parts) in _COMPOSED.items() if all(part in known for part in parts.values())}
+    return {**known, **whole}
 
 
 def placeholders(text: str) -> list[str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import analysis
+from .i18n import Translator, english
 from .run import Run
 
 if TYPE_CHECKING:
@@ -97,9 +98,14 @@ def figures_survive_export() -> None:
 class RunPlots:
     """The figures of one Run. Layers and heads count from 0; bad indices raise ValueError with the valid range."""
 
-    def __init__(self, run: Run):
-        self._run = run
+    def __init__(self, run: Run, tr: Translator = english):
+        self._run, self._tr = run, tr
         figures_survive_export()
+
+    def speaking(self, tr: Translator) -> RunPlots:
+        """The same figures with their titles, axes and legends written by `tr` (i18n.translator(lang)); the tokens
+        stay the model's."""
+        return RunPlots(self._run, tr)
 
     # --- attention ---------------------------------------------------------------------------------------------
     def attention(self, layer: int = 0, head: int | None = 0, *, hide_special: bool = False,
@@ -176,33 +182,35 @@ class RunPlots:
 
     # --- embeddings --------------------------------------------------------------------------------------------
     def embedding_parts(self) -> go.Figure:
-        return _figures().embedding_parts_figure(self._run.embedding_parts())
+        return _figures().embedding_parts_figure(self._run.embedding_parts(), tr=self._tr)
 
     def position_similarity(self, n: int | None = None) -> go.Figure:
         """n positions means positions 0 .. n-1, as in `Run.position_similarity`."""
-        return _figures().position_similarity_figure(self._run.position_similarity(n))
+        return _figures().position_similarity_figure(self._run.position_similarity(n), tr=self._tr)
 
     def position_path(self, n: int | None = None) -> go.Figure:
         xy, explained = self._run.position_path(n)
-        return _figures().position_path_figure(xy, explained=explained)
+        return _figures().position_path_figure(xy, explained=explained, tr=self._tr)
 
     def segment_comparison(self) -> go.Figure:
         vectors = dict(self._run.segment_vectors())
         if "B" in vectors:
             vectors["B − A"] = vectors["B"] - vectors["A"]
-        return _figures().segment_comparison_figure(vectors, cosine=self._run.segment_comparison()["cosine"])
+        return _figures().segment_comparison_figure(vectors, cosine=self._run.segment_comparison()["cosine"],
+                                                    tr=self._tr)
 
     # --- hidden states -----------------------------------------------------------------------------------------
     def hidden_norms(self) -> go.Figure:
-        return _figures().hidden_norms_figure(self._run.hidden_norms(), self._run.labels)
+        return _figures().hidden_norms_figure(self._run.hidden_norms(), self._run.labels, tr=self._tr)
 
     def layer_similarity(self) -> go.Figure:
-        return _figures().layer_similarity_figure(self._run.layer_similarity(), self._run.labels)
+        return _figures().layer_similarity_figure(self._run.layer_similarity(), self._run.labels, tr=self._tr)
 
     def token_similarity(self, layer: int | None = None) -> go.Figure:
         layer = self._run.num_layers if layer is None else layer
-        return _figures().token_similarity_figure(self._run.token_similarity(layer), self._run.labels, layer=layer)
+        return _figures().token_similarity_figure(self._run.token_similarity(layer), self._run.labels, layer=layer,
+                                                  tr=self._tr)
 
     def hidden_projection(self) -> go.Figure:
         xy, explained = self._run.hidden_projection()
-        return _figures().hidden_projection_figure(xy, self._run.labels, explained=explained)
+        return _figures().hidden_projection_figure(xy, self._run.labels, explained=explained, tr=self._tr)

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
+import numpy as np
 import pytest
 
 from bertviz_app import i18n, lessons
@@ -103,3 +104,97 @@ def test_the_apps_labels_are_marked_for_gradios_translation_and_others_stay():
     html = next(b for b in demo.blocks.values() if isinstance(b, gr.HTML)).value
     key = "see what BERT reads and computes, in one sentence or a pair"
     assert html == f"<h1>Uncatalogued <span>{I18nData(key)}</span></h1>"
+
+
+# --- what the server writes per request: the tabs' readings and the figures' titles, axes and legends -------------
+# The Python that writes them, through a translator: tr("English {name}", name=value) (the figure builders and the
+# tabs' views take one, `common.tr_of(request)` makes it), tr_of(request)("...") or say(request, "...").
+PY_FOLDERS = [PACKAGE / "figures", PACKAGE / "app" / "tabs", PACKAGE / "app"]
+
+
+def py_calls(source: str) -> list[tuple[int, object, list[str]]]:
+    """(line, first argument node, keyword names) of every tr(...), tr_of(request)(...) and say(request, ...) call."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func, args = node.func, list(node.args)
+        if isinstance(func, ast.Name) and func.id == "say" and len(args) >= 2:
+            args = args[1:]
+        elif not ((isinstance(func, ast.Name) and func.id == "tr")
+                  or (isinstance(func, ast.Call) and getattr(func.func, "id", None) == "tr_of")
+                  or (isinstance(func, ast.Attribute) and func.attr == "tr")):
+            continue
+        if args:  # a call with **values names no keywords: None, not checked
+            keywords = None if any(k.arg is None for k in node.keywords) else [k.arg for k in node.keywords]
+            found.append((node.lineno, args[0], keywords))
+    return found
+
+
+def server_strings() -> dict[str, set[str]]:
+    """English string -> where the server passes it to a translator ("figures/hidden.py:41"), literal ones only;
+    a call whose string is an f-string fails here, since no catalogue could hold it."""
+    import ast
+
+    asked: dict[str, set[str]] = {}
+    for folder in PY_FOLDERS:
+        for path in sorted(folder.glob("*.py")):
+            for line, first, keywords in py_calls(path.read_text(encoding="utf-8")):
+                where = f"{path.relative_to(PACKAGE)}:{line}"
+                assert not isinstance(first, ast.JoinedStr), f"{where}: an f-string given to the translator"
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    assert keywords is None or sorted(keywords) == sorted(set(i18n.placeholders(first.value))), \
+                        f"{where}: {keywords} fill {first.value!r}"
+                    asked.setdefault(first.value, set()).add(where)
+    return asked
+
+
+def server_names() -> set[str]:
+    """The strings the server translates by name rather than as a literal: constants (a tab's sentence without a
+    model head) and the words a figure's legend or a table's rows are keyed by."""
+    from bertviz_app import attribution
+    from bertviz_app.app.tabs import beyond, compare, masked_lm, next_sentence, task
+    from bertviz_app.config import FIELD_WORDS
+    from bertviz_app.figures import beyond as beyond_figures, masked_lm as masked_lm_figures
+
+    del compare  # imported for its side: every tab module loads
+    measures = attribution.attention_measures(np.zeros((1, 1, 2, 2)), np.zeros((1, 2, 1, 1)), 0)
+    return {masked_lm.NO_MLM_HEAD, next_sentence.NO_NSP_HEAD, beyond.NO_TARGET, beyond_figures.RAISES,
+            beyond_figures.LOWERS, "a run of words", "one word piece", "mask", "random", "kept",
+            "attention on this input (total variation)", "weights (relative change)",
+            "layer", "head", "change", "max_difference", "layer_b", "rank",
+            *beyond.FAITHFULNESS_COLUMNS, *measures, *beyond_figures.CURVE_COLORS,
+            *(name for _, name, _ in masked_lm_figures.CORRUPTION_KINDS), *FIELD_WORDS.values(), task.NO_TASK,
+            task.EXPLAIN_HINT, " or "}
+
+
+def test_every_string_the_server_translates_is_in_the_catalogue_with_its_placeholders():
+    asked = server_strings()
+    assert len(asked) > 150  # the extraction found the calls
+    names = server_names()
+    missing = sorted(f"{sorted(where)[0]}: {text!r}" for text, where in asked.items()
+                     if text not in i18n.catalogue("es")) + sorted(f"(by name) {text!r}" for text in names
+                                                                   if text not in i18n.catalogue("es"))
+    assert not missing, "not in views/js/catalog-es.mjs (one line each):\n" + "\n".join(missing)
+
+
+def test_the_extraction_reads_the_servers_calls():
+    source = ('tr("A {n}", n=1); tr_of(request)("B " "C"); say(request, "D {x}", x=2); self.tr(NAME)\n'
+              'other("E"); tr(f"F {n}"); tr("G {a}", **values)')
+    calls = py_calls(source)
+    assert [(getattr(first, "value", None), keywords) for _, first, keywords in calls] == \
+        [("A {n}", ["n"]), ("B C", []), ("D {x}", ["x"]), (None, []), (None, []), ("G {a}", None)]
+
+
+def test_a_figure_and_a_reading_in_spanish_keep_the_tokens():
+    """The builders write in the translator they are given: Spanish titles and axes, the tokens as the model's."""
+    from bertviz_app import figures
+
+    norms = figures.hidden_norms_figure(np.ones((3, 2)), ["the", "cat"], tr=i18n.translator("es"))
+    assert norms.layout.title.text.startswith("Cuánto mide")
+    assert norms.layout.yaxis.ticktext == ("embeddings", "capa 1", "capa 2")
+    assert norms.layout.xaxis.ticktext == ("the", "cat")
+    english = figures.hidden_norms_figure(np.ones((3, 2)), ["the", "cat"])
+    assert english.layout.yaxis.ticktext == ("embeddings", "layer 1", "layer 2")

@@ -47,6 +47,12 @@ def say(request, english: str, **values) -> str:
     return i18n.translate(english, language_of(request), **values)
 
 
+def tr_of(request) -> i18n.Translator:
+    """The visitor's translator (`say` without the request each time), for a handler that writes many strings and
+    for the figure builders, which take one."""
+    return i18n.translator(language_of(request))
+
+
 MAX_CHOICE_CHARS = 500  # a dropdown's value: a model name, a token, a word to explain
 
 
@@ -283,8 +289,9 @@ class Page:
 
 def figure_reading(elem_id: str, reading: str, how: str) -> gr.Markdown:
     """A figure's one plain sentence, with how it is computed folded under it (the formula a student may skip)."""
-    return gr.Markdown(f"{reading}\n<details><summary>How is this computed?</summary>{how}</details>",
-                       elem_id=elem_id, elem_classes=["bv-reading"])
+    text = i18n.composed("{reading}\n<details><summary>{summary}</summary>{how}</details>", reading=reading,
+                         summary="How is this computed?", how=how)  # translated whole by gradio (i18n.page_catalogue)
+    return gr.Markdown(text, elem_id=elem_id, elem_classes=["bv-reading"])
 
 
 def api(name: str, public: bool = True) -> dict:

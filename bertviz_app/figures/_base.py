@@ -25,6 +25,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import sequential
 
+from ..i18n import Translator, english
+
 # White = no attention, dark blue = all of it; reads well on a projector. Spelled out because plotly.js's own
 # "Blues" runs the other way (dark to light).
 ATTENTION_COLORSCALE = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
@@ -259,19 +261,19 @@ def _sized_token_axes(row_labels: Sequence[str], col_labels: Sequence[str], row_
 
 def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | None, colorscale,
                 title: str, zmin: float | None = None, zmax: float | None = None,
-                layer_labels: Sequence[str] | None = None) -> go.Figure:
+                layer_labels: Sequence[str] | None = None, tr: Translator = english) -> go.Figure:
     """A layers x heads heatmap, layer 0 at the top, every cell hoverable; layer_labels name the rows (default
     "layer l")."""
     n_layers, n_heads = values.shape
-    labels = list(layer_labels) if layer_labels is not None else [f"layer {l}" for l in range(n_layers)]
+    labels = list(layer_labels) if layer_labels is not None else [tr("layer {n}", n=l) for l in range(n_layers)]
     heat = dict(type="heatmap", z=_f32(values), x=np.arange(n_heads), y=np.arange(n_layers), colorscale=colorscale,
                 zmid=zmid, zmin=zmin, zmax=zmax, xgap=2, ygap=2,
                 # under the grid, across it: beside it, its title took a third of a phone's width from the heads
                 colorbar={**_colorbar(colorbar, orientation="h", x=0.5, xanchor="center", y=-0.24, yanchor="top",
                                       len=1, thickness=10), "title": dict(text=colorbar, side="top")},
                 customdata=[[label] * n_heads for label in labels],
-                hovertemplate="%{customdata}, head %{x}: " + hover + "<extra></extra>")
-    layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), title=dict(text="head"),
+                hovertemplate="%{customdata}, " + tr("head") + " %{x}: " + hover + "<extra></extra>")
+    layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), title=dict(text=tr("head")),
                              showgrid=False, zeroline=False),
                   yaxis=dict(tickmode="array", tickvals=list(range(n_layers)), range=[n_layers - 0.5, -0.5],
                              ticktext=labels, showgrid=False, zeroline=False))
@@ -281,11 +283,14 @@ def _heads_grid(values: np.ndarray, *, hover: str, colorbar: str, zmid: float | 
     return _figure([heat], layout, title, width=None, height=max(400, 230 + 42 * n_layers), phone_width=PHONE_BOX)
 
 
-def pca_axes(explained: Sequence[float] | None = None) -> dict:
+def pca_axes(explained: Sequence[float] | None = None, tr: Translator = english) -> dict:
     """The x and y axes of a 2-D PCA picture, each titled with the share of variance its component explains."""
     ex = list(explained) if explained is not None else None
-    return dict(xaxis=dict(title=dict(text="PC 1" + (f" ({ex[0]:.0%} of variance)" if ex else ""))),
-                yaxis=dict(title=dict(text="PC 2" + (f" ({ex[1]:.0%} of variance)" if ex else ""))))
+
+    def title(n: int) -> dict:
+        return dict(text=tr("PC {n} ({share} of variance)", n=n + 1, share=f"{ex[n]:.0%}") if ex else f"PC {n + 1}")
+
+    return dict(xaxis=dict(title=title(0)), yaxis=dict(title=title(1)))
 
 
 def save_html(fig: go.Figure, path: str | Path) -> Path:
@@ -300,7 +305,7 @@ def percent(p: float) -> str:
     return f"{p:.1%}" if p >= 0.001 else "<0.1%"
 
 
-def cosine_colors(similarity: np.ndarray) -> dict:
+def cosine_colors(similarity: np.ndarray, tr: Translator = english) -> dict:
     """Heatmap color settings that show a cosine matrix's contrast: the range of its off-diagonal values (the
     diagonal is always 1), on a diverging scale centered at 0 when they have both signs, else a sequential one.
     Hidden states late in BERT all point roughly the same way (cosines of 0.4 to 0.9): on a fixed [-1, 1] scale
@@ -310,26 +315,28 @@ def cosine_colors(similarity: np.ndarray) -> dict:
     lo, hi = (float(off.min()), float(off.max())) if off.size else (-1.0, 1.0)
     if hi - lo < 1e-6:
         lo, hi = lo - 0.05, hi + 0.05
-    bar = _colorbar("cosine")  # its range is this map's own: the tabs say so in words (a long title ran off a phone)
+    bar = _colorbar(tr("cosine"))  # its range is this map's own: the tabs say so in words (a long title ran off a phone)
     if lo < 0 < hi:
         return dict(colorscale=SIMILARITY_COLORSCALE, zmin=lo, zmax=hi, zmid=0, colorbar=bar)
     return dict(colorscale="Reds" if lo >= 0 else "Blues_r", zmin=lo, zmax=hi, colorbar=bar)
 
 
-def similarity_heatmap(similarity: np.ndarray, labels: Sequence[str], *, title: str = "Cosine similarity",
-                       axis_title: str = "token") -> go.Figure:
+def similarity_heatmap(similarity: np.ndarray, labels: Sequence[str], *, title: str | None = None,
+                       axis_title: str | None = None, tr: Translator = english) -> go.Figure:
     """A symmetric (N, N) cosine-similarity matrix, colored over its own range (`cosine_colors`)."""
     similarity = np.asarray(similarity)
     n = len(labels)
     if similarity.shape != (n, n):
         raise ValueError(f"similarity {similarity.shape} does not match {n} labels")
-    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), **cosine_colors(similarity))
+    title, axis_title = title or tr("Cosine similarity"), axis_title or tr("token")
+    heat = dict(type="heatmap", z=_f32(similarity), x=np.arange(n), y=np.arange(n), **cosine_colors(similarity, tr))
+    cosine = tr("cosine")
     if n * n <= MAX_CELL_HOVER:
         esc = _escape_all(labels)
         heat["text"] = [[f"{esc[i]} ({i}) · {esc[j]} ({j})" for j in range(n)] for i in range(n)]
-        heat["hovertemplate"] = "%{text}<br>cosine %{z:.3f}<extra></extra>"
+        heat["hovertemplate"] = "%{text}<br>" + cosine + " %{z:.3f}<extra></extra>"
     else:
-        heat["hovertemplate"] = "%{y} · %{x}<br>cosine %{z:.3f}<extra></extra>"
+        heat["hovertemplate"] = "%{y} · %{x}<br>" + cosine + " %{z:.3f}<extra></extra>"
     xaxis, yaxis, width, height = _sized_token_axes(labels, labels, axis_title, axis_title)
     layout = dict(xaxis=xaxis, yaxis=yaxis, margin=xaxis.pop("_margin"))
     # on a phone, each shown label keeps its font and a few pixels (rotated, they overlapped at 324 px)

@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from ..i18n import Translator, english
 from ._base import (ATTENTION_COLORSCALE, BOUNDARY_LINE, MAX_CELL_HOVER, SIMILARITY_COLORSCALE, _colorbar,
                     _escape_all, _f32, _figure, _grid, _sized_token_axes, _token_axis, escape_label)
 
@@ -29,7 +30,7 @@ def rollout_title(last_layer: int, residual: float = 0.5) -> str:
 def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *,
                       row_positions: Sequence[int] | None = None, col_positions: Sequence[int] | None = None,
                       row_boundary: int | None = None, col_boundary: int | None = None, title: str = "Attention",
-                      zmax: float | None = None, colorbar_title: str = "weight") -> go.Figure:
+                      zmax: float | None = None, colorbar_title: str = "weight", tr: Translator = english) -> go.Figure:
     """A token-by-token heatmap: rows attend (from), columns are attended to (to).
 
     weights: (R, C); row_labels, col_labels: R and C token strings; row_positions/col_positions: the tokens'
@@ -52,9 +53,10 @@ def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels
         r_esc, c_esc = _escape_all(row_labels), _escape_all(col_labels)
         heat["text"] = [[f"{r_esc[i]} ({rows[i]}) → {c_esc[j]} ({cols[j]})" for j in range(n_cols)]
                         for i in range(n_rows)]
-        heat["hovertemplate"] = "%{text}<br>weight %{z:.3f}<extra></extra>"
+        heat["hovertemplate"] = "%{text}<br>" + tr("weight") + " %{z:.3f}<extra></extra>"
     else:  # per-cell text would dominate the payload: show indices; spikes lead the eye to the tick labels
-        heat["hovertemplate"] = "row %{y} → column %{x}<br>weight %{z:.3f}<extra></extra>"
+        heat["hovertemplate"] = tr("row") + " %{y} → " + tr("column") + " %{x}<br>" + tr("weight") + \
+            " %{z:.3f}<extra></extra>"
     spikes = dict(showspikes=True, spikemode="across", spikethickness=1, spikecolor="#888", spikedash="dot")
     shapes = []
     if row_boundary is not None and 0 < row_boundary < n_rows:
@@ -63,8 +65,8 @@ def attention_heatmap(weights: np.ndarray, row_labels: Sequence[str], col_labels
     if col_boundary is not None and 0 < col_boundary < n_cols:
         shapes.append(dict(type="line", y0=-0.5, y1=n_rows - 0.5, x0=col_boundary - 0.5, x1=col_boundary - 0.5,
                            line=BOUNDARY_LINE))
-    xaxis, yaxis, width, height = _sized_token_axes(row_labels, col_labels, "attending (query)",
-                                                    "attended to (key)", **spikes)
+    xaxis, yaxis, width, height = _sized_token_axes(row_labels, col_labels, tr("attending (query)"),
+                                                    tr("attended to (key)"), **spikes)
     layout = dict(xaxis=xaxis, yaxis=yaxis, shapes=shapes, margin=xaxis.pop("_margin"))
     return _figure([heat], layout, title, width=width, height=height)
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import Translator, english
 from ._base import ATTENTION_COLORSCALE, _colorbar, _escape_all, _f32, _figure, _grid, escape_label, percent
 
 def probability_axis(probabilities, room: float = 1.3) -> float:
@@ -29,13 +30,14 @@ def _check_predictions(predictions: Sequence[tuple[str, float]], what: str) -> l
 
 
 def fill_mask_figure(predictions: Sequence[Sequence[tuple[str, float]]], labels: Sequence[str] | None = None, *,
-                     title: str = "What the model puts in each [MASK]") -> go.Figure:
+                     title: str | None = None, tr: Translator = english) -> go.Figure:
     """One horizontal bar chart per [MASK], best guess on top, probability on a shared 0..100 % axis.
 
     predictions: per mask, the top-k (token, probability) best first (as `masked_lm.fill_mask` returns them);
     labels: a panel title per mask (default "[MASK] 1", "[MASK] 2", ...; escaped here)."""
     if not predictions:
         raise ValueError("there is no [MASK] to show; write [MASK] where the model should guess a word")
+    title = title or tr("What the model puts in each [MASK]")
     panels = [_check_predictions(p, f"[MASK] {i + 1}") for i, p in enumerate(predictions)]
     n = len(panels)
     if labels is not None and len(labels) != n:
@@ -58,7 +60,7 @@ def fill_mask_figure(predictions: Sequence[Sequence[tuple[str, float]]], labels:
                          hovertemplate="%{customdata}: %{x:.2%}<extra></extra>"))
         layout["xaxis" + x[1:]].update(range=[0, end], tickformat=".0%",
                                        showgrid=True, zeroline=False,
-                                       title=dict(text="probability") if i // cols + 1 == rows else None)
+                                       title=dict(text=tr("probability")) if i // cols + 1 == rows else None)
         layout["yaxis" + y[1:]].update(tickmode="array", tickvals=list(range(len(panel))), ticktext=tokens,
                                        range=[k - 0.5, -0.5], showgrid=False, zeroline=False)
     for c in range(n, rows * cols):  # empty cells of the last row
@@ -72,7 +74,8 @@ def fill_mask_figure(predictions: Sequence[Sequence[tuple[str, float]]], labels:
 
 
 def masked_token_figure(original: str, predictions: Sequence[tuple[str, float]], original_probability: float,
-                        original_rank: int, *, index: int | None = None, title: str | None = None) -> go.Figure:
+                        original_rank: int, *, index: int | None = None, title: str | None = None,
+                        tr: Translator = english) -> go.Figure:
     """The predictions at one position after replacing its token by [MASK], best on top. The token that was there
     is drawn in orange; when it is outside the top k, it gets its own bar below a gap, labeled with its rank.
 
@@ -101,27 +104,28 @@ def masked_token_figure(original: str, predictions: Sequence[tuple[str, float]],
                  textposition="outside", cliponaxis=False, customdata=names, showlegend=False,
                  hovertemplate="%{customdata}: %{x:.2%}<extra></extra>"),
             # legend entries only (no data): the colors explain themselves
-            dict(type="bar", x=[None], y=[None], orientation="h", name="prediction",
+            dict(type="bar", x=[None], y=[None], orientation="h", name=tr("prediction"),
                  marker=dict(color=PREDICTION_COLOR)),
-            dict(type="bar", x=[None], y=[None], orientation="h", name=f"original: {esc_original}",
+            dict(type="bar", x=[None], y=[None], orientation="h", name=tr("original: {token}", token=esc_original),
                  marker=dict(color=ORIGINAL_COLOR))]
     n_rows = y[-1] + 1
-    layout = dict(xaxis=dict(range=[0, probability_axis(p)], tickformat=".0%", title=dict(text="probability"),
+    layout = dict(xaxis=dict(range=[0, probability_axis(p)], tickformat=".0%", title=dict(text=tr("probability")),
                              zeroline=False),
                   yaxis=dict(tickmode="array", tickvals=y, ticktext=names, range=[n_rows - 0.5, -0.5],
                              showgrid=False, zeroline=False),
                   legend=dict(orientation="h", x=0, y=-0.16, xanchor="left", yanchor="top"), bargap=0.25,
                   margin=dict(l=130, r=30, t=90, b=110))
     where = f" ({index})" if index is not None else ""
-    sub = (f"the original <b>{esc_original}</b> gets {original_probability:.2%}, rank {original_rank}")
-    head = title or f"Masking {esc_original}{where}: what the model predicts there"
+    sub = tr("the original <b>{token}</b> gets {share}, rank {rank}", token=esc_original,
+             share=f"{original_probability:.2%}", rank=original_rank)
+    head = title or tr("Masking {token}{where}: what the model predicts there", token=esc_original, where=where)
     return _figure(data, layout, f"{head}<br><sup>{sub}</sup>", width=760,
                    height=max(340, 200 + 30 * n_rows))
 
 
 def logit_lens_figure(layers: Sequence[Sequence[tuple[str, float]]], final_token: str,
                       final_token_probability: Sequence[float], position_label: str, *,
-                      title: str | None = None) -> go.Figure:
+                      title: str | None = None, tr: Translator = english) -> go.Figure:
     """How the answer forms through the network: the masked-LM head read out of every layer's hidden state.
 
     Left, a table with one row per layer (embeddings at the top, the last layer at the bottom) and one column per
@@ -147,31 +151,31 @@ def logit_lens_figure(layers: Sequence[Sequence[tuple[str, float]]], final_token
             z[l, r] = p
             raw[l][r] = escape_label(token)
             text[l][r] = f"<b>{raw[l][r]}</b>" if token == final_token else raw[l][r]
-    names = ["embeddings"] + [f"layer {l}" for l in range(1, n)]
+    names = [tr("embeddings")] + [tr("layer {n}", n=l) for l in range(1, n)]
     layout, ref = _grid(1, 2, col_widths=[0.74, 0.26], hspace=0.04,
-                        titles=("top predictions per layer (color = probability)",
-                                f"P({escape_label(final_token)}) by layer"))
+                        titles=(tr("top predictions per layer (color = probability)"),
+                                tr("P({token}) by layer", token=escape_label(final_token))))
     (x1, y1), (x2, y2) = ref(1, 1), ref(1, 2)
     data = [dict(type="heatmap", z=_f32(z), x=np.arange(k), y=np.arange(n), xaxis=x1, yaxis=y1, text=text,
                  customdata=raw, texttemplate="%{text}", textfont=dict(size=13 if k <= 6 else 11),
                  colorscale=ATTENTION_COLORSCALE, zmin=0, zmax=1, xgap=2, ygap=2,
-                 colorbar=_colorbar("probability", tickformat=".0%"),
+                 colorbar=_colorbar(tr("probability"), tickformat=".0%"),
                  hovertemplate="%{customdata}: %{z:.2%}<extra></extra>"),
             dict(type="scatter", x=_f32(final_token_probability), y=np.arange(n), xaxis=x2, yaxis=y2,
                  mode="lines+markers", line=dict(color=ORIGINAL_COLOR, width=2), marker=dict(size=8),
                  customdata=names, showlegend=False,
                  hovertemplate="%{customdata}: %{x:.2%}<extra></extra>")]
     layout["xaxis"].update(tickmode="array", tickvals=list(range(k)), ticktext=[f"#{r + 1}" for r in range(k)],
-                           title=dict(text="rank"), showgrid=False, zeroline=False)
+                           title=dict(text=tr("rank")), showgrid=False, zeroline=False)
     layout["yaxis"].update(tickmode="array", tickvals=list(range(n)), ticktext=names, range=[n - 0.5, -0.5],
                            showgrid=False, zeroline=False)
     layout["xaxis" + x2[1:]].update(range=[0, probability_axis(final_token_probability, room=1.1)],
                                     tickformat=".0%", zeroline=False,
-                                    title=dict(text="probability"))
+                                    title=dict(text=tr("probability")))
     layout["yaxis" + y2[1:]].update(matches=y1, showticklabels=False, showgrid=True, zeroline=False)
     layout["margin"] = dict(l=110, r=30, t=110, b=70)
-    head = title or (f"Logit lens at {escape_label(position_label)}: the final answer is "
-                     f"<b>{escape_label(final_token)}</b>")
+    head = title or tr("Logit lens at {where}: the final answer is <b>{token}</b>",
+                       where=escape_label(position_label), token=escape_label(final_token))
     return _figure(data, layout, head, width=max(900, 380 + 110 * k), height=max(380, 190 + 34 * n))
 
 
@@ -180,9 +184,8 @@ CORRUPTION_KINDS = (("", "not chosen", "#f0f0f0"), ("mask", "→ [MASK] (80 %)",
 
 
 def corruption_figure(tokens: Sequence[str], input_tokens: Sequence[str], labels_tokens: Sequence[str],
-                      kinds: Sequence[str], *, per_line: int = 16,
-                      title: str = "What pretraining sees: one example corrupted by the 80/10/10 rule"
-                      ) -> go.Figure:
+                      kinds: Sequence[str], *, per_line: int = 16, title: str | None = None,
+                      tr: Translator = english) -> go.Figure:
     """The clean tokens, what the model reads, and what it must predict, as a table of three rows (wrapped every
     `per_line` tokens), each chosen token colored by what happened to it.
 
@@ -200,6 +203,7 @@ def corruption_figure(tokens: Sequence[str], input_tokens: Sequence[str], labels
         raise ValueError(f"unknown kinds {unknown}; expected '', 'mask', 'random' or 'kept'")
     if per_line < 1:
         raise ValueError(f"per_line must be at least 1, got {per_line}")
+    title = title or tr("What pretraining sees: one example corrupted by the 80/10/10 rule")
     width_tokens = min(n, per_line)
     lines = -(-n // width_tokens)
     stride = 4  # three rows per line of tokens, then an empty row as a gap
@@ -207,7 +211,7 @@ def corruption_figure(tokens: Sequence[str], input_tokens: Sequence[str], labels
     z = np.full((n_rows, width_tokens), np.nan, dtype=np.float32)
     text = [[""] * width_tokens for _ in range(n_rows)]
     hover = [[""] * width_tokens for _ in range(n_rows)]
-    kind_name = {kind: name for kind, name, _ in CORRUPTION_KINDS}
+    kind_name = {kind: tr(name) for kind, name, _ in CORRUPTION_KINDS}
     for i in range(n):
         line, col = divmod(i, width_tokens)
         code = codes[kinds[i]]
@@ -215,7 +219,8 @@ def corruption_figure(tokens: Sequence[str], input_tokens: Sequence[str], labels
             row = line * stride + r
             z[row, col] = code if (r != 2 or kinds[i]) else np.nan  # no label: an empty cell
             text[row][col] = escape_label(value)
-            hover[row][col] = f"token {i}: {escape_label(tokens[i])} — {kind_name[kinds[i]]}"
+            hover[row][col] = tr("token {n}: {token} — {kind}", n=i, token=escape_label(tokens[i]),
+                                 kind=kind_name[kinds[i]])
     steps = len(CORRUPTION_KINDS)
     colorscale = []
     for i, (_, _, color) in enumerate(CORRUPTION_KINDS):  # a stepped scale: one flat color per kind code
@@ -225,9 +230,9 @@ def corruption_figure(tokens: Sequence[str], input_tokens: Sequence[str], labels
                  zmax=steps - 0.5, showscale=False, xgap=3, ygap=3, hoverongaps=False,
                  hovertemplate="%{customdata}<extra></extra>")]
     for kind, name, color in CORRUPTION_KINDS:  # legend entries only
-        data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=name,
+        data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=kind_name[kind],
                          marker=dict(symbol="square", size=14, color=color, line=dict(color="#999", width=1))))
-    row_names = ["original", "model input", "label"]
+    row_names = [tr("original"), tr("model input"), tr("label")]
     tickvals = [line * stride + r for line in range(lines) for r in range(3)]
     layout = dict(xaxis=dict(visible=False, range=[-0.5, width_tokens - 0.5]),
                   yaxis=dict(tickmode="array", tickvals=tickvals, ticktext=row_names * lines,
@@ -235,7 +240,7 @@ def corruption_figure(tokens: Sequence[str], input_tokens: Sequence[str], labels
                   legend=dict(orientation="h", x=0, y=1.0, xanchor="left", yanchor="bottom"),
                   plot_bgcolor="white", margin=dict(l=110, r=20, t=110, b=20))
     chosen = sum(1 for k in kinds if k)
-    sub = f"{chosen} of {n} tokens chosen; the loss is computed only where there is a label"
+    sub = tr("{chosen} of {n} tokens chosen; the loss is computed only where there is a label", chosen=chosen, n=n)
     return _figure(data, layout, f"{title}<br><sup>{sub}</sup>", width=max(600, 150 + 75 * width_tokens),
                    height=170 + 31 * n_rows)
 

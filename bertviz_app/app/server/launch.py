@@ -181,14 +181,14 @@ def serve(demo: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     # gradio's banner and its long share advice: we say it shorter
     # the strings some language says otherwise ("Tokens" is Spanish too: nothing to mark)
     gradio_internals.translate_static_text(demo, {key for lang in i18n.LANGUAGES[1:]
-                                                  for key, said in i18n.catalogue(lang).items() if said != key})
+                                                  for key, said in i18n.page_catalogue(lang).items() if said != key})
     with contextlib.redirect_stdout(captured), forwarded_headers(behind_proxy):
         demo.launch(server_name=host, server_port=port or free_port(host), share=share, auth=auth, theme=THEME,
                     prevent_thread_lock=True, quiet=True, show_error=False, run_history=False, ssr_mode=False,
                     mcp_server=False, enable_monitoring=False, footer_links=["api", "settings"],
                     css_paths=[STYLES / "app.css", STYLES / "app-access.css"],
                     head=views.script_element() + lessons.script_element() + LANGUAGE_SCRIPT,
-                    i18n=gr.I18n(**{lang: i18n.catalogue(lang) for lang in i18n.LANGUAGES[1:]}),
+                    i18n=gr.I18n(**{lang: i18n.page_catalogue(lang) for lang in i18n.LANGUAGES[1:]}),
                     app_kwargs=app_kwargs, max_file_size=max_body_bytes, state_session_capacity=max_sessions)
     launched.set()
     gradio_internals.bound_new_sessions(demo, budget)

@@ -11,7 +11,8 @@ import gradio as gr
 
 from ... import figures
 from ...attribution import PASSES_PER_STEP
-from ..common import MAX_CHARS, percent, plain, refuse, text_value, user_errors
+from ...i18n import Translator, english
+from ..common import MAX_CHARS, percent, plain, refuse, text_value, tr_of, user_errors
 
 INTRO = ("**Why A and not B?** Integrated gradients and blank-out of the *difference* of two answers' logits at the "
          "[MASK] (empty boxes: the model's top two): a word scores high when it favours A over B, not any answer. "
@@ -39,22 +40,23 @@ class ContrastSection:
         # no label: gradio's sat over the figure's own title on a phone
         self.curves = gr.Plot(label="Faithfulness curves", show_label=False, elem_id="faithfulness-curves")
 
-    def contrast(self, session, answer, other, removal, steps, progress=gr.Progress()):  # noqa: B008 (gradio's way)
+    def contrast(self, session, answer, other, removal, steps, progress=gr.Progress(),  # noqa: B008 (gradio's way)
+                 request: gr.Request = None):
         """A refusal is one sentence where the message goes, the figures cleared (never a red "Error" badge)."""
         try:
-            return self._contrast(session, answer, other, removal, steps, progress)
+            return self._contrast(session, answer, other, removal, steps, progress, tr_of(request))
         except gr.Error as err:
             return f"<span class='bv-stale'>{plain(str(err.message))}</span>", None, None
 
     @user_errors
-    def _contrast(self, session, answer, other, removal, steps, tell):
+    def _contrast(self, session, answer, other, removal, steps, tell, tr: Translator = english):
         explorer, run = self.page.models.run_of(session)
         if not explorer.has_mlm_head:
-            raise refuse("This model has no masked-LM head, so there are no answers at a [MASK] to compare; load a "
-                         "model with one (the default minilm-l6-mlm-nsp-en).")
+            raise refuse(tr("This model has no masked-LM head, so there are no answers at a [MASK] to compare; load "
+                            "a model with one (the default minilm-l6-mlm-nsp-en)."))
         if explorer.tokenizer.mask_token_id not in run.encoding.ids:
-            raise refuse("Put [MASK] where the two answers go and analyze the input again, e.g. “The keys to the "
-                         "cabinet [MASK] on the table.”")
+            raise refuse(tr("Put [MASK] where the two answers go and analyze the input again, e.g. “The keys to the "
+                            "cabinet [MASK] on the table.”"))
         answer, other = text_value(answer, "Answer A").strip(), text_value(other, "Answer B").strip()
         if not answer or not other:
             top = [token for token, _ in explorer.fill_mask(run.encoding, top_k=3)[0]]
@@ -67,28 +69,30 @@ class ContrastSection:
 
         def report(passes: float) -> None:
             done[0] += passes
-            tell(min(done[0] / total, 1.0), desc="Integrated gradients and blank-out")
+            tell(min(done[0] / total, 1.0), desc=tr("Integrated gradients and blank-out"))
 
         try:
             why = explorer.contrast(run, answer, other, steps=steps, report=report)
         except ValueError as err:  # an answer not in the vocabulary, the same answer twice
-            raise refuse(f"Not explained: {err}.") from None
-        tell(1.0, desc="Faithfulness curves")
+            raise refuse(tr("Not explained: {why}.", why=err)) from None
+        tell(1.0, desc=tr("Faithfulness curves"))
         curves = explorer.faithfulness_curves(run, why.target, removal=removal, known=why.scores())
         seconds = time.perf_counter() - start
         best = curves.aopc["deletion"].idxmax()
         target, ig = why.target, why.integrated_gradients
-        said = [f"**{plain(target.describe())}** = {why.value:+.2f}: between the two, the model gives "
-                f"**{plain(target.token)}** {percent(why.preference)}. Integrated gradients ({steps} steps) add up to "
-                f"the change from a blank input within {ig.relative_delta:.1e} of it. Most faithful here by deletion: "
-                f"**{plain(best)}** (AOPC {curves.aopc.loc[best, 'deletion']:+.2f}). {seconds:.1f} s."]
-        said += [f"{plain(name.capitalize())}: not drawn, {plain(why_not)}."
+        said = [f"**{plain(target.describe())}** = {why.value:+.2f}: " + tr(
+            "between the two, the model gives **{token}** {share}. Integrated gradients ({steps} steps) add up to the "
+            "change from a blank input within {delta} of it. Most faithful here by deletion: **{method}** (AOPC "
+            "{aopc}). {seconds} s.", token=plain(target.token), share=percent(why.preference), steps=steps,
+            delta=f"{ig.relative_delta:.1e}", method=plain(tr(best)), aopc=f"{curves.aopc.loc[best, 'deletion']:+.2f}",
+            seconds=f"{seconds:.1f}")]
+        said += [tr("{method}: not drawn, {why}.", method=plain(tr(name).capitalize()), why=plain(why_not))
                  for name, why_not in curves.skipped.items()]
-        chart = figures.attribution_figure(why.tokens, why.scores(), ig.fixed, per_line=12,
-                                           title=figures.contrast_title(target.token, target.other))
+        chart = figures.attribution_figure(why.tokens, why.scores(), ig.fixed, per_line=12, tr=tr,
+                                           title=figures.contrast_title(target.token, target.other, tr))
         drawn = figures.faithfulness_curves_figure(curves.deletion, curves.insertion, curves.aopc,
                                                    metric=f"logit({target.token!r}) - logit({target.other!r})",
-                                                   removal=f"[{removal.upper()}]")
+                                                   removal=f"[{removal.upper()}]", tr=tr)
         return " ".join(said), chart, drawn
 
     def wire(self) -> None:

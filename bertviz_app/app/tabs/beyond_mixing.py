@@ -10,7 +10,7 @@ import time
 import gradio as gr
 
 from ... import analysis, causal, figures
-from ..common import user_errors
+from ..common import tr_of, user_errors
 
 INTRO = ("**Context mixing beyond raw attention.** *Value zeroing* zeroes one token's value vector in a layer and "
          "measures how far every other token's output moves (rows sum to 1; multiplied down the layers, like "
@@ -31,24 +31,28 @@ class MixingSection:
             self.flow = gr.Plot(label="Attention flow", elem_id="attention-flow", min_width=320)
 
     @user_errors
-    def mixing(self, session):
+    def mixing(self, session, request: gr.Request = None):
         explorer, run = self.page.models.run_of(session)
+        tr = tr_of(request)
         labels = run.labels
         start = time.perf_counter()
         zeroed = causal.aggregate(explorer.value_zeroing(run))[-1]  # (T, T) all layers
-        said = [f"Value zeroing: {run.num_layers} layers x {len(run)} tokens in {time.perf_counter() - start:.1f} s."]
-        zeroing = figures.attention_heatmap(zeroed, labels, labels, title="Value zeroing, all layers",
-                                            colorbar_title="share")
+        said = [tr("Value zeroing: {layers} layers x {n} tokens in {seconds} s.", layers=run.num_layers, n=len(run),
+                   seconds=f"{time.perf_counter() - start:.1f}")]
+        zeroing = figures.attention_heatmap(zeroed, labels, labels, title=tr("Value zeroing, all layers"),
+                                            colorbar_title=tr("share"), tr=tr)
         flow = None
         if len(run) > analysis.FLOW_MAX_TOKENS:
-            said.append(f"Attention flow not computed: it is exact up to {analysis.FLOW_MAX_TOKENS} tokens (one "
-                        f"maximum flow per pair of tokens) and this input has {len(run)}; rollout, in the Matrix "
-                        "view, is its fast relative.")
+            said.append(tr("Attention flow not computed: it is exact up to {most} tokens (one maximum flow per pair "
+                           "of tokens) and this input has {n}; rollout, in the Matrix view, is its fast relative.",
+                           most=analysis.FLOW_MAX_TOKENS, n=len(run)))
         else:
             start = time.perf_counter()
             flows = run.attention_flow()
-            said.append(f"Attention flow: {len(run) ** 2} maximum flows in {time.perf_counter() - start:.1f} s.")
-            flow = figures.attention_heatmap(flows, labels, labels, title="Attention flow", colorbar_title="flow")
+            said.append(tr("Attention flow: {flows} maximum flows in {seconds} s.", flows=len(run) ** 2,
+                           seconds=f"{time.perf_counter() - start:.1f}"))
+            flow = figures.attention_heatmap(flows, labels, labels, title=tr("Attention flow"),
+                                             colorbar_title=tr("flow"), tr=tr)
         for figure in (zeroing, flow):
             if figure is not None:  # the box's width, not the tokens' (a phone cut the map at its right edge)
                 figure.update_layout(width=None, autosize=True)

@@ -10,7 +10,8 @@ import gradio as gr
 import pandas as pd
 
 from ... import analysis, figures
-from ..common import MAX_CHARS, api, plain, refuse, text_value, user_errors
+from ...i18n import Translator, english
+from ..common import MAX_CHARS, api, plain, refuse, text_value, tr_of, user_errors
 from .base import Gate, TabPage
 from .compare_patch import PatchSection
 from .hidden import shared_layers_note
@@ -75,48 +76,54 @@ class CompareTab:
         return self.page.models.names[-1] if same else session["model"]
 
     @user_errors
-    def compare(self, session, other_a, other_b, other_model):
+    def compare(self, session, other_a, other_b, other_model, request: gr.Request = None):
         explorer_a, run_a = self.page.models.run_of(session)
+        tr = tr_of(request)
         explorer_b = self.page.models.get(other_model)
         other_a, other_b = text_value(other_a, "The second sentence A"), text_value(other_b, "The second sentence B")
         if not other_a.strip():
-            raise refuse("Type the second input (its sentence A), or keep the analyzed one and pick another model.")
+            raise refuse(tr("Type the second input (its sentence A), or keep the analyzed one and pick another "
+                            "model."))
         run_b = explorer_b.run(other_a, other_b or None)
         left, right = self.host.value(session["model"], run_a), self.host.value(other_model, run_b)
         same_model = explorer_a.name == explorer_b.name
         shared = {shared_layers_note(explorer) for explorer in (explorer_a, explorer_b)} - {""}  # ALBERT's layers
-        pairs = _pairs(run_a, run_b) + depth_note(run_a.num_layers, run_b.num_layers) + "".join(
+        pairs = _pairs(run_a, run_b, tr) + depth_note(run_a.num_layers, run_b.num_layers, tr) + "".join(
             f" {note}" for note in sorted(shared))
         if len(run_a) != len(run_b) or run_a.num_heads != run_b.num_heads:
-            why = ("the two inputs have different numbers of tokens" if len(run_a) != len(run_b)
-                   else "the two models have different numbers of heads per layer")
+            why = (tr("the two inputs have different numbers of tokens") if len(run_a) != len(run_b)
+                   else tr("the two models have different numbers of heads per layer"))
             family_a, family_b = explorer_a.family.name, explorer_b.family.name
             if family_a != family_b:  # BERT beside RoBERTa: each reads the input with its own tokenizer
-                why = (f"{why}: {family_a} (left) and {family_b} (right) each split the input with their own "
-                       "tokenizer, so their tokens need not line up")
-            return (f"**Side by side below, but no head-by-head difference:** {why} ({len(run_a)} against "
-                    f"{len(run_b)} tokens, {run_a.num_layers}x{run_a.num_heads} against "
-                    f"{run_b.num_layers}x{run_b.num_heads} heads): a head can be compared only between inputs of "
-                    f"as many tokens (change one word for one word).{pairs}",
+                why = tr("{why}: {left} (left) and {right} (right) each split the input with their own tokenizer, so "
+                         "their tokens need not line up", why=why, left=family_a, right=family_b)
+            return (tr("**Side by side below, but no head-by-head difference:** {why} ({n_a} against {n_b} tokens, "
+                       "{heads_a} against {heads_b} heads): a head can be compared only between inputs of as many "
+                       "tokens (change one word for one word).", why=why, n_a=len(run_a), n_b=len(run_b),
+                       heads_a=f"{run_a.num_layers}x{run_a.num_heads}", heads_b=f"{run_b.num_layers}x{run_b.num_heads}")
+                    + pairs,
                     left, right, None, pd.DataFrame(), None, gr.update(visible=False))
         difference = run_a.compare(run_b)
         ranking = difference.ranking().head(12).astype({"change": float, "max_difference": float}).round(3)
         if same_model:
             changed = ", ".join(f"{plain(run_a.labels[i])} → {plain(run_b.labels[i])}" for i in difference.differing)
-            what = f"the inputs differ at {changed}" if changed else "the inputs are the same"
+            what = tr("the inputs differ at {changed}", changed=changed) if changed else tr("the inputs are the same")
         else:
             changed = ", ".join(f"{plain(run_a.labels[i])} → {plain(run_b.labels[i])}" for i in difference.differing)
-            inputs = f", and the inputs differ at {changed}" if changed else " on one input"
+            inputs = (tr(", and the inputs differ at {changed}", changed=changed) if changed
+                      else " " + tr("on one input"))
             if not changed and (run_a.encoding.text, run_a.encoding.text_pair) != (run_b.encoding.text,
                                                                                   run_b.encoding.text_pair):
-                inputs = " on inputs that differ only in what the tokenizer drops (case, accents, spaces)"
-            what = f"{plain(explorer_a.name)} (left) against {plain(explorer_b.name)} (right){inputs}"
+                inputs = " " + tr("on inputs that differ only in what the tokenizer drops (case, accents, spaces)")
+            what = tr("{left} (left) against {right} (right)", left=plain(explorer_a.name),
+                      right=plain(explorer_b.name)) + inputs
         top = ranking.iloc[0]
         row = int(difference.layer_change.argmax())
-        where = (f"layer {int(top['layer'])} (left) \u2194 {int(top['layer_b'])} (right), head {int(top['head'])}"
-                 if difference.paired_by_depth else f"layer {int(top['layer'])}, head {int(top['head'])}")
-        layer = (f"layer {difference.layers_a[row]} \u2194 {difference.layers_b[row]}" if difference.paired_by_depth
-                 else f"layer {row}")
+        where = (tr("layer {a} (left) ↔ {b} (right), head {head}", a=int(top["layer"]), b=int(top["layer_b"]),
+                    head=int(top["head"])) if difference.paired_by_depth
+                 else tr("layer {n}, head {head}", n=int(top["layer"]), head=int(top["head"])))
+        layer = (tr("layer {a} ↔ {b}", a=difference.layers_a[row], b=difference.layers_b[row])
+                 if difference.paired_by_depth else tr("layer {n}", n=row))
         layers = {"attention on this input (total variation)": difference.layer_change}
         if not same_model and explorer_a.config.num_hidden_layers == explorer_b.config.num_hidden_layers:
             try:
@@ -127,18 +134,21 @@ class CompareTab:
         left["open"] = {"layer": int(top["layer"]), "head": int(top["head"])}
         right["open"] = {"layer": int(top["layer_b"] if difference.paired_by_depth else top["layer"]),
                          "head": int(top["head"])}
-        message = (f"Compared: {what}. The head that changed most is {where} (change {top['change']:.2f}); the "
-                   f"layer that changed most is {layer}. {_per_layer(layers)}{pairs}")
+        message = tr("Compared: {what}. The head that changed most is {where} (change {change}); the layer that "
+                     "changed most is {layer}.", what=what, where=where, change=f"{top['change']:.2f}", layer=layer)
+        message += f" {_per_layer(layers, tr)}{pairs}"
         change = figures.attention_change_figure(difference.head_change, layers_a=difference.layers_a,
-                                                 layers_b=difference.layers_b)
-        return (message, left, right, change, ranking, figures.layer_change_figure(layers), gr.update(visible=True))
+                                                 layers_b=difference.layers_b, tr=tr)
+        ranking.columns = [tr(str(name)) for name in ranking.columns]  # layer, head, change, ...: words, not tokens
+        return (message, left, right, change, ranking, figures.layer_change_figure(layers, tr=tr),
+                gr.update(visible=True))
 
-    def against(self, session, other_model: str) -> tuple:
+    def against(self, session, other_model: str, request=None) -> tuple:
         """The values of `against_outputs`: the analyzed input compared with itself under `other_model`."""
         if not isinstance(session, dict):
             raise refuse("Nothing analyzed yet: type a sentence and press Analyze.")
         a, b = session["text"], session["pair"] or ""
-        return (a, b, other_model, True, [a, b], *self.compare(session, a, b, other_model))
+        return (a, b, other_model, True, [a, b], *self.compare(session, a, b, other_model, request))
 
     def wire(self) -> None:
         self.button.click(self.compare, [self.page.session, self.other_a, self.other_b, self.other_model],
@@ -169,33 +179,38 @@ def prefill_values(session, other_a, other_b, prefilled):
     return new[0], new[1], list(new)
 
 
-def _per_layer(layers: dict) -> str:
+def _per_layer(layers: dict, tr: Translator = english) -> str:
     """Each layer's change, first layer to last, in words."""
     said = []
     for name, values in layers.items():
         percent = "weights" in name
-        said.append(f"{name.split(' (')[0]} " + ", ".join(f"{v:.2%}" if percent else f"{v:.3f}" for v in values))
-    return f"Change per layer, first to last: {'; '.join(said)}."
+        said.append(f"{tr(name).split(' (')[0]} " + ", ".join(f"{v:.2%}" if percent else f"{v:.3f}" for v in values))
+    return tr("Change per layer, first to last: {changes}.", changes="; ".join(said))
 
 
-def depth_note(layers_a: int, layers_b: int) -> str:
+def depth_note(layers_a: int, layers_b: int, tr: Translator = english) -> str:
     """In words, how layers are paired when the two models' depths differ (empty when they match)."""
     if layers_a == layers_b:
         return ""
     shallow, deep = sorted((layers_a, layers_b))
-    side = "left" if layers_a < layers_b else "right"
     pairs = ", ".join(f"{layer} \u2194 {analysis.paired_layer(layer, shallow, deep)}" for layer in range(shallow))
-    return (f" The {side} model has {shallow} layers and the other {deep}: layers are paired by relative depth, each "
-            f"layer of the {side} one with the layer as far through the deeper stack ({pairs}), and the two views "
-            "move together that way.")
+    return " " + (tr("The left model has {shallow} layers and the other {deep}: layers are paired by relative depth, "
+                     "each layer of the left one with the layer as far through the deeper stack ({pairs}), and the "
+                     "two views move together that way.", shallow=shallow, deep=deep, pairs=pairs)
+                  if layers_a < layers_b else
+                  tr("The right model has {shallow} layers and the other {deep}: layers are paired by relative depth, "
+                     "each layer of the right one with the layer as far through the deeper stack ({pairs}), and the "
+                     "two views move together that way.", shallow=shallow, deep=deep, pairs=pairs))
 
 
-def _pairs(run_a, run_b) -> str:
+def _pairs(run_a, run_b, tr: Translator = english) -> str:
     """A sentence when one side is a pair and the other not: a sentence B left in a box changes every head."""
     a, b = run_a.encoding, run_b.encoding
     if a.is_pair == b.is_pair:
         return ""
-    pair, single = ("right", "left") if b.is_pair else ("left", "right")
     which = b if b.is_pair else a
-    return (f" Note: the {pair} input is a pair (its sentence B: “{plain(which.text_pair[:80])}”) and the {single} "
-            "one a single sentence; empty sentence B to compare single sentences.")
+    text = plain(which.text_pair[:80])
+    return " " + (tr("Note: the right input is a pair (its sentence B: “{text}”) and the left one a single sentence; "
+                     "empty sentence B to compare single sentences.", text=text) if b.is_pair else
+                  tr("Note: the left input is a pair (its sentence B: “{text}”) and the right one a single sentence; "
+                     "empty sentence B to compare single sentences.", text=text))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ..common import figure_reading, index_value, user_errors
+from ..common import figure_reading, index_value, tr_of, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
 INTRO = ("Before its first layer, the model turns each token into a vector: the sum of a vector for the word piece, "
@@ -61,9 +61,9 @@ class EmbeddingsTab:
         self.outputs = [self.parts_plot, self.segment_plot, self.similarity_plot, self.path_plot]
 
     @user_errors
-    def draw(self, session, positions):
+    def draw(self, session, positions, request: gr.Request = None):
         explorer, run = self.page.models.run_of(session)
-        plot = run.plot
+        plot = run.plot.speaking(tr_of(request))
         segments = plot.segment_comparison() if explorer.config.type_vocab_size >= 2 else None
         if not explorer.config.position_biased_input:  # DeBERTa v3: no table to compare (the note says why)
             return plot.embedding_parts(), segments, None, None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ..common import figure_reading, index_value, user_errors
+from ..common import figure_reading, index_value, tr_of, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
 INTRO = ("Each layer of the model rewrites every token's vector, mixing in what it takes from the other tokens. These "
@@ -66,10 +66,10 @@ class HiddenTab:
         return gr.update(maximum=run.num_layers, value=index_value(layer, run.num_layers + 1, "Layer"))
 
     @user_errors
-    def draw(self, session, layer):
+    def draw(self, session, layer, request: gr.Request = None):
         _, run = self.page.models.run_of(session)
         layer = index_value(layer, run.num_layers + 1, "Layer")
-        plot = run.plot
+        plot = run.plot.speaking(tr_of(request))
         return plot.hidden_norms(), plot.layer_similarity(), plot.token_similarity(layer), plot.hidden_projection()
 
     @user_errors
@@ -77,9 +77,9 @@ class HiddenTab:
         return shared_layers_note(self.page.models.run_of(session)[0])
 
     @user_errors
-    def draw_similarity(self, session, layer):
+    def draw_similarity(self, session, layer, request: gr.Request = None):
         _, run = self.page.models.run_of(session)
-        return run.plot.token_similarity(index_value(layer, run.num_layers + 1, "Layer"))
+        return run.plot.speaking(tr_of(request)).token_similarity(index_value(layer, run.num_layers + 1, "Layer"))
 
     def on_load(self, demo: gr.Blocks) -> None:
         fit_figures_on_a_phone(demo)

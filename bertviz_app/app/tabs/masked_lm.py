@@ -11,9 +11,10 @@ import pandas as pd
 from ... import figures, limits
 from ...catalog import read_example_notes
 from ...explorer import Explorer
+from ...i18n import Translator, english
 from ...masked_lm import mask_positions, normalize_mask
 from ...run import Run
-from ..common import MAX_CHARS, api, index_value, percent, plain, significant, text_value, user_errors
+from ..common import MAX_CHARS, api, index_value, percent, plain, significant, text_value, tr_of, user_errors
 from .base import Gate, TabPage
 
 MAX_MASKS = limits.MAX_MASKS
@@ -24,15 +25,16 @@ NO_MLM_HEAD = ("**{name} has no masked-LM head.** BERT learned language by guess
                "a [MASK].{other}")
 
 
-def mlm_status(explorer: Explorer, alternatives: Sequence[str] = ()) -> str:
+def mlm_status(explorer: Explorer, alternatives: Sequence[str] = (), tr: Translator = english) -> str:
     """What the tab says about this model's head; without one, the models of the page that have it."""
     if not explorer.has_mlm_head:
-        other = f" Pick **{plain(alternatives[0])}** in the model list to see its guesses." if alternatives else ""
+        other = (" " + tr("Pick **{name}** in the model list to see its guesses.", name=plain(alternatives[0]))
+                 if alternatives else "")
         if getattr(explorer, "has_replaced_head", False):  # ELECTRA: its family never had one
             return f"**{plain(explorer.name)}: {explorer.family.lacks[0]}**{other}"
-        return NO_MLM_HEAD.format(name=plain(explorer.name), other=other)
-    return (f"{plain(explorer.name)} has a masked-LM head: it guesses the token hidden behind each [MASK], the task "
-            "BERT was pre-trained on.")
+        return tr(NO_MLM_HEAD, name=plain(explorer.name), other=other)
+    return tr("{name} has a masked-LM head: it guesses the token hidden behind each [MASK], the task BERT was "
+              "pre-trained on.", name=plain(explorer.name))
 
 
 def masked_sentence(explorer, run: Run) -> str | None:
@@ -56,92 +58,106 @@ def stale_notice(why: str, last: str | None, what: str) -> str:
     return f"<span class='bv-stale'>**{plain(why)}** {what}: “{plain(last)}”</span>"
 
 
+def columns(tr: Translator, *english_names: str) -> list[str]:
+    """A table's column names in the visitor's language (a token in a cell never is translated)."""
+    return [tr(name) for name in english_names]
+
+
 def top_k_value(value) -> int:
     return max(1, index_value(value if value is not None else 5, MAX_TOP_K + 1, "Predictions per mask"))
 
 
 # --- the views: explorer (+ Run) + controls -> (message, table, figure) --------------------------------------------
-def fill_mask_view(explorer, text: str, top_k: int, alternatives: Sequence[str] = ()):
+def fill_mask_view(explorer, text: str, top_k: int, alternatives: Sequence[str] = (), tr: Translator = english):
     """(message, table with one row per mask and rank, bar chart or None). `explorer` needs has_mlm_head, name and
-    fill_mask(text, top_k=k, max_masks=m) -> one list of (token, probability) per [MASK], in order."""
+    fill_mask(text, top_k=k, max_masks=m) -> one list of (token, probability) per [MASK], in order. The table's
+    first column numbers the masks (`lens_range` reads it)."""
     text = normalize_mask(text)
-    empty = pd.DataFrame(columns=["mask", "rank", "token", "probability"])
+    names = columns(tr, "mask", "rank", "token", "probability")
     if not explorer.has_mlm_head:
-        return mlm_status(explorer, alternatives), empty, None
+        return mlm_status(explorer, alternatives, tr), pd.DataFrame(columns=names), None
     predictions = explorer.fill_mask(text, top_k=top_k, max_masks=MAX_MASKS)
     rows = [(m + 1, r + 1, str(token), significant(p)) for m, best in enumerate(predictions)
             for r, (token, p) in enumerate(best)]
-    table = pd.DataFrame(rows, columns=["mask", "rank", "token", "probability"])
-    where = "the [MASK]" if len(predictions) == 1 else f"each of the {len(predictions)} masks"
-    return (f"Top {top_k} predictions for {where}, by {plain(explorer.name)}.",
-            table, figures.fill_mask_figure(predictions))
+    table = pd.DataFrame(rows, columns=names)
+    message = (tr("Top {k} predictions for the [MASK], by {name}.", k=top_k, name=plain(explorer.name))
+               if len(predictions) == 1 else
+               tr("Top {k} predictions for each of the {masks} masks, by {name}.", k=top_k, masks=len(predictions),
+                  name=plain(explorer.name)))
+    return message, table, figures.fill_mask_figure(predictions, tr=tr)
 
 
-def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3, alternatives: Sequence[str] = ()):
+def logit_lens_view(explorer, text: str, mask_number: int, top_k: int = 3, alternatives: Sequence[str] = (),
+                    tr: Translator = english):
     """(message, one row per layer, figure or None): the MLM head read out of every layer at one [MASK]."""
-    empty = pd.DataFrame(columns=["layer", "top predictions", "P(final answer)"])
+    empty = pd.DataFrame(columns=columns(tr, "layer", "top predictions", "P(final answer)"))
     if not explorer.has_mlm_head:
-        return mlm_status(explorer, alternatives), empty, None
+        return mlm_status(explorer, alternatives, tr), empty, None
     lens = explorer.logit_lens(text, top_k=top_k, mask_index=mask_number - 1)
-    names = ["embeddings"] + [f"layer {i}" for i in range(1, len(lens.layers))]
+    names = [tr("embeddings")] + [tr("layer {n}", n=i) for i in range(1, len(lens.layers))]
     table = pd.DataFrame(
         [(name, "  ·  ".join(f"{t} {percent(p)}" for t, p in best), percent(p_final))
          for name, best, p_final in zip(names, lens.layers, lens.final_token_probability)],
         columns=empty.columns)
-    label = f"mask {mask_number} (token {lens.position})"
-    figure = figures.logit_lens_figure(lens.layers, lens.final_token, lens.final_token_probability, label)
-    return (f"Logit lens at {label}: the masked-LM head applied to each layer's output. The final answer is "
-            f"**{plain(lens.final_token)}**; the last column shows how sure each layer already is of it.",
+    label = tr("mask {n} (token {position})", n=mask_number, position=lens.position)
+    figure = figures.logit_lens_figure(lens.layers, lens.final_token, lens.final_token_probability, label, tr=tr)
+    return (tr("Logit lens at {where}: the masked-LM head applied to each layer's output. The final answer is "
+               "**{token}**; the last column shows how sure each layer already is of it.", where=label,
+               token=plain(lens.final_token)),
             table, figure)
 
 
-def masked_token_view(explorer, run: Run, index: int | None, top_k: int, alternatives: Sequence[str] = ()):
+def masked_token_view(explorer, run: Run, index: int | None, top_k: int, alternatives: Sequence[str] = (),
+                      tr: Translator = english):
     """(message, predictions table, figure or None) after masking token `index` of the analyzed input; an empty
     result while no token is chosen."""
-    empty = pd.DataFrame(columns=["rank", "token", "probability"])
+    empty = pd.DataFrame(columns=columns(tr, "rank", "token", "probability"))
     if not explorer.has_mlm_head:
-        return mlm_status(explorer, alternatives), empty, None
+        return mlm_status(explorer, alternatives, tr), empty, None
     if index is None:
         return "", empty, None
     result = explorer.mask_token(run.encoding, index, top_k=top_k)  # the Run's tokens, not tokenized again
     table = pd.DataFrame([(r + 1, t, significant(p)) for r, (t, p) in enumerate(result.predictions)],
                          columns=empty.columns)
     figure = figures.masked_token_figure(result.original, result.predictions, result.original_probability,
-                                         result.original_rank)
-    return (f"Token {index}, **{plain(result.original)}**, replaced by [MASK]: the model gives the original token "
-            f"**{percent(result.original_probability)}** (rank {result.original_rank:,} of "
-            f"{explorer.config.vocab_size:,}).", table, figure)
+                                         result.original_rank, tr=tr)
+    return (tr("Token {n}, **{token}**, replaced by [MASK]: the model gives the original token **{share}** (rank "
+               "{rank} of {vocabulary}).", n=index, token=plain(result.original),
+               share=percent(result.original_probability), rank=f"{result.original_rank:,}",
+               vocabulary=f"{explorer.config.vocab_size:,}"), table, figure)
 
 
-def corruption_view(explorer, run: Run, seed: int):
+def corruption_view(explorer, run: Run, seed: int, tr: Translator = english):
     """(message, one row per token, figure): the analyzed input as one pretraining example (80/10/10 rule)."""
     ex = explorer.corrupt_example(run.encoding, seed=seed)
     chosen = set(ex.chosen)
     to_predict = [t if i in chosen else "" for i, t in enumerate(ex.tokens)]
-    table = pd.DataFrame({"position": range(len(ex.tokens)), "token": ex.tokens, "the model reads": ex.input_tokens,
-                          "change": ex.kinds, "to predict": to_predict})
+    changes = [tr(kind) if kind else "" for kind in ex.kinds]  # "mask", "random", "kept": words, not tokens
+    table = pd.DataFrame(dict(zip(columns(tr, "position", "token", "the model reads", "change", "to predict"),
+                                  (range(len(ex.tokens)), ex.tokens, ex.input_tokens, changes, to_predict))))
     counts = {kind: ex.kinds.count(kind) for kind in ("mask", "random", "kept")}
     # 14 tokens a line: the figure's fixed width then fits the page's main column
-    figure = figures.corruption_figure(ex.tokens, ex.input_tokens, to_predict, ex.kinds, per_line=14)
-    return (f"Sample {seed}: {len(chosen)} of {len(ex.tokens)} tokens chosen (about 15% of the word pieces, never "
-            f"[CLS]/[SEP]): {counts['mask']} became [MASK], {counts['random']} a random token, {counts['kept']} "
-            "stayed as they were. The model must predict the original token at every chosen position.",
+    figure = figures.corruption_figure(ex.tokens, ex.input_tokens, to_predict, ex.kinds, per_line=14, tr=tr)
+    return (tr("Sample {seed}: {chosen} of {n} tokens chosen (about 15% of the word pieces, never [CLS]/[SEP]): "
+               "{masked} became [MASK], {random} a random token, {kept} stayed as they were. The model must predict "
+               "the original token at every chosen position.", seed=seed, chosen=len(chosen), n=len(ex.tokens),
+               masked=counts["mask"], random=counts["random"], kept=counts["kept"]),
             table, figure)
 
 
-def replaced_view(explorer, run: Run) -> tuple[str, pd.DataFrame]:
+def replaced_view(explorer, run: Run, tr: Translator = english) -> tuple[str, pd.DataFrame]:
     """ELECTRA's "replaced?" view: (message, one row per token with the discriminator's P(replaced))."""
-    empty = pd.DataFrame(columns=["position", "token", "P(replaced)"])
+    names = columns(tr, "position", "token", "P(replaced)")
     if not getattr(explorer, "has_replaced_head", False):
-        return "", empty
+        return "", pd.DataFrame(columns=names)
     probabilities = explorer.replaced(run.encoding.text, run.encoding.text_pair)
     rows = [(i, token, significant(p)) for i, (token, p) in enumerate(probabilities)]
     flagged = [f"**{plain(token)}** ({percent(p)})" for token, p in probabilities if p >= 0.5]
-    summary = ("It flags " + ", ".join(flagged) + " as replaced." if flagged
-               else "It flags no token as replaced (every probability is below 50%).")
-    return (f"**Replaced?** {plain(explorer.name)}'s discriminator gives every token the probability that it is not "
-            f"the original word but one a generator put there. {summary} Type a sentence with a wrong word to watch "
-            "it light up.", pd.DataFrame(rows, columns=["position", "token", "P(replaced)"]))
+    summary = (tr("It flags {tokens} as replaced.", tokens=", ".join(flagged)) if flagged
+               else tr("It flags no token as replaced (every probability is below 50%)."))
+    return (tr("**Replaced?** {name}'s discriminator gives every token the probability that it is not the original "
+               "word but one a generator put there. {summary} Type a sentence with a wrong word to watch it light "
+               "up.", name=plain(explorer.name), summary=summary), pd.DataFrame(rows, columns=names))
 
 
 # --- the tab -------------------------------------------------------------------------------------------------------
@@ -218,18 +234,18 @@ class MaskedLMTab:
 
     # --- handlers ------------------------------------------------------------------------------------------------
     @user_errors
-    def _fill_mask(self, model, text, top_k):
+    def _fill_mask(self, model, text, top_k, tr: Translator = english):
         if isinstance(text, str) and not text.strip():  # the explorer's words would name sentence A
-            raise ValueError("The masked text is empty: type a sentence with [MASK] where the model should guess a "
-                             "word.")
+            raise ValueError(tr("The masked text is empty: type a sentence with [MASK] where the model should guess "
+                                "a word."))
         return fill_mask_view(self.page.models.get(model), text_value(text, "The masked text"), top_k_value(top_k),
-                              self.alternatives)
+                              self.alternatives, tr)
 
     def fill_mask(self, model, text, top_k, request: gr.Request = None):
         """(message, table, figure, the text predicted). A refusal is an error without a toast (API clients read it
         as before); the page says it in one sentence where the message is (`refused`), over the last good result."""
         try:
-            return (*self._fill_mask(model, text, top_k), text)
+            return (*self._fill_mask(model, text, top_k, tr_of(request)), text)
         except gr.Error as err:
             raise self._refuse(request, err.message) from None
 
@@ -243,39 +259,41 @@ class MaskedLMTab:
 
     def refused(self, last, request: gr.Request = None) -> str:
         """After a refused prediction: why, and the text the dimmed result below still belongs to."""
-        why = self._refusals.pop(getattr(request, "session_hash", None), "The text was not predicted.")
+        why = self._refusals.pop(getattr(request, "session_hash", None), None) or tr_of(request)(
+            "The text was not predicted.")
         return stale_notice(why, last if isinstance(last, str) else None,
-                            "The predictions below are still those of the last text predicted")
+                            tr_of(request)("The predictions below are still those of the last text predicted"))
 
     def refused_lens(self, request: gr.Request = None) -> str:
-        why = self._refusals.pop(getattr(request, "session_hash", None), "The logit lens was not computed.")
+        why = self._refusals.pop(getattr(request, "session_hash", None), None) or tr_of(request)(
+            "The logit lens was not computed.")
         return stale_notice(why, None, "")
 
     def lens_of_box(self, model, text, mask_number, request: gr.Request = None):
         """The slider's logit lens: refused as a prediction is (one sentence in place, no toast)."""
         try:
-            return self.logit_lens(model, text, mask_number)
+            return self.logit_lens(model, text, mask_number, request)
         except gr.Error as err:
             raise self._refuse(request, err.message) from None
 
     @user_errors
-    def from_analysis(self, session, top_k, predicted):
+    def from_analysis(self, session, top_k, predicted, request: gr.Request = None):
         """When the analyzed input has a [MASK]: that sentence in the fill box, its predictions and the logit lens at
         its first mask (what `mask_start_outputs` shows); otherwise the tab stays as it was."""
         explorer, run = self.page.models.run_of(session)
         text = masked_sentence(explorer, run)
         if text is None:
             return (gr.skip(),) * len(self.mask_start_outputs)
-        k = top_k_value(top_k)
+        k, tr = top_k_value(top_k), tr_of(request)
         try:
-            message, table, bars = fill_mask_view(explorer, text, k, self.alternatives)
+            message, table, bars = fill_mask_view(explorer, text, k, self.alternatives, tr)
         except ValueError as err:  # more masks than the tab reads: said in place, the last result dimmed
             why = str(err)
             return (text, stale_notice(why[:1].upper() + why[1:], predicted,
-                                       "The predictions below are still those of the last text predicted"),
+                                       tr("The predictions below are still those of the last text predicted")),
                     *(gr.skip(),) * (len(self.mask_start_outputs) - 2))
-        count = len(table["mask"].unique()) if len(table) else 1
-        lens = logit_lens_view(explorer, text, 1, alternatives=self.alternatives)
+        count = len(table.iloc[:, 0].unique()) if len(table) else 1  # the masks' numbers
+        lens = logit_lens_view(explorer, text, 1, alternatives=self.alternatives, tr=tr)
         return (text, message, table, bars, text,
                 gr.update(maximum=max(count, 2), value=1, visible=count > 1), *lens)
 
@@ -288,33 +306,34 @@ class MaskedLMTab:
         return gr.update(maximum=max(count, 2), value=value, visible=count > 1)
 
     @user_errors
-    def logit_lens(self, model, text, mask_number):
+    def logit_lens(self, model, text, mask_number, request: gr.Request = None):
         return logit_lens_view(self.page.models.get(model), text_value(text, "The masked text"),
                                index_value(mask_number if mask_number is not None else 1, MAX_MASKS + 1, "Mask"),
-                               alternatives=self.alternatives)
+                               alternatives=self.alternatives, tr=tr_of(request))
 
     @user_errors
-    def mask_token(self, session, token, top_k):
+    def mask_token(self, session, token, top_k, request: gr.Request = None):
         explorer, run = self.page.models.run_of(session)
         index = None if token is None or token == "" else index_value(token, len(run), "Token")
-        return masked_token_view(explorer, run, index, top_k_value(top_k), self.alternatives)
+        return masked_token_view(explorer, run, index, top_k_value(top_k), self.alternatives, tr_of(request))
 
     @user_errors
-    def corrupt(self, session, seed):
+    def corrupt(self, session, seed, request: gr.Request = None):
         explorer, run = self.page.models.run_of(session)
-        return corruption_view(explorer, run, index_value(seed if seed is not None else 0, 2**31, "Sample"))
+        return corruption_view(explorer, run, index_value(seed if seed is not None else 0, 2**31, "Sample"),
+                               tr_of(request))
 
     @user_errors
-    def replaced(self, session):
+    def replaced(self, session, request: gr.Request = None):
         explorer, run = self.page.models.run_of(session)
-        return (gr.update(visible=explorer.has_replaced_head), *replaced_view(explorer, run))
+        return (gr.update(visible=explorer.has_replaced_head), *replaced_view(explorer, run, tr_of(request)))
 
     @user_errors
-    def new_analysis(self, session):
+    def new_analysis(self, session, request: gr.Request = None):
         """This model's explainer and views, and the new input's tokens to choose from."""
         explorer, run = self.page.models.run_of(session)
         choices = [(f"{i}: {t}", i) for i, t in enumerate(run.labels)]
-        return (mlm_status(explorer, self.alternatives), gr.update(visible=explorer.has_mlm_head),
+        return (mlm_status(explorer, self.alternatives, tr_of(request)), gr.update(visible=explorer.has_mlm_head),
                 gr.update(choices=choices, value=None))
 
     # --- events --------------------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ import pandas as pd
 from ... import files
 from ...explorer import Explorer
 from ...finetuning import ClassPrediction, TagPrediction
+from ...i18n import Translator, english
 from ...run import Run
-from ..common import api, percent, plain, refuse, user_errors
+from ..common import api, percent, plain, refuse, tr_of, user_errors
 from .base import Gate, TabPage
 
 NO_TASK = ("**{name} is not fine-tuned for a task**, so this tab has nothing to show for it: the tab shows what a "
@@ -33,13 +34,13 @@ MAIN_VIEWS = "attention-host"
 TOKENS_TEMPLATE = ("{{#if value.tokens}}<div class='bv-task-tokens' style='font-size:1.25em;line-height:1.9'>"
                    "{{#each value.tokens}}<span style='background:{{this.color}};padding:1px 3px;border-radius:3px' "
                    "title='{{this.score}}'>{{this.token}}</span> {{/each}}</div>"
-                   "<p class='bv-task-legend'><span style='background:rgba(26,152,80,.6)'>green</span> raises "
-                   "{{value.what}}, <span style='background:rgba(215,48,39,.6)'>red</span> lowers it; the deeper, "
-                   "the more.</p>{{/if}}")
+                   "<p class='bv-task-legend'><span style='background:rgba(26,152,80,.6)'>{{value.green}}</span> "
+                   "{{value.raises}}, <span style='background:rgba(215,48,39,.6)'>{{value.red}}</span> "
+                   "{{value.lowers}}</p>{{/if}}")
 HEADS_TEMPLATE = ("{{#if value.heads}}<p>{{value.intro}}</p><ol class='bv-task-heads'>{{#each value.heads}}<li>"
                   "<button class='bv-open-head' data-layer='{{this.layer}}' data-head='{{this.head}}' "
                   "style='font:inherit;padding:1px 10px;margin:2px 0;border:1px solid #b5b5bd;border-radius:6px;"
-                  "background:#f4f4f5;cursor:pointer'>layer {{this.layer}}, head {{this.head}}</button> "
+                  "background:#f4f4f5;cursor:pointer'>{{this.name}}</button> "
                   "{{this.words}}</li>{{/each}}</ol>{{/if}}")
 OPEN_HEAD_JS = f"""
 element.addEventListener("click", (event) => {{
@@ -51,77 +52,81 @@ element.addEventListener("click", (event) => {{
 
 
 def task_view(explorer: Explorer, run: Run, alternatives: tuple[str, ...] = (),
-              can_train: bool = False) -> tuple[str, dict | None]:
+              can_train: bool = False, tr: Translator = english) -> tuple[str, dict | None]:
     """(Markdown, {label: probability} for gr.Label or None) for the analyzed input. A model without a fine-tuned head
     gets what to do instead: pick one of `alternatives` (the app's fine-tuned models), fine-tune one in the Fine-tune
     tab (`can_train`: the page may train), or start the app with one."""
     if explorer.task is None:
-        todo = [f"pick **{plain(alternatives[0])}** in the model list"] if alternatives else []
+        todo = ([tr("pick **{name}** in the model list", name=plain(alternatives[0]))] if alternatives else [])
         if can_train:
-            todo.append("fine-tune one in the **Fine-tune** tab (a few minutes; it then joins the model list)")
+            todo.append(tr("fine-tune one in the **Fine-tune** tab (a few minutes; it then joins the model list)"))
         else:
-            todo.append("start the app with `--model` naming a folder made by `bertviz-app finetune` (its `--help` "
-                        "says how)")
-        return NO_TASK.format(name=plain(explorer.name), todo=" or ".join(todo)), None
+            todo.append(tr("start the app with `--model` naming a folder made by `bertviz-app finetune` (its `--help` "
+                           "says how)"))
+        return tr(NO_TASK, name=plain(explorer.name), todo=tr(" or ").join(todo)), None
     if explorer.finetuned_task.reads_pair and not run.encoding.is_pair:
-        return ("**A question and a passage are needed:** type the question as sentence A and the passage to search "
-                "as sentence B, then press Analyze."), None
+        return tr("**A question and a passage are needed:** type the question as sentence A and the passage to search "
+                  "as sentence B, then press Analyze."), None
     result = explorer.predict(run.encoding.text, run.encoding.text_pair)
     if isinstance(result, ClassPrediction):
-        return (f"**{plain(result.label)}** ({result.probability:.1%}) according to {plain(explorer.name)}.",
-                result.probabilities)
+        return (tr("**{label}** ({share}) according to {name}.", label=plain(result.label),
+                   share=f"{result.probability:.1%}", name=plain(explorer.name)), result.probabilities)
     if isinstance(result, TagPrediction):
         rows = "\n".join(f"| {plain(w.word)} | {plain(w.tag)} | {w.probability:.1%} |" for w in result.words)
-        return f"A tag for every word, by {plain(explorer.name)}:\n\n| word | tag | probability |\n|---|---|---|\n{rows}", None
+        return (tr("A tag for every word, by {name}:", name=plain(explorer.name))
+                + f"\n\n| {tr('word')} | {tr('tag')} | {tr('probability')} |\n|---|---|---|\n{rows}"), None
     if not result.answer:  # an AnswerPrediction
-        return "**No answer found** in the passage.", None
+        return tr("**No answer found** in the passage."), None
     context = run.encoding.text_pair
     marked = (plain(context[:result.start]) + "**" + plain(result.answer) + "**" + plain(context[result.end:]))
-    return (f"**Answer: {plain(result.answer)}** (first token {result.start_probability:.1%}, last token "
-            f"{result.end_probability:.1%})\n\n> {marked}"), None
+    return (tr("**Answer: {answer}** (first token {first}, last token {last})", answer=plain(result.answer),
+               first=f"{result.start_probability:.1%}", last=f"{result.end_probability:.1%}")
+            + f"\n\n> {marked}"), None
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Why: integrated gradients and the heads it needs
 # ------------------------------------------------------------------------------------------------------------------
-def word_choices(explorer: Explorer, run: Run) -> list[tuple[str, int]]:
+def word_choices(explorer: Explorer, run: Run, tr: Translator = english) -> list[tuple[str, int]]:
     """A tagger's words as (label, token position) choices: each word's first piece."""
     if explorer.task is None or not explorer.finetuned_task.per_word:
         return []
     words = run.encoding.word_ids
-    return [(f"{run.labels[i]} (token {i})", i) for i, s in enumerate(run.encoding.sequence_ids)
+    return [(tr("{token} (token {n})", token=run.labels[i], n=i), i) for i, s in enumerate(run.encoding.sequence_ids)
             if s is not None and (i == 0 or words[i] != words[i - 1])]
 
 
 def explain_view(explorer: Explorer, run: Run, label: str | None = None, position: int | None = None,
-                 steps: int = STEPS) -> tuple[str, dict, dict]:
+                 steps: int = STEPS, tr: Translator = english) -> tuple[str, dict, dict]:
     """(Markdown, the tokens' attribution for TOKENS_TEMPLATE, the ranked heads for HEADS_TEMPLATE) of the analyzed
     input toward `label` (default: the predicted one)."""
     if explorer.task is None:
-        raise refuse(f"{explorer.name} has no fine-tuned head to explain; pick a fine-tuned model.")
+        raise refuse(tr("{name} has no fine-tuned head to explain; pick a fine-tuned model.", name=explorer.name))
     target = explorer.task_target(run.encoding, label=label or None, position=position)
     ig = explorer.attribute(run.encoding, target=target, steps=steps)
     ranking = explorer.rank_heads(run.encoding, target=target)
-    what = _probability_name(target)
+    what = _probability_name(target, tr)
     order = [i for i in sorted(range(len(ig.tokens)), key=lambda i: -abs(ig.scores[i])) if not ig.fixed[i]][:3]
     named = ", ".join(f"{plain(ig.tokens[i])} ({ig.scores[i]:+.3f})" for i in order)
-    message = (f"**Integrated gradients toward {plain(what)}** ({percent(target.probability(ig.f_input))} for this "
-               f"input, {percent(target.probability(ig.f_baseline))} for a blank one, every word replaced by "
-               f"[{ig.baseline.upper()}]): the change of log {plain(what)}, {ig.f_input - ig.f_baseline:+.3f}, shared "
-               f"out over the tokens in {ig.steps} steps; the shares add up to it within {ig.relative_delta:.1e} of "
-               f"it (completeness). Largest: {named or 'none'}.")
-    return message, tokens_value(ig.tokens, ig.scores, ig.fixed, what), heads_value(ranking, what)
+    message = tr("**Integrated gradients toward {what}** ({share} for this input, {blank} for a blank one, every word "
+                 "replaced by {baseline}): the change of log {what}, {change}, shared out over the tokens in {steps} "
+                 "steps; the shares add up to it within {delta} of it (completeness). Largest: {largest}.",
+                 what=plain(what), share=percent(target.probability(ig.f_input)),
+                 blank=percent(target.probability(ig.f_baseline)), baseline=f"[{ig.baseline.upper()}]",
+                 change=f"{ig.f_input - ig.f_baseline:+.3f}", steps=ig.steps, delta=f"{ig.relative_delta:.1e}",
+                 largest=named or tr("none"))
+    return message, tokens_value(ig.tokens, ig.scores, ig.fixed, what, tr), heads_value(ranking, what, tr=tr)
 
 
-def _probability_name(target) -> str:
+def _probability_name(target, tr: Translator = english) -> str:
     if target.kind == "answer":
-        return f"P(answer = tokens {target.position} to {target.end})"
+        return tr("P(answer = tokens {first} to {last})", first=target.position, last=target.end)
     if target.kind == "tag":
-        return f"P({target.token} at token {target.position})"
+        return tr("P({tag} at token {n})", tag=target.token, n=target.position)
     return f"P({target.token})"
 
 
-def tokens_value(tokens: list[str], scores, fixed, what: str) -> dict:
+def tokens_value(tokens: list[str], scores, fixed, what: str, tr: Translator = english) -> dict:
     """Each token with a color by the sign of its score (green raises, red lowers), its depth by |score| against
     the largest; [CLS] and [SEP], kept in the baseline, uncolored."""
     top = max((abs(float(s)) for s, f in zip(scores, fixed) if not f), default=0.0) or 1.0
@@ -130,10 +135,11 @@ def tokens_value(tokens: list[str], scores, fixed, what: str) -> dict:
         depth = 0.0 if kept else 0.75 * abs(float(score)) / top
         rgb = "26,152,80" if score >= 0 else "215,48,39"
         out.append({"token": token, "score": f"{float(score):+.4f}", "color": f"rgba({rgb},{depth:.2f})"})
-    return {"tokens": out, "what": what}
+    return {"tokens": out, "what": what, "green": tr("green"), "raises": tr("raises {what},", what=what),
+            "red": tr("red"), "lowers": tr("lowers it; the deeper, the more.")}
 
 
-def heads_value(ranking, what: str, top: int = TOP_HEADS) -> dict:
+def heads_value(ranking, what: str, top: int = TOP_HEADS, tr: Translator = english) -> dict:
     """The `top` heads whose silencing moves the target's probability most (not its log: from 50% to 90% moves it
     more than to 20%), in words that follow the sign."""
     before = ranking.target.probability(ranking.f_input)
@@ -142,14 +148,19 @@ def heads_value(ranking, what: str, top: int = TOP_HEADS) -> dict:
     heads = []
     for row in frame.sort_values("moved", ascending=False, kind="mergesort").head(top).itertuples():
         after = float(row.probability_after)
-        verb = "raises" if row.effect > 0 else "lowers" if row.effect < 0 else "leaves"
-        moved = f"{verb} {what} from {percent(before)} to {percent(after)}" if verb != "leaves" else \
-            f"leaves {what} at {percent(before)}"
-        heads.append({"layer": int(row.layer), "head": int(row.head),
-                      "words": f"silencing it {moved} ({(after - before) * 100:+.2f} points)"})
-    intro = (f"Each head silenced alone, the {len(heads)} that move {what} most: a head whose silencing lowers it "
-             "supports it, one whose silencing raises it works against it. Click one to open it in the attention "
-             "views above.")
+        values = dict(what=what, before=percent(before), after=percent(after),
+                      points=f"{(after - before) * 100:+.2f}")
+        words = (tr("silencing it raises {what} from {before} to {after} ({points} points)", **values)
+                 if row.effect > 0 else
+                 tr("silencing it lowers {what} from {before} to {after} ({points} points)", **values)
+                 if row.effect < 0 else
+                 tr("silencing it leaves {what} at {before} ({points} points)", what=what, before=percent(before),
+                    points=values["points"]))
+        heads.append({"layer": int(row.layer), "head": int(row.head), "words": words,
+                      "name": tr("layer {n}, head {head}", n=int(row.layer), head=int(row.head))})
+    intro = tr("Each head silenced alone, the {n} that move {what} most: a head whose silencing lowers it supports it, "
+               "one whose silencing raises it works against it. Click one to open it in the attention views above.",
+               n=len(heads), what=what)
     return {"heads": heads, "intro": intro}
 
 
@@ -262,13 +273,13 @@ def score_note(explorer: Explorer, others: dict[str, Explorer]) -> str:
     return lines[0] + "".join(f"\n- {line}" for line in lines[1:]) + "\n\n"
 
 
-def heldout_note(explorer: Explorer, shown: int) -> str:
+def heldout_note(explorer: Explorer, shown: int, tr: Translator = english) -> str:
     if explorer.task is None:
         return ""
     if not shown:
-        return f"{plain(explorer.name)}'s folder has no held-out predictions (heldout_predictions.jsonl)."
-    return (f"**The held-out set** ({shown} examples the model never trained on), the most wrong first: click a row "
-            "to analyze it; sort by any column from the ⋮ beside its name.")
+        return tr("{name}'s folder has no held-out predictions (heldout_predictions.jsonl).", name=plain(explorer.name))
+    return tr("**The held-out set** ({n} examples the model never trained on), the most wrong first: click a row to "
+              "analyze it; sort by any column from the ⋮ beside its name.", n=shown)
 
 
 def picked_example(row, columns) -> tuple[str, str]:
@@ -310,37 +321,40 @@ class TaskTab:
         self.heldout_of = gr.State(None)  # the model whose held-out table the page shows
 
     @user_errors
-    def show(self, session, heldout_of):
+    def show(self, session, heldout_of, request: gr.Request = None):
         explorer, run = self.page.models.run_of(session)
+        tr = tr_of(request)
         alternatives = tuple(name for name, e in self.page.models.explorers.items() if e.task is not None)
-        message, bars = task_view(explorer, run, alternatives, self.page.training.enabled)
+        message, bars = task_view(explorer, run, alternatives, self.page.training.enabled, tr)
         labels = explorer.labels if explorer.task is not None and explorer.finetuned_task.labelled else []
         predicted = max(bars, key=bars.get) if bars else (labels[0] if labels else None)
-        words = word_choices(explorer, run)
+        words = word_choices(explorer, run, tr)
         table = info = gr.update()
         if heldout_of != session["model"]:
             try:
                 frame = heldout_frame(explorer)
-                info = score_note(explorer, self.page.models.explorers) + heldout_note(explorer, len(frame))
+                info = score_note(explorer, self.page.models.explorers) + heldout_note(explorer, len(frame), tr)
             except ValueError as err:  # a damaged file: the rest of the tab still answers
                 frame = heldout_frame(None)
-                info = f"{plain(explorer.name)}'s held-out predictions could not be read: {plain(str(err))}"
+                info = tr("{name}'s held-out predictions could not be read: {why}", name=plain(explorer.name),
+                          why=plain(str(err)))
             table = heldout_table(frame)
-        hint = EXPLAIN_HINT if explorer.task is not None else ""
+        hint = tr(EXPLAIN_HINT) if explorer.task is not None else ""
         return (message, gr.update(visible=explorer.task is not None), bars,
                 gr.update(choices=labels, value=predicted if not words else None),
                 gr.update(choices=words, value=words[0][1] if words else None, visible=bool(words)), hint, {}, {},
                 table, info, session["model"])
 
     @user_errors
-    def explain(self, session, label, word):
+    def explain(self, session, label, word, request: gr.Request = None):
         explorer, run = self.page.models.run_of(session)
+        tr = tr_of(request)
         if label is not None and not isinstance(label, str):
-            raise refuse("Choose a label from the list.")
+            raise refuse(tr("Choose a label from the list."))
         position = word if isinstance(word, int) and not isinstance(word, bool) else None
         if explorer.task is not None and explorer.finetuned_task.per_word and position is None:
-            raise refuse("Choose the word whose tag to explain.")
-        return explain_view(explorer, run, label, position)
+            raise refuse(tr("Choose the word whose tag to explain."))
+        return explain_view(explorer, run, label, position, tr=tr)
 
     def wire(self) -> None:
         self.explain_button.click(self.explain, [self.page.session, self.explain_label, self.word],
@@ -354,12 +368,12 @@ class TaskTab:
         compare = page.tabs["compare-tab"]
 
         @user_errors
-        def before(session):
+        def before(session, request: gr.Request = None):
             explorer, _ = page.models.run_of(session)
             name, why = base_name(explorer, page.models.explorers)
             if name is None:
                 raise refuse(why.replace("**", ""))
-            return (*compare.against(session, name), gr.Tabs(selected=compare.id))
+            return (*compare.against(session, name, request), gr.Tabs(selected=compare.id))
 
         self.compare_button.click(before, [page.session], [*compare.against_outputs, page.tab_set],
                                   **page.api("task_compare"))

@@ -22,12 +22,14 @@ const draw = () => {
   if (!host) return;
   const rows = Array.isArray(value.data) ? value.data : [];
   if (!rows.length || !Array.isArray(value.headers)) { host.replaceChildren(); return; }
+  // the page's language (views/js/i18n.mjs); the cells are the model's and stay as they are
+  const tr = window.BertvizViews?.i18n?.t ?? ((english) => english);
   const caption = document.createElement("p");
   caption.className = "bv-table-caption";
-  caption.textContent = "What BERT reads: tokens with their segment and position";
+  caption.textContent = tr("What BERT reads: tokens with their segment and position");
   const table = document.createElement("table");
   const head = table.createTHead().insertRow();
-  for (const name of value.headers) head.appendChild(document.createElement("th")).textContent = String(name);
+  for (const name of value.headers) head.appendChild(document.createElement("th")).textContent = tr(String(name));
   const body = table.createTBody();
   for (const row of rows) {
     const line = body.insertRow();

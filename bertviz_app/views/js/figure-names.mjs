@@ -1,5 +1,7 @@
 // The app's plotly figures, named for screen readers: a figure's SVG is a picture (role img) whose name is its
-// title and its axes' titles, read from the figure's own layout (figures/ builds the titles from the numbers).
+// title and its axes' titles, read from the figure's own layout (figures/ builds the titles from the numbers, in the
+// page's language), the words around them in the page's language too.
+import { t } from "./i18n.mjs";
 
 /** "Title; x axis: ...; y axis: ..." from a plotly layout (title and axis titles as strings or { text }). */
 export function figureName(layout) {
@@ -7,7 +9,7 @@ export function figureName(layout) {
   const parts = [text(layout?.title)];
   for (const [key, axis] of Object.entries(layout || {})) {
     const m = /^([xy])axis\d*$/.exec(key);
-    if (m && text(axis?.title)) parts.push(`${m[1]} axis: ${text(axis.title)}`);
+    if (m && text(axis?.title)) parts.push(t("{axis} axis: {title}", { axis: m[1], title: text(axis.title) }));
   }
   return parts.filter(Boolean).join("; ");
 }

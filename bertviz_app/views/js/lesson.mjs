@@ -15,7 +15,7 @@
 import { layerMatrix } from "./data.mjs";
 import { LINK_KEYS, MAX_LINK_CHARS, readLink } from "./permalink.mjs";
 import { VIEWS, viewForTab } from "./registry.mjs";
-import { translated } from "./i18n.mjs";
+import { t, translated } from "./i18n.mjs";
 
 export const MAX_STEPS = 200;
 export const MAX_CAPTION = 2000;
@@ -41,42 +41,47 @@ export function nameFromFile(fileName) {
 
 /** Why step `n` (1-based) cannot be played, in one sentence, or null when it can. */
 function stepProblem(step, n) {
-  if (!step || typeof step !== "object" || Array.isArray(step)) return `Step ${n} is not an object of a, b, layer, `
-    + "head, token, tab and caption.";
-  if (typeof step.a !== "string" || !step.a.trim()) return `Step ${n} has no sentence A ("a").`;
+  // in the page's language (t): a teacher reads why a file will not play; the names of its fields stay as written
+  if (!step || typeof step !== "object" || Array.isArray(step)) return t("Step {n} is not an object of a, b, layer, "
+    + "head, token, tab and caption.", { n });
+  if (typeof step.a !== "string" || !step.a.trim()) return t("Step {n} has no sentence A (\"a\").", { n });
   for (const box of ["a", "b"]) {
     if (step[box] === undefined || step[box] === null) continue;
-    if (typeof step[box] !== "string") return `Step ${n}'s sentence ${box.toUpperCase()} is not text.`;
-    if ([...step[box]].length > MAX_LINK_CHARS) return `Step ${n}'s sentence ${box.toUpperCase()} is longer than `
-      + `${MAX_LINK_CHARS.toLocaleString("en")} characters, the most a box takes.`;
+    const which = box.toUpperCase();
+    if (typeof step[box] !== "string") return t("Step {n}'s sentence {which} is not text.", { n, which });
+    if ([...step[box]].length > MAX_LINK_CHARS) return t("Step {n}'s sentence {which} is longer than {most} "
+      + "characters, the most a box takes.", { n, which, most: MAX_LINK_CHARS.toLocaleString("en") });
   }
-  if (step.tab !== undefined && !viewForTab(step.tab)) return `Step ${n} names the view "${String(step.tab)}", which `
-    + `these views do not have (${VIEWS.map((v) => v.url).join(", ")}).`;
+  if (step.tab !== undefined && !viewForTab(step.tab)) return t("Step {n} names the view \"{view}\", which these "
+    + "views do not have ({views}).", { n, view: String(step.tab), views: VIEWS.map((v) => v.url).join(", ") });
   for (const key of ["layer", "token"]) {
-    if (step[key] !== undefined && step[key] !== null && !INT(step[key])) return `Step ${n}'s ${key} is not a whole `
-      + "number from 0.";
+    if (step[key] !== undefined && step[key] !== null && !INT(step[key])) return t("Step {n}'s {key} is not a whole "
+      + "number from 0.", { n, key });
   }
-  if (step.head !== undefined && step.head !== "all" && !INT(step.head)) return `Step ${n}'s head is not a whole `
-    + 'number from 0 or "all".';
-  if (step.caption !== undefined && typeof step.caption !== "string") return `Step ${n}'s caption is not text.`;
-  if ((step.caption || "").length > MAX_CAPTION) return `Step ${n}'s caption is longer than ${MAX_CAPTION} `
-    + "characters.";
-  if (step.model !== undefined && step.model !== null && typeof step.model !== "string") return `Step ${n}'s model `
-    + "is not a name.";
-  if (translationsProblem(step.translations, ["caption", "ask"])) return `Step ${n}'s translations `
-    + `${translationsProblem(step.translations, ["caption", "ask"])}.`;
+  if (step.head !== undefined && step.head !== "all" && !INT(step.head)) return t("Step {n}'s head is not a whole "
+    + "number from 0 or \"all\".", { n });
+  if (step.caption !== undefined && typeof step.caption !== "string") return t("Step {n}'s caption is not text.",
+    { n });
+  if ((step.caption || "").length > MAX_CAPTION) return t("Step {n}'s caption is longer than {most} characters.",
+    { n, most: MAX_CAPTION });
+  if (step.model !== undefined && step.model !== null && typeof step.model !== "string") return t("Step {n}'s model "
+    + "is not a name.", { n });
+  const translations = translationsProblem(step.translations, ["caption", "ask"]);
+  if (translations) return t("Step {n}'s translations {problem}.", { n, problem: translations });
   return questionProblem(step, n);
 }
 
 /** Why a lesson's or a step's "translations" ({ "es": { "caption": "..." } }) cannot be read, or null. */
 function translationsProblem(value, fields) {
   if (value === undefined || value === null) return null;
-  if (typeof value !== "object" || Array.isArray(value)) return "are not an object of languages";
+  if (typeof value !== "object" || Array.isArray(value)) return t("are not an object of languages");
   for (const [lang, texts] of Object.entries(value)) {
-    if (!texts || typeof texts !== "object" || Array.isArray(texts)) return `of "${lang.slice(0, 20)}" are not an object`;
+    if (!texts || typeof texts !== "object" || Array.isArray(texts)) return t("of \"{lang}\" are not an object",
+      { lang: lang.slice(0, 20) });
     for (const field of fields) {
       if (texts[field] !== undefined && (typeof texts[field] !== "string" || texts[field].length > MAX_CAPTION)) {
-        return `give a ${field} in "${lang.slice(0, 20)}" that is not text of at most ${MAX_CAPTION} characters`;
+        return t("give a {field} in \"{lang}\" that is not text of at most {most} characters",
+          { field, lang: lang.slice(0, 20), most: MAX_CAPTION });
       }
     }
   }
@@ -87,20 +92,23 @@ function translationsProblem(value, fields) {
 function questionProblem(step, n) {
   const q = step.question;
   if (q === undefined || q === null) return null;
-  if (typeof q !== "object" || Array.isArray(q)) return `Step ${n}'s question is not an object of ask, choices and `
-    + "answer.";
-  if (typeof q.ask !== "string" || !q.ask.trim()) return `Step ${n}'s question has no "ask".`;
-  if (q.ask.length > MAX_ASK) return `Step ${n}'s question is longer than ${MAX_ASK} characters.`;
+  if (typeof q !== "object" || Array.isArray(q)) return t("Step {n}'s question is not an object of ask, choices and "
+    + "answer.", { n });
+  if (typeof q.ask !== "string" || !q.ask.trim()) return t("Step {n}'s question has no \"ask\".", { n });
+  if (q.ask.length > MAX_ASK) return t("Step {n}'s question is longer than {most} characters.", { n, most: MAX_ASK });
   if (!Array.isArray(q.choices) || q.choices.length < 2 || q.choices.length > MAX_CHOICES
-    || !q.choices.every((c) => typeof c === "string" && c.length > 0 && c.length <= MAX_CHOICE)) return `Step ${n}'s `
-    + `question needs 2 to ${MAX_CHOICES} choices, each a token of at most ${MAX_CHOICE} characters.`;
-  if (new Set(q.choices).size !== q.choices.length) return `Step ${n}'s question offers the same choice twice.`;
-  if (q.answer !== undefined && !q.choices.includes(q.answer)) return `Step ${n}'s answer “${String(q.answer)
-    .slice(0, MAX_CHOICE)}” is not one of its choices.`;
-  if ((q.kind ?? "strongest") !== "strongest") return `Step ${n}'s question is of the kind "${String(q.kind)
-    .slice(0, 40)}"; the players know "strongest" (the token the step's token gives the most attention).`;
-  if (!INT(step.layer) || !INT(step.head) || !INT(step.token)) return `Step ${n} asks which token its token looks at `
-    + "most: it needs a layer, a head and a token.";
+    || !q.choices.every((c) => typeof c === "string" && c.length > 0 && c.length <= MAX_CHOICE)) return t("Step {n}'s "
+    + "question needs 2 to {most} choices, each a token of at most {chars} characters.",
+    { n, most: MAX_CHOICES, chars: MAX_CHOICE });
+  if (new Set(q.choices).size !== q.choices.length) return t("Step {n}'s question offers the same choice twice.",
+    { n });
+  if (q.answer !== undefined && !q.choices.includes(q.answer)) return t("Step {n}'s answer “{answer}” is not one of "
+    + "its choices.", { n, answer: String(q.answer).slice(0, MAX_CHOICE) });
+  if ((q.kind ?? "strongest") !== "strongest") return t("Step {n}'s question is of the kind \"{kind}\"; the players "
+    + "know \"strongest\" (the token the step's token gives the most attention).", { n, kind: String(q.kind)
+    .slice(0, 40) });
+  if (!INT(step.layer) || !INT(step.head) || !INT(step.token)) return t("Step {n} asks which token its token looks at "
+    + "most: it needs a layer, a head and a token.", { n });
   return null;
 }
 
@@ -143,14 +151,14 @@ export function parseLesson(input) {
     try {
       value = JSON.parse(input);
     } catch {
-      throw new Error("This lesson file is not JSON: save a lesson from the app's Lesson bar and open that file.");
+      throw new Error(t("This lesson file is not JSON: save a lesson from the app's Lesson bar and open that file."));
     }
   }
   const steps = Array.isArray(value) ? value : value?.steps;
-  if (!Array.isArray(steps)) throw new Error('This file is not a lesson: it has no list of "steps".');
-  if (!steps.length) throw new Error("This lesson has no steps.");
-  if (steps.length > MAX_STEPS) throw new Error(`This lesson has ${steps.length} steps; a lesson holds at most `
-    + `${MAX_STEPS}.`);
+  if (!Array.isArray(steps)) throw new Error(t("This file is not a lesson: it has no list of \"steps\"."));
+  if (!steps.length) throw new Error(t("This lesson has no steps."));
+  if (steps.length > MAX_STEPS) throw new Error(t("This lesson has {n} steps; a lesson holds at most {most}.",
+    { n: steps.length, most: MAX_STEPS }));
   steps.forEach((step, i) => {
     const problem = stepProblem(step, i + 1);
     if (problem) throw new Error(problem);
@@ -184,13 +192,14 @@ export function askFirst(step, typed, n, payload = null) {
   const answer = String(typed.answer ?? "").trim();
   if (!ask && !choices.length && !answer) return step;
   const question = { ask, choices, answer };
-  const problem = (!answer && `Step ${n}'s question needs its answer: one of its choices.`)
+  const problem = (!answer && t("Step {n}'s question needs its answer: one of its choices.", { n }))
     || questionProblem({ ...step, question }, n);
   if (problem) throw new Error(problem);
   if (payload) {
     const { word } = measuredAnswer({ selection: step, question }, payload);
-    if (word !== answer) throw new Error(`Step ${n}'s answer is “${answer}”, but the model's numbers on screen say `
-      + `“${word}” (the token it looks at most in layer ${step.layer}, head ${step.head}).`);
+    if (word !== answer) throw new Error(t("Step {n}'s answer is “{answer}”, but the model's numbers on screen say "
+      + "“{word}” (the token it looks at most in layer {layer}, head {head}).",
+      { n, answer, word, layer: step.layer, head: step.head }));
   }
   return { ...step, question };
 }
