@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from bertviz_app import app, i18n, lessons
+from bertviz_app import i18n, lessons
 
 from pages import TIMEOUT_MS
 from static_pages import Opened, static_host
@@ -51,11 +51,8 @@ LESSON = "05-heads-that-follow-grammar"
 
 
 @pytest.fixture(scope="module")
-def server():
-    demo = app.build_demo(app.load_models(["minilm-l6-mlm-nsp-en"], device="cpu"))
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(serve_app):
+    return serve_app("minilm-l6-mlm-nsp-en").url
 
 
 def _drawn(page) -> None:
@@ -170,13 +167,6 @@ def test_the_spanish_first_screen_still_holds_the_input_and_the_picture(browser,
     assert heights["es"] <= heights["en"] + 1, heights  # the title row stays one line at 1280
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    import bertviz_app
-
-    return bertviz_app.load(device="cpu").export_static(tmp_path_factory.mktemp("static") / "site")
-
-
 def _static_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
     opened = Opened(browser, f"{url}?lang={lang}", url)
     try:
@@ -200,8 +190,8 @@ def _static_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
         opened.close()
 
 
-def test_the_spanish_static_page_shows_no_uncatalogued_interface_string(browser, site):
-    with static_host(site) as url:
+def test_the_spanish_static_page_shows_no_uncatalogued_interface_string(browser, default_site):
+    with static_host(default_site) as url:
         english, en = _static_texts(browser, url, "en")
         spanish, es = _static_texts(browser, url, "es")
     assert es["lang"] == "es" and es["title"].startswith("La atención de BERT, en tu navegador")
