@@ -16,9 +16,10 @@ def _seed():
     torch.manual_seed(0)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hf():
-    """transformers' BertForPreTraining on the default model, float32 and eager attention: the causal tests' oracle."""
+    """transformers' BertForPreTraining on the default model, float32 and eager attention: the causal tests' oracle
+    (read-only: their hooks are removed after each pass)."""
     import transformers
 
     from bertviz_app import catalog

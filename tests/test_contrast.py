@@ -10,7 +10,6 @@ import pytest
 import torch
 from captum.attr import IntegratedGradients
 
-from bertviz_app import load
 
 TEXT = "The keys to the cabinet [MASK] on the table."
 STEPS = 50
@@ -21,8 +20,8 @@ IG_ATOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 @pytest.fixture(scope="module")

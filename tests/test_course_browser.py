@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+import bertviz_app
 from bertviz_app.lessons import shipped_lessons
 from bertviz_app.views.page import view_names
-from pages import AppPage, serving
+from pages import AppPage
 from static_pages import Opened, static_host
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
@@ -33,11 +34,6 @@ VERDICT = {"right": "Right: ", "wrong": "Not this time: ", "reveal": "Revealed: 
 LESSON_SHOTS = {"01-words-become-pieces": 1, "02-three-embeddings": 3, "03-one-head-two-ways": 3,
                 "04-heads-that-look-at-places": 1, "05-heads-that-follow-grammar": 2, "06-fill-in-the-blank": 4,
                 "07-what-makes-the-answer": 3, "08-when-the-model-is-wrong": 3}
-
-
-@pytest.fixture(scope="module")
-def explorer(default_explorer):
-    return default_explorer
 
 
 def drawn_parts(step: dict) -> list[str]:
@@ -99,60 +95,60 @@ def keep(page, name: str) -> None:
         shutil.copy(path, Path(target) / name)
 
 
-def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_sizes(browser, explorer):
-    with serving(explorer) as served:
-        visitor = AppPage(browser, served.url)
-        page = visitor.page
-        try:
-            visitor.views_drawn("lines")
-            page.click("#lesson")
-            cards = page.locator("#lesson-shelf button")
-            cards.first.wait_for()
-            keep(page, "lesson_list_app_1280x720.png")
-            assert cards.count() == len(LESSONS)
-            assert [cards.nth(i).locator("strong").text_content() for i in range(len(LESSONS))] == [
-                lesson["title"] for lesson in LESSONS.values()]
-            assert cards.first.locator("span").text_content() == (
-                f"{LESSONS['01-words-become-pieces']['level']} · {LESSONS['01-words-become-pieces']['minutes']} min"
-                " · 5 steps")
-            for name, lesson in LESSONS.items():
-                if page.locator("#lesson-panel").is_hidden():
-                    page.click("#lesson")
-                page.click(f"#lesson-shelf [data-lesson='{name}']")
-                assert page.locator("#lesson-panel").is_hidden()  # the list folds away: the views get the screen
-                for n, step in enumerate(lesson["steps"], 1):
-                    if n > 1:
-                        page.click("#lesson-next")
-                    if step.get("question"):
-                        at_step(page, n)
-                        answer(page, "#attention-host", step, ANSWERS[name, n],
-                               "lesson_question_app_1280x720.png" if (name, n) == SHOT else "")
-                    shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, n, 1280)
+def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_sizes(browser, serve_app):
+    served = serve_app("minilm-l6-mlm-nsp-en")
+    visitor = AppPage(browser, served.url)
+    page = visitor.page
+    try:
+        visitor.views_drawn("lines")
+        page.click("#lesson")
+        cards = page.locator("#lesson-shelf button")
+        cards.first.wait_for()
+        keep(page, "lesson_list_app_1280x720.png")
+        assert cards.count() == len(LESSONS)
+        assert [cards.nth(i).locator("strong").text_content() for i in range(len(LESSONS))] == [
+            lesson["title"] for lesson in LESSONS.values()]
+        assert cards.first.locator("span").text_content() == (
+            f"{LESSONS['01-words-become-pieces']['level']} · {LESSONS['01-words-become-pieces']['minutes']} min"
+            " · 5 steps")
+        for name, lesson in LESSONS.items():
+            if page.locator("#lesson-panel").is_hidden():
+                page.click("#lesson")
+            page.click(f"#lesson-shelf [data-lesson='{name}']")
+            assert page.locator("#lesson-panel").is_hidden()  # the list folds away: the views get the screen
+            for n, step in enumerate(lesson["steps"], 1):
+                if n > 1:
+                    page.click("#lesson-next")
+                if step.get("question"):
+                    at_step(page, n)
+                    answer(page, "#attention-host", step, ANSWERS[name, n],
+                           "lesson_question_app_1280x720.png" if (name, n) == SHOT else "")
+                shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, n, 1280)
+                if (name, n) == SHOT:
+                    keep(page, "lesson_app_1280x720.png")
+                if LESSON_SHOTS[name] == n:
+                    keep(page, f"lessons/lesson-{int(name[:2])}-step-{n}.png")
+                with visitor.on_a_phone():
+                    shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, n, 390)
+                    assert visitor.no_sideways_scroll()
                     if (name, n) == SHOT:
-                        keep(page, "lesson_app_1280x720.png")
-                    if LESSON_SHOTS[name] == n:
-                        keep(page, f"lessons/lesson-{int(name[:2])}-step-{n}.png")
-                    with visitor.on_a_phone():
-                        shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, n, 390)
-                        assert visitor.no_sideways_scroll()
-                        if (name, n) == SHOT:
-                            keep(page, "lesson_app_390x844.png")
-                assert f"lesson={name}" in page.url and f"step={len(lesson['steps'])}" in page.url
-            assert visitor.errors == []
-        finally:
-            page.close()
-        # a shipped lesson's link opens its step in a browser that never opened it
-        page = browser.new_page()
-        try:
-            page.set_viewport_size({"width": 1280, "height": 720})
-            page.goto(f"{served.url}?lesson=05-heads-that-follow-grammar&step=4")
-            step = LESSONS["05-heads-that-follow-grammar"]["steps"][3]
-            page.set_default_timeout(120_000)
-            at_step(page, 4)
-            answer(page, "#attention-host", step, "reveal")  # the step asks first, also when a link opens it
-            shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, 4, 1280)
-        finally:
-            page.close()
+                        keep(page, "lesson_app_390x844.png")
+            assert f"lesson={name}" in page.url and f"step={len(lesson['steps'])}" in page.url
+        assert visitor.errors == []
+    finally:
+        page.close()
+    # a shipped lesson's link opens its step in a browser that never opened it
+    page = browser.new_page()
+    try:
+        page.set_viewport_size({"width": 1280, "height": 720})
+        page.goto(f"{served.url}?lesson=05-heads-that-follow-grammar&step=4")
+        step = LESSONS["05-heads-that-follow-grammar"]["steps"][3]
+        page.set_default_timeout(120_000)
+        at_step(page, 4)
+        answer(page, "#attention-host", step, "reveal")  # the step asks first, also when a link opens it
+        shows(page, ("#sentence-a textarea", "#sentence-b textarea"), step, 4, 1280)
+    finally:
+        page.close()
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +193,8 @@ def test_the_static_page_carries_every_shipped_lesson_and_plays_each_at_both_siz
             opened.close()
 
 
-def test_an_export_without_the_shipped_lessons_carries_none(explorer, tmp_path):
-    site = explorer.export_static(tmp_path / "site", shipped_lessons=False)
+def test_an_export_without_the_shipped_lessons_carries_none(tiny_mlm_folder, tmp_path):
+    # the tiny model's export: the lessons are the page's, whatever the model (the default's takes a minute)
+    site = bertviz_app.load(tiny_mlm_folder, device="cpu").export_static(tmp_path / "site", shipped_lessons=False)
     assert not (site / "lessons").exists()
     assert '"lessons":[]' in (site / "data" / "manifest.js").read_text()

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from bertviz_app import figures, load
+from bertviz_app import figures
 from bertviz_app.analysis import aopc, curve_inputs, removal_order
 from bertviz_app.curves import METHODS
 
@@ -67,8 +67,8 @@ def test_the_order_skips_kept_tokens_and_breaks_ties_by_position():
 # On the default model
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def explorer():
-    return load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 @pytest.fixture(scope="module")

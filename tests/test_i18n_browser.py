@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bertviz_app import app, i18n, lessons
+from bertviz_app import i18n, lessons
 
 from pages import TIMEOUT_MS, AppPage
 from static_pages import Opened, static_host
@@ -58,16 +58,8 @@ LESSON = "05-heads-that-follow-grammar"
 
 
 @pytest.fixture(scope="module")
-def models():
-    return app.load_models(["minilm-l6-mlm-nsp-en"], device="cpu")
-
-
-@pytest.fixture(scope="module")
-def server(models):
-    demo = app.build_demo(models)
-    url = app.serve(demo, port=app.free_port(), block=False)
-    yield url
-    demo.close()
+def server(serve_app):
+    return serve_app("minilm-l6-mlm-nsp-en").url
 
 
 def _drawn(page) -> None:
@@ -240,16 +232,15 @@ def _panel_texts(browser, url: str, lang: str, size=(1280, 720), shot: str | Non
         v.page.close()
 
 
-def _model_outputs(models) -> set[str]:
+def _model_outputs(explorer) -> set[str]:
     """The tokens the model puts in the panels besides the input's: its guesses at the [MASK] (the tab's 5, the logit
     lens' 3 a layer) and the random tokens of the pretraining example (seed 0)."""
-    explorer = next(iter(models.values()))
     guesses = {t for best in explorer.fill_mask(MASKED, top_k=5) for t, _ in best}
     guesses |= {t for layer in explorer.logit_lens(MASKED, top_k=3).layers for t, _ in layer}
     return guesses | set(explorer.corrupt_example(explorer.run(MASKED).encoding, seed=0).input_tokens)
 
 
-def test_the_spanish_tabs_show_their_figures_and_readings_in_spanish(browser, server, models, tmp_path):
+def test_the_spanish_tabs_show_their_figures_and_readings_in_spanish(browser, server, default_explorer, tmp_path):
     """The server writes these panels per request (plotly titles and axes, the tables' headers, the sentences under
     the figures): in the page's language, the tokens untouched. The Embeddings tab's screenshot goes to tmp_path and,
     with BERTVIZ_SCREENSHOTS=DIR, to DIR (i18n-es-tabs-1280x720.png)."""
@@ -258,21 +249,14 @@ def test_the_spanish_tabs_show_their_figures_and_readings_in_spanish(browser, se
     spanish = _panel_texts(browser, server, "es", shot=str(shot))
     if os.environ.get("BERTVIZ_SCREENSHOTS"):
         shutil.copy(shot, Path(os.environ["BERTVIZ_SCREENSHOTS"]) / shot.name)
-    explorer = next(iter(models.values()))
+    explorer = default_explorer
     tokens = explorer.run(MASKED).labels
-    facts = {"tokens": [*tokens, *_model_outputs(models)], "outputs": [explorer.name]}
+    facts = {"tokens": [*tokens, *_model_outputs(explorer)], "outputs": [explorer.name]}
     left = _untranslated(english, spanish, facts)
     assert not left, "shown in English on the Spanish page (translate each where the server writes it):\n" + \
         "\n".join(left)
     assert i18n.translate("How long each token's vector is, layer by layer", "es") in spanish  # a figure's title
     assert "Explain" not in spanish and i18n.translate("Explain", "es") in spanish
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    import bertviz_app
-
-    return bertviz_app.load(device="cpu").export_static(tmp_path_factory.mktemp("static") / "site")
 
 
 def _static_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
@@ -298,8 +282,8 @@ def _static_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
         opened.close()
 
 
-def test_the_spanish_static_page_shows_no_uncatalogued_interface_string(browser, site):
-    with static_host(site) as url:
+def test_the_spanish_static_page_shows_no_uncatalogued_interface_string(browser, default_site):
+    with static_host(default_site) as url:
         english, en = _static_texts(browser, url, "en")
         spanish, es = _static_texts(browser, url, "es")
     assert es["lang"] == "es" and es["title"].startswith("La atención de BERT, en tu navegador")

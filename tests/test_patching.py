@@ -7,15 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from bertviz_app import load
 
 CLEAN, CORRUPTED = "The keys to the cabinet [MASK] on the table.", "The key to the cabinet [MASK] on the table."
 ATOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    return load(device="cpu")
+def explorer(default_explorer):
+    return default_explorer
 
 
 class Transformers:

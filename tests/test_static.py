@@ -221,8 +221,8 @@ def _part_bytes(folder, name, spec):
 
 
 @pytest.mark.real_weights
-def test_the_folder_holds_page_runtime_model_and_tokenizer(explorer, tmp_path, default_onnx):
-    folder = explorer.export_static(tmp_path / "site")
+def test_the_folder_holds_page_runtime_model_and_tokenizer(explorer, default_site, default_onnx):
+    folder = default_site  # conftest's export of the default model: the same call, made once for the session
     names = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
     assert {"index.html", "views.js", "page.js", "runtime/ort.wasm.min.js", "runtime/LICENSE",
             "data/manifest.js"} <= names
