@@ -3,10 +3,16 @@ every tab of the app (the Timeline tab on a model with a training timeline, the 
 Corpus tab's four views), presenter mode, the lesson panel and a lesson playing, the static page and a page saved
 offline. No violation of impact "serious" or "critical" may remain, gradio's markup included; the rules waived are
 in axe.WAIVED and docs/accessibility.md. One server for the module and one page per size: axe takes a second or two a
-look on two shared cores, and the page's own state (a tab opened, presenter mode) is what changes between looks."""
+look on two shared cores, and the page's own state (a tab opened, presenter mode) is what changes between looks.
+
+The variants are looked at in the same page, switched without a reload (`as_variant`): gradio's dark theme at every
+stop at 1280 x 720 and at the attention views on a phone, and the colour-blind palette where it colours something
+(the attention views, the corpus views, the Timeline tab's key). A look costs one axe run; a reload per
+variant cost the page, each tab and its outputs again (20 minutes for four variants)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -77,53 +83,92 @@ def open_tab(page, name: str) -> None:
     page.evaluate(f"n => [...document.querySelectorAll({TABS_JS})].find(t => t.textContent.trim() === n).click()", name)
 
 
-def look(found: dict, where: str, v: AppPage) -> None:
-    """axe's findings once the page is still: no request for a while, and no gradio output pending (a pending
-    output is drawn at 20% opacity, which axe rightly reads as low contrast, but only for that moment)."""
+# A variant: the colour scheme the browser prefers, and the colour-blind palette on or off. The palette colours the
+# views' canvases and their legends' swatches, which axe does not read, and its own button, whose colours are set for
+# both schemes: so it is looked at in the light scheme only.
+DEFAULT, DARK, COLOURBLIND = ("light", False), ("dark", False), ("light", True)
+VARIANT_NAMES = {DEFAULT: "", DARK: " (dark)", COLOURBLIND: " (colour-blind)"}
+# no colour of the page in transition (gradio's buttons and boxes fade theirs; axe would read one halfway)
+NO_TRANSITION = "() => !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"
+
+
+def as_variant(page, variant: tuple[str, bool]) -> None:
+    """The open page in `variant` (its scheme, the colour-blind palette on or off), without a reload. Dark as a
+    browser that prefers a dark scheme gets it: gradio follows the preference and sets body.dark, as ?__theme=dark
+    does at load; the palette by its button."""
+    scheme, palette = variant
+    page.emulate_media(color_scheme=scheme)
+    if page.evaluate("() => document.body.classList.contains('bv-colorblind')") != palette:
+        page.click("#colorblind-theme")
+    # the static and the saved page have no dark style: only gradio's page takes the class
+    page.wait_for_function("([dark, palette]) => (!window.gradio_config || document.body.classList.contains('dark')"
+                           " === dark) && document.body.classList.contains('bv-colorblind') === palette",
+                           arg=[scheme == "dark", palette])
+    page.wait_for_function(NO_TRANSITION)
+
+
+def look(found: dict, where: str, v: AppPage, variants=(DEFAULT,)) -> None:
+    """axe's findings once the page is still (no request for a while, no gradio output pending: a pending output is
+    drawn at 20% opacity, which axe rightly reads as low contrast, but only for that moment), in each of `variants`;
+    the page is left in the default."""
     v.settle(1500)  # an opened tab asks for its outputs a moment after the click
     v.page.wait_for_function(STILL)
-    if problems := serious(v.page):
-        found[where] = problems
+    for variant in variants:
+        as_variant(v.page, variant)
+        if problems := serious(v.page):
+            found[where + VARIANT_NAMES[variant]] = problems
+    if variants[-1] != DEFAULT:
+        as_variant(v.page, DEFAULT)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_axe_finds_nothing_serious_in_the_app(browser, server, size):
+    """Every stop in the default look at both sizes. At 1280 x 720 each stop in gradio's dark theme too (it
+    recolours every panel), and with the colour-blind palette at the stops where it colours something;
+    on the phone, dark at the attention views (the first screen: the title row, the input, the views, the tab bar's
+    selected tab)."""
     found: dict[str, list] = {}
     v = AppPage(browser, server + "?corpus=small&cview=heads", size)
     page = v.page
+    wide = size == SIZES[0]
+    themes = (DEFAULT, DARK) if wide else (DEFAULT,)
+    coloured = (*themes, COLOURBLIND) if wide else themes  # the stops the palette colours
+    first_screen = (DEFAULT, DARK, COLOURBLIND) if wide else (DEFAULT, DARK)  # the attention views
     try:
         v.views_drawn("lines")
         for view in VIEWS:
             page.click(f"#view-tab-{view}")
             v.views_drawn(view)
-            look(found, f"view {view}", v)
+            look(found, f"view {view}", v, first_screen)
         names = set()
         for name in tab_names(page):
             open_tab(page, name)
-            look(found, f"tab {name}", v)
+            look(found, f"tab {name}", v, coloured if name in ("Corpus", "Timeline") else themes)
             names |= set(page.eval_on_selector_all("svg.main-svg[role=img]", "ss => ss.map(s => s.ariaLabel)"))
             if name == "Corpus":
                 for view in CORPUS_VIEWS[1:]:
                     page.click(f"#corpus-tab-{view}")
-                    look(found, f"corpus {view}", v)
+                    look(found, f"corpus {view}", v, coloured)
         page.click("#presenter")
         page.wait_for_function("() => document.body.classList.contains('bv-presenter')")
-        look(found, "presenter mode", v)
+        look(found, "presenter mode", v, themes)  # the palette's button is hidden in presenter mode
         page.click("#presenter")
         page.click("#lesson")
-        look(found, "lesson panel", v)
+        look(found, "lesson panel", v, themes)
         page.set_input_files("#lesson-file", str(LESSON))
         page.wait_for_selector("#lesson-bar[data-busy=false]")
-        look(found, "lesson player", v)
+        look(found, "lesson player", v, themes)
     finally:
         page.close()
-    assert found == {}
+    assert found == {}, json.dumps(found, indent=1)  # the whole finding: enough to fix it
     # the plotly figures are named by their titles and axes (the Embeddings tab's position similarity, say)
     assert any("x axis: " in n and "y axis: " in n for n in names), names
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_axe_finds_nothing_serious_in_the_static_and_the_saved_page(browser, static_site, size):
+    """Both pages as a browser that prefers a dark scheme shows them too (they keep their light look), and the static
+    page with its colour-blind palette at 1280 x 720 (a saved page has no switch)."""
     url, saved = static_site
     found = {}
     static = Opened(browser, url, url)  # it waits for the page's first analysis, in the browser
@@ -134,12 +179,15 @@ def test_axe_finds_nothing_serious_in_the_static_and_the_saved_page(browser, sta
             page.set_viewport_size({"width": size[0], "height": size[1]})
             page.wait_for_function("() => document.querySelector('#view-pane-lines .bv-view')?.dataset.drawn",
                                    timeout=TIMEOUT_MS)
-            if problems := serious(page):
-                found[where] = problems
+            palette = (COLOURBLIND,) if size == SIZES[0] and where == "static page" else ()
+            for variant in (DEFAULT, DARK, *palette):
+                as_variant(page, variant)
+                if problems := serious(page):
+                    found[where + VARIANT_NAMES[variant]] = problems
     finally:
         for page in pages.values():
             page.close()
-    assert found == {}
+    assert found == {}, json.dumps(found, indent=1)  # the whole finding: enough to fix it
 
 
 SENTENCE = "The cat sat on the mat because it was tired."

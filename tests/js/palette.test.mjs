@@ -8,7 +8,9 @@ import { test } from "node:test";
 
 import { MACHADO, VISIONS, ciede2000, closest, closestByDash, hexLinear, lab, simulate } from "./colour.mjs";
 
-import { COLORBLIND_ROLES, CIVIDIS_STOPS, MIN_DELTA_E, PALETTES } from "../../bertviz_app/views/js/palette.mjs";
+import { COLORBLIND_ROLES, CIVIDIS_STOPS, MIN_DELTA_E, PALETTES, restorePalette }
+  from "../../bertviz_app/views/js/palette.mjs";
+import { setLanguage } from "../../bertviz_app/views/js/i18n.mjs";
 import { SELECTED_COLOR, BOUNDARY_COLOR, headStyle } from "../../bertviz_app/views/js/scale.mjs";
 import { themeOf } from "../../bertviz_app/views/js/theme.mjs";
 import { ROLE_COLORS } from "../../bertviz_app/views/js/timeline.mjs";
@@ -68,6 +70,34 @@ test("the default palette fails the same measure, which is why the colour-blind 
   const roles = closest(Object.values(ROLE_COLORS));
   assert.ok(roles.d < 5 && roles.vision !== "normal", JSON.stringify(roles));
   assert.ok(closest([BOUNDARY_COLOR, SELECTED_COLOR]).d < MIN_DELTA_E);
+});
+
+test("the default all-heads lines: twelve hues apart in normal vision, not in a deficiency (why the switch exists)",
+  () => {
+    const heads = ["#ffffff", ...Array.from({ length: 12 }, (_, head) => headStyle(head, themeOf("default")).color)];
+    const worst = Object.fromEntries(Object.entries(VISIONS).map(([vision, m]) => {
+      const seen = heads.map((c) => lab(simulate(hexLinear(c), m)));
+      return [vision, Math.min(...seen.flatMap((a, i) => seen.slice(i + 1).map((b) => ciede2000(a, b))))];
+    }));
+    // docs/accessibility.md's figures: 14.3 in normal vision, 2.5 under protanopia (heads 0 and 4)
+    assert.ok(worst.normal > 14, JSON.stringify(worst));
+    assert.ok(worst.protanopia < 3 && worst.deuteranopia < 3 && worst.tritanopia < MIN_DELTA_E, JSON.stringify(worst));
+  });
+
+test("the switch says why the default keeps its twelve hues, in the page's language", () => {
+  const attributes = {};
+  const button = { setAttribute: (name, value) => { attributes[name] = value; } };
+  const doc = { body: { classList: { toggle() {} } }, defaultView: null };
+  try {
+    for (const [lang, words] of [["en", "each of 12 heads"], ["es", "cada una de las 12 cabezas"]]) {
+      setLanguage(lang);
+      restorePalette(doc, button, { getItem: () => null });
+      assert.equal(attributes["aria-pressed"], "false");
+      assert.ok(attributes.title.includes(words), attributes.title);
+    }
+  } finally {
+    setLanguage("en");
+  }
 });
 
 test("the cividis ramp's lightness rises steadily in every vision (no step back a reader could misread)", () => {

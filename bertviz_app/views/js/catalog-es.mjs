@@ -295,7 +295,7 @@ export const ES = {
 "An address that reopens this input and view": "Una dirección que vuelve a abrir esta entrada y esta vista",
 "High contrast and large labels for a classroom projector": "Alto contraste y etiquetas grandes para el proyector de clase",
 "Projector theme": "Tema proyector",
-"Colours told apart in every common colour-vision deficiency": "Colores que se distinguen con cualquier tipo común de daltonismo",
+"Colours told apart in every common colour-vision deficiency, heads by colour and dash. The default keeps a colour of its own for each of 12 heads, which no 12 colours can do for every eye.": "Colores que se distinguen con cualquier tipo común de daltonismo, las cabezas por color y trazo. El tema por defecto da a cada una de las 12 cabezas un color propio, algo que ningún conjunto de 12 colores logra para todos los ojos.",
 "The lessons this folder carries (arrow keys step)": "Las lecciones de esta carpeta (las flechas pasan de paso)",
 "Loading…": "Cargando…",
 "Fill the mask": "Rellena la máscara",

@@ -8,6 +8,7 @@
 // A host switches it with a class on its page (COLORBLIND_CLASS, whose CSS sets --bv-palette) and remembers it.
 
 import { HEADS } from "./heads.mjs";
+import { t } from "./i18n.mjs";
 
 export const MIN_DELTA_E = 20;
 
@@ -51,13 +52,17 @@ export function setPalette(doc, on, storage = doc.defaultView?.localStorage) {
   return on;
 }
 
-/** At a host's start: the palette this browser chose last, on the page and its button. */
+/** At a host's start: the palette this browser chose last, on the page and its button. The button says why the
+ * default is not this palette: its all-heads lines give each of twelve heads a hue of its own, which no twelve
+ * colours can do in every vision (docs/accessibility.md: the best a search found is 18 apart). */
 export function restorePalette(doc, button, storage = doc.defaultView?.localStorage) {
   let on = false;
   try { on = paletteOf(storage?.getItem(PALETTE_KEY)).palette === "colorblind"; } catch { on = false; }
   doc.body.classList.toggle(COLORBLIND_CLASS, on);
   if (on) doc.defaultView?.dispatchEvent(new Event("resize"));
   button?.setAttribute("aria-pressed", String(on));
+  button?.setAttribute("title", t("Colours told apart in every common colour-vision deficiency, heads by colour and "
+    + "dash. The default keeps a colour of its own for each of 12 heads, which no 12 colours can do for every eye."));
   return on;
 }
 
