@@ -346,3 +346,16 @@ def test_a_giant_token_is_refused_before_tokenizers_parses_it(tmp_path, monkeypa
     with pytest.raises(TokenizerError, match=r"tokenizer.json has a token of 2,000,000 characters \(\"xxxxx"):
         load(tmp_path / "tokenizer.json") if load else FamilyTokenizer.from_folder(tmp_path)
     assert parsed == []
+
+
+@pytest.mark.parametrize("which", ["uncased", "cased"])
+def test_the_ascii_shortcut_splits_as_the_general_path(request, which):
+    # Printable ASCII goes through one regular expression; the step-by-step path must give the same words and spans.
+    _, ours, _ = request.getfixturevalue(which)
+    basic = ours._basic
+    rng = random.Random(1)
+    alphabet = "".join(chr(c) for c in range(32, 127)) + "\t\n\r" + "aeiouAEIOU09  "
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        assert basic._ascii_words(text, 0, len(text)) == basic._words(text, 0, len(text)), text
+        assert basic.words(text) == [w for w in basic.words(text + "\x00")], text  # NUL is dropped, no shortcut

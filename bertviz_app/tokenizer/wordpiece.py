@@ -57,6 +57,9 @@ def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
+_PLAIN_ASCII = re.compile(r"[\t\n\r -~]*")  # printable ASCII and the whitespace the reference splits at
+_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")  # a run of letters and digits, or one punctuation mark
+
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
                (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
@@ -101,6 +104,18 @@ class _BasicTokenizer:
 
     def _chunk(self, text: str, start: int, end: int) -> list[_Word]:
         """Words of text[start:end], which holds no special token."""
+        if _PLAIN_ASCII.fullmatch(text, start, end):
+            return self._ascii_words(text, start, end)
+        return self._words(text, start, end)
+
+    def _ascii_words(self, text: str, start: int, end: int) -> list[_Word]:
+        """What `_words` gives where the text is printable ASCII and whitespace (most of any English corpus), by one
+        regular expression instead of a step per character: no control character to drop, no accent, and every
+        character but a letter or digit is punctuation, a word of its own."""
+        return [_Word(m.group().lower() if self.lowercase else m.group(), [(i, i + 1) for i in range(*m.span())])
+                for m in _ASCII_WORDS.finditer(text, start, end)]
+
+    def _words(self, text: str, start: int, end: int) -> list[_Word]:
         pieces: list[list[int]] = []  # indices into `text` of each whitespace-separated piece, control chars dropped
         current: list[int] = []
         for i in range(start, end):
