@@ -235,7 +235,8 @@ def test_every_event_that_can_run_the_model_is_queued(server):
 # from the analysis, put back a hint, say why an input was refused, fit a slider to a table, show the model's facts, and the browser-only buttons;
 # the Timeline tab's events read a training's snapshots from the disk (payloads written when it trained; the probe's
 # hidden states stored with each snapshot, whose fits run in that event's own lane of one).
-TIMELINE_EVENTS = {"timeline", "_timeline", "timeline_input", "timeline_probe", "_timeline_probe"}
+TIMELINE_EVENTS = {"timeline", "_timeline", "timeline_input", "timeline_probe", "_timeline_probe",
+                   "timeline_probe_all", "_timeline_probe_all"}
 NO_FORWARD_PASS = {"load_example", "_next_seed", "_pick_example", "_restore", "_compare_prefill",
                    "_compare_second_model", "_compare_model_picked", "_clear_ablation",
                    "_lens_range", "_show", "_stale_notice", "_fill_mask_refused", "_lens_refused",

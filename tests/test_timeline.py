@@ -39,6 +39,18 @@ def _args(corpus: Path, out: Path, *extra: str):
         "--tokenizer", str(default_model_path()), *extra])
 
 
+def probed_run(root: Path) -> Path:
+    """A tiny pretraining under `root` whose snapshots keep a probe set (a small tagged grammar, no download); its
+    output folder (checkpoint at step-{STEPS:07d})."""
+    from test_corpus_probes import _conll
+
+    (root / "train.txt").write_text("\n\n".join("\n".join(STORY[(d + k) % len(STORY)] for k in range(4))
+                                                for d in range(8)) + "\n")
+    (root / "grammar.conll").write_text(_conll(60), encoding="utf-8")
+    run_pretrain(_args(root / "train.txt", root / "run", "--timeline-probe", str(root / "grammar.conll")))
+    return root / "run"
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("story")

@@ -1,28 +1,34 @@
 """The Timeline tab through its own functions: a model folder with a timeline (conftest's fine-tuned classifier)
 sends every snapshot of the chosen input with the stored payloads of one page, the others a page at a time (bounded,
-encoded once, kept within a budget); the same again is not sent; a model without a timeline, or an input off the
-list, is one sentence."""
+encoded once, kept within a budget); the same again is not sent; a pretraining's probe figure is drawn first from
+its first and last snapshots, then from all; a model without a timeline, or an input off the list, is one
+sentence."""
 
 from __future__ import annotations
 
 import base64
 
 import gradio as gr
+import numpy as np
 import pytest
 
 import bertviz_app
 from bertviz_app.app.common import Models
 from bertviz_app.app.tabs import TabPage
-from bertviz_app.app.tabs.timeline import TimelineTab, timeline_folder
+from bertviz_app.app.tabs.timeline import TimelineTab, probe_steps, timeline_folder
 from bertviz_app.app.views_host import TimelinePages, ViewsHost
 from bertviz_app.timeline import open_timeline
+from test_timeline import STEPS, probed_run
 
 
 @pytest.fixture(scope="module")
-def tab(finetuned_classifier, tiny_mlm_folder):
-    """The tab built in a page of its own: a model with a timeline and one without."""
+def tab(finetuned_classifier, tiny_mlm_folder, tmp_path_factory):
+    """The tab built in a page of its own: a model with a timeline, one without, and a pretraining whose timeline
+    has a probe set."""
+    run = probed_run(tmp_path_factory.mktemp("probed"))
     models = Models({"trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained"),
-                     "plain": bertviz_app.load(tiny_mlm_folder, device="cpu", name="plain")})
+                     "plain": bertviz_app.load(tiny_mlm_folder, device="cpu", name="plain"),
+                     "pretrained": bertviz_app.load(run / f"step-{STEPS:07d}", device="cpu", name="pretrained")})
     with gr.Blocks():
         picker = gr.Dropdown(models.names, value="trained")
         page = TabPage(models, gr.State(None), picker, host=ViewsHost(models))
@@ -75,6 +81,24 @@ def test_pages_are_bounded_encoded_once_and_kept_within_a_budget(finetuned_class
         with pytest.raises(gr.Error, match="no longer in the server's memory"):
             pages.page(bad)
     assert pages.page({"pages": value["pages"], "page": 99})["page"] == 3  # clipped to the timeline
+
+
+def test_the_probe_figure_comes_first_from_the_first_and_last_snapshots_then_from_all(tab):
+    # A first open used to fit every probed snapshot (36 fits on a classroom run) before the figure showed anything.
+    timeline = tab.timeline("pretrained")
+    steps = probe_steps(timeline.steps)
+    assert len(steps) == 6
+    box, draft = tab.probed("pretrained")
+    assert box["visible"] and [list(t.x) for t in draft.data] == [[steps[0], steps[-1]]] * 4  # 3 layers, majority
+    assert set(timeline._probes) == {(steps[0], "tag", False), (steps[-1], "tag", False)}  # only those two fitted
+    box, full = tab.probed_all("pretrained")
+    assert box["visible"] and [list(t.x) for t in full.data] == [steps] * 4
+    expected = timeline.probe("tag", control=False)
+    for layer in range(3):
+        np.testing.assert_allclose(full.data[layer].y, expected[expected["layer"] == layer]["accuracy"], atol=5e-5)
+    # a timeline without a probe set (a fine-tuning's): hidden, and nothing more after
+    assert tab.probed("trained") == (gr.update(visible=False), None)
+    assert tab.probed_all("trained") == (gr.skip(), gr.skip())
 
 
 def test_a_model_without_a_timeline_or_an_input_off_the_list_is_one_sentence(tab):

@@ -9,10 +9,8 @@ from __future__ import annotations
 import pytest
 
 import bertviz_app
-from bertviz_app.pretraining import run_pretrain
 from pages import AppPage, serving, shoot
-from test_corpus_probes import _conll
-from test_timeline import STEPS, STORY, _args
+from test_timeline import STEPS, probed_run
 
 pytestmark = [pytest.mark.browser]
 
@@ -21,12 +19,8 @@ LEGEND = "() => [...document.querySelectorAll('#timeline-probe .legendtext')].ma
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, finetuned_classifier):
-    root = tmp_path_factory.mktemp("probed")
-    (root / "train.txt").write_text("\n\n".join("\n".join(STORY[(d + k) % len(STORY)] for k in range(4))
-                                                for d in range(8)) + "\n")
-    (root / "grammar.conll").write_text(_conll(60), encoding="utf-8")
-    run_pretrain(_args(root / "train.txt", root / "run", "--timeline-probe", str(root / "grammar.conll")))
-    explorers = {"pretrained": bertviz_app.load(root / "run" / f"step-{STEPS:07d}", device="cpu", name="pretrained"),
+    run = probed_run(tmp_path_factory.mktemp("probed"))
+    explorers = {"pretrained": bertviz_app.load(run / f"step-{STEPS:07d}", device="cpu", name="pretrained"),
                  "trained": bertviz_app.load(finetuned_classifier, device="cpu", name="trained")}
     with serving(explorers) as served:
         yield served.url
@@ -37,6 +31,8 @@ def _probe_figure(v: AppPage) -> list[str]:
     v.open_tab("Timeline")
     page.wait_for_function("() => document.querySelector('#timeline-status')?.innerText.includes('snapshots')")
     page.wait_for_function(f"() => ({LEGEND})().includes('always the commonest class')")
+    # the first and last snapshots come first, then all 6: a point per layer per snapshot
+    page.wait_for_function("() => document.querySelectorAll('#timeline-probe .scatterlayer .point').length === 18")
     page.locator("#timeline-probe").scroll_into_view_if_needed()
     return page.evaluate(LEGEND)
 

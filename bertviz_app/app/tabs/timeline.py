@@ -55,7 +55,8 @@ PROBE_READING = (
     "tag), that layer has learned something of grammar.",
     "Each snapshot stored the hidden states of a fixed set of held-out tagged sentences (the Brown corpus's, by "
     "default). A logistic regression per layer is trained on four fifths of those sentences and scored on the rest, "
-    "with the same recipe as the Corpus tab's \"What each layer knows\"; at most 12 snapshots, evenly spread.")
+    "with the same recipe as the Corpus tab's \"What each layer knows\"; at most 12 snapshots, evenly spread: the "
+    "first and the last are drawn first, the others once they are fitted.")
 
 
 def probe_steps(steps: list[int], most: int = PROBE_STEPS) -> list[int]:
@@ -118,14 +119,29 @@ class TimelineTab:
 
     @user_errors
     def probed(self, model):
-        """The probe figure of a timeline with a probe set (a pretraining's); hidden for one without."""
+        """The probe figure of a timeline with a probe set (a pretraining's), first drawn from its first and last
+        probed snapshots only (two of up to 12: on a first open of a `classroom` run the figure waited for 36 fits,
+        minutes under load); hidden for one without. `probed_all` adds the rest."""
+        return self._probe_figure(model, draft=True)
+
+    @user_errors
+    def probed_all(self, model):
+        """The probe figure with every probed snapshot, after `probed`'s; nothing new when that one had them all."""
+        return self._probe_figure(model, draft=False)
+
+    def _probe_figure(self, model, draft: bool):
         timeline = self.timeline(model)
         probe_set = timeline.probe_set if timeline is not None and timeline.steps else None
         if probe_set is None:
-            return gr.update(visible=False), None
+            return (gr.update(visible=False), None) if draft else (gr.skip(), gr.skip())
+        steps = probe_steps(timeline.steps)
+        if draft:
+            steps = sorted({steps[0], steps[-1]})
+        elif len(steps) <= 2:
+            return gr.skip(), gr.skip()
         target = "tag" if probe_set.tags else "label" if probe_set.labels else "position"
         with self._probing:
-            frame = timeline.probe(target, control=False, steps=probe_steps(timeline.steps))
+            frame = timeline.probe(target, control=False, steps=steps)
         return gr.update(visible=True), probe_timeline_figure(frame, probe_set.describe())
 
     @user_errors
@@ -156,4 +172,6 @@ class TimelineTab:
         event.then(self.opened, [self.page.model, self.shown], [self.status, self.input, self.view, self.shown],
                    **api("timeline", public), show_progress="hidden"
                    ).then(self.probed, [self.page.model], [self.probe_box, self.probe_plot],
-                          **api("timeline_probe", public), show_progress="hidden")
+                          **api("timeline_probe", public), show_progress="hidden"
+                          ).success(self.probed_all, [self.page.model], [self.probe_box, self.probe_plot],
+                                    **api("timeline_probe_all", public), show_progress="hidden")
