@@ -30,7 +30,7 @@ MAX_ITEMS = 12_000          # tokens (or sentences) read per probe: the bound th
 HELD_OUT = 0.2              # the share of sentences kept apart to score the probe
 C = 1.0                     # inverse L2 strength, scikit-learn's default
 MIN_SENTENCES = 5           # fewer cannot be split into a training and a held-out part with each non-empty
-MAX_HELPERS = 3             # threads beside the caller's fitting a probe's layers: each holds one layer's items
+MAX_THREADS = 4             # a probe's fits at once (each holds one layer's items)
 
 
 class ProbeError(ValueError):
@@ -50,16 +50,17 @@ class ProbeData:
 
 
 def probe_items(data: ProbeData, target: str, layers, states, control: bool = True, seed: int = 0,
-                helpers: int | None = None) -> pd.DataFrame:
+                threads: int | None = None) -> pd.DataFrame:
     """`probe`'s table for items already chosen (`probe_data`), whatever holds their hidden states: states(layer) ->
     (items, H) float64, the items' rows at that layer (a corpus's shards, or a training timeline's snapshot).
 
-    The fits (a layer's probe, and its control task's) are independent, each on one torch thread: they are shared
-    between this thread and `helpers` helper threads (spare_cores.in_chunks; default: one a core beyond this one, at
-    most MAX_HELPERS), the control tasks first, since they take the longest (2-5x the real task's evaluations on
-    Brown's tags). Each fit reads its layer's rows itself, so at most one layer's items a thread are held at once;
-    the table is the same bit for bit whatever the number of helpers."""
-    from .spare_cores import cores, in_chunks  # torch, imported when a probe is made
+    The fits (each layer's probe, and its control task's) are independent: `threads` of them run at once (default:
+    one a core, at most MAX_THREADS), each on one torch thread, the control tasks first since they take the longest
+    (2-5x the real task's evaluations on Brown's tags). Each fit reads its layer's rows itself, so at most `threads`
+    layers' items are held at once; the table is the same bit for bit whatever the number of threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .spare_cores import cores  # torch, imported when a probe is made
 
     layers = list(layers)
     control_y = control_task(data.words, data.y, len(data.classes), seed) if control and data.words is not None else None
@@ -68,14 +69,16 @@ def probe_items(data: ProbeData, target: str, layers, states, control: bool = Tr
     fits = ([("control_accuracy", k, control_y) for k in layers] if control_y is not None else []) + \
         [("accuracy", k, data.y) for k in layers]
 
-    def one(i: int, told) -> float:
-        _, k, y = fits[i]
+    def one(fit: tuple) -> float:
+        _, k, y = fit
         X_train, X_test = standardize(*(lambda X: (X[train], X[test]))(states(k)))
         return fit_and_score(X_train, y[train], X_test, y[test])
 
-    if helpers is None:
-        helpers = min(MAX_HELPERS, cores() - 1)
-    scores = dict(zip(((column, k) for column, k, _ in fits), in_chunks(one, len(fits), helpers=helpers)))
+    # Plain threads at the caller's priority, joined before this returns: the fits differ tenfold in length, so
+    # spare_cores.in_chunks' rule of running a helper's late call again would redo long fits, and a helper still
+    # fitting when the interpreter exits aborts it.
+    with ThreadPoolExecutor(max(1, min(MAX_THREADS, cores()) if threads is None else threads)) as pool:
+        scores = dict(zip(((column, k) for column, k, _ in fits), pool.map(one, fits)))
     rows = []
     for k in layers:
         row = {"target": target, "layer": k, "accuracy": scores["accuracy", k], "control_accuracy": np.nan,

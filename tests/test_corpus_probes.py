@@ -82,25 +82,27 @@ def test_the_fit_knows_only_the_classes_of_its_training_part_as_scikit_learn(tag
     assert np.mean(predicted == oracle.predict(X_test)) >= 0.98
 
 
-def test_fits_shared_between_threads_are_the_fits_made_one_by_one(tagged, monkeypatch):
-    """probe_items shares a probe's fits (every layer's, and its control task's) between threads: each cell of the
-    table is still the fit of that layer and column, bit for bit, with or without helper threads."""
+def test_fits_on_several_threads_are_the_fits_made_one_by_one(tagged, monkeypatch):
+    """probe_items runs a probe's fits (every layer's, and its control task's) on several threads at once: each cell
+    of the table is still the fit of that layer and column, bit for bit, on one thread or two."""
     data = probes.probe_data(tagged, "tag")
     control = probes.control_task(data.words, data.y, len(data.classes))
     train, test = ~data.held_out, data.held_out
     layers = range(tagged.num_layers + 1)
-    threads = []
+    threads, tables = [], {}
     real = probing.fit_and_score
     monkeypatch.setattr(probing, "fit_and_score", lambda *a: threads.append(threading.get_ident()) or real(*a))
-    tables = {helpers: probing.probe_items(data, "tag", layers, lambda k: probes.hidden_rows(tagged, k, data.rows),
-                                           helpers=helpers) for helpers in (0, 2)}
-    assert len(set(threads)) > 1  # the helpers did fit some
+    for n in (1, 2):
+        threads.clear()
+        tables[n] = probing.probe_items(data, "tag", layers, lambda k: probes.hidden_rows(tagged, k, data.rows),
+                                        threads=n)
+        assert len(set(threads)) == n and threading.get_ident() not in threads
     for layer in layers:
         X_train, X_test = probes.standardize(*(lambda X: (X[train], X[test]))(probes.hidden_rows(tagged, layer,
                                                                                                   data.rows)))
         for y, column in ((data.y, "accuracy"), (control, "control_accuracy")):
             alone = real(X_train, y[train], X_test, y[test])
-            assert tables[0].loc[layer, column] == tables[2].loc[layer, column] == alone, (layer, column)
+            assert tables[1].loc[layer, column] == tables[2].loc[layer, column] == alone, (layer, column)
     assert tables[2].loc[2, "accuracy"] != tables[2].loc[2, "control_accuracy"]  # columns that could be swapped
 
 
