@@ -69,8 +69,8 @@ def probe_items(data: ProbeData, target: str, layers, states, control: bool = Tr
     fits = ([("control_accuracy", k, control_y) for k in layers] if control_y is not None else []) + \
         [("accuracy", k, data.y) for k in layers]
 
-    def one(fit: tuple) -> float:
-        _, k, y = fit
+    def one(job: tuple) -> float:
+        _, k, y = job
         X_train, X_test = standardize(*(lambda X: (X[train], X[test]))(states(k)))
         return fit_and_score(X_train, y[train], X_test, y[test])
 
@@ -205,6 +205,7 @@ def fit(X_train, y_train, max_iter: int = 1000):
 
     # One thread: these products are small, and on a busy machine torch's threads wait on each other (measured: 5 s
     # against 0.1 s for one probe of 541 tokens at load 16).
+    # The setting is this thread's own (torch 2.13), so fits on other threads at once keep theirs.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
