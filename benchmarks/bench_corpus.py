@@ -146,15 +146,17 @@ def summary_phase(folder: Path) -> None:
           f"from the folder: median {statistics.median(times):.2f} s of 3 (target <= 2 s)")
 
 
-def probe_phase(folder: Path, items: int = 10_000) -> None:
+def probe_phase(folder: Path, items: int = 10_000, peer: bool = True) -> None:
     """Each target's probe, wall and CPU time (on a shared machine the CPU time is the fair one), split into reading
     the items (with, as its peer, the spelling of every word the earlier version did before sampling) and the fits
     (with scikit-learn's on the same features as the peer: the tests' oracle, its accuracies printed beside ours)."""
     from bertviz_app.corpus import CorpusError, probes
+    from bertviz_app.spare_cores import cores
     from sklearn.linear_model import LogisticRegression
 
     corpus = open_corpus(folder)
-    print(f"{corpus!r}; at most {items:,} items a target")
+    print(f"{corpus!r}; at most {items:,} items a target; the fits on "
+          f"{min(probes.probing.MAX_THREADS, cores())} threads")
     total = total_cpu = 0.0
     for target in probes.TARGETS:
         try:
@@ -170,13 +172,18 @@ def probe_phase(folder: Path, items: int = 10_000) -> None:
             first[1:] = (columns[1:, 0] != columns[:-1, 0]) | (columns[1:, 3] != columns[:-1, 3])
             first &= columns[:, 3] >= 0
             start = time.perf_counter()
-            probes._word_types(corpus, np.flatnonzero(first))
+            probes.probing._word_types(corpus, np.flatnonzero(first))
             every = time.perf_counter() - start
             print(f"{target}: items read in {read:.2f} s (spelling every word as before: +{every:.2f} s)")
         start, cpu = time.perf_counter(), time.process_time()
         table = probes.probe(corpus, target, max_items=items)
         ours, ours_cpu = time.perf_counter() - start, time.process_time() - cpu
         total, total_cpu = total + ours, total_cpu + ours_cpu
+        if not peer:
+            print(f"{target}: {len(data.y):,} items, {len(data.classes)} classes; {ours:.1f} s ({ours_cpu:.1f} s CPU); "
+                  f"accuracy by layer {' '.join(f'{a:.3f}' for a in table['accuracy'])}, control "
+                  f"{' '.join(f'{a:.3f}' for a in table['control_accuracy'])}")
+            continue
         control = probes.control_task(data.words, data.y, len(data.classes)) if data.words is not None else None
         train, test = ~data.held_out, data.held_out
         start, cpu, oracle = time.perf_counter(), time.process_time(), []
@@ -209,6 +216,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="2000,10000")
     parser.add_argument("--corpus", type=Path, help="a corpus folder for the search, summary and probe phases")
     parser.add_argument("--items", type=int, default=10_000, help="the probe phase's items per target")
+    parser.add_argument("--skip-peer", action="store_true", help="the probe phase without scikit-learn's fits")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; load average "
           f"{' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
@@ -221,7 +229,7 @@ def main() -> None:
             raise SystemExit(f"the {phase} phase needs --corpus DIR")
         else:
             {"search": search_phase, "summary": summary_phase,
-             "probe": lambda folder: probe_phase(folder, args.items)}[phase](args.corpus)
+             "probe": lambda folder: probe_phase(folder, args.items, not args.skip_peer)}[phase](args.corpus)
 
 
 if __name__ == "__main__":

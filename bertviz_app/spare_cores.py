@@ -26,10 +26,14 @@ Report = Callable[[float], None]
 HELPER_NICENESS = 10
 
 
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def spare_cores() -> int:
     """Cores this process may use beyond torch's intra-op threads (0 when torch already uses them all)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, cores - torch.get_num_threads())
+    return max(0, cores() - torch.get_num_threads())
 
 
 def workers_now() -> float:

@@ -1,6 +1,8 @@
 """Probes of what each layer knows (corpus/probes.py): scikit-learn's LogisticRegression is the oracle of the
 recipe; the control task's construction; targets computed from the text; refusals in one sentence."""
 
+import threading
+
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
@@ -78,6 +80,30 @@ def test_the_fit_knows_only_the_classes_of_its_training_part_as_scikit_learn(tag
     assert list(classes) == list(oracle.classes_) and W.shape == (X_train.shape[1], len(oracle.classes_))
     predicted = classes[(X_test.astype(np.float32) @ W + b).argmax(1)]
     assert np.mean(predicted == oracle.predict(X_test)) >= 0.98
+
+
+def test_fits_on_several_threads_are_the_fits_made_one_by_one(tagged, monkeypatch):
+    """probe_items runs a probe's fits (every layer's, and its control task's) on several threads at once: each cell
+    of the table is still the fit of that layer and column, bit for bit, on one thread or two."""
+    data = probes.probe_data(tagged, "tag")
+    control = probes.control_task(data.words, data.y, len(data.classes))
+    train, test = ~data.held_out, data.held_out
+    layers = range(tagged.num_layers + 1)
+    threads, tables = [], {}
+    real = probing.fit_and_score
+    monkeypatch.setattr(probing, "fit_and_score", lambda *a: threads.append(threading.get_ident()) or real(*a))
+    for n in (1, 2):
+        threads.clear()
+        tables[n] = probing.probe_items(data, "tag", layers, lambda k: probes.hidden_rows(tagged, k, data.rows),
+                                        threads=n)
+        assert len(set(threads)) == n and threading.get_ident() not in threads
+    for layer in layers:
+        X_train, X_test = probes.standardize(*(lambda X: (X[train], X[test]))(probes.hidden_rows(tagged, layer,
+                                                                                                  data.rows)))
+        for y, column in ((data.y, "accuracy"), (control, "control_accuracy")):
+            alone = real(X_train, y[train], X_test, y[test])
+            assert tables[1].loc[layer, column] == tables[2].loc[layer, column] == alone, (layer, column)
+    assert tables[2].loc[2, "accuracy"] != tables[2].loc[2, "control_accuracy"]  # columns that could be swapped
 
 
 def test_the_hidden_rows_are_the_corpus_states(tagged):
