@@ -31,21 +31,24 @@ pytestmark = [pytest.mark.browser, pytest.mark.real_weights]
 # the screen reader names of its logo and footer): only gradio can.
 GRADIO_OWN = {"More tabs", "Gradio footer navigation", "logo", "Reset to default value", "Empty value",
               "File upload", "Stop Recording", "Copy table data", "Fullscreen", "Open cell menu", "Table actions",
-              "Error",  # the pill gradio puts on an output whose event failed (a tab's, under load): "Error" in Spanish too
+              # the pill gradio puts on an output whose event failed (a tab's, under load): "Error" in Spanish too
+              "Error",
               # what gradio's status tracker announces as an event ends, a key its own catalogue lacks (6.31), in any
               # language while the announcement lasts
               "common.complete", "common.error"}
 
-# Every text node and named attribute of the page, except scripts, the tabs' panels and plotly's drawings.
-TEXTS = """() => {
-  const skip = (el) => !el || el.closest('script, style, #tabs [role=tabpanel], .js-plotly-plot');
+# Every text node and named attribute under a root (the page, or the open tab's panel: its first visible match),
+# except what the skip selector matches.
+TEXTS_UNDER = """([rootSelector, skipSelector]) => {
+  const root = rootSelector ? [...document.querySelectorAll(rootSelector)].find((p) => p.offsetParent) : document.body;
+  const skip = (el) => !el || el.closest(skipSelector);
   const out = new Set();
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const text = node.nodeValue.trim().replace(/\\s+/g, ' ');
     if (text && !skip(node.parentElement)) out.add(text);
   }
-  for (const el of document.querySelectorAll('[title], [aria-label], [placeholder], [alt]')) {
+  for (const el of root.querySelectorAll('[title], [aria-label], [placeholder], [alt]')) {
     if (skip(el)) continue;
     for (const name of ['title', 'aria-label', 'placeholder', 'alt']) {
       const value = (el.getAttribute(name) || '').trim().replace(/\\s+/g, ' ');
@@ -54,6 +57,9 @@ TEXTS = """() => {
   }
   return [...out];
 }"""
+# The page except scripts, the tabs' panels and plotly's drawings.
+PAGE = [None, "script, style, #tabs [role=tabpanel], .js-plotly-plot"]
+
 LESSON = "05-heads-that-follow-grammar"
 
 
@@ -76,20 +82,20 @@ def _app_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
         page.goto(f"{url}?lang={lang}")
         _drawn(page)
         page.wait_for_function("() => /\\d/.test(document.querySelector('#notice')?.textContent || '')")
-        seen = set(page.evaluate(TEXTS))
+        seen = set(page.evaluate(TEXTS_UNDER, PAGE))
         for view in ("matrix", "overview", "qk", "lines"):
             page.click(f"#view-tab-{view}")
             page.wait_for_function("v => !document.querySelector(`#view-pane-${v}`).hidden", arg=view)
             if view == "qk":
                 page.wait_for_selector("#view-pane-qk .bv-stats strong")
-            seen |= set(page.evaluate(TEXTS))
+            seen |= set(page.evaluate(TEXTS_UNDER, PAGE))
         page.click("#view-table-toggle")
         page.wait_for_selector("#view-table table")
         page.click("#keys")
         page.wait_for_selector("#keys-help")
         page.click("#lesson")
         page.wait_for_selector("#lesson-panel:not([hidden]) #lesson-shelf")
-        seen |= set(page.evaluate(TEXTS))
+        seen |= set(page.evaluate(TEXTS_UNDER, PAGE))
         facts = page.evaluate("""() => ({ lang: document.documentElement.lang,
             tokens: [...document.querySelectorAll('#view-token option')].slice(1).map(o => o.textContent),
             missing: window.BertvizViews.i18n.missing(),
@@ -100,10 +106,11 @@ def _app_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
         page.goto(f"{url}?lang={lang}&lesson={LESSON}&step=1")
         page.wait_for_selector("#lesson-bar .bv-question-ask")
         page.wait_for_function("() => !document.querySelector('#lesson-where').textContent.endsWith('…')")
-        seen |= set(page.evaluate(TEXTS))
+        seen |= set(page.evaluate(TEXTS_UNDER, PAGE))
         facts["caption"] = page.text_content("#lesson-caption")
         facts["ask"] = page.text_content("#lesson-bar .bv-question-ask")
-        facts["choices"] = page.eval_on_selector_all("#lesson-bar [role=group] button", "bs => bs.map(b => b.textContent)")
+        facts["choices"] = page.eval_on_selector_all("#lesson-bar [role=group] button",
+                                                     "bs => bs.map(b => b.textContent)")
         facts["tokens"] += page.eval_on_selector_all("#view-token option", "os => os.slice(1).map(o => o.textContent)")
         facts["missing"] += [m for m in page.evaluate("() => window.BertvizViews.i18n.missing()")
                              if m not in facts["missing"]]
@@ -119,9 +126,10 @@ def _untranslated(english: set[str], spanish: set[str], facts: dict) -> list[str
     tokens = {t.split(": ", 1)[-1] for t in facts["tokens"]} | set(facts.get("choices", []))
     # words that are the model's (a token, "##s" read as "s") or that Spanish shares ("token"), and notation
     shared = {t.lower().lstrip("#") for t in tokens} | {w.lower() for w in same_word if re.fullmatch(r"[A-Za-z]+", w)}
+    known = same_word | GRADIO_OWN | tokens | set(facts.get("outputs", []))
 
     def ours(text: str) -> bool:
-        if not re.search(r"[A-Za-z]{2}", text) or text in same_word | GRADIO_OWN | tokens | set(facts.get("outputs", [])):
+        if not re.search(r"[A-Za-z]{2}", text) or text in known:
             return False
         if re.fullmatch(r"\d+: .+", text) and text.split(": ", 1)[1] in tokens:  # a token's choice: "3: sat"
             return False
@@ -176,27 +184,9 @@ def test_the_spanish_first_screen_still_holds_the_input_and_the_picture(browser,
     assert heights["es"] <= heights["en"] + 1, heights  # the title row stays one line at 1280
 
 
-# The open tab's panel: every text node (plotly's drawings included: titles, axes, legends, tick labels) and named
-# attribute, except the examples a model is shown with (English sentences, like what a visitor types) and plotly's
-# toolbar (plotly's own words, docs/i18n.md).
-PANEL_TEXTS = """() => {
-  const panel = [...document.querySelectorAll('#tabs [role=tabpanel]')].find((p) => p.offsetParent);
-  const skip = (el) => !el || el.closest('script, style, .modebar, .gallery, #mask-example-notes');
-  const out = new Set();
-  const walker = document.createTreeWalker(panel, NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const text = node.nodeValue.trim().replace(/\\s+/g, ' ');
-    if (text && !skip(node.parentElement)) out.add(text);
-  }
-  for (const el of panel.querySelectorAll('[title], [aria-label], [placeholder], [alt]')) {
-    if (skip(el)) continue;
-    for (const name of ['title', 'aria-label', 'placeholder', 'alt']) {
-      const value = (el.getAttribute(name) || '').trim().replace(/\\s+/g, ' ');
-      if (value) out.add(value);
-    }
-  }
-  return [...out];
-}"""
+# The open tab's panel: plotly's drawings included (titles, axes, legends, tick labels), except the examples a model is
+# shown with (English sentences, like what a visitor types) and plotly's toolbar (plotly's own words, docs/i18n.md).
+PANEL = ["#tabs [role=tabpanel]", "script, style, .modebar, .gallery, #mask-example-notes"]
 MASKED = "The keys to the cabinet [MASK] on the table."
 # each tab a class reaches first, and the figures it shows once it has computed
 PANELS = {"Masked LM": ["mask-bars", "logit-lens", "corruption"],
@@ -222,7 +212,7 @@ def _panel_texts(browser, url: str, lang: str, size=(1280, 720), shot: str | Non
             v.page.wait_for_function("ids => ids.every(id => document.querySelector(`#${id} .main-svg`))",
                                      arg=figures)
             v.settle()
-            seen |= set(v.page.evaluate(PANEL_TEXTS))
+            seen |= set(v.page.evaluate(TEXTS_UNDER, PANEL))
             if shot and tab == "Embeddings":
                 v.page.evaluate("() => document.querySelector('#embedding-parts-reading').scrollIntoView()")
                 v.page.screenshot(path=shot)
@@ -270,7 +260,7 @@ def _static_texts(browser, url: str, lang: str) -> tuple[set[str], dict]:
         page.wait_for_function("() => document.querySelector('#nsp-out').textContent")
         page.click("#lesson-open")
         page.wait_for_selector("#lesson-shelf")
-        seen = set(page.evaluate(TEXTS))
+        seen = set(page.evaluate(TEXTS_UNDER, PAGE))
         facts = page.evaluate("""() => ({ lang: document.documentElement.lang, title: document.title,
             tokens: [...document.querySelectorAll('#view-token option')].slice(1).map(o => o.textContent),
             missing: window.BertvizViews.i18n.missing(), note: document.querySelector('#load-note').textContent,
