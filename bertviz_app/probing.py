@@ -77,8 +77,16 @@ def probe_items(data: ProbeData, target: str, layers, states, control: bool = Tr
     # Plain threads at the caller's priority, joined before this returns: the fits differ tenfold in length, so
     # spare_cores.in_chunks' rule of running a helper's late call again would redo long fits, and a helper still
     # fitting when the interpreter exits aborts it.
-    with ThreadPoolExecutor(max(1, min(MAX_THREADS, cores()) if threads is None else threads)) as pool:
-        scores = dict(zip(((column, k) for column, k, _ in fits), pool.map(one, fits)))
+    # torch's thread count is the process's (a new thread starts from it), and each fit sets it to 1 and back, so
+    # fits ending in any order could leave the whole process on one thread: the caller's count comes back after.
+    import torch
+
+    saved = torch.get_num_threads()
+    try:
+        with ThreadPoolExecutor(max(1, min(MAX_THREADS, cores()) if threads is None else threads)) as pool:
+            scores = dict(zip(((column, k) for column, k, _ in fits), pool.map(one, fits)))
+    finally:
+        torch.set_num_threads(saved)
     rows = []
     for k in layers:
         row = {"target": target, "layer": k, "accuracy": scores["accuracy", k], "control_accuracy": np.nan,
@@ -205,7 +213,7 @@ def fit(X_train, y_train, max_iter: int = 1000):
 
     # One thread: these products are small, and on a busy machine torch's threads wait on each other (measured: 5 s
     # against 0.1 s for one probe of 541 tokens at load 16).
-    # The setting is this thread's own (torch 2.13), so fits on other threads at once keep theirs.
+    # The count is the process's, not this thread's: probe_items restores it once its fits on threads are done.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

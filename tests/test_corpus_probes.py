@@ -4,6 +4,7 @@ recipe; the control task's construction; targets computed from the text; refusal
 import threading
 
 import numpy as np
+import torch
 import pytest
 from sklearn.linear_model import LogisticRegression
 
@@ -104,6 +105,25 @@ def test_fits_on_several_threads_are_the_fits_made_one_by_one(tagged, monkeypatc
             alone = real(X_train, y[train], X_test, y[test])
             assert tables[1].loc[layer, column] == tables[2].loc[layer, column] == alone, (layer, column)
     assert tables[2].loc[2, "accuracy"] != tables[2].loc[2, "control_accuracy"]  # columns that could be swapped
+
+
+def test_fits_on_threads_leave_torchs_thread_count_as_it_was(tagged):
+    """Each fit runs on one torch thread, a setting of the whole process: after the probe, the caller and any thread
+    started later (a server's next worker) have the count they had before, whatever order the fits ended in."""
+    data = probes.probe_data(tagged, "tag")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for _ in range(3):
+            probing.probe_items(data, "tag", range(tagged.num_layers + 1),
+                                lambda k: probes.hidden_rows(tagged, k, data.rows), threads=2)
+            seen = []
+            later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+            later.start()
+            later.join()
+            assert (torch.get_num_threads(), seen) == (2, [2])
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_the_hidden_rows_are_the_corpus_states(tagged):
