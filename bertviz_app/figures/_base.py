@@ -315,7 +315,8 @@ def cosine_colors(similarity: np.ndarray, tr: Translator = english) -> dict:
     lo, hi = (float(off.min()), float(off.max())) if off.size else (-1.0, 1.0)
     if hi - lo < 1e-6:
         lo, hi = lo - 0.05, hi + 0.05
-    bar = _colorbar(tr("cosine"))  # its range is this map's own: the tabs say so in words (a long title ran off a phone)
+    # its range is this map's own: the tabs say so in words (a long title ran off a phone)
+    bar = _colorbar(tr("cosine"))
     if lo < 0 < hi:
         return dict(colorscale=SIMILARITY_COLORSCALE, zmin=lo, zmax=hi, zmid=0, colorbar=bar)
     return dict(colorscale="Reds" if lo >= 0 else "Blues_r", zmin=lo, zmax=hi, colorbar=bar)

@@ -108,21 +108,21 @@ def embedding_parts_figure(table: pd.DataFrame, *, title: str | None = None, tr:
                      legendgroup="norm", hovertemplate="%{text} (%{x}): |LayerNorm| = %{y:.2f}<extra></extra>"))
     x2, y2 = ref(2, 1)
     for name in EMBEDDING_PARTS:
-        data.append(dict(type="bar", x=x, y=_f32(table[f"share_{name}"]), name=tr("{part} share", part=named[name]), xaxis=x2, yaxis=y2,
+        share = tr("{part} share", part=named[name])
+        data.append(dict(type="bar", x=x, y=_f32(table[f"share_{name}"]), name=share, xaxis=x2, yaxis=y2,
                          width=0.8, offset=-0.4, offsetgroup="share", marker=dict(color=EMBEDDING_COLORS[name]),
-                         text=esc,
-                         textposition="none",
+                         text=esc, textposition="none",
                          legendgroup="share", legendgrouptitle=dict(text=tr("share of the sum")),
-                         hovertemplate=f"%{{text}} (%{{x}}): {tr('{part} share', part=named[name])} %{{y:.1%}}"
-                                       "<extra></extra>"))
+                         hovertemplate=f"%{{text}} (%{{x}}): {share} %{{y:.1%}}<extra></extra>"))
     # relative mode stacks the three shares (negatives below zero); the norms sit side by side by their offsets
     layout.update(barmode="relative", legend=dict(x=1.08, xanchor="left"))
     layout["xaxis"].update(_token_axis(labels, showticklabels=False), matches=x2)
     layout["xaxis" + x2[1:]].update(_token_axis(labels, tickangle=-90))
     layout["yaxis"].update(title=dict(text=tr("L2 norm of the parts")))
+    output_colour = EMBEDDING_COLORS["LayerNorm output"]
     layout["yaxis3"] = dict(overlaying="y", side="right", anchor="x", showgrid=False, rangemode="tozero",
-                            title=dict(text=tr("LayerNorm output"), font=dict(color=EMBEDDING_COLORS["LayerNorm output"])),
-                            tickfont=dict(color=EMBEDDING_COLORS["LayerNorm output"]))
+                            title=dict(text=tr("LayerNorm output"), font=dict(color=output_colour)),
+                            tickfont=dict(color=output_colour))
     layout["yaxis" + y2[1:]].update(title=dict(text=tr("share")), tickformat=".0%")
     # on a phone each rotated token label keeps its font and a few pixels (squeezed, they overlapped)
     return _figure(data, layout, title, width=max(950, 200 + 22 * n), height=780,
