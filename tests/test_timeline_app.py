@@ -91,7 +91,23 @@ def test_the_probe_figure_comes_first_from_the_first_and_last_snapshots_then_fro
     box, draft = tab.probed("pretrained")
     assert box["visible"] and [list(t.x) for t in draft.data] == [[steps[0], steps[-1]]] * 4  # 3 layers, majority
     assert set(timeline._probes) == {(steps[0], "tag", False), (steps[-1], "tag", False)}  # only those two fitted
-    box, full = tab.probed_all("pretrained")
+    # the rest a snapshot at a time, the lock let go between them: another visitor's first figure waits for one
+    held, lock = [], tab._probing
+
+    class Counting:
+        def __enter__(self):
+            lock.acquire()
+            held.append(sorted({k[0] for k in timeline._probes}))
+
+        def __exit__(self, *exc):
+            lock.release()
+
+    tab._probing = Counting()
+    try:
+        box, full = tab.probed_all("pretrained")
+    finally:
+        tab._probing = lock
+    assert len(held) == len(steps) + 1 and [len(h) for h in held[:-1]] == [2, 2, 3, 4, 5, 6]  # one new fit at most
     assert box["visible"] and [list(t.x) for t in full.data] == [steps] * 4
     expected = timeline.probe("tag", control=False)
     for layer in range(3):

@@ -140,6 +140,11 @@ class TimelineTab:
         elif len(steps) <= 2:
             return gr.skip(), gr.skip()
         target = "tag" if probe_set.tags else "label" if probe_set.labels else "position"
+        # A snapshot at a time (its fits are kept): another visitor's first figure waits for one snapshot's fits at
+        # most, not for every snapshot of this one's.
+        for step in steps:
+            with self._probing:
+                timeline.probe(target, control=False, steps=[step])
         with self._probing:
             frame = timeline.probe(target, control=False, steps=steps)
         return gr.update(visible=True), probe_timeline_figure(frame, probe_set.describe())
