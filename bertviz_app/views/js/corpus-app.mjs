@@ -18,6 +18,7 @@ import { colorCategories, decodeCorpusMap, sentenceIndex, sentenceKey, tokenInSe
   from "./corpus-data.mjs";
 import { mountCanvasView, paletteAt } from "./corpus-shell.mjs";
 import { addStylesheet, el } from "./dom.mjs";
+import { t as tr } from "./i18n.mjs";
 import { linkIndex } from "./permalink.mjs";
 import * as headsView from "./corpus-heads.mjs";
 import * as pointMap from "./corpus-point-map.mjs";
@@ -42,7 +43,7 @@ export function checkedState(info, asked = {}) {
   const subset = (value) => {
     if (!value || value === "all") return "all";
     if (subsets.has(value)) return value;
-    problems.push(`This corpus has no subset ${value}; showing the whole corpus.`);
+    problems.push(tr("This corpus has no subset {value}; showing the whole corpus.", { value }));
     return "all";
   };
   const view = CORPUS_VIEWS.some((v) => v.name === asked.view) ? asked.view : "heads";
@@ -56,8 +57,8 @@ export function checkedState(info, asked = {}) {
     if (Number.isInteger(asked.sentence) && asked.sentence >= 0 && asked.sentence < info.sentences) {
       state.sentence = asked.sentence;
     } else {
-      problems.push(`This link marks sentence ${asked.sentence}, and the corpus has ${info.sentences} (0 to `
-        + `${info.sentences - 1}); none is marked.`);
+      problems.push(tr("This link marks sentence {sentence}, and the corpus has {n} (0 to {last}); none is marked.",
+        { sentence: asked.sentence, n: info.sentences, last: info.sentences - 1 }));
     }
   }
   if (state.versus === "all" && state.subset === "all") state.versus = null;
@@ -72,12 +73,12 @@ function select(id, choices, value, onchange, label) {
 }
 
 function field(label, control) {
-  return el("label", { class: "bv-field" }, el("span", {}, label), control);
+  return el("label", { class: "bv-field" }, el("span", {}, tr(label)), control);
 }
 
 function subsetChoices(info, none) {
   const out = none ? [["", none]] : [];
-  out.push(["all", `whole corpus (${info.tokens.toLocaleString("en")} tokens)`]);
+  out.push(["all", tr("whole corpus ({n} tokens)", { n: info.tokens.toLocaleString("en") })]);
   for (const [kind, list] of Object.entries(info.subsets || {})) {
     for (const [name, tokens] of list.slice(0, 60)) out.push([`${kind}:${name}`, `${kind} ${name} (${tokens.toLocaleString("en")})`]);
   }
@@ -87,7 +88,7 @@ function subsetChoices(info, none) {
 /** The legend of a colouring: a button per category; a click shows that category alone (again: all). */
 function legend(box, colors, only, onPick) {
   box.replaceChildren(...colors.names.map((name, k) => el("button", { type: "button", "aria-pressed":
-    String(only === k), title: `${colors.counts[k].toLocaleString("en")} points; click to show only these`,
+    String(only === k), title: tr("{n} points; click to show only these", { n: colors.counts[k].toLocaleString("en") }),
   onclick: () => onPick(only === k ? null : k) }, el("span", { class: "bv-swatch", style: `background:${colors.colors[k]}` }),
   `${name} (${colors.counts[k].toLocaleString("en")})`)));
 }
@@ -110,18 +111,18 @@ export function markedSentence(pieces, position) {
 function buildHeadsPane(ctx) {
   const { info, state, set } = ctx;
   const stat = select(ctx.id("corpus-statistic"), Object.entries(headsView.STATISTICS), state().statistic,
-    (v) => set({ statistic: v }), "Statistic");
+    (v) => set({ statistic: v }), tr("Statistic"));
   const subset = select(ctx.id("corpus-subset"), subsetChoices(info), state().subset, (v) => set({ subset: v }),
-    "Subset");
-  const versus = select(ctx.id("corpus-versus"), subsetChoices(info, "nothing"), state().versus ?? "",
-    (v) => set({ versus: v || null }), "Compare with");
+    tr("Subset"));
+  const versus = select(ctx.id("corpus-versus"), subsetChoices(info, tr("nothing")), state().versus ?? "",
+    (v) => set({ versus: v || null }), tr("Compare with"));
   const box = el("div", { class: "bv-corpus-box" });
   const detail = el("div", { class: "bv-corpus-detail", id: ctx.id("corpus-head") });
   const pane = el("div", { id: ctx.id("corpus-pane-heads") }, el("div", { class: "bv-controls" },
     field("Statistic", stat), field("Subset", subset), field("Compare with", versus)), box, detail);
   const grids = { a: null, b: null };
   const view = mountCanvasView(box, headsView, {
-    label: "Heads over the corpus: layers down, heads across", data: () => (grids.a ? { layers: info.layers,
+    label: tr("Heads over the corpus: layers down, heads across"), data: () => (grids.a ? { layers: info.layers,
       heads: info.heads, a: grids.a, b: grids.b } : null),
     state: () => state(), height: () => (ctx.narrow() ? 420 : 470),
     onClick: (t) => set({ layer: t.layer, head: t.head }),
@@ -158,27 +159,28 @@ function buildHeadsPane(ctx) {
 function headDetail(box, d, grid, info, ctx, card = false) {
   const i = d.layer * info.heads + d.head;
   const peak = Math.max(1e-9, ...d.profile.filter((v) => v !== null));
-  const bars = el("div", { class: "bv-profile", role: "img", "aria-label": "mean attention by offset" },
+  const bars = el("div", { class: "bv-profile", role: "img", "aria-label": tr("mean attention by offset") },
     ...d.profile.map((v, k) => el("div", { class: d.offsets[k] === 0 ? "bv-zero" : "", title:
-      `offset ${d.offsets[k]}: ${v === null ? "no pairs" : v.toFixed(3)}`, style: `height:${((v || 0) / peak) * 100}%` })));
-  const profile = el("div", {}, el("h4", {}, "Attention by relative position"), bars, el("div", { class: "bv-axis" },
-    el("span", {}, `${d.offsets[0]}`), el("span", {}, "0: itself"), el("span", {}, `+${d.offsets[d.offsets.length - 1]}`)));
-  const links = el("div", {}, el("h4", {}, "Where its strongest link goes, by tag"), d.links.length
-    ? el("p", { class: "bv-muted bv-counts" }, `Tag pairs seen ${d.link_min_count ?? 20} times or more, at least `
-      + "twice as often as chance; the most telling first (count \u00d7 log\u2082 of the lift), so that a rare tag's "
-      + "few links do not lead.") : null, d.links.length
+      tr("offset {offset}: {value}", { offset: d.offsets[k], value: v === null ? tr("no pairs") : v.toFixed(3) }), style: `height:${((v || 0) / peak) * 100}%` })));
+  const profile = el("div", {}, el("h4", {}, tr("Attention by relative position")), bars, el("div", { class: "bv-axis" },
+    el("span", {}, `${d.offsets[0]}`), el("span", {}, tr("0: itself")), el("span", {}, `+${d.offsets[d.offsets.length - 1]}`)));
+  const links = el("div", {}, el("h4", {}, tr("Where its strongest link goes, by tag")), d.links.length
+    ? el("p", { class: "bv-muted bv-counts" }, tr("Tag pairs seen {n} times or more, at least twice as often as chance; the most telling "
+      + "first (count \u00d7 log\u2082 of the lift), so that a rare tag's few links do not lead.",
+    { n: d.link_min_count ?? 20 })) : null, d.links.length
     ? el("ol", { class: "bv-counts bv-links" }, ...d.links.map((l) => el("li", {}, `${l.from} \u2192 ${l.to}: `
-      + `${l.lift.toFixed(1)}\u00d7 chance, ${(l.share * 100).toFixed(0)}% of ${l.from} (${l.count})`)))
-    : el("p", { class: "bv-muted" }, info.tagged ? "No tag pair above twice chance." : "This corpus has no tags."));
+      + tr("{lift}\u00d7 chance, {share}% of {tag} ({count})", { lift: l.lift.toFixed(1),
+        share: (l.share * 100).toFixed(0), tag: l.from, count: l.count }))))
+    : el("p", { class: "bv-muted" }, tr(info.tagged ? "No tag pair above twice chance." : "This corpus has no tags.")));
   const relations = d.relations.length ? el("ul", { class: "bv-counts" }, ...d.relations.map((r) => el("li", {},
-    `${r.relation}: ${(r.accuracy * 100).toFixed(0)}% (best head ${(r.best * 100).toFixed(0)}%, always the next `
-    + `word ${(r.next_word * 100).toFixed(0)}%)`))) : null;
+    `${r.relation}: ` + tr("{accuracy}% (best head {best}%, always the next word {next}%)", {
+      accuracy: (r.accuracy * 100).toFixed(0), best: (r.best * 100).toFixed(0), next: (r.next_word * 100).toFixed(0) })))) : null;
   const suffix = card ? "-card" : "";
   const open = el("button", { type: "button", id: ctx.id(`corpus-open-map${suffix}`), class: "bv-primary",
-    onclick: () => ctx.set({ view: "qk" }) }, `Open the query \u00d7 key map of layer ${d.layer}, head ${d.head}`);
+    onclick: () => ctx.set({ view: "qk" }) }, tr("Open the query \u00d7 key map of layer {layer}, head {head}", { layer: d.layer, head: d.head }));
   const inViews = el("button", { type: "button", id: ctx.id(`corpus-open-views${suffix}`),
-    onclick: () => ctx.source.openHead?.(d.layer, d.head) }, "Show this head in the attention views");
-  box.replaceChildren(el("div", {}, card ? null : el("h3", {}, `Layer ${d.layer}, head ${d.head}: `
+    onclick: () => ctx.source.openHead?.(d.layer, d.head) }, tr("Show this head in the attention views"));
+  box.replaceChildren(el("div", {}, card ? null : el("h3", {}, tr("Layer {layer}, head {head}: ", { layer: d.layer, head: d.head })
     + `${grid ? grid.role[i] : ""}`),
     el("div", { class: "bv-tools" }, open, ctx.source.openHead ? inViews : null), profile),
   el("div", {}, links, relations));
@@ -191,12 +193,13 @@ function brushList(box, map, points, open) {
   const counts = new Map();
   for (const p of points) { const w = map.pieces.get(map.piece[tokenOf(map, p)]); counts.set(w, (counts.get(w) || 0) + 1); }
   const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([w, n]) => `${w} ${n}`).join(", ");
-  box.replaceChildren(el("p", { class: "bv-counts" }, `${points.length.toLocaleString("en")} points in the `
-    + `rectangle${points.length > BRUSH_LISTED ? ` (the first ${BRUSH_LISTED} listed)` : ""}; most common: ${top}`),
+  box.replaceChildren(el("p", { class: "bv-counts" }, tr("{n} points in the rectangle", { n: points.length.toLocaleString("en") })
+    + (points.length > BRUSH_LISTED ? tr(" (the first {n} listed)", { n: BRUSH_LISTED }) : "")
+    + tr("; most common: {words}", { words: top })),
   el("ul", { class: "bv-brushed" }, ...shown.map((p) => {
     const t = tokenOf(map, p), where = tokenInSentence(map, t);
     return el("li", {}, el("button", { type: "button", "data-point": String(p), onclick: () => open(p) },
-      `${isKey(map, p) ? "key" : "query"} \u00b7 `, el("mark", {}, map.pieces.get(map.piece[t])),
+      `${tr(isKey(map, p) ? "key" : "query")} \u00b7 `, el("mark", {}, map.pieces.get(map.piece[t])),
       ` \u00b7 ${where.before} [${where.word}] ${where.after}`));
   })));
 }
@@ -206,14 +209,15 @@ function mapControls(ctx, kind) {
   const { info, state, set } = ctx;
   const choices = (n) => Array.from({ length: n }, (_, k) => [k, `${k}`]);
   const pick = (name, label, list, key, asNumber) => [label, select(ctx.id(name), list, state()[key],
-    (v) => set({ [key]: asNumber ? Number(v) : v }), label.replace(/ \(.*$/, "")), key];
+    (v) => set({ [key]: asNumber ? Number(v) : v }), tr(label.replace(/ \(.*$/, ""))), key];
   const pickers = kind === "qk" ? [pick("corpus-layer", "Layer", choices(info.layers), "layer", true),
     pick("corpus-head-pick", "Head", choices(info.heads), "head", true),
-    pick("corpus-color", "Colour by", Object.entries(COLORS).filter(([k]) => k !== "tag" || info.tagged), "color")]
+    pick("corpus-color", "Colour by", Object.entries(COLORS).filter(([k]) => k !== "tag" || info.tagged)
+      .map(([k, name]) => [k, tr(name)]), "color")]
     : [pick("corpus-sentence-layer", "Layer (0 = embeddings)", choices(info.layers + 1), "sentenceLayer", true),
-      pick("corpus-pooling", "Vector", [["cls", "[CLS]"], ["mean", "mean of the tokens"]], "pooling"),
+      pick("corpus-pooling", "Vector", [["cls", "[CLS]"], ["mean", tr("mean of the tokens")]], "pooling"),
       pick("corpus-sentence-color", "Colour by", Object.entries(SENTENCE_COLORS).filter(([k]) =>
-        k === "label" || info.predictions), "sentenceColor")];
+        k === "label" || info.predictions).map(([k, name]) => [k, tr(name)]), "sentenceColor")];
   return { fields: pickers.map(([label, control]) => field(label, control)),
     sync(s) { for (const [, control, key] of pickers) control.value = String(s[key] ?? ""); } };
 }
@@ -227,14 +231,14 @@ function buildMapPane(ctx, kind) {
   let drag = "brush";
   const dragButton = el("button", { type: "button", class: "bv-toggle", id: ctx.id(`corpus-drag-${kind}`),
     "aria-pressed": "false", onclick: () => { drag = drag === "brush" ? "move" : "brush";
-      dragButton.setAttribute("aria-pressed", String(drag === "move")); } }, "Drag moves the map");
+      dragButton.setAttribute("aria-pressed", String(drag === "move")); } }, tr("Drag moves the map"));
   const local = { map: null, colors: null, by: null, only: null, window: null };
   const zoom = (factor) => { const l = view.layout(); if (l) setWindow(pointMap.zoomAt(l, factor, l.width / 2, l.height / 2)); };
   const tools = el("div", { class: "bv-tools" }, dragButton,
-    el("button", { type: "button", id: ctx.id(`corpus-zoom-in-${kind}`), onclick: () => zoom(1.6) }, "Zoom in"),
-    el("button", { type: "button", id: ctx.id(`corpus-zoom-out-${kind}`), onclick: () => zoom(1 / 1.6) }, "Zoom out"),
+    el("button", { type: "button", id: ctx.id(`corpus-zoom-in-${kind}`), onclick: () => zoom(1.6) }, tr("Zoom in")),
+    el("button", { type: "button", id: ctx.id(`corpus-zoom-out-${kind}`), onclick: () => zoom(1 / 1.6) }, tr("Zoom out")),
     el("button", { type: "button", id: ctx.id(`corpus-zoom-all-${kind}`), onclick: () => setWindow(null) },
-      "Whole map"));
+      tr("Whole map")));
   const controls = mapControls(ctx, kind);
   const pane = el("div", { id: ctx.id(`corpus-pane-${kind}`) }, el("div", { class: "bv-controls" },
     ...controls.fields), tools, legendBox, box, caption, listBox);
@@ -243,7 +247,7 @@ function buildMapPane(ctx, kind) {
   const marked = () => (kind === "sentences" && local.map && state().sentence !== null
     ? sentenceIndex(local.map).byId.get(state().sentence) ?? null : null);
   const view = mountCanvasView(box, pointMap, {
-    label: kind === "qk" ? "Queries and keys of one head" : "Sentences", data: () => local.map,
+    label: tr(kind === "qk" ? "Queries and keys of one head" : "Sentences"), data: () => local.map,
     state: () => ({ window: local.window, colors: local.colors, only: local.only, marked: marked() }),
     height: (width) => Math.round(Math.min(ctx.narrow() ? 460 : 560, Math.max(300, width * 0.62))),
     drag: () => drag, onClick: (t) => openPoint(t.point),
@@ -299,8 +303,8 @@ function buildMapPane(ctx, kind) {
 
 function sentenceList(box, map, points, open) {
   const shown = Array.from(points.slice(0, BRUSH_LISTED));
-  box.replaceChildren(el("p", { class: "bv-counts" }, `${points.length.toLocaleString("en")} sentences in the `
-    + `rectangle${points.length > BRUSH_LISTED ? ` (the first ${BRUSH_LISTED} listed)` : ""}`), el("ul", { class: "bv-brushed" }, ...shown.map((p) => el("li", {}, el("button", {
+  box.replaceChildren(el("p", { class: "bv-counts" }, tr("{n} sentences in the rectangle", { n: points.length.toLocaleString("en") })
+    + (points.length > BRUSH_LISTED ? tr(" (the first {n} listed)", { n: BRUSH_LISTED }) : "")), el("ul", { class: "bv-brushed" }, ...shown.map((p) => el("li", {}, el("button", {
     type: "button", "data-point": String(p), onclick: () => open(p) }, `${map.sentenceIds[p]}: ${map.text(p)}`)))));
 }
 
@@ -309,13 +313,13 @@ function buildSearchPane(ctx) {
   const layers = Array.from({ length: info.layers + 1 }, (_, l) => [l, `${l}`]);
   const token = el("p", { id: ctx.id("corpus-search-token"), class: "bv-counts" });
   const layer = select(ctx.id("corpus-search-layer"), layers, state().searchLayer,
-    (v) => set({ searchLayer: Number(v) }), "Layer");
+    (v) => set({ searchLayer: Number(v) }), tr("Layer"));
   const result = el("div", { id: ctx.id("corpus-search-result") });
   const go = el("button", { type: "button", class: "bv-primary", id: ctx.id("corpus-search-go"),
-    onclick: () => run() }, "Find the nearest tokens in the corpus");
-  const pane = el("div", { id: ctx.id("corpus-pane-search") }, el("p", {}, "Select a token in the analysed input "
+    onclick: () => run() }, tr("Find the nearest tokens in the corpus"));
+  const pane = el("div", { id: ctx.id("corpus-pane-search") }, el("p", {}, tr("Select a token in the analysed input "
     + "(click it in the attention views above, or in the Tokens tab's table), choose a layer, and find the corpus's "
-    + "tokens whose hidden state at that layer is nearest (cosine) to that token's."), token,
+    + "tokens whose hidden state at that layer is nearest (cosine) to that token's.")), token,
   el("div", { class: "bv-tools" }, field("Layer (0 = embeddings)", layer), go), result);
   async function run() {
     ctx.say("");
@@ -327,15 +331,15 @@ function buildSearchPane(ctx) {
   }
   const showToken = () => {
     const t = ctx.source.selectedToken?.();
-    token.textContent = t ? `Token: ${t}` : "No token selected yet.";
+    token.textContent = t ? tr("Token: {token}", { token: t }) : tr("No token selected yet.");
   };
   return { pane, sync: (s) => { layer.value = String(s.searchLayer); showToken(); }, showToken, destroy() {} };
 }
 
 function searchResult(box, r, ctx) {
-  const counts = (title, list) => el("p", { class: "bv-counts" }, `${title}: `
-    + (list.length ? list.map(([w, n]) => `${w} ${n}`).join(", ") : "none"));
-  box.replaceChildren(el("p", {}, `Nearest to ${r.query} at layer ${r.layer}:`), counts("Words", r.words),
+  const counts = (title, list) => el("p", { class: "bv-counts" }, `${tr(title)}: `
+    + (list.length ? list.map(([w, n]) => `${w} ${n}`).join(", ") : tr("none")));
+  box.replaceChildren(el("p", {}, tr("Nearest to {token} at layer {layer}:", { token: r.query, layer: r.layer })), counts("Words", r.words),
     counts("Tags", r.tags), el("ol", { class: "bv-hits" }, ...r.hits.map((h) => el("li", {}, el("button", {
       type: "button", "data-sentence": String(h.sentence), "data-position": String(h.position),
       onclick: () => ctx.source.open({ corpus: ctx.info.name, sentence: h.sentence, token: h.position,
@@ -357,19 +361,19 @@ function summaryOf(ctx, subset) {
 
 function buildKnowsPane(ctx) {
   const { info, state, set } = ctx;
-  const targets = (info.probe_targets || Object.keys(TARGETS)).map((t) => [t, TARGETS[t] || t]);
-  const target = select(ctx.id("corpus-probe-target"), targets, state().target, (v) => set({ target: v }), "Target");
+  const targets = (info.probe_targets || Object.keys(TARGETS)).map((t) => [t, TARGETS[t] ? tr(TARGETS[t]) : t]);
+  const target = select(ctx.id("corpus-probe-target"), targets, state().target, (v) => set({ target: v }), tr("Target"));
   const box = el("div", { class: "bv-corpus-box" });
   const series = el("div", { class: "bv-series", id: ctx.id("corpus-probe-legend") });
   const caption = el("p", { class: "bv-caption", id: ctx.id("corpus-probe-caption") });
   const status = el("p", { class: "bv-counts", role: "status", id: ctx.id("corpus-probe-status") });
-  const pane = el("div", { id: ctx.id("corpus-pane-knows") }, el("p", {}, "What each layer knows: a linear probe "
+  const pane = el("div", { id: ctx.id("corpus-pane-knows") }, el("p", {}, tr("What each layer knows: a linear probe "
     + "(logistic regression) per layer reads the target from the layer's hidden states, scored on sentences it never "
-    + "saw, beside a control task (Hewitt & Liang 2019) and the majority class."),
+    + "saw, beside a control task (Hewitt & Liang 2019) and the majority class.")),
   el("div", { class: "bv-controls" }, field("Target", target)), status, series, box, caption);
   let answer = null;
   const view = mountCanvasView(box, probeChart, {
-    label: "Probe accuracy by layer", data: () => answer, state: () => ({}),
+    label: tr("Probe accuracy by layer"), data: () => answer, state: () => ({}),
     height: () => (ctx.narrow() ? 300 : 340),
   });
   let asked = "";
@@ -382,11 +386,11 @@ function buildKnowsPane(ctx) {
     series.replaceChildren();
     caption.textContent = "";
     if (!ctx.source.probe) {
-      status.textContent = "This saved page holds no probes; in a notebook, corpus.probe(target) trains them.";
+      status.textContent = tr("This saved page holds no probes; in a notebook, corpus.probe(target) trains them.");
       return;
     }
-    status.textContent = "Training a probe per layer on the server (the first time for a target takes a minute or "
-      + "two; then every visitor gets it at once)…";
+    status.textContent = tr("Training a probe per layer on the server (the first time for a target takes a minute or "
+      + "two; then every visitor gets it at once)…");
     box.dataset.loading = "true";
     try {
       const a = await ctx.source.probe(info.name, t);
@@ -411,14 +415,14 @@ export function openCard(ctx, target) {
 function buildCardsPane(ctx) {
   const { info, state, set } = ctx;
   const stats = Object.entries(headsView.STATISTICS);
-  const sx = select(ctx.id("corpus-scatter-x"), stats, state().sx, (v) => set({ sx: v }), "Across");
-  const sy = select(ctx.id("corpus-scatter-y"), stats, state().sy, (v) => set({ sy: v }), "Up");
+  const sx = select(ctx.id("corpus-scatter-x"), stats, state().sx, (v) => set({ sx: v }), tr("Across"));
+  const sy = select(ctx.id("corpus-scatter-y"), stats, state().sy, (v) => set({ sy: v }), tr("Up"));
   const subset = select(ctx.id("corpus-scatter-subset"), subsetChoices(info), state().subset,
-    (v) => set({ subset: v }), "Subset");
-  const versus = select(ctx.id("corpus-scatter-versus"), subsetChoices(info, "nothing"), state().versus ?? "",
-    (v) => set({ versus: v || null }), "Compare with");
-  const rank = select(ctx.id("corpus-card-rank"), [["", "its role's statistic"],
-    ...Object.entries(CARD_STATISTICS)], state().rank ?? "", (v) => set({ rank: v || null }), "Rank examples by");
+    (v) => set({ subset: v }), tr("Subset"));
+  const versus = select(ctx.id("corpus-scatter-versus"), subsetChoices(info, tr("nothing")), state().versus ?? "",
+    (v) => set({ versus: v || null }), tr("Compare with"));
+  const rank = select(ctx.id("corpus-card-rank"), [["", tr("its role's statistic")],
+    ...Object.entries(CARD_STATISTICS)], state().rank ?? "", (v) => set({ rank: v || null }), tr("Rank examples by"));
   const legendBox = el("div", { class: "bv-series", id: ctx.id("corpus-scatter-legend") });
   const box = el("div", { class: "bv-corpus-box" });
   const caption = el("p", { class: "bv-caption" });
@@ -429,7 +433,7 @@ function buildCardsPane(ctx) {
   caption, card, detail);
   const grids = { a: null, b: null };
   const view = mountCanvasView(box, headsScatter, {
-    label: "Every head on two statistics", state: () => state(),
+    label: tr("Every head on two statistics"), state: () => state(),
     data: () => (grids.a ? { layers: info.layers, heads: info.heads, a: grids.a, b: grids.b } : null),
     height: () => (ctx.narrow() ? 340 : 420), onClick: (t) => openCard(ctx, t),
   });
@@ -453,8 +457,8 @@ function buildCardsPane(ctx) {
     if (key === shown) return;
     shown = key;
     if (!ctx.source.card) {
-      card.replaceChildren(el("p", { class: "bv-counts" }, "This saved page holds no head cards; in a notebook, "
-        + "corpus.head_card(layer, head) makes one."));
+      card.replaceChildren(el("p", { class: "bv-counts" }, tr("This saved page holds no head cards; in a notebook, "
+        + "corpus.head_card(layer, head) makes one.")));
       return;
     }
     card.dataset.loading = "true";
@@ -475,12 +479,13 @@ function frame(container, ctx) {
   const root = el("div", { class: "bv-root bv-corpus", id: ctx.id("corpus-view") });
   const message = el("p", { class: "bv-corpus-message", role: "alert", id: ctx.id("corpus-message") });
   const picker = ctx.source.corpora.length > 1 ? field("Corpus", select(ctx.id("corpus-pick"), ctx.source.corpora
-    .map((c) => [c.name, c.name]), ctx.info.name, (v) => ctx.switchTo(v), "Corpus")) : null;
-  const about = el("p", { class: "bv-subtitle" }, `${ctx.info.name}: ${ctx.info.sentences.toLocaleString("en")} `
-    + `sentences, ${ctx.info.tokens.toLocaleString("en")} tokens from ${ctx.info.source}, model ${ctx.info.model}`);
+    .map((c) => [c.name, c.name]), ctx.info.name, (v) => ctx.switchTo(v), tr("Corpus"))) : null;
+  const about = el("p", { class: "bv-subtitle" }, `${ctx.info.name}: ` + tr("{sentences} sentences, {tokens} "
+    + "tokens from {source}, model {model}", { sentences: ctx.info.sentences.toLocaleString("en"),
+    tokens: ctx.info.tokens.toLocaleString("en"), source: ctx.info.source, model: ctx.info.model }));
   const tabs = el("div", { class: "bv-tabs", role: "tablist" }, ...CORPUS_VIEWS.map((v) => el("button", {
     type: "button", role: "tab", id: ctx.id(`corpus-tab-${v.name}`), onclick: () => ctx.set({ view: v.name }) },
-  v.label)));
+  tr(v.label))));
   const panes = el("div", { class: "bv-corpus-panes" });
   root.append(el("div", { class: "bv-controls" }, picker, about), el("div", { class: "bv-bar" }, tabs), message,
     panes);
@@ -501,8 +506,9 @@ export function mountCorpus(container, source, asked = {}) {
   const elsewhere = asked.corpus !== undefined && asked.corpus !== wanted.name;
   const first = checkedState(wanted, elsewhere ? {} : asked);
   if (elsewhere) {
-    first.problems.unshift(`This link asks for the corpus ${String(asked.corpus).slice(0, 80)}, which is not served `
-      + `here (${source.corpora.map((c) => c.name).join(", ")}); showing ${wanted.name}.`);
+    first.problems.unshift(tr("This link asks for the corpus {asked}, which is not served here ({served}); showing {shown}.",
+      { asked: String(asked.corpus).slice(0, 80), served: source.corpora.map((c) => c.name).join(", "),
+        shown: wanted.name }));
   }
   let current = first.state;
   const listeners = new Set();
