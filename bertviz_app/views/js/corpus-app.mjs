@@ -72,6 +72,11 @@ function select(id, choices, value, onchange, label) {
   return s;
 }
 
+/** A table of English names as [key, name in the page's language] choices. */
+function translatedEntries(names) {
+  return Object.entries(names).map(([k, name]) => [k, tr(name)]);
+}
+
 function field(label, control) {
   return el("label", { class: "bv-field" }, el("span", {}, tr(label)), control);
 }
@@ -110,7 +115,7 @@ export function markedSentence(pieces, position) {
 
 function buildHeadsPane(ctx) {
   const { info, state, set } = ctx;
-  const stat = select(ctx.id("corpus-statistic"), Object.entries(headsView.STATISTICS), state().statistic,
+  const stat = select(ctx.id("corpus-statistic"), translatedEntries(headsView.STATISTICS), state().statistic,
     (v) => set({ statistic: v }), tr("Statistic"));
   const subset = select(ctx.id("corpus-subset"), subsetChoices(info), state().subset, (v) => set({ subset: v }),
     tr("Subset"));
@@ -414,7 +419,7 @@ export function openCard(ctx, target) {
 
 function buildCardsPane(ctx) {
   const { info, state, set } = ctx;
-  const stats = Object.entries(headsView.STATISTICS);
+  const stats = translatedEntries(headsView.STATISTICS);
   const sx = select(ctx.id("corpus-scatter-x"), stats, state().sx, (v) => set({ sx: v }), tr("Across"));
   const sy = select(ctx.id("corpus-scatter-y"), stats, state().sy, (v) => set({ sy: v }), tr("Up"));
   const subset = select(ctx.id("corpus-scatter-subset"), subsetChoices(info), state().subset,
@@ -422,7 +427,7 @@ function buildCardsPane(ctx) {
   const versus = select(ctx.id("corpus-scatter-versus"), subsetChoices(info, tr("nothing")), state().versus ?? "",
     (v) => set({ versus: v || null }), tr("Compare with"));
   const rank = select(ctx.id("corpus-card-rank"), [["", tr("its role's statistic")],
-    ...Object.entries(CARD_STATISTICS)], state().rank ?? "", (v) => set({ rank: v || null }), tr("Rank examples by"));
+    ...translatedEntries(CARD_STATISTICS)], state().rank ?? "", (v) => set({ rank: v || null }), tr("Rank examples by"));
   const legendBox = el("div", { class: "bv-series", id: ctx.id("corpus-scatter-legend") });
   const box = el("div", { class: "bv-corpus-box" });
   const caption = el("p", { class: "bv-caption" });

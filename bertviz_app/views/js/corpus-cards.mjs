@@ -9,6 +9,7 @@
 // Strings from the corpus (pieces, roles) go in as text, never as markup.
 
 import { el } from "./dom.mjs";
+import { t } from "./i18n.mjs";
 import { HEADS } from "./heads.mjs";
 import { categoryColors } from "./corpus-data.mjs";
 import { STATISTICS } from "./corpus-heads.mjs";
@@ -44,12 +45,13 @@ export const probeChart = {
     return { width, height, series, layers, x, y, answer,
       geometry: { layers: layers.map((l, k) => [l, x(k)]), top: PAD.top, bottom: height - PAD.bottom },
       drawn: `probe:${answer.target}`,
-      caption: `A linear probe of ${TARGETS[answer.target] || answer.target} per layer, trained on `
-        + `${(answer.items - answer.held_out).toLocaleString("en")} items and scored on ${answer.held_out
-          .toLocaleString("en")} from sentences it never saw (${answer.classes} classes). Best: layer `
-        + `${layers[best]} (${(answer.accuracy[best] * 100).toFixed(1)}%).`
-        + (answer.selectivity.some(finite) ? " The control task gives each word type a random class: what a probe "
-          + "learns of it is memorized words, not what the layer knows, so selectivity is the part to read." : "") };
+      caption: t("A linear probe of {target} per layer, trained on {items} items and scored on {held_out} from "
+        + "sentences it never saw ({classes} classes). Best: layer {layer} ({accuracy}%).", {
+        target: TARGETS[answer.target] ? t(TARGETS[answer.target]) : answer.target,
+        items: (answer.items - answer.held_out).toLocaleString("en"), held_out: answer.held_out.toLocaleString("en"),
+        classes: answer.classes, layer: layers[best], accuracy: (answer.accuracy[best] * 100).toFixed(1) })
+        + (answer.selectivity.some(finite) ? t(" The control task gives each word type a random class: what a probe "
+          + "learns of it is memorized words, not what the layer knows, so selectivity is the part to read.") : "") };
   },
   paint(ctx, layout, focus) {
     const { width, height, x, y, layers } = layout;
@@ -69,7 +71,7 @@ export const probeChart = {
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
     layers.forEach((l, k) => ctx.fillText(String(l), x(k), height - PAD.bottom + 6));
-    ctx.fillText("layer (0 = the embeddings)", (PAD.left + width - PAD.right) / 2, height - 14);
+    ctx.fillText(t("layer (0 = the embeddings)"), (PAD.left + width - PAD.right) / 2, height - 14);
     if (focus.active !== null && focus.active !== undefined) {
       ctx.strokeStyle = "#999";
       ctx.beginPath();
@@ -106,7 +108,7 @@ export const probeChart = {
   },
   tooltip(layout, target) {
     const a = layout.answer, k = target.index;
-    return [`Layer ${a.layer[k]}`, ...layout.series.map((s) => `${s.label}: ${finite(a[s.key][k])
+    return [t("Layer {layer}", { layer: a.layer[k] }), ...layout.series.map((s) => `${t(s.label)}: ${finite(a[s.key][k])
       ? a[s.key][k].toFixed(3) : "\u2013"}`)];
   },
 };
@@ -114,7 +116,7 @@ export const probeChart = {
 /** The chart's legend: a swatch and a name per series drawn. */
 export function probeLegend(layout) {
   return layout.series.map((s) => el("span", {}, el("span", { class: "bv-swatch bv-swatch-line",
-    style: `background:${dashPattern(s.color, s.dash)}` }), s.label));
+    style: `background:${dashPattern(s.color, s.dash)}` }), t(s.label)));
 }
 
 /** A CSS background that draws a canvas line dash sideways (the legend's sample of a line). */
@@ -177,9 +179,11 @@ export const headsScatter = {
     return { width, height, points, sx, sy, X, Y, x0, x1, y0, y1, colors, chosen, a: a.subset, b: b?.subset ?? null,
       geometry: { points: points.map((p) => [p.layer, p.head, p.x, p.y]) },
       drawn: `scatter:${a.subset}${b ? ` vs ${b.subset}` : ""}:${sx}:${sy}`,
-      caption: `Every head of the model over the ${a.subset === "all" ? "whole corpus" : a.subset}`
-        + (b ? ` (filled) and ${b.subset} (rings, joined to the same head)` : "") + `: ${STATISTICS[sx]} across, `
-        + `${STATISTICS[sy]} up, coloured by role. Click a head for its report card.` };
+      caption: t("Every head of the model over {subset}", { subset: a.subset === "all" ? t("the whole corpus")
+        : a.subset })
+        + (b ? t(" (filled) and {subset} (rings, joined to the same head)", { subset: b.subset }) : "")
+        + t(": {across} across, {up} up, coloured by role. Click a head for its report card.",
+          { across: t(STATISTICS[sx]), up: t(STATISTICS[sy]) }) };
   },
   paint(ctx, layout, focus) {
     const { width, height, X, Y } = layout;
@@ -197,7 +201,7 @@ export const headsScatter = {
       ctx.fillText(vy.toFixed(digits(layout.y0, layout.y1)), PAD.left - 4, Y(vy));
     }
     ctx.textAlign = "center"; ctx.textBaseline = "bottom";
-    ctx.fillText(STATISTICS[layout.sx], (PAD.left + width - PAD.right) / 2, height - 2);
+    ctx.fillText(t(STATISTICS[layout.sx]), (PAD.left + width - PAD.right) / 2, height - 2);
     for (const p of layout.points) {
       if (p.bx === undefined) continue;
       ctx.strokeStyle = p.color;
@@ -230,8 +234,8 @@ export const headsScatter = {
     const p = layout.points.find((q) => q.layer === target.layer && q.head === target.head);
     if (!p) return null;
     const f = (v, stat) => v.toFixed(stat === "distance" ? 2 : 3);
-    const lines = [`Layer ${p.layer}, head ${p.head}: ${p.role}`,
-      `${STATISTICS[layout.sx]}: ${f(p.vx, layout.sx)}; ${STATISTICS[layout.sy]}: ${f(p.vy, layout.sy)}`];
+    const lines = [t("Layer {layer}, head {head}: ", { layer: p.layer, head: p.head }) + p.role,
+      `${t(STATISTICS[layout.sx])}: ${f(p.vx, layout.sx)}; ${t(STATISTICS[layout.sy])}: ${f(p.vy, layout.sy)}`];
     if (p.wx !== undefined) lines.push(`${layout.b}: ${f(p.wx, layout.sx)}; ${f(p.wy, layout.sy)}`);
     return lines;
   },
@@ -251,7 +255,7 @@ export const CARD_STATISTICS = Object.fromEntries(Object.entries(HEADS.corpusSta
 /** A sentence's pieces, each shaded by the head's attention from the example's token (outlined), as text. */
 export function attentionRow(pieces, weights, position) {
   const top = Math.max(1e-9, ...weights);
-  return el("span", { class: "bv-card-row", role: "img", "aria-label": `attention from token ${position}` },
+  return el("span", { class: "bv-card-row", role: "img", "aria-label": t("attention from token {position}", { position }) },
     ...pieces.map((p, k) => el("span", { class: k === position ? "bv-card-from" : "", title: `${p}: ${weights[k]
       .toFixed(3)}`, style: `background:rgba(8,81,156,${(0.85 * weights[k] / top).toFixed(3)});`
       + (weights[k] / top > 0.5 ? "color:#fff;" : "") }, p)));
@@ -261,18 +265,19 @@ export function attentionRow(pieces, weights, position) {
 export function headCard(box, card, statistic, open) {
   const f = (k, v) => (v === null ? "\u2013" : k === "distance" || k === "entropy" ? v.toFixed(2) : v.toFixed(3));
   const stats = el("dl", { class: "bv-card-stats" }, ...Object.entries(CARD_STATISTICS).flatMap(([k, label]) => [
-    el("dt", {}, label), el("dd", {}, f(k, card.statistics[k]))]));
-  const word = CARD_STATISTICS[card.ranked_by];
+    el("dt", {}, t(label)), el("dd", {}, f(k, card.statistics[k]))]));
+  const word = t(CARD_STATISTICS[card.ranked_by]);
   const examples = el("ol", { class: "bv-card-examples" }, ...card.examples.map((e) => el("li", {}, el("button", {
     type: "button", "data-sentence": String(e.sentence), "data-position": String(e.position),
-    title: `Open sentence ${e.sentence} in the attention views at layer ${card.layer}, head ${card.head}, token `
-      + `${e.position}`, onclick: () => open(e) },
-  el("span", { class: "bv-counts" }, `${f(card.ranked_by, e.value)} \u00b7 sentence ${e.sentence}, token `
-    + `${e.position} \u201c${e.pieces[e.position] ?? ""}\u201d`), attentionRow(e.pieces, e.weights, e.position)))));
-  box.replaceChildren(el("h3", {}, `Layer ${card.layer}, head ${card.head}: ${card.role}`), statistic, stats,
-    el("h4", {}, `Top examples: the tokens with the ${card.largest ? "highest" : "lowest"} ${word}, one per `
-      + "sentence"),
-    el("p", { class: "bv-counts" }, "Each row is the sentence, shaded by where this head's attention from the "
-      + "outlined token goes (its sentence's own forward pass). Click one to open it in the attention views."),
+    title: t("Open sentence {sentence} in the attention views at layer {layer}, head {head}, token {token}",
+      { sentence: e.sentence, layer: card.layer, head: card.head, token: e.position }), onclick: () => open(e) },
+  el("span", { class: "bv-counts" }, `${f(card.ranked_by, e.value)} \u00b7 `
+    + t("sentence {sentence}, token {token}", { sentence: e.sentence, token: e.position })
+    + ` \u201c${e.pieces[e.position] ?? ""}\u201d`), attentionRow(e.pieces, e.weights, e.position)))));
+  box.replaceChildren(el("h3", {}, t("Layer {layer}, head {head}: ", { layer: card.layer, head: card.head }) + card.role), statistic, stats,
+    el("h4", {}, t(card.largest ? "Top examples: the tokens with the highest {statistic}, one per sentence"
+      : "Top examples: the tokens with the lowest {statistic}, one per sentence", { statistic: word })),
+    el("p", { class: "bv-counts" }, t("Each row is the sentence, shaded by where this head's attention from the "
+      + "outlined token goes (its sentence's own forward pass). Click one to open it in the attention views.")),
     examples);
 }

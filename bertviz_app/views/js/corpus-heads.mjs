@@ -5,6 +5,7 @@
 // the attention views' "All heads".
 
 import { HEADS } from "./heads.mjs";
+import { t } from "./i18n.mjs";
 
 export const NAME = "corpus-heads";
 // what a tile can show, in words (bertviz_app/heads.py CORPUS_STATISTICS; entropy as entropy_ratio)
@@ -67,10 +68,11 @@ export function layout(data, state, size) {
   return { width, height, tile, left, tiles, stat, max, diverging: Boolean(valuesB), chosen, heads, layers,
     geometry: { left, top: TOP, tile, pitch: tile + GAP }, // where tiles are, for automation
     drawn: `${a.subset}${b ? ` vs ${b.subset}` : ""}:${stat}`,
-    caption: `${STATISTICS[stat]}, mean over ${a.tokens.toLocaleString("en")} tokens`
-      + (b ? ` (${a.subset}) minus ${b.subset} (${b.tokens.toLocaleString("en")} tokens)` : ` (${a.subset})`)
-      + "; the bar at a tile's foot is the spread over tokens (its standard deviation). Click a head for its "
-      + "profile, tag links and query/key map." };
+    caption: t("{statistic}, mean over {n} tokens", { statistic: t(STATISTICS[stat]), n: a.tokens.toLocaleString("en") })
+      + (b ? t(" ({a}) minus {b} ({n} tokens)", { a: a.subset, b: b.subset, n: b.tokens.toLocaleString("en") })
+        : ` (${a.subset})`)
+      + t("; the bar at a tile's foot is the spread over tokens (its standard deviation). Click a head for its "
+      + "profile, tag links and query/key map.") };
 }
 
 function formatValue(v, stat) {
@@ -87,7 +89,7 @@ export function paint(ctx, layout, focus) {
   ctx.textAlign = "center";
   for (let h = 0; h < layout.heads; h++) ctx.fillText(`${h}`, layout.left + h * (tile + GAP) + tile / 2, TOP / 2);
   ctx.textAlign = "right";
-  const name = layout.left < LEFT ? "L" : "layer ";
+  const name = layout.left < LEFT ? "L" : `${t("layer")} `;
   for (let l = 0; l < layout.layers; l++) {
     ctx.fillText(`${name}${l}`, layout.left - 4, TOP + l * (tile + GAP) + tile / 2);
   }
@@ -138,14 +140,15 @@ export function keyStep(layout, from, key) {
 
 /** A tile in words (the tooltip). */
 export function tooltip(layout, target) {
-  const t = layout.tiles[target.layer * layout.heads + target.head];
-  const lines = [`Layer ${t.layer}, head ${t.head}: ${t.role}`];
+  const tile = layout.tiles[target.layer * layout.heads + target.head];
+  const lines = [t("Layer {layer}, head {head}: ", { layer: tile.layer, head: tile.head }) + tile.role];
   if (layout.diverging) {
-    lines.push(`${STATISTICS[layout.stat]}: ${formatValue(t.a, layout.stat)} against ${formatValue(t.b, layout.stat)}`
-      + ` (difference ${formatValue(t.value, layout.stat)})`);
+    lines.push(t("{statistic}: {a} against {b} (difference {difference})", { statistic: t(STATISTICS[layout.stat]),
+      a: formatValue(tile.a, layout.stat), b: formatValue(tile.b, layout.stat),
+      difference: formatValue(tile.value, layout.stat) }));
   } else {
-    lines.push(`${STATISTICS[layout.stat]}: ${formatValue(t.value, layout.stat)} \u00b1 ${formatValue(t.spread,
-      layout.stat)}`);
+    lines.push(`${t(STATISTICS[layout.stat])}: ${formatValue(tile.value, layout.stat)} \u00b1 `
+      + formatValue(tile.spread, layout.stat));
   }
   return lines;
 }

@@ -11,6 +11,7 @@
 import { mountCorpus } from "./corpus-app.mjs";
 import { sentenceKey } from "./corpus-data.mjs";
 import { addStylesheet } from "./dom.mjs";
+import { chooseLanguage, setLanguage, t } from "./i18n.mjs";
 import { ask, openHead, viewerIn } from "./gradio-host.mjs";
 import { readCorpusLink, writeCorpusLink } from "./permalink.mjs";
 import { viewForHead } from "./registry.mjs";
@@ -122,7 +123,7 @@ async function waitForViews(doc, want, before, sleep) {
     }
     const refused = doc.querySelector("#notice .bv-stale");
     if (refused && waited > 500) throw new Error(refused.textContent.replace(/ The picture below.*$/, ""));
-    if (waited > OPEN_WAIT_MS) throw new Error("The sentence was not analyzed; is the server still running?");
+    if (waited > OPEN_WAIT_MS) throw new Error(t("The sentence was not analyzed; is the server still running?"));
     await sleep(100);
   }
 }
@@ -150,11 +151,11 @@ export function appSource(value, server, trigger, deps) {
     card: (corpus, layer, head, statistic) => ask(server, "corpus_card", { corpus, layer, head, statistic }),
     async search(corpus, layer, k) {
       const now = current();
-      if (!now) throw new Error("Analyze an input first, then select one of its tokens to search for.");
+      if (!now) throw new Error(t("Analyze an input first, then select one of its tokens to search for."));
       const token = now.viewer.selection.get().token;
       if (token === null || token === undefined) {
-        throw new Error("Select a token first: click one in the attention views (or in the Tokens tab's table), "
-          + "then search.");
+        throw new Error(t("Select a token first: click one in the attention views (or in the Tokens tab's table), "
+          + "then search."));
       }
       return ask(server, "corpus_search", { corpus, layer, k, token, key: now.input.key });
     },
@@ -212,21 +213,24 @@ export function startCorpusHost({ element, props, server, trigger }, deps) {
 
 /** The offline source: what a saved page holds (corpus/browser.py `offline_data`), the rest refused in words. */
 export function offlineSource(data, show) {
-  const missing = (what) => Promise.reject(new Error(`This saved page holds ${what}; in a notebook, `
-    + "corpus.show(heads=[(layer, head), ...]) saves more heads' maps."));
+  const missing = (what) => Promise.reject(new Error(t("This saved page holds {what}; in a notebook, "
+    + "corpus.show(heads=[(layer, head), ...]) saves more heads' maps.", { what })));
+  const heads = (keys) => keys.map((k) => { const [layer, head] = k.split(",");
+    return t("layer {layer}, head {head}", { layer, head }); }).join("; ");
   return {
     corpora: [data.info], problems: [],
-    summary: async (corpus, subset) => data.summaries[subset] || missing("the summary of the whole corpus and its "
-      + "labels only"),
-    head: async (corpus, layer, head) => data.heads[`${layer},${head}`] || missing(`the details of `
-      + `${Object.keys(data.heads).map((k) => `layer ${k.replace(",", ", head ")}`).join("; ")} only`),
-    qkMap: async (corpus, layer, head) => data.qk[`${layer},${head}`] || missing(`the query \u00d7 key maps of `
-      + `${Object.keys(data.qk).map((k) => `layer ${k.replace(",", ", head ")}`).join("; ")} only`),
-    sentenceMap: async (corpus, layer, pooling) => data.sentences[`${layer},${pooling}`] || missing("the sentence "
-      + `map of ${Object.keys(data.sentences).map((k) => `layer ${k.replace(",", " (")})`).join(", ")} only`),
+    summary: async (corpus, subset) => data.summaries[subset] || missing(t("the summary of the whole corpus and its "
+      + "labels only")),
+    head: async (corpus, layer, head) => data.heads[`${layer},${head}`] || missing(t("the details of {heads} only",
+      { heads: heads(Object.keys(data.heads)) })),
+    qkMap: async (corpus, layer, head) => data.qk[`${layer},${head}`] || missing(t("the query \u00d7 key maps of {heads} only",
+      { heads: heads(Object.keys(data.qk)) })),
+    sentenceMap: async (corpus, layer, pooling) => data.sentences[`${layer},${pooling}`] || missing(t("the sentence map of {layers} only", {
+      layers: Object.keys(data.sentences).map((k) => { const [layer, pooling] = k.split(",");
+        return t("layer {layer} ({pooling})", { layer, pooling }); }).join(", ") })),
     idPrefix: "",
-    search: async () => { throw new Error("A search needs the model: in a notebook, corpus.search(text, token, "
-      + "layer) answers it; in the app, the Corpus tab."); },
+    search: async () => { throw new Error(t("A search needs the model: in a notebook, corpus.search(text, token, "
+      + "layer) answers it; in the app, the Corpus tab.")); },
     selectedToken: () => null,
     async open(target) { show(target, data.texts?.[target.sentence]); },
   };
@@ -234,15 +238,20 @@ export function offlineSource(data, show) {
 
 /** The offline page's start: the corpus data saved in the page (an inert JSON script element), mounted in its root. */
 export function mountCorpusPage(doc = globalThis.document) {
+  doc.documentElement.lang = setLanguage(chooseLanguage(doc.defaultView?.location.search,
+    doc.defaultView?.navigator.languages));
   const data = JSON.parse(doc.getElementById("bertviz-corpus").textContent);
   const root = doc.getElementById("bertviz-root");
   const note = doc.createElement("p");
   note.className = "bv-corpus-opened";
   note.setAttribute("role", "status");
   const show = (target) => {
-    note.textContent = `Sentence ${target.sentence}${target.token !== null && target.token !== undefined
-      ? `, token ${target.token}` : ""} (layer ${target.layer}, head ${target.head}): in a notebook, `
-      + `corpus.run(${target.sentence}).show() opens it in the attention views.`;
+    const where = { sentence: target.sentence, token: target.token, layer: target.layer, head: target.head };
+    note.textContent = t(target.token !== null && target.token !== undefined
+      ? "Sentence {sentence}, token {token} (layer {layer}, head {head}): in a notebook, corpus.run({sentence}).show() "
+        + "opens it in the attention views."
+      : "Sentence {sentence} (layer {layer}, head {head}): in a notebook, corpus.run({sentence}).show() opens it in "
+        + "the attention views.", where);
   };
   const mounted = mountCorpus(root, offlineSource(data, show), data.state || {});
   root.append(note);

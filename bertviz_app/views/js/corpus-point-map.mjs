@@ -9,6 +9,7 @@
 // in 0..aspect, where aspect is the map's height over its width in the data.
 
 import { tokenOf, isKey, tokenInSentence } from "./corpus-data.mjs";
+import { t as tr } from "./i18n.mjs";
 
 export const NAME = "point-map";
 const CELL = 8; // hit grid cell, px
@@ -123,12 +124,14 @@ export function landmarks(layout, most = 12) {
 function caption(map, shown) {
   const h = map.header;
   if (map.kind === "corpus_qk") {
-    return `Layer ${h.layer}, head ${h.head}: queries and keys of ${map.tokens.toLocaleString("en")} tokens from `
-      + `${h.sentences.toLocaleString("en")} sentences, projected together (PCA after AttentionViz's `
-      + `normalization); ${shown.toLocaleString("en")} points in the window.`;
+    return tr("Layer {layer}, head {head}: queries and keys of {tokens} tokens from {sentences} sentences, projected "
+      + "together (PCA after AttentionViz's normalization); {shown} points in the window.", { layer: h.layer,
+      head: h.head, tokens: map.tokens.toLocaleString("en"), sentences: h.sentences.toLocaleString("en"),
+      shown: shown.toLocaleString("en") });
   }
-  return `${map.points.toLocaleString("en")} sentences by their ${h.pooling === "cls" ? "[CLS]" : "mean"} vector `
-    + `at hidden layer ${h.layer} (0 = embeddings), projected by PCA.`;
+  return tr(h.pooling === "cls" ? "{n} sentences by their [CLS] vector at hidden layer {layer} (0 = embeddings), "
+    + "projected by PCA." : "{n} sentences by their mean vector at hidden layer {layer} (0 = embeddings), projected "
+    + "by PCA.", { n: map.points.toLocaleString("en"), layer: h.layer });
 }
 
 /** The bitmap of every point: squares of a side that grows with the zoom, the chosen category drawn last. */
@@ -305,12 +308,13 @@ export function tooltip(layout, target) {
     const t = tokenOf(map, i);
     const where = tokenInSentence(map, t);
     const tag = map.tag[t] >= 0 ? ` (${map.tags.get(map.tag[t])})` : "";
-    return [`${isKey(map, i) ? "key" : "query"} \u00b7 ${map.pieces.get(map.piece[t])}${tag} \u00b7 position `
-      + `${map.position[t]} \u00b7 sentence ${map.sentenceIds[map.sentence[t]]}`,
+    return [`${tr(isKey(map, i) ? "key" : "query")} \u00b7 ${map.pieces.get(map.piece[t])}${tag} \u00b7 `
+      + tr("position {position} \u00b7 sentence {sentence}", { position: map.position[t],
+        sentence: map.sentenceIds[map.sentence[t]] }),
     `${where.before} [${where.word}] ${where.after}`.trim()];
   }
-  const label = map.label[i] >= 0 ? map.labels.get(map.label[i]) : "no label";
-  const predicted = map.prediction && map.prediction[i] >= 0 ? ` \u00b7 predicted ${map.labels.get(map.prediction[i])}`
-    : "";
-  return [`sentence ${map.sentenceIds[i]} \u00b7 ${label}${predicted}`, map.text(i)];
+  const label = map.label[i] >= 0 ? map.labels.get(map.label[i]) : tr("no label");
+  const predicted = map.prediction && map.prediction[i] >= 0
+    ? ` \u00b7 ${tr("predicted {label}", { label: map.labels.get(map.prediction[i]) })}` : "";
+  return [`${tr("sentence {sentence}", { sentence: map.sentenceIds[i] })} \u00b7 ${label}${predicted}`, map.text(i)];
 }
