@@ -11,6 +11,7 @@ import { checkedState } from "../../bertviz_app/views/js/corpus-app.mjs";
 import { readCorpusLink, readLink, writeCorpusLink, writeLink } from "../../bertviz_app/views/js/permalink.mjs";
 import * as heads from "../../bertviz_app/views/js/corpus-heads.mjs";
 import * as pm from "../../bertviz_app/views/js/corpus-point-map.mjs";
+import { missing, setLanguage } from "../../bertviz_app/views/js/i18n.mjs";
 
 const fixture = (name) => new Uint8Array(readFileSync(new URL(`./fixtures/corpus.${name}.bvz`, import.meta.url)));
 const SIZE = { width: 400, height: 300, dpr: 1 };
@@ -232,4 +233,20 @@ test("on a phone the heads grid fits its box: narrower row labels and smaller ti
   assert.equal(heads.layout(model, { statistic: "cls" }, { width: 900, maxHeight: 420 }).left, 64);
   const t = l.tiles[5 * 12 + 11];
   assert.deepEqual(heads.hit(l, t.x + 1, t.y + 1), { layer: 5, head: 11 });
+});
+
+test("in Spanish the corpus views speak Spanish and leave the corpus's words alone", async () => {
+  setLanguage("es");
+  try {
+    const past = checkedState({ name: "c", layers: 6, heads: 12, sentences: 5 }, { sentence: 5, subset: "tag:NN" });
+    assert.deepEqual(past.problems, ["Este corpus no tiene el subconjunto tag:NN; se muestra el corpus entero.",
+      "Este enlace marca la frase 5, y el corpus tiene 5 (de 0 a 4); no se marca ninguna."]);
+    const { map, layout } = await qkLayout();
+    assert.match(layout.caption, /^Capa \d+, cabeza \d+: consultas y claves de 4 tokens de 2 frases/);
+    // the token, its tag and its sentence's words are the corpus's, in no language
+    assert.deepEqual(pm.tooltip(layout, { point: 1 }), ["consulta \u00b7 ##s (nns) \u00b7 posición 3 \u00b7 frase 7",
+      "[CLS] the [banks] . [SEP]"]);
+    assert.equal(map.pieces.get(map.piece[0]), "bank");
+    assert.deepEqual(missing(), []);
+  } finally { setLanguage("en"); }
 });
