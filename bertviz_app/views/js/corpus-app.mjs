@@ -166,26 +166,31 @@ function headDetail(box, d, grid, info, ctx, card = false) {
   const peak = Math.max(1e-9, ...d.profile.filter((v) => v !== null));
   const bars = el("div", { class: "bv-profile", role: "img", "aria-label": tr("mean attention by offset") },
     ...d.profile.map((v, k) => el("div", { class: d.offsets[k] === 0 ? "bv-zero" : "", title:
-      tr("offset {offset}: {value}", { offset: d.offsets[k], value: v === null ? tr("no pairs") : v.toFixed(3) }), style: `height:${((v || 0) / peak) * 100}%` })));
-  const profile = el("div", {}, el("h4", {}, tr("Attention by relative position")), bars, el("div", { class: "bv-axis" },
-    el("span", {}, `${d.offsets[0]}`), el("span", {}, tr("0: itself")), el("span", {}, `+${d.offsets[d.offsets.length - 1]}`)));
+      tr("offset {offset}: {value}", { offset: d.offsets[k], value: v === null ? tr("no pairs") : v.toFixed(3) }),
+    style: `height:${((v || 0) / peak) * 100}%` })));
+  const profile = el("div", {}, el("h4", {}, tr("Attention by relative position")), bars,
+    el("div", { class: "bv-axis" }, el("span", {}, `${d.offsets[0]}`), el("span", {}, tr("0: itself")),
+      el("span", {}, `+${d.offsets[d.offsets.length - 1]}`)));
   const links = el("div", {}, el("h4", {}, tr("Where its strongest link goes, by tag")), d.links.length
-    ? el("p", { class: "bv-muted bv-counts" }, tr("Tag pairs seen {n} times or more, at least twice as often as chance; the most telling "
-      + "first (count \u00d7 log\u2082 of the lift), so that a rare tag's few links do not lead.",
-    { n: d.link_min_count ?? 20 })) : null, d.links.length
+    ? el("p", { class: "bv-muted bv-counts" }, tr("Tag pairs seen {n} times or more, at least twice as often as "
+      + "chance; the most telling first (count \u00d7 log\u2082 of the lift), so that a rare tag's few links do not "
+      + "lead.", { n: d.link_min_count ?? 20 })) : null, d.links.length
     ? el("ol", { class: "bv-counts bv-links" }, ...d.links.map((l) => el("li", {}, `${l.from} \u2192 ${l.to}: `
       + tr("{lift}\u00d7 chance, {share}% of {tag} ({count})", { lift: l.lift.toFixed(1),
         share: (l.share * 100).toFixed(0), tag: l.from, count: l.count }))))
     : el("p", { class: "bv-muted" }, tr(info.tagged ? "No tag pair above twice chance." : "This corpus has no tags.")));
   const relations = d.relations.length ? el("ul", { class: "bv-counts" }, ...d.relations.map((r) => el("li", {},
     `${r.relation}: ` + tr("{accuracy}% (best head {best}%, always the next word {next}%)", {
-      accuracy: (r.accuracy * 100).toFixed(0), best: (r.best * 100).toFixed(0), next: (r.next_word * 100).toFixed(0) })))) : null;
+      accuracy: (r.accuracy * 100).toFixed(0), best: (r.best * 100).toFixed(0),
+      next: (r.next_word * 100).toFixed(0) })))) : null;
   const suffix = card ? "-card" : "";
   const open = el("button", { type: "button", id: ctx.id(`corpus-open-map${suffix}`), class: "bv-primary",
-    onclick: () => ctx.set({ view: "qk" }) }, tr("Open the query \u00d7 key map of layer {layer}, head {head}", { layer: d.layer, head: d.head }));
+    onclick: () => ctx.set({ view: "qk" }) }, tr("Open the query \u00d7 key map of layer {layer}, head {head}",
+    { layer: d.layer, head: d.head }));
   const inViews = el("button", { type: "button", id: ctx.id(`corpus-open-views${suffix}`),
     onclick: () => ctx.source.openHead?.(d.layer, d.head) }, tr("Show this head in the attention views"));
-  box.replaceChildren(el("div", {}, card ? null : el("h3", {}, tr("Layer {layer}, head {head}: ", { layer: d.layer, head: d.head })
+  box.replaceChildren(el("div", {}, card ? null : el("h3", {}, tr("Layer {layer}, head {head}: ",
+    { layer: d.layer, head: d.head })
     + `${grid ? grid.role[i] : ""}`),
     el("div", { class: "bv-tools" }, open, ctx.source.openHead ? inViews : null), profile),
   el("div", {}, links, relations));
@@ -198,7 +203,8 @@ function brushList(box, map, points, open) {
   const counts = new Map();
   for (const p of points) { const w = map.pieces.get(map.piece[tokenOf(map, p)]); counts.set(w, (counts.get(w) || 0) + 1); }
   const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([w, n]) => `${w} ${n}`).join(", ");
-  box.replaceChildren(el("p", { class: "bv-counts" }, tr("{n} points in the rectangle", { n: points.length.toLocaleString("en") })
+  box.replaceChildren(el("p", { class: "bv-counts" }, tr("{n} points in the rectangle",
+    { n: points.length.toLocaleString("en") })
     + (points.length > BRUSH_LISTED ? tr(" (the first {n} listed)", { n: BRUSH_LISTED }) : "")
     + tr("; most common: {words}", { words: top })),
   el("ul", { class: "bv-brushed" }, ...shown.map((p) => {
@@ -241,7 +247,8 @@ function buildMapPane(ctx, kind) {
   const zoom = (factor) => { const l = view.layout(); if (l) setWindow(pointMap.zoomAt(l, factor, l.width / 2, l.height / 2)); };
   const tools = el("div", { class: "bv-tools" }, dragButton,
     el("button", { type: "button", id: ctx.id(`corpus-zoom-in-${kind}`), onclick: () => zoom(1.6) }, tr("Zoom in")),
-    el("button", { type: "button", id: ctx.id(`corpus-zoom-out-${kind}`), onclick: () => zoom(1 / 1.6) }, tr("Zoom out")),
+    el("button", { type: "button", id: ctx.id(`corpus-zoom-out-${kind}`), onclick: () => zoom(1 / 1.6) },
+      tr("Zoom out")),
     el("button", { type: "button", id: ctx.id(`corpus-zoom-all-${kind}`), onclick: () => setWindow(null) },
       tr("Whole map")));
   const controls = mapControls(ctx, kind);
@@ -308,8 +315,10 @@ function buildMapPane(ctx, kind) {
 
 function sentenceList(box, map, points, open) {
   const shown = Array.from(points.slice(0, BRUSH_LISTED));
-  box.replaceChildren(el("p", { class: "bv-counts" }, tr("{n} sentences in the rectangle", { n: points.length.toLocaleString("en") })
-    + (points.length > BRUSH_LISTED ? tr(" (the first {n} listed)", { n: BRUSH_LISTED }) : "")), el("ul", { class: "bv-brushed" }, ...shown.map((p) => el("li", {}, el("button", {
+  box.replaceChildren(el("p", { class: "bv-counts" }, tr("{n} sentences in the rectangle",
+    { n: points.length.toLocaleString("en") })
+    + (points.length > BRUSH_LISTED ? tr(" (the first {n} listed)", { n: BRUSH_LISTED }) : "")),
+  el("ul", { class: "bv-brushed" }, ...shown.map((p) => el("li", {}, el("button", {
     type: "button", "data-point": String(p), onclick: () => open(p) }, `${map.sentenceIds[p]}: ${map.text(p)}`)))));
 }
 
@@ -344,7 +353,8 @@ function buildSearchPane(ctx) {
 function searchResult(box, r, ctx) {
   const counts = (title, list) => el("p", { class: "bv-counts" }, `${tr(title)}: `
     + (list.length ? list.map(([w, n]) => `${w} ${n}`).join(", ") : tr("none")));
-  box.replaceChildren(el("p", {}, tr("Nearest to {token} at layer {layer}:", { token: r.query, layer: r.layer })), counts("Words", r.words),
+  box.replaceChildren(el("p", {}, tr("Nearest to {token} at layer {layer}:", { token: r.query, layer: r.layer })),
+    counts("Words", r.words),
     counts("Tags", r.tags), el("ol", { class: "bv-hits" }, ...r.hits.map((h) => el("li", {}, el("button", {
       type: "button", "data-sentence": String(h.sentence), "data-position": String(h.position),
       onclick: () => ctx.source.open({ corpus: ctx.info.name, sentence: h.sentence, token: h.position,
@@ -367,7 +377,8 @@ function summaryOf(ctx, subset) {
 function buildKnowsPane(ctx) {
   const { info, state, set } = ctx;
   const targets = (info.probe_targets || Object.keys(TARGETS)).map((t) => [t, TARGETS[t] ? tr(TARGETS[t]) : t]);
-  const target = select(ctx.id("corpus-probe-target"), targets, state().target, (v) => set({ target: v }), tr("Target"));
+  const target = select(ctx.id("corpus-probe-target"), targets, state().target, (v) => set({ target: v }),
+    tr("Target"));
   const box = el("div", { class: "bv-corpus-box" });
   const series = el("div", { class: "bv-series", id: ctx.id("corpus-probe-legend") });
   const caption = el("p", { class: "bv-caption", id: ctx.id("corpus-probe-caption") });
@@ -427,7 +438,8 @@ function buildCardsPane(ctx) {
   const versus = select(ctx.id("corpus-scatter-versus"), subsetChoices(info, tr("nothing")), state().versus ?? "",
     (v) => set({ versus: v || null }), tr("Compare with"));
   const rank = select(ctx.id("corpus-card-rank"), [["", tr("its role's statistic")],
-    ...translatedEntries(CARD_STATISTICS)], state().rank ?? "", (v) => set({ rank: v || null }), tr("Rank examples by"));
+    ...translatedEntries(CARD_STATISTICS)], state().rank ?? "", (v) => set({ rank: v || null }),
+  tr("Rank examples by"));
   const legendBox = el("div", { class: "bv-series", id: ctx.id("corpus-scatter-legend") });
   const box = el("div", { class: "bv-corpus-box" });
   const caption = el("p", { class: "bv-caption" });
@@ -511,7 +523,8 @@ export function mountCorpus(container, source, asked = {}) {
   const elsewhere = asked.corpus !== undefined && asked.corpus !== wanted.name;
   const first = checkedState(wanted, elsewhere ? {} : asked);
   if (elsewhere) {
-    first.problems.unshift(tr("This link asks for the corpus {asked}, which is not served here ({served}); showing {shown}.",
+    first.problems.unshift(tr("This link asks for the corpus {asked}, which is not served here ({served}); "
+      + "showing {shown}.",
       { asked: String(asked.corpus).slice(0, 80), served: source.corpora.map((c) => c.name).join(", "),
         shown: wanted.name }));
   }

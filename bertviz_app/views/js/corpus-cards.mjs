@@ -255,7 +255,8 @@ export const CARD_STATISTICS = Object.fromEntries(Object.entries(HEADS.corpusSta
 /** A sentence's pieces, each shaded by the head's attention from the example's token (outlined), as text. */
 export function attentionRow(pieces, weights, position) {
   const top = Math.max(1e-9, ...weights);
-  return el("span", { class: "bv-card-row", role: "img", "aria-label": t("attention from token {position}", { position }) },
+  return el("span", { class: "bv-card-row", role: "img",
+    "aria-label": t("attention from token {position}", { position }) },
     ...pieces.map((p, k) => el("span", { class: k === position ? "bv-card-from" : "", title: `${p}: ${weights[k]
       .toFixed(3)}`, style: `background:rgba(8,81,156,${(0.85 * weights[k] / top).toFixed(3)});`
       + (weights[k] / top > 0.5 ? "color:#fff;" : "") }, p)));
@@ -274,7 +275,8 @@ export function headCard(box, card, statistic, open) {
   el("span", { class: "bv-counts" }, `${f(card.ranked_by, e.value)} \u00b7 `
     + t("sentence {sentence}, token {token}", { sentence: e.sentence, token: e.position })
     + ` \u201c${e.pieces[e.position] ?? ""}\u201d`), attentionRow(e.pieces, e.weights, e.position)))));
-  box.replaceChildren(el("h3", {}, t("Layer {layer}, head {head}: ", { layer: card.layer, head: card.head }) + card.role), statistic, stats,
+  box.replaceChildren(el("h3", {}, t("Layer {layer}, head {head}: ", { layer: card.layer, head: card.head })
+    + card.role), statistic, stats,
     el("h4", {}, t(card.largest ? "Top examples: the tokens with the highest {statistic}, one per sentence"
       : "Top examples: the tokens with the lowest {statistic}, one per sentence", { statistic: word })),
     el("p", { class: "bv-counts" }, t("Each row is the sentence, shaded by where this head's attention from the "

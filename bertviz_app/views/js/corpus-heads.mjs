@@ -68,7 +68,8 @@ export function layout(data, state, size) {
   return { width, height, tile, left, tiles, stat, max, diverging: Boolean(valuesB), chosen, heads, layers,
     geometry: { left, top: TOP, tile, pitch: tile + GAP }, // where tiles are, for automation
     drawn: `${a.subset}${b ? ` vs ${b.subset}` : ""}:${stat}`,
-    caption: t("{statistic}, mean over {n} tokens", { statistic: t(STATISTICS[stat]), n: a.tokens.toLocaleString("en") })
+    caption: t("{statistic}, mean over {n} tokens", { statistic: t(STATISTICS[stat]),
+      n: a.tokens.toLocaleString("en") })
       + (b ? t(" ({a}) minus {b} ({n} tokens)", { a: a.subset, b: b.subset, n: b.tokens.toLocaleString("en") })
         : ` (${a.subset})`)
       + t("; the bar at a tile's foot is the spread over tokens (its standard deviation). Click a head for its "

@@ -223,9 +223,10 @@ export function offlineSource(data, show) {
       + "labels only")),
     head: async (corpus, layer, head) => data.heads[`${layer},${head}`] || missing(t("the details of {heads} only",
       { heads: heads(Object.keys(data.heads)) })),
-    qkMap: async (corpus, layer, head) => data.qk[`${layer},${head}`] || missing(t("the query \u00d7 key maps of {heads} only",
-      { heads: heads(Object.keys(data.qk)) })),
-    sentenceMap: async (corpus, layer, pooling) => data.sentences[`${layer},${pooling}`] || missing(t("the sentence map of {layers} only", {
+    qkMap: async (corpus, layer, head) => data.qk[`${layer},${head}`]
+      || missing(t("the query \u00d7 key maps of {heads} only", { heads: heads(Object.keys(data.qk)) })),
+    sentenceMap: async (corpus, layer, pooling) => data.sentences[`${layer},${pooling}`]
+      || missing(t("the sentence map of {layers} only", {
       layers: Object.keys(data.sentences).map((k) => { const [layer, pooling] = k.split(",");
         return t("layer {layer} ({pooling})", { layer, pooling }); }).join(", ") })),
     idPrefix: "",
