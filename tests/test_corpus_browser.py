@@ -324,3 +324,26 @@ def test_what_each_layer_knows_and_a_heads_card_opened_from_the_scatter(browser,
     assert (q["layer"], q["head"], q["token"]) == (str(layer), str(head), str(position))
     assert visitor.errors == []
     page.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["1280x720", "390x844"])
+def test_the_corpus_tab_in_spanish_asks_for_no_string_the_catalogue_lacks(browser, corpus_server, size, tmp_path):
+    url, _ = corpus_server
+    visitor = AppPage(browser, url + "?lang=es&corpus=small&cview=heads&clayer=1&chead=2", size=size)
+    page = visitor.page
+    page.wait_for_selector("#corpus-pane-heads .bv-corpus-detail h3")
+    for view, ready in [("heads", "#corpus-head h3"), ("qk", "#corpus-pane-qk .bv-point-map[data-drawn]"),
+                        ("search", "#corpus-search-token"),
+                        ("sentences", "#corpus-pane-sentences .bv-point-map[data-drawn]"),
+                        ("cards", "#corpus-card h3")]:
+        page.click(f"#corpus-tab-{view}")
+        page.wait_for_selector(ready)
+        shoot(page, tmp_path, f"corpus_es_{view}_{size[0]}")
+    assert page.text_content("#corpus-tab-search") == "Buscar por sentido"
+    assert page.text_content("#corpus-search-token") == "Aún no hay ningún token seleccionado."
+    page.click("#corpus-tab-qk")  # the legend's query and key are ours, in Spanish
+    assert page.locator("#corpus-legend-qk button").all_text_contents() == ["consulta (565)", "clave (565)"]
+    assert page.text_content("#corpus-card h3").startswith("Capa 1, cabeza 2: ")
+    missing = page.evaluate("() => window.BertvizViews.i18n.missing()")
+    assert missing == [] and visitor.errors == []
+    page.close()

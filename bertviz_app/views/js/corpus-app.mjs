@@ -90,12 +90,15 @@ function subsetChoices(info, none) {
   return out;
 }
 
+// The colourings whose categories are our words (query/key, right/wrong), not the corpus's tags, words or labels
+const NAMED_BY_US = new Set(["kind", "error"]);
+
 /** The legend of a colouring: a button per category; a click shows that category alone (again: all). */
-function legend(box, colors, only, onPick) {
+function legend(box, colors, only, onPick, by) {
   box.replaceChildren(...colors.names.map((name, k) => el("button", { type: "button", "aria-pressed":
     String(only === k), title: tr("{n} points; click to show only these", { n: colors.counts[k].toLocaleString("en") }),
   onclick: () => onPick(only === k ? null : k) }, el("span", { class: "bv-swatch", style: `background:${colors.colors[k]}` }),
-  `${name} (${colors.counts[k].toLocaleString("en")})`)));
+  `${NAMED_BY_US.has(by) ? tr(name) : name} (${colors.counts[k].toLocaleString("en")})`)));
 }
 
 /** A sentence's words with one of them marked, as text nodes and a <mark> (never markup from the corpus). */
@@ -271,8 +274,8 @@ function buildMapPane(ctx, kind) {
     local.colors = colorCategories(local.map, by, palette);
     Object.assign(local, { by, palette });
     local.only = null;
-    const pick = (k) => { local.only = k; legend(legendBox, local.colors, k, pick); view.refresh(); };
-    legend(legendBox, local.colors, null, pick);
+    const pick = (k) => { local.only = k; legend(legendBox, local.colors, k, pick, by); view.refresh(); };
+    legend(legendBox, local.colors, null, pick, by);
   }
   let asked = "";
   async function load() {
