@@ -637,8 +637,8 @@ def test_progress_polls_draw_once_per_change_and_fast_callers_get_nothing_new(ta
     from bertviz_app.app.tabs import finetune
 
     drawn = []
-    monkeypatch.setattr(finetune, "curve", lambda p: drawn.append(p.version) or finetune.loss_curve_figure(
-        p.steps, p.losses, p.steps_per_epoch))
+    monkeypatch.setattr(finetune, "curve", lambda p, tr: drawn.append(p.version) or finetune.loss_curve_figure(
+        p.steps, p.losses, p.steps_per_epoch, tr=tr))
     assert run(tab, "reviews.csv").state == "done"
     pages = [gr.Request(session_hash=f"page {i}") for i in range(5)]
     answers = [tab.poll(None, request=page) for page in pages]
@@ -654,3 +654,7 @@ def test_progress_polls_draw_once_per_change_and_fast_callers_get_nothing_new(ta
     # a new training: drawn anew, once
     assert run(tab, "reviews.csv").state == "done"
     assert "joined the model list" in tab.poll(None, request=pages[1])[0] and len(drawn) == 2
+    # a page in Spanish: its status and its figure in its language, drawn for it
+    spanish = tab.poll(None, request=gr.Request(session_hash="página", headers={"accept-language": "es"}))
+    assert "**se sumó a la lista de modelos**" in spanish[0] and len(drawn) == 3
+    assert spanish[1].layout.xaxis.title.text == "paso"

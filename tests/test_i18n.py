@@ -50,6 +50,10 @@ def test_every_entry_has_a_translation_with_the_same_placeholders(lang):
     for english, translated in i18n.catalogue(lang).items():
         assert isinstance(translated, str) and translated.strip(), english
         assert i18n.placeholders(translated) == i18n.placeholders(english), english
+    # each English string once: a second line for it (two branches adding the same word) would silently win
+    found = i18n._OBJECT.search(i18n.CATALOGUE_FILES[lang].read_text(encoding="utf-8"))
+    keys = [k for k, _ in json.loads(found.group(1), object_pairs_hook=list)]
+    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
 
 
 def test_a_string_is_translated_with_its_values_and_a_missing_one_stays_english():
@@ -155,7 +159,9 @@ def server_names() -> set[str]:
     """The strings the server translates by name rather than as a literal: constants (a tab's sentence without a
     model head) and the words a figure's legend or a table's rows are keyed by."""
     from bertviz_app import attribution
-    from bertviz_app.app.tabs import beyond, compare, masked_lm, next_sentence, task
+    from bertviz_app.app.lane.training import STOPPED_BY
+    from bertviz_app.app.tabs import beyond, compare, masked_lm, next_sentence, task, timeline
+    from bertviz_app.heads import CLEAR_ROLES
     from bertviz_app.config import FIELD_WORDS
     from bertviz_app.figures import beyond as beyond_figures, masked_lm as masked_lm_figures
 
@@ -167,7 +173,9 @@ def server_names() -> set[str]:
             "layer", "head", "change", "max_difference", "layer_b", "rank",
             *beyond.FAITHFULNESS_COLUMNS, *measures, *beyond_figures.CURVE_COLORS,
             *(name for _, name, _ in masked_lm_figures.CORRUPTION_KINDS), *FIELD_WORDS.values(), task.NO_TASK,
-            task.EXPLAIN_HINT, " or "}
+            task.EXPLAIN_HINT, " or ", timeline.NO_TIMELINE, "pretraining", "finetuning", "accuracy",
+            "exact match", *STOPPED_BY.values(), "Stopped", "words", "examples",
+            *(role for role in CLEAR_ROLES if not role.startswith("["))}
 
 
 def test_every_string_the_server_translates_is_in_the_catalogue_with_its_placeholders():
@@ -198,3 +206,28 @@ def test_a_figure_and_a_reading_in_spanish_keep_the_tokens():
     assert norms.layout.xaxis.ticktext == ("the", "cat")
     english = figures.hidden_norms_figure(np.ones((3, 2)), ["the", "cat"])
     assert english.layout.yaxis.ticktext == ("embeddings", "layer 1", "layer 2")
+
+
+def test_the_training_tabs_write_in_the_visitors_language():
+    """The Timeline tab's probe figure and the Pretrain tab's status, roles and refusal line, in Spanish; the roles
+    named by the library ("broad") and the heads' numbers as they are."""
+    import pandas as pd
+
+    from bertviz_app.app.lane.training import Progress
+    from bertviz_app.app.tabs import pretrain, trained
+    from bertviz_app.figures.timeline import probe_timeline_figure
+
+    es = i18n.translator("es")
+    frame = pd.DataFrame({"step": [0, 10, 0, 10], "target": "tag", "layer": [0, 0, 1, 1],
+                          "accuracy": [0.2, 0.5, 0.3, 0.7], "majority": 0.25})
+    figure = probe_timeline_figure(frame, "Brown", tr=es)
+    title = figure.layout.title.text.replace("<br>", " ")  # wrapped for a phone
+    assert title.startswith("Lo que sabía cada capa de la categoría gramatical")
+    assert figure.layout.yaxis.title.text == "exactitud en validación" and figure.layout.xaxis.title.text == "paso"
+    assert [trace.name for trace in figure.data] == ["embeddings (capa 0)", "capa 1", "siempre la clase más común"]
+    assert probe_timeline_figure(frame).layout.yaxis.title.text == "held-out accuracy"
+    assert pretrain.status_text(Progress(), es).startswith("Elige el texto")
+    assert pretrain.roles_text([["previous token", "broad"]], es) == \
+        " 1 de 2 cabezas tienen una función clara (más de la mitad de su atención en un sitio): capa 1, cabeza 1 " \
+        "(token anterior)."
+    assert "**No empezado.**" in trained.not_started("x", es)

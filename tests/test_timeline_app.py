@@ -56,6 +56,12 @@ def test_every_snapshot_arrives_with_the_page_of_the_last(tab, finetuned_classif
     assert tab.chosen("trained", 0, shown) == (gr.skip(), shown)
     other, _ = tab.chosen("trained", 1, shown)
     assert other["timeline"]["input"] == timeline.inputs[1].as_dict()
+    # a page in Spanish reads the status and a refusal in Spanish; the model's name as it is
+    spanish = gr.Request(headers={"accept-language": "es"})
+    status = tab.opened("trained", None, request=spanish)[0]
+    assert status.startswith(f"**trained**: ajuste fino, {len(timeline.steps)} instantáneas del paso ")
+    with pytest.raises(gr.Error, match="Elige una de las"):
+        tab.chosen("trained", 99, shown, request=spanish)
 
 
 def test_pages_are_bounded_encoded_once_and_kept_within_a_budget(finetuned_classifier):

@@ -61,3 +61,23 @@ def test_the_timeline_tab_shows_what_each_layer_knew_by_step(browser, server, tm
     v.page.wait_for_function("() => document.querySelector('#timeline-status')?.innerText.includes('trained')")
     v.page.wait_for_function("() => !document.querySelector('#timeline-probe-box')?.checkVisibility()")
     assert v.errors == []
+
+
+def test_the_timeline_tab_speaks_the_pages_language(browser, server, tmp_path):
+    """?lang=es: the status, the probe figure's legend, title and axis, and its reading in Spanish; the probe set's
+    file name as it is."""
+    v = AppPage(browser, server + "?lang=es")
+    v.views_drawn()
+    v.open_tab("Evolución")
+    page = v.page
+    page.wait_for_function("() => document.querySelector('#timeline-status')?.innerText.includes('instantáneas')")
+    page.wait_for_function(f"() => ({LEGEND})().includes('siempre la clase más común')")
+    page.wait_for_function("() => document.querySelectorAll('#timeline-probe .scatterlayer .point').length === 18")
+    page.locator("#timeline-probe").scroll_into_view_if_needed()
+    assert page.evaluate(LEGEND) == ["embeddings (capa 0)", "capa 1", "capa 2", "siempre la clase más común"]
+    assert page.locator("#timeline-probe-reading").inner_text().startswith("Cada línea es una capa")
+    title = page.locator("#timeline-probe .gtitle").text_content()
+    assert title.startswith("Lo que sabía cada capa de la") and "grammar.conll" in title
+    assert page.locator("#timeline-probe .ytitle").text_content() == "exactitud en validación"
+    shoot(page, tmp_path, "timeline_probe_es")
+    assert v.errors == []

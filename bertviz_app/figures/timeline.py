@@ -11,13 +11,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..heads import ROLE_COLORS
+from ..i18n import Translator, english
 from ._base import PHONE_BOX, _escape_all, _f32, _figure, escape_label
 
 
-def _step_axis(steps: np.ndarray) -> dict:
+def _step_axis(steps: np.ndarray, tr: Translator = english) -> dict:
     positive = steps[steps > 0]
     log = len(positive) > 1 and positive.max() / positive.min() >= 100
-    return dict(title=dict(text="step" + (" (log scale; step 0 not shown)" if log and (steps == 0).any() else "")),
+    return dict(title=dict(text=tr("step (log scale; step 0 not shown)") if log and (steps == 0).any() else tr("step")),
                 type="log" if log else "linear", zeroline=False)
 
 
@@ -97,11 +98,12 @@ def timeline_loss_figure(steps: Sequence[int], loss: Sequence[float | None], lr:
     return _figure(data, layout, title, width=None, height=340)
 
 
-def probe_timeline_figure(frame, source: str = "", *, title: str | None = None) -> go.Figure:
+def probe_timeline_figure(frame, source: str = "", *, title: str | None = None,
+                          tr: Translator = english) -> go.Figure:
     """frame: Timeline.probe's table (step, target, layer, accuracy, majority, ...); source: what was probed, in
     words (a subtitle). The held-out accuracy of the probe by step, one line per layer (0: the embeddings, lightest;
     the last layer darkest), and the majority-class baseline dashed: when each layer's states began to tell the
-    target's classes apart."""
+    target's classes apart. `tr` translates its words (the source is the library's, in English)."""
     from plotly.colors import sample_colorscale
 
     target = escape_label(str(frame["target"].iloc[0])) if len(frame) else ""
@@ -110,21 +112,24 @@ def probe_timeline_figure(frame, source: str = "", *, title: str | None = None) 
     data = []
     for layer, colour in zip(layers, colours):
         rows = frame[frame["layer"] == layer].sort_values("step")
-        name = "embeddings (layer 0)" if layer == 0 else f"layer {layer}"
+        name = tr("embeddings (layer 0)") if layer == 0 else tr("layer {n}", n=layer)
         data.append(dict(type="scatter", mode="lines+markers", x=np.asarray(rows["step"], np.int64),
                          y=_f32(rows["accuracy"]), name=name, line=dict(color=colour, width=2),
-                         hovertemplate=f"{name}, step %{{x}}: accuracy %{{y:.3f}}<extra></extra>"))
+                         hovertemplate=f"{name}, {tr('step')} %{{x}}: {tr('accuracy')} %{{y:.3f}}<extra></extra>"))
     if len(frame):
         first = frame[frame["layer"] == layers[0]].sort_values("step")
         data.append(dict(type="scatter", mode="lines", x=np.asarray(first["step"], np.int64),
-                         y=_f32(first["majority"]), name="always the commonest class",
+                         y=_f32(first["majority"]), name=tr("always the commonest class"),
                          line=dict(color="#888", width=1, dash="dash"),
-                         hovertemplate="always the commonest class: %{y:.3f}<extra></extra>"))
+                         hovertemplate=tr("always the commonest class") + ": %{y:.3f}<extra></extra>"))
     steps = np.asarray(frame["step"], np.int64) if len(frame) else np.zeros(0, np.int64)
-    what = {"tag": "part of speech", "label": "the sentence's label", "position": "the token's position",
-            "recurs": "whether a word recurs"}.get(target, target)
-    heading = title or f"What each layer knew of {what}" + (f"<br><sup>{escape_label(source)}</sup>" if source else "")
+    heading = title or {"tag": tr("What each layer knew of part of speech"),
+                        "label": tr("What each layer knew of the sentence's label"),
+                        "position": tr("What each layer knew of the token's position"),
+                        "recurs": tr("What each layer knew of whether a word recurs")}.get(
+        target, tr("What each layer knew of {what}", what=target))
+    heading += f"<br><sup>{escape_label(source)}</sup>" if source and not title else ""
     # the legend under the plot: above it, it ran into the title once the title wrapped for a phone
-    layout = dict(xaxis=_step_axis(steps), yaxis=dict(title=dict(text="held-out accuracy"), range=[0, 1.02]),
+    layout = dict(xaxis=_step_axis(steps, tr), yaxis=dict(title=dict(text=tr("held-out accuracy")), range=[0, 1.02]),
                   legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"), margin=dict(l=60, r=20, b=130))
     return _figure(data, layout, heading, width=None, height=480, phone_width=PHONE_BOX)

@@ -32,7 +32,8 @@ import pandas as pd
 from ...explorer import load
 from ...figures.training import confusion_matrix_figure, loss_curve_figure
 from ...finetuning import RECIPES, FinetuneSettings
-from ..common import api, plain, refuse, text_value, user_errors
+from ...i18n import Translator, english, translator
+from ..common import api, language_of, plain, refuse, text_value, tr_of, user_errors
 from ..lane.training import STOPPED_BY, Job, Progress, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
 from .trained import (MAX_TRAINED, MIN_POLL_S, POLL_S, PollPace, Refusals, TrainedModels, client_address,
@@ -50,91 +51,105 @@ REPEAT_SEEDS = (0, 1, 2)  # "repeat 3 times": one seed is one draw
 
 
 # --- what the page shows -------------------------------------------------------------------------------------------
-def _score(evaluation: dict | None) -> str:
+def _score(evaluation: dict | None, tr: Translator = english) -> str:
     if not evaluation:
         return ""
     for key, words in (("accuracy", "accuracy"), ("f1", "F1"), ("exact_match", "exact match")):
         if key in evaluation:
-            return f"{words} {evaluation[key]:.3f}"
+            return f"{tr(words)} {evaluation[key]:.3f}"
     return ""
 
 
-def status_text(p: Progress) -> str:
-    """The lane's state as Markdown (names and data as text, never markup)."""
+def status_text(p: Progress, tr: Translator = english) -> str:
+    """The lane's state as Markdown (names and data as text, never markup); the lane's own messages (p.message) are
+    the library's, in English."""
     if p.job is None:
-        return ("Pick the data, the model to start from, the epochs and the learning rate, then press **Start**. The "
-                "loss appears below after each step, the held-out score after each epoch; when it is done the new "
-                f"model joins the model list at the top. The server keeps the {MAX_TRAINED} latest models fine-tuned "
-                "here: a newer one replaces the oldest.")
+        return tr("Pick the data, the model to start from, the epochs and the learning rate, then press **Start**. "
+                  "The loss appears below after each step, the held-out score after each epoch; when it is done the "
+                  "new model joins the model list at the top. The server keeps the {most} latest models fine-tuned "
+                  "here: a newer one replaces the oldest.", most=MAX_TRAINED)
     job = p.job
     if not isinstance(job, Job):  # the lane's last job was a pretraining (the Pretrain tab)
-        return (f"The training lane is busy pretraining **{plain(job.name)}** (the Pretrain tab); one training runs "
-                "at a time. Start yours when it is done." if p.running else status_text(Progress()))
-    what = f"**{plain(job.name)}** (from {plain(job.base)} on {plain(job.data.key)})"
+        if not p.running:
+            return status_text(Progress(), tr)
+        return tr("The training lane is busy pretraining **{name}** (the Pretrain tab); one training runs at a time. "
+                  "Start yours when it is done.", name=plain(job.name))
+    what = tr("**{name}** (from {base} on {data})", name=plain(job.name), base=plain(job.base),
+              data=plain(job.data.key))
     if p.state == "failed":
-        return f"**The training could not run.** {plain(p.message)}"
+        return tr("**The training could not run.**") + f" {plain(p.message)}"
     if p.state == "done":
-        return (f"{what} **joined the model list**{_replaced_text(p.replaced)}: held-out {_score(p.best)} "
-                f"({_score(p.before)} before training), in {p.seconds:.0f} s.{_seeds_text(p.seeds)}"
-                f"{_unseen_text(p.unseen)} Pick it in the model list and press Analyze: every view shows the "
-                "fine-tuned encoder, and the Task tab what it predicts.")
+        return (tr("{what} **joined the model list**{replaced}: held-out {score} ({before} before training), in "
+                   "{seconds} s.", what=what, replaced=_replaced_text(p.replaced, tr), score=_score(p.best, tr),
+                   before=_score(p.before, tr), seconds=f"{p.seconds:.0f}")
+                + _seeds_text(p.seeds, tr) + _unseen_text(p.unseen, tr) + " "
+                + tr("Pick it in the model list and press Analyze: every view shows the fine-tuned encoder, and the "
+                     "Task tab what it predicts."))
     if p.state == "cancelled":
-        how = STOPPED_BY.get(p.stopped_by, "Cancelled")
+        how = tr(STOPPED_BY.get(p.stopped_by, "Cancelled"))
         if p.model is None:
             return f"{how}: {what}. {plain(p.message)}"
-        limit = (f" ({job.limit_s / 60:g} minutes, whoever runs the server sets it)" if p.stopped_by == "limit"
-                 and job.limit_s else "")
-        return (f"{how}{limit}: {what}; the best epoch so far (held-out {_score(p.best)}) **joined the model "
-                f"list**{_replaced_text(p.replaced)}.")
-    before = f" Before training: held-out {_score(p.before)}." if p.before else ""
+        limit = (" " + tr("({minutes} minutes, whoever runs the server sets it)", minutes=f"{job.limit_s / 60:g}")
+                 if p.stopped_by == "limit" and job.limit_s else "")
+        return tr("{how}: {what}; the best epoch so far (held-out {score}) **joined the model list**{replaced}.",
+                  how=how + limit, what=what, score=_score(p.best, tr), replaced=_replaced_text(p.replaced, tr))
+    before = " " + tr("Before training: held-out {score}.", score=_score(p.before, tr)) if p.before else ""
     if p.message:
-        return f"Training {what}: {plain(p.message)}{before}"
+        return tr("Training {what}: {message}", what=what, message=plain(p.message)) + before
     step = p.steps[-1] - p.run * p.run_steps if p.steps else 0
     epoch = step / p.steps_per_epoch if p.steps_per_epoch else 0.0
-    last = f"; after epoch {p.epochs[-1]['epoch']}: held-out {_score(p.epochs[-1]['eval'])}" if p.epochs else ""
-    run = f"run {p.run + 1} of {len(job.seeds)} (seed {job.seeds[p.run]}), " if len(job.seeds) > 1 else ""
-    return (f"Training {what}: **{_done_text(p)}**{_left_text(p)} · {run}epoch {epoch:.2f} of {job.epochs}, step "
-            f"{step} of {p.run_steps or p.total}, loss {p.losses[-1] if p.losses else float('nan'):.3f}{last} · "
-            f"{p.seconds:.0f} s.{before}")
+    last = (tr("; after epoch {epoch}: held-out {score}", epoch=p.epochs[-1]["epoch"],
+               score=_score(p.epochs[-1]["eval"], tr)) if p.epochs else "")
+    run = (tr("run {n} of {runs} (seed {seed}), ", n=p.run + 1, runs=len(job.seeds), seed=job.seeds[p.run])
+           if len(job.seeds) > 1 else "")
+    return tr("Training {what}: **{done}**{left} · {run}epoch {epoch} of {epochs}, step {step} of {steps}, loss "
+              "{loss}{last} · {seconds} s.", what=what, done=_done_text(p, tr), left=_left_text(p, tr), run=run,
+              epoch=f"{epoch:.2f}", epochs=job.epochs, step=step, steps=p.run_steps or p.total,
+              loss=f"{p.losses[-1] if p.losses else float('nan'):.3f}", last=last,
+              seconds=f"{p.seconds:.0f}") + before
 
 
-def _done_text(p: Progress) -> str:
-    return f"{100 * p.steps[-1] / p.total:.0f}% done" if p.steps and p.total else "0% done"
+def _done_text(p: Progress, tr: Translator = english) -> str:
+    return tr("{percent}% done", percent=f"{100 * p.steps[-1] / p.total:.0f}" if p.steps and p.total else "0")
 
 
-def _left_text(p: Progress) -> str:
+def _left_text(p: Progress, tr: Translator = english) -> str:
     """', about 2 min left' from the pace since the first step (reading and scoring before it are not steps; the
     evaluations after each epoch are, once one has passed), or '' until two steps are done."""
     done = p.steps[-1] if p.steps else 0
     if p.first_step is None or done < 2 or not p.total:
         return ""
     left = (p.seconds - p.first_step) / (done - 1) * max(p.total - done, 0)
-    return f", about {left:.0f} s left" if left < 90 else f", about {left / 60:.0f} min left"
+    if left < 90:
+        return tr(", about {seconds} s left", seconds=f"{left:.0f}")
+    return tr(", about {minutes} min left", minutes=f"{left / 60:.0f}")
 
 
-def _replaced_text(replaced: str | None) -> str:
+def _replaced_text(replaced: str | None, tr: Translator = english) -> str:
     if not replaced:
         return ""
-    return (f", in place of **{plain(replaced)}**, the oldest of the {MAX_TRAINED} models fine-tuned here that the "
-            "server keeps")
+    return tr(", in place of **{name}**, the oldest of the {most} models fine-tuned here that the server keeps",
+              name=plain(replaced), most=MAX_TRAINED)
 
 
-def _seeds_text(seeds: dict | None) -> str:
+def _seeds_text(seeds: dict | None, tr: Translator = english) -> str:
     """' Over 3 seeds: accuracy 0.801 ± 0.012 ...' (a space first), or ''."""
     if not seeds or len(seeds["runs"]) < 2:
         return ""
     each = ", ".join(f"{r['score']:.3f}" for r in seeds["runs"])
-    return (f" Over {len(seeds['runs'])} seeds, held-out {seeds['metric'].replace('_', ' ')} {seeds['mean']:.3f} ± "
-            f"{seeds['std']:.3f} (mean ± standard deviation; each: {each}): one seed is one draw, and this model is "
-            f"the best of them (seed {seeds['kept']}).")
+    return " " + tr("Over {n} seeds, held-out {metric} {mean} ± {std} (mean ± standard deviation; each: {each}): one "
+                    "seed is one draw, and this model is the best of them (seed {kept}).", n=len(seeds["runs"]),
+                    metric=tr(seeds["metric"].replace("_", " ")), mean=f"{seeds['mean']:.3f}",
+                    std=f"{seeds['std']:.3f}", each=each, kept=seeds["kept"])
 
 
-def _unseen_text(unseen: dict | None) -> str:
+def _unseen_text(unseen: dict | None, tr: Translator = english) -> str:
     if not unseen or not unseen.get("count"):
         return ""
     names = ", ".join(plain(str(label)) for label in list(unseen["labels"])[:8])
-    return (f" {unseen['count']} of {unseen['of']} held-out {unseen['unit']} carry a label the training data never "
-            f"shows ({names}): the model cannot predict them, and the score counts them as wrong.")
+    return " " + tr("{count} of {of} held-out {unit} carry a label the training data never shows ({names}): the model "
+                    "cannot predict them, and the score counts them as wrong.", count=unseen["count"],
+                    of=unseen["of"], unit=tr(unseen["unit"]), names=names)
 
 
 def epochs_frame(p: Progress) -> pd.DataFrame:
@@ -165,19 +180,19 @@ def classes_frame(p: Progress) -> pd.DataFrame | None:
                           "examples": str(s["support"])} for name, s in per_class.items()])  # n/a: never predicted
 
 
-def confusion(p: Progress):
+def confusion(p: Progress, tr: Translator = english):
     """The kept epoch's held-out confusion matrix (a sentence classifier's), or None."""
     matrix = (p.best or {}).get("confusion")
     if not matrix:
         return None
     return confusion_matrix_figure(matrix["matrix"], [str(label) for label in matrix["labels"]],
-                                   title="Held-out: gold × predicted")
+                                   title=tr("Held-out: gold × predicted"), tr=tr)
 
 
-def curve(p: Progress):
+def curve(p: Progress, tr: Translator = english):
     if not isinstance(p.job, Job) or not p.steps:
         return None
-    return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None)
+    return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None, tr=tr)
 
 
 # The loss curve and the confusion matrix take their box's width when drawn (autosize), but plotly keeps that width
@@ -272,23 +287,26 @@ class FineTuneTab:
 
     def start_refused(self, request: gr.Request = None) -> str:
         """After a refused Start: why, in the status line."""
-        return not_started(self.refusals.pop(request, "Press Start again."))
+        tr = tr_of(request)
+        return not_started(self.refusals.pop(request, tr("Press Start again.")), tr)
 
     @user_errors
     def _start(self, data, base, epochs, rate, repeat, request):
+        tr = tr_of(request)
         choice = self.choices.get(data) if isinstance(data, str) else None
         if choice is None:
-            raise refuse("Choose the data in the list.")
+            raise refuse(tr("Choose the data in the list."))
         if epochs not in EPOCHS or rate not in LEARNING_RATES or not isinstance(repeat, bool):
-            raise refuse(f"Choose the epochs ({', '.join(map(str, EPOCHS))}) and the learning rate "
-                         f"({', '.join(LEARNING_RATES)}) in their lists.")
+            raise refuse(tr("Choose the epochs ({epochs}) and the learning rate ({rates}) in their lists.",
+                            epochs=", ".join(map(str, EPOCHS)), rates=", ".join(LEARNING_RATES)))
         explorer = self.page.models.get(base)  # one of the list's names, or a sentence
         source = explorer.folder
         if source is None:
-            raise refuse(f"{base} was not loaded from a folder, so it cannot be fine-tuned here; pick another model.")
+            raise refuse(tr("{name} was not loaded from a folder, so it cannot be fine-tuned here; pick another "
+                            "model.", name=base))
         if choice.source not in RECIPES and not Path(choice.source).is_file():
-            raise refuse(f"{Path(choice.source).name}, the file named when the server started, is no longer there; "
-                         "whoever runs the server can put it back. Pick other data meanwhile.")
+            raise refuse(tr("{name}, the file named when the server started, is no longer there; whoever runs the "
+                            "server can put it back. Pick other data meanwhile.", name=Path(choice.source).name))
         session, address = getattr(request, "session_hash", None), client_address(request)
         name = self.trained.new_name(choice.key)
         output = training_root() / f"{_slug(choice.key)}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -299,7 +317,7 @@ class FineTuneTab:
                                     device=str(explorer.device), seeds=REPEAT_SEEDS if repeat else ())
         job = Job(choice, base, name, settings, limit_s=self.settings.max_minutes * 60 or None)
         self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
-        return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
+        return (status_text(self.lane.snapshot(), tr), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 
     def suggest_rate(self, data) -> str:
@@ -329,20 +347,24 @@ class FineTuneTab:
         if shown == p.version:
             drawn = (gr.skip(),) * 7
         else:
-            figure, table, classes, matrix = self._drawing(p)
+            lang = language_of(request)
+            figure, table, classes, matrix = self._drawing(p, lang)
             trying = self._tried_model(p) is not None
-            drawn = (status_text(p), figure, table, gr.update(value=classes, visible=classes is not None),
+            drawn = (status_text(p, translator(lang)), figure, table,
+                     gr.update(value=classes, visible=classes is not None),
                      gr.update(value=matrix, visible=matrix is not None), gr.update(interactive=trying),
                      gr.update(interactive=trying))
         self.pace.sent(page, p.version)
         return (*drawn, *switches, (len(names) + self.trained.replaced, (p.running, mine)), *lists)
 
-    def _drawing(self, p: Progress):
+    def _drawing(self, p: Progress, lang: str):
         """The loss figure, the epochs' table, the per-class table and the confusion matrix of progress version
-        `p.version`, built once for every page."""
+        `p.version`, built once for every page in a language."""
         drawn = self._drawn
-        if drawn is None or drawn[0] != p.version:
-            drawn = self._drawn = (p.version, curve(p), epochs_frame(p), classes_frame(p), confusion(p))
+        if drawn is None or drawn[0] != (p.version, lang):
+            tr = translator(lang)
+            drawn = self._drawn = ((p.version, lang), curve(p, tr), epochs_frame(p), classes_frame(p),
+                                   confusion(p, tr))
         return drawn[1:]
 
     def _tried_model(self, p: Progress) -> str | None:
@@ -355,29 +377,29 @@ class FineTuneTab:
         """The latest fine-tuned model's answer to `text`, as Markdown. A refusal (no model yet, an empty or too long
         sentence) is an error without a toast; the page says it in place (`try_refused`)."""
         try:
-            return self._try(text)
+            return self._try(text, tr_of(request))
         except gr.Error as err:
             raise self.refusals.refuse(request, err.message) from None
         except ValueError as err:  # the explorer's own limits (too many tokens): the visitor's input, in its words
             raise self.refusals.refuse(request, str(err).strip("'\"")) from None
 
-    def _try(self, text) -> str:
+    def _try(self, text, tr: Translator) -> str:
         from .task import task_view
 
         name = self._tried_model(self.lane.snapshot())
         if name is None:
-            raise refuse("No model has been fine-tuned here yet: press Start, and try a sentence once it has "
-                         "joined the model list.")
-        text = text_value(text, "The sentence")
+            raise refuse(tr("No model has been fine-tuned here yet: press Start, and try a sentence once it has "
+                            "joined the model list."))
+        text = text_value(text, "The sentence")  # the library's sentence, in English
         if not text.strip():
-            raise refuse("Type a sentence first, then press Predict.")
+            raise refuse(tr("Type a sentence first, then press Predict."))
         explorer = self.page.models.get(name)
-        message, _ = task_view(explorer, explorer.run(text))
+        message, _ = task_view(explorer, explorer.run(text), tr=tr)
         return message
 
     def try_refused(self, request: gr.Request = None) -> str:
         """After a refused try: why, in one sentence where the answer goes."""
-        return self.refusals.pop(request, "The sentence was not predicted.")
+        return self.refusals.pop(request, tr_of(request)("The sentence was not predicted."))
 
     def _join(self, job: Job, folder: Path) -> tuple[str, str | None]:
         """Load the trained folder as the other models were loaded and offer it in every model list."""

@@ -24,7 +24,8 @@ from ...explorer import load
 from ...figures.training import loss_curve_figure
 from ...heads import CLEAR_ROLES
 from ...timeline import open_timeline
-from ..common import api, plain, refuse, text_value, user_errors
+from ...i18n import Translator, english, translator
+from ..common import api, language_of, plain, refuse, text_value, tr_of, user_errors
 from ..lane.pretraining import (BUILTIN_TEXT, BUILTIN_TEXTS, PRETRAIN_MINUTES, PRETRAIN_PRESETS, PretrainJob,
                                 class_sentence, pretrain_choices, pretrain_settings, pretraining_root, text_problem)
 from ..lane.training import STOPPED_BY, Progress
@@ -37,27 +38,25 @@ SENTENCE = "The capital of France is [MASK]."
 NO_VIEWS = {"timeline": None, "key": ""}
 
 
-def _head(layer: int, head: int) -> str:
-    return f"layer {layer + 1}, head {head + 1}"
-
-
-def roles_text(roles) -> str:
+def roles_text(roles, tr: Translator = english) -> str:
     """' Heads with a clear role: layer 1, head 3 (previous token), ...' (a space first), or ''."""
-    named = [f"{_head(l, h)} ({role})" for l, row in enumerate(roles or []) for h, role in enumerate(row)
-             if role in CLEAR_ROLES]
+    named = [tr("layer {layer}, head {head} ({role})", layer=l + 1, head=h + 1, role=tr(role))
+             for l, row in enumerate(roles or []) for h, role in enumerate(row) if role in CLEAR_ROLES]
     heads = sum(len(row) for row in roles or [])
     if not heads:
         return ""
-    return (f" {len(named)} of {heads} heads have a clear role (over half their attention on one place)"
-            + (f": {', '.join(named)}." if named else "."))
+    return " " + (tr("{n} of {heads} heads have a clear role (over half their attention on one place): {named}.",
+                     n=len(named), heads=heads, named=", ".join(named)) if named else
+                  tr("{n} of {heads} heads have a clear role (over half their attention on one place).",
+                     n=len(named), heads=heads))
 
 
-def top5_text(p: Progress) -> str:
+def top5_text(p: Progress, tr: Translator = english) -> str:
     """The class's sentence's top 5 at each [MASK] at the latest snapshot, as Markdown ('“the” 5.3% · “,” 5.2%')."""
     snap = p.timeline if isinstance(p.job, PretrainJob) else None
     if not snap:
         return ""
-    lines = [f"**Top 5 for [MASK] at step {snap['step']}** (snapshot {snap['count']}):"]
+    lines = [tr("**Top 5 for [MASK] at step {step}** (snapshot {count}):", step=snap["step"], count=snap["count"])]
     for k, mask in enumerate(snap["masks"]):
         # each token in quotes: bare, a comma or a period among the separators did not read as a guess
         guesses = " · ".join(f"“{plain(token)}” {100 * prob:.1f}%" for token, prob in mask["top"])
@@ -65,44 +64,51 @@ def top5_text(p: Progress) -> str:
     return "\n\n".join(lines)
 
 
-def status_text(p: Progress) -> str:
+def status_text(p: Progress, tr: Translator = english) -> str:
+    """The status line; the lane's own messages (p.message) are the library's, in English."""
     if p.job is None:
-        return ("Pick the text, the model's size and the minutes, type the class's sentence with [MASK] where the "
+        return tr("Pick the text, the model's size and the minutes, type the class's sentence with [MASK] where the "
                 "model should guess a word, then press **Start**: a BERT with random weights learns to fill in "
                 "masked words. The loss appears after each step, its guesses and its attention at each snapshot. "
                 "Press **Stop** at any time: the model as it is then joins the model list at the top.")
     if not isinstance(p.job, PretrainJob):  # the lane's last job was a fine-tuning
-        return (f"The training lane is busy fine-tuning **{plain(p.job.name)}** (the Fine-tune tab); one training "
-                "runs at a time. Start yours when it is done." if p.running else status_text(Progress()))
+        if not p.running:
+            return status_text(Progress(), tr)
+        return tr("The training lane is busy fine-tuning **{name}** (the Fine-tune tab); one training runs at a time. "
+                  "Start yours when it is done.", name=plain(p.job.name))
     job = p.job
-    what = f"**{plain(job.name)}** (from scratch on {plain(job.data.key)})"
+    what = tr("**{name}** (from scratch on {text})", name=plain(job.name), text=plain(job.data.key))
     if p.state == "failed":
-        return f"**The pretraining could not run.** {plain(p.message)}"
+        return tr("**The pretraining could not run.**") + f" {plain(p.message)}"
     step = p.steps[-1] if p.steps else 0
-    roles = roles_text((p.timeline or {}).get("roles"))
-    heldout = (f" Held-out masked-token top-1 {p.heldout['mlm_top1']:.3f}, top-5 {p.heldout['mlm_top5']:.3f}."
-               if p.heldout else "")
+    roles = roles_text((p.timeline or {}).get("roles"), tr)
+    heldout = (" " + tr("Held-out masked-token top-1 {top1}, top-5 {top5}.", top1=f"{p.heldout['mlm_top1']:.3f}",
+                        top5=f"{p.heldout['mlm_top5']:.3f}") if p.heldout else "")
     if p.state in ("done", "cancelled") and p.model is not None:
-        how = "" if p.state == "done" else f"{STOPPED_BY.get(p.stopped_by, 'Stopped')} at step {step}: "
-        replaced = (f", in place of **{plain(p.replaced)}**, the oldest of the {MAX_TRAINED} models pretrained here "
-                    "that the server keeps" if p.replaced else "")
-        return (f"{how}{what} **joined the model list**{replaced} after {step} steps in {p.seconds:.0f} s.{heldout}"
-                f"{roles} Pick it in the model list and press Analyze: every tab works on it, and the Timeline tab "
-                "replays its training.")
+        how = "" if p.state == "done" else tr("{how} at step {step}: ", how=tr(STOPPED_BY.get(p.stopped_by, "Stopped")),
+                                              step=step)
+        joined = (tr("{what} **joined the model list**, in place of **{old}**, the oldest of the {most} models "
+                     "pretrained here that the server keeps, after {step} steps in {seconds} s.", what=what,
+                     old=plain(p.replaced), most=MAX_TRAINED, step=step, seconds=f"{p.seconds:.0f}") if p.replaced else
+                  tr("{what} **joined the model list** after {step} steps in {seconds} s.", what=what, step=step,
+                     seconds=f"{p.seconds:.0f}"))
+        return how + joined + heldout + roles + " " + tr("Pick it in the model list and press Analyze: every tab "
+                                                         "works on it, and the Timeline tab replays its training.")
     if p.state == "cancelled":
         return f"{what}: {plain(p.message)}"
     if p.message:
-        return f"Pretraining {what}: {plain(p.message)}"
-    loss = f"loss {p.losses[-1]:.3f}" if p.losses else ""
-    return (f"Pretraining {what}: **step {step}** of at most {p.total} (it stops after {job.minutes:g} minutes), "
-            f"{loss} · {p.seconds:.0f} s.{roles}")
+        return tr("Pretraining {what}: {message}", what=what, message=plain(p.message))
+    loss = tr("loss {loss}", loss=f"{p.losses[-1]:.3f}") if p.losses else ""
+    return tr("Pretraining {what}: **step {step}** of at most {total} (it stops after {minutes} minutes), {loss} · "
+              "{seconds} s.", what=what, step=step, total=p.total, minutes=f"{job.minutes:g}", loss=loss,
+              seconds=f"{p.seconds:.0f}") + roles
 
 
-def curve(p: Progress):
+def curve(p: Progress, tr: Translator = english):
     if not isinstance(p.job, PretrainJob) or not p.steps:
         return None
     return loss_curve_figure(p.steps, p.losses, None, total=p.total or None,
-                             title="Masked-LM + next-sentence loss per step")
+                             title=tr("Masked-LM + next-sentence loss per step"), tr=tr)
 
 
 class PretrainTab:
@@ -143,7 +149,7 @@ class PretrainTab:
                                        scale=4, min_width=220, max_lines=1, elem_id="pretrain-sentence")
             self.start_button = gr.Button("Start", variant="primary", scale=1, min_width=90, elem_id="pretrain-start")
             self.cancel_button = gr.Button("Stop", scale=1, min_width=90, interactive=False, elem_id="pretrain-stop")
-        self.status = gr.Markdown(status_text(Progress()), elem_id="pretrain-status")
+        self.status = gr.Markdown(status_text(Progress()), elem_id="pretrain-status")  # gradio translates it
         with gr.Row(elem_id="pretrain-results"):
             self.curve = gr.Plot(label="Training loss", scale=5, elem_id="pretrain-curve")
             self.top5 = gr.Markdown("", elem_id="pretrain-top5")
@@ -166,31 +172,34 @@ class PretrainTab:
 
     def start_refused(self, request: gr.Request = None) -> str:
         """After a refused Start: why, in the status line."""
-        return not_started(self.refusals.pop(request, "Press Start again."))
+        tr = tr_of(request)
+        return not_started(self.refusals.pop(request, tr("Press Start again.")), tr)
 
     @user_errors
     def _start(self, data, preset, minutes, sentence, request):
+        tr = tr_of(request)
         choice = self.choices.get(data) if isinstance(data, str) else None
         if choice is None:
-            raise refuse("Choose the text in the list.")
+            raise refuse(tr("Choose the text in the list."))
         if preset not in PRETRAIN_PRESETS:
-            raise refuse(f"Choose the model in the list ({', '.join(PRETRAIN_PRESETS)}).")
+            raise refuse(tr("Choose the model in the list ({choices}).", choices=", ".join(PRETRAIN_PRESETS)))
         if isinstance(minutes, bool) or minutes not in self.minutes_offered:
-            raise refuse(f"Choose the minutes in the list ({', '.join(f'{m:g}' for m in self.minutes_offered)}).")
+            raise refuse(tr("Choose the minutes in the list ({choices}).",
+                            choices=", ".join(f"{m:g}" for m in self.minutes_offered)))
         try:
-            item = class_sentence(text_value(sentence, "The sentence"))
+            item = class_sentence(text_value(sentence, "The sentence"))  # the library's sentence, in English
         except ValueError as err:
             raise refuse(str(err)) from None
         if choice.builtin:
             if not BUILTIN_TEXTS[choice.source].present():
                 raise refuse(BUILTIN_TEXTS[choice.source].missing)
         elif not Path(choice.source).is_file():
-            raise refuse(f"{Path(choice.source).name}, the text named when the server started, is no longer there; "
-                         "whoever runs the server can put it back. Pick another text meanwhile.")
+            raise refuse(tr("{name}, the text named when the server started, is no longer there; whoever runs the "
+                            "server can put it back. Pick another text meanwhile.", name=Path(choice.source).name))
         else:
             problem = text_problem(choice.source)
             if problem:
-                raise refuse(f"{problem} Pick another text; whoever runs the server can replace it.")
+                raise refuse(problem + " " + tr("Pick another text; whoever runs the server can replace it."))
         session, address = getattr(request, "session_hash", None), client_address(request)
         base = self.page.models.first
         name = self.trained.new_name(preset)
@@ -200,7 +209,7 @@ class PretrainTab:
         settings = pretrain_settings(preset, float(minutes), choice, output, str(base.device))
         job = PretrainJob(choice, item, name, settings, limit_s=self.settings.max_minutes * 60 or None)
         self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
-        return (status_text(self.lane.snapshot()), gr.Timer(active=True), gr.Button(interactive=False),
+        return (status_text(self.lane.snapshot(), tr), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 
     def poll(self, seen, request: gr.Request = None):
@@ -218,15 +227,18 @@ class PretrainTab:
                  if models != len(names) + self.trained.replaced else [gr.skip()] * len(self._pickers))
         switches = ((gr.Button(interactive=not p.running), gr.Button(interactive=mine), gr.Timer(active=p.running))
                     if running != (p.running, mine) else (gr.skip(),) * 3)
-        drawn = ((gr.skip(),) * 3 if shown == p.version else (status_text(p), self._figure(p), top5_text(p)))
+        lang = language_of(request)
+        tr = translator(lang)
+        drawn = ((gr.skip(),) * 3 if shown == p.version
+                 else (status_text(p, tr), self._figure(p, lang), top5_text(p, tr)))
         key = self._views_key(p)
         view = gr.skip() if key == views else key
         self.pace.sent(page, p.version)
         return (*drawn, view, *switches, (len(names) + self.trained.replaced, (p.running, mine), key), *lists)
 
-    def _figure(self, p: Progress):  # built once per progress version for every page
-        if self._drawn is None or self._drawn[0] != p.version:
-            self._drawn = (p.version, curve(p))
+    def _figure(self, p: Progress, lang: str):  # built once per progress version for every page in a language
+        if self._drawn is None or self._drawn[0] != (p.version, lang):
+            self._drawn = ((p.version, lang), curve(p, translator(lang)))
         return self._drawn[1]
 
     @staticmethod

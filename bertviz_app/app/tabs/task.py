@@ -167,20 +167,21 @@ def heads_value(ranking, what: str, top: int = TOP_HEADS, tr: Translator = engli
 # ------------------------------------------------------------------------------------------------------------------
 # The model before fine-tuning, and the held-out set
 # ------------------------------------------------------------------------------------------------------------------
-def base_name(explorer: Explorer, names: dict[str, Explorer]) -> tuple[str | None, str]:
+def base_name(explorer: Explorer, names: dict[str, Explorer], tr: Translator = english) -> tuple[str | None, str]:
     """(the name of the model before fine-tuning among the app's models, or None; a sentence when it is missing)."""
     base = explorer.base_model
     if explorer.task is None:
-        return None, f"{plain(explorer.name)} is not fine-tuned, so there is no model before fine-tuning."
+        return None, tr("{name} is not fine-tuned, so there is no model before fine-tuning.", name=plain(explorer.name))
     if base is None:
-        return None, (f"{plain(explorer.name)}'s folder does not say which model it was fine-tuned from (no "
-                      "metrics.json or `_name_or_path`); start the app with that model too to compare them.")
+        return None, tr("{name}'s folder does not say which model it was fine-tuned from (no metrics.json or "
+                        "`_name_or_path`); start the app with that model too to compare them.",
+                        name=plain(explorer.name))
     for name, other in names.items():
         if other is not explorer and (name == base or (other.folder is not None and other.folder.resolve() ==
                                                        Path(base).expanduser().resolve())):
             return name, ""
-    return None, (f"The model before fine-tuning, **{plain(Path(base).name or base)}**, is not loaded in this app "
-                  "(it could not be found or read); start the app with `--model` naming it too.")
+    return None, tr("The model before fine-tuning, **{name}**, is not loaded in this app (it could not be found or "
+                    "read); start the app with `--model` naming it too.", name=plain(Path(base).name or base))
 
 
 def heldout_frame(explorer: Explorer | None) -> pd.DataFrame:
@@ -237,15 +238,16 @@ def _spread(*metrics: dict) -> float | None:
     return max(ranges) if ranges else None
 
 
-def _against(difference: float, spread: float | None) -> str:
+def _against(difference: float, spread: float | None, tr: Translator) -> str:
     if spread is None:
-        return "one seed each, so no spread is known: train with --seeds (or Repeat 3 times) to know whether it is " \
-               "more than chance"
-    verdict = "**within the spread of seeds**" if abs(difference) <= spread else "beyond the spread of seeds"
-    return f"{verdict} (their scores ranged over {spread:.3f})"
+        return tr("one seed each, so no spread is known: train with --seeds (or Repeat 3 times) to know whether it is "
+                  "more than chance")
+    if abs(difference) <= spread:
+        return tr("**within the spread of seeds** (their scores ranged over {spread})", spread=f"{spread:.3f}")
+    return tr("beyond the spread of seeds (their scores ranged over {spread})", spread=f"{spread:.3f}")
 
 
-def score_note(explorer: Explorer, others: dict[str, Explorer]) -> str:
+def score_note(explorer: Explorer, others: dict[str, Explorer], tr: Translator = english) -> str:
     """The model's held-out score (and, trained with several seeds, their mean and spread), its difference from the
     model before training and from the app's other fine-tuned models scored on the same held-out data, each beside
     the spread of seeds: one seed is one draw, and a difference inside that spread may be chance."""
@@ -254,22 +256,24 @@ def score_note(explorer: Explorer, others: dict[str, Explorer]) -> str:
         return ""
     name, score = metrics["metric"], metrics["eval"][metrics["metric"]]
     words = name.replace("_", " ")
-    lines = [f"**Held-out {words} {score:.3f}**"]
+    lines = [tr("**Held-out {metric} {score}**", metric=tr(words), score=f"{score:.3f}")]
     seeds = metrics.get("seeds")
     if isinstance(seeds, dict) and len(seeds.get("runs", ())) > 1:
-        lines[0] += (f" (the best of {len(seeds['runs'])} seeds: mean {seeds['mean']:.3f} ± {seeds['std']:.3f}, "
-                     f"mean ± standard deviation; range {seeds['min']:.3f} to {seeds['max']:.3f})")
+        lines[0] += " " + tr("(the best of {n} seeds: mean {mean} ± {std}, mean ± standard deviation; range {low} to "
+                             "{high})", n=len(seeds["runs"]), mean=f"{seeds['mean']:.3f}", std=f"{seeds['std']:.3f}",
+                             low=f"{seeds['min']:.3f}", high=f"{seeds['max']:.3f}")
     before = (metrics.get("eval_before_training") or {}).get(name)
     if isinstance(before, (int, float)):
-        lines.append(f"{before:.3f} before fine-tuning: {score - before:+.3f}, "
-                     f"{_against(score - before, _spread(metrics))}")
+        lines.append(tr("{before} before fine-tuning: {difference}, {verdict}", before=f"{before:.3f}",
+                        difference=f"{score - before:+.3f}", verdict=_against(score - before, _spread(metrics), tr)))
     for other_name, other in others.items():
         theirs = _metrics_of(other) if other is not explorer else None
         if theirs is None or theirs["metric"] != name or theirs.get("data") != metrics.get("data"):
             continue  # another task, or another held-out set: not comparable
         difference = score - theirs["eval"][name]
-        lines.append(f"{plain(other_name)}, on the same held-out data: {theirs['eval'][name]:.3f}, "
-                     f"this one {difference:+.3f}, {_against(difference, _spread(metrics, theirs))}")
+        lines.append(tr("{name}, on the same held-out data: {theirs}, this one {difference}, {verdict}",
+                        name=plain(other_name), theirs=f"{theirs['eval'][name]:.3f}", difference=f"{difference:+.3f}",
+                        verdict=_against(difference, _spread(metrics, theirs), tr)))
     return lines[0] + "".join(f"\n- {line}" for line in lines[1:]) + "\n\n"
 
 
@@ -333,7 +337,7 @@ class TaskTab:
         if heldout_of != session["model"]:
             try:
                 frame = heldout_frame(explorer)
-                info = score_note(explorer, self.page.models.explorers) + heldout_note(explorer, len(frame), tr)
+                info = score_note(explorer, self.page.models.explorers, tr) + heldout_note(explorer, len(frame), tr)
             except ValueError as err:  # a damaged file: the rest of the tab still answers
                 frame = heldout_frame(None)
                 info = tr("{name}'s held-out predictions could not be read: {why}", name=plain(explorer.name),
@@ -370,7 +374,7 @@ class TaskTab:
         @user_errors
         def before(session, request: gr.Request = None):
             explorer, _ = page.models.run_of(session)
-            name, why = base_name(explorer, page.models.explorers)
+            name, why = base_name(explorer, page.models.explorers, tr_of(request))
             if name is None:
                 raise refuse(why.replace("**", ""))
             return (*compare.against(session, name, request), gr.Tabs(selected=compare.id))

@@ -19,7 +19,7 @@ import numpy as np
 from ...figures.timeline import probe_timeline_figure
 from ...files import inside
 from ...timeline import FOLDER, Timeline, TimelineError, open_timeline
-from ..common import api, figure_reading, plain, refuse, user_errors
+from ..common import api, figure_reading, plain, refuse, tr_of, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
 log = logging.getLogger(__name__)
@@ -103,33 +103,35 @@ class TimelineTab:
         return self._timelines[folder].refresh()
 
     @user_errors
-    def opened(self, model, shown):
+    def opened(self, model, shown, request: gr.Request = None):
         """The status, the inputs and the first input's snapshots of the model picked above."""
+        tr = tr_of(request)
         timeline = self.timeline(model)
         if timeline is None or not timeline.steps:
-            return (NO_TIMELINE.format(name=plain(str(model))), gr.update(choices=[], value=None),
+            return (tr(NO_TIMELINE, name=plain(str(model))), gr.update(choices=[], value=None),
                     {"timeline": None, "key": ""}, None)
         choices = [(input_label(timeline, i), i) for i in range(len(timeline.inputs))]
         keep = shown[1] if isinstance(shown, tuple) and shown[0] == model else 0
-        status = (f"**{plain(model)}**: {timeline.kind}, {len(timeline.steps)} snapshots from step "
-                  f"{timeline.steps[0]} to {timeline.steps[-1]}. Move the slider or press **Play**; click a head in "
-                  "the picture of roles to follow it.")
+        status = tr("**{model}**: {kind}, {n} snapshots from step {first} to {last}. Move the slider or press "
+                    "**Play**; click a head in the picture of roles to follow it.", model=plain(model),
+                    kind=tr(plain(str(timeline.kind))), n=len(timeline.steps), first=timeline.steps[0],
+                    last=timeline.steps[-1])
         value, now = self._value(self.page.host.timelines, timeline, keep, model, shown)
         return status, gr.update(choices=choices, value=keep), value, now
 
     @user_errors
-    def probed(self, model):
+    def probed(self, model, request: gr.Request = None):
         """The probe figure of a timeline with a probe set (a pretraining's), first drawn from its first and last
         probed snapshots only (two of up to 12: on a first open of a `classroom` run the figure waited for 36 fits,
         minutes under load); hidden for one without. `probed_all` adds the rest."""
-        return self._probe_figure(model, draft=True)
+        return self._probe_figure(model, True, tr_of(request))
 
     @user_errors
-    def probed_all(self, model):
+    def probed_all(self, model, request: gr.Request = None):
         """The probe figure with every probed snapshot, after `probed`'s; nothing new when that one had them all."""
-        return self._probe_figure(model, draft=False)
+        return self._probe_figure(model, False, tr_of(request))
 
-    def _probe_figure(self, model, draft: bool):
+    def _probe_figure(self, model, draft: bool, tr):
         timeline = self.timeline(model)
         probe_set = timeline.probe_set if timeline is not None and timeline.steps else None
         if probe_set is None:
@@ -147,15 +149,16 @@ class TimelineTab:
                 timeline.probe(target, control=False, steps=[step])
         with self._probing:
             frame = timeline.probe(target, control=False, steps=steps)
-        return gr.update(visible=True), probe_timeline_figure(frame, probe_set.describe())
+        return gr.update(visible=True), probe_timeline_figure(frame, probe_set.describe(), tr=tr)
 
     @user_errors
-    def chosen(self, model, index, shown):
+    def chosen(self, model, index, shown, request: gr.Request = None):
+        tr = tr_of(request)
         timeline = self.timeline(model)
         if timeline is None:
-            raise refuse(NO_TIMELINE.format(name=plain(str(model))).replace("**", ""))
+            raise refuse(tr(NO_TIMELINE, name=plain(str(model))).replace("**", ""))
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(timeline.inputs):
-            raise refuse(f"Choose one of the timeline's {len(timeline.inputs)} inputs in the list.")
+            raise refuse(tr("Choose one of the timeline's {n} inputs in the list.", n=len(timeline.inputs)))
         return self._value(self.page.host.timelines, timeline, index, model, shown)
 
     @staticmethod

@@ -14,6 +14,7 @@ import gradio as gr
 
 from ... import limits
 from ...explorer import release_freed_memory
+from ...i18n import Translator, english
 from ..common import Models, plain
 
 log = logging.getLogger("bertviz_app.app")
@@ -83,9 +84,9 @@ class Refusals:
         return self._why.pop(getattr(request, "session_hash", None), default)
 
 
-def not_started(why: str) -> str:
+def not_started(why: str, tr: Translator = english) -> str:
     """The status line after a refused Start, in the page's refusal style."""
-    return f"<span class='bv-stale'>**Not started.** {plain(why)}</span>"
+    return f"<span class='bv-stale'>**{tr('Not started.')}** {plain(why)}</span>"
 
 
 def replaced_words(name: str, by: str, most: int = MAX_TRAINED) -> str:
