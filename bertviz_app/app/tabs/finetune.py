@@ -230,7 +230,7 @@ class FineTuneTab:
                    if e.folder is not None and e.folder.resolve().parent == training_root().resolve()]
         self.trained = TrainedModels(page.models, "{} fine-tuned {}", lambda: MAX_TRAINED, dict(reversed(earlier)))
         self._pickers: list[gr.Dropdown] = []
-        self._drawn: tuple[int, object, pd.DataFrame] | None = None  # (progress version, figure, table)
+        self._drawn: tuple | None = None  # ((progress version, language), figure, tables...)
         self.pace = PollPace(lambda: MIN_POLL_S)
         self.refusals = Refusals()  # why each page's last start or try was refused
         if not settings.enabled:

@@ -123,7 +123,7 @@ class PretrainTab:
         self.lane = page.training_lane
         self.trained = TrainedModels(page.models, "{} BERT from scratch {}")  # its models, oldest first
         self._pickers: list[gr.Dropdown] = []
-        self._drawn = None  # (progress version, figure)
+        self._drawn = None  # ((progress version, language), figure)
         self._views: tuple[str, dict] | None = None  # (views key, the views' value)
         self.pace = PollPace()
         self.refusals = Refusals()  # why each page's last Start was refused
