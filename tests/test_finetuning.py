@@ -553,6 +553,40 @@ def test_recipes_fetch_the_real_corpora_once(tmp_path, monkeypatch):
     assert "Pang" in recipe.source and "not redistributed" in recipe.license
 
 
+def test_fetches_at_once_leave_one_whole_file(tmp_path, monkeypatch):
+    """Two test workers (or two servers sharing a cache) fetching the same archive at once: the first has written its
+    partial file when the second writes and moves its own into place; then the first moves its own. Each writer has
+    its own partial file, so both finish and the cached file is one writer's whole content (with one shared partial
+    name, the second overwrote the first's and moved it away, and the first failed on a missing file)."""
+    path = tmp_path / "corpus.tgz"
+    first_wrote, second_done = threading.Event(), threading.Event()
+    replace = Path.replace
+
+    def in_turn(self, target):
+        if threading.current_thread().name == "first":
+            first_wrote.set()
+            assert second_done.wait(10)
+        return replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", in_turn)
+    failures = []
+
+    def fetch(data):
+        try:
+            recipes._write_whole(path, data)
+        except OSError as err:
+            failures.append(err)
+
+    first = threading.Thread(target=fetch, args=(b"a" * 100_000,), name="first")
+    first.start()
+    assert first_wrote.wait(10)
+    fetch(b"b" * 50_000)
+    second_done.set()
+    first.join()
+    assert failures == [] and path.read_bytes() == b"a" * 100_000
+    assert [p.name for p in tmp_path.iterdir()] == ["corpus.tgz"]
+
+
 def test_words_past_the_length_limit_are_counted_apart_not_scored_wrong(tokenizer):
     """A 40-word sentence read with --max-length 16: the model sees 14 words (16 pieces less [CLS] and [SEP]); a
     model right on every word it saw scores 1.0 on 14 words, and the 26 it never saw are counted as cut, not wrong

