@@ -16,10 +16,14 @@ notebook: $(VENV)/.notebook
 	$(BIN)/jupyter lab $(ARGS)
 
 # make test ARGS="-m 'not slow'": the quick loop without the few tests over half a minute (CI runs them all).
+# The suite runs on one pytest-xdist worker per core this process may use (`nproc` counts taskset's limit); each test
+# module stays on one worker, with its own browser and servers. Most of a test's time is spent waiting on Chromium or
+# a server, so two workers on two cores take ?% of one's time (docs/development.md); WORKERS=0 runs in one process.
+WORKERS ?= $(shell nproc)
 test: $(VENV)/.test system-packages
 	node --test tests/js/
 	$(MAKE) --no-print-directory docs
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile $(ARGS)
 
 # The documentation site from docs/ into site/, strict: a broken link, an anchor that is not there, a page left out
 # of the nav or an API name that does not resolve fails the build. Open site/index.html (it reads offline).
