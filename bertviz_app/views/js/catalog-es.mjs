@@ -997,5 +997,21 @@ export const ES = {
 "class": "clase",
 "precision": "precisión",
 "recall": "exhaustividad",
-"n/a": "n/d"
+"n/a": "n/d",
+"step {step} of {total}": "paso {step} de {total}",
+"step {step}": "paso {step}",
+"P(B follows A) {p}": "P(B sigue a A) {p}",
+"predicts {best}": "predice {best}",
+"(gold: {gold})": "(referencia: {gold})",
+"answer “{answer}” (start {start}, end {end})": "respuesta «{answer}» (inicio {start}, fin {end})",
+"tags {tags}": "etiquetas {tags}",
+"Training step": "Paso del entrenamiento",
+"Pause": "Pausa",
+"Each head's role at each snapshot (one column per snapshot, one row per head): click to go there": "La función de cada cabeza en cada instantánea (una columna por instantánea, una fila por cabeza): haz clic para ir allí",
+"{n} snapshots": "{n} instantáneas",
+"no snapshot yet": "aún no hay ninguna instantánea",
+"{clear} of {heads} heads with a clear role": "{clear} de {heads} cabezas con una función clara",
+"broad": "amplia",
+"mixed": "mixta",
+"A training snapshot keeps every head's attention, not its query and key vectors, so this view has nothing to show on the timeline. Pick the model above and analyze a sentence to see how its attention is computed.": "Una instantánea del entrenamiento guarda la atención de cada cabeza, no sus vectores de consulta y clave, así que esta vista no tiene nada que mostrar en la evolución. Elige el modelo de arriba y analiza una frase para ver cómo se calcula su atención."
 };
