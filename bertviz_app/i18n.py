@@ -56,24 +56,50 @@ def _translate_into(lang: str, english: str, **values) -> str:
 english: Translator = translator("en")  # the source language: placeholders filled, nothing looked up
 
 
-# Static texts made of catalogued parts (a figure's reading with its formula folded under it): gradio translates a
-# Markdown's whole value, so the page's catalogue holds each such text whole, built from its parts' translations.
-_COMPOSED: dict[str, tuple[str, dict[str, str]]] = {}
+class Message(str):
+    """An English sentence that remembers its template and values, to be translated where a page shows it: for a
+    writer that speaks to every page at once (the training lane's thread) and so picks no language. It is the English
+    text wherever a string is expected (a log, a notebook, a test); `said(message, tr)` is the visitor's. A value that
+    is a Message is translated with it ("{how} before ...", how=Message("Cancelled"))."""
+
+    def __new__(cls, english_text: str, **values):
+        self = super().__new__(cls, translate(english_text, "en", **values))
+        self.english, self.values = english_text, values
+        return self
+
+    def __call__(self, tr: Translator) -> str:
+        return tr(self.english, **{name: said(value, tr) for name, value in self.values.items()})
 
 
-def composed(template: str, **parts: str) -> str:
-    """`template` filled with `parts` (English), remembered so that `page_catalogue` can translate it whole."""
-    text = template.format(**parts)
-    _COMPOSED[text] = (template, parts)
+def said(text: str, tr: Translator) -> str:
+    """`text` as `tr` says it: a Message translated, any other text (the library's, a file's name) as it is."""
+    return text(tr) if isinstance(text, Message) else text
+
+
+# Static texts made of catalogued parts (a figure's reading with its formula folded under it, a data list's label with
+# a file's name): gradio translates a Markdown's whole value, or a choice's whole label, so the page's catalogue holds
+# each such text whole, built from its parts' translations.
+_COMPOSED: dict[str, tuple[str, dict[str, str], dict[str, str]]] = {}
+
+
+def composed(template: str, names: dict[str, str] | None = None, **parts: str) -> str:
+    """`template` filled with `parts` (English, each translated) and `names` (kept as they are: a file's, a host's),
+    remembered so that `page_catalogue` can translate it whole: the template as the catalogue has it (when it holds
+    it), each part as the catalogue or an earlier composed text has it."""
+    names = names or {}
+    text = template.format(**names, **parts)
+    _COMPOSED[text] = (template, parts, names)
     return text
 
 
 def page_catalogue(lang: str) -> dict[str, str]:
     """`catalogue(lang)` and every `composed` text whose parts it holds: what gradio translates the page with."""
-    known = catalogue(lang)
-    whole = {text: template.format(**{name: known[part] for name, part in parts.items()})
-             for text, (template, parts) in _COMPOSED.items() if all(part in known for part in parts.values())}
-    return {**known, **whole}
+    known = dict(catalogue(lang))
+    for text, (template, parts, names) in list(_COMPOSED.items()):  # in order: a part may be an earlier text
+        if all(part in known for part in parts.values()):
+            known[text] = known.get(template, template).format(
+                **names, **{name: known[part] for name, part in parts.items()})
+    return known
 
 
 def placeholders(text: str) -> list[str]:

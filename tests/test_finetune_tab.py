@@ -74,6 +74,9 @@ def tab(tiny, files, tmp_path, monkeypatch):
     tab.lane.wait(60)
 
 
+SPANISH = gr.Request(session_hash="una página", headers={"accept-language": "es"})
+
+
 def run(tab: FineTuneTab, data: str, epochs: int = 1, rate: str = "1e-4"):
     tab.start(data, "tiny", epochs, rate)
     assert tab.lane.wait(120), "the training did not end"
@@ -203,6 +206,8 @@ def test_cancel_within_the_first_epoch_keeps_nothing(tab):
     p = run(tab, "reviews.csv", epochs=3)
     assert p.state == "cancelled" and p.model is None and tab.page.models.names == ["tiny"]
     assert "nothing was kept" in p.message
+    # the lane wrote it once; a Spanish page reads it in Spanish
+    assert "Cancelado antes de completar la primera época: no se guardó nada." in tab.poll(None, request=SPANISH)[0]
     assert not training_root().exists() or not any(training_root().iterdir())
 
 
@@ -216,7 +221,10 @@ def test_one_training_at_a_time_and_only_its_page_cancels_it(tab):
     assert cancel.interactive and started.wait(60)
     with pytest.raises(gr.Error, match="A training is already running .* one runs at a time"):
         tab.start("reviews.csv", "tiny", 1, "1e-4")
+    with pytest.raises(gr.Error, match="Ya hay un entrenamiento en marcha .* solo se ejecuta uno a la vez"):
+        tab.start("reviews.csv", "tiny", 1, "1e-4", request=SPANISH)
     assert tab.lane.cancel("student") == "Only the page that started this training can cancel it."
+    assert tab.cancel(SPANISH) == "**Solo la página que inició este entrenamiento puede cancelarlo.**"
     # only the page that started it has Cancel on
     student, teacher = (tab.poll(None, request=gr.Request(session_hash=who)) for who in ("student", "teacher"))
     assert not student[8].interactive and teacher[8].interactive and not teacher[7].interactive
@@ -658,3 +666,6 @@ def test_progress_polls_draw_once_per_change_and_fast_callers_get_nothing_new(ta
     spanish = tab.poll(None, request=gr.Request(session_hash="página", headers={"accept-language": "es"}))
     assert "**se sumó a la lista de modelos**" in spanish[0] and len(drawn) == 3
     assert spanish[1].layout.xaxis.title.text == "paso"
+    assert list(spanish[2].columns) == ["época", "pérdida de entrenamiento", "pérdida en validación",
+                                        "exactitud en validación"] and spanish[2].iloc[0, 0] == "antes de entrenar"
+    assert list(spanish[3]["value"].columns) == ["clase", "precisión", "exhaustividad", "ejemplos"]

@@ -100,11 +100,16 @@ def test_the_apps_labels_are_marked_for_gradios_translation_and_others_stay():
         box = gr.Textbox(label="Sentence A", info="Not catalogued anywhere")
         button = gr.Button("Analyze")
         other = gr.Button("Not catalogued either")
+        # a choice's label that names its value is translated; a choice that is its own label is data (a token)
+        listed = gr.Dropdown([("tiny: 2 layers x 4 heads, hidden 32 (a quick check; learns little)", "tiny"),
+                              "epoch"])
     known = i18n.catalogue("es")
-    assert gradio_internals.translate_static_text(demo, known) == 3
+    assert gradio_internals.translate_static_text(demo, known) == 4
     assert isinstance(box.label, I18nData) and box.label.key == "Sentence A"
     assert box.info == "Not catalogued anywhere"
     assert button.value == str(I18nData("Analyze")) and other.value == "Not catalogued either"
+    assert listed.choices == [(str(I18nData("tiny: 2 layers x 4 heads, hidden 32 (a quick check; learns little)")),
+                               "tiny"), ("epoch", "epoch")]
     html = next(b for b in demo.blocks.values() if isinstance(b, gr.HTML)).value
     key = "see what BERT reads and computes, in one sentence or a pair"
     assert html == f"<h1>Uncatalogued <span>{I18nData(key)}</span></h1>"
@@ -112,12 +117,14 @@ def test_the_apps_labels_are_marked_for_gradios_translation_and_others_stay():
 
 # --- what the server writes per request: the tabs' readings and the figures' titles, axes and legends -------------
 # The Python that writes them, through a translator: tr("English {name}", name=value) (the figure builders and the
-# tabs' views take one, `common.tr_of(request)` makes it), tr_of(request)("...") or say(request, "...").
-PY_FOLDERS = [PACKAGE / "figures", PACKAGE / "app" / "tabs", PACKAGE / "app"]
+# tabs' views take one, `common.tr_of(request)` makes it), tr_of(request)("...") or say(request, "..."); and what the
+# training lane writes for every page at once, Message("English {name}", name=value), which each page translates.
+PY_FOLDERS = [PACKAGE / "figures", PACKAGE / "app" / "tabs", PACKAGE / "app", PACKAGE / "app" / "lane"]
 
 
 def py_calls(source: str) -> list[tuple[int, object, list[str]]]:
-    """(line, first argument node, keyword names) of every tr(...), tr_of(request)(...) and say(request, ...) call."""
+    """(line, first argument node, keyword names) of every tr(...), tr_of(request)(...), say(request, ...) and
+    Message(...) call."""
     import ast
 
     found = []
@@ -127,7 +134,7 @@ def py_calls(source: str) -> list[tuple[int, object, list[str]]]:
         func, args = node.func, list(node.args)
         if isinstance(func, ast.Name) and func.id == "say" and len(args) >= 2:
             args = args[1:]
-        elif not ((isinstance(func, ast.Name) and func.id == "tr")
+        elif not ((isinstance(func, ast.Name) and func.id in ("tr", "Message"))
                   or (isinstance(func, ast.Call) and getattr(func.func, "id", None) == "tr_of")
                   or (isinstance(func, ast.Attribute) and func.attr == "tr")):
             continue
@@ -190,10 +197,10 @@ def test_every_string_the_server_translates_is_in_the_catalogue_with_its_placeho
 
 def test_the_extraction_reads_the_servers_calls():
     source = ('tr("A {n}", n=1); tr_of(request)("B " "C"); say(request, "D {x}", x=2); self.tr(NAME)\n'
-              'other("E"); tr(f"F {n}"); tr("G {a}", **values)')
+              'other("E"); tr(f"F {n}"); tr("G {a}", **values); Message("H {m}", m=3)')
     calls = py_calls(source)
     assert [(getattr(first, "value", None), keywords) for _, first, keywords in calls] == \
-        [("A {n}", ["n"]), ("B C", []), ("D {x}", ["x"]), (None, []), (None, []), ("G {a}", None)]
+        [("A {n}", ["n"]), ("B C", []), ("D {x}", ["x"]), (None, []), (None, []), ("G {a}", None), ("H {m}", ["m"])]
 
 
 def test_a_figure_and_a_reading_in_spanish_keep_the_tokens():
@@ -231,3 +238,46 @@ def test_the_training_tabs_write_in_the_visitors_language():
         " 1 de 2 cabezas tienen una función clara (más de la mitad de su atención en un sitio): capa 1, cabeza 1 " \
         "(token anterior)."
     assert "**No empezado.**" in trained.not_started("x", es)
+
+
+def test_the_training_lanes_messages_are_english_until_a_page_translates_them():
+    """The lane writes once for every page: a Message reads as its English (a log, a notebook, str()) and each page
+    translates it with its visitor's translator, a Message among its values too; a copy keeps what it is."""
+    import copy
+
+    from bertviz_app.app.lane.training import STOPPED_BY, fetch_failed_words
+
+    nothing = i18n.Message("{how} before the first epoch was complete: nothing was kept.", how=STOPPED_BY["limit"])
+    assert nothing == "Stopped at the server's time limit before the first epoch was complete: nothing was kept."
+    es = i18n.translator("es")
+    assert i18n.said(nothing, es) == ("Parado en el límite de tiempo del servidor antes de completar la primera "
+                                      "época: no se guardó nada.")
+    assert i18n.said(copy.deepcopy(nothing), es) == i18n.said(nothing, es)
+    assert i18n.said("train.csv line 3: no label", es) == "train.csv line 3: no label"  # the library's, as it is
+    assert i18n.said(fetch_failed_words("wsj-pos"), es).startswith("No se pudieron descargar de internet los datos "
+                                                                   "de la receta wsj-pos")
+
+
+def test_the_training_tabs_lists_and_why_off_are_translated_whole(tmp_path):
+    """The data and texts offered, the model sizes and the sentence saying fine-tuning is off are built once for every
+    page: each is translated whole in the page by gradio (i18n.page_catalogue), the names in it as they are."""
+    from bertviz_app.app.lane.pretraining import PRETRAIN_PRESETS, pretrain_choices
+    from bertviz_app.app.lane.training import TrainingSettings, data_choices
+
+    (tmp_path / "reviews.csv").write_text("text,label\n", encoding="utf-8")
+    (tmp_path / "book.txt").write_text("A sentence.\n", encoding="utf-8")
+    data = data_choices([tmp_path / "reviews.csv"])
+    texts = pretrain_choices([tmp_path / "book.txt"])
+    whys = [TrainingSettings().why_off] + [TrainingSettings.for_server(host, host == "127.0.0.1", share, False,
+                                                                       proxied=proxied).why_off
+                                           for host, share, proxied in (("0.0.0.0", False, False),
+                                                                        ("127.0.0.1", True, False),
+                                                                        ("127.0.0.1", False, True))]
+    shown = [c.label for c in data.values()] + [c.label for c in texts.values()] + [
+        p.label for p in PRETRAIN_PRESETS.values()] + whys
+    page = i18n.page_catalogue("es")
+    assert [text for text in shown if text not in page or page[text] == text] == []
+    assert page[data["reviews.csv"].label] == "reviews.csv (indicado al iniciar el servidor; clasificación de textos)"
+    assert page[texts["book.txt"].label] == "book.txt (indicado al iniciar el servidor)"
+    assert page[data["movie-reviews"].label].startswith("movie-reviews: los datos de polaridad de frases")
+    assert page[whys[1]].startswith("El ajuste fino está desactivado en este servidor: escucha en 0.0.0.0, una ")

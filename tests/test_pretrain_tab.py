@@ -5,6 +5,7 @@ while nothing else changes."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -138,6 +139,9 @@ def test_pretrainings_and_fine_tunings_share_one_budget(page, monkeypatch):
     refusal = _refused(page.tabs["finetune-tab"].start, "movie-reviews", "tiny", 1, "5e-5", False, request)
     assert refusal.startswith("This page has started 4 trainings in the last 60 minutes, the most allowed")
     assert refusal.count(". ") == 0 and refusal.endswith(".") and "\n" not in refusal
+    spanish = gr.Request(session_hash="one-page", client={"host": "192.0.2.7"}, headers={"accept-language": "es"})
+    assert _refused(page.tabs["pretrain-tab"].start, "animals.txt", "tiny", 2, "A [MASK].", spanish).startswith(
+        "Esta página ha iniciado 4 entrenamientos en los últimos 60 minutos, el máximo permitido")
     assert started == ["PretrainJob"] * 4
 
 
@@ -169,6 +173,8 @@ def test_a_stop_while_the_text_is_read_keeps_nothing(page, monkeypatch):
     p = tab.lane.snapshot()
     assert p.state == "cancelled" and p.model is None and not p.steps
     assert "while the text was read: nothing was trained, so nothing was kept" in tab.poll(None)[0]
+    spanish = tab.poll(None, request=gr.Request(session_hash="es", headers={"accept-language": "es"}))[0]
+    assert "Cancelado mientras se leía el texto: no se entrenó nada, así que no se guardó nada." in spanish
     assert page.models.names == ["tiny"] and not p.job.output.exists()
 
 
@@ -190,6 +196,19 @@ def test_bad_input_is_one_sentence_and_changes_nothing(page, data, preset, minut
     assert words in message and message.count(". ") <= 2 and "/" not in message.replace("[MASK]", "")
     after = tab.lane.snapshot()
     assert after.state == "idle" and after.version == before.version and page.models.names == ["tiny"]
+
+
+def test_a_refusal_written_by_the_lane_speaks_the_pages_language(page, monkeypatch):
+    tab: PretrainTab = page.tabs["pretrain-tab"]
+    spanish = gr.Request(session_hash="es", headers={"accept-language": "es"})
+    assert _refused(tab.start, "empty.txt", "tiny", 2, "A [MASK].", spanish) == (
+        "empty.txt está vacío: un texto para preentrenar está en UTF-8, con una frase por línea y una línea en blanco "
+        "entre documentos. Elige otro texto; quien gestiona el servidor puede sustituirlo.")
+    assert _refused(tab.start, "animals.txt", "tiny", 2, "No mask here.", spanish).startswith("Pon [MASK] donde")
+    monkeypatch.setitem(lane_pretraining.BUILTIN_TEXTS, "python-help", dataclasses.replace(
+        lane_pretraining.BUILTIN_TEXTS["python-help"], present=lambda: False))
+    assert _refused(tab.start, "python-help", "tiny", 2, "A [MASK].", spanish).startswith(
+        "El Python de este servidor no trae temas de ayuda")
 
 
 def test_the_built_in_texts_are_split_as_the_corpus_script_splits_them(tmp_path, monkeypatch):

@@ -20,21 +20,23 @@ from pathlib import Path
 from ...corpus.fortunes import FORTUNES, fortunes, is_heldout
 from ...corpus.python_help import help_topics
 from ...finetuning import cache_dir
+from ...i18n import Message, composed
 from ...pretraining import PretrainSettings
 from ...timeline.inputs import PRETRAINING_PROBES, TimelineInput, parse_line
 
-BUILTIN_MISSING = ("The built-in text, Debian's fortune cookies, is not installed on this server; whoever runs it can "
-                   "install it (apt-get install fortunes fortunes-min) or name a text file with --pretrain-data.")
-HELP_MISSING = ("This server's Python carries no help topics (its pydoc_data was left out); whoever runs the server "
-                "can name a text file with --pretrain-data.")
+BUILTIN_MISSING = Message("The built-in text, Debian's fortune cookies, is not installed on this server; whoever runs "
+                          "it can install it (apt-get install fortunes fortunes-min) or name a text file with "
+                          "--pretrain-data.")
+HELP_MISSING = Message("This server's Python carries no help topics (its pydoc_data was left out); whoever runs the "
+                       "server can name a text file with --pretrain-data.")
 
 
 @dataclass(frozen=True)
 class BuiltinText:
-    label: str
+    label: str  # translated whole in the page: one line of the catalogue
     present: Callable[[], bool]
     documents: Callable[[], list[list[str]]]
-    missing: str  # the sentence a start gets when it is not there
+    missing: Message  # the sentence a start gets when it is not there
 
 
 # The default first, offered always: the help topics are there wherever the app is installed. The fortunes are offered
@@ -55,7 +57,7 @@ class PretrainPreset:
     """A model size and the settings that make it learn visibly within a class period (README, "Pretraining live,
     in class", has what `classroom` did in 10 minutes on 2 cores)."""
 
-    label: str
+    label: str  # translated whole in the page: one line of the catalogue
     model: str  # a config.PRESETS name
     max_tokens: int
     lr: float
@@ -99,11 +101,11 @@ def pretrain_choices(files: Sequence[str | os.PathLike] = ()) -> dict[str, TextC
         key = Path(path).name
         while key in choices:
             key = f"{Path(path).name} ({len(choices) + 1})"
-        choices[key] = TextChoice(key, f"{key} (named at launch)", os.fspath(path))
+        choices[key] = TextChoice(key, composed("{name} (named at launch)", {"name": key}), os.fspath(path))
     return choices
 
 
-def text_problem(path: str | os.PathLike) -> str | None:
+def text_problem(path: str | os.PathLike) -> Message | None:
     """Why the text at `path` cannot be pretrained on, in one sentence that names the file by its name only; None
     when its start reads as UTF-8 text."""
     path = Path(path)
@@ -112,16 +114,16 @@ def text_problem(path: str | os.PathLike) -> str | None:
             head = handle.read(SNIFF_BYTES)
             more = bool(handle.read(1))
     except OSError as err:
-        return f"{path.name} could not be read ({err.strerror or type(err).__name__})."
-    advice = "a text to pretrain on is UTF-8 with one sentence per line and a blank line between documents"
+        return Message("{name} could not be read ({why}).", name=path.name, why=err.strerror or type(err).__name__)
+    advice = Message("a text to pretrain on is UTF-8 with one sentence per line and a blank line between documents")
     if not head.strip() and not more:
-        return f"{path.name} is empty: {advice}."
+        return Message("{name} is empty: {advice}.", name=path.name, advice=advice)
     try:
         if b"\0" in head:
             raise UnicodeDecodeError("utf-8", head, head.index(b"\0"), head.index(b"\0") + 1, "NUL byte")
         codecs.getincrementaldecoder("utf-8")().decode(head, final=not more)  # a character cut at the end is fine
     except UnicodeDecodeError:
-        return f"{path.name} is not a text file: {advice}."
+        return Message("{name} is not a text file: {advice}.", name=path.name, advice=advice)
     return None
 
 
@@ -161,17 +163,18 @@ def timeline_lines(sentence: TimelineInput) -> str:
 
 
 def class_sentence(text: str) -> TimelineInput:
-    """The class's sentence as a timeline input; ValueError in one sentence when it cannot be one."""
+    """The class's sentence as a timeline input; ValueError in one sentence when it cannot be one (an i18n.Message,
+    or the timeline reader's own words)."""
     text = " ".join(text.split())
     if not text:
-        raise ValueError("Type a sentence with [MASK] where the model should guess a word, e.g. 'The capital of "
-                         "France is [MASK].'")
+        raise ValueError(Message("Type a sentence with [MASK] where the model should guess a word, e.g. 'The "
+                                 "capital of France is [MASK].'"))
     if len(text) > 200:
-        raise ValueError(f"The sentence is {len(text)} characters long; the tiny model reads 32 tokens, so keep it "
-                         "under 200 characters.")
+        raise ValueError(Message("The sentence is {n} characters long; the tiny model reads 32 tokens, so keep it "
+                                 "under 200 characters.", n=len(text)))
     if "[MASK]" not in text:
-        raise ValueError("Put [MASK] where the model should guess a word, e.g. 'The capital of France is [MASK].': "
-                         "its top 5 guesses are what the class watches.")
+        raise ValueError(Message("Put [MASK] where the model should guess a word, e.g. 'The capital of France is "
+                                 "[MASK].': its top 5 guesses are what the class watches."))
     return parse_line(text, "The sentence")
 
 

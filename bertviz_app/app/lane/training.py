@@ -15,7 +15,9 @@ the minutes their trainings held the lane, for every kind of training.
 
 What a failed training says to the page never names the server's folders or its network set-up: a file by its name
 only, a recipe whose data could not be fetched in one sentence (and not fetched again for FETCH_RETRY_MINUTES); the
-server's log keeps the detail.
+server's log keeps the detail. The lane's own sentences (its progress, a stop, a refusal, why it failed) are
+`i18n.Message`s, written once for every page: each page's tab translates them into its visitor's language; what the
+library says (a bad file's reason) stays as the library wrote it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 import torch
 
 from ... import limits
+from ...i18n import Message, composed
 from ...explorer import release_freed_memory
 from ...finetuning import RECIPES, FinetuneSettings, RecipeError, cache_dir, finetune
 from ...pretraining import latest_checkpoint, run_pretrain
@@ -115,14 +118,16 @@ def file_task(path: str | os.PathLike) -> str:
 
 def data_choices(files: Sequence[str | os.PathLike] = ()) -> dict[str, DataChoice]:
     """The recipes, then the operator's files (by name; a second file of the same name gets a number)."""
-    choices = {name: DataChoice(name, f"{name}: {r.description}", r.task, name)
-               for name, r in RECIPES.items()}
+    # each label translated whole in the page (i18n.composed), the recipe's and the file's names as they are
+    choices = {name: DataChoice(name, composed("{name}: {description}", {"name": name}, description=r.description),
+                                r.task, name) for name, r in RECIPES.items()}
     for path in files:
         key = Path(path).name
         while key in choices:
             key = f"{Path(path).name} ({len(choices) + 1})"
         task = file_task(path)
-        choices[key] = DataChoice(key, f"{key} (named at launch; {task.replace('-', ' ')})", task, os.fspath(path))
+        choices[key] = DataChoice(key, composed("{name} (named at launch; {task})", {"name": key},
+                                                task=task.replace("-", " ")), task, os.fspath(path))
     return choices
 
 
@@ -153,12 +158,14 @@ class TrainingSettings:
         if allow or private:
             return cls(True, "", tuple(map(str, data_files)), cache_mb, max_minutes, shared=allow or not private,
                        pretrain_files=tuple(map(str, pretrain_files)))
+        # the tab's Markdown, translated whole in the page (i18n.composed): the host as it is
         reach = ("it is open through a public --share link" if share else
                  "a reverse proxy forwards other machines' visitors to it (--behind-proxy)" if proxied else
-                 f"it listens on {host}, an address other machines can reach")
-        return cls(False, f"Fine-tuning is off on this server: {reach}, a training takes its processor for minutes, "
-                          "and anyone who reaches it could start one. Whoever runs the server can turn it on with "
-                          "`--allow-training`; on 127.0.0.1 it is on by default.",
+                 composed("it listens on {host}, an address other machines can reach", {"host": host}))
+        return cls(False, composed("Fine-tuning is off on this server: {reach}, a training takes its processor for "
+                                   "minutes, and anyone who reaches it could start one. Whoever runs the server can "
+                                   "turn it on with `--allow-training`; on 127.0.0.1 it is on by default.",
+                                   reach=reach),
                    tuple(map(str, data_files)), cache_mb, max_minutes, pretrain_files=tuple(map(str, pretrain_files)))
 
 
@@ -201,21 +208,24 @@ class StartBudget:
             for kind, who, most, most_minutes in (("session", session, self.per_session, self.session_minutes),
                                                   ("address", address, self.per_address, self.address_minutes)):
                 entries = self._recent((kind, who), now) if who else deque()
-                whom = ("This page has" if kind == "session" else
-                        "Pages from your network address (a class behind one school address shares it) have")
+                whom = (Message("This page has") if kind == "session" else
+                        Message("Pages from your network address (a class behind one school address shares it) "
+                                "have"))
                 started = [e for e in entries if e[0] > now - self.window_s]
                 held = self._minutes(entries, now)
                 if len(started) >= most:
                     wait = max(1, round((started[0][0] + self.window_s - now) / 60))
-                    raise ValueError(f"{whom} started {most} trainings in the last {self.window_s / 60:.0f} "
-                                     f"minutes, the most allowed, so that the one training lane stays free for "
-                                     f"others; you may start another in about {wait} minute{'s' if wait > 1 else ''}.")
+                    raise ValueError(Message(
+                        "{whom} started {most} trainings in the last {window} minutes, the most allowed, so that the "
+                        "one training lane stays free for others; you may start another in about {wait}.",
+                        whom=whom, most=most, window=f"{self.window_s / 60:.0f}", wait=_minutes_words(wait)))
                 if held >= most_minutes or held + minutes > most_minutes:
                     wait = max(1, round(held + minutes - most_minutes))
-                    more = f" and this one may take {minutes:g} more" if minutes else ""
-                    raise ValueError(f"{whom} held the one training lane {held:.0f} of the {most_minutes:g} minutes "
-                                     f"an hour allowed{more}; you may start it in about {wait} minute"
-                                     f"{'s' if wait > 1 else ''}, or choose fewer minutes.")
+                    more = Message(" and this one may take {minutes} more", minutes=f"{minutes:g}") if minutes else ""
+                    raise ValueError(Message(
+                        "{whom} held the one training lane {held} of the {most} minutes an hour allowed{more}; you "
+                        "may start it in about {wait}, or choose fewer minutes.", whom=whom, held=f"{held:.0f}",
+                        most=f"{most_minutes:g}", more=more, wait=_minutes_words(wait)))
 
     def record(self, session: str | None, address: str | None) -> list:
         entry = [self.clock(), None]
@@ -230,8 +240,13 @@ class StartBudget:
             entry[1] = self.clock()
 
 
+def _minutes_words(n: int) -> Message:
+    return Message("1 minute") if n == 1 else Message("{n} minutes", n=n)
+
+
 # --- the lane: one training at a time, in a thread of its own -----------------------------------------------------
-PREPARING = "reading the data and the model, then scoring the held-out examples before training ..."
+PREPARING = Message("reading the data and the model, then scoring the held-out examples before training ...")
+READING_TEXT = Message("reading the text, then making a BERT with random weights ...")  # a pretraining's start
 
 
 @dataclass(frozen=True)
@@ -264,7 +279,7 @@ class Progress:
 
     state: str = "idle"  # idle, running, cancelling, done, cancelled, failed
     job: Job | None = None
-    message: str = ""  # what the lane is doing, or why it stopped, as a sentence
+    message: str = ""  # what the lane is doing, or why it stopped, as a sentence (an i18n.Message: each page's)
     steps: list[int] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     total: int = 0
@@ -319,45 +334,46 @@ class TrainingLane:
         with self._lock:
             if self._progress.running:
                 running = self._progress.job
-                raise ValueError(f"A training is already running ({running.name}, started "
-                                 f"{time.time() - self._progress.started:.0f} s ago); one runs at a time. Watch it "
-                                 "here, and start yours when it is done.")
+                raise ValueError(Message("A training is already running ({name}, started {seconds} s ago); one "
+                                         "runs at a time. Watch it here, and start yours when it is done.",
+                                         name=running.name, seconds=f"{time.time() - self._progress.started:.0f}"))
             failed = self._fetch_failed.get(job.data.source)
             if failed is not None and time.time() < failed + self.fetch_retry_s:
-                raise ValueError(f"{fetch_failed_words(job.data.key)} It tries again from "
-                                 f"{time.strftime('%H:%M', time.localtime(failed + self.fetch_retry_s))} (server "
-                                 f"time, in about {max(1, round((failed + self.fetch_retry_s - time.time()) / 60))} "
-                                 "min); pick other data meanwhile.")
+                raise ValueError(Message(
+                    "{failed} It tries again from {time} (server time, in about {minutes} min); pick other data "
+                    "meanwhile.", failed=fetch_failed_words(job.data.key),
+                    time=time.strftime('%H:%M', time.localtime(failed + self.fetch_retry_s)),
+                    minutes=max(1, round((failed + self.fetch_retry_s - time.time()) / 60))))
             if charge is not None:
                 self.budget.check(*charge, minutes=getattr(job, "minutes", 0.0))
             entry = self.budget.record(*charge) if charge is not None else None
             self._stop.clear()
             self._owner = owner
-            self._progress = Progress("running", job, PREPARING, started=time.time(),
-                                      version=self._progress.version + 1)
+            self._progress = Progress("running", job, READING_TEXT if isinstance(job, PretrainJob) else PREPARING,
+                                      started=time.time(), version=self._progress.version + 1)
             self._thread = threading.Thread(target=self._charged, args=(job, on_trained, entry),
                                             name="bertviz-training", daemon=True)
             self._thread.start()
 
-    def cancel(self, owner: str | None = None) -> str:
+    def cancel(self, owner: str | None = None) -> Message:
         """Ask the training to stop after the step under way; a sentence for the page."""
         with self._lock:
             if not self._progress.running:
-                return "No training is running."
+                return Message("No training is running.")
             if owner != self._owner:
-                return "Only the page that started this training can cancel it."
-            return self._stopping("cancel", "Cancelling: the training stops after the step under way.")
+                return Message("Only the page that started this training can cancel it.")
+            return self._stopping("cancel", Message("Cancelling: the training stops after the step under way."))
 
     def stop(self) -> bool:
         """The operator's stop (SIGUSR1 to `bertviz-app serve`): as Cancel, whoever started it. True if one ran."""
         with self._lock:
             if not self._progress.running:
                 return False
-            self._stopping("operator", "Stopping: the server's operator stopped this training; it ends after the "
-                                       "step under way.")
+            self._stopping("operator", Message("Stopping: the server's operator stopped this training; it ends "
+                                               "after the step under way."))
             return True
 
-    def _stopping(self, why: str, message: str) -> str:
+    def _stopping(self, why: str, message: Message) -> Message:
         """(Under the lock.) Stop after the step under way, saying why."""
         if not self._stop.is_set():
             self._progress.stopped_by = why
@@ -405,8 +421,9 @@ class TrainingLane:
     def _stop_at_limit(self, p) -> None:
         limit = p.job.limit_s
         if limit and p.seconds >= limit and p.state == "running":
-            self._stopping("limit", f"Stopping: this training reached the server's limit of {limit / 60:g} "
-                                    "minutes per training; it ends after the step under way.")
+            self._stopping("limit", Message("Stopping: this training reached the server's limit of {minutes} "
+                                            "minutes per training; it ends after the step under way.",
+                                            minutes=f"{limit / 60:g}"))
 
     def _on_epoch(self, record: dict) -> None:
         with self._lock:
@@ -423,7 +440,7 @@ class TrainingLane:
         if text.startswith("fetching"):
             with self._lock:
                 if self._progress.state == "running":
-                    self._progress.message = text + " (the first use of this recipe)"
+                    self._progress.message = Message("{what} (the first use of this recipe)", what=text)
                     self._progress.version += 1
 
     def _charged(self, job, on_trained, entry: list | None) -> None:
@@ -452,8 +469,8 @@ class TrainingLane:
             if metrics.get("stopped_early") and not any(r["epoch"] >= 1 for r in metrics["history"]):
                 shutil.rmtree(job.output, ignore_errors=True)
                 self._update(state="cancelled", before=metrics.get("eval_before_training"),
-                             message=f"{STOPPED_BY.get(self.snapshot().stopped_by, 'Cancelled')} before the first "
-                                     "epoch was complete: nothing was kept.")
+                             message=Message("{how} before the first epoch was complete: nothing was kept.",
+                                             how=STOPPED_BY.get(self.snapshot().stopped_by, STOPPED_BY["cancel"])))
                 return
             joined = on_trained(job, job.output)
             name, replaced = joined if isinstance(joined, tuple) else (joined, None)
@@ -463,26 +480,29 @@ class TrainingLane:
                          before=metrics.get("eval_before_training"), best=metrics.get("eval"), message="")
         except OSError as err:  # a full disk, a folder it may not write: in words, without the server's paths
             shutil.rmtree(job.output, ignore_errors=True)
-            self._update(state="failed", message="The server could not read or write a file the training needs ("
-                                                 f"{err.strerror or type(err).__name__}); the details are in its log.")
+            self._update(state="failed", message=Message("The server could not read or write a file the training "
+                                                         "needs ({why}); the details are in its log.",
+                                                         why=err.strerror or type(err).__name__))
             log.warning("fine-tuning %s failed: %s", job.name, err)
         except RecipeError as err:  # pip's and apt's words name the server's network set-up: the log keeps them
             shutil.rmtree(job.output, ignore_errors=True)
             with self._lock:
                 self._fetch_failed[job.data.source] = time.time()
             retry = time.strftime("%H:%M", time.localtime(time.time() + self.fetch_retry_s))
-            self._update(state="failed", message=f"{fetch_failed_words(job.data.key)} It tries again from {retry} "
-                                                 "(server time); pick other data meanwhile.")
+            self._update(state="failed", message=Message("{failed} It tries again from {time} (server time); pick "
+                                                         "other data meanwhile.",
+                                                         failed=fetch_failed_words(job.data.key), time=retry))
             log.warning("fine-tuning %s: %s", job.name, err)
         except (ValueError, RuntimeError) as err:  # bad data, a NaN loss: in words, without the server's paths
             shutil.rmtree(job.output, ignore_errors=True)
-            self._update(state="failed", message=in_app_words(str(err)))
+            ours = err.args[0] if err.args and isinstance(err.args[0], Message) else None  # a missing built-in text
+            self._update(state="failed", message=ours or in_app_words(str(err)))
             log.warning("fine-tuning %s failed: %s", job.name, err)
         except Exception:  # noqa: BLE001 - our bug: the page gets a sentence, the log the traceback
             log.exception("fine-tuning %s failed", job.name)
             shutil.rmtree(job.output, ignore_errors=True)
-            self._update(state="failed", message="Something went wrong on the server while training; the details "
-                                                 "are in the server's log.")
+            self._update(state="failed", message=Message("Something went wrong on the server while training; the "
+                                                         "details are in the server's log."))
         finally:
             torch.set_num_threads(threads)
             # The optimizer's state, the gradients and the activations were freed, but glibc keeps the pages: a
@@ -492,7 +512,6 @@ class TrainingLane:
     def _pretrain(self, job: PretrainJob, on_trained: Callable) -> None:
         """(In the lane's thread.) Read the text, train until the minutes are up or a stop, and offer the model at its
         last step; stopped while the text was read, nothing is kept."""
-        self._update(message="reading the text, then making a BERT with random weights ...")
         settings = job.settings
         if job.data.builtin:  # the built-in text stands as its name until the lane writes it out
             settings = dataclasses.replace(settings, corpus=builtin_corpus(job.data.source))
@@ -507,9 +526,9 @@ class TrainingLane:
         del model  # the model list loads the weights again from the folder
         if folder is None:
             shutil.rmtree(job.output, ignore_errors=True)
-            self._update(state="cancelled", message=f"{STOPPED_BY.get(self.snapshot().stopped_by, 'Cancelled')} "
-                                                    "while the text was read: nothing was trained, so nothing was "
-                                                    "kept.")
+            self._update(state="cancelled", message=Message(
+                "{how} while the text was read: nothing was trained, so nothing was kept.",
+                how=STOPPED_BY.get(self.snapshot().stopped_by, STOPPED_BY["cancel"])))
             return
         self._update(heldout=heldout_score(job.output))
         joined = on_trained(job, folder)
@@ -543,8 +562,8 @@ class TrainingLane:
 
 # Every lane of this process, for the operator's stop (weak: a lane goes with its page's demo).
 LANES: "weakref.WeakSet[TrainingLane]" = weakref.WeakSet()
-STOPPED_BY = {"cancel": "Cancelled", "limit": "Stopped at the server's time limit",
-              "operator": "Stopped by the server's operator"}
+STOPPED_BY = {"cancel": Message("Cancelled"), "limit": Message("Stopped at the server's time limit"),
+              "operator": Message("Stopped by the server's operator")}
 
 
 def stop_trainings() -> int:
@@ -552,9 +571,9 @@ def stop_trainings() -> int:
     return sum(lane.stop() for lane in list(LANES))
 
 
-def fetch_failed_words(recipe: str) -> str:
-    return (f"The data of the {recipe} recipe could not be fetched from the internet (the server's log has the "
-            "details).")
+def fetch_failed_words(recipe: str) -> Message:
+    return Message("The data of the {recipe} recipe could not be fetched from the internet (the server's log has "
+                   "the details).", recipe=recipe)
 
 
 # The readers' advice names `finetune`'s options; the app reads a --data file with the default columns.

@@ -317,9 +317,9 @@ _HTML_TEXT = re.compile(r">([^<>]+)<")
 
 
 def translate_static_text(demo: gr.Blocks, known) -> int:
-    """Mark every label, info, placeholder, tab name, button and Markdown text of `demo` that `known` (English ->
-    translation) holds, and each text between two tags of an HTML value, for gradio's translation. Returns how many
-    were marked."""
+    """Mark every label, info, placeholder, tab name, dropdown choice, button and Markdown text of `demo` that `known`
+    (English -> translation) holds, and each text between two tags of an HTML value, for gradio's translation.
+    Returns how many were marked."""
     from gradio.i18n import I18nData
 
     marked = 0
@@ -334,6 +334,11 @@ def translate_static_text(demo: gr.Blocks, known) -> int:
             value = getattr(block, attr, None)
             if isinstance(value, str) and value in known:
                 setattr(block, attr, mark(value))
+        if isinstance(block, gr.Dropdown):
+            # a choice's label that is not its value (gradio's dropdown translates each: live_i18n); one that is its
+            # value is data, a model's name or a token, never translated
+            block.choices = [(str(mark(label)), value) if isinstance(label, str) and label != value and label in known
+                             else (label, value) for label, value in block.choices]
         value = getattr(block, "value", None)
         if isinstance(block, (gr.Button, gr.Markdown)) and isinstance(value, str) and value in known:
             block.value = str(mark(value))

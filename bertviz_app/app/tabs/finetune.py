@@ -32,7 +32,7 @@ import pandas as pd
 from ...explorer import load
 from ...figures.training import confusion_matrix_figure, loss_curve_figure
 from ...finetuning import RECIPES, FinetuneSettings
-from ...i18n import Translator, english, translator
+from ...i18n import Translator, english, said, translator
 from ..common import api, language_of, plain, refuse, text_value, tr_of, user_errors
 from ..lane.training import STOPPED_BY, Job, Progress, TrainingLane, data_choices, training_root
 from .base import Gate, TabPage
@@ -61,8 +61,8 @@ def _score(evaluation: dict | None, tr: Translator = english) -> str:
 
 
 def status_text(p: Progress, tr: Translator = english) -> str:
-    """The lane's state as Markdown (names and data as text, never markup); the lane's own messages (p.message) are
-    the library's, in English."""
+    """The lane's state as Markdown (names and data as text, never markup), the lane's own messages (p.message)
+    translated; the library's (a bad file's reason) as it wrote them."""
     if p.job is None:
         return tr("Pick the data, the model to start from, the epochs and the learning rate, then press **Start**. "
                   "The loss appears below after each step, the held-out score after each epoch; when it is done the "
@@ -77,7 +77,7 @@ def status_text(p: Progress, tr: Translator = english) -> str:
     what = tr("**{name}** (from {base} on {data})", name=plain(job.name), base=plain(job.base),
               data=plain(job.data.key))
     if p.state == "failed":
-        return tr("**The training could not run.**") + f" {plain(p.message)}"
+        return tr("**The training could not run.**") + f" {plain(said(p.message, tr))}"
     if p.state == "done":
         return (tr("{what} **joined the model list**{replaced}: held-out {score} ({before} before training), in "
                    "{seconds} s.", what=what, replaced=_replaced_text(p.replaced, tr), score=_score(p.best, tr),
@@ -88,14 +88,14 @@ def status_text(p: Progress, tr: Translator = english) -> str:
     if p.state == "cancelled":
         how = tr(STOPPED_BY.get(p.stopped_by, "Cancelled"))
         if p.model is None:
-            return f"{how}: {what}. {plain(p.message)}"
+            return f"{how}: {what}. {plain(said(p.message, tr))}"
         limit = (" " + tr("({minutes} minutes, whoever runs the server sets it)", minutes=f"{job.limit_s / 60:g}")
                  if p.stopped_by == "limit" and job.limit_s else "")
         return tr("{how}: {what}; the best epoch so far (held-out {score}) **joined the model list**{replaced}.",
                   how=how + limit, what=what, score=_score(p.best, tr), replaced=_replaced_text(p.replaced, tr))
     before = " " + tr("Before training: held-out {score}.", score=_score(p.before, tr)) if p.before else ""
     if p.message:
-        return tr("Training {what}: {message}", what=what, message=plain(p.message)) + before
+        return tr("Training {what}: {message}", what=what, message=plain(said(p.message, tr))) + before
     step = p.steps[-1] - p.run * p.run_steps if p.steps else 0
     epoch = step / p.steps_per_epoch if p.steps_per_epoch else 0.0
     last = (tr("; after epoch {epoch}: held-out {score}", epoch=p.epochs[-1]["epoch"],
@@ -152,32 +152,34 @@ def _unseen_text(unseen: dict | None, tr: Translator = english) -> str:
                     of=unseen["of"], unit=tr(unseen["unit"]), names=names)
 
 
-def epochs_frame(p: Progress) -> pd.DataFrame:
+def epochs_frame(p: Progress, tr: Translator = english) -> pd.DataFrame:
     """One row per evaluation: before training (once known), then each epoch."""
     rows = []
-    for label, train_loss, ev in ([("before training", None, p.before)] if p.before else []) + [
-            (f"seed {r['seed']}, {r['epoch']:g}" if "seed" in r else f"{r['epoch']:g}", r["train_loss"], r["eval"])
-            for r in p.epochs]:
-        row = {"epoch": label, "train loss": "" if train_loss is None else f"{train_loss:.4f}",
-               "held-out loss": f"{ev['loss']:.4f}" if "loss" in ev else ""}
-        row.update({name: f"{ev[key]:.4f}" for key, name in (("accuracy", "held-out accuracy"), ("f1", "held-out F1"),
-                                                             ("exact_match", "exact match")) if key in ev})
+    for label, train_loss, ev in ([(tr("before training"), None, p.before)] if p.before else []) + [
+            (tr("seed {seed}, {epoch}", seed=r["seed"], epoch=f"{r['epoch']:g}") if "seed" in r
+             else f"{r['epoch']:g}", r["train_loss"], r["eval"]) for r in p.epochs]:
+        row = {tr("epoch"): label, tr("train loss"): "" if train_loss is None else f"{train_loss:.4f}",
+               tr("held-out loss"): f"{ev['loss']:.4f}" if "loss" in ev else ""}
+        row.update({name: f"{ev[key]:.4f}" for key, name in (
+            ("accuracy", tr("held-out accuracy")), ("f1", tr("held-out F1")), ("exact_match", tr("exact match")))
+            if key in ev})
         rows.append(row)
-    return pd.DataFrame(rows, columns=None if rows else ["epoch", "train loss", "held-out loss",
-                                                         "held-out accuracy"])
+    return pd.DataFrame(rows, columns=None if rows else [tr("epoch"), tr("train loss"), tr("held-out loss"),
+                                                         tr("held-out accuracy")])
 
 
-def classes_frame(p: Progress) -> pd.DataFrame | None:
+def classes_frame(p: Progress, tr: Translator = english) -> pd.DataFrame | None:
     """Per-class held-out precision and recall of the kept epoch (a sentence classifier's), or None."""
     per_class = (p.best or {}).get("per_class")
     if not per_class:
         return None
 
     def share(value):
-        return "n/a" if value is None else f"{value:.3f}"  # never predicted, or never seen: no such rate
+        return tr("n/a") if value is None else f"{value:.3f}"  # never predicted, or never seen: no such rate
 
-    return pd.DataFrame([{"class": str(name), "precision": share(s["precision"]), "recall": share(s["recall"]),
-                          "examples": str(s["support"])} for name, s in per_class.items()])  # n/a: never predicted
+    return pd.DataFrame([{tr("class"): str(name), tr("precision"): share(s["precision"]),
+                          tr("recall"): share(s["recall"]), tr("examples"): str(s["support"])}
+                         for name, s in per_class.items()])
 
 
 def confusion(p: Progress, tr: Translator = english):
@@ -316,7 +318,11 @@ class FineTuneTab:
                                     epochs=int(epochs), batch_size=BATCH_SIZE, learning_rate=float(rate),
                                     device=str(explorer.device), seeds=REPEAT_SEEDS if repeat else ())
         job = Job(choice, base, name, settings, limit_s=self.settings.max_minutes * 60 or None)
-        self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
+        try:
+            self.lane.start(job, self._join, owner=session,
+                            charge=(session, address) if self.settings.shared else None)
+        except ValueError as err:  # another training runs, or this page's share of the lane is used: the lane's words
+            raise refuse(said(err.args[0], tr)) from None
         return (status_text(self.lane.snapshot(), tr), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 
@@ -325,7 +331,7 @@ class FineTuneTab:
         return SUGGESTED_RATE.get(choice.task, "5e-5") if choice else gr.skip()
 
     def cancel(self, request: gr.Request = None) -> str:
-        return f"**{self.lane.cancel(getattr(request, 'session_hash', None))}**"
+        return f"**{said(self.lane.cancel(getattr(request, 'session_hash', None)), tr_of(request))}**"
 
     def poll(self, seen, request: gr.Request = None):
         """The lane's state for this page; the model lists once a new model has joined; the buttons and the timer
@@ -363,7 +369,7 @@ class FineTuneTab:
         drawn = self._drawn
         if drawn is None or drawn[0] != (p.version, lang):
             tr = translator(lang)
-            drawn = self._drawn = ((p.version, lang), curve(p, tr), epochs_frame(p), classes_frame(p),
+            drawn = self._drawn = ((p.version, lang), curve(p, tr), epochs_frame(p, tr), classes_frame(p, tr),
                                    confusion(p, tr))
         return drawn[1:]
 

@@ -24,7 +24,7 @@ from ...explorer import load
 from ...figures.training import loss_curve_figure
 from ...heads import CLEAR_ROLES
 from ...timeline import open_timeline
-from ...i18n import Translator, english, translator
+from ...i18n import Translator, english, said, translator
 from ..common import api, language_of, plain, refuse, text_value, tr_of, user_errors
 from ..lane.pretraining import (BUILTIN_TEXT, BUILTIN_TEXTS, PRETRAIN_MINUTES, PRETRAIN_PRESETS, PretrainJob,
                                 class_sentence, pretrain_choices, pretrain_settings, pretraining_root, text_problem)
@@ -65,7 +65,7 @@ def top5_text(p: Progress, tr: Translator = english) -> str:
 
 
 def status_text(p: Progress, tr: Translator = english) -> str:
-    """The status line; the lane's own messages (p.message) are the library's, in English."""
+    """The status line, the lane's own messages (p.message) translated; the library's as it wrote them."""
     if p.job is None:
         return tr("Pick the text, the model's size and the minutes, type the class's sentence with [MASK] where the "
                 "model should guess a word, then press **Start**: a BERT with random weights learns to fill in "
@@ -79,7 +79,7 @@ def status_text(p: Progress, tr: Translator = english) -> str:
     job = p.job
     what = tr("**{name}** (from scratch on {text})", name=plain(job.name), text=plain(job.data.key))
     if p.state == "failed":
-        return tr("**The pretraining could not run.**") + f" {plain(p.message)}"
+        return tr("**The pretraining could not run.**") + f" {plain(said(p.message, tr))}"
     step = p.steps[-1] if p.steps else 0
     roles = roles_text((p.timeline or {}).get("roles"), tr)
     heldout = (" " + tr("Held-out masked-token top-1 {top1}, top-5 {top5}.", top1=f"{p.heldout['mlm_top1']:.3f}",
@@ -95,9 +95,9 @@ def status_text(p: Progress, tr: Translator = english) -> str:
         return how + joined + heldout + roles + " " + tr("Pick it in the model list and press Analyze: every tab "
                                                          "works on it, and the Timeline tab replays its training.")
     if p.state == "cancelled":
-        return f"{what}: {plain(p.message)}"
+        return f"{what}: {plain(said(p.message, tr))}"
     if p.message:
-        return tr("Pretraining {what}: {message}", what=what, message=plain(p.message))
+        return tr("Pretraining {what}: {message}", what=what, message=plain(said(p.message, tr)))
     loss = tr("loss {loss}", loss=f"{p.losses[-1]:.3f}") if p.losses else ""
     return tr("Pretraining {what}: **step {step}** of at most {total} (it stops after {minutes} minutes), {loss} · "
               "{seconds} s.", what=what, step=step, total=p.total, minutes=f"{job.minutes:g}", loss=loss,
@@ -188,18 +188,19 @@ class PretrainTab:
                             choices=", ".join(f"{m:g}" for m in self.minutes_offered)))
         try:
             item = class_sentence(text_value(sentence, "The sentence"))  # the library's sentence, in English
-        except ValueError as err:
-            raise refuse(str(err)) from None
+        except ValueError as err:  # ours translated, the timeline reader's as it wrote it
+            raise refuse(said(err.args[0], tr)) from None
         if choice.builtin:
             if not BUILTIN_TEXTS[choice.source].present():
-                raise refuse(BUILTIN_TEXTS[choice.source].missing)
+                raise refuse(said(BUILTIN_TEXTS[choice.source].missing, tr))
         elif not Path(choice.source).is_file():
             raise refuse(tr("{name}, the text named when the server started, is no longer there; whoever runs the "
                             "server can put it back. Pick another text meanwhile.", name=Path(choice.source).name))
         else:
             problem = text_problem(choice.source)
             if problem:
-                raise refuse(problem + " " + tr("Pick another text; whoever runs the server can replace it."))
+                raise refuse(said(problem, tr) + " " + tr("Pick another text; whoever runs the server can replace "
+                                                          "it."))
         session, address = getattr(request, "session_hash", None), client_address(request)
         base = self.page.models.first
         name = self.trained.new_name(preset)
@@ -208,7 +209,11 @@ class PretrainTab:
             output = output.with_name(output.name + "-1")
         settings = pretrain_settings(preset, float(minutes), choice, output, str(base.device))
         job = PretrainJob(choice, item, name, settings, limit_s=self.settings.max_minutes * 60 or None)
-        self.lane.start(job, self._join, owner=session, charge=(session, address) if self.settings.shared else None)
+        try:
+            self.lane.start(job, self._join, owner=session,
+                            charge=(session, address) if self.settings.shared else None)
+        except ValueError as err:  # another training runs, or this page's share of the lane is used: the lane's words
+            raise refuse(said(err.args[0], tr)) from None
         return (status_text(self.lane.snapshot(), tr), gr.Timer(active=True), gr.Button(interactive=False),
                 gr.Button(interactive=True))
 
@@ -269,7 +274,7 @@ class PretrainTab:
                                                          cache_dtype=base.cache_dtype))
 
     def cancel(self, request: gr.Request = None) -> str:
-        return f"**{self.lane.cancel(getattr(request, 'session_hash', None))}**"
+        return f"**{said(self.lane.cancel(getattr(request, 'session_hash', None)), tr_of(request))}**"
 
     def wire(self) -> None:
         if not self.settings.enabled:

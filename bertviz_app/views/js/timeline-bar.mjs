@@ -14,6 +14,7 @@
 
 import { decodePayload } from "./decode.mjs";
 import { el } from "./dom.mjs";
+import { t } from "./i18n.mjs";
 import { roleColors } from "./palette.mjs";
 import { CLEAR_ROLES, PLAY_MS, ROLE_COLORS, indexAfterGrowing, inputText, nextIndex, pageStore, paintRoles,
   predictionLines, roleCounts, rolesHit, rolesLayout, stepText } from "./timeline.mjs";
@@ -26,23 +27,29 @@ const ROLES_SIZE = { width: 260, maxHeight: 150 };
 /** The bar's elements (slider, play, texts, the picture of roles and its key) inside a new wrapper. */
 function buildBar(id, { onSlide, onPlay, onPicture }) {
   const slider = el("input", { type: "range", id: id("timeline-step"), min: "0", max: "0", step: "1",
-    "aria-label": "Training step", oninput: () => onSlide(Number(slider.value)) });
-  const play = el("button", { type: "button", id: id("timeline-play"), class: "bv-toggle", onclick: onPlay }, "Play");
+    "aria-label": t("Training step"), oninput: () => onSlide(Number(slider.value)) });
+  const play = el("button", { type: "button", id: id("timeline-play"), class: "bv-toggle", onclick: onPlay },
+    t("Play"));
   const at = el("output", { id: id("timeline-at"), class: "bv-timeline-at" });
   const prediction = el("div", { id: id("timeline-prediction"), class: "bv-timeline-prediction",
     "aria-live": "polite" });
   const canvas = el("canvas", { id: id("timeline-roles"), class: "bv-timeline-roles",
-    title: "Each head's role at each snapshot (one column per snapshot, one row per head): click to go there",
+    title: t("Each head's role at each snapshot (one column per snapshot, one row per head): click to go there"),
     onclick: (event) => onPicture(event, canvas) });
   const heads = el("p", { id: id("timeline-heads"), class: "bv-timeline-heads" });
   const key = el("p", { class: "bv-timeline-key" }, ...Object.entries(ROLE_COLORS).map(([role, color]) =>
-    el("span", {}, el("i", { style: `background:${color}` }), role)));
+    el("span", {}, el("i", { style: `background:${color}` }), roleName(role))));
   const title = el("p", { class: "bv-timeline-input" });
   const bar = el("div", { class: "bv-timeline", id: id("timeline") },
     el("div", { class: "bv-timeline-main" }, title, el("div", { class: "bv-timeline-row" }, play, slider, at),
       prediction),
     el("div", { class: "bv-timeline-side" }, canvas, heads, key));
   return { bar, slider, play, at, prediction, canvas, heads, title, key };
+}
+
+/** A head's role in the page's language; [CLS] and [SEP] are tokens. */
+function roleName(role) {
+  return role.startsWith("[") ? role : t(role);
 }
 
 export function mountTimeline(container, data, { mount, idPrefix = "", selection = {}, options = {}, loadPage = null,
@@ -89,14 +96,15 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
     const snapshot = timeline.snapshots[index];
     ui.slider.max = String(Math.max(0, timeline.steps.length - 1));
     ui.slider.value = String(index);
-    ui.title.textContent = `${inputText(timeline.input)} \u00b7 ${timeline.steps.length} snapshots`;
-    ui.at.textContent = snapshot ? stepText(snapshot, timeline.total_steps) : "no snapshot yet";
+    ui.title.textContent = `${inputText(timeline.input)} \u00b7 ${t("{n} snapshots", { n: timeline.steps.length })}`;
+    ui.at.textContent = snapshot ? stepText(snapshot, timeline.total_steps) : t("no snapshot yet");
     ui.prediction.replaceChildren(...(snapshot ? predictionLines(snapshot.item, timeline.input) : [])
       .map((line) => el("div", {}, line)));
     if (snapshot) {
       const { counts, clear, heads } = roleCounts(snapshot.roles);
-      const named = CLEAR_ROLES.filter((r) => counts[r]).map((r) => `${r} ${counts[r]}`).join(", ");
-      ui.heads.textContent = `${clear} of ${heads} heads with a clear role${named ? ` (${named})` : ""}`;
+      const named = CLEAR_ROLES.filter((r) => counts[r]).map((r) => `${roleName(r)} ${counts[r]}`).join(", ");
+      ui.heads.textContent = t("{clear} of {heads} heads with a clear role", { clear, heads })
+        + (named ? ` (${named})` : "");
     }
     const roles = roleColors(ui.bar.ownerDocument, ROLE_COLORS);
     picture = rolesLayout(timeline.snapshots, { ...ROLES_SIZE, roles });
@@ -114,7 +122,7 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
 
   function play() {
     if (index >= timeline.steps.length - 1) show(0);
-    ui.play.textContent = "Pause";
+    ui.play.textContent = t("Pause");
     ui.play.setAttribute("aria-pressed", "true");
     const tick = () => {
       playing = timers.set(() => steps.ready().then(() => {
@@ -131,7 +139,7 @@ export function mountTimeline(container, data, { mount, idPrefix = "", selection
   function pause() {
     if (playing) timers.clear(playing);
     playing = null;
-    ui.play.textContent = "Play";
+    ui.play.textContent = t("Play");
     ui.play.setAttribute("aria-pressed", "false");
   }
 
@@ -183,7 +191,7 @@ function stepViews(container, { mount, idPrefix, selection, options, loadPage, o
       if (!viewer || !viewer.setPayload({ ...payload })) {
         const state = viewer ? viewer.selection.get() : selection;
         const next = await mount(container, { ...payload }, { ...options, showTitle: false, idPrefix,
-          selection: state, queryKeyNote: NO_QUERY_KEY });
+          selection: state, queryKeyNote: t(NO_QUERY_KEY) });
         viewer?.destroy();
         viewer = next;
         onMounted(viewer);

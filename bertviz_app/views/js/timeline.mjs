@@ -9,6 +9,7 @@
 //          page_size: snapshots a page, window: { page, steps, payloads: [base64] } (the page it opens on) }
 
 import { HEADS } from "./heads.mjs";
+import { t } from "./i18n.mjs";
 
 // The roles' colors, in the legend's order, and the roles that put over half of a head's attention on one place: the
 // heads' vocabulary (bertviz_app/heads.py), so that the notebook's picture and this one agree.
@@ -26,8 +27,10 @@ export function percent(p) {
 /** "step 120 of 600 · loss 5.21" for snapshot `index` of `count`. */
 export function stepText(snapshot, totalSteps) {
   const loss = snapshot.loss_mean ?? snapshot.loss;
-  return [`step ${snapshot.step}${totalSteps ? ` of ${totalSteps}` : ""}`,
-    loss === null || loss === undefined ? "before training" : `loss ${loss.toFixed(3)}`].join(" \u00b7 ");
+  return [totalSteps ? t("step {step} of {total}", { step: snapshot.step, total: totalSteps })
+    : t("step {step}", { step: snapshot.step }),
+  loss === null || loss === undefined ? t("before training") : t("loss {loss}", { loss: loss.toFixed(3) })]
+    .join(" \u00b7 ");
 }
 
 /**
@@ -45,16 +48,19 @@ export function predictionLines(item, input = {}) {
       ? ` (${watched}: ${percent(mask.answer)})` : "";
     lines.push(`[MASK]${(item.masks.length > 1) ? ` ${k + 1}` : ""} \u2192 ${top}${extra}`);
   });
-  if (item.is_next !== undefined && item.is_next !== null) lines.push(`P(B follows A) ${percent(item.is_next)}`);
+  if (item.is_next !== undefined && item.is_next !== null) {
+    lines.push(t("P(B follows A) {p}", { p: percent(item.is_next) }));
+  }
   const p = item.prediction;
   if (p && p.probabilities) {
     const best = Object.entries(p.probabilities).sort((a, b) => b[1] - a[1]);
-    lines.push(`predicts ${best.slice(0, 3).map(([name, v]) => `${name} ${percent(v)}`).join(", ")}`
-      + (input.gold ? ` (gold: ${input.gold})` : ""));
+    lines.push(t("predicts {best}", { best: best.slice(0, 3).map(([name, v]) => `${name} ${percent(v)}`).join(", ") })
+      + (input.gold ? ` ${t("(gold: {gold})", { gold: input.gold })}` : ""));
   } else if (p && p.answer !== undefined) {
-    lines.push(`answer \u201c${p.answer}\u201d (start ${percent(p.start_probability)}, end ${percent(p.end_probability)})`);
+    lines.push(t("answer \u201c{answer}\u201d (start {start}, end {end})", { answer: p.answer,
+      start: percent(p.start_probability), end: percent(p.end_probability) }));
   } else if (p && p.words) {
-    lines.push(`tags ${p.words.map((w) => `${w.word}/${w.tag}`).join(" ")}`);
+    lines.push(t("tags {tags}", { tags: p.words.map((w) => `${w.word}/${w.tag}`).join(" ") }));
   }
   return lines;
 }
