@@ -216,6 +216,7 @@ def test_the_training_tabs_write_in_the_visitors_language():
     from bertviz_app.app.lane.training import Progress
     from bertviz_app.app.tabs import pretrain, trained
     from bertviz_app.figures.timeline import probe_timeline_figure
+    from bertviz_app.timeline.probe_set import ProbeSet
 
     es = i18n.translator("es")
     frame = pd.DataFrame({"step": [0, 10, 0, 10], "target": "tag", "layer": [0, 0, 1, 1],
@@ -226,6 +227,10 @@ def test_the_training_tabs_write_in_the_visitors_language():
     assert figure.layout.yaxis.title.text == "exactitud en validación" and figure.layout.xaxis.title.text == "paso"
     assert [trace.name for trace in figure.data] == ["embeddings (capa 0)", "capa 1", "siempre la clase más común"]
     assert probe_timeline_figure(frame).layout.yaxis.title.text == "held-out accuracy"
+    probes = ProbeSet({"layers": 1, "hidden": 2, "source": "brown", "sentences": [{"text": "a", "label": None}] * 3},
+                      np.zeros((3, 6), dtype=np.int32))  # the subtitle under the figure's title
+    assert probes.describe(es) == "3 frases de validación (corpus Brown)"
+    assert probes.describe() == "3 held-out sentences of the Brown corpus"
     assert pretrain.status_text(Progress(), es).startswith("Elige el texto")
     assert pretrain.roles_text([["previous token", "broad"]], es) == \
         " 1 de 2 cabezas tienen una función clara (más de la mitad de su atención en un sitio): capa 1, cabeza 1 " \

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -52,6 +53,15 @@ def tr_of(request) -> i18n.Translator:
     """The visitor's translator (`say` without the request each time), for a handler that writes many strings and
     for the figure builders, which take one."""
     return i18n.translator(language_of(request))
+
+
+def in_page_language(english: str) -> str:
+    """A JavaScript expression: `english` in the page's language (`?lang=`, else the browser's), for a script that runs
+    where the views' script, and with it their translations (views/js/i18n.mjs), is missing."""
+    said = json.dumps({lang: i18n.translate(english, lang) for lang in i18n.LANGUAGES}, ensure_ascii=False)
+    return ("((said) => said[[new URLSearchParams(location.search).get('lang'), ...navigator.languages]"
+            ".map((l) => String(l || '').slice(0, 2).toLowerCase()).find((l) => l in said)] ?? said.en)"
+            f"({said})")
 
 
 MAX_CHOICE_CHARS = 500  # a dropdown's value: a model name, a token, a word to explain
