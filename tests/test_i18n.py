@@ -206,6 +206,19 @@ def test_a_figure_and_a_reading_in_spanish_keep_the_tokens():
     assert norms.layout.xaxis.ticktext == ("the", "cat")
     english = figures.hidden_norms_figure(np.ones((3, 2)), ["the", "cat"])
     assert english.layout.yaxis.ticktext == ("embeddings", "layer 1", "layer 2")
+    # hover labels too: the faithfulness bars' and curves'
+    import pandas as pd
+
+    es = i18n.translator("es")
+    table = pd.DataFrame({"blank-out": [0.5]}, index=["attention"])
+    bars = figures.faithfulness_figure(table, tr=es)
+    assert bars.data[0].hovertemplate == "%{y} frente a blank-out: %{x:.2f}<extra></extra>".replace(
+        "blank-out", es("blank-out"))
+    assert figures.faithfulness_figure(table).data[0].hovertemplate == "%{y} vs blank-out: %{x:.2f}<extra></extra>"
+    curve = {"attention": np.array([1.0, 0.5])}
+    curves = figures.faithfulness_curves_figure(curve, curve, pd.DataFrame({"deletion": [0.1], "insertion": [0.2]},
+                                                                           index=["attention"]), tr=es)
+    assert curves.data[0].hovertemplate == f"{es('attention')}, %{{x}} tokens: %{{y:.3f}}<extra></extra>"
 
 
 def test_the_training_tabs_write_in_the_visitors_language():

@@ -1032,5 +1032,8 @@ export const ES = {
 "probes": "sondas",
 "exports": "exportaciones",
 "the Brown corpus": "corpus Brown",
-"{n} held-out sentences of {name}": "{n} frases de validación ({name})"
+"{n} held-out sentences of {name}": "{n} frases de validación ({name})",
+// es-server: the faithfulness figures' hover labels
+"{measure} vs {reference}: {value}": "{measure} frente a {reference}: {value}",
+"{method}, {n} tokens: {value}": "{method}, {n} tokens: {value}"
 };
