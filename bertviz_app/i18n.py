@@ -50,8 +50,8 @@ def translate(english: str, lang: str = "en", **values) -> str:
 # an f-string, as a notebook prints it. The app shows it in the visitor's language by its template: the catalogue's
 # entry "{field} has {n} characters; paste at most {most} (...)" matches "Sentence A has 30,000 characters; ...", and
 # the values are put into the translation as they are, except those of TRANSLATED_VALUES (a box's or a setting's
-# name, who asked, what was asked for: interface words), which are looked up themselves. Only templates with this much fixed text are tried, so that a short one
-# ("{n} tokens") cannot claim a sentence it does not write.
+# name, who asked, what was asked for: interface words), which are looked up themselves. Only templates with this
+# much fixed text are tried, so that a short one ("{n} tokens") cannot claim a sentence it does not write.
 TEMPLATE_MIN_CHARS = 16
 TRANSLATED_VALUES = frozenset({"field", "who", "what"})
 
