@@ -39,6 +39,28 @@ def entries(lang: str) -> list[tuple[str, str]]:
     return json.loads(_COMMENT_LINE.sub("", found.group(1)), object_pairs_hook=list)
 
 
+SERVER_ONLY = "// server only"  # a block of the catalogue under a comment line that starts so: what Python alone reads
+
+
+def for_pages(source: str) -> str:
+    """A catalogue's module without its server-only blocks, for the pages' scripts: the library's messages and the
+    other strings only Python translates weigh on every saved page, which carries the catalogue, and no page asks
+    for them. A block runs from its comment line to the next block's comment (or the object's end)."""
+    kept, dropping, entries_seen = [], False, False
+    for line in source.split("\n"):
+        comment = line.lstrip().startswith("//")
+        if line.startswith(SERVER_ONLY):
+            dropping, entries_seen = True, False
+            continue
+        if dropping and (line.startswith("};") or (comment and entries_seen)):
+            dropping = False
+        if dropping:
+            entries_seen = entries_seen or not comment
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def translate(english: str, lang: str = "en", **values) -> str:
     """`english` in `lang` (English when the catalogue lacks it), its {name} placeholders filled from `values`."""
     text = catalogue(lang).get(english, english) if lang in CATALOGUE_FILES else english

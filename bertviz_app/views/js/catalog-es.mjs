@@ -940,7 +940,22 @@ export const ES = {
 "The hidden states of every layer, scaled to length 1 and projected on the two main directions they share (PCA); each axis says how much of their spread it keeps.": "Los estados ocultos de todas las capas, escalados a longitud 1 y proyectados sobre las dos direcciones principales que comparten (PCA); cada eje dice cuánta de su dispersión conserva.",
 "Tokens through the layers": "Los tokens a través de las capas",
 "lesson \"{name}\"": "lección «{name}»",
-// es-server: the library's refusals and notes, and the app's own refusals, as the UI shows them (i18n.translate_message finds a filled one by its template)
+// es-server: the corpus views' roles and relations as the server names them (corpus-heads.mjs roleText), a corpus not served (corpus-host.mjs)
+"links {relation}": "enlaza {relation}",
+"determiner -> its noun": "determinante -> su sustantivo",
+"adjective -> its noun": "adjetivo -> su sustantivo",
+"preposition -> the noun after it": "preposición -> el sustantivo que la sigue",
+"possessive -> its noun": "posesivo -> su sustantivo",
+"auxiliary -> its verb": "auxiliar -> su verbo",
+"broad": "amplia",
+"mixed": "mixta",
+"punctuation": "puntuación",
+"[CLS]": "[CLS]",
+"[SEP]": "[SEP]",
+"The corpus {name} is not available on this server (its folder is missing or damaged); the operator was told why when the server started.": "El corpus {name} no está disponible en este servidor (su carpeta falta o está dañada); al operador se le dijo por qué cuando arrancó el servidor.",
+// server only (es-server): read by Python alone, left out of the pages' scripts (i18n.for_pages): the library's refusals
+// and notes, the app's and the corpus server's refusals, the views' missing-script words, the Timeline's probe set,
+// the faithfulness figures' hover labels; a filled message is found by its template (i18n.translate_message)
 "Sentence A is empty: type a sentence (sentence B is optional).": "La frase A está vacía: escribe una frase (la frase B es opcional).",
 "{field} has {n} characters; paste at most {most} (the model reads only the first few hundred tokens anyway).": "{field} tiene {n} caracteres; pega como máximo {most} (de todos modos, el modelo solo lee los primeros cientos de tokens).",
 "{field} contains a control character (U+{code}, character {n}) that is not text; remove it and try again.": "{field} contiene un carácter de control (U+{code}, carácter {n}) que no es texto; quítalo y vuelve a intentarlo.",
@@ -1006,21 +1021,8 @@ export const ES = {
 "The input was not analyzed.": "La entrada no se analizó.",
 "The picture below is still the last one analyzed: “{input}”": "La imagen de abajo sigue siendo la del último análisis: «{input}»",
 "Something went wrong on the server while drawing this view; the details are in the server's log. Try another input.": "Algo falló en el servidor al dibujar esta vista; los detalles están en el registro del servidor. Prueba con otra entrada.",
-// es-server: the corpus views' roles, relations and refusals, the views' missing script, the Timeline tab's probe set
-"links {relation}": "enlaza {relation}",
-"determiner -> its noun": "determinante -> su sustantivo",
-"adjective -> its noun": "adjetivo -> su sustantivo",
-"preposition -> the noun after it": "preposición -> el sustantivo que la sigue",
-"possessive -> its noun": "posesivo -> su sustantivo",
-"auxiliary -> its verb": "auxiliar -> su verbo",
-"broad": "amplia",
-"mixed": "mixta",
-"punctuation": "puntuación",
-"[CLS]": "[CLS]",
-"[SEP]": "[SEP]",
 "Unknown corpus {name}; this server has: {names}.": "Corpus desconocido {name}; este servidor tiene: {names}.",
 "This corpus was built with the model {name}; pick it in the Model list, analyze, select a token, then search.": "Este corpus se construyó con el modelo {name}; elígelo en la lista de modelos, analiza, selecciona un token y busca.",
-"The corpus {name} is not available on this server (its folder is missing or damaged); the operator was told why when the server started.": "El corpus {name} no está disponible en este servidor (su carpeta falta o está dañada); al operador se le dijo por qué cuando arrancó el servidor.",
 "The corpus views cannot start: their script is missing from this page.": "Las vistas del corpus no pueden arrancar: falta su script en esta página.",
 "The attention views cannot start: their script is missing from this page. Serve the app with bertviz_app.app.serve (or the bertviz-app command), which adds it.": "Las vistas de atención no pueden arrancar: falta su script en esta página. Sirve la aplicación con bertviz_app.app.serve (o el comando bertviz-app), que lo añade.",
 "{who} asked the server for more than {most} {what} in a minute; try again in {n} s.": "{who}: más de {most} {what} pedidas al servidor en un minuto; vuelve a intentarlo en {n} s.",
@@ -1033,7 +1035,6 @@ export const ES = {
 "exports": "exportaciones",
 "the Brown corpus": "corpus Brown",
 "{n} held-out sentences of {name}": "{n} frases de validación ({name})",
-// es-server: the faithfulness figures' hover labels
 "{measure} vs {reference}: {value}": "{measure} frente a {reference}: {value}",
 "{method}, {n} tokens: {value}": "{method}, {n} tokens: {value}"
 };
