@@ -12,24 +12,53 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from functools import lru_cache, partial
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 CATALOGUE_FILES = {"es": Path(__file__).resolve().parent / "views" / "js" / "catalog-es.mjs"}
 LANGUAGES = ("en", *CATALOGUE_FILES)  # "en" is the source language
 _OBJECT = re.compile(r"^export const \w+ = (\{.*\});\s*$", re.S | re.M)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_COMMENT_LINE = re.compile(r"^[ \t]*//.*$", re.M)
 
 
 @lru_cache(maxsize=None)
 def catalogue(lang: str) -> dict[str, str]:
     """English string -> its translation in `lang` (a name of CATALOGUE_FILES)."""
+    return dict(entries(lang))
+
+
+def entries(lang: str) -> list[tuple[str, str]]:
+    """The catalogue of `lang` as its file lists it: (English, translation), in order, a key written twice included."""
     source = CATALOGUE_FILES[lang].read_text(encoding="utf-8")
     found = _OBJECT.search(source)
     if not found:
         raise ValueError(f"{CATALOGUE_FILES[lang].name}: no `export const NAME = {{...}};` object")
-    return json.loads(found.group(1))
+    # whole-line // comments inside the object name a block of entries (one part of the interface): JSON without them
+    return json.loads(_COMMENT_LINE.sub("", found.group(1)), object_pairs_hook=list)
+
+
+SERVER_ONLY = "// server only"  # a block of the catalogue under a comment line that starts so: what Python alone reads
+
+
+def for_pages(source: str) -> str:
+    """A catalogue's module without its server-only blocks, for the pages' scripts: the library's messages and the
+    other strings only Python translates weigh on every saved page, which carries the catalogue, and no page asks
+    for them. A block runs from its comment line to the next block's comment (or the object's end)."""
+    kept, dropping, entries_seen = [], False, False
+    for line in source.split("\n"):
+        comment = line.lstrip().startswith("//")
+        if line.startswith(SERVER_ONLY):
+            dropping, entries_seen = True, False
+            continue
+        if dropping and (line.startswith("};") or (comment and entries_seen)):
+            dropping = False
+        if dropping:
+            entries_seen = entries_seen or not comment
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def translate(english: str, lang: str = "en", **values) -> str:
@@ -39,18 +68,75 @@ def translate(english: str, lang: str = "en", **values) -> str:
         if values else text
 
 
+# A message the library writes (a refused input, a model that cannot load) is English, filled in with its values by
+# an f-string, as a notebook prints it. The app shows it in the visitor's language by its template: the catalogue's
+# entry "{field} has {n} characters; paste at most {most} (...)" matches "Sentence A has 30,000 characters; ...", and
+# the values are put into the translation as they are, except those of TRANSLATED_VALUES (a box's or a setting's
+# name, who asked, what was asked for: interface words), which are looked up themselves. Only templates with this
+# much fixed text are tried, so that a short one ("{n} tokens") cannot claim a sentence it does not write.
+TEMPLATE_MIN_CHARS = 16
+TRANSLATED_VALUES = frozenset({"field", "who", "what"})
+
+
+@lru_cache(maxsize=None)
+def _templates(lang: str) -> tuple[tuple[re.Pattern, str], ...]:
+    """Each catalogue entry with placeholders and enough fixed text, as a pattern that reads its values back, the
+    most specific (most fixed text) first."""
+    found = []
+    for english in catalogue(lang):
+        fixed = _PLACEHOLDER.sub("", english)
+        if fixed == english or len(fixed) < TEMPLATE_MIN_CHARS:
+            continue
+        seen: set[str] = set()
+        parts = []
+        for piece in re.split(r"(\{\w+\})", english):
+            name = _PLACEHOLDER.fullmatch(piece)
+            if not name:
+                parts.append(re.escape(piece))
+            elif name.group(1) in seen:
+                parts.append(f"(?P={name.group(1)})")
+            else:
+                seen.add(name.group(1))
+                parts.append(f"(?P<{name.group(1)}>.+?)")
+        found.append((len(fixed), re.compile("".join(parts), re.S), english))
+    return tuple((pattern, english) for _, pattern, english in sorted(found, key=lambda f: -f[0]))
+
+
+def translate_message(message: str, lang: str = "en") -> str:
+    """A message of the library in `lang`: its catalogue entry, or the translation of the catalogued template it is
+    filled from, with its values; the message as it is (English) when the catalogue has neither."""
+    if lang not in CATALOGUE_FILES or not message:
+        return message
+    known = catalogue(lang)
+    if message in known:
+        return known[message]
+    for pattern, english in _templates(lang):
+        filled = pattern.fullmatch(message)
+        if filled:
+            values = {name: translate_message(value, lang) if name in TRANSLATED_VALUES else value
+                      for name, value in filled.groupdict().items()}
+            return translate(english, lang, **values)
+    return message
+
+
 # What a figure or a reading is written with: tr("English {name}", name=value) -> the visitor's language. The figure
 # builders take one (English by default), so they know no language and no request.
-Translator = Callable[..., str]
+@dataclass(frozen=True)
+class Translator:
+    """`translate` into `lang`, as one callable: tr("English {name}", name=value); `tr.message(text)` for a message
+    the library wrote (`translate_message`)."""
+
+    lang: str
+
+    def __call__(self, english: str, **values) -> str:
+        return translate(english, self.lang, **values)
+
+    def message(self, text: str) -> str:
+        return translate_message(text, self.lang)
 
 
 def translator(lang: str) -> Translator:
-    """`translate` into `lang`, as one callable: tr("English {name}", name=value)."""
-    return partial(_translate_into, lang)
-
-
-def _translate_into(lang: str, english: str, **values) -> str:
-    return translate(english, lang, **values)
+    return Translator(lang)
 
 
 english: Translator = translator("en")  # the source language: placeholders filled, nothing looked up

@@ -10,7 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from bertviz_app import app, load
+from bertviz_app import app, i18n, load
+from bertviz_app.heads import BROAD, CLEAR_ROLES, MIXED
 from pages import AppPage, serving, shoot
 
 pytestmark = [pytest.mark.browser]
@@ -344,6 +345,11 @@ def test_the_corpus_tab_in_spanish_asks_for_no_string_the_catalogue_lacks(browse
     page.click("#corpus-tab-qk")  # the legend's query and key are ours, in Spanish
     assert page.locator("#corpus-legend-qk button").all_text_contents() == ["consulta (565)", "clave (565)"]
     assert page.text_content("#corpus-card h3").startswith("Capa 1, cabeza 2: ")
+    # the head's role, which the server names in English, in Spanish (corpus-heads.mjs roleText)
+    roles = {*CLEAR_ROLES, BROAD, MIXED, "punctuation"}
+    role = page.text_content("#corpus-card h3").split(": ", 1)[1]
+    spanish = {i18n.translate(r, "es") for r in roles}
+    assert (role in spanish and (role not in roles or role.startswith("["))) or role.startswith("enlaza "), role
     missing = page.evaluate("() => window.BertvizViews.i18n.missing()")
     assert missing == [] and visitor.errors == []
     page.close()

@@ -212,9 +212,7 @@ def test_the_corpus_tab_shows_only_with_a_corpus(views, explorer):
         assert "corpus-tab" in tab_ids(with_corpus) and "corpus-tab" in tab_ids(broken)
         value = next(b["props"]["value"] for b in broken.config["components"]
                      if b.get("props", {}).get("elem_id") == "corpus-host")
-        assert value == {"corpora": [], "problems": ["The corpus x is not available on this server (its folder is "
-                                                     "missing or damaged); the operator was told why when the server "
-                                                     "started."]}
+        assert value == {"corpora": [], "unavailable": ["x"]}  # corpus-host.mjs says so in the page's language
     finally:
         for demo in (plain, with_corpus, broken):
             demo.close()
@@ -363,6 +361,51 @@ def test_one_address_is_limited_however_many_sessions_it_holds(monkeypatch):
     now[0] += 60
     assert call("s0", "203.0.113.9") == {"value": "s0"}
     assert paused == [5, 5]  # each refusal, up to REFUSAL_PAUSE_S
+
+
+def test_a_spanish_page_reads_the_corpus_servers_refusals_in_spanish(monkeypatch):
+    """The server functions know the page's language from the call's Referer (?lang=) or Accept-Language, which the
+    guard in front of them keeps: a refused corpus name, a rate past its limit and the words for a missing script
+    reach a Spanish page in Spanish, an English page as they were."""
+    import anyio
+
+    from bertviz_app.app.server import guards
+    from bertviz_app.app.tabs.corpus import HOST_SCRIPT, CorpusTab
+    from bertviz_app.app.views_host import ExportLane
+
+    async def nothing(seconds):
+        pass
+
+    monkeypatch.setattr(anyio, "sleep", nothing)
+    seen = []
+
+    async def app_below(scope, receive, send):
+        seen.append(guards.CALLER.get())
+
+    scope = {"type": "http", "path": "/", "client": ("198.51.100.7", 1),
+             "headers": [(b"referer", b"http://127.0.0.1:7860/?lang=es"), (b"cookie", b"x=1")]}
+    asyncio.run(guards.ClientSessions(app_below)(scope, None, None))
+    spanish = seen[0].headers
+    assert spanish == {"referer": "http://127.0.0.1:7860/?lang=es"}  # what the language is read from, no more
+
+    lane = ExportLane(1, 4, per_minute=1, per_address=None, what="corpus answers")
+    unknown = type("Page", (), {"corpora": {"brown": None}})()
+
+    def call(headers) -> dict:
+        async def asked():
+            token = guards.CALLER.set(guards.Caller("198.51.100.7", False, "s1", headers=headers))
+            try:
+                return await lane.call(lambda session: CorpusTab.corpus(unknown, "zz"))
+            finally:
+                guards.CALLER.reset(token)
+        return asyncio.run(asked())
+
+    assert call(spanish) == {"error": "Corpus desconocido 'zz'; este servidor tiene: brown."}
+    assert call({"accept-language": "es-ES,es"})["error"].startswith("Esta página: más de 1 respuestas del corpus "
+                                                                     "pedidas al servidor en un minuto")
+    lane = ExportLane(1, 4, per_minute=5, per_address=None, what="corpus answers")
+    assert call({"accept-language": "en-US"}) == {"error": "Unknown corpus 'zz'; this server has: brown."}
+    assert "Las vistas del corpus no pueden arrancar" in HOST_SCRIPT and "The corpus views cannot start" in HOST_SCRIPT
 
 
 @pytest.mark.parametrize("sentence", [-1, 10**9, 10**308, "3", True, None])

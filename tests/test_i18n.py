@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bertviz_app import i18n, lessons
+from bertviz_app.inputs import MAX_CHARS
 from bertviz_app.app.common import language_of, say
 from bertviz_app.app.server import gradio_internals
 
@@ -32,12 +33,26 @@ def js_strings(source: str) -> list[str]:
             for call in _CALL.finditer(source)]
 
 
-def test_every_string_our_javascript_asks_for_is_in_the_catalogue():
+def pages_catalogue(lang: str) -> dict[str, str]:
+    """The catalogue as the pages' scripts carry it (i18n.for_pages: its server-only blocks left out)."""
+    found = i18n._OBJECT.search(i18n.for_pages(i18n.CATALOGUE_FILES[lang].read_text(encoding="utf-8")))
+    text = re.sub(r",\s*\}$", "}", i18n._COMMENT_LINE.sub("", found.group(1)))  # JavaScript allows the last comma
+    return dict(json.loads(text))
+
+
+def test_every_string_our_javascript_asks_for_is_in_the_catalogue_the_pages_carry():
     asked = {(path.name, text) for folder in JS_FOLDERS for path in sorted(folder.glob("*.*js"))
              for text in js_strings(path.read_text(encoding="utf-8"))}
     assert len(asked) > 150  # the extraction found the calls (a regex that matches nothing passes nothing)
-    missing = sorted(f"{name}: {text!r}" for name, text in asked if text not in i18n.catalogue("es"))
-    assert not missing, "not in views/js/catalog-es.mjs (one line each):\n" + "\n".join(missing)
+    carried = pages_catalogue("es")
+    missing = sorted(f"{name}: {text!r}" for name, text in asked if text not in carried)
+    assert not missing, "not in views/js/catalog-es.mjs, or in a server-only block of it:\n" + "\n".join(missing)
+    # the server-only blocks are left out, the rest kept whole
+    full = i18n.catalogue("es")
+    assert "Sentence A is empty: type a sentence (sentence B is optional)." in full
+    assert "Sentence A is empty: type a sentence (sentence B is optional)." not in carried
+    assert "links {relation}" in carried and all(full[k] == v for k, v in carried.items())
+    assert 0 < len(full) - len(carried) < len(full) / 5
 
 
 def test_the_extraction_reads_concatenations_and_escapes():
@@ -51,8 +66,7 @@ def test_every_entry_has_a_translation_with_the_same_placeholders(lang):
         assert isinstance(translated, str) and translated.strip(), english
         assert i18n.placeholders(translated) == i18n.placeholders(english), english
     # each English string once: a second line for it (two branches adding the same word) would silently win
-    found = i18n._OBJECT.search(i18n.CATALOGUE_FILES[lang].read_text(encoding="utf-8"))
-    keys = [k for k, _ in json.loads(found.group(1), object_pairs_hook=list)]
+    keys = [k for k, _ in i18n.entries(lang)]
     assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
 
 
@@ -213,6 +227,19 @@ def test_a_figure_and_a_reading_in_spanish_keep_the_tokens():
     assert norms.layout.xaxis.ticktext == ("the", "cat")
     english = figures.hidden_norms_figure(np.ones((3, 2)), ["the", "cat"])
     assert english.layout.yaxis.ticktext == ("embeddings", "layer 1", "layer 2")
+    # hover labels too: the faithfulness bars' and curves'
+    import pandas as pd
+
+    es = i18n.translator("es")
+    table = pd.DataFrame({"blank-out": [0.5]}, index=["attention"])
+    bars = figures.faithfulness_figure(table, tr=es)
+    assert bars.data[0].hovertemplate == "%{y} frente a blank-out: %{x:.2f}<extra></extra>".replace(
+        "blank-out", es("blank-out"))
+    assert figures.faithfulness_figure(table).data[0].hovertemplate == "%{y} vs blank-out: %{x:.2f}<extra></extra>"
+    curve = {"attention": np.array([1.0, 0.5])}
+    curves = figures.faithfulness_curves_figure(curve, curve, pd.DataFrame({"deletion": [0.1], "insertion": [0.2]},
+                                                                           index=["attention"]), tr=es)
+    assert curves.data[0].hovertemplate == f"{es('attention')}, %{{x}} tokens: %{{y:.3f}}<extra></extra>"
 
 
 def test_the_training_tabs_write_in_the_visitors_language():
@@ -223,6 +250,7 @@ def test_the_training_tabs_write_in_the_visitors_language():
     from bertviz_app.app.lane.training import Progress
     from bertviz_app.app.tabs import pretrain, trained
     from bertviz_app.figures.timeline import probe_timeline_figure
+    from bertviz_app.timeline.probe_set import ProbeSet
 
     es = i18n.translator("es")
     frame = pd.DataFrame({"step": [0, 10, 0, 10], "target": "tag", "layer": [0, 0, 1, 1],
@@ -233,6 +261,10 @@ def test_the_training_tabs_write_in_the_visitors_language():
     assert figure.layout.yaxis.title.text == "exactitud en validación" and figure.layout.xaxis.title.text == "paso"
     assert [trace.name for trace in figure.data] == ["embeddings (capa 0)", "capa 1", "siempre la clase más común"]
     assert probe_timeline_figure(frame).layout.yaxis.title.text == "held-out accuracy"
+    probes = ProbeSet({"layers": 1, "hidden": 2, "source": "brown", "sentences": [{"text": "a", "label": None}] * 3},
+                      np.zeros((3, 6), dtype=np.int32))  # the subtitle under the figure's title
+    assert probes.describe(es) == "3 frases de validación (corpus Brown)"
+    assert probes.describe() == "3 held-out sentences of the Brown corpus"
     assert pretrain.status_text(Progress(), es).startswith("Elige el texto")
     assert pretrain.roles_text([["previous token", "broad"]], es) == \
         " 1 de 2 cabezas tienen una función clara (más de la mitad de su atención en un sitio): capa 1, cabeza 1 " \
@@ -281,3 +313,124 @@ def test_the_training_tabs_lists_and_why_off_are_translated_whole(tmp_path):
     assert page[texts["book.txt"].label] == "book.txt (indicado al iniciar el servidor)"
     assert page[data["movie-reviews"].label].startswith("movie-reviews: los datos de polaridad de frases")
     assert page[whys[1]].startswith("El ajuste fino está desactivado en este servidor: escucha en 0.0.0.0, una ")
+
+# --- the library's messages as the app shows them ------------------------------------------------------------------
+def _refused(call) -> str:
+    with pytest.raises((ValueError, TypeError)) as caught:
+        call()
+    return str(caught.value)
+
+
+def _library_refusals(explorer, model_folder: str, folder: Path, monkeypatch) -> list[str]:
+    """What the library says, raised by the real code on real bad input: the refusals a visitor can meet in the app
+    (a sentence, a box, a [MASK], an answer to explain) and those of a model that cannot load or a device that is not
+    there (the command line's, and the training tabs' when a trained model is offered)."""
+    import shutil
+
+    import torch
+
+    from bertviz_app import checkpoint, device, targets
+    from bertviz_app.app.common import text_value
+    from bertviz_app.inputs import MAX_CHARS
+
+    def app_box(value, what):  # the app's boxes refuse with the same words, the box named
+        with pytest.raises(gr.Error) as caught:
+            text_value(value, what)
+        return str(caught.value.message)
+
+    config = Path(model_folder) / "config.json"
+    said = [_refused(lambda: explorer.run(" ", "b")),
+            _refused(lambda: explorer.run("x" * (MAX_CHARS + 1))), _refused(lambda: explorer.run("a", "b" * 20_001)),
+            _refused(lambda: explorer.run("a\x07b")), _refused(lambda: explorer.run("a\ud800")),
+            _refused(lambda: explorer.run(5)), app_box("y" * (MAX_CHARS + 2), "The masked text"),
+            app_box("\x1b", "The second sentence B"),
+            _refused(lambda: explorer.fill_mask("no mask here")),
+            _refused(lambda: explorer.fill_mask(" ".join(["[MASK]"] * 9), max_masks=8)),
+            _refused(lambda: explorer.next_sentence("a sentence", "")),
+            _refused(lambda: targets.resolve_target(explorer.model, explorer.tokenizer,
+                                                    explorer.run("a [MASK] b").encoding, "mask", token="xqzzyv")),
+            _refused(lambda: explorer.contrast(explorer.run("a [MASK] b"), "the", "the")),
+            _refused(lambda: device.resolve_device("tpu"))]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    said.append(_refused(lambda: device.resolve_device("cuda")))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    said.append(_refused(lambda: device.resolve_device("cuda:3")))
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    said.append(_refused(lambda: device.resolve_device("mps")))
+    # checkpoints that cannot load: missing, a file, no config, bad JSON, no object, no weights, a broken weight
+    # file, a shard the index names that is not there
+    places = {name: folder / name for name in ("missing", "file", "empty", "json", "list", "bare", "broken", "index")}
+    places["file"].write_text("x")
+    for name in ("empty", "json", "list", "bare", "broken", "index"):
+        places[name].mkdir()
+    places["json"].joinpath("config.json").write_text("{not json")
+    places["list"].joinpath("config.json").write_text("[1]")
+    for name in ("bare", "broken", "index"):
+        shutil.copy(config, places[name] / "config.json")
+    places["broken"].joinpath("model.safetensors").write_bytes(b"not a weight file" * 4)
+    places["index"].joinpath("model.safetensors.index.json").write_text('{"weight_map": {"a": "model-1.safetensors"}}')
+    said += [_refused(lambda: checkpoint.load_model(place)) for place in places.values()]
+    return said
+
+
+def test_the_librarys_refusals_reach_a_spanish_visitor_in_spanish(tiny_mlm_folder, tmp_path, monkeypatch):
+    """Each refusal, filled with its values (a length, a path, a name), is found in the catalogue by its template and
+    said in Spanish with the same values; a box's name in it is translated too."""
+    import bertviz_app
+
+    explorer = bertviz_app.load(tiny_mlm_folder, device="cpu")
+    said = _library_refusals(explorer, tiny_mlm_folder, tmp_path, monkeypatch)
+    assert len(set(said)) == len(said) == 25, said
+    untranslated = [message for message in said if i18n.translate_message(message, "es") == message]
+    assert not untranslated, "add each one's template to views/js/catalog-es.mjs:\n" + "\n".join(untranslated)
+    spanish = {message: i18n.translate_message(message, "es") for message in said}
+    long_box = next(m for m in said if m.startswith("The masked text has"))
+    assert spanish[long_box] == (f"El texto con [MASK] tiene {MAX_CHARS + 2:,} caracteres; pega como máximo "
+                                 f"{MAX_CHARS:,} (de todos modos, el modelo solo lee los primeros cientos de tokens).")
+    missing = next(m for m in said if m.startswith("no checkpoint folder at"))
+    assert str(tmp_path / "missing") in spanish[missing]  # the values as they are
+    assert i18n.translate_message(missing, "en") == missing
+
+
+def test_every_family_note_and_literal_refusal_of_the_app_is_in_the_catalogue():
+    """The family notes (RoBERTa's missing segment B...) the tabs show by name, and every refuse("...") of app/: the
+    wrapper of every handler (common.user_errors) translates them on their way to the page."""
+    import ast
+
+    from bertviz_app.family import NOTES
+
+    notes = [line for family in NOTES.values() for line in family.lacks]
+    literal = [node.args[0].value for path in sorted((PACKAGE / "app").rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "refuse" and node.args
+               and isinstance(node.args[0], ast.Constant)]
+    assert len(notes) >= 15 and len(literal) > 8
+    missing = [text for text in notes + literal if text not in i18n.catalogue("es")]
+    assert not missing, "not in views/js/catalog-es.mjs:\n" + "\n".join(missing)
+
+
+def test_a_handlers_refusal_is_in_the_visitors_language_and_an_uncatalogued_one_stays_english():
+    from bertviz_app.app.common import user_errors
+    from bertviz_app.inputs import check_text
+
+    @user_errors
+    def handler(text, problem=None, request=None):
+        if problem:
+            raise ValueError(problem)
+        return check_text(text)
+
+    spanish = SimpleNamespace(query_params={"lang": "es"}, headers={})
+    with pytest.raises(gr.Error) as caught:
+        handler("", request=spanish)
+    assert caught.value.message == "La frase A está vacía: escribe una frase (la frase B es opcional)."
+    with pytest.raises(gr.Error) as caught:
+        handler("", request=SimpleNamespace(query_params={}, headers={"accept-language": "en"}))
+    assert caught.value.message == "Sentence A is empty: type a sentence (sentence B is optional)."
+    with pytest.raises(gr.Error) as caught:  # no catalogue holds it: English, never a failure
+        handler("x", "a refusal no catalogue holds (42 tokens)", request=spanish)
+    assert caught.value.message == "A refusal no catalogue holds (42 tokens)"
+    # a short template cannot claim a sentence: "{n} tokens" is one, and this is not a count of tokens
+    assert i18n.translate_message("the text has 3 tokens", "es") == "the text has 3 tokens"
+    assert i18n.translate_message("unknown device 'tpu'; use auto, cpu or cuda", "es") == \
+        "dispositivo desconocido 'tpu'; usa auto, cpu o cuda"

@@ -7,8 +7,9 @@ node and title, aria-label, placeholder and alt attribute collected in both; wha
 exactly as the English one does is untranslated, unless it is the model's (tokens), the visitor's (the sentences),
 a number, a catalogue entry whose Spanish is the same word, or gradio's own (GRADIO_OWN). The tabs a class reaches
 first (Masked LM, Embeddings, Hidden states, Beyond attention after Explain) are read the same way, their figures'
-titles, axes and legends and the readings the server writes per request included; the other tabs' panels are left
-out.
+titles, axes and legends and the readings the server writes per request included, and so are Next sentence, Compare
+(used once), Model and Task after a pair is analyzed; a refused empty sentence is read in both languages. The
+Fine-tune, Pretrain, Corpus and Timeline panels are read elsewhere (or not: docs/i18n.md).
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ def test_the_spanish_first_screen_still_holds_the_input_and_the_picture(browser,
 
 # The open tab's panel: plotly's drawings included (titles, axes, legends, tick labels), except the examples a model is
 # shown with (English sentences, like what a visitor types) and plotly's toolbar (plotly's own words, docs/i18n.md).
-PANEL = ["#tabs [role=tabpanel]", "script, style, .modebar, .gallery, #mask-example-notes"]
+# Code (a configuration's keys and values, a command) is never translated.
+PANEL = ["#tabs [role=tabpanel]", "script, style, code, .modebar, .gallery, #mask-example-notes"]
 MASKED = "The keys to the cabinet [MASK] on the table."
 # each tab a class reaches first, and the figures it shows once it has computed
 PANELS = {"Masked LM": ["mask-bars", "logit-lens", "corruption"],
@@ -195,11 +197,30 @@ PANELS = {"Masked LM": ["mask-bars", "logit-lens", "corruption"],
           "Beyond attention": ["attribution", "faithfulness", "head-effects"]}
 
 
-def _panel_texts(browser, url: str, lang: str, size=(1280, 720), shot: str | None = None) -> set[str]:
-    """What the panels of PANELS show in `lang` after MASKED is analyzed (and, in Beyond attention, explained)."""
+# the tabs read after a pair is analyzed (Next sentence computed, Compare used once with one word changed), and what
+# shows that each has answered
+PAIR = ("The keys to the cabinet are on the table.", "Somebody left them there this morning.")
+SECOND_A = "The keys to the cabinet are on the desk."
+MORE_PANELS = {
+    "Next sentence": "() => document.querySelector('#next-sentence-label')?.textContent.includes('IsNext')",
+    "Compare": "() => ['compare-change', 'compare-layers'].every(id => document.querySelector(`#${id} .main-svg`))",
+    "Model": "() => document.querySelector('#model-info table')",
+    "Task": "() => document.querySelector('#task')?.textContent.trim()"}
+
+
+def _panel_texts(browser, url: str, lang: str, size=(1280, 720), shots: dict | None = None) -> tuple[set[str], str]:
+    """What the panels of PANELS show in `lang` after MASKED is analyzed (and, in Beyond attention, explained), and
+    those of MORE_PANELS after PAIR is; and the notice an empty sentence A gets first. `shots`: screenshot paths by
+    name ("refusal", "Embeddings", "Next sentence")."""
+    shots = shots or {}
     v = AppPage(browser, f"{url}?lang={lang}", size)
     try:
         v.views_drawn("lines")
+        v.page.locator("#sentence-a textarea").fill("")
+        v.page.click("#analyze")
+        refusal = v.page.wait_for_selector("#notice .bv-stale").inner_text()
+        if "refusal" in shots:
+            v.page.screenshot(path=shots["refusal"])
         v.analyze(MASKED)
         seen = set()
         for tab, figures in PANELS.items():
@@ -213,11 +234,23 @@ def _panel_texts(browser, url: str, lang: str, size=(1280, 720), shot: str | Non
                                      arg=figures)
             v.settle()
             seen |= set(v.page.evaluate(TEXTS_UNDER, PANEL))
-            if shot and tab == "Embeddings":
+            if tab in shots:
                 v.page.evaluate("() => document.querySelector('#embedding-parts-reading').scrollIntoView()")
-                v.page.screenshot(path=shot)
+                v.page.screenshot(path=shots[tab])
+        v.analyze(*PAIR)
+        for tab, ready in MORE_PANELS.items():
+            v.open_tab(i18n.translate(tab, lang))
+            if tab == "Compare":
+                v.page.locator("#compare-a textarea").fill(SECOND_A)
+                v.page.click("#compare")
+            v.page.wait_for_function(ready)
+            v.settle()
+            seen |= set(v.page.evaluate(TEXTS_UNDER, PANEL))
+            if tab in shots:
+                v.page.evaluate("() => document.querySelector('#tabs').scrollIntoView()")
+                v.page.screenshot(path=shots[tab])
         assert v.errors == []
-        return seen
+        return seen, refusal
     finally:
         v.page.close()
 
@@ -232,16 +265,24 @@ def _model_outputs(explorer) -> set[str]:
 
 def test_the_spanish_tabs_show_their_figures_and_readings_in_spanish(browser, server, default_explorer, tmp_path):
     """The server writes these panels per request (plotly titles and axes, the tables' headers, the sentences under
-    the figures): in the page's language, the tokens untouched. The Embeddings tab's screenshot goes to tmp_path and,
-    with BERTVIZ_SCREENSHOTS=DIR, to DIR (i18n-es-tabs-1280x720.png)."""
-    english = _panel_texts(browser, server, "en")
-    shot = tmp_path / "i18n-es-tabs-1280x720.png"
-    spanish = _panel_texts(browser, server, "es", shot=str(shot))
+    the figures, a refused input's sentence): in the page's language, the tokens untouched. The screenshots go to
+    tmp_path and, with BERTVIZ_SCREENSHOTS=DIR, to DIR: the Embeddings tab (i18n-es-tabs-1280x720.png), the refusal
+    of an empty sentence A (app_refusal_es.png) and the Next sentence tab (app_nextsentence_es.png)."""
+    english, refused_en = _panel_texts(browser, server, "en")
+    shots = {"Embeddings": tmp_path / "i18n-es-tabs-1280x720.png", "refusal": tmp_path / "app_refusal_es.png",
+             "Next sentence": tmp_path / "app_nextsentence_es.png"}
+    spanish, refused_es = _panel_texts(browser, server, "es", shots={k: str(p) for k, p in shots.items()})
     if os.environ.get("BERTVIZ_SCREENSHOTS"):
-        shutil.copy(shot, Path(os.environ["BERTVIZ_SCREENSHOTS"]) / shot.name)
+        for shot in shots.values():
+            shutil.copy(shot, Path(os.environ["BERTVIZ_SCREENSHOTS"]) / shot.name)
+    # the library's refusal (inputs.check_text), in the visitor's language
+    assert refused_en.startswith("Sentence A is empty: type a sentence (sentence B is optional).")
+    assert refused_es.startswith("La frase A está vacía: escribe una frase (la frase B es opcional).")
     explorer = default_explorer
-    tokens = explorer.run(MASKED).labels
-    facts = {"tokens": [*tokens, *_model_outputs(explorer)], "outputs": [explorer.name]}
+    tokens = [*explorer.run(MASKED).labels, *explorer.run(*PAIR).labels, *explorer.run(SECOND_A, PAIR[1]).labels]
+    # the next-sentence head's own names for its classes (not translated: next_sentence.py)
+    facts = {"tokens": [*tokens, *_model_outputs(explorer)], "outputs": [explorer.name, explorer.family.name, "IsNext",
+                                                                    "NotNext"]}
     left = _untranslated(english, spanish, facts)
     assert not left, "shown in English on the Spanish page (translate each where the server writes it):\n" + \
         "\n".join(left)

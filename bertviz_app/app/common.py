@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from .. import i18n, limits
 from ..explorer import Explorer
 from ..inputs import LONE_SURROGATE, MAX_CHARS, has_lone_surrogate, text_problem
 from ..run import Run
+from .server import gradio_internals
 
 log = logging.getLogger("bertviz_app.app")
 
@@ -53,29 +55,49 @@ def tr_of(request) -> i18n.Translator:
     return i18n.translator(language_of(request))
 
 
+def in_page_language(english: str) -> str:
+    """A JavaScript expression: `english` in the page's language (`?lang=`, else the browser's), for a script that runs
+    where the views' script, and with it their translations (views/js/i18n.mjs), is missing."""
+    said = json.dumps({lang: i18n.translate(english, lang) for lang in i18n.LANGUAGES}, ensure_ascii=False)
+    return ("((said) => said[[new URLSearchParams(location.search).get('lang'), ...navigator.languages]"
+            ".map((l) => String(l || '').slice(0, 2).toLowerCase()).find((l) => l in said)] ?? said.en)"
+            f"({said})")
+
+
 MAX_CHOICE_CHARS = 500  # a dropdown's value: a model name, a token, a word to explain
 
 
 def user_errors(fn: Callable) -> Callable:
-    """Every failure reaches the visitor as a sentence in a gr.Error, never as a traceback. ValueError and TypeError
-    are the library's way of saying "this input cannot work" and are shown as they are; anything else is our bug:
-    logged with its traceback on the server, shown as a short apology."""
+    """Every failure reaches the visitor as a sentence in a gr.Error, in their language, never as a traceback.
+    ValueError and TypeError are the library's way of saying "this input cannot work" and are shown as they are
+    (`i18n.translate_message` finds a catalogued one by its template); a gr.Error a tab raised in English is
+    translated the same way; anything else is our bug: logged with its traceback on the server, shown as a short
+    apology."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except gr.Error:
+        except gr.Error as err:
+            err.message = i18n.translate_message(str(err.message), language_of(_request_in(args, kwargs)))
             raise
         except (ValueError, TypeError, KeyError, IndexError) as err:
-            message = str(err).strip("'\"") or type(err).__name__
+            message = i18n.translate_message(str(err).strip("'\""), language_of(_request_in(args, kwargs)))
+            message = message or type(err).__name__
             raise gr.Error(message[:1].upper() + message[1:], print_exception=False) from None
         except Exception:
             log.exception("%s failed", fn.__name__)
-            raise gr.Error("Something went wrong on the server while drawing this view; the details are in the "
-                           "server's log. Try another input.", print_exception=False) from None
+            raise gr.Error(say(_request_in(args, kwargs), "Something went wrong on the server while drawing this "
+                               "view; the details are in the server's log. Try another input."),
+                           print_exception=False) from None
 
     return wrapper
+
+
+def _request_in(args, kwargs):
+    """The request of the event a handler answers: its own `request` argument, else the one gradio is answering."""
+    found = kwargs.get("request") or next((a for a in args if isinstance(a, gr.Request)), None)
+    return found if found is not None else gradio_internals.current_request()
 
 
 def refuse(message: str) -> gr.Error:

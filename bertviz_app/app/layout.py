@@ -210,13 +210,15 @@ class InputArea:
     def stale_notice(self, session, request: gr.Request = None) -> str:
         """After a refused input: why, and that the picture below is still the last good one (the page's CSS dims
         it while this notice is up), or that there is none yet."""
-        why = self._refusals.pop(getattr(request, "session_hash", None), "The input was not analyzed.")
+        why = self._refusals.pop(getattr(request, "session_hash", None), None)
+        why = why or say(request, "The input was not analyzed.")
         if not isinstance(session, dict):
             return f"<span class='bv-stale'>**{plain(why)}**</span>"
         last = session["text"] if not session["pair"] else f"{session['text']} | {session['pair']}"
         last = last if len(last) <= 80 else last[:79] + "…"
-        return (f"<span class='bv-stale'>**{plain(why)}** The picture below is still the last one analyzed: "
-                f"“{plain(last)}”</span>")
+        return (f"<span class='bv-stale'>**{plain(why)}** "
+                + say(request, "The picture below is still the last one analyzed: “{input}”", input=plain(last))
+                + "</span>")
 
     def restore(self, request: gr.Request):
         """The input a permalink carries (?a=...&b=...&model=...), before the first analysis; what it lacks or

@@ -37,7 +37,7 @@ import gradio as gr
 from .. import limits, views
 from ..run import MATRICES, Run
 from .server import gradio_internals, guards
-from .common import Models, index_value, refuse, user_errors
+from .common import Models, in_page_language, index_value, refuse, tr_of, user_errors
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,8 @@ MAX_CSV_ROWS = limits.MAX_CSV_ROWS
 # the page's <head> once (three hosts carried 430 kB of it in the page's config when it was in every js_on_load, and
 # gradio deep-copies the config for every /config request). js_on_load only waits for that script and hands the host
 # what Gradio gives it; the props are documented in gradio-host.mjs.
+SCRIPT_MISSING = ("The attention views cannot start: their script is missing from this page. Serve the app with "
+                  "bertviz_app.app.serve (or the bertviz-app command), which adds it.")
 HOST_SCRIPT = """
 const host = element.querySelector(".bv-host");
 (async () => {
@@ -56,13 +58,12 @@ const host = element.querySelector(".bv-host");
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   if (!window.BertvizViews) {
-    host.textContent = "The attention views cannot start: their script is missing from this page. Serve the app "
-      + "with bertviz_app.app.serve (or the bertviz-app command), which adds it.";
+    host.textContent = MISSING;
     return;
   }
   window.BertvizViews.gradioHost({ element, props, server, trigger, watch });
 })();
-"""
+""".replace("MISSING", in_page_language(SCRIPT_MISSING))
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,14 @@ class ExportLane:
         return "", 0.0
 
     async def call(self, work) -> dict:
-        """`work(session)` in the lane for the calling session (guards.CALLER)."""
+        """`work(session)` in the lane for the calling session (guards.CALLER); a refusal in the language of the
+        caller's page."""
+        answer = await self._call(work)
+        if "error" in answer:
+            answer["error"] = tr_of(guards.CALLER.get()).message(answer["error"])
+        return answer
+
+    async def _call(self, work) -> dict:
         caller = guards.CALLER.get()
         session = caller.session if caller else None
         if session is None:

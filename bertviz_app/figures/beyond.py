@@ -93,7 +93,9 @@ def faithfulness_figure(table: pd.DataFrame, *, agreement: float | None = None,
         data.append(dict(type="bar", orientation="h", x=values, y=measures, name=name,
                          marker=dict(color=REFERENCE_COLORS.get(reference, "#888")),
                          text=[f"{v:+.2f}" for v in values], textposition="outside", cliponaxis=False,
-                         hovertemplate="%{y} vs " + name + ": %{x:.2f}<extra></extra>"))
+                         # plotly's %{...} go in as values: a template's own braces would read as placeholders
+                         hovertemplate=tr("{measure} vs {reference}: {value}", measure="%{y}", reference=name,
+                                          value="%{x:.2f}") + "<extra></extra>"))
     shapes = []
     if agreement is not None and np.isfinite(agreement):
         shapes.append(dict(type="line", x0=agreement, x1=agreement, y0=-0.5, y1=len(measures) - 0.5,
@@ -163,7 +165,8 @@ def faithfulness_curves_figure(deletion: Mapping[str, np.ndarray], insertion: Ma
                              yaxis=y, name=label, legendgroup=name, showlegend=panel == 1,
                              line=dict(color=color, width=2, dash="dash" if name in PREDICTION_MEASURES else "solid"),
                              marker=dict(size=7, symbol=CURVE_MARKERS.get(name, "circle")),
-                             hovertemplate=escape_label(tr(name)) + ", %{x} tokens: %{y:.3f}<extra></extra>"))
+                             hovertemplate=tr("{method}, {n} tokens: {value}", method=escape_label(tr(name)),
+                                              n="%{x}", value="%{y:.3f}") + "<extra></extra>"))
     n = len(deletion[names[0]]) - 1
     for panel, axis in ((1, tr("tokens removed (of {n})", n=n)), (2, tr("tokens restored (of {n})", n=n))):
         x, y = ref(panel, 1)

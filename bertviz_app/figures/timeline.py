@@ -103,7 +103,7 @@ def probe_timeline_figure(frame, source: str = "", *, title: str | None = None,
     """frame: Timeline.probe's table (step, target, layer, accuracy, majority, ...); source: what was probed, in
     words (a subtitle). The held-out accuracy of the probe by step, one line per layer (0: the embeddings, lightest;
     the last layer darkest), and the majority-class baseline dashed: when each layer's states began to tell the
-    target's classes apart. `tr` translates its words (the source is the library's, in English)."""
+    target's classes apart. `tr` translates its words (the source comes in words already: ProbeSet.describe(tr))."""
     from plotly.colors import sample_colorscale
 
     target = escape_label(str(frame["target"].iloc[0])) if len(frame) else ""

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from ..files import JSON_LIMIT, inside, read_json
+from ..i18n import Translator, english
 from ..probing import words_and_tags
 from . import format as fmt
 from .inputs import TimelineError
@@ -67,10 +68,11 @@ class ProbeSet:
         """What the sentences came from: "brown", or a file's name (never its folder: a visitor reads it)."""
         return self.record["source"]
 
-    def describe(self) -> str:
-        """The probe set in words, for a figure: '214 held-out sentences of the Brown corpus'."""
-        name = "the Brown corpus" if self.source == "brown" else self.source
-        return f"{len(self)} held-out sentences of {name}"
+    def describe(self, tr: Translator = english) -> str:
+        """The probe set in words, for a figure: '214 held-out sentences of the Brown corpus' (in `tr`'s language; a
+        file's name as it is)."""
+        name = tr("the Brown corpus") if self.source == "brown" else self.source
+        return tr("{n} held-out sentences of {name}", n=len(self), name=name)
 
     @cached_property
     def pieces(self) -> np.ndarray:

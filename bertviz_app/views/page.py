@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import i18n
 from ..styles import stylesheet
 from .payload import decode_payload
 
@@ -92,6 +93,8 @@ def inline_modules(sources: dict[str, str], entry: str | tuple[str, ...], global
     that assigns the entries' exports to `globalThis[global_name]`. Modules come in dependency order (imports first,
     ties by name), each once."""
     entries = (entry,) if isinstance(entry, str) else tuple(entry)
+    catalogues = {path.name for path in i18n.CATALOGUE_FILES.values()}
+    sources = {name: i18n.for_pages(code) if name in catalogues else code for name, code in sources.items()}
     done: dict[str, str] = {}
     visiting: set[str] = set()
 

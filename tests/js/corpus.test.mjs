@@ -8,6 +8,7 @@ import { test } from "node:test";
 import { colorCategories, decodeCorpusMap, PALETTE, sentenceIndex, sentenceKey, tokenInSentence }
   from "../../bertviz_app/views/js/corpus-data.mjs";
 import { checkedState } from "../../bertviz_app/views/js/corpus-app.mjs";
+import { appSource } from "../../bertviz_app/views/js/corpus-host.mjs";
 import { readCorpusLink, readLink, writeCorpusLink, writeLink } from "../../bertviz_app/views/js/permalink.mjs";
 import * as heads from "../../bertviz_app/views/js/corpus-heads.mjs";
 import * as pm from "../../bertviz_app/views/js/corpus-point-map.mjs";
@@ -247,6 +248,14 @@ test("in Spanish the corpus views speak Spanish and leave the corpus's words alo
     assert.deepEqual(pm.tooltip(layout, { point: 1 }), ["consulta \u00b7 ##s (nns) \u00b7 posición 3 \u00b7 frase 7",
       "[CLS] the [banks] . [SEP]"]);
     assert.equal(map.pieces.get(map.piece[0]), "bank");
+    // what the server names in English: a head's role (a linking head's by its relation), a corpus not served
+    assert.equal(heads.roleText("previous token"), "token anterior");
+    assert.equal(heads.roleText("links determiner -> its noun"), "enlaza determinante -> su sustantivo");
+    assert.equal(heads.roleText(""), "");
+    assert.deepEqual(appSource({ unavailable: ["brown"] }, null, null, {}).problems,
+      ["El corpus brown no está disponible en este servidor (su carpeta falta o está dañada); al operador se le dijo "
+        + "por qué cuando arrancó el servidor."]);
     assert.deepEqual(missing(), []);
   } finally { setLanguage("en"); }
+  assert.equal(heads.roleText("links determiner -> its noun"), "links determiner -> its noun");
 });

@@ -15,7 +15,7 @@ test_gradio_internals_* tests of tests/test_limits.py) instead of quietly undoin
   guards.EventCalls);
 - api_description_per_request: the API description (its code snippets name the server's address) is built for the
   request that asks, never kept from the first request after start-up for everyone;
-- current_session_hash: the session of the event being answered;
+- current_request, current_session_hash: the request (its language) and the session of the event being answered;
 - translate_static_text: the page's words marked for gradio's own translation (launch's i18n), and, in the page,
   views/js/app.mjs's startLanguage, which moves gradio's language to a page's ?lang= through its front end's
   `changeLocale` (tests/test_i18n_browser.py pins both).
@@ -255,13 +255,17 @@ def skip_event_analytics(demo: gr.Blocks) -> None:
 
 
 # --- the session of the event being answered -------------------------------------------------------------------------
-def current_session_hash() -> str | None:
-    """The session hash of the event whose function is running (gradio sets the request in a context variable before
-    calling it), or None outside an event."""
+def current_request() -> gr.Request | None:
+    """The request of the event whose function is running (gradio sets it in a context variable before calling it),
+    or None outside an event."""
     from gradio.context import LocalContext
 
-    request = LocalContext.request.get(None)
-    return getattr(request, "session_hash", None)
+    return LocalContext.request.get(None)
+
+
+def current_session_hash() -> str | None:
+    """The session hash of the event whose function is running, or None outside an event."""
+    return getattr(current_request(), "session_hash", None)
 
 
 # --- the API description --------------------------------------------------------------------------------------------

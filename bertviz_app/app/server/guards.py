@@ -26,7 +26,7 @@ import json
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import anyio
@@ -449,8 +449,12 @@ class Caller:
     address: str
     may_create_session: bool = True
     session: str | None = None
+    # what the visitor's language is read from (common.language_of): the page's address and the browser's languages
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
 
 
+LANGUAGE_HEADERS = (b"referer", b"accept-language")
+LANGUAGE_HEADER_CHARS = 2000
 CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("bertviz_caller", default=None)
 
 
@@ -506,7 +510,9 @@ class ClientSessions:
             await self.app(scope, receive, send)
             return
         address = (scope.get("client") or ("?", 0))[0]
-        token = CALLER.set(Caller(address, route_path(scope) not in ServerFunctions.PATHS))
+        headers = {name.decode("latin-1"): value.decode("latin-1")[:LANGUAGE_HEADER_CHARS]
+                   for name, value in scope.get("headers") or () if name in LANGUAGE_HEADERS}
+        token = CALLER.set(Caller(address, route_path(scope) not in ServerFunctions.PATHS, headers=headers))
         try:
             await self.app(scope, receive, send)
         finally:

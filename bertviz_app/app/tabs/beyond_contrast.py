@@ -74,7 +74,7 @@ class ContrastSection:
         try:
             why = explorer.contrast(run, answer, other, steps=steps, report=report)
         except ValueError as err:  # an answer not in the vocabulary, the same answer twice
-            raise refuse(tr("Not explained: {why}.", why=err)) from None
+            raise refuse(tr("Not explained: {why}.", why=tr.message(str(err)))) from None
         tell(1.0, desc=tr("Faithfulness curves"))
         curves = explorer.faithfulness_curves(run, why.target, removal=removal, known=why.scores())
         seconds = time.perf_counter() - start

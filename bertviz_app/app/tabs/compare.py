@@ -87,7 +87,7 @@ class CompareTab:
         run_b = explorer_b.run(other_a, other_b or None)
         left, right = self.host.value(session["model"], run_a), self.host.value(other_model, run_b)
         same_model = explorer_a.name == explorer_b.name
-        shared = {shared_layers_note(explorer) for explorer in (explorer_a, explorer_b)} - {""}  # ALBERT's layers
+        shared = {shared_layers_note(explorer, tr) for explorer in (explorer_a, explorer_b)} - {""}  # ALBERT's layers
         pairs = _pairs(run_a, run_b, tr) + depth_note(run_a.num_layers, run_b.num_layers, tr) + "".join(
             f" {note}" for note in sorted(shared))
         if len(run_a) != len(run_b) or run_a.num_heads != run_b.num_heads:

@@ -25,12 +25,13 @@ from ... import limits
 from ...corpus import CorpusError, open_corpus
 from ...corpus.browser import CorpusViews
 from ...explorer import Explorer
-from ..common import api, refuse, user_errors
+from ..common import api, in_page_language, refuse, user_errors
 from ..views_host import ExportLane
 from .base import TabPage
 
 log = logging.getLogger("bertviz_app.app")
 
+SCRIPT_MISSING = "The corpus views cannot start: their script is missing from this page."
 HOST_SCRIPT = """
 const box = element.querySelector(".bv-corpus-host");
 (async () => {
@@ -38,12 +39,12 @@ const box = element.querySelector(".bv-corpus-host");
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   if (!window.BertvizViews) {
-    box.textContent = "The corpus views cannot start: their script is missing from this page.";
+    box.textContent = MISSING;
     return;
   }
   window.BertvizViews.corpusHost({ element, props, server, trigger });
 })();
-"""
+""".replace("MISSING", in_page_language(SCRIPT_MISSING))
 
 
 def open_corpora(folders: Sequence[str], explorers: dict[str, Explorer],
@@ -76,12 +77,10 @@ def open_corpora(folders: Sequence[str], explorers: dict[str, Explorer],
     return corpora, problems
 
 
-def for_visitors(problem: str) -> str:
-    """A corpus's problem as a visitor reads it: which corpus, not the server's folders (the operator's terminal has
-    the whole sentence)."""
-    name = problem.split(" is not available", 1)[0].removeprefix("The corpus ")
-    return (f"The corpus {name} is not available on this server (its folder is missing or damaged); the operator "
-            "was told why when the server started.")
+def unavailable(problem: str) -> str:
+    """The corpus a start-up problem names, all a visitor is told of it (corpus-host.mjs says it is not available, in
+    the page's language): not the server's folders (the operator's terminal has the whole sentence)."""
+    return problem.split(" is not available", 1)[0].removeprefix("The corpus ")
 
 
 def _served_model(explorers: Mapping[str, Explorer], model: dict) -> str | None:
@@ -116,7 +115,7 @@ class CorpusTab:
                                  limits.CORPUS_PROBES_PER_MINUTE, per_address=limits.CORPUS_PROBES_PER_ADDRESS,
                                  what="probes")
         value = {"corpora": [c.info() for c in self.corpora.values()],
-                 "problems": [for_visitors(problem) for problem in page.corpus_problems]}
+                 "unavailable": [unavailable(problem) for problem in page.corpus_problems]}
         self.host = gr.HTML(value=value, html_template="<div class='bv-corpus-host'></div>", js_on_load=HOST_SCRIPT,
                             apply_default_css=False, elem_id="corpus-host", server_functions=self._functions())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ...i18n import Translator, english
 from ..common import figure_reading, index_value, tr_of, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
@@ -32,9 +33,9 @@ READINGS = {
 }
 
 
-def family_note(explorer) -> str:
+def family_note(explorer, tr: Translator = english) -> str:
     """What this family's embeddings lack, in words (empty for BERT)."""
-    lines = [line for line in explorer.family.lacks if "segment" in line or "position" in line or "embed" in line]
+    lines = [tr(line) for line in explorer.family.lacks if "segment" in line or "position" in line or "embed" in line]
     return "\n".join(f"**{line}**" if i == 0 else line for i, line in enumerate(lines))
 
 
@@ -71,8 +72,8 @@ class EmbeddingsTab:
         return plot.embedding_parts(), segments, plot.position_similarity(n), plot.position_path(n)
 
     @user_errors
-    def note_of(self, session):
-        return family_note(self.page.models.run_of(session)[0])
+    def note_of(self, session, request: gr.Request = None):
+        return family_note(self.page.models.run_of(session)[0], tr_of(request))
 
     def on_load(self, demo: gr.Blocks) -> None:
         fit_figures_on_a_phone(demo)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ...i18n import Translator, english
 from ..common import figure_reading, index_value, tr_of, user_errors
 from .base import FIT_ON_A_PHONE, Gate, TabPage, fit_figures_on_a_phone
 
@@ -31,11 +32,11 @@ READINGS = {
 }
 
 
-def shared_layers_note(explorer) -> str:
+def shared_layers_note(explorer, tr: Translator = english) -> str:
     """ALBERT: layers compared here apply the same weights again (empty for the others)."""
     if not explorer.family.shared_layers:
         return ""
-    return next(f"**{line}**" for line in explorer.family.lacks if "share" in line)
+    return next(f"**{tr(line)}**" for line in explorer.family.lacks if "share" in line)
 
 
 class HiddenTab:
@@ -73,8 +74,8 @@ class HiddenTab:
         return plot.hidden_norms(), plot.layer_similarity(), plot.token_similarity(layer), plot.hidden_projection()
 
     @user_errors
-    def note_of(self, session):
-        return shared_layers_note(self.page.models.run_of(session)[0])
+    def note_of(self, session, request: gr.Request = None):
+        return shared_layers_note(self.page.models.run_of(session)[0], tr_of(request))
 
     @user_errors
     def draw_similarity(self, session, layer, request: gr.Request = None):

@@ -31,7 +31,7 @@ def mlm_status(explorer: Explorer, alternatives: Sequence[str] = (), tr: Transla
         other = (" " + tr("Pick **{name}** in the model list to see its guesses.", name=plain(alternatives[0]))
                  if alternatives else "")
         if getattr(explorer, "has_replaced_head", False):  # ELECTRA: its family never had one
-            return f"**{plain(explorer.name)}: {explorer.family.lacks[0]}**{other}"
+            return f"**{plain(explorer.name)}: {tr(explorer.family.lacks[0])}**{other}"
         return tr(NO_MLM_HEAD, name=plain(explorer.name), other=other)
     return tr("{name} has a masked-LM head: it guesses the token hidden behind each [MASK], the task BERT was "
               "pre-trained on.", name=plain(explorer.name))
@@ -288,7 +288,7 @@ class MaskedLMTab:
         try:
             message, table, bars = fill_mask_view(explorer, text, k, self.alternatives, tr)
         except ValueError as err:  # more masks than the tab reads: said in place, the last result dimmed
-            why = str(err)
+            why = tr.message(str(err))
             return (text, stale_notice(why[:1].upper() + why[1:], predicted,
                                        tr("The predictions below are still those of the last text predicted")),
                     *(gr.skip(),) * (len(self.mask_start_outputs) - 2))

@@ -37,7 +37,7 @@ def model_text(explorer: Explorer, tr: Translator = english) -> str:
             f"| {tr('longest input')} | "
             f"{tr('{n} tokens (longer inputs are truncated)', n=explorer.max_tokens)} |\n\n"
             + ("#### " + tr("What this family does differently from BERT") + "\n\n" if explorer.family.lacks else "")
-            + "".join(f"- {line}\n" for line in explorer.family.lacks) + "\n"
+            + "".join(f"- {tr(line)}\n" for line in explorer.family.lacks) + "\n"
             f"#### {tr('Configuration')}\n\n| {tr('field')} | {tr('value')} | {tr('what it means')} |\n"
             f"|---|---|---|\n{rows}\n")
 

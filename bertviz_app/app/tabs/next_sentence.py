@@ -25,7 +25,7 @@ def next_sentence_view(explorer, run: Run, alternatives: Sequence[str] = (),
                  if alternatives else "")
         said = [line for line in (family.lacks if family else ()) if "next-sentence" in line]
         if said:  # a family that never had the head (RoBERTa, DistilBERT, ELECTRA, DeBERTa) says so, not "left out"
-            return f"**{said[0]}**{other}", None
+            return f"**{tr(said[0])}**{other}", None
         return tr(NO_NSP_HEAD, name=plain(explorer.name), other=other), None
     if family is not None and family.sentence_head == "sentence-order prediction":
         if not run.encoding.is_pair:

@@ -341,7 +341,7 @@ class TaskTab:
             except ValueError as err:  # a damaged file: the rest of the tab still answers
                 frame = heldout_frame(None)
                 info = tr("{name}'s held-out predictions could not be read: {why}", name=plain(explorer.name),
-                          why=plain(str(err)))
+                          why=plain(tr.message(str(err))))
             table = heldout_table(frame)
         hint = tr(EXPLAIN_HINT) if explorer.task is not None else ""
         return (message, gr.update(visible=explorer.task is not None), bars,

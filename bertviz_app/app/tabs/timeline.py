@@ -149,7 +149,7 @@ class TimelineTab:
                 timeline.probe(target, control=False, steps=[step])
         with self._probing:
             frame = timeline.probe(target, control=False, steps=steps)
-        return gr.update(visible=True), probe_timeline_figure(frame, probe_set.describe(), tr=tr)
+        return gr.update(visible=True), probe_timeline_figure(frame, probe_set.describe(tr), tr=tr)
 
     @user_errors
     def chosen(self, model, index, shown, request: gr.Request = None):

@@ -183,7 +183,7 @@ function headDetail(box, d, grid, info, ctx, card = false) {
         share: (l.share * 100).toFixed(0), tag: l.from, count: l.count }))))
     : el("p", { class: "bv-muted" }, tr(info.tagged ? "No tag pair above twice chance." : "This corpus has no tags.")));
   const relations = d.relations.length ? el("ul", { class: "bv-counts" }, ...d.relations.map((r) => el("li", {},
-    `${r.relation}: ` + tr("{accuracy}% (best head {best}%, always the next word {next}%)", {
+    `${tr(r.relation)}: ` + tr("{accuracy}% (best head {best}%, always the next word {next}%)", {
       accuracy: (r.accuracy * 100).toFixed(0), best: (r.best * 100).toFixed(0),
       next: (r.next_word * 100).toFixed(0) })))) : null;
   const suffix = card ? "-card" : "";
@@ -194,7 +194,7 @@ function headDetail(box, d, grid, info, ctx, card = false) {
     onclick: () => ctx.source.openHead?.(d.layer, d.head) }, tr("Show this head in the attention views"));
   box.replaceChildren(el("div", {}, card ? null : el("h3", {}, tr("Layer {layer}, head {head}: ",
     { layer: d.layer, head: d.head })
-    + `${grid ? grid.role[i] : ""}`),
+    + headsView.roleText(grid ? grid.role[i] : "")),
     el("div", { class: "bv-tools" }, open, ctx.source.openHead ? inViews : null), profile),
   el("div", {}, links, relations));
 }

@@ -12,7 +12,7 @@ import { el } from "./dom.mjs";
 import { t } from "./i18n.mjs";
 import { HEADS } from "./heads.mjs";
 import { categoryColors } from "./corpus-data.mjs";
-import { STATISTICS } from "./corpus-heads.mjs";
+import { STATISTICS, roleText } from "./corpus-heads.mjs";
 
 export const TARGETS = { tag: "a word's tag", label: "a sentence's label", position: "a token's position",
   recurs: "a word seen earlier in its sentence" };
@@ -234,7 +234,7 @@ export const headsScatter = {
     const p = layout.points.find((q) => q.layer === target.layer && q.head === target.head);
     if (!p) return null;
     const f = (v, stat) => v.toFixed(stat === "distance" ? 2 : 3);
-    const lines = [t("Layer {layer}, head {head}: ", { layer: p.layer, head: p.head }) + p.role,
+    const lines = [t("Layer {layer}, head {head}: ", { layer: p.layer, head: p.head }) + roleText(p.role),
       `${t(STATISTICS[layout.sx])}: ${f(p.vx, layout.sx)}; ${t(STATISTICS[layout.sy])}: ${f(p.vy, layout.sy)}`];
     if (p.wx !== undefined) lines.push(`${layout.b}: ${f(p.wx, layout.sx)}; ${f(p.wy, layout.sy)}`);
     return lines;
@@ -244,7 +244,7 @@ export const headsScatter = {
 /** The scatter's legend: a swatch per role. */
 export function roleLegend(layout) {
   return [...layout.colors].map(([role, color]) => el("span", {}, el("span", { class: "bv-swatch",
-    style: `background:${color}` }), role));
+    style: `background:${color}` }), roleText(role)));
 }
 
 // -- a head's report card ---------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ export function headCard(box, card, statistic, open) {
     + t("sentence {sentence}, token {token}", { sentence: e.sentence, token: e.position })
     + ` \u201c${e.pieces[e.position] ?? ""}\u201d`), attentionRow(e.pieces, e.weights, e.position)))));
   box.replaceChildren(el("h3", {}, t("Layer {layer}, head {head}: ", { layer: card.layer, head: card.head })
-    + card.role), statistic, stats,
+    + roleText(card.role)), statistic, stats,
     el("h4", {}, t(card.largest ? "Top examples: the tokens with the highest {statistic}, one per sentence"
       : "Top examples: the tokens with the lowest {statistic}, one per sentence", { statistic: word })),
     el("p", { class: "bv-counts" }, t("Each row is the sentence, shaded by where this head's attention from the "

@@ -12,6 +12,14 @@ export const NAME = "corpus-heads";
 export const STATISTICS = Object.fromEntries(Object.entries(HEADS.corpusStatistics).filter(([n]) => n !== "entropy"));
 const LEFT = 64, NARROW_LEFT = 24, TOP = 22, GAP = 3; // a phone's grid: "L0" beside its rows, tiles from 16 px
 
+/** A role in the page's language: the server names it in English, the catalogue's key ("previous token"; a linking
+ * head's "links determiner -> its noun", by its relation's name). */
+export function roleText(role) {
+  if (!role) return "";
+  const link = /^links (.+)$/.exec(role);
+  return link ? t("links {relation}", { relation: t(link[1]) }) : t(role);
+}
+
 /** A role in a few characters for a tile ("links determiner -> its noun" -> "DET→N"). */
 export function shortRole(role) {
   if (!role) return "";
@@ -142,7 +150,7 @@ export function keyStep(layout, from, key) {
 /** A tile in words (the tooltip). */
 export function tooltip(layout, target) {
   const tile = layout.tiles[target.layer * layout.heads + target.head];
-  const lines = [t("Layer {layer}, head {head}: ", { layer: tile.layer, head: tile.head }) + tile.role];
+  const lines = [t("Layer {layer}, head {head}: ", { layer: tile.layer, head: tile.head }) + roleText(tile.role)];
   if (layout.diverging) {
     lines.push(t("{statistic}: {a} against {b} (difference {difference})", { statistic: t(STATISTICS[layout.stat]),
       a: formatValue(tile.a, layout.stat), b: formatValue(tile.b, layout.stat),

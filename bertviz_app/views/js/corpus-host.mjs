@@ -141,7 +141,9 @@ export function appSource(value, server, trigger, deps) {
   const heldout = deps.heldout ?? { select() {} };
   const current = () => viewerIn(VIEWS_ROOT, doc);
   return {
-    corpora: value.corpora || [], problems: value.problems || [],
+    corpora: value.corpora || [],
+    problems: (value.unavailable || []).map((name) => t("The corpus {name} is not available on this server (its "
+      + "folder is missing or damaged); the operator was told why when the server started.", { name })),
     summary: (corpus, subset) => ask(server, "corpus_summary", { corpus, subset }),
     head: (corpus, layer, head) => ask(server, "corpus_head", { corpus, layer, head }),
     qkMap: (corpus, layer, head) => ask(server, "corpus_qk", { corpus, layer, head }),
