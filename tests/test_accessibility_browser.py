@@ -121,6 +121,7 @@ def look(found: dict, where: str, v: AppPage, variants=(DEFAULT,)) -> None:
         as_variant(v.page, DEFAULT)
 
 
+@pytest.mark.slow  # 110-165 s each: axe over every stop, in three looks
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_axe_finds_nothing_serious_in_the_app(browser, server, size):
     """Every stop in the default look at both sizes. At 1280 x 720 each stop in gradio's dark theme too (it

@@ -95,6 +95,7 @@ def keep(page, name: str) -> None:
         shutil.copy(path, Path(target) / name)
 
 
+@pytest.mark.slow  # 30-40 s: every step of every shipped lesson, at both sizes
 def test_the_apps_lesson_panel_lists_and_plays_every_shipped_lesson_at_both_sizes(browser, serve_app):
     served = serve_app("minilm-l6-mlm-nsp-en")
     visitor = AppPage(browser, served.url)

@@ -263,6 +263,7 @@ def _model_outputs(explorer) -> set[str]:
     return guesses | set(explorer.corrupt_example(explorer.run(MASKED).encoding, seed=0).input_tokens)
 
 
+@pytest.mark.slow  # 40 s and more: ten tabs computed and read twice
 def test_the_spanish_tabs_show_their_figures_and_readings_in_spanish(browser, server, default_explorer, tmp_path):
     """The server writes these panels per request (plotly titles and axes, the tables' headers, the sentences under
     the figures, a refused input's sentence): in the page's language, the tokens untouched. The screenshots go to

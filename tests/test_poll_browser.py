@@ -38,6 +38,7 @@ def chromium():
             browser.close()
 
 
+@pytest.mark.slow  # 50-100 s: thirty pages
 def test_thirty_phones_answer_and_the_presenter_sees_the_tally(chromium):
     browser = chromium
     question = LESSONS[LESSON]["steps"][STEP - 1]["question"]

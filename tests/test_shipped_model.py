@@ -94,6 +94,7 @@ def corpus(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # 130 s: the corpus rebuilt and its 19 MB training split tokenized for the unigram baseline
 def test_model_card_figures_reproduce_on_the_heldout_split(corpus, metrics):
     shipped, _ = load_model(ENGLISH_MLM_PATH)
     tokenizer = Tokenizer.from_folder(ENGLISH_MLM_PATH)
