@@ -12,6 +12,9 @@ from pathlib import Path
 TIMEOUT_MS = 60_000  # two shared cores: the first page load builds the page and a payload of every head
 
 
+SHOWN_KEY = "() => document.querySelector('#attention-view')?.dataset.key || ''"  # the analysis on screen
+
+
 class AppPage:
     """One visitor's tab: what it asked the server for, and what it logged."""
 
@@ -72,8 +75,17 @@ class AppPage:
             pass  # the assertion that follows shows what the page lists instead
         return self.tokens()
 
+    def pick_model(self, name: str) -> None:
+        """`name` from the model list, once the analysis the switch starts (of the input on the page) is on screen:
+        an `analyze` of that same input begun before it arrived could read its key as the old one and wait forever
+        for a change (it did, on a loaded machine)."""
+        before = self.page.evaluate(SHOWN_KEY)
+        self.page.locator("#model input").click()
+        self.page.get_by_role("option", name=name, exact=True).click()
+        self.page.wait_for_function(f"old => {{ const k = ({SHOWN_KEY})(); return k && k !== old; }}", arg=before)
+
     def analyze(self, a: str, b: str = "") -> None:
-        before = self.page.evaluate("() => document.querySelector('#attention-view')?.dataset.key || ''")
+        before = self.page.evaluate(SHOWN_KEY)
         self.page.locator("#sentence-a textarea").fill(a)
         self.page.locator("#sentence-b textarea").fill(b)
         self.page.click("#analyze")

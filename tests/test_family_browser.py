@@ -73,8 +73,7 @@ def test_roberta_views_draw_its_tokens_and_say_what_it_lacks(visitor, explorers,
 def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path):
     electra_name = folders["electra"].name
     page = visitor.page
-    page.locator("#model input").click()
-    page.get_by_role("option", name=electra_name).click()
+    visitor.pick_model(electra_name)
     visitor.analyze("The cat drank the mat.")
     visitor.views_drawn("lines")
     tokens = explorers[electra_name].encode("The cat drank the mat.").tokens
@@ -92,8 +91,7 @@ def test_electra_lights_up_replaced_tokens(visitor, explorers, folders, tmp_path
 def test_deberta_query_key_view_splits_each_score(visitor, explorers, folders, tmp_path):
     name = folders["deberta-v2"].name
     page = visitor.page
-    page.locator("#model input").click()
-    page.get_by_role("option", name=name).click()
+    visitor.pick_model(name)
     visitor.analyze("The cat sat on the mat.", "Dogs bark.")
     visitor.views_drawn("lines")
     tokens = explorers[name].encode("The cat sat on the mat.", "Dogs bark.").labels

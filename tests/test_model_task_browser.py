@@ -91,9 +91,7 @@ def test_the_task_tab_without_a_head_says_what_to_do_and_shows_its_controls_for_
     page.locator("#task").scroll_into_view_if_needed()
     keep_screenshot(page, tmp_path, f"task_no_head_{size}")
 
-    page.locator("#model input").click()
-    page.get_by_role("option", name=Path(finetuned_classifier).name, exact=True).click()
-    visitor.analyze("a good film")
+    visitor.pick_model(Path(finetuned_classifier).name)  # the switch analyzes the page's input, "a good film"
     visitor.open_tab("Task")
     page.wait_for_function("() => document.querySelector('#task')?.innerText.includes('according to')")
     for part in ("#task-label", "#task-explain", "#task-compare"):
