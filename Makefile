@@ -17,8 +17,8 @@ notebook: $(VENV)/.notebook
 
 # make test ARGS="-m 'not slow'": the quick loop without the few tests over half a minute (CI runs them all).
 # The suite runs on one pytest-xdist worker per core this process may use (`nproc` counts taskset's limit); each test
-# module stays on one worker, with its own browser and servers. Most of a test's time is spent waiting on Chromium or
-# a server, so two workers on two cores take ?% of one's time (docs/development.md); WORKERS=0 runs in one process.
+# module stays on one worker, with its own browser and servers. On 2 cores, 2 workers took 73% of one process's time
+# and 3 workers no less than 2 (docs/development.md#tests); WORKERS=0 runs in one process.
 WORKERS ?= $(shell nproc)
 test: $(VENV)/.test system-packages
 	node --test tests/js/
