@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 CATALOGUE_FILES = {"es": Path(__file__).resolve().parent / "views" / "js" / "catalog-es.mjs"}
 LANGUAGES = ("en", *CATALOGUE_FILES)  # "en" is the source language
@@ -206,3 +207,11 @@ def choose_language(asked: str | None = None, accept_language: str | None = None
         if known(tag):
             return known(tag)
     return "en"
+
+
+def language_of_headers(headers, asked: str | None = None) -> str:
+    """The visitor's language from a request's headers, as the page chose it (views/js/i18n.mjs): `asked` (the
+    request's own ?lang=), else ?lang= in the page's address the browser names as Referer, else Accept-Language."""
+    if asked is None and headers.get("referer"):
+        asked = parse_qs(urlsplit(headers["referer"]).query).get("lang", [None])[0]
+    return choose_language(asked, headers.get("accept-language"))

@@ -549,6 +549,11 @@ def test_the_server_functions_create_no_session(html_server):
         answer = httpx.post(url + "gradio_api/component_server", json={
             "session_hash": f"random{i}", "component_id": component, "fn_name": "token_count", "data": ["a b"]})
         assert answer.status_code == 200 and "reload the page" in answer.json()["error"]
+    # in the calling page's language: its address's ?lang= (the Referer), else the browser's languages
+    for headers in ({"referer": url + "?lang=es"}, {"accept-language": "es-MX,es;q=0.9"}):
+        answer = httpx.post(url + "gradio_api/component_server", headers=headers, json={
+            "session_hash": "random-es", "component_id": component, "fn_name": "token_count", "data": ["a b"]})
+        assert answer.json()["error"].startswith("La sesión de esta página ha terminado"), headers
     assert set(demo.state_holder.session_data) == before
     for body in (b"not json", b"[1, 2]", b'{"session_hash": 7}'):
         answer = httpx.post(url + "gradio_api/component_server", content=body,
@@ -561,6 +566,8 @@ def test_an_unknown_component_id_is_answered_in_words(html_server, uvicorn_error
     call = {"session_hash": visitor_session(url), "component_id": 987654, "fn_name": "token_count", "data": ["a"]}
     answer = httpx.post(url + "gradio_api/component_server", json=call)
     assert answer.status_code == 404 and "no component with that id" in answer.json()["error"]
+    spanish = httpx.post(url + "gradio_api/component_server", json=call, headers={"accept-language": "es-ES,es"})
+    assert spanish.status_code == 404 and spanish.json()["error"].startswith("Esta página no tiene ningún componente")
     assert not [r for r in uvicorn_errors if r.levelno >= logging.ERROR], [r.getMessage() for r in uvicorn_errors]
 
 

@@ -11,7 +11,6 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import gradio as gr
 
@@ -36,11 +35,8 @@ def page_file(name: str) -> str:
 def language_of(request) -> str:
     """The visitor's language, as the page chose it (views/js/i18n.mjs): ?lang= in the page's address (the request's
     own query, or the page's address the browser names as Referer), else the browser's Accept-Language."""
-    headers = getattr(request, "headers", None) or {}
-    asked = (getattr(request, "query_params", None) or {}).get("lang")
-    if asked is None and headers.get("referer"):
-        asked = parse_qs(urlsplit(headers["referer"]).query).get("lang", [None])[0]
-    return i18n.choose_language(asked, headers.get("accept-language"))
+    return i18n.language_of_headers(getattr(request, "headers", None) or {},
+                                    (getattr(request, "query_params", None) or {}).get("lang"))
 
 
 def say(request, english: str, **values) -> str:

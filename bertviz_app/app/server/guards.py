@@ -33,7 +33,7 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
-from ... import limits
+from ... import i18n, limits
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -466,6 +466,10 @@ SESSION_GONE = ("This page's session has ended on the server (it was idle, or th
                 "and analyze again.")
 
 
+def in_callers_language(english: str) -> str:  # the guards answer in front of gradio: no handler speaks for the page
+    return i18n.translate(english, i18n.language_of_headers(CALLER.get().headers if CALLER.get() else {}))
+
+
 class SessionBudget:
     """New sessions per client address: gradio creates a session for any new session hash a request carries, so 600
     requests with random hashes pushed every visitor out of the 500 sessions kept. Here each address holds at most
@@ -543,7 +547,7 @@ class ServerFunctions:
             return
         session = call.get("session_hash") if isinstance(call, dict) else None
         if not isinstance(session, str) or not self.session_exists(session):
-            await answer(send, 200, {"error": SESSION_GONE})
+            await answer(send, 200, {"error": in_callers_language(SESSION_GONE)})
             return
         caller = CALLER.get() or Caller("?")
         token = CALLER.set(dataclasses.replace(caller, may_create_session=False, session=session))
@@ -560,10 +564,9 @@ class ServerFunctions:
         except (KeyError, SessionRefused) as err:
             if started:
                 raise
-            if isinstance(err, SessionRefused):
-                await answer(send, 200, {"error": SESSION_GONE})
-            else:
-                await answer(send, 404, {"error": "This page has no component with that id; reload the page."})
+            gone = isinstance(err, SessionRefused)
+            await answer(send, 200 if gone else 404, {"error": in_callers_language(
+                SESSION_GONE if gone else "This page has no component with that id; reload the page.")})
         finally:
             CALLER.reset(token)
         if sent > self.LARGE:  # in a worker thread: a trim of a large heap can take tens of milliseconds

@@ -1109,5 +1109,7 @@ export const ES = {
 "held-out F1": "F1 en validación",
 "class": "clase",
 "precision": "precisión",
-"recall": "exhaustividad"
+"recall": "exhaustividad",
+"This page's session has ended on the server (it was idle, or the server restarted): reload the page and analyze again.": "La sesión de esta página ha terminado en el servidor (estaba inactiva, o el servidor se reinició): recarga la página y analiza de nuevo.",
+"This page has no component with that id; reload the page.": "Esta página no tiene ningún componente con ese id; recarga la página."
 };
