@@ -4,9 +4,11 @@ model stays above floors set under what it measured when it shipped, floors a mo
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from bertviz_app import i18n
 from bertviz_app.catalog import ASSETS, ENGLISH_MLM_PATH, read_example_notes, read_examples
 from bertviz_app.checkpoint import load_model
 from bertviz_app.masked_lm import fill_mask, normalize_mask
@@ -95,6 +97,13 @@ def test_the_masked_lm_tab_shows_the_notes_under_its_examples(tiny_mlm_folder):
     (notes,) = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "mask-example-notes"]
     assert "Bees make [MASK]" in notes.value and "instructively wrong" in notes.value
     assert notes.value.count("\n- ") == len(read_example_notes()) - 1
+    # in Spanish, gradio shows each note translated, the English sentence it is about and the words it quotes from
+    # it (*are*, *children*) as they are
+    spanish = i18n.page_catalogue("es")[notes.value]
+    assert "- Bees make [MASK].: se equivoca" in spanish and "acierta. El modelo responde *are*" in spanish
+    for english in read_example_notes().values():
+        assert english not in spanish
+        assert re.findall(r"\*(\w+)\*", english) == re.findall(r"\*(\w+)\*", i18n.catalogue("es")[english])
 
 
 def test_copy_rate_counts_first_choices_that_repeat_a_word_of_the_sentence():

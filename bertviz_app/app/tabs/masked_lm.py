@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import gradio as gr
 import pandas as pd
 
-from ... import figures, limits
+from ... import figures, i18n, limits
 from ...catalog import read_example_notes
 from ...explorer import Explorer
 from ...i18n import Translator, english
@@ -190,8 +190,11 @@ class MaskedLMTab:
                     self.predict = gr.Button("Predict", variant="primary", elem_id="mask-predict")
             gr.Examples([[m] for m in masked_examples], [self.mask_text], label="Masked examples")
             notes = read_example_notes()
-            if any(m in notes for m in masked_examples):
-                gr.Markdown("\n".join(f"- {plain(m)}: {notes[m]}" for m in masked_examples if m in notes),
+            noted = [m for m in masked_examples if m in notes]
+            if noted:  # each note translated by gradio, the English sentence it is about kept as it is
+                template = "\n".join(f"- {{example{i}}}: {{note{i}}}" for i in range(len(noted)))
+                gr.Markdown(i18n.composed(template, names={f"example{i}": plain(m) for i, m in enumerate(noted)},
+                                          **{f"note{i}": notes[m] for i, m in enumerate(noted)}),
                             elem_id="mask-example-notes")
             self.predicted = gr.State(None)  # the text whose predictions are on screen, to name under a refusal
             with gr.Column(elem_id="mask-results"):

@@ -1111,5 +1111,8 @@ export const ES = {
 "precision": "precisión",
 "recall": "exhaustividad",
 "This page's session has ended on the server (it was idle, or the server restarted): reload the page and analyze again.": "La sesión de esta página ha terminado en el servidor (estaba inactiva, o el servidor se reinició): recarga la página y analiza de nuevo.",
-"This page has no component with that id; reload the page.": "Esta página no tiene ningún componente con ese id; recarga la página."
+"This page has no component with that id; reload the page.": "Esta página no tiene ningún componente con ese id; recarga la página.",
+// server only (the Masked LM examples' notes, assets/examples.json): gradio translates them, the words they quote from the English example kept
+"right. The model answers *are*, agreeing with *children*, the subject, and not with *park*, the noun just before the blank: it has learned some English grammar, not only which words sit next to each other.": "acierta. El modelo responde *are*, que concuerda con *children*, el sujeto, y no con *park*, el sustantivo justo antes del hueco: ha aprendido algo de gramática inglesa, no solo qué palabras suelen ir juntas.",
+"instructively wrong. The model answers *bees*, with *honey* far below. It picks the word that best fits the words around the blank, and a word it can already see fits well; nothing in masked-LM training asks whether the sentence is true, and a corpus of dictionary entries, which repeat their headword, teaches it that repeating a nearby word often pays.": "se equivoca, y el error enseña. El modelo responde *bees*, con *honey* muy por debajo. Elige la palabra que mejor encaja con las que rodean el hueco, y una palabra que ya ve encaja bien; nada en el entrenamiento de palabra oculta pregunta si la frase es verdad, y un corpus de entradas de diccionario, que repiten su palabra principal, le enseña que repetir una palabra cercana suele compensar."
 };
