@@ -288,6 +288,14 @@ def test_the_training_lanes_messages_are_english_until_a_page_translates_them():
     assert i18n.said("train.csv line 3: no label", es) == "train.csv line 3: no label"  # the library's, as it is
     assert i18n.said(fetch_failed_words("wsj-pos"), es).startswith("No se pudieron descargar de internet los datos "
                                                                    "de la receta wsj-pos")
+    # a page that still picks a model a newer one replaced is refused in its language, the names as they are
+    from bertviz_app.app.tabs.trained import replaced_words
+
+    gone = replaced_words("reviews.csv fine-tuned 10:31", "reviews.csv fine-tuned 11:02", 3)
+    assert i18n.translate_message(gone, "es") == (
+        "reviews.csv fine-tuned 10:31 ya no se ofrece: el servidor guarda los 3 últimos modelos ajustados en la "
+        "aplicación, y reviews.csv fine-tuned 11:02 ocupó su lugar. Elige otro modelo de la lista (recarga la página "
+        "para ver la lista tal como está ahora).")
 
 
 def test_the_training_tabs_lists_and_why_off_are_translated_whole(tmp_path):
