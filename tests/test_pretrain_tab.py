@@ -237,6 +237,18 @@ def test_the_top_5_quotes_each_token_so_that_punctuation_reads_as_a_guess():
     assert text.splitlines()[-1] == '“the” 5.3% · “,” 5.2% · “.” 3.2% · “\\_” 1.0% · “"” 0.5%'
 
 
+def test_the_loss_axis_spans_the_planned_run_while_it_trains_and_the_steps_made_once_stopped():
+    """A tiny pretraining stopped at step 124 of 15,000 drew its curve as a spike at the left edge of an empty axis."""
+    from bertviz_app.app.tabs.pretrain import curve
+
+    text = pretrain_choices()["python-help"]
+    job = PretrainJob(text, class_sentence("A [MASK]."), "n", pretrain_settings("tiny", 2, text, Path("out")))
+    steps = list(range(1, 125))
+    running = curve(Progress("running", job, steps=steps, losses=[6.0] * 124, total=15_000))
+    stopped = curve(Progress("cancelled", job, steps=steps, losses=[6.0] * 124, total=15_000))
+    assert list(running.layout.xaxis.range) == [0, 15_000] and list(stopped.layout.xaxis.range) == [0, 124]
+
+
 def test_the_default_text_is_prose_from_pythons_help_topics():
     """Paragraphs of the language reference, without code, grammar, titles or reStructuredText's *emphasis*."""
     documents = help_topics()

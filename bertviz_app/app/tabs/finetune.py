@@ -194,7 +194,9 @@ def confusion(p: Progress, tr: Translator = english):
 def curve(p: Progress, tr: Translator = english):
     if not isinstance(p.job, Job) or not p.steps:
         return None
-    return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=p.total or None, tr=tr)
+    # the whole run's axis while it trains (the curve grows from the left); once stopped, the steps it made
+    return loss_curve_figure(p.steps, p.losses, p.steps_per_epoch, total=(p.total or None) if p.running else None,
+                             tr=tr)
 
 
 # The loss curve and the confusion matrix take their box's width when drawn (autosize), but plotly keeps that width

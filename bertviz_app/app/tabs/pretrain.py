@@ -107,7 +107,8 @@ def status_text(p: Progress, tr: Translator = english) -> str:
 def curve(p: Progress, tr: Translator = english):
     if not isinstance(p.job, PretrainJob) or not p.steps:
         return None
-    return loss_curve_figure(p.steps, p.losses, None, total=p.total or None,
+    # the whole run's axis while it trains (the curve grows from the left); once stopped, the steps it made
+    return loss_curve_figure(p.steps, p.losses, None, total=(p.total or None) if p.running else None,
                              title=tr("Masked-LM + next-sentence loss per step"), tr=tr)
 
 
