@@ -60,14 +60,10 @@ def perturb_(model: torch.nn.Module, seed: int = 0) -> None:
 
 
 def pytest_collection_modifyitems(items):
-    """The modules that hold a slow test run first, then those that drive Chromium (the longest), each keeping its
-    order: `make test` gives each pytest-xdist worker whole modules, and a long module handed out last would leave the
-    other workers idle while it runs alone."""
-    def modules(marker: str) -> set[str]:
-        return {item.module.__name__ for item in items if item.get_closest_marker(marker)}
-
-    slow, browser = modules("slow"), modules("browser")
-    items.sort(key=lambda item: (item.module.__name__ not in slow, item.module.__name__ not in browser))
+    """The modules that hold a slow test run first (each keeps its order): `make test` gives each pytest-xdist worker
+    whole modules, and a long module handed out last would leave the other workers idle while it runs alone."""
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)
 
 
 CHROMIUM = Path("/usr/bin/chromium")
