@@ -23,7 +23,7 @@ WORKERS ?= $(shell nproc)
 test: $(VENV)/.test system-packages
 	node --test tests/js/
 	$(MAKE) --no-print-directory docs
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(ARGS)
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile $(ARGS)
 
 # The documentation site from docs/ into site/, strict: a broken link, an anchor that is not there, a page left out
 # of the nav or an API name that does not resolve fails the build. Open site/index.html (it reads offline).
