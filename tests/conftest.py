@@ -59,13 +59,6 @@ def perturb_(model: torch.nn.Module, seed: int = 0) -> None:
                 p.add_(0.02 * noise)
 
 
-def pytest_collection_modifyitems(items):
-    """The modules that hold a slow test run first (each keeps its order): `make test` gives each pytest-xdist worker
-    whole modules, and a long module handed out last would leave the other workers idle while it runs alone."""
-    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.module.__name__ not in slow)
-
-
 CHROMIUM = Path("/usr/bin/chromium")
 
 
